@@ -1,0 +1,3 @@
+from optui.cli import main
+
+main()

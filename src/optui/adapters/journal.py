@@ -1,0 +1,448 @@
+"""The campaign journal: one SQLite file (WAL) holding events, todo items, bench results
+and the last good flags per server.
+
+Several optui processes (full screen + tmux side pane + CLI) share one file: every write is
+one short ``BEGIN IMMEDIATE`` transaction (``busy_timeout`` 5 s), readers notice other
+writers through ``PRAGMA data_version`` (:meth:`Journal.changed`). A write that returned is
+durable across ``kill -9`` of the process (WAL + ``synchronous=NORMAL``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from optui.core import events as ev
+from optui.core.bench_result import BenchResult
+from optui.core.events import Event
+from optui.core.todo import Priority, TodoItem, TodoStatus
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS events(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, type TEXT NOT NULL,
+    target TEXT, actor TEXT NOT NULL, experiment TEXT, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_type ON events(type, seq);
+CREATE INDEX IF NOT EXISTS events_target ON events(target, seq);
+CREATE INDEX IF NOT EXISTS events_experiment ON events(experiment, seq);
+CREATE TABLE IF NOT EXISTS todos(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, content TEXT NOT NULL, status TEXT NOT NULL,
+    priority TEXT NOT NULL, ord REAL NOT NULL, origin TEXT NOT NULL, raw_status TEXT,
+    experiment TEXT, note TEXT, meta TEXT, created REAL NOT NULL, updated REAL NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS bench_results(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, server TEXT, bench TEXT,
+    experiment TEXT, workload_key TEXT, status TEXT NOT NULL, output_tok_s REAL,
+    data TEXT NOT NULL, baseline INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS bench_workload ON bench_results(workload_key, id);
+CREATE TABLE IF NOT EXISTS last_good(server TEXT PRIMARY KEY, argv TEXT NOT NULL, ts REAL NOT NULL);
+"""
+_TODO_FIELDS = ("content", "status", "priority", "ord", "origin", "raw_status", "experiment", "note", "meta")
+
+
+class JournalError(Exception):
+    """The journal cannot be written (disk full, read-only file, locked too long).
+    The message names the file and the cause; the session keeps running read-only."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResult:
+    """A bench result row: id, Unix time, server, bench preset, baseline flag, result."""
+
+    id: int
+    ts: float
+    server: str | None
+    bench: str | None
+    experiment: str | None
+    baseline: bool
+    result: BenchResult
+
+
+def _dumps(data) -> str:
+    return json.dumps(data, default=str, allow_nan=False, separators=(",", ":"))
+
+
+def _clean(value):
+    """JSON cannot hold inf/nan: inf → "inf", nan → None (recursively)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+class Journal:
+    """A campaign DB. ``path`` is created (with parent dirs) when missing.
+
+    Thread-safe: one connection guarded by a lock, so the session may write from its
+    event loop while a worker thread reads. Raises JournalError when the file cannot be
+    opened or written.
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self.write_error: str | None = None
+        self._lock = threading.RLock()
+        try:
+            if read_only:
+                uri = f"file:{self.path}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
+            self._db.execute("PRAGMA busy_timeout=5000")
+            if not read_only:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(_SCHEMA)
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+                )
+        except (sqlite3.Error, OSError) as exc:
+            raise JournalError(f"{self.path}: cannot open journal: {exc}") from exc
+        self._data_version = self._pragma_data_version()
+
+    # ------------------------------------------------------------ plumbing
+    def close(self) -> None:
+        """Close the connection (further calls raise)."""
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise JournalError(f"{self.path}: journal is read-only ({self.write_error or 'opened read-only'})")
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as exc:
+                text = str(exc)
+                if "full" in text or "readonly" in text or "read-only" in text or "disk I/O" in text:
+                    self.write_error = text
+                    self.read_only = True
+                raise JournalError(f"{self.path}: cannot write journal: {text}") from exc
+
+    def _pragma_data_version(self) -> int:
+        with self._lock:
+            return self._db.execute("PRAGMA data_version").fetchone()[0]
+
+    def changed(self) -> bool:
+        """True when *another* connection committed since the last call (cheap: no I/O
+        beyond a header read). Use it to refresh views shared by several optui windows."""
+        version = self._pragma_data_version()
+        if version != self._data_version:
+            self._data_version = version
+            return True
+        return False
+
+    # -------------------------------------------------------------- events
+    def append(
+        self,
+        type: str,
+        target: str | None = None,
+        data: dict | None = None,
+        *,
+        actor: str = "optui",
+        experiment: str | None = None,
+        ts: float | None = None,
+    ) -> Event:
+        """Append one event and return it with its ``seq``. Raises JournalError."""
+        with self._write() as db:
+            return self._append(db, type, target, data or {}, actor, experiment, ts)
+
+    def _append(self, db, type, target, data, actor, experiment, ts) -> Event:
+        ts = time.time() if ts is None else ts
+        data = _clean(data)
+        cur = db.execute(
+            "INSERT INTO events(ts, type, target, actor, experiment, data) VALUES (?,?,?,?,?,?)",
+            (ts, type, target, actor, experiment, _dumps(data)),
+        )
+        return Event(cur.lastrowid, ts, type, target, actor, experiment, data)
+
+    def append_many(self, items: Iterable[tuple[str, str | None, dict]], *, actor: str = "optui") -> int:
+        """Append several ``(type, target, data)`` events in one transaction; returns the
+        count."""
+        n = 0
+        with self._write() as db:
+            for type, target, data in items:
+                self._append(db, type, target, data, actor, None, None)
+                n += 1
+        return n
+
+    def events(
+        self,
+        *,
+        since_seq: int = 0,
+        limit: int | None = None,
+        types: Iterable[str] | None = None,
+        target: str | None = None,
+        newest_first: bool = False,
+        since_ts: float | None = None,
+    ) -> list[Event]:
+        """Events with ``seq > since_seq`` filtered by type/target/time, oldest first
+        (or newest first with ``limit`` taking the newest)."""
+        sql = "SELECT seq, ts, type, target, actor, experiment, data FROM events WHERE seq > ?"
+        params: list = [since_seq]
+        if types:
+            types = list(types)
+            sql += f" AND type IN ({','.join('?' * len(types))})"
+            params += types
+        if target is not None:
+            sql += " AND target = ?"
+            params.append(target)
+        if since_ts is not None:
+            sql += " AND ts >= ?"
+            params.append(since_ts)
+        sql += " ORDER BY seq DESC" if newest_first else " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+        return [Event(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+
+    def last_seq(self) -> int:
+        """The highest event seq (0 when empty)."""
+        with self._lock:
+            return self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+
+    def count_events(self) -> int:
+        """Number of events."""
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+
+    # --------------------------------------------------------------- todos
+    def todos(self, include_deleted: bool = False) -> list[TodoItem]:
+        """Todo items in display order (``ord``, then id)."""
+        sql = "SELECT id, content, status, priority, ord, origin, raw_status, experiment, note, meta, updated FROM todos"
+        if not include_deleted:
+            sql += " WHERE deleted = 0"
+        sql += " ORDER BY ord, id"
+        with self._lock:
+            rows = self._db.execute(sql).fetchall()
+        return [_todo_from_row(r) for r in rows]
+
+    def todo(self, todo_id: int) -> TodoItem | None:
+        """One item by id (also a deleted one), or None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, content, status, priority, ord, origin, raw_status, experiment, note, meta, updated "
+                "FROM todos WHERE id = ?",
+                (todo_id,),
+            ).fetchone()
+        return _todo_from_row(row) if row else None
+
+    def add_todo(
+        self,
+        content: str,
+        *,
+        priority: Priority | str = Priority.MEDIUM,
+        status: TodoStatus | str = TodoStatus.PENDING,
+        origin: str = "optui",
+        raw_status: str | None = None,
+        experiment: dict | None = None,
+        actor: str = "optui",
+        order: float | None = None,
+    ) -> TodoItem:
+        """Add an item at the end of the list; records a ``todo.changed`` (op "add")."""
+        content = content.strip()
+        if not content:
+            raise ValueError("todo content must not be empty")
+        now = time.time()
+        with self._write() as db:
+            if order is None:
+                order = db.execute("SELECT COALESCE(MAX(ord), 0) + 1 FROM todos").fetchone()[0]
+            cur = db.execute(
+                "INSERT INTO todos(content, status, priority, ord, origin, raw_status, experiment, created, updated) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                (content, str(TodoStatus(status)), str(Priority(priority)), order, origin, raw_status,
+                 _dumps(experiment) if experiment else None, now, now),
+            )
+            item = self._todo_in(db, cur.lastrowid)
+            self._append(db, ev.TODO_CHANGED, f"todo:{item.id}", {"op": "add", "before": None, "after": item.to_json()}, actor, None, now)
+        return item
+
+    def _todo_in(self, db, todo_id: int) -> TodoItem:
+        row = db.execute(
+            "SELECT id, content, status, priority, ord, origin, raw_status, experiment, note, meta, updated FROM todos WHERE id = ?",
+            (todo_id,),
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no todo item with id {todo_id}")
+        return _todo_from_row(row)
+
+    def update_todo(self, todo_id: int, *, actor: str = "optui", expected: TodoItem | None = None, op: str = "edit", **changes) -> TodoItem:
+        """Change fields of an item (``content``, ``status``, ``priority``, ``order``,
+        ``raw_status``, ``experiment``, ``note``); records before/after.
+
+        ``expected`` is the item as the editor saw it: fields that another writer changed
+        meanwhile are still overwritten (last writer wins per field) but the event gets a
+        ``conflict`` entry with both values, so nothing is lost silently. Raises KeyError
+        for an unknown id, ValueError for a bad status/priority.
+        """
+        columns: dict[str, object] = {}
+        for key, value in changes.items():
+            col = "ord" if key == "order" else key
+            if col not in _TODO_FIELDS:
+                raise ValueError(f"unknown todo field {key!r}")
+            if col == "status":
+                value = str(TodoStatus(value))
+            elif col == "priority":
+                value = str(Priority(value))
+            elif col in ("experiment", "meta") and value is not None:
+                value = _dumps(value)
+            elif col == "content":
+                value = str(value).strip()
+                if not value:
+                    raise ValueError("todo content must not be empty")
+            columns[col] = value
+        now = time.time()
+        with self._write() as db:
+            before = self._todo_in(db, todo_id)
+            conflict = {}
+            if expected is not None:
+                for key in changes:
+                    attr = "order" if key == "ord" else key
+                    theirs, seen = getattr(before, attr), getattr(expected, attr)
+                    if theirs != seen:
+                        conflict[attr] = {"theirs": _clean(theirs), "seen": _clean(seen)}
+            if columns:
+                sets = ", ".join(f"{c} = ?" for c in columns)
+                db.execute(f"UPDATE todos SET {sets}, updated = ? WHERE id = ?", (*columns.values(), now, todo_id))
+            after = self._todo_in(db, todo_id)
+            data = {"op": op, "before": before.to_json(), "after": after.to_json()}
+            if conflict:
+                data["conflict"] = conflict
+            self._append(db, ev.TODO_CHANGED, f"todo:{todo_id}", data, actor, None, now)
+        return after
+
+    def delete_todo(self, todo_id: int, *, actor: str = "optui") -> TodoItem:
+        """Soft-delete an item (kept for undo and history); returns it."""
+        with self._write() as db:
+            item = self._todo_in(db, todo_id)
+            db.execute("UPDATE todos SET deleted = 1, updated = ? WHERE id = ?", (time.time(), todo_id))
+            self._append(db, ev.TODO_CHANGED, f"todo:{todo_id}", {"op": "delete", "before": item.to_json(), "after": None}, actor, None, None)
+        return item
+
+    def restore_todo(self, todo_id: int, *, actor: str = "optui") -> TodoItem:
+        """Undo a delete."""
+        with self._write() as db:
+            db.execute("UPDATE todos SET deleted = 0, updated = ? WHERE id = ?", (time.time(), todo_id))
+            item = self._todo_in(db, todo_id)
+            self._append(db, ev.TODO_CHANGED, f"todo:{todo_id}", {"op": "restore", "before": None, "after": item.to_json()}, actor, None, None)
+        return item
+
+    # ------------------------------------------------------- bench results
+    def add_result(
+        self,
+        result: BenchResult,
+        *,
+        server: str | None,
+        bench: str | None,
+        experiment: str | None = None,
+        ts: float | None = None,
+    ) -> int:
+        """Store a bench result; returns its id."""
+        data = result.to_json()
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO bench_results(ts, server, bench, experiment, workload_key, status, output_tok_s, data) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (ts or time.time(), server, bench, experiment, result.workload.key(), result.status,
+                 result.output_throughput_tok_s, _dumps(_clean(data))),
+            )
+            return cur.lastrowid
+
+    def results(self, *, server: str | None = None, limit: int = 200) -> list[StoredResult]:
+        """Stored results, newest first."""
+        sql = "SELECT id, ts, server, bench, experiment, baseline, data FROM bench_results"
+        params: list = []
+        if server is not None:
+            sql += " WHERE server = ?"
+            params.append(server)
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+        return [StoredResult(r[0], r[1], r[2], r[3], r[4], bool(r[5]), BenchResult.from_json(json.loads(r[6]))) for r in rows]
+
+    def set_baseline(self, result_id: int) -> None:
+        """Pin a result as the baseline of its workload (unpins the previous one)."""
+        with self._write() as db:
+            row = db.execute("SELECT workload_key FROM bench_results WHERE id = ?", (result_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"no bench result with id {result_id}")
+            db.execute("UPDATE bench_results SET baseline = 0 WHERE workload_key = ?", (row[0],))
+            db.execute("UPDATE bench_results SET baseline = 1 WHERE id = ?", (result_id,))
+
+    def baseline_for(self, workload_key: str) -> StoredResult | None:
+        """The pinned baseline of a workload, else its first ok result, else None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, ts, server, bench, experiment, baseline, data FROM bench_results "
+                "WHERE workload_key = ? AND status = 'ok' ORDER BY baseline DESC, id ASC LIMIT 1",
+                (workload_key,),
+            ).fetchone()
+        if row is None:
+            return None
+        return StoredResult(row[0], row[1], row[2], row[3], row[4], bool(row[5]), BenchResult.from_json(json.loads(row[6])))
+
+    # ------------------------------------------------------ last good flags
+    def set_last_good(self, server: str, argv: list[str]) -> None:
+        """Remember ``argv`` as the last flag set with which ``server`` became ready."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO last_good(server, argv, ts) VALUES (?,?,?) "
+                "ON CONFLICT(server) DO UPDATE SET argv = excluded.argv, ts = excluded.ts",
+                (server, _dumps(list(argv)), time.time()),
+            )
+
+    def last_good(self, server: str) -> list[str] | None:
+        """The last good argv of ``server``, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT argv FROM last_good WHERE server = ?", (server,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def integrity_ok(self) -> bool:
+        """``PRAGMA integrity_check`` says ok."""
+        with self._lock:
+            return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _todo_from_row(row) -> TodoItem:
+    (id_, content, status, priority, ord_, origin, raw_status, experiment, note, meta, updated) = row
+    return TodoItem(
+        id=id_,
+        content=content,
+        status=TodoStatus(status),
+        priority=Priority(priority),
+        order=ord_,
+        origin=origin,
+        raw_status=raw_status,
+        experiment=json.loads(experiment) if experiment else None,
+        note=note,
+        updated_at=updated,
+        meta=json.loads(meta) if meta else {},
+    )

@@ -1,0 +1,36 @@
+"""Helpers shared by CLI commands: config loading with clean errors, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import NoReturn
+
+import click
+
+from optui.config import ConfigError, LoadedConfig, load_config
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``message`` to stderr (prefixed ``optui: error:``) and exit with ``code``."""
+    click.echo(f"optui: error: {message}", err=True)
+    sys.exit(code)
+
+
+def load_config_or_exit(ctx: click.Context | None = None) -> LoadedConfig:
+    """Load the config named by ``--config`` (or found), exiting 2 with the
+    ``FILE:LINE: FIELD: problem`` message on a bad file."""
+    path = None
+    if ctx is not None:
+        root = ctx.find_root()
+        path = (root.obj or {}).get("config_path")
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(2)
+
+
+def echo_json(data) -> None:
+    """Print ``data`` as indented strict JSON (inf → "inf")."""
+    click.echo(json.dumps(data, indent=2, allow_nan=False, default=str))

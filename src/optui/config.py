@@ -1,0 +1,350 @@
+"""``optui.toml``: hosts, servers, benchmarks, UI settings — validated with clear errors.
+
+A bad file raises :class:`ConfigError` whose message is ``FILE:LINE: FIELD: what is wrong``
+(e.g. ``optui.toml:12: servers.qwen.port: Input should be a valid integer (got '30k')``).
+No file at all is valid: the local host, no servers, no benchmarks.
+
+Example::
+
+    theme = "optui-dark"
+    [hosts.local]
+    gpu_source = "nvml"            # nvml | nvidia-smi | demo | none
+
+    [servers.qwen]
+    url = "http://127.0.0.1:30000"
+    kind = "sglang"                # sglang | vllm | llamacpp | openai
+    control = "process"            # process | systemd | script | none
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "4"]
+
+    [servers.qwen.presets.big-batch]
+    set = { "--max-running-requests" = "256" }
+    unset = ["--disable-cuda-graph"]
+
+    [benchmarks.c1]
+    server = "qwen"
+    argv = ["python", "-m", "sglang.bench_serving", "--max-concurrency", "1"]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+CONFIG_FILE_NAME = "optui.toml"
+ENV_CONFIG = "OPTUI_CONFIG"
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used; ``str()`` is the operator-facing message
+    (``FILE:LINE: FIELD: problem``, one line per problem)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HostConfig(_Model):
+    """One host of the rack. ``local`` needs no entry."""
+
+    ssh: str | None = Field(None, description="ssh alias or user@host[:port]; None = this machine")
+    gpu_source: Literal["nvml", "nvidia-smi", "demo", "none"] | None = None
+    interval_s: float = Field(1.0, ge=0.25, le=60)
+    demo_gpus: int = Field(8, ge=1, le=16, description="GPUs of a simulated (demo) host")
+
+    @property
+    def source(self) -> str:
+        """The effective GPU source: nvml for local hosts, nvidia-smi for SSH hosts."""
+        if self.gpu_source:
+            return self.gpu_source
+        return "nvidia-smi" if self.ssh else "nvml"
+
+
+class Preset(_Model):
+    """A named flag set: flags to set (``None`` value = boolean flag) and to remove."""
+
+    set: dict[str, str | list[str] | None] = Field(default_factory=dict)
+    unset: list[str] = Field(default_factory=list)
+    description: str = ""
+
+
+class ServerConfig(_Model):
+    """One inference server: where it answers, how it is controlled, how it is launched."""
+
+    url: str
+    host: str = "local"
+    kind: Literal["sglang", "vllm", "llamacpp", "openai"] = "sglang"
+    control: Literal["process", "systemd", "script", "none"] = "process"
+    argv: list[str] = Field(default_factory=list)
+    unit: str | None = None
+    script: str | None = None
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    log_file: str | None = None
+    api_key_env: str | None = None
+    model: str | None = None
+    autostart: bool = False
+    ready_timeout_s: float = Field(900.0, gt=0)
+    stop_timeout_s: float = Field(30.0, gt=0)
+    health_timeout_s: float = Field(25.0, gt=0)
+    poll_interval_s: float = Field(2.0, ge=0.1)
+    hung_after_s: float = Field(30.0, gt=0)
+    stability_s: float = Field(0.0, ge=0)
+    generate_probe: bool = False
+    rollback: Literal["offer", "auto", "off"] = "offer"
+    presets: dict[str, Preset] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"must be an http(s) URL like http://127.0.0.1:30000, got {value!r}")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _check_control(self) -> ServerConfig:
+        if self.control == "process" and not self.argv:
+            raise ValueError("control = 'process' needs argv (the launch command as a list)")
+        if self.control == "systemd" and not self.unit:
+            raise ValueError("control = 'systemd' needs unit (e.g. 'sglang.service')")
+        if self.control == "script" and not self.script:
+            raise ValueError("control = 'script' needs script (path of the launch script)")
+        return self
+
+
+class BuiltinBench(_Model):
+    """The built-in load generator (no tool needed on the GPU host)."""
+
+    concurrency: list[int] = Field(default_factory=lambda: [1])
+    input_len: int = Field(128, ge=1)
+    output_len: int = Field(128, ge=1)
+    prompts: int = Field(32, ge=1)
+    request_rate: float = Field(math.inf, gt=0)
+    endpoint: Literal["completions", "chat"] = "completions"
+    ignore_eos: bool = True
+    warmup: int = Field(1, ge=0)
+    random_lengths: bool = False
+    model: str | None = None
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _one_or_many(cls, value):
+        return [value] if isinstance(value, int) else value
+
+
+class BenchmarkConfig(_Model):
+    """A benchmark preset: an external command (``argv``) or the built-in generator."""
+
+    server: str
+    argv: list[str] | None = None
+    builtin: BuiltinBench | None = None
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    stall_s: float = Field(120.0, gt=0)
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> BenchmarkConfig:
+        if (self.argv is None) == (self.builtin is None):
+            raise ValueError("give exactly one of argv (a command) or builtin (the load generator)")
+        return self
+
+
+class Config(_Model):
+    """The whole ``optui.toml``."""
+
+    theme: str = "optui-dark"
+    journal: str | None = None
+    refresh_s: float = Field(1.0, ge=0.25, le=60)
+    read_only: bool = False
+    bell: bool = False
+    log_max_lines: int = Field(10_000, ge=100)
+    mem_alert_pct: float = Field(95.0, gt=0, le=100)
+    keymap: dict[str, str] = Field(default_factory=dict)
+    hosts: dict[str, HostConfig] = Field(default_factory=dict)
+    servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    benchmarks: dict[str, BenchmarkConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Config:
+        hosts = set(self.hosts) | {"local"}
+        for name, server in self.servers.items():
+            if server.host not in hosts:
+                raise _RefError(("servers", name, "host"), f"unknown host {server.host!r} (known: {', '.join(sorted(hosts))})")
+        for name, bench in self.benchmarks.items():
+            if bench.server not in self.servers:
+                known = ", ".join(sorted(self.servers)) or "none configured"
+                raise _RefError(("benchmarks", name, "server"), f"unknown server {bench.server!r} (known: {known})")
+        return self
+
+    def host_names(self) -> list[str]:
+        """Configured hosts, ``local`` first when it is used or nothing else is configured."""
+        names = list(self.hosts)
+        if "local" not in names:
+            names.insert(0, "local")
+        return names
+
+    def host(self, name: str) -> HostConfig:
+        """The host's config (``local`` defaults when not configured)."""
+        return self.hosts.get(name) or HostConfig()
+
+
+class _RefError(ValueError):
+    def __init__(self, loc: tuple, message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.message = message
+
+
+class LoadedConfig:
+    """A validated config plus where it came from.
+
+    ``path`` is None when no file was found; ``journal_path`` is the campaign DB
+    (``journal`` from the file, relative to the file; default ``.optui/optui.db`` beside
+    the config, or the user's state dir without a config).
+    """
+
+    def __init__(self, config: Config, path: Path | None, journal_path: Path) -> None:
+        self.config = config
+        self.path = path
+        self.journal_path = journal_path
+
+
+def find_config(explicit: str | os.PathLike | None = None) -> Path | None:
+    """The config file to use: ``explicit``, else ``$OPTUI_CONFIG``, else ``./optui.toml``
+    when it exists, else None. Raises ConfigError when an explicit file is missing."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such config file")
+        return path
+    env = os.environ.get(ENV_CONFIG)
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such config file (from ${ENV_CONFIG})")
+        return path
+    local = Path.cwd() / CONFIG_FILE_NAME
+    return local if local.is_file() else None
+
+
+def default_state_dir() -> Path:
+    """Where optui keeps state without a config file (platformdirs user state dir)."""
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("optui", appauthor=False))
+
+
+def load_config(path: str | os.PathLike | None = None, *, search: bool = True) -> LoadedConfig:
+    """Load and validate a config.
+
+    ``path`` None and ``search`` True: use :func:`find_config`. Raises ConfigError with
+    ``FILE:LINE: FIELD: problem`` lines for syntax or validation errors.
+    """
+    file = find_config(path) if (path or search) else None
+    if file is None:
+        config = Config()
+        return LoadedConfig(config, None, default_state_dir() / "optui.db")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read: {exc}") from exc
+    config = parse_config_text(text, str(file))
+    journal = Path(config.journal) if config.journal else Path(".optui") / "optui.db"
+    if not journal.is_absolute():
+        journal = file.resolve().parent / journal
+    return LoadedConfig(config, file, journal)
+
+
+def parse_config_text(text: str, filename: str = CONFIG_FILE_NAME) -> Config:
+    """Parse and validate TOML text; raises ConfigError naming ``filename:line``."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        line = m.group(1) if m else "?"
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise ConfigError(f"{filename}:{line}: TOML syntax error: {message}") from exc
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation(exc, text, filename)) from None
+
+
+def _format_validation(exc: ValidationError, text: str, filename: str) -> str:
+    index = _index_toml_lines(text)
+    lines = []
+    seen: set[tuple[str, ...]] = set()
+    for err in exc.errors():
+        loc = tuple(str(p) for p in err["loc"])
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, _RefError):
+            loc, message = tuple(str(p) for p in cause.loc), cause.message
+        else:
+            message = err["msg"]
+            if message.startswith("Value error, "):
+                message = message[len("Value error, ") :]
+            if err["type"] == "extra_forbidden":
+                message = "unknown field (check the spelling; see README 'Config reference')"
+            elif err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
+                message += f" (got {err['input']!r})"
+        # drop pydantic's internal loc parts (union members, validator names)
+        loc = tuple(p for p in loc if p not in _TYPE_TAGS and not p.startswith(("function-", "union[", "list[", "dict[")))
+        if loc in seen:
+            continue
+        seen.add(loc)
+        line = _find_line(index, loc)
+        lines.append(f"{filename}:{line}: {'.'.join(loc) or '(top level)'}: {message}")
+    return "\n".join(lines)
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "none", "literal"}
+_HEADER = re.compile(r"^\s*\[\[?\s*(.+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
+
+
+def _split_key(key: str) -> tuple[str, ...]:
+    parts = re.findall(r"\"([^\"]*)\"|'([^']*)'|([A-Za-z0-9_-]+)", key)
+    return tuple(a or b or c for a, b, c in parts)
+
+
+def _index_toml_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Map every table header and key path to its first line number (1-based)."""
+    index: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    depth = 0  # inside a multi-line array/inline table: keys there are values, skip
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if depth == 0:
+            header = _HEADER.match(raw)
+            if header and "=" not in line.split("]")[0]:
+                table = _split_key(header.group(1))
+                for i in range(1, len(table) + 1):
+                    index.setdefault(table[:i], number)
+                continue
+            key = _KEY.match(raw)
+            if key:
+                path = table + _split_key(key.group(1))
+                for i in range(len(table) + 1, len(path) + 1):
+                    index.setdefault(path[:i], number)
+                # inline tables: index their keys too (set = { "--x" = "1" })
+                rest = raw[key.end() :]
+                for inner in re.finditer(r"(?:\"([^\"]+)\"|([A-Za-z0-9_-]+))\s*=", rest):
+                    index.setdefault(path + (inner.group(1) or inner.group(2),), number)
+        depth += raw.count("[") - raw.count("]") if depth or raw.rstrip().endswith(("[", ",")) else 0
+        depth = max(depth, 0)
+    return index
+
+
+def _find_line(index: dict[tuple[str, ...], int], loc: tuple[str, ...]) -> int | str:
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in index:
+            return index[loc[:n]]
+    return 1 if index else "1"

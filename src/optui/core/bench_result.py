@@ -1,0 +1,182 @@
+"""The canonical benchmark result every bench source maps to.
+
+Units are in the names: ``*_ms`` milliseconds, ``*_tok_s`` tokens per second,
+``request_throughput`` requests per second, ``duration_s`` seconds.
+
+Latency definitions (they differ between tools; we keep each tool's own numbers):
+- TTFT: time from sending the request to the first output token.
+- TPOT ("time per output token, excl. 1st token"): per request,
+  ``(e2e - ttft) / (output_tokens - 1)``, then mean/percentiles over requests
+  (SGLang ``bench_serving`` and vLLM ``bench serve`` agree on this).
+- ITL ("inter-token latency"): every gap between consecutive streamed chunks, pooled over
+  all requests, then mean/percentiles (both tools; a chunk may carry several tokens).
+- E2E: request latency from send to last token (SGLang "E2E Latency", vLLM "E2EL").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+#: The statistics kept for every latency metric.
+STATS = ("mean", "median", "p90", "p95", "p99")
+#: The latency metrics, each a dict of :data:`STATS` (values in ms or None).
+LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+#: Scalar result keys of ``optui bench parse --json`` in order (before the latency dicts).
+SCALAR_KEYS = (
+    "tool",
+    "completed",
+    "failed",
+    "duration_s",
+    "request_throughput",
+    "input_throughput_tok_s",
+    "output_throughput_tok_s",
+    "total_throughput_tok_s",
+    "max_concurrency",
+    "request_rate",
+    "accept_length",
+)
+#: For comparisons: +1 when a higher value is better, -1 when lower is better.
+DIRECTION = {
+    "request_throughput": +1,
+    "input_throughput_tok_s": +1,
+    "output_throughput_tok_s": +1,
+    "total_throughput_tok_s": +1,
+    "accept_length": +1,
+    "failed": -1,
+    "ttft_ms": -1,
+    "tpot_ms": -1,
+    "itl_ms": -1,
+    "e2e_ms": -1,
+}
+
+
+def empty_stats() -> dict[str, float | None]:
+    """A latency dict with every statistic None."""
+    return {stat: None for stat in STATS}
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What a benchmark measured: comparisons only pair results of equal workloads.
+
+    ``request_rate`` is req/s (``math.inf`` = all at once); lengths are tokens.
+    """
+
+    tool: str = ""
+    dataset: str | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    num_prompts: int | None = None
+    max_concurrency: int | None = None
+    request_rate: float | None = None
+
+    def key(self) -> str:
+        """A short stable hash of the workload (equal workloads share it)."""
+        data = asdict(self)
+        if data["request_rate"] is not None and math.isinf(data["request_rate"]):
+            data["request_rate"] = "inf"
+        blob = json.dumps(data, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@dataclass(slots=True)
+class BenchResult:
+    """One benchmark result in canonical form (see module docstring for units).
+
+    ``status`` is "ok" for a run with a result block, "failed" for a run that produced
+    none (e.g. SGLang's ``IndexError`` when every request failed), "stalled"/"aborted" for
+    runs optui stopped. ``extra`` holds tool-specific values (goodput, spec decoding...).
+    """
+
+    tool: str = "unknown"
+    tool_version: str | None = None
+    status: str = "ok"
+    completed: int | None = None
+    failed: int | None = None
+    duration_s: float | None = None
+    request_throughput: float | None = None
+    input_throughput_tok_s: float | None = None
+    output_throughput_tok_s: float | None = None
+    total_throughput_tok_s: float | None = None
+    max_concurrency: int | None = None
+    request_rate: float | None = None
+    accept_length: float | None = None
+    ttft_ms: dict[str, float | None] = field(default_factory=empty_stats)
+    tpot_ms: dict[str, float | None] = field(default_factory=empty_stats)
+    itl_ms: dict[str, float | None] = field(default_factory=empty_stats)
+    e2e_ms: dict[str, float | None] = field(default_factory=empty_stats)
+    total_input_tokens: int | None = None
+    total_output_tokens: int | None = None
+    workload: Workload = field(default_factory=Workload)
+    extra: dict = field(default_factory=dict)
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        """The ``optui bench parse --json`` object: :data:`SCALAR_KEYS`, then the four
+        latency dicts, then ``status``, ``workload``, ``extra``. ``inf`` rates become the
+        string "inf" so the output is strict JSON."""
+        out: dict = {}
+        for key in SCALAR_KEYS:
+            out[key] = _json_number(getattr(self, key))
+        for key in LATENCY_METRICS:
+            out[key] = {stat: _json_number(v) for stat, v in getattr(self, key).items()}
+        out["total_input_tokens"] = self.total_input_tokens
+        out["total_output_tokens"] = self.total_output_tokens
+        out["status"] = self.status
+        out["tool_version"] = self.tool_version
+        workload = asdict(self.workload)
+        workload["request_rate"] = _json_number(workload["request_rate"])
+        out["workload"] = workload
+        out["extra"] = {k: _json_number(v) for k, v in self.extra.items()}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> BenchResult:
+        """Inverse of :meth:`to_json` (used by the journal)."""
+        result = cls()
+        for key in SCALAR_KEYS:
+            setattr(result, key, _from_json_number(data.get(key)))
+        for key in LATENCY_METRICS:
+            stats = empty_stats()
+            stats.update({k: _from_json_number(v) for k, v in (data.get(key) or {}).items()})
+            setattr(result, key, stats)
+        result.total_input_tokens = data.get("total_input_tokens")
+        result.total_output_tokens = data.get("total_output_tokens")
+        result.status = data.get("status", "ok")
+        result.tool_version = data.get("tool_version")
+        wl = dict(data.get("workload") or {})
+        if "request_rate" in wl:
+            wl["request_rate"] = _from_json_number(wl["request_rate"])
+        result.workload = Workload(**{k: v for k, v in wl.items() if k in Workload.__slots__})
+        result.extra = dict(data.get("extra") or {})
+        result.error = data.get("error")
+        return result
+
+    def metric(self, name: str) -> float | None:
+        """A scalar (``output_throughput_tok_s``) or a dotted stat (``ttft_ms.p99``)."""
+        if "." in name:
+            base, _, stat = name.partition(".")
+            return getattr(self, base, {}).get(stat)
+        value = getattr(self, name, None)
+        return value if isinstance(value, (int, float)) else None
+
+
+def _json_number(value):
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _from_json_number(value):
+    if value == "inf":
+        return math.inf
+    if value == "-inf":
+        return -math.inf
+    return value
