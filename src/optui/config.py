@@ -54,8 +54,9 @@ class HostConfig(_Model):
 
     ssh: str | None = Field(None, description="ssh alias or user@host[:port]; None = this machine")
     gpu_source: Literal["nvml", "nvidia-smi", "demo", "none"] | None = None
-    interval_s: float = Field(1.0, ge=0.25, le=60)
+    interval_s: float | None = Field(None, ge=0.25, le=60, description="GPU refresh; default: refresh_s")
     demo_gpus: int = Field(8, ge=1, le=16, description="GPUs of a simulated (demo) host")
+    demo_state: str | None = Field(None, description="demo only: state file of a simulated server on this host")
 
     @property
     def source(self) -> str:

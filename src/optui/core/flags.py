@@ -230,9 +230,12 @@ class Flags:
         key = canonical_name(name)
         if self.has(key):
             return self.unset(key)
-        partner = _negation_partner(key)
-        if partner and self.has(partner):
-            return self.unset(partner).set(key)
+        present = [p for p in _negation_partners(key) if self.has(p)]
+        if present:
+            flags = self
+            for partner in present:
+                flags = flags.unset(partner)
+            return flags.set(key)
         return self.set(key)
 
     def apply(self, set_values: Mapping[str, str | Iterable[str] | None] = (), unset: Iterable[str] = ()) -> Flags:
@@ -270,17 +273,18 @@ def _is_boolean(token: str, known: frozenset[str]) -> bool:
     return name.startswith(("--enable-", "--disable-", "--no-")) and not known
 
 
-def _negation_partner(name: str) -> str | None:
-    """``--no-x`` ↔ ``--x``; ``--enable-x`` ↔ ``--disable-x``."""
+def _negation_partners(name: str) -> list[str]:
+    """Spellings that mean the opposite of ``name``: ``--no-x`` ↔ ``--x``;
+    ``--enable-x`` ↔ ``--disable-x`` / ``--no-enable-x`` (vLLM, old and new)."""
     if name.startswith("--no-"):
-        return "--" + name[5:]
+        return ["--" + name[5:]]
     if name.startswith("--enable-"):
-        return "--disable-" + name[9:]
+        return ["--disable-" + name[9:], "--no-" + name[2:]]
     if name.startswith("--disable-"):
-        return "--enable-" + name[10:]
+        return ["--enable-" + name[10:], "--no-enable-" + name[10:]]
     if name.startswith("--"):
-        return "--no-" + name[2:]
-    return None
+        return ["--no-" + name[2:]]
+    return []
 
 
 def parse_assignment(text: str) -> tuple[str, str | None]:

@@ -1,0 +1,133 @@
+"""Running an external benchmark command and streaming its output.
+
+stdout and stderr are read in 64 KiB chunks (a tool may print a 1 MB line or invalid
+UTF-8) and split by :class:`~optui.core.textstream.LineSplitter`: ``\\r`` progress bars come
+out as one updating progress line, ANSI is stripped. The command runs in its own process
+group, so an abort or a stall kills the tool *and* whatever it spawned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from optui.adapters import proc
+from optui.core.textstream import LineSplitter
+
+CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """How a command ended: ``status`` "exited", "aborted" or "stalled"; ``returncode``;
+    ``duration_s``; ``reason`` for aborted/stalled runs."""
+
+    status: str
+    returncode: int | None
+    duration_s: float
+    reason: str | None = None
+
+
+class CommandRun:
+    """One benchmark command. Call :meth:`run` once; :meth:`abort` from anywhere.
+
+    ``on_line(stream, line)`` gets every complete line ("stdout"/"stderr");
+    ``on_progress(line)`` the current carriage-return line. The stall watchdog fires when
+    nothing was printed for ``stall_s`` seconds *and* ``server_healthy()`` is False.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        on_line: Callable[[str, str], None],
+        on_progress: Callable[[str], None] | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stall_s: float = 120.0,
+        server_healthy: Callable[[], bool] = lambda: True,
+        kill_timeout_s: float = 3.0,
+    ) -> None:
+        self.argv = list(argv)
+        self.on_line = on_line
+        self.on_progress = on_progress
+        self.cwd = cwd
+        self.env = env
+        self.stall_s = stall_s
+        self.server_healthy = server_healthy
+        self.kill_timeout_s = kill_timeout_s
+        self.pid: int | None = None
+        self.last_output = time.monotonic()
+        self._abort_reason: str | None = None
+        self._stall_reason: str | None = None
+        self._stop = asyncio.Event()
+
+    def abort(self, reason: str = "aborted by operator") -> None:
+        """Kill the command's process group (the run ends with status "aborted")."""
+        self._abort_reason = reason
+        self._stop.set()
+
+    async def run(self) -> CommandOutcome:
+        """Start, stream, wait. Raises OSError when the program cannot be started."""
+        start = time.monotonic()
+        child = await proc.spawn_piped(self.argv, cwd=self.cwd, env=self.env)
+        self.pid = child.pid
+        readers = [
+            asyncio.create_task(self._read(child.stdout, "stdout")),
+            asyncio.create_task(self._read(child.stderr, "stderr")),
+        ]
+        watchdog = asyncio.create_task(self._watchdog())
+        waiter = asyncio.create_task(child.wait())
+        stopper = asyncio.create_task(self._stop.wait())
+        try:
+            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if not waiter.done():
+                await proc.stop_group(child.pid, timeout_s=self.kill_timeout_s, proc=child)
+            else:
+                # the leader exited; make sure nothing it spawned lingers
+                if proc.group_alive(child.pid):
+                    await proc.stop_group(child.pid, timeout_s=self.kill_timeout_s)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*readers), 5.0)
+        except asyncio.CancelledError:
+            proc.kill_group_now(child.pid)
+            raise
+        finally:
+            for task in (*readers, watchdog, stopper, waiter):
+                task.cancel()
+        duration = time.monotonic() - start
+        if self._stall_reason:
+            return CommandOutcome("stalled", child.returncode, duration, self._stall_reason)
+        if self._abort_reason:
+            return CommandOutcome("aborted", child.returncode, duration, self._abort_reason)
+        return CommandOutcome("exited", child.returncode, duration)
+
+    async def _read(self, stream: asyncio.StreamReader | None, name: str) -> None:
+        if stream is None:
+            return
+        splitter = LineSplitter()
+        while True:
+            data = await stream.read(CHUNK)
+            if not data:
+                break
+            self.last_output = time.monotonic()
+            self._emit(name, splitter.feed(data))
+            await asyncio.sleep(0)  # let the UI breathe during floods
+        self._emit(name, splitter.close())
+
+    def _emit(self, name: str, chunk) -> None:
+        for line in chunk.lines:
+            self.on_line(name, line)
+        if chunk.progress is not None and self.on_progress is not None:
+            self.on_progress(chunk.progress)
+
+    async def _watchdog(self) -> None:
+        while not self._stop.is_set():
+            await asyncio.sleep(min(1.0, self.stall_s / 4))
+            silent = time.monotonic() - self.last_output
+            if silent >= self.stall_s and not self.server_healthy():
+                self._stall_reason = f"no output for {silent:.0f}s while the server is not healthy"
+                self._stop.set()

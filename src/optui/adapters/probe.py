@@ -1,0 +1,119 @@
+"""HTTP probes of one inference server with a reused ``httpx.AsyncClient``.
+
+Readiness facts (``../shared/reference/servers_and_bench.md`` 1.4): SGLang ``/health`` runs a
+real 1-token generation and can take up to 20 s (timeout ≥ 25 s; we never poll faster than
+the previous answer because probes are awaited one after another); ``/v1/models`` answers
+before SGLang is ready, so it is only used for the model name. The API key (from the
+environment variable named in the config) is sent as ``Authorization: Bearer`` and never
+stored or logged.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import httpx
+
+
+@dataclass(frozen=True, slots=True)
+class HealthResult:
+    """Outcome of one health probe: ``status`` is the HTTP code or None when no answer;
+    ``error`` is "refused", "timeout" or another short reason; ``latency_ms``."""
+
+    status: int | None
+    error: str | None
+    latency_ms: float
+
+    @property
+    def ok(self) -> bool:
+        """HTTP 200."""
+        return self.status == 200
+
+    @property
+    def answered(self) -> bool:
+        """The HTTP server answered (any status)."""
+        return self.status is not None
+
+
+class ServerProbe:
+    """Probes for one server at ``base_url`` (e.g. ``http://127.0.0.1:30000``)."""
+
+    def __init__(self, base_url: str, *, api_key_env: str | None = None, health_timeout_s: float = 25.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.health_timeout_s = health_timeout_s
+        headers = {}
+        key = os.environ.get(api_key_env) if api_key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(5.0, connect=2.0),
+            limits=httpx.Limits(max_connections=4, max_keepalive_connections=2),
+            trust_env=False,
+        )
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+    async def health(self, path: str = "/health") -> HealthResult:
+        """GET ``path`` with the long health timeout; never raises."""
+        t0 = time.monotonic()
+        try:
+            resp = await self._client.get(path, timeout=httpx.Timeout(self.health_timeout_s, connect=2.0))
+            return HealthResult(resp.status_code, None, (time.monotonic() - t0) * 1000)
+        except httpx.ConnectError:
+            return HealthResult(None, "refused", (time.monotonic() - t0) * 1000)
+        except httpx.TimeoutException:
+            return HealthResult(None, "timeout", (time.monotonic() - t0) * 1000)
+        except httpx.HTTPError as exc:
+            return HealthResult(None, type(exc).__name__, (time.monotonic() - t0) * 1000)
+
+    async def model_name(self) -> str | None:
+        """The first model id from ``/v1/models`` (SGLang, vLLM, llama.cpp shapes), or None."""
+        try:
+            resp = await self._client.get("/v1/models")
+            if resp.status_code != 200:
+                return None
+            data = resp.json().get("data") or []
+            return str(data[0].get("id")) if data else None
+        except (httpx.HTTPError, ValueError, AttributeError, IndexError, TypeError):
+            return None
+
+    async def metrics(self) -> tuple[int | None, str]:
+        """GET ``/metrics``: ``(status, text)``; status None when unreachable."""
+        try:
+            resp = await self._client.get("/metrics")
+            return resp.status_code, resp.text if resp.status_code == 200 else ""
+        except httpx.HTTPError:
+            return None, ""
+
+    async def server_info(self) -> dict | None:
+        """SGLang ``/server_info`` (falls back to ``/get_server_info``), vLLM ``/version``;
+        None when neither answers."""
+        for path in ("/server_info", "/get_server_info", "/version"):
+            try:
+                resp = await self._client.get(path)
+            except httpx.HTTPError:
+                return None
+            if resp.status_code == 200:
+                try:
+                    data = resp.json()
+                    return data if isinstance(data, dict) else None
+                except ValueError:
+                    return None
+        return None
+
+    async def generate_one(self, model: str | None = None) -> bool:
+        """A 1-token completion (the "really ready" probe); True on success."""
+        body = {"prompt": "Hello", "max_tokens": 1, "temperature": 0}
+        if model:
+            body["model"] = model
+        try:
+            resp = await self._client.post("/v1/completions", json=body, timeout=httpx.Timeout(30.0, connect=2.0))
+            return resp.status_code == 200
+        except httpx.HTTPError:
+            return False

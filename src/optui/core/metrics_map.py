@@ -1,0 +1,154 @@
+"""Mapping a server's Prometheus ``/metrics`` text to one canonical :class:`LoadView`.
+
+Names per server (``../shared/reference/servers_and_bench.md`` section 2,
+``../shared/reference/llamacpp_peer.md``): ``sglang:*`` (needs ``--enable-metrics``),
+``vllm:*`` (including the renamed legacy ``vllm:gpu_cache_usage_perc`` and
+``vllm:gpu_prefix_cache_*``) and ``llamacpp:*`` (needs ``--metrics``). Counters become rates
+between two scrapes; several series of one metric (TP/DP ranks, engines) are summed, except
+fractions, which are averaged. Parsing uses prometheus_client's text parser.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from optui.core.server_state import LoadView
+
+# canonical field -> candidate sample names, first present wins
+_GAUGES_SUM = {
+    "running": ("sglang:num_running_reqs", "vllm:num_requests_running", "llamacpp:requests_processing"),
+    "waiting": ("sglang:num_queue_reqs", "vllm:num_requests_waiting", "llamacpp:requests_deferred"),
+}
+_FRACTIONS = {  # 0..1, averaged over series, shown as %
+    "kv_cache_pct": ("sglang:token_usage", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
+}
+_COUNTERS = {
+    "generated": ("sglang:generation_tokens_total", "vllm:generation_tokens_total", "llamacpp:tokens_predicted_total"),
+    "prompt": ("sglang:prompt_tokens_total", "vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
+    "prefix_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    "prefix_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+    "spec_accepted": ("vllm:spec_decode_num_accepted_tokens_total", "llamacpp:spec_decode_num_accepted_tokens_total"),
+    "spec_drafts": ("vllm:spec_decode_num_drafts_total", "llamacpp:spec_decode_num_drafts_total"),
+}
+_GAUGE_FALLBACKS = {
+    "gen_tok_s": ("sglang:gen_throughput", "llamacpp:predicted_tokens_seconds"),
+    "prefix_hit_frac": ("sglang:cache_hit_rate",),
+    "accept_length": ("sglang:spec_accept_length",),
+}
+
+
+class MetricsParseError(ValueError):
+    """``/metrics`` text that the Prometheus text parser rejects."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scrape:
+    """One parsed scrape: summed and averaged sample values by name, and its time (s)."""
+
+    t: float
+    sums: dict[str, float] = field(default_factory=dict)
+    means: dict[str, float] = field(default_factory=dict)
+
+    def first(self, names: tuple[str, ...], *, mean: bool = False) -> float | None:
+        """The value of the first name present (mean over series when ``mean``)."""
+        table = self.means if mean else self.sums
+        for name in names:
+            if name in table:
+                return table[name]
+        return None
+
+    @property
+    def has_server_metrics(self) -> bool:
+        """True when any sglang:/vllm:/llamacpp: series is present."""
+        return any(n.startswith(("sglang:", "vllm:", "llamacpp:")) for n in self.sums)
+
+
+def parse_scrape(text: str, t: float) -> Scrape:
+    """Parse Prometheus text taken at ``t`` (seconds). Raises MetricsParseError.
+
+    Histogram buckets and ``_created`` series are skipped (not needed for the load view).
+    """
+    sums: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                name = sample.name
+                if name.endswith(("_bucket", "_created")):
+                    continue
+                value = float(sample.value)
+                if value != value:  # NaN
+                    continue
+                sums[name] += value
+                counts[name] += 1
+    except Exception as exc:  # the parser raises ValueError/TypeError/IndexError on junk
+        raise MetricsParseError(f"unparseable /metrics text: {exc}") from exc
+    means = {name: sums[name] / counts[name] for name in sums}
+    return Scrape(t, dict(sums), means)
+
+
+def _rate(prev: Scrape | None, cur: Scrape, names: tuple[str, ...]) -> float | None:
+    if prev is None or cur.t <= prev.t:
+        return None
+    a, b = prev.first(names), cur.first(names)
+    if a is None or b is None or b < a:  # counter reset (server restarted)
+        return None
+    return (b - a) / (cur.t - prev.t)
+
+
+def _delta(prev: Scrape | None, cur: Scrape, names: tuple[str, ...]) -> float | None:
+    if prev is None:
+        return None
+    a, b = prev.first(names), cur.first(names)
+    if a is None or b is None or b < a:
+        return None
+    return b - a
+
+
+def load_view(cur: Scrape, prev: Scrape | None = None) -> LoadView:
+    """The canonical load view from the current scrape and the previous one (for rates).
+
+    Percentages are 0..100; tok/s from counter deltas, else from the server's own
+    throughput gauge. A scrape without server series gives a hint instead of numbers
+    (vLLM with ``--disable-log-stats`` has only ``http_*``/``process_*`` series).
+    """
+    if not cur.has_server_metrics:
+        return LoadView(source="metrics", hint="no server series in /metrics (stats disabled?)")
+    kv = cur.first(_FRACTIONS["kv_cache_pct"], mean=True)
+    gen = _rate(prev, cur, _COUNTERS["generated"])
+    if gen is None:
+        gen = cur.first(_GAUGE_FALLBACKS["gen_tok_s"])
+    hits, queries = _delta(prev, cur, _COUNTERS["prefix_hits"]), _delta(prev, cur, _COUNTERS["prefix_queries"])
+    if hits is not None and queries:
+        prefix = 100.0 * hits / queries
+    else:
+        frac = cur.first(_GAUGE_FALLBACKS["prefix_hit_frac"], mean=True)
+        prefix = None if frac is None else 100.0 * frac
+    accepted, drafts = _delta(prev, cur, _COUNTERS["spec_accepted"]), _delta(prev, cur, _COUNTERS["spec_drafts"])
+    if accepted is not None and drafts:
+        accept = 1.0 + accepted / drafts
+    else:
+        accept = cur.first(_GAUGE_FALLBACKS["accept_length"], mean=True)
+    return LoadView(
+        running=cur.first(_GAUGES_SUM["running"]),
+        waiting=cur.first(_GAUGES_SUM["waiting"]),
+        kv_cache_pct=None if kv is None else 100.0 * kv,
+        gen_tok_s=gen,
+        prompt_tok_s=_rate(prev, cur, _COUNTERS["prompt"]),
+        prefix_hit_pct=prefix,
+        accept_length=accept,
+        generated_total=cur.first(_COUNTERS["generated"]),
+        source="metrics",
+    )
+
+
+def missing_metrics_hint(kind: str, status: int) -> str:
+    """What to tell the operator when ``/metrics`` answers ``status`` (404, 501...)."""
+    if kind == "sglang" and status == 404:
+        return "no /metrics: add --enable-metrics (using log lines instead)"
+    if kind == "llamacpp" and status == 501:
+        return "no /metrics: add --metrics"
+    return f"/metrics answered HTTP {status}"

@@ -1,0 +1,98 @@
+"""The server state machine as a pure function of what the probes and the process say.
+
+:func:`next_state` is called after every probe with an :class:`Observation`; it returns the
+new state and never performs I/O, so every transition is unit-testable. Hung detection is
+:class:`HungDetector` (requests waiting/running while the generated-token counter stands
+still for ``after_s`` seconds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optui.core.server_state import ServerState
+
+#: Consecutive failed health probes after which a ready server counts as down/crashed.
+FAILS_TO_DOWN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One round of facts about a server.
+
+    ``process``: "running", "exited" or "unknown" (optui does not manage it);
+    ``health``: the HTTP status of the health probe, None when no answer;
+    ``log_ready``: the log printed the readiness line of this start;
+    ``stopping``: optui is stopping it on purpose; ``starting``: optui (re)started it and
+    the ready gate is open.
+    """
+
+    process: str = "unknown"
+    health: int | None = None
+    log_ready: bool = False
+    stopping: bool = False
+    starting: bool = False
+
+
+def next_state(prev: ServerState, obs: Observation, failures: int) -> ServerState:
+    """The state after ``obs``; ``failures`` counts consecutive health failures including
+    this one (0 when this probe answered 200)."""
+    if obs.stopping:
+        return ServerState.DOWN if obs.process == "exited" else ServerState.STOPPING
+    if obs.process == "exited":
+        # a managed process that is gone: crashed if it was meant to run
+        if prev in (ServerState.DOWN, ServerState.STOPPING):
+            return ServerState.DOWN
+        return ServerState.CRASHED
+    if obs.health == 200:
+        if prev is ServerState.HUNG:
+            return ServerState.HUNG  # only the hung detector clears it
+        return ServerState.READY
+    answered = obs.health is not None
+    if prev in (ServerState.READY, ServerState.DEGRADED, ServerState.HUNG):
+        if failures < FAILS_TO_DOWN or obs.process == "running" and answered:
+            return ServerState.HUNG if prev is ServerState.HUNG else ServerState.DEGRADED
+        return ServerState.DEGRADED if obs.process == "running" else ServerState.DOWN
+    if obs.process == "running" or obs.starting:
+        # loading (connection refused) or warming (HTTP up, health not 200 yet)
+        return ServerState.WARMING if answered else ServerState.STARTING
+    if obs.process == "unknown":
+        if answered:
+            return ServerState.WARMING
+        return ServerState.CRASHED if prev is ServerState.CRASHED else ServerState.DOWN
+    return prev
+
+
+class HungDetector:
+    """Flags a server whose generated-token counter stands still while requests are
+    running or waiting for ``after_s`` seconds (health endpoints can say 200 then).
+
+    Feed :meth:`update` with each metrics reading; :attr:`hung` is the verdict and
+    :attr:`stalled_s` how long the counter has not moved.
+    """
+
+    def __init__(self, after_s: float = 30.0) -> None:
+        self.after_s = after_s
+        self._last_total: float | None = None
+        self._since: float | None = None
+        self.hung = False
+        self.stalled_s = 0.0
+
+    def reset(self) -> None:
+        """Forget the history (after a restart)."""
+        self._last_total, self._since, self.hung, self.stalled_s = None, None, False, 0.0
+
+    def update(self, now: float, generated_total: float | None, busy: float | None) -> bool:
+        """Record a reading at ``now`` (s): the token counter and running+waiting count.
+        Returns the new :attr:`hung` verdict."""
+        if generated_total is None or busy is None:
+            return self.hung
+        if self._last_total is None or generated_total != self._last_total or busy <= 0:
+            self._last_total = generated_total
+            self._since = now
+            self.hung = False
+            self.stalled_s = 0.0
+            return False
+        self.stalled_s = now - (now if self._since is None else self._since)
+        self.hung = self.stalled_s >= self.after_s
+        return self.hung

@@ -1,0 +1,107 @@
+"""Polling every host's GPU source and keeping a short per-GPU history.
+
+One task per host calls ``source.read()`` every ``interval_s``. A read that takes longer
+than 3 intervals leaves the last snapshot marked ``stale`` (with its age) instead of
+freezing anything; the history gets a gap (None) for every missed tick, so sparklines
+show missing data honestly instead of interpolating.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
+
+from optui.adapters.gpu_source import GpuSource
+from optui.core.gpu import HostSnapshot, HostStatus
+
+HISTORY_S = 300  # keep 5 minutes
+
+
+class GpuHistory:
+    """Ring buffers of utilization % and memory % per (host, GPU index), one point per
+    tick, None for a missing reading."""
+
+    def __init__(self, points: int) -> None:
+        self.points = points
+        self.util: dict[tuple[str, int], deque[float | None]] = {}
+        self.mem: dict[tuple[str, int], deque[float | None]] = {}
+
+    def add(self, snap: HostSnapshot) -> None:
+        """Append the snapshot's values (or gaps when the host is not live)."""
+        seen = set()
+        for s in snap.samples:
+            key = (snap.host, s.index)
+            seen.add(key)
+            live = snap.status is HostStatus.LIVE and s.error is None
+            self._push(self.util, key, s.util_gpu_pct if live else None)
+            self._push(self.mem, key, s.mem_used_pct if live else None)
+        for key in list(self.util):
+            if key[0] == snap.host and key not in seen:
+                self._push(self.util, key, None)
+                self._push(self.mem, key, None)
+
+    def _push(self, table: dict, key: tuple[str, int], value: float | None) -> None:
+        buf = table.get(key)
+        if buf is None:
+            buf = table[key] = deque([None] * 0, maxlen=self.points)
+        buf.append(value)
+
+
+class GpuPoller:
+    """Polls ``sources`` (host → GpuSource) and publishes snapshots via ``on_change``."""
+
+    def __init__(self, sources: dict[str, GpuSource], intervals: dict[str, float], on_change: Callable[[], None]) -> None:
+        self.sources = sources
+        self.intervals = intervals
+        self.on_change = on_change
+        self.snapshots: dict[str, HostSnapshot] = {h: HostSnapshot(h) for h in sources}
+        points = int(HISTORY_S / max(0.25, min(intervals.values(), default=1.0)))
+        self.history = GpuHistory(points)
+        self.paused = False
+        self._wake = asyncio.Event()
+        self._last_ok: dict[str, float] = {}
+
+    def refresh_now(self) -> None:
+        """Read every host at once (ctrl+l)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Poll all hosts until cancelled."""
+        tasks = [asyncio.create_task(self._poll_host(h), name=f"gpu-{h}") for h in self.sources]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            for source in self.sources.values():
+                with contextlib.suppress(Exception):
+                    await source.close()
+
+    async def _poll_host(self, host: str) -> None:
+        source = self.sources[host]
+        interval = self.intervals.get(host, 1.0)
+        while True:
+            if not self.paused:
+                await self._read(host, source, interval)
+            self._wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), interval)
+
+    async def _read(self, host: str, source: GpuSource, interval: float) -> None:
+        try:
+            snap = await asyncio.wait_for(source.read(), 3 * interval)
+            if snap.status is HostStatus.LIVE:
+                self._last_ok[host] = time.time()
+        except asyncio.TimeoutError:
+            prev = self.snapshots[host]
+            age = time.time() - self._last_ok.get(host, prev.taken_at or time.time())
+            snap = replace(prev, status=HostStatus.STALE, error=f"no fresh data for {age:.0f}s")
+        except Exception as exc:  # a source must not raise, but one bug must not kill polling
+            snap = HostSnapshot(host, (), time.time(), HostStatus.ERROR, f"{type(exc).__name__}: {exc}", "")
+        self.snapshots[host] = snap
+        self.history.add(snap)
+        self.on_change()

@@ -1,0 +1,48 @@
+"""Per-server restart locks shared by every optui process of a campaign.
+
+The TUI and the CLI (or two TUIs) must not restart the same server at once: a restart holds
+an exclusive ``flock`` on ``STATE_DIR/locks/SERVER.lock`` whose content names the holder.
+The kernel drops the lock when the holder dies, so a crashed optui never leaves it stuck.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+
+class ServerLock:
+    """A non-blocking exclusive lock for restarting one server."""
+
+    def __init__(self, state_dir: Path, server: str) -> None:
+        self.path = Path(state_dir) / "locks" / f"{server}.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock; False when another process holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}".encode())
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Drop the lock (idempotent)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def holder(self) -> str:
+        """Who holds it, as written by the holder (e.g. "pid 1234")."""
+        try:
+            return self.path.read_text().strip() or "unknown process"
+        except OSError:
+            return "unknown process"

@@ -1,0 +1,226 @@
+"""The Textual app: lays out the five panels, renders session snapshots, sends intents.
+
+Data flows one way: the session publishes snapshots → :meth:`OptuiApp._render_loop`
+(coalesced, ≤ 10 repaints/s) pushes them into the panels. Keys become intents on the
+session (see :mod:`optui.ui.intents`). The app owns no domain logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Static
+
+from optui.session import Session
+from optui.session.state import SessionState
+from optui.ui.colors import OPTUI_VARIABLES
+from optui.ui.commands import palette_commands
+from optui.ui.intents import IntentsMixin
+from optui.ui.themes import DEFAULT_THEME, load_themes
+from optui.ui.widgets.bench_panel import BenchPanel
+from optui.ui.widgets.gpu_panel import GpuPanel
+from optui.ui.widgets.journal_panel import JournalPanel
+from optui.ui.widgets.server_panel import ServerPanel
+from optui.ui.widgets.todo_panel import TodoPanel
+
+PANELS = {"gpus": "#gpus-box", "servers": "#servers-box", "todo": "#todo-box", "bench": "#bench-box", "journal": "#journal-box"}
+_FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "bench": "#bench-log", "journal": "#journal"}
+MIN_FRAME_S = 0.1
+
+
+class OptuiApp(IntentsMixin, App):
+    """optui's TUI over one :class:`~optui.session.Session`."""
+
+    CSS_PATH = "optui.tcss"
+    TITLE = "optui"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-medium"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("1", "focus_panel('gpus')", "GPUs", show=False, id="app.focus_gpus"),
+        Binding("2", "focus_panel('servers')", "Servers", show=False, id="app.focus_servers"),
+        Binding("3", "focus_panel('todo')", "Todo", show=False, id="app.focus_todo"),
+        Binding("4", "focus_panel('bench')", "Bench", show=False, id="app.focus_bench"),
+        Binding("5", "focus_panel('journal')", "Journal", show=False, id="app.focus_journal"),
+        Binding("z", "zoom", "Zoom", id="app.zoom"),
+        Binding("r", "restart", "Restart", id="server.restart"),
+        Binding("ctrl+r", "rollback", "Roll back", show=False, id="server.rollback"),
+        Binding("l", "server_log", "Log", show=False, id="server.log"),
+        Binding("b", "bench", "Bench", id="bench.run"),
+        Binding("x", "abort_bench", "Abort bench", show=False, id="bench.abort"),
+        Binding("n", "note", "Note", show=False, id="journal.note"),
+        Binding("p", "pause", "Pause", show=False, id="app.pause"),
+        Binding("ctrl+l", "refresh", "Refresh", show=False, id="app.refresh"),
+    ]
+    #: actions that change a server or run load: hidden and refused with --read-only
+    MUTATING = {"restart", "rollback", "bench", "abort_bench"}
+
+    def __init__(self, session: Session, *, theme_name: str | None = None, keymap: dict[str, str] | None = None,
+                 title: str | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self._theme_name = theme_name or session.config.theme or DEFAULT_THEME
+        self._keymap = dict(session.config.keymap, **(keymap or {}))
+        self._seen_version = -1
+        self._keys: dict[str, object] = {}
+        self._bench_run_id: int | None = None
+        self._closing = False
+        if title:
+            self.sub_title = title
+
+    # ---------------------------------------------------------- setup
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(OPTUI_VARIABLES)
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="status-line", markup=False)
+        with Horizontal(id="top"):
+            with Vertical(id="gpus-box", classes="panel") as box:
+                box.border_title = "[1] GPUs"
+                yield GpuPanel(id="gpus")
+            with Vertical(id="servers-box", classes="panel") as box:
+                box.border_title = "[2] Servers"
+                yield ServerPanel(id="servers")
+        with Horizontal(id="middle"):
+            with Vertical(id="todo-box", classes="panel") as box:
+                box.border_title = "[3] Todo"
+                yield TodoPanel(id="todo")
+            with Vertical(id="bench-box", classes="panel") as box:
+                box.border_title = "[4] Bench"
+                yield BenchPanel(id="bench", max_lines=self.session.config.log_max_lines)
+        with Vertical(id="journal-box", classes="panel") as box:
+            box.border_title = "[5] Journal"
+            yield JournalPanel(id="journal")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        themes, errors = load_themes()
+        for theme in themes:
+            self.register_theme(theme)
+        if errors:
+            self.notify("\n".join(errors), title="broken theme file(s) skipped", severity="warning", timeout=10)
+        try:
+            self.theme = self._theme_name
+        except Exception:
+            self.notify(f"unknown theme {self._theme_name!r}; using {DEFAULT_THEME}", severity="warning")
+            self.theme = DEFAULT_THEME
+        if self._keymap:
+            self.set_keymap(self._keymap)
+        self.query_one("#gpus", GpuPanel).mem_alert_pct = self.session.config.mem_alert_pct
+        self.query_one("#servers").focus()
+        self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
+
+    async def _start_session(self) -> None:
+        await self.session.start()
+        await self._render_loop()
+
+    async def _render_loop(self) -> None:
+        """Repaint from the session's snapshot whenever it changes (≤ 1/MIN_FRAME_S Hz),
+        and at least once a second (uptimes, ages)."""
+        while True:
+            self._seen_version = await self.session.wait_changed(self._seen_version, timeout=1.0)
+            self.apply_state(self.session.snapshot())
+            await asyncio.sleep(MIN_FRAME_S)
+
+    # ---------------------------------------------------------- rendering
+    def apply_state(self, state: SessionState) -> None:
+        """Push one snapshot into the panels (each panel skips unchanged input)."""
+        with self.batch_update():
+            self._apply_if_changed("hosts", tuple(map(id, state.hosts)),
+                                   lambda: self.query_one("#gpus", GpuPanel).show(state.hosts, self.session.gpus.history))
+            self.query_one("#servers", ServerPanel).show(state.servers)
+            self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo", TodoPanel).show(state.todos))
+            last_seq = state.events[-1].seq if state.events else 0
+            self._apply_if_changed("events", last_seq, lambda: self.query_one("#journal", JournalPanel).show(state.events))
+            self._apply_bench(state)
+            self._apply_status_line(state)
+
+    def _apply_if_changed(self, key: str, value, apply) -> None:
+        if self._keys.get(key) is not value and self._keys.get(key) != value:
+            self._keys[key] = value
+            apply()
+
+    def _apply_bench(self, state: SessionState) -> None:
+        panel = self.query_one("#bench", BenchPanel)
+        run = self.session.bench
+        if run is not None:
+            panel.new_run(id(run))
+            lines, total = run.lines_since(panel.seen_lines)
+            panel.seen_lines = total
+            panel.append_lines(lines)
+        rows = []
+        for stored in reversed(state.results[:8]):
+            base = self.session.baseline_for(stored.result)
+            rows.append((stored.bench or "?", stored.result, base))
+        panel.show(state.bench, rows)
+
+    def _apply_status_line(self, state: SessionState) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("optui ", style="bold")
+        if self.sub_title:
+            text.append(f"{self.sub_title}  ")
+        text.append(state.journal_path, style="dim")
+        if state.read_only:
+            text.append("  READ-ONLY", style="bold")
+        if state.paused:
+            text.append("  PAUSED (p)", style="bold")
+        if state.journal_error:
+            text.append(f"  journal: {state.journal_error}", style="bold red")
+        self.query_one("#status-line", Static).update(text)
+
+    # ---------------------------------------------------------- actions: view
+    def get_system_commands(self, screen):
+        yield from super().get_system_commands(screen)
+        yield from palette_commands(self)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.MUTATING and self.session.read_only:
+            return None  # hidden and refused
+        return True
+
+    def action_focus_panel(self, name: str) -> None:
+        self.query_one(_FOCUS_TARGET[name]).focus()
+
+    def action_zoom(self) -> None:
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
+        focused = self.focused
+        for selector in PANELS.values():
+            box = self.query_one(selector)
+            if focused is not None and (focused is box or box in focused.ancestors):
+                self.screen.maximize(box, container=False)
+                return
+
+    def action_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def action_pause(self) -> None:
+        self.session.set_paused(not self.session.paused)
+
+    def action_refresh(self) -> None:
+        self.session.refresh_now()
+
+    async def action_quit(self) -> None:
+        await self.close_session()
+        self.exit()
+
+    async def close_session(self) -> None:
+        """Stop the session's work (benchmarks; demo servers) exactly once."""
+        if self._closing:
+            return
+        self._closing = True
+        with contextlib.suppress(Exception):
+            await self.session.close()
+
+    async def on_unmount(self) -> None:
+        await self.close_session()

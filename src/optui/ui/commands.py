@@ -1,0 +1,39 @@
+"""Command-palette entries (ctrl+p): every action, spelled out per server / preset."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.app import SystemCommand
+
+if TYPE_CHECKING:
+    from optui.ui.app import OptuiApp
+
+
+def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
+    """optui's commands for the palette (in addition to Textual's own, e.g. Theme)."""
+    session = app.session
+    config = session.config
+    writable = not session.read_only
+    for name, server in config.servers.items():
+        yield SystemCommand(f"Show log of {name}", f"Last lines of {name}'s log", partial(app.show_server_log, name))
+        if not writable or server.control == "none":
+            continue
+        yield SystemCommand(f"Restart {name} with new flags", f"Open the flag editor for {name}", partial(app.open_flag_editor, name))
+        for preset_name, preset in server.presets.items():
+            yield SystemCommand(
+                f"Restart {name} with preset {preset_name}",
+                preset.description or f"set {dict(preset.set)} unset {preset.unset}",
+                partial(app.restart_with_preset, name, preset_name),
+            )
+        yield SystemCommand(f"Roll back {name} to last good flags", "Restart with the flags of the last successful start",
+                            partial(app.confirm_rollback, name))
+        yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.confirm_stop, name))
+    if writable:
+        for name, bench in config.benchmarks.items():
+            yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}", partial(app.start_bench, name))
+        yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
+    yield SystemCommand("Add note to the journal", "A free-text note", app.action_note)
+    yield SystemCommand("Pause / resume refresh", "Stop or restart GPU polling", app.action_pause)

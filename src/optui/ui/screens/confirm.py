@@ -1,0 +1,56 @@
+"""A confirm dialog for destructive actions: shows exactly what will happen, Cancel
+focused, ``y`` confirms, ``n``/Esc cancels."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Returns True when confirmed. ``body`` is plain text or Rich Text (no markup)."""
+
+    BINDINGS = [
+        Binding("escape,n", "cancel", "Cancel", id="confirm.cancel"),
+        Binding("y", "confirm", "Confirm", id="confirm.yes"),
+    ]
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical { width: 90%; max-width: 120; height: auto; max-height: 90%;
+        border: thick $warning; background: $surface; padding: 0 1; }
+    ConfirmScreen #confirm-title { text-style: bold; color: $warning; }
+    ConfirmScreen VerticalScroll { height: auto; max-height: 30; }
+    ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
+    ConfirmScreen Button { margin-left: 2; }
+    """
+
+    def __init__(self, title: str, body: str | Text, confirm_label: str = "Confirm") -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.confirm_label = confirm_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.title_text, id="confirm-title", markup=False)
+            with VerticalScroll():
+                yield Static(self.body, id="confirm-body", markup=False)
+            with Horizontal():
+                yield Button("Cancel (n)", id="cancel", variant="default")
+                yield Button(f"{self.confirm_label} (y)", id="confirm", variant="warning")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "confirm")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)

@@ -1,0 +1,35 @@
+"""A read-only details view (journal event, server log tail) with scrolling."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+class DetailsScreen(ModalScreen[None]):
+    """Show ``body`` (plain text or Rich Text, never markup) under ``title``."""
+
+    BINDINGS = [Binding("escape,q,enter", "close", "Close", id="details.close")]
+    DEFAULT_CSS = """
+    DetailsScreen { align: center middle; }
+    DetailsScreen > Vertical { width: 95%; height: 90%; border: thick $primary; background: $surface; }
+    DetailsScreen #details-title { text-style: bold; }
+    """
+
+    def __init__(self, title: str, body: str | Text) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.title_text, id="details-title", markup=False)
+            with VerticalScroll():
+                yield Static(self.body, markup=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

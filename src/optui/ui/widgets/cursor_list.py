@@ -1,0 +1,128 @@
+"""A focusable list of pre-rendered rows with a cursor (used by servers, todo, journal).
+
+Rows are Rich ``Text`` objects (one or more lines each), so untrusted text (log lines,
+flags, todo content) never goes through markup. Only the visible window is rendered; the
+cursor stays visible when the list scrolls, and setting new rows keeps the cursor on the
+same *key* (so live updates never make the selection jump).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from optui.ui.colors import style
+
+
+class CursorList(Widget, can_focus=True):
+    """Rows with a cursor; subclasses build rows and react to :class:`Selected`."""
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "cursor(-10)", "Page up", show=False),
+        Binding("pagedown", "cursor(10)", "Page down", show=False),
+        Binding("home,g", "cursor_to(0)", "Top", show=False),
+        Binding("end,G", "cursor_to(-1)", "Bottom", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    CursorList { height: 1fr; }
+    """
+
+    cursor: reactive[int] = reactive(0, always_update=False)
+
+    class Highlighted(Message):
+        """The cursor moved to ``key``."""
+
+        def __init__(self, sender: CursorList, key: Hashable | None) -> None:
+            super().__init__()
+            self.list = sender
+            self.key = key
+
+    def __init__(self, *, empty_text: str = "(empty)", id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.empty_text = empty_text
+        self._rows: list[Text] = []
+        self._keys: list[Hashable] = []
+        self._top = 0
+
+    # ------------------------------------------------------------ data
+    def set_rows(self, keys: Sequence[Hashable], rows: Sequence[Text]) -> None:
+        """Replace the rows; the cursor follows its key when it still exists."""
+        current = self.current_key
+        if list(keys) == self._keys and [r.plain for r in rows] == [r.plain for r in self._rows] and \
+                [r.spans for r in rows] == [r.spans for r in self._rows]:
+            return
+        self._keys = list(keys)
+        self._rows = list(rows)
+        if current in self._keys:
+            self.cursor = self._keys.index(current)
+        else:
+            self.cursor = min(self.cursor, max(0, len(self._keys) - 1))
+        self.refresh()
+
+    @property
+    def current_key(self) -> Hashable | None:
+        """Key of the row under the cursor, or None when empty."""
+        if 0 <= self.cursor < len(self._keys):
+            return self._keys[self.cursor]
+        return None
+
+    def select_key(self, key: Hashable) -> None:
+        """Move the cursor to ``key`` when present."""
+        if key in self._keys:
+            self.cursor = self._keys.index(key)
+
+    # ------------------------------------------------------------ keys
+    def action_cursor(self, delta: int) -> None:
+        if self._keys:
+            self.cursor = max(0, min(len(self._keys) - 1, self.cursor + delta))
+
+    def action_cursor_to(self, index: int) -> None:
+        if self._keys:
+            self.cursor = index % len(self._keys)
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh()
+        self.post_message(self.Highlighted(self, self.current_key))
+
+    # ------------------------------------------------------------ render
+    def _row_height(self, row: Text) -> int:
+        return row.plain.count("\n") + 1
+
+    def render(self) -> Text:
+        height = max(1, self.size.height)
+        if not self._rows:
+            return Text(self.empty_text, style="dim")
+        # keep the cursor row inside the window
+        heights = [self._row_height(r) for r in self._rows]
+        self._top = min(self._top, self.cursor)
+        while sum(heights[self._top : self.cursor + 1]) > height and self._top < self.cursor:
+            self._top += 1
+        out = Text(no_wrap=True, overflow="ellipsis")
+        used = 0
+        highlight = (style(self.app, "block-cursor-foreground", "block-cursor-background", bold=True) if self.has_focus
+                     else style(self.app, bg="block-cursor-blurred-background"))
+        for i in range(self._top, len(self._rows)):
+            if used >= height:
+                break
+            row = self._rows[i].copy()
+            if i == self.cursor:
+                row.stylize(highlight)
+            if used:
+                out.append("\n")
+            out.append_text(row)
+            used += heights[i]
+        return out
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()

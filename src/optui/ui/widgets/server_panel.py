@@ -1,0 +1,126 @@
+"""The servers panel: state, phase with elapsed times, model, uptime, URL, flags, load.
+
+One row per configured server (three lines wide, one line narrow). The cursor selects the
+server that ``r`` (restart with new flags), ``ctrl+r`` (roll back) and ``b`` act on.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from rich.text import Text
+
+from optui.core.server_state import ServerState, ServerStatus
+from optui.ui.colors import STATE_VARIABLE, style
+from optui.ui.widgets.cursor_list import CursorList
+from optui.ui.widgets.meters import fmt_value, truncate
+
+_DOT = {"ready": "●", "degraded": "◐", "starting": "◔", "warming": "◑", "stopping": "◌", "down": "○", "crashed": "✖", "hung": "⧗"}
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """``42s``, ``3m12s``, ``2h05m`` (None → "")."""
+    if seconds is None or seconds < 0:
+        return ""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def flags_text(argv: tuple[str, ...]) -> str:
+    """The argv after the program part, shell-quoted for display only."""
+    from optui.core.flags import Flags
+
+    flags = Flags.parse(argv)
+    return shlex.join(flags.to_argv()[len(flags.program):])
+
+
+class ServerPanel(CursorList):
+    """Renders :class:`ServerStatus` rows; emits :class:`CursorList.Highlighted`."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(empty_text="no servers configured (add [servers.NAME] to optui.toml)", id=id)
+        self._servers: tuple[ServerStatus, ...] = ()
+
+    def show(self, servers: tuple[ServerStatus, ...]) -> None:
+        """Display ``servers``."""
+        self._servers = servers
+        width = max(20, self.size.width or 80)
+        compact = width < 80 or self.has_class("-compact")
+        self.set_rows([s.name for s in servers], [self._row(s, width, compact) for s in servers])
+
+    def on_resize(self) -> None:
+        self.show(self._servers)
+
+    def _row(self, s: ServerStatus, width: int, compact: bool) -> Text:
+        app = self.app
+        state = s.state.value
+        st = style(app, STATE_VARIABLE.get(state, "state-down"), bold=True)
+        now = time.time()
+        row = Text(no_wrap=True, overflow="ellipsis")
+        row.append(f"{_DOT.get(state, '?')} ", style=st)
+        row.append(truncate(s.name, 14), style="bold")
+        row.append(f" {state.upper()}", style=st)
+        if s.state is ServerState.READY and s.ready_at:
+            row.append(f" {fmt_duration(now - s.ready_at)}")
+        elif s.state.is_transitional and s.state_since:
+            row.append(f" {fmt_duration(now - (s.started_at or s.state_since))}")
+        if s.busy:
+            row.append(f" [{s.busy}]", style=style(app, "warning"))
+        if compact:
+            detail = self._detail(s)
+            if detail:
+                row.append("  ")
+                row.append_text(detail)
+            return row
+        row.append(f"  {s.kind}  {s.url}", style="dim")
+        if s.model:
+            row.append(f"  {truncate(s.model, 32)}")
+        row.append("\n  ")
+        row.append_text(self._detail(s) or Text("—", style="dim"))
+        row.append("\n  ")
+        row.append(truncate(flags_text(s.argv) or "(no argv)", max(10, width - 4)), style="dim")
+        return row
+
+    def _detail(self, s: ServerStatus) -> Text:
+        app = self.app
+        t = Text()
+        if s.state is ServerState.CRASHED or (s.crash_class and s.state is not ServerState.READY):
+            t.append(f"{s.crash_class or 'failed'}: ", style=style(app, "state-failed", bold=True))
+            t.append((s.crash_lines[-1] if s.crash_lines else s.message or "")[:200])
+            if s.last_good_argv and tuple(s.last_good_argv) != tuple(s.argv):
+                t.append("  (ctrl+r: roll back to last good)", style=style(app, "warning"))
+            return t
+        if s.state in (ServerState.STARTING, ServerState.WARMING):
+            marks = list(s.phases)
+            phase = s.phase or ("warming" if s.state is ServerState.WARMING else "launching")
+            t.append(f"phase {phase}", style=style(app, "state-busy"))
+            if marks:
+                steps = []
+                for a, b in zip(marks, marks[1:]):
+                    steps.append(f"{a.phase} {b.t - a.t:.1f}s")
+                if steps:
+                    t.append("  (" + ", ".join(steps[-3:]) + ")", style="dim")
+            return t
+        if s.state is ServerState.HUNG:
+            t.append("HUNG: requests waiting, no tokens generated", style=style(app, "state-failed", bold=True))
+            return t
+        load = s.load
+        if load.running is not None or load.gen_tok_s is not None:
+            t.append(f"run {fmt_value(load.running)}  wait {fmt_value(load.waiting)}  ")
+            t.append(f"kv {fmt_value(load.kv_cache_pct)}%  gen {fmt_value(load.gen_tok_s, '{:,.0f}')} tok/s")
+            if load.prefix_hit_pct is not None:
+                t.append(f"  prefix {load.prefix_hit_pct:.0f}%")
+            if load.accept_length is not None:
+                t.append(f"  accept {load.accept_length:.2f}")
+        elif load.hint:
+            t.append(load.hint, style="dim")
+        if s.state is ServerState.READY and s.phases:
+            ready = next((p.t for p in s.phases if p.phase == "ready"), None)
+            if ready is not None:
+                t.append(f"  (started in {ready:.1f}s)", style="dim")
+        return t

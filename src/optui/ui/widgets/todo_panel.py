@@ -1,0 +1,215 @@
+"""The todo panel: the session's plan, edited from the keyboard.
+
+Keys (on the list): ``a`` add, ``e``/Enter edit, space cycle status, ``c`` cancel,
+``+``/``-`` priority, ``K``/``J`` move, ``d`` delete, ``u`` undo delete, ``/`` filter,
+``h`` show/hide completed. The panel only renders items and posts :class:`TodoIntent`
+messages; the app carries them out through the session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input
+
+from optui.core.todo import TodoItem, TodoStatus
+from optui.ui.colors import style
+from optui.ui.widgets.cursor_list import CursorList
+
+STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
+PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
+
+
+@dataclass
+class TodoIntent(Message):
+    """The operator asked for ``op`` on ``item`` (None for add/undo); ``text`` for
+    add/edit."""
+
+    op: str
+    item: TodoItem | None = None
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+
+class TodoList(CursorList):
+    """The list part of the todo panel (bindings live here so they need focus)."""
+
+    BINDINGS = [
+        Binding("a", "intent('add')", "Add", id="todo.add"),
+        Binding("e,enter", "intent('edit')", "Edit", id="todo.edit"),
+        Binding("space", "intent('cycle')", "Status", id="todo.cycle"),
+        Binding("c", "intent('cancel')", "Cancel item", show=False, id="todo.cancel"),
+        Binding("plus,equals_sign", "intent('priority_up')", "Prio +", show=False, id="todo.priority_up"),
+        Binding("minus", "intent('priority_down')", "Prio -", show=False, id="todo.priority_down"),
+        Binding("K", "intent('move_up')", "Move up", show=False, id="todo.move_up"),
+        Binding("J", "intent('move_down')", "Move down", show=False, id="todo.move_down"),
+        Binding("d,delete", "intent('delete')", "Delete", id="todo.delete"),
+        Binding("u", "intent('undo')", "Undo", show=False, id="todo.undo"),
+        Binding("slash", "intent('filter')", "Filter", show=False, id="todo.filter"),
+        Binding("h", "intent('toggle_done')", "Hide done", show=False, id="todo.toggle_done"),
+    ]
+
+    def action_intent(self, op: str) -> None:
+        panel = self.parent
+        if isinstance(panel, TodoPanel):
+            panel.handle(op)
+
+
+class TodoPanel(Vertical):
+    """List + inline input (add, edit, filter)."""
+
+    DEFAULT_CSS = """
+    TodoPanel { height: 1fr; }
+    TodoPanel > Input { display: none; height: 3; }
+    TodoPanel.-editing > Input { display: block; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._items: tuple[TodoItem, ...] = ()
+        self._mode: str | None = None  # add | edit | filter
+        self._editing: TodoItem | None = None
+        self.filter_text = ""
+        self.hide_done = False
+
+    def compose(self) -> ComposeResult:
+        yield TodoList(empty_text="no todo items — press a to add one", id="todo-list")
+        yield Input(id="todo-input")
+
+    @property
+    def list(self) -> TodoList:
+        return self.query_one(TodoList)
+
+    @property
+    def current(self) -> TodoItem | None:
+        """The item under the cursor."""
+        key = self.list.current_key
+        return next((t for t in self._items if t.id == key), None)
+
+    # ---------------------------------------------------------- rendering
+    def show(self, items: tuple[TodoItem, ...]) -> None:
+        """Display ``items`` (filter and hide-completed applied here)."""
+        self._items = items
+        self._render_rows()
+
+    def on_resize(self) -> None:
+        self._render_rows()
+
+    def _visible(self) -> list[TodoItem]:
+        out = []
+        needle = self.filter_text.lower()
+        for item in self._items:
+            if self.hide_done and item.status in (TodoStatus.COMPLETED, TodoStatus.CANCELLED):
+                continue
+            if needle and needle not in item.content.lower():
+                continue
+            out.append(item)
+        return out
+
+    def _render_rows(self) -> None:
+        width = max(20, self.size.width or 60)
+        wrap = width >= 80 and not self.has_class("-compact")
+        items = self._visible()
+        self.list.set_rows([t.id for t in items], [self._row(t, width, wrap) for t in items])
+        title = "[3] Todo"
+        if self.filter_text:
+            title += f"  /{self.filter_text}"
+        if self.hide_done:
+            title += "  (done hidden)"
+        self.border_title = title
+
+    def _row(self, item: TodoItem, width: int, wrap: bool) -> Text:
+        app = self.app
+        done = item.status in (TodoStatus.COMPLETED, TodoStatus.CANCELLED)
+        row = Text()
+        icon_style = style(app, "state-ready") if item.status is TodoStatus.COMPLETED else (
+            style(app, "state-busy") if item.status is TodoStatus.IN_PROGRESS else "")
+        row.append(STATUS_ICON.get(item.status.value, "?") + " ", style=icon_style)
+        row.append(item.priority.value[0].upper(), style=style(app, PRIORITY_VAR[item.priority.value], bold=True))
+        row.append(" ")
+        if item.raw_status:
+            row.append(f"!{item.raw_status} ", style=style(app, "warning", bold=True))
+        if item.experiment:
+            row.append("⚗ ", style=style(app, "accent"))
+        prefix = len(row.plain)
+        body_style = "dim strike" if item.status is TodoStatus.CANCELLED else ("dim" if done else "")
+        content = item.content.replace("\n", " ")
+        room = max(5, width - prefix)
+        if wrap and len(content) > room:
+            chunks = Text(content).wrap(app.console, room)
+            for i, chunk in enumerate(chunks):
+                if i:
+                    row.append("\n" + " " * prefix)
+                row.append(chunk.plain.rstrip(), style=body_style)
+        else:
+            row.append(content if len(content) <= room else content[: room - 1] + "…", style=body_style)
+        return row
+
+    # ---------------------------------------------------------- intents
+    def handle(self, op: str) -> None:
+        """Dispatch a key intent from the list."""
+        item = self.current
+        if op == "add":
+            self._open("add", "", "new todo — Enter adds, Esc cancels")
+        elif op == "edit" and item is not None:
+            self._editing = item
+            self._open("edit", item.content, "edit — Enter saves, Esc cancels")
+        elif op == "filter":
+            self._open("filter", self.filter_text, "filter — type to filter, Enter keeps, Esc clears")
+        elif op == "toggle_done":
+            self.hide_done = not self.hide_done
+            self._render_rows()
+        elif op == "undo":
+            self.post_message(TodoIntent("undo"))
+        elif item is not None:
+            self.post_message(TodoIntent(op, item))
+
+    def _open(self, mode: str, value: str, placeholder: str) -> None:
+        self._mode = mode
+        field = self.query_one(Input)
+        field.placeholder = placeholder
+        field.value = value
+        self.add_class("-editing")
+        field.focus()
+
+    def _close(self) -> None:
+        self._mode = None
+        self._editing = None
+        self.remove_class("-editing")
+        self.list.focus()
+
+    @on(Input.Submitted, "#todo-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if self._mode == "add" and text:
+            self.post_message(TodoIntent("add", None, text))
+        elif self._mode == "edit" and text and self._editing is not None and text != self._editing.content:
+            self.post_message(TodoIntent("save", self._editing, text))
+        self._close()
+
+    @on(Input.Changed, "#todo-input")
+    def _changed(self, event: Input.Changed) -> None:
+        if self._mode == "filter":
+            self.filter_text = event.value
+            self._render_rows()
+
+    def key_escape(self) -> None:
+        if self._mode is not None:
+            if self._mode == "filter":
+                self.filter_text = ""
+                self._render_rows()
+            self._close()
+
+    @property
+    def editing(self) -> bool:
+        """True while the inline input is open."""
+        return self._mode is not None

@@ -1,0 +1,128 @@
+"""Pure core pieces: text stream splitting, log classifier, metrics mapping, state machine."""
+
+import pytest
+
+from optui.core.metrics_map import MetricsParseError, load_view, parse_scrape
+from optui.core.server_fsm import HungDetector, Observation, next_state
+from optui.core.server_log import LogClassifier, classify_log
+from optui.core.server_state import CrashClass, ServerState
+from optui.core.textstream import LineSplitter, strip_ansi
+
+
+def test_splitter_collapses_carriage_returns_and_strips_ansi():
+    s = LineSplitter()
+    out = s.feed(b"start\n 10%|#  | 1/10\r 50%|##")
+    assert out.lines == ["start"] and out.progress == " 10%|#  | 1/10"
+    out = s.feed(b"### | 5/10\r100%|#### | 10/10\n\x1b[32mgreen\x1b[0m\r\n")
+    assert out.lines == ["100%|#### | 10/10", "green"]
+    assert s.close().lines == []
+
+
+def test_splitter_handles_split_utf8_long_lines_and_invalid_bytes():
+    s = LineSplitter(max_line=100)
+    data = "é".encode()
+    assert s.feed(data[:1]).lines == [] and s.feed(data[1:] + b"\n").lines == ["é"]
+    out = s.feed(b"x" * 1000 + b"\n\xff\xfe\n")
+    assert out.lines[0].startswith("x" * 100) and "900 more characters cut" in out.lines[0]
+    assert out.lines[1] == "\ufffd\ufffd"
+    assert strip_ansi("\x1b]0;title\x07a\x1b[1;31mb") == "ab"
+
+
+SGLANG_LOG = """[2025-01-15 10:00:00] server_args=ServerArgs(model_path='m', tp_size=2)
+[2025-01-15 10:00:05 TP0] Init torch distributed begin.
+[2025-01-15 10:00:07 TP0] Load weight begin. avail mem=78.90 GB
+Loading safetensors checkpoint shards: 100% Completed | 8/8 [00:40<00:00,  5.00s/it]
+[2025-01-15 10:00:48 TP0] KV Cache is allocated. #tokens: 600000, K size: 14.00 GB, V size: 14.00 GB
+[2025-01-15 10:00:50 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=15.90 GB
+[2025-01-15 10:01:12] INFO:     Application startup complete.
+[2025-01-15 10:01:12] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)
+[2025-01-15 10:01:14] The server is fired up and ready to roll!
+"""
+
+
+def test_classify_sglang_startup_phases_with_times():
+    out = classify_log(SGLANG_LOG, "sglang")
+    assert out["final"] == "ready" and out["class"] is None
+    assert [p["phase"] for p in out["phases"]] == ["launching", "init_dist", "loading_weights", "kv_cache", "cuda_graph", "http_up", "ready"]
+    assert out["phases"][-1]["t"] == 74.0
+
+
+def test_vllm_ready_is_application_startup_but_not_for_sglang():
+    c = LogClassifier("sglang")
+    c.feed("INFO:     Application startup complete.")
+    assert not c.ready
+    v = LogClassifier("vllm")
+    v.feed("(APIServer pid=1) INFO 09-01 12:00:00 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000")
+    v.feed("INFO:     Application startup complete.")
+    assert v.ready and v.phase == "ready"
+
+
+@pytest.mark.parametrize(
+    "lines, rc, expected",
+    [
+        (["launch_server.py: error: unrecognized arguments: --foo"], 2, CrashClass.BAD_FLAG),
+        (["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."], 1, CrashClass.OOM),
+        (["RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."], 1, CrashClass.OOM),
+        (["ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use"], 1, CrashClass.PORT_IN_USE),
+        (["torch.distributed.DistBackendError: NCCL error in: x"], 1, CrashClass.NCCL),
+        (["EngineCore failed to start."], 1, CrashClass.LOAD_FAILED),
+        (["some line"], -9, CrashClass.KILLED),
+        (["some line"], 1, CrashClass.UNKNOWN),
+    ],
+)
+def test_crash_classes(lines, rc, expected):
+    c = LogClassifier("sglang")
+    for line in lines:
+        c.feed(line)
+    assert c.crash_class(rc) is expected
+
+
+def test_classify_log_crashed_has_lines():
+    text = SGLANG_LOG.split("[2025-01-15 10:00:50")[0] + "Traceback (most recent call last):\n  File x\ntorch.OutOfMemoryError: CUDA out of memory.\n"
+    out = classify_log(text)
+    assert out["final"] == "crashed" and out["class"] == "oom" and any("CUDA out of memory" in l for l in out["lines"])
+
+
+METRICS_1 = """# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{tp_rank="0"} 3.0
+sglang:num_queue_reqs{tp_rank="0"} 1.0
+sglang:token_usage{tp_rank="0"} 0.5
+sglang:token_usage{tp_rank="1"} 0.3
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="m"} 1000.0
+"""
+
+
+def test_metrics_mapping_rates_and_fractions():
+    a = parse_scrape(METRICS_1, 10.0)
+    b = parse_scrape(METRICS_1.replace("1000.0", "3000.0"), 12.0)
+    view = load_view(b, a)
+    assert view.running == 3 and view.waiting == 1 and view.kv_cache_pct == pytest.approx(40.0)
+    assert view.gen_tok_s == pytest.approx(1000.0) and view.generated_total == 3000
+    vllm = parse_scrape('vllm:num_requests_running{engine="0"} 2\nvllm:gpu_cache_usage_perc 0.25\n', 1)
+    assert load_view(vllm).kv_cache_pct == 25.0
+    assert load_view(parse_scrape("http_requests_total 5\n", 1)).hint
+    with pytest.raises(MetricsParseError):
+        parse_scrape("not { valid", 1)
+
+
+def test_state_machine_transitions():
+    S = ServerState
+    assert next_state(S.STARTING, Observation("running", None), 1) is S.STARTING
+    assert next_state(S.STARTING, Observation("running", 503), 1) is S.WARMING
+    assert next_state(S.WARMING, Observation("running", 200), 0) is S.READY
+    assert next_state(S.READY, Observation("running", 503), 1) is S.DEGRADED
+    assert next_state(S.READY, Observation("exited"), 1) is S.CRASHED
+    assert next_state(S.READY, Observation("running", stopping=True), 1) is S.STOPPING
+    assert next_state(S.STOPPING, Observation("exited", stopping=True), 1) is S.DOWN
+    assert next_state(S.DOWN, Observation("unknown", None), 1) is S.DOWN
+    assert next_state(S.READY, Observation("unknown", None), 3) is S.DOWN
+
+
+def test_hung_detector():
+    h = HungDetector(after_s=30)
+    assert not h.update(0, 100, 2)
+    assert not h.update(20, 100, 2)
+    assert h.update(31, 100, 2)
+    assert not h.update(32, 101, 2)
+    assert not h.update(100, 101, 0)
