@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rich.style import Style
 from textual.app import App
+from textual.color import Color, ColorParseError
 
 OPTUI_VARIABLES = {
     "gpu-mem-used": "#5fafff",
@@ -26,17 +27,35 @@ OPTUI_VARIABLES = {
 }
 
 
+_CACHE: dict[tuple[int, str, str], str | None] = {}
+
+
 def color(app: App, name: str) -> str | None:
-    """The colour value of theme variable ``name`` (e.g. "gpu-util", "primary"), or None."""
-    value = getattr(app, "theme_variables", {}).get(name) or OPTUI_VARIABLES.get(name)
-    if not value:
-        return None
-    # Textual values may carry an alpha suffix ("#ff0000 50%"); Rich wants the colour only
-    return value.split()[0]
+    """The colour of theme variable ``name`` (e.g. "gpu-util", "primary") as ``#rrggbb``,
+    or None when the theme has no plain colour for it (e.g. "auto 87%")."""
+    variables = getattr(app, "theme_variables", None) or {}
+    key = (id(variables), getattr(app, "theme", ""), name)
+    if key in _CACHE:
+        return _CACHE[key]
+    value = variables.get(name) or OPTUI_VARIABLES.get(name)
+    result = None
+    if value:
+        try:
+            parsed = Color.parse(value)
+            if parsed.a < 1.0:  # translucent: blend onto the theme background
+                background = Color.parse(variables.get("background", "#000000"))
+                parsed = background.blend(parsed.with_alpha(1.0), parsed.a)
+            result = parsed.hex6
+        except (ColorParseError, ValueError):
+            result = None
+    if len(_CACHE) > 4096:
+        _CACHE.clear()
+    _CACHE[key] = result
+    return result
 
 
 def style(app: App, fg: str | None = None, bg: str | None = None, *, bold: bool = False, dim: bool = False) -> Style:
-    """A Rich style from theme variable names."""
+    """A Rich style from theme variable names (unknown names leave that part unset)."""
     return Style(color=color(app, fg) if fg else None, bgcolor=color(app, bg) if bg else None, bold=bold, dim=dim)
 
 

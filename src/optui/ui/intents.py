@@ -11,7 +11,6 @@ import json
 import shlex
 
 from rich.text import Text
-from textual import on
 
 from optui.core.flags import Flags
 from optui.session import SessionError
@@ -181,8 +180,7 @@ class IntentsMixin:
             self.notify("benchmark aborted")
 
     # ---------------------------------------------------------- todo / journal
-    @on(TodoIntent)
-    def _todo_intent(self, intent: TodoIntent) -> None:
+    def on_todo_intent(self, intent: TodoIntent) -> None:
         s = self.session
         item = intent.item
         try:
@@ -218,8 +216,7 @@ class IntentsMixin:
 
         self.push_screen(TextPrompt("Note for the journal:"), noted)
 
-    @on(EventChosen)
-    def _event_chosen(self, msg: EventChosen) -> None:
+    def on_event_chosen(self, msg: EventChosen) -> None:
         e = msg.event
         body = json.dumps(e.to_json(), indent=2, default=str)
         self.push_screen(DetailsScreen(f"#{e.seq} {e.type} {e.target or ''}", body))

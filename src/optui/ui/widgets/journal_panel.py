@@ -6,8 +6,6 @@ Enter on an event posts :class:`EventChosen` (the app opens its details).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -28,14 +26,12 @@ _TYPE_VAR = {
 }
 
 
-@dataclass
 class EventChosen(Message):
     """The operator opened ``event``."""
 
-    event: Event
-
-    def __post_init__(self) -> None:
+    def __init__(self, event: Event) -> None:
         super().__init__()
+        self.event = event
 
 
 class JournalPanel(CursorList):

@@ -8,8 +8,6 @@ messages; the app carries them out through the session.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -26,17 +24,15 @@ STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "canc
 PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
 
 
-@dataclass
 class TodoIntent(Message):
     """The operator asked for ``op`` on ``item`` (None for add/undo); ``text`` for
     add/edit."""
 
-    op: str
-    item: TodoItem | None = None
-    text: str | None = None
-
-    def __post_init__(self) -> None:
+    def __init__(self, op: str, item: TodoItem | None = None, text: str | None = None) -> None:
         super().__init__()
+        self.op = op
+        self.item = item
+        self.text = text
 
 
 class TodoList(CursorList):
