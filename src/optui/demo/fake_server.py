@@ -57,6 +57,7 @@ class Runtime:
         self.log = SimLog()
         self.live = LiveState()
         self.stop = threading.Event()
+        self.signal_name = "SIGTERM"  # the signal that set ``stop``
         self.status = "loading"
         self.plan = MemoryPlan.from_args(args)
         self.scheduler: Scheduler | None = None
@@ -146,7 +147,7 @@ class Runtime:
         except StartupFailed as exc:
             return exc.exit_code
         except Interrupted:
-            log.main("Received SIGTERM during startup. Exiting.")
+            log.main(f"Received {self.signal_name} during startup. Exiting.")
             return 0
         cost = CostModel(a.tp_size, 0 if a.disable_cuda_graph else a.cuda_graph_max_bs)
         self.scheduler = Scheduler(
@@ -224,8 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     runtime = Runtime(args, argv)
+
+    def on_signal(signum: int, _frame) -> None:
+        runtime.signal_name = signal.Signals(signum).name
+        runtime.stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: runtime.stop.set())
+        signal.signal(sig, on_signal)
     try:
         return runtime.serve()
     finally:
