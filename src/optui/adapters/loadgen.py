@@ -1,0 +1,280 @@
+"""optui's built-in load generator: streaming requests against an OpenAI/SGLang server.
+
+Measures what SGLang's ``bench_serving`` measures (definitions in
+:mod:`optui.core.bench_result`): per request TTFT (send → first chunk with text), every
+gap between text chunks (ITL), TPOT ``(e2e - ttft) / (tokens - 1)`` and E2E. The output
+token count is the server's ``usage.completion_tokens`` (``meta_info`` for ``/generate``)
+when it sends one, else the number of text chunks. Prompts are synthetic words (one word
+≈ one token). Only dependency: httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import httpx
+
+from optui.core.bench_result import BenchResult, Workload
+from optui.core.stats import summarize
+from optui.core.words import random_words
+
+Endpoint = Literal["completions", "chat", "generate"]
+PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions", "generate": "/generate"}
+TOOL = "optui-loadgen"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRequest:
+    """One request to send: prompt text, its length and the requested output (tokens)."""
+
+    prompt: str
+    input_len: int
+    output_len: int
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one request measured. Times in seconds (``chunk_times``: perf_counter stamps)."""
+
+    ok: bool = False
+    error: str | None = None
+    ttft_s: float | None = None
+    e2e_s: float = 0.0
+    itls_s: list[float] = field(default_factory=list)
+    chunk_times: list[float] = field(default_factory=list)
+    output_tokens: int = 0
+    prompt_tokens: int | None = None
+
+
+def plan_requests(
+    num_prompts: int, input_len: int, output_len: int, *, random_lengths: bool = False, seed: int = 0
+) -> list[PlannedRequest]:
+    """The deterministic request list for a run. ``random_lengths`` draws each length
+    uniformly from 1..len (SGLang's default ``--random-range-ratio 0.0``)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(num_prompts):
+        n_in = rng.randint(1, input_len) if random_lengths else input_len
+        n_out = rng.randint(1, output_len) if random_lengths else output_len
+        out.append(PlannedRequest(" ".join(random_words(rng, max(1, n_in))), max(1, n_in), max(1, n_out)))
+    return out
+
+
+def build_payload(endpoint: Endpoint, model: str | None, req: PlannedRequest, ignore_eos: bool) -> dict:
+    """The JSON body of a streaming request for ``endpoint``."""
+    if endpoint == "generate":
+        params = {"max_new_tokens": req.output_len, "ignore_eos": ignore_eos, "temperature": 0.0}
+        return {"text": req.prompt, "sampling_params": params, "stream": True}
+    body: dict = {"model": model, "max_tokens": req.output_len, "ignore_eos": ignore_eos, "temperature": 0.0,
+                  "stream": True, "stream_options": {"include_usage": True}}
+    if endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": req.prompt}]
+    else:
+        body["prompt"] = req.prompt
+    return body
+
+
+def _chunk_text_and_usage(endpoint: Endpoint, chunk: dict, seen_text: str) -> tuple[str, dict | None]:
+    """(new text, usage dict or None) of one SSE event; ``seen_text`` is the cumulative
+    text so far (SGLang's native stream repeats it)."""
+    if "error" in chunk and not chunk.get("choices"):
+        raise RuntimeError(f"server error in stream: {chunk['error']}")
+    if endpoint == "generate":
+        text = chunk.get("text") or ""
+        return text[len(seen_text):], chunk.get("meta_info")
+    choices = chunk.get("choices") or [{}]
+    part = choices[0].get("delta", {}).get("content") if endpoint == "chat" else choices[0].get("text")
+    usage = chunk.get("usage")
+    return part or "", usage if isinstance(usage, dict) else None
+
+
+async def send_request(client: httpx.AsyncClient, endpoint: Endpoint, payload: dict) -> Outcome:
+    """Send one streaming request and measure it; never raises except on cancellation."""
+    out = Outcome()
+    start = last = time.perf_counter()
+    text, chunks, usage = "", 0, None
+    try:
+        async with client.stream("POST", PATHS[endpoint], json=payload) as resp:
+            if resp.status_code != 200:
+                body = (await resp.aread()).decode(errors="replace")[:300]
+                out.error = f"HTTP {resp.status_code}: {body}"
+                return out
+            async for line in resp.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                part, chunk_usage = _chunk_text_and_usage(endpoint, json.loads(data), text)
+                usage = chunk_usage or usage
+                if not part:
+                    continue
+                now = time.perf_counter()
+                if out.ttft_s is None:
+                    out.ttft_s = now - start
+                else:
+                    out.itls_s.append(now - last)
+                last = now
+                text += part
+                chunks += 1
+                out.chunk_times.append(now)
+    except (httpx.HTTPError, OSError, ValueError, RuntimeError) as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    out.e2e_s = time.perf_counter() - start
+    if chunks == 0:
+        out.error = "the stream ended without any output text"
+        return out
+    out.output_tokens = int((usage or {}).get("completion_tokens") or chunks)
+    prompt_tokens = (usage or {}).get("prompt_tokens")
+    out.prompt_tokens = int(prompt_tokens) if prompt_tokens else None
+    out.ok = True
+    return out
+
+
+async def _resolve_model(client: httpx.AsyncClient) -> str | None:
+    """The first model id of ``GET /v1/models``, or None when the server does not say."""
+    try:
+        resp = await client.get("/v1/models")
+        return resp.json()["data"][0]["id"]
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _peak_tokens_per_s(outcomes: list[Outcome]) -> float:
+    """The most text chunks (≈ tokens) finished within one wall-clock second bucket."""
+    stamps = [t for o in outcomes for t in o.chunk_times]
+    if not stamps:
+        return 0.0
+    t0 = min(stamps)
+    return float(max(Counter(int(t - t0) for t in stamps).values()))
+
+
+def summarize_run(
+    plan: list[PlannedRequest], outcomes: list[Outcome], duration_s: float, workload: Workload, peak_concurrency: int
+) -> BenchResult:
+    """Turn per-request outcomes into a :class:`BenchResult` (all latencies in ms)."""
+    good = [(p, o) for p, o in zip(plan, outcomes) if o.ok]
+    done = [o for _, o in good]
+    total_in = sum(o.prompt_tokens or p.input_len for p, o in good)
+    total_out = sum(o.output_tokens for o in done)
+    duration = max(duration_s, 1e-9)
+    itls = [x * 1000 for o in done for x in o.itls_s]
+    tpots = [(o.e2e_s - o.ttft_s) / (o.output_tokens - 1) * 1000 for o in done if o.output_tokens > 1]
+    errors = [o.error for o in outcomes if o.error]
+    result = BenchResult(
+        tool=TOOL,
+        status="ok" if done else "failed",
+        completed=len(done),
+        failed=len(outcomes) - len(done),
+        duration_s=duration_s,
+        request_throughput=len(done) / duration,
+        input_throughput_tok_s=total_in / duration,
+        output_throughput_tok_s=total_out / duration,
+        total_throughput_tok_s=(total_in + total_out) / duration,
+        max_concurrency=workload.max_concurrency,
+        request_rate=workload.request_rate,
+        ttft_ms=summarize([o.ttft_s * 1000 for o in done]),
+        tpot_ms=summarize(tpots),
+        itl_ms=summarize(itls),
+        e2e_ms=summarize([o.e2e_s * 1000 for o in done]),
+        total_input_tokens=total_in,
+        total_output_tokens=total_out,
+        workload=workload,
+        error=None if done else (errors[0] if errors else "no request was sent"),
+    )
+    result.extra.update(
+        peak_output_throughput_tok_s=_peak_tokens_per_s(done),
+        peak_concurrent_requests=peak_concurrency,
+        concurrency=sum(o.e2e_s for o in done) / duration,
+        max_itl_ms=max(itls) if itls else None,
+    )
+    return result
+
+
+async def run_load(
+    base_url: str,
+    *,
+    endpoint: Endpoint = "completions",
+    model: str | None = None,
+    input_len: int,
+    output_len: int,
+    num_prompts: int,
+    concurrency: int,
+    request_rate: float = math.inf,
+    ignore_eos: bool = True,
+    warmup: int = 1,
+    random_lengths: bool = False,
+    api_key: str | None = None,
+    seed: int = 0,
+    on_progress: Callable[[int, int], None] | None = None,
+    timeout_s: float = 600,
+) -> BenchResult:
+    """Benchmark ``base_url`` and return the result (never raises for server trouble).
+
+    ``concurrency`` caps requests in flight (≤ 0: unlimited); ``request_rate`` in req/s
+    spaces the sends with seeded Poisson arrivals when finite. ``warmup`` requests (the
+    first prompt) run before the clock starts; when all of them fail the result has status
+    "failed", ``extra["failed_phase"] = "warmup"``. ``on_progress(done, total)`` is called
+    with ``(0, total)`` when the timed run starts, then after every finished request.
+    ``timeout_s`` bounds each request's connect and each read (seconds). ``model`` None:
+    the first id of ``/v1/models``. Cancelling the task cancels every request and closes
+    the HTTP client.
+    """
+    plan = plan_requests(num_prompts, input_len, output_len, random_lengths=random_lengths, seed=seed)
+    limit = concurrency if concurrency > 0 else max(1, num_prompts)
+    workload = Workload(
+        tool=TOOL, dataset="random", input_len=input_len, output_len=output_len, num_prompts=num_prompts,
+        max_concurrency=concurrency if concurrency > 0 else None, request_rate=request_rate,
+    )
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    limits = httpx.Limits(max_connections=limit + warmup, max_keepalive_connections=limit + warmup)
+    async with httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, limits=limits,
+                                 timeout=httpx.Timeout(timeout_s)) as client:
+        if model is None and endpoint != "generate":
+            model = await _resolve_model(client)
+        payloads = [build_payload(endpoint, model, p, ignore_eos) for p in plan]
+        if warmup > 0 and payloads:
+            warm = await asyncio.gather(*(send_request(client, endpoint, payloads[0]) for _ in range(warmup)))
+            if not any(o.ok for o in warm):
+                result = summarize_run([], [], 0.0, workload, 0)
+                result.error = f"Warmup failed - Please make sure benchmark arguments are correctly specified. Error: {warm[0].error}"
+                result.extra["failed_phase"] = "warmup"
+                return result
+        outcomes: list[Outcome] = [Outcome() for _ in plan]
+        semaphore = asyncio.Semaphore(limit)
+        arrivals = random.Random(f"arrivals-{seed}")
+        state = {"done": 0, "inflight": 0, "peak": 0}
+
+        async def one(i: int) -> None:
+            async with semaphore:
+                state["inflight"] += 1
+                state["peak"] = max(state["peak"], state["inflight"])
+                try:
+                    outcomes[i] = await send_request(client, endpoint, payloads[i])
+                finally:
+                    state["inflight"] -= 1
+            state["done"] += 1
+            if on_progress:
+                on_progress(state["done"], len(plan))
+
+        if on_progress:
+            on_progress(0, len(plan))
+        started = time.perf_counter()
+        async with asyncio.TaskGroup() as group:
+            for i in range(len(plan)):
+                if i and math.isfinite(request_rate) and request_rate > 0:
+                    await asyncio.sleep(arrivals.expovariate(request_rate))
+                group.create_task(one(i))
+        duration = time.perf_counter() - started
+    result = summarize_run(plan, outcomes, duration, workload, state["peak"])
+    result.extra["endpoint"] = PATHS[endpoint]
+    return result

@@ -1,0 +1,1 @@
+"""Shared test helpers (real processes and servers on loopback)."""
