@@ -32,7 +32,7 @@ def test_good_config_parses():
     assert cfg.servers["qwen"].url == "http://127.0.0.1:30000"
     assert cfg.host("node1").source == "nvidia-smi" and cfg.host("local").source == "nvml"
     assert cfg.benchmarks["sweep"].builtin.concurrency == [1, 2, 4]
-    assert cfg.host_names() == ["local", "node1"]
+    assert cfg.host_names() == ["node1"]
 
 
 @pytest.mark.parametrize(

@@ -186,7 +186,8 @@ class Config(_Model):
     def host_names(self) -> list[str]:
         """Configured hosts, ``local`` first when it is used or nothing else is configured."""
         names = list(self.hosts)
-        if "local" not in names:
+        uses_local = any(s.host == "local" for s in self.servers.values())
+        if "local" not in names and (not names or uses_local):
             names.insert(0, "local")
         return names
 
