@@ -46,7 +46,10 @@ def _run_app(loaded: LoadedConfig, *, theme: str | None, read_only: bool, stop_s
     from optui.ui.app import OptuiApp
 
     app = OptuiApp(session, theme_name=theme, title=title)
-    app.run()
+    try:
+        app.run()
+    finally:
+        session.kill_leftovers()
 
 
 def free_port() -> int:

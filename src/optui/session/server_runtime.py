@@ -61,6 +61,7 @@ class ServerRuntime:
         *,
         on_change: Callable[[], None],
         journal_failed: Callable[[JournalError], None] = lambda exc: None,
+        on_journal: Callable[[], None] = lambda: None,
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -68,6 +69,7 @@ class ServerRuntime:
         self.journal = journal
         self.on_change = on_change
         self.journal_failed = journal_failed
+        self.on_journal = on_journal
         self.probe = ServerProbe(cfg.url, api_key_env=cfg.api_key_env, health_timeout_s=cfg.health_timeout_s)
         self.log_tail: deque[str] = deque(maxlen=500)
         self.log_lines_total = 0
@@ -92,6 +94,7 @@ class ServerRuntime:
             self.journal.append(type, self.name, data, actor=actor)
         except JournalError as exc:
             self.journal_failed(exc)
+        self.on_journal()
 
     def _set(self, **changes) -> None:
         self.status = replace(self.status, **changes)

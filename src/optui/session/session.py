@@ -87,7 +87,7 @@ class Session:
             else:
                 controller = ObservedController(name)
             self.servers[name] = ServerRuntime(name, cfg, controller, self.journal, on_change=self._touch,
-                                               journal_failed=self._journal_failed)
+                                               journal_failed=self._journal_failed, on_journal=self._sync_journal)
         sources = {}
         intervals = {}
         for host in self.config.host_names():
@@ -211,6 +211,20 @@ class Session:
         with contextlib.suppress(JournalError):
             self.journal.append(ev.SESSION_ENDED, None, {"pid": os.getpid()}, actor=self.actor)
         self.journal.close()
+
+    def kill_leftovers(self) -> None:
+        """Last-resort synchronous cleanup after the event loop is gone: SIGKILL a running
+        benchmark's process group, and demo-managed servers. Safe to call twice."""
+        from optui.adapters import proc as procs
+
+        if self.bench is not None and self.bench._command is not None and self.bench._command.pid:
+            if procs.group_alive(self.bench._command.pid):
+                procs.kill_group_now(self.bench._command.pid)
+        if self.stop_servers_on_exit:
+            for rt in self.servers.values():
+                kill = getattr(rt.controller, "kill_now", None)
+                if kill is not None and rt.controller.launch is not None and procs.pid_alive(rt.controller.launch.pid):
+                    kill()
 
     # ---------------------------------------------------------- servers
     def _server(self, name: str) -> ServerRuntime:

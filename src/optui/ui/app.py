@@ -210,17 +210,13 @@ class OptuiApp(IntentsMixin, App):
     def action_refresh(self) -> None:
         self.session.refresh_now()
 
-    async def action_quit(self) -> None:
-        await self.close_session()
-        self.exit()
+    def action_quit(self) -> None:
+        self.exit()  # the session is closed in on_unmount, once
 
-    async def close_session(self) -> None:
+    async def on_unmount(self) -> None:
         """Stop the session's work (benchmarks; demo servers) exactly once."""
         if self._closing:
             return
         self._closing = True
         with contextlib.suppress(Exception):
             await self.session.close()
-
-    async def on_unmount(self) -> None:
-        await self.close_session()

@@ -185,7 +185,9 @@ class IntentsMixin:
         item = intent.item
         try:
             if intent.op == "add":
-                s.add_todo(intent.text or "")
+                added = s.add_todo(intent.text or "")
+                self.query_one("#todo").show(s.snapshot().todos)
+                self.query_one("#todo-list").select_key(added.id)
             elif intent.op == "save":
                 s.update_todo(item, content=intent.text)
             elif intent.op == "cycle":

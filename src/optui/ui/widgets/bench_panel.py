@@ -41,12 +41,6 @@ def delta_pct(value: float | None, base: float | None) -> float | None:
 class BenchPanel(Vertical):
     """Progress + results + output log of the current benchmark run."""
 
-    DEFAULT_CSS = """
-    BenchPanel { height: 1fr; }
-    BenchPanel > #bench-status { height: 1; }
-    BenchPanel > DataTable { height: auto; max-height: 8; }
-    BenchPanel > Log { height: 1fr; min-height: 3; }
-    """
 
     def __init__(self, *, max_lines: int = 10_000, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -112,13 +112,27 @@ class CursorList(Widget, can_focus=True):
         for i in range(self._top, len(self._rows)):
             if used >= height:
                 break
-            row = self._rows[i].copy()
+            row = self._rows[i]
             if i == self.cursor:
-                row.stylize(highlight)
+                row = self._highlighted(row, highlight)
             if used:
                 out.append("\n")
             out.append_text(row)
             used += heights[i]
+        return out
+
+    def _highlighted(self, row: Text, highlight) -> Text:
+        """The row with every line padded to the full width and highlighted."""
+        width = max(1, self.size.width)
+        lines = row.split("\n", allow_blank=True)
+        out = Text()
+        for n, line in enumerate(lines):
+            line = line.copy()
+            line.truncate(width, overflow="ellipsis", pad=True)
+            line.stylize(highlight)
+            if n:
+                out.append("\n")
+            out.append_text(line)
         return out
 
     def on_focus(self) -> None:

@@ -62,11 +62,6 @@ class TodoList(CursorList):
 class TodoPanel(Vertical):
     """List + inline input (add, edit, filter)."""
 
-    DEFAULT_CSS = """
-    TodoPanel { height: 1fr; }
-    TodoPanel > Input { display: none; height: 3; }
-    TodoPanel.-editing > Input { display: block; }
-    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -1,0 +1,130 @@
+"""The real Textual app over a real demo campaign (subprocess server on loopback, SQLite
+journal): restart with a new flag via keys, run a benchmark, todo edits that persist."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from helpers.demo import free_port
+
+from optui.cli.run import write_demo_config
+from optui.config import load_config
+from optui.session import Session
+from optui.ui.app import OptuiApp
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def make_app(directory, port=None, speed=20.0) -> OptuiApp:
+    cfg = write_demo_config(directory, port=port or free_port(), speed=speed)
+    session = Session(load_config(cfg), stop_servers_on_exit=True)
+    return OptuiApp(session, title="test")
+
+
+async def wait_for(pilot, predicate, timeout=30.0, step=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await pilot.pause(step)
+    raise AssertionError("condition not reached in time")
+
+
+def event_types(session, target="demo"):
+    return [e.type for e in session.journal.events(target=target)]
+
+
+async def test_restart_with_new_flag_via_keys(tmp_path):
+    app = make_app(tmp_path)
+    session = app.session
+    rt = session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+        before = len(session.journal.events(target="demo"))
+        await pilot.press("2", "r")
+        await pilot.press(*"--max-running-requests 16", "enter")
+        await pilot.press("ctrl+s")
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        assert app.focused.id == "cancel"  # Cancel is focused: Enter would not restart
+        await pilot.press("y")
+        await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready"
+                       and "16" in rt.status.argv, timeout=40)
+        new = [e.type for e in session.journal.events(target="demo")][before:]
+        for expected in ("server.restart", "flags.changed", "server.stopped", "server.starting", "server.ready"):
+            assert expected in new, (expected, new)
+        assert new.index("server.restart") < new.index("server.stopped") < new.index("server.starting") < new.index("server.ready")
+        diff = session.journal.events(types=["flags.changed"])[-1].data["diff"]
+        assert diff == ["~ --max-running-requests: 8 → 16"]
+        assert session.journal.last_good("demo")[-4:-2] == ["16", "--enable-metrics"] or "16" in session.journal.last_good("demo")
+        await pilot.press("q")
+
+
+async def test_bad_flag_shows_crash_class_and_rollback(tmp_path):
+    app = make_app(tmp_path)
+    session = app.session
+    rt = session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+        await pilot.press("2", "r", *"--no-such-flag 1", "enter", "ctrl+s", "y")
+        await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "crashed", timeout=30)
+        assert str(rt.status.crash_class) == "bad_flag"
+        assert any("unrecognized arguments" in line for line in rt.status.crash_lines)
+        failed = session.journal.events(types=["server.failed"])[-1]
+        assert failed.data["class"] == "bad_flag"
+        await pilot.press("ctrl+r", "y")
+        await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready", timeout=30)
+        assert "--no-such-flag" not in rt.status.argv
+        assert session.journal.events(types=["rollback"])
+        await pilot.press("q")
+
+
+async def test_benchmark_fills_results_table(tmp_path):
+    app = make_app(tmp_path)
+    session = app.session
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: session.servers["demo"].status.state.value == "ready" and session.servers["demo"].status.busy is None)
+        await pilot.press("b")
+        assert type(app.screen).__name__ == "TextPrompt"
+        await pilot.press("enter")  # the default choice: sweep (bundled SGLang-style command)
+        await wait_for(pilot, lambda: session.bench is not None and session.bench.view.status != "running", timeout=60)
+        assert session.bench.view.status == "ok", session.bench.view.error
+        await pilot.pause(0.5)
+        table = app.query_one("#bench-results")
+        assert table.row_count == 1
+        row = table.get_row_at(0)
+        assert row[0] == "sweep" and row[2] == "48/0"
+        assert float(row[3].replace(",", "")) > 0
+        log = app.query_one("#bench-log")
+        assert any("Serving Benchmark Result" in line for line in log.lines)
+        finished = session.journal.events(types=["bench.finished"])[-1]
+        assert finished.data["result"]["completed"] == 48
+        await pilot.press("q")
+
+
+async def test_todo_edits_persist_across_restart(tmp_path):
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[hosts.local]\ngpu_source = "none"\n')
+    app = OptuiApp(Session(load_config(cfg)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3", "a", *"try tp 8", "enter")
+        await pilot.press("a", *"bench c16", "enter")
+        await pilot.press("space")          # the new item is selected → in_progress
+        await pilot.press("plus")           # → high priority
+        await pilot.press("K")              # move it above the first one
+        await pilot.press("e", "ctrl+u", *"try tp 4", "enter")
+        await pilot.pause(0.2)
+        await pilot.press("q")
+    app2 = OptuiApp(Session(load_config(cfg)))
+    async with app2.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        todos = app2.session.snapshot().todos
+        assert [(t.content, t.status.value, t.priority.value) for t in todos] == [
+            ("try tp 4", "in_progress", "high"),
+            ("try tp 8", "pending", "medium"),
+        ]
+        history = [e.data["op"] for e in app2.session.journal.events(types=["todo.changed"])]
+        assert history == ["add", "add", "status", "priority", "move", "edit"]
+        lines = app2.query_one("#todo-list").render().plain
+        assert "try tp" in lines
+        await pilot.press("q")
