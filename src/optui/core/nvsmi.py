@@ -364,7 +364,8 @@ def snapshot_from_nvidia_smi(host: str, text: str, fields: str | Sequence[str] |
             except NvidiaSmiError as exc:
                 extra["apps_error"] = str(exc)
         if errors:
-            message = "; ".join(str(e) for e in errors[:3]) + (f" (+{len(errors) - 3} more)" if len(errors) > 3 else "")
+            more = len(errors) - 1
+            message = str(errors[0]) + (f" (+{more} more problem line{'s' if more > 1 else ''})" if more else "")
             status = HostStatus.ERROR if samples else errors[0].status
             return HostSnapshot(host, tuple(samples), when, status, message, "nvidia-smi", extra)
         if not samples:
