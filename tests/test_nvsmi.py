@@ -56,6 +56,17 @@ def test_header_fields_win_over_caller_fields():
     assert gpu.mem_used_mib == 41971
 
 
+def test_default_query_capture_with_and_without_header_and_units():
+    text = fixture("query-gpu-default-h200.csv")  # optui's own query, captured with --format=csv
+    [gpu] = parse_query_gpu(text)
+    assert (gpu.uuid, gpu.mem_reserved_mib, gpu.power_w, gpu.sm_clock_mhz) == (
+        "GPU-8874584a-188c-a1c5-710c-c74fdff31a94", 616, 77.14, 345)
+    row = text.splitlines()[1]
+    bare = ", ".join(cell.split(" ")[0] if i > 3 else cell for i, cell in enumerate(row.split(", ")))
+    assert bare.startswith("2026/11/29 23:21:31.241, 0, GPU-8874584a") and bare.endswith(", 77.14, 700.00, 345")
+    assert parse_query_gpu(bare + "\n") == [gpu]  # noheader,nounits with DEFAULT_QUERY_FIELDS
+
+
 def test_default_table_is_not_query_output():
     with pytest.raises(NvidiaSmiError, match=r"line 1: expected 13 comma-separated values .* got 1: .Sun Nov 29"):
         parse_query_gpu(fixture("nvidia-smi.txt"))
