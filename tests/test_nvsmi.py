@@ -189,6 +189,13 @@ def test_stream_returns_last_tick():
     ]
 
 
+def test_real_single_gpu_stream():
+    text = fixture("stream-h200-lms250-nounits.csv")  # each row is its own tick
+    assert len(text.splitlines()) == 6
+    [gpu] = parse_query_gpu(text)
+    assert (gpu.index, gpu.power_w, gpu.mem_reserved_mib, gpu.sm_clock_mhz) == (0, 85.10, 616, 345)
+
+
 def test_stream_ticks_split_by_timestamp_when_a_gpu_row_is_missing():
     lines = fixture("stream-2gpu-nounits.csv").splitlines(keepends=True)
     # tick 3 lacks GPU 1's row: GPU 0 of tick 3 must not be merged into tick 2
