@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from optui.config import ConfigError, LoadedConfig, load_config
+if TYPE_CHECKING:
+    from optui.config import LoadedConfig
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -20,6 +21,9 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def load_config_or_exit(ctx: click.Context | None = None) -> LoadedConfig:
     """Load the config named by ``--config`` (or found), exiting 2 with the
     ``FILE:LINE: FIELD: problem`` message on a bad file."""
+    # imported here: commands that read no config (``optui gpus``) skip pydantic (~100 ms)
+    from optui.config import ConfigError, load_config
+
     path = None
     if ctx is not None:
         root = ctx.find_root()
