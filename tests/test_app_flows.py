@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from helpers.demo import free_port
+from tests.helpers.demo import free_port
 
 from optui.cli.run import write_demo_config
 from optui.config import load_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from helpers.demo import free_port, start_demo_server, subprocess_env
+from tests.helpers.demo import free_port, start_demo_server, subprocess_env
 
 
 def _bench(base_url: str, *flags: str) -> subprocess.CompletedProcess:

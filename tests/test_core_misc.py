@@ -126,3 +126,19 @@ def test_hung_detector():
     assert h.update(31, 100, 2)
     assert not h.update(32, 101, 2)
     assert not h.update(100, 101, 0)
+
+
+LLAMA_LOG = """0.00.010.143 I srv  llama_server: initializing ...
+0.00.060.801 I srv    load_model: loading model 'tiny.gguf'
+0.00.142.805 I srv    load_model: initializing, n_slots = 4, n_ctx_slot = 512, kv_unified = 'false'
+0.00.154.966 I srv  llama_server: model loaded
+0.00.156.775 I srv  llama_server: listening on http://127.0.0.1:18093
+"""
+
+
+def test_llamacpp_ready_and_failures():
+    assert classify_log(LLAMA_LOG, "llamacpp")["final"] == "ready"
+    assert [p["phase"] for p in classify_log(LLAMA_LOG, "llamacpp")["phases"]] == ["launching", "loading_weights", "kv_cache", "ready"]
+    assert classify_log("error: invalid argument: --no-such-flag\n", "llamacpp", returncode=1)["class"] == "bad_flag"
+    bind = "E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080\n"
+    assert classify_log(bind, "llamacpp", returncode=1)["class"] == "port_in_use"

@@ -12,7 +12,7 @@ import time
 
 import httpx
 import pytest
-from helpers.demo import demo_server_cmd, free_port, http_status, start_demo_server, subprocess_env
+from tests.helpers.demo import demo_server_cmd, free_port, http_status, start_demo_server, subprocess_env
 
 PHASES_IN_ORDER = [
     "server_args=ServerArgs(",

@@ -7,7 +7,7 @@ import math
 
 import httpx
 import pytest
-from helpers.demo import free_port, start_demo_server
+from tests.helpers.demo import free_port, start_demo_server
 
 from optui.adapters.loadgen import plan_requests, run_load
 

@@ -32,11 +32,11 @@ PHASES = (
 _P = re.compile
 # (phase, pattern, kinds) — kinds None = every kind.
 _PHASE_PATTERNS: list[tuple[str, re.Pattern[str], frozenset[str] | None]] = [
-    ("launching", _P(r"server_args=|non-default args:|args: Namespace\(|vLLM (API )?server version|build: \d+"), None),
+    ("launching", _P(r"server_args=|non-default args:|args: Namespace\(|vLLM (API )?server version|build: \d+|llama_server: initializing"), None),
     ("init_dist", _P(r"Init torch distributed begin|Init parallel begin|Initializing a V1 LLM engine|Waiting for \d+ local"), None),
     ("loading_weights", _P(r"Load weight begin|Loading safetensors checkpoint shards|Starting to load model|loading model|llama_model_loader"), None),
     ("compile", _P(r"Dynamo bytecode transform|Compiling a graph|torch\.compile t"), None),
-    ("kv_cache", _P(r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks|llama_kv_cache|llama_context: "), None),
+    ("kv_cache", _P(r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks|llama_kv_cache|llama_context: |load_model: initializing, n_slots"), None),
     ("cuda_graph", _P(r"(?i)capture cuda graph begin|Capturing batches|Capturing CUDA graphs|CUDA graph begin"), None),
     ("http_up", _P(r"Uvicorn running on|Started server process|Starting vLLM (API )?server|Available routes are|HTTP server is listening|server is listening on"), None),
     ("warmup", _P(r"\"(GET /(get_)?model_info|POST /generate) HTTP"), frozenset({"sglang"})),
@@ -45,7 +45,9 @@ _PHASE_PATTERNS: list[tuple[str, re.Pattern[str], frozenset[str] | None]] = [
 _READY_PATTERNS: list[tuple[re.Pattern[str], frozenset[str] | None]] = [
     (_P(r"The server is fired up and ready to roll!"), frozenset({"sglang", "openai"})),
     (_P(r"Application startup complete\."), frozenset({"vllm"})),
-    (_P(r"server is listening on .*starting the main loop|all slots are idle"), frozenset({"llamacpp"})),
+    # llama.cpp: "llama_server: listening on http://..." (0.3.36 vendored build, see
+    # tests/peers/NOTES.md); older builds: "server is listening on ... starting the main loop"
+    (_P(r"llama_server: listening on http|server is listening on .*starting the main loop|all slots are idle"), frozenset({"llamacpp"})),
 ]
 # Crash signatures, most specific class first.
 _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
@@ -82,7 +84,7 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
         CrashClass.LOAD_FAILED,
         _P(
             r"Initialization failed|EngineCore failed to start|Engine core initialization failed"
-            r"|(?i:failed to load model)|error loading model|FileNotFoundError|does not appear to have a file"
+            r"|(?i:failed to load model)|error loading model|exiting due to model loading error|FileNotFoundError|does not appear to have a file"
             r"|Repository Not Found|gguf_init_from_file|Scheduler hit an exception|WorkerProc failed to start"
             r"|scheduler died during initialization|scheduler is dead"
         ),
