@@ -53,10 +53,17 @@ class HostConfig(_Model):
     """One host of the rack. ``local`` needs no entry."""
 
     ssh: str | None = Field(None, description="ssh alias or user@host[:port]; None = this machine")
-    gpu_source: Literal["nvml", "nvidia-smi", "demo", "none"] | None = None
+    gpu_source: Literal["nvml", "nvidia-smi", "demo", "replay", "none"] | None = None
     interval_s: float | None = Field(None, ge=0.25, le=60, description="GPU refresh; default: refresh_s")
     demo_gpus: int = Field(8, ge=1, le=16, description="GPUs of a simulated (demo) host")
     demo_state: str | None = Field(None, description="demo only: state file of a simulated server on this host")
+    replay_file: str | None = Field(None, description="gpu_source = 'replay': a saved nvidia-smi --query-gpu capture")
+
+    @model_validator(mode="after")
+    def _check_replay(self) -> HostConfig:
+        if self.gpu_source == "replay" and not self.replay_file:
+            raise ValueError("gpu_source = 'replay' needs replay_file (a saved nvidia-smi --query-gpu capture)")
+        return self
 
     @property
     def source(self) -> str:

@@ -17,7 +17,7 @@ from collections import deque
 
 from optui.adapters.controller import ObservedController, ProcessController
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
-from optui.adapters.journal import Journal, JournalError
+from optui.adapters.journal import Journal, JournalError, StoredResult
 from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
 from optui.core.bench_result import BenchResult
@@ -49,6 +49,10 @@ def make_gpu_source(host: str, hcfg: HostConfig) -> GpuSource:
         from optui.adapters.gpu_nvml import NvmlGpuSource
 
         return NvmlGpuSource(host)
+    if source == "replay":
+        from optui.adapters.gpu_replay import ReplayGpuSource
+
+        return ReplayGpuSource(host, hcfg.replay_file or "")
     if source == "none":
         return NoGpuSource(host)
     return NoGpuSource(host, f"gpu_source {source!r} is not available yet on this host")
@@ -75,7 +79,7 @@ class Session:
         self._last_seq = 0
         self._todos: tuple[TodoItem, ...] = ()
         self._results = ()
-        self._baselines: dict[str, BenchResult | None] = {}
+        self._baselines: dict[str, StoredResult | None] = {}
         self.bench: BenchRun | None = None
         self._bench_task: asyncio.Task | None = None
         self._deleted: list[int] = []  # undo stack of deleted todo ids
@@ -315,15 +319,14 @@ class Session:
             "server_argv": list(rt.status.argv),
         })
 
-    def baseline_for(self, result: BenchResult) -> BenchResult | None:
-        """The baseline of ``result``'s workload (pinned, else the first ok result)."""
+    def baseline_for(self, result: BenchResult) -> StoredResult | None:
+        """The stored baseline of ``result``'s workload (pinned, else the first ok one)."""
         key = result.workload.key()
         if key not in self._baselines:
             try:
-                stored = self.journal.baseline_for(key)
+                self._baselines[key] = self.journal.baseline_for(key)
             except Exception:
-                stored = None
-            self._baselines[key] = stored.result if stored else None
+                self._baselines[key] = None
         return self._baselines[key]
 
     def abort_bench(self) -> bool:

@@ -71,6 +71,7 @@ class OptuiApp(IntentsMixin, App):
         self._keys: dict[str, object] = {}
         self._bench_run_id: int | None = None
         self._closing = False
+        self._campaign = session.loaded.path.resolve().parent.name if session.loaded.path else "(no optui.toml)"
         if title:
             self.sub_title = title
 
@@ -157,7 +158,8 @@ class OptuiApp(IntentsMixin, App):
         rows = []
         for stored in reversed(state.results[:8]):
             base = self.session.baseline_for(stored.result)
-            rows.append((stored.bench or "?", stored.result, base))
+            rows.append((stored.bench or "?", stored.result, None if base is None else base.result,
+                         base is not None and base.id == stored.id))
         panel.show(state.bench, rows)
 
     def _apply_status_line(self, state: SessionState) -> None:
@@ -165,7 +167,7 @@ class OptuiApp(IntentsMixin, App):
         text.append("optui ", style="bold")
         if self.sub_title:
             text.append(f"{self.sub_title}  ")
-        text.append(state.journal_path, style="dim")
+        text.append(f"campaign {self._campaign}", style="dim")
         if state.read_only:
             text.append("  READ-ONLY", style="bold")
         if state.paused:

@@ -74,26 +74,27 @@ class BenchPanel(Vertical):
             self.query_one(Log).write_lines(lines)
 
     # ---------------------------------------------------------- status
-    def show(self, view: BenchView | None, results: list[tuple[str, BenchResult, BenchResult | None]]) -> None:
+    def show(self, view: BenchView | None, results: list[tuple[str, BenchResult, BenchResult | None, bool]]) -> None:
         """Render the run's status line and the results table; ``results`` are
-        ``(bench name, result, baseline or None)``, newest last."""
+        ``(bench name, result, its baseline or None, is-the-baseline)``, newest last."""
         status = self.query_one("#bench-status", Static)
-        status.update(self._status_text(view))
-        key = tuple((n, id(r), id(b)) for n, r, b in results)
+        status.update(self._status_text(view, bool(results)))
+        key = tuple((n, id(r), id(b), is_base) for n, r, b, is_base in results)
         if key == self._rows_key:
             return
         self._rows_key = key
         table = self.query_one(DataTable)
         table.clear()
-        for i, (name, r, base) in enumerate(results):
-            table.add_row(*self._cells(name, r, base), key=str(i))
+        for i, (name, r, base, is_base) in enumerate(results):
+            table.add_row(*self._cells(name, r, base, is_base), key=str(i))
         if results:
             table.move_cursor(row=len(results) - 1)
 
-    def _status_text(self, view: BenchView | None) -> Text:
+    def _status_text(self, view: BenchView | None, have_results: bool) -> Text:
         app = self.app
         if view is None:
-            return Text("no benchmark yet — press b to run one", style="dim")
+            hint = "stored results below — b runs a benchmark" if have_results else "no benchmark yet — press b to run one"
+            return Text(hint, style="dim")
         t = Text(no_wrap=True, overflow="ellipsis")
         st = {"running": "state-busy", "ok": "state-ready"}.get(view.status, "state-failed")
         t.append(f"{view.name} → {view.server}  ", style="bold")
@@ -116,15 +117,15 @@ class BenchPanel(Vertical):
             t.append(f"  {view.error[:120]}", style=style(app, "error"))
         return t
 
-    def _cells(self, name: str, r: BenchResult, base: BenchResult | None) -> list:
+    def _cells(self, name: str, r: BenchResult, base: BenchResult | None, is_base: bool) -> list:
         app = self.app
         conc = r.max_concurrency if r.max_concurrency is not None else r.workload.max_concurrency
         ok = f"{fmt_value(r.completed)}/{fmt_value(r.failed, na='-')}"
         if r.status != "ok":
             return [name, fmt_value(conc, na="-"), Text(r.status, style=style(app, "error")), "", "", "", "", "", "", ""]
         d = delta_pct(r.output_throughput_tok_s, base.output_throughput_tok_s if base else None)
-        if base is None or base is r:
-            delta = Text("baseline" if base is r else "—", style="dim")
+        if base is None or is_base:
+            delta = Text("baseline" if is_base else "—", style="dim")
         elif d is None:
             delta = Text("n/a", style="dim")
         else:

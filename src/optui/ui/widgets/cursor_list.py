@@ -59,13 +59,14 @@ class CursorList(Widget, can_focus=True):
         if list(keys) == self._keys and [r.plain for r in rows] == [r.plain for r in self._rows] and \
                 [r.spans for r in rows] == [r.spans for r in self._rows]:
             return
+        relayout = sum(map(self._row_height, rows)) != sum(map(self._row_height, self._rows))
         self._keys = list(keys)
         self._rows = list(rows)
         if current in self._keys:
             self.cursor = self._keys.index(current)
         else:
             self.cursor = min(self.cursor, max(0, len(self._keys) - 1))
-        self.refresh()
+        self.refresh(layout=relayout)
 
     @property
     def current_key(self) -> Hashable | None:
@@ -93,6 +94,10 @@ class CursorList(Widget, can_focus=True):
         self.post_message(self.Highlighted(self, self.current_key))
 
     # ------------------------------------------------------------ render
+    def get_content_height(self, container, viewport, width: int) -> int:
+        """All rows (so ``height: auto`` fits the list; max-height caps it)."""
+        return max(1, sum(self._row_height(r) for r in self._rows))
+
     def _row_height(self, row: Text) -> int:
         return row.plain.count("\n") + 1
 

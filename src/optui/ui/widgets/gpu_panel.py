@@ -23,7 +23,7 @@ HOT_TEMP_C = 85.0
 class GpuPanel(Widget):
     """Renders host snapshots given by :meth:`show` (no I/O here)."""
 
-    DEFAULT_CSS = "GpuPanel { height: auto; min-height: 1; }"
+    DEFAULT_CSS = "GpuPanel { height: auto; min-height: 1; width: 100%; }"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -94,12 +94,12 @@ class GpuPanel(Widget):
         hot_mem = mem_pct is not None and mem_pct >= self.mem_alert_pct
         used_style = style(app, "gpu-hot" if hot_mem else "gpu-mem-used")
         mem_txt = f"{fmt_mib(s.mem_used_mib)}/{fmt_mib(s.mem_total_mib)}"
-        util_txt = f"{fmt_value(s.util_gpu_pct):>3}%"
+        util_txt = f"{s.util_gpu_pct:>3.0f}%" if s.util_gpu_pct is not None else " n/a"
         temp_hot = s.temp_c is not None and s.temp_c >= HOT_TEMP_C
         power_hot = s.power_w is not None and s.power_limit_w and s.power_w >= 0.98 * s.power_limit_w
         if width >= 100:
             bar_w = max(8, min(24, (width - 70) // 2))
-            line.append(f"{s.index:>2} {truncate(name, 10):<10} ")
+            line.append(f"{s.index:>2} {truncate(name, 11):<11} ")
             line.append("mem ")
             line.append_text(stacked_bar(bar_w, s.mem_total_mib, [(s.mem_used_mib, used_style), (s.mem_reserved_mib, style(app, "gpu-mem-reserved"))], empty))
             line.append(f" {mem_txt:>11} ")
@@ -111,13 +111,13 @@ class GpuPanel(Widget):
             if spark_w >= 6:
                 line.append_text(sparkline(hist, min(spark_w, 40), style(app, "gpu-util"), empty))
                 line.append(" ")
-            line.append(f"bw {fmt_value(s.util_mem_pct):>3}% ")
+            line.append(f"bw {s.util_mem_pct:>3.0f}% " if s.util_mem_pct is not None else "bw  n/a ")
         else:
             bar_w = max(4, min(12, width - 42))
             line.append(f"{s.index:>2} ")
             line.append_text(stacked_bar(bar_w, s.mem_total_mib, [(s.mem_used_mib, used_style), (s.mem_reserved_mib, style(app, "gpu-mem-reserved"))], empty))
             line.append(f" {mem_txt:>11} {util_txt} ")
         line.append(f"{fmt_value(s.temp_c):>3}°C ", style=style(app, "gpu-hot") if temp_hot else "")
-        power = f"{fmt_value(s.power_w)}/{fmt_value(s.power_limit_w)}W" if width >= 100 else f"{fmt_value(s.power_w)}W"
+        power = f"{fmt_value(s.power_w)}/{fmt_value(s.power_limit_w)} W" if width >= 100 else f"{fmt_value(s.power_w)} W"
         line.append(power, style=style(app, "gpu-hot") if power_hot else "")
         return line

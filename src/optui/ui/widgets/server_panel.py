@@ -50,7 +50,7 @@ class ServerPanel(CursorList):
         """Display ``servers``."""
         self._servers = servers
         width = max(20, self.size.width or 80)
-        compact = width < 80 or self.has_class("-compact")
+        compact = width < 50 or self.screen.has_class("-narrow")
         self.set_rows([s.name for s in servers], [self._row(s, width, compact) for s in servers])
 
     def on_resize(self) -> None:
@@ -81,10 +81,16 @@ class ServerPanel(CursorList):
         if s.model:
             row.append(f"  {truncate(s.model, 32)}")
         row.append("\n  ")
-        row.append_text(self._detail(s) or Text("—", style="dim"))
+        row.append_text(self._detail(s) or self._idle_hint(s))
         row.append("\n  ")
         row.append(truncate(flags_text(s.argv) or "(no argv)", max(10, width - 4)), style="dim")
         return row
+
+    def _idle_hint(self, s: ServerStatus) -> Text:
+        if s.state is ServerState.DOWN:
+            how = "r starts it with new flags" if s.managed and s.kind and s.argv else "not answering"
+            return Text(f"not running — {how}" if s.managed else "not answering", style="dim")
+        return Text("")
 
     def _detail(self, s: ServerStatus) -> Text:
         app = self.app

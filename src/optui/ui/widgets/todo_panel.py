@@ -107,7 +107,7 @@ class TodoPanel(Vertical):
 
     def _render_rows(self) -> None:
         width = max(20, self.size.width or 60)
-        wrap = width >= 80 and not self.has_class("-compact")
+        wrap = self.screen.has_class("-wide")
         items = self._visible()
         self.list.set_rows([t.id for t in items], [self._row(t, width, wrap) for t in items])
         title = "[3] Todo"
