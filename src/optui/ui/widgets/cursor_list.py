@@ -45,9 +45,12 @@ class CursorList(Widget, can_focus=True):
             self.list = sender
             self.key = key
 
-    def __init__(self, *, empty_text: str = "(empty)", id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, empty_text: str = "(empty)", follow_top: bool = False, id: str | None = None,
+                 classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.empty_text = empty_text
+        #: keep the cursor on the first row when it is there (newest-first lists)
+        self.follow_top = follow_top
         self._rows: list[Text] = []
         self._keys: list[Hashable] = []
         self._top = 0
@@ -56,13 +59,16 @@ class CursorList(Widget, can_focus=True):
     def set_rows(self, keys: Sequence[Hashable], rows: Sequence[Text]) -> None:
         """Replace the rows; the cursor follows its key when it still exists."""
         current = self.current_key
+        at_top = self.follow_top and self.cursor == 0
         if list(keys) == self._keys and [r.plain for r in rows] == [r.plain for r in self._rows] and \
                 [r.spans for r in rows] == [r.spans for r in self._rows]:
             return
         relayout = sum(map(self._row_height, rows)) != sum(map(self._row_height, self._rows))
         self._keys = list(keys)
         self._rows = list(rows)
-        if current in self._keys:
+        if at_top:
+            self.cursor = 0
+        elif current in self._keys:
             self.cursor = self._keys.index(current)
         else:
             self.cursor = min(self.cursor, max(0, len(self._keys) - 1))

@@ -40,7 +40,7 @@ class JournalPanel(CursorList):
     BINDINGS = [Binding("enter", "open", "Details", id="journal.open")]
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(empty_text="journal is empty", id=id)
+        super().__init__(empty_text="journal is empty", follow_top=True, id=id)
         self._events: tuple[Event, ...] = ()
         self.hidden_types = {ev.SERVER_PHASE, ev.SESSION_STARTED, ev.SESSION_ENDED}
 
