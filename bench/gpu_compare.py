@@ -7,6 +7,7 @@ Usage (from the repository root; optui must be importable, or ``src/`` next to `
     python bench/gpu_compare.py --app-headless   # also optui's NVML source read in-process, as the app does
     python bench/gpu_compare.py --load 30        # then again under a PyTorch bf16 matmul load on GPU 0
     python bench/gpu_compare.py --load 30 --load-python /path/to/venv/bin/python --gib 20 --json
+    python bench/gpu_compare.py --tui --load 30   # also the real TUI, headless (its GPU panel)
 
 What it does, per phase (idle, then loaded with ``--load``), per optui reader:
   1. one optui reading (``[sys.executable, "-m", "optui", "gpus", "--json"]`` in a subprocess,
@@ -161,6 +162,27 @@ def read_optui_headless() -> tuple[list[dict], float, dict]:
     return [s.to_json(snap.host) for s in snap.samples], ms, info
 
 
+def read_optui_tui() -> tuple[list[dict], float, dict]:
+    """The real TUI, headless (bench/app_headless_gpu.py in a subprocess): what its GPU panel
+    and session snapshot show."""
+    argv = [sys.executable, str(Path(__file__).resolve().parent / "app_headless_gpu.py")]
+    svg = os.environ.get("OPTUI_TUI_SVG")
+    if svg:
+        argv += ["--svg", svg]
+    done, ms = timed_run(argv, timeout=60)
+    try:
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError) as exc:
+        raise ReadError(f"app_headless_gpu.py (rc {done.returncode}): {done.stderr[-400:]!r}") from exc
+    if data["status"] != "live":
+        raise ReadError(f"TUI GPU panel: {data['status']}: {data.get('error')}")
+    missing = [g["name"] for g in data["gpus"] if g["name"].replace("NVIDIA ", "") not in data["panel"]]
+    if missing:
+        raise ReadError(f"TUI GPU panel does not show {missing}: {data['panel']!r}")
+    print("\n-- TUI GPU panel (headless):\n" + data["panel"])
+    return data["gpus"], ms, {"ms_to_first_reading": data["ms_to_first_reading"]}
+
+
 def judge(field: str, ours, theirs, loaded: bool, only_loaded: bool) -> tuple[object, str]:
     """(difference, verdict) with verdict ok / off / skip (see the tolerances in the module doc)."""
     if only_loaded and not loaded:
@@ -214,7 +236,7 @@ def print_comparison(result: dict, timing: dict) -> None:
 def run_phase(phase: str, readers: list[str], loaded: bool, summary: dict) -> None:
     for reader in readers:
         try:
-            ours, ours_ms, info = (read_optui_cli if reader == "optui-cli" else read_optui_headless)()
+            ours, ours_ms, info = READERS[reader]()
             theirs, smi_ms = read_smi()
         except ReadError as exc:
             summary["errors"].append(f"{phase}/{reader}: {exc}")
@@ -227,6 +249,9 @@ def run_phase(phase: str, readers: list[str], loaded: bool, summary: dict) -> No
         summary["comparisons"].append(result)
         summary["failures"] += result["failures"]
         summary["warnings"] += result["warnings"]
+
+
+READERS = {"optui-cli": read_optui_cli, "optui-nvml-inproc": read_optui_headless, "optui-tui": read_optui_tui}
 
 
 def start_load(python: str, seconds: float, gib: float, summary: dict) -> subprocess.Popen | None:
@@ -272,11 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gib", type=float, default=20.0, help="GiB the load child holds on GPU 0 (default 20)")
     parser.add_argument("--load-python", default=sys.executable, help="interpreter with torch for the load child")
     parser.add_argument("--app-headless", action="store_true", help="also read optui's NVML source in-process")
+    parser.add_argument("--tui", action="store_true", help="also run the real TUI headless and read its GPU panel")
     parser.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     args = parser.parse_args(argv)
     if args.load is not None and args.load < 10:
         parser.error("--load needs at least 10 seconds")
-    readers = ["optui-cli"] + (["optui-nvml-inproc"] if args.app_headless else [])
+    readers = ["optui-cli"] + (["optui-nvml-inproc"] if args.app_headless else []) + (["optui-tui"] if args.tui else [])
     summary: dict = {"comparisons": [], "failures": [], "warnings": [], "errors": [], "load": None}
     run_phase("idle", readers, False, summary)
     if args.load is not None:
