@@ -57,6 +57,7 @@ class BenchPanel(Vertical):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
+        table.display = False  # shown once there are results
         for key, label, width in COLUMNS:
             table.add_column(label, key=key, width=width)
 
@@ -84,6 +85,7 @@ class BenchPanel(Vertical):
             return
         self._rows_key = key
         table = self.query_one(DataTable)
+        table.display = bool(results)
         table.clear()
         for i, (name, r, base, is_base) in enumerate(results):
             table.add_row(*self._cells(name, r, base, is_base), key=str(i))

@@ -97,8 +97,8 @@ class GpuPanel(Widget):
         util_txt = f"{s.util_gpu_pct:>3.0f}%" if s.util_gpu_pct is not None else " n/a"
         temp_hot = s.temp_c is not None and s.temp_c >= HOT_TEMP_C
         power_hot = s.power_w is not None and s.power_limit_w and s.power_w >= 0.98 * s.power_limit_w
-        if width >= 100:
-            bar_w = max(8, min(24, (width - 70) // 2))
+        if width >= 90:
+            bar_w = max(8, min(24, (width - 66) // 2))
             line.append(f"{s.index:>2} {truncate(name, 11):<11} ")
             line.append("mem ")
             line.append_text(stacked_bar(bar_w, s.mem_total_mib, [(s.mem_used_mib, used_style), (s.mem_reserved_mib, style(app, "gpu-mem-reserved"))], empty))
@@ -113,11 +113,14 @@ class GpuPanel(Widget):
                 line.append(" ")
             line.append(f"bw {s.util_mem_pct:>3.0f}% " if s.util_mem_pct is not None else "bw  n/a ")
         else:
-            bar_w = max(4, min(12, width - 42))
+            named = width >= 56
+            bar_w = max(4, min(14, width - (54 if named else 40)))
             line.append(f"{s.index:>2} ")
+            if named:
+                line.append(f"{truncate(name, 11):<11} ")
             line.append_text(stacked_bar(bar_w, s.mem_total_mib, [(s.mem_used_mib, used_style), (s.mem_reserved_mib, style(app, "gpu-mem-reserved"))], empty))
             line.append(f" {mem_txt:>11} {util_txt} ")
         line.append(f"{fmt_value(s.temp_c):>3}°C ", style=style(app, "gpu-hot") if temp_hot else "")
-        power = f"{fmt_value(s.power_w)}/{fmt_value(s.power_limit_w)} W" if width >= 100 else f"{fmt_value(s.power_w)} W"
+        power = f"{fmt_value(s.power_w)}/{fmt_value(s.power_limit_w)} W" if width >= 90 else f"{fmt_value(s.power_w)} W"
         line.append(power, style=style(app, "gpu-hot") if power_hot else "")
         return line
