@@ -55,7 +55,7 @@ async def test_restart_with_new_flag_via_keys(tmp_path):
             assert expected in new, (expected, new)
         assert new.index("server.restart") < new.index("server.stopped") < new.index("server.starting") < new.index("server.ready")
         diff = session.journal.events(types=["flags.changed"])[-1].data["diff"]
-        assert diff == ["~ --max-running-requests: 8 → 16"]
+        assert diff == ["~ --max-running-requests: 4 → 16"]
         assert session.journal.last_good("demo")[-4:-2] == ["16", "--enable-metrics"] or "16" in session.journal.last_good("demo")
         await pilot.press("q")
 
@@ -93,12 +93,12 @@ async def test_benchmark_fills_results_table(tmp_path):
         table = app.query_one("#bench-results")
         assert table.row_count == 1
         row = table.get_row_at(0)
-        assert row[0] == "sweep" and row[2] == "48/0"
+        assert row[0] == "sweep" and row[2] == "64/0"
         assert float(row[3].replace(",", "")) > 0
         log = app.query_one("#bench-log")
         assert any("Serving Benchmark Result" in line for line in log.lines)
         finished = session.journal.events(types=["bench.finished"])[-1]
-        assert finished.data["result"]["completed"] == 48
+        assert finished.data["result"]["completed"] == 64
         await pilot.press("q")
 
 

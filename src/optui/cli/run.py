@@ -14,7 +14,7 @@ from optui.config import ConfigError, LoadedConfig, load_config
 
 DEMO_TODOS = [
     ("Baseline: run bench 'sweep' with the default flags and pin it", "high"),
-    ("Try --max-running-requests 64 (preset big-batch) and compare out tok/s", "high"),
+    ("Try --max-running-requests 32 (preset big-batch) and compare out tok/s", "high"),
     ("Measure the cost of --disable-cuda-graph (preset no-cuda-graph)", "medium"),
     ("Find the OOM edge: --mem-fraction-static 0.99 should crash (preset oom) → roll back", "medium"),
     ("Write the findings report", "low"),
@@ -92,13 +92,13 @@ ready_timeout_s = 120
 stop_timeout_s = 10
 poll_interval_s = 1.0
 argv = [{py!r}, "-m", "optui.demo.fake_server", "--model-path", "demo/Llama-3.1-8B-Instruct",
-        "--port", "{port}", "--tp-size", "2", "--max-running-requests", "8", "--enable-metrics",
+        "--port", "{port}", "--tp-size", "2", "--max-running-requests", "4", "--enable-metrics",
         "--demo-speed", "{speed}"]
 env = {{ OPTUI_DEMO_STATE = {str(state)!r} }}
 
 [servers.demo.presets.big-batch]
 description = "more concurrent requests per decode batch"
-set = {{ "--max-running-requests" = "64" }}
+set = {{ "--max-running-requests" = "32" }}
 
 [servers.demo.presets.no-cuda-graph]
 description = "eager decode: slower steps"
@@ -110,9 +110,9 @@ set = {{ "--mem-fraction-static" = "0.99" }}
 
 [benchmarks.sweep]
 server = "demo"
-description = "bundled SGLang-style bench_serving, concurrency 4"
-argv = [{py!r}, "-m", "optui.demo.bench_client", "--base-url", "{url}", "--num-prompts", "48",
-        "--random-input-len", "256", "--random-output-len", "96", "--max-concurrency", "4"]
+description = "bundled SGLang-style bench_serving, concurrency 16"
+argv = [{py!r}, "-m", "optui.demo.bench_client", "--base-url", "{url}", "--num-prompts", "64",
+        "--random-input-len", "256", "--random-output-len", "96", "--max-concurrency", "16"]
 
 [benchmarks.loadgen]
 server = "demo"

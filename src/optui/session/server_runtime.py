@@ -106,7 +106,8 @@ class ServerRuntime:
             return
         if state is not old:
             changes["state_since"] = time.time()
-            self._journal(ev.SERVER_STATE, {"old": str(old), "new": str(state), "phase": self.status.phase}, actor=actor)
+            phase = changes["phase"] if "phase" in changes else self.status.phase
+            self._journal(ev.SERVER_STATE, {"old": str(old), "new": str(state), "phase": phase}, actor=actor)
         self._set(state=state, **changes)
         async with self._state_changed:
             self._state_changed.notify_all()

@@ -66,11 +66,11 @@ class OptuiApp(IntentsMixin, App):
         super().__init__()
         self.session = session
         self._theme_name = theme_name or session.config.theme or DEFAULT_THEME
-        self._keymap = dict(session.config.keymap, **(keymap or {}))
+        self._user_keymap = dict(session.config.keymap, **(keymap or {}))
         self._seen_version = -1
         self._keys: dict[str, object] = {}
         self._bench_run_id: int | None = None
-        self._closing = False
+        self._session_closed = False
         self._campaign = session.loaded.path.resolve().parent.name if session.loaded.path else "(no optui.toml)"
         if title:
             self.sub_title = title
@@ -111,8 +111,8 @@ class OptuiApp(IntentsMixin, App):
         except Exception:
             self.notify(f"unknown theme {self._theme_name!r}; using {DEFAULT_THEME}", severity="warning")
             self.theme = DEFAULT_THEME
-        if self._keymap:
-            self.set_keymap(self._keymap)
+        if self._user_keymap:
+            self.set_keymap(self._user_keymap)
         self.query_one("#gpus", GpuPanel).mem_alert_pct = self.session.config.mem_alert_pct
         self.query_one("#servers").focus()
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
@@ -217,8 +217,8 @@ class OptuiApp(IntentsMixin, App):
 
     async def on_unmount(self) -> None:
         """Stop the session's work (benchmarks; demo servers) exactly once."""
-        if self._closing:
+        if self._session_closed:
             return
-        self._closing = True
+        self._session_closed = True
         with contextlib.suppress(Exception):
             await self.session.close()
