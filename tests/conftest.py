@@ -1,0 +1,57 @@
+"""Suite-wide guards.
+
+Every process a test starts (demo servers, benchmarks, llama-server, sshd...) inherits the
+marker ``OPTUI_TEST_RUN``; at the end of the session no process carrying it may be left
+running. Survivors are listed, killed, and fail the run: a leak is a bug, not noise.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+
+MARKER = "OPTUI_TEST_RUN"
+_RUN_ID = uuid.uuid4().hex
+os.environ[MARKER] = _RUN_ID
+
+
+def _marked_processes() -> list[tuple[int, str]]:
+    needle = f"{MARKER}={_RUN_ID}".encode()
+    found = []
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes():
+                continue
+            stat = (entry / "stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        found.append((int(entry.name), cmd))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leaked_processes():
+    yield
+    import time
+
+    deadline = time.monotonic() + 5  # give graceful shutdowns a moment
+    leaked = _marked_processes()
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.2)
+        leaked = _marked_processes()
+    for pid, _ in leaked:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not leaked, "processes left running by the test suite:\n" + "\n".join(f"  {pid}: {cmd}" for pid, cmd in leaked)
