@@ -26,7 +26,7 @@ async def shoot(size: tuple[int, int], name: str, bench: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         session = Session(load_config(write_demo_config(Path(tmp), port=free_port(), speed=5)), stop_servers_on_exit=True)
         for text, priority in DEMO_TODOS:
-            session.add_todo(text, priority)
+            session.todos.add(text, priority)
         app = OptuiApp(session, title="demo")
         async with app.run_test(size=size) as pilot:
             rt = session.servers["demo"]
@@ -34,8 +34,8 @@ async def shoot(size: tuple[int, int], name: str, bench: bool) -> None:
             while not (rt.status.state.value == "ready" and rt.status.busy is None) and time.monotonic() < deadline:
                 await pilot.pause(0.2)
             if bench:
-                session.run_bench("sweep")
-                await session.wait_bench()
+                session.benches.run("sweep")
+                await session.benches.wait()
             await pilot.pause(2.5)
             app.query_one("#servers").focus()
             await pilot.pause(0.3)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from tests.helpers.demo import free_port
 
 from optui.cli.run import write_demo_config
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
+from tests.helpers.demo import free_port
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -87,8 +87,8 @@ async def test_benchmark_fills_results_table(tmp_path):
         await pilot.press("b")
         assert type(app.screen).__name__ == "TextPrompt"
         await pilot.press("enter")  # the default choice: sweep (bundled SGLang-style command)
-        await wait_for(pilot, lambda: session.bench is not None and session.bench.view.status != "running", timeout=60)
-        assert session.bench.view.status == "ok", session.bench.view.error
+        await wait_for(pilot, lambda: session.benches.current is not None and not session.benches.running, timeout=60)
+        assert session.benches.current.view.status == "ok", session.benches.current.view.error
         await pilot.pause(0.5)
         table = app.query_one("#bench-results")
         assert table.row_count == 1

@@ -289,7 +289,7 @@ def test_nothing_recognisable_gives_empty_list():
 
 def _block(*rows: list[str]) -> str:
     lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
-    lines += ["{:<40} {:<10}".format(label, value) for label, value in rows]
+    lines += [f"{label:<40} {value:<10}" for label, value in rows]
     return "\n".join(lines + ["=" * 50, ""])
 
 

@@ -12,6 +12,7 @@ import time
 
 import httpx
 import pytest
+
 from tests.helpers.demo import demo_server_cmd, free_port, http_status, start_demo_server, subprocess_env
 
 PHASES_IN_ORDER = [

@@ -7,9 +7,9 @@ import math
 
 import httpx
 import pytest
-from tests.helpers.demo import free_port, start_demo_server
 
 from optui.adapters.loadgen import plan_requests, run_load
+from tests.helpers.demo import free_port, start_demo_server
 
 PROMPTS, IN_LEN, OUT_LEN = 6, 32, 12
 

@@ -8,7 +8,6 @@ seeded with fixed timestamps, and the clock's zone is UTC. Update after a review
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 

@@ -42,7 +42,7 @@ def _run_app(loaded: LoadedConfig, *, theme: str | None, read_only: bool, stop_s
         fail(str(exc))
     if seed_todos and not session.journal.todos(include_deleted=True):
         for text, priority in seed_todos:
-            session.add_todo(text, priority)
+            session.todos.add(text, priority)
     from optui.ui.app import OptuiApp
 
     app = OptuiApp(session, theme_name=theme, title=title)

@@ -27,8 +27,8 @@ _STAT_LABELS = (("mean", "Mean"), ("median", "Median"), ("p90", "P90"), ("p95", 
 def _row(label: str, value) -> str:
     """One result row: floats with two decimals, anything else as ``str``."""
     if isinstance(value, float):
-        return "{:<40} {:<10.2f}".format(label, value)
-    return "{:<40} {:<10}".format(label, value)
+        return f"{label:<40} {value:<10.2f}"
+    return f"{label:<40} {value:<10}"
 
 
 def _num(value: float | int | None) -> float:

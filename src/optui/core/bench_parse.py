@@ -306,9 +306,7 @@ def parse_progress(line: str) -> Progress | None:
     """The last tqdm reading in ``line`` (which may hold several ``\\r`` redraws), e.g.
     `` 45%|████▌     | 450/1000 [00:30<00:36, 15.12it/s]``; ``s/it`` rates are inverted,
     ``?`` gives None, times may be ``mm:ss`` or ``h:mm:ss``. None when there is none."""
-    match = None
-    for match in _PROGRESS_RE.finditer(line):
-        pass
+    match = next(reversed(list(_PROGRESS_RE.finditer(line))), None)
     if match is None:
         return None
     done = int(match["n"])

@@ -94,7 +94,7 @@ def loads(runtime) -> dict:
     a, sched = runtime.args, runtime.scheduler
     load = sched.load() if sched else {"running": 0, "queued": 0, "used_tokens": 0, "token_usage": 0.0}
     c = sched.counters if sched else None
-    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    now = dt.datetime.now(dt.UTC).isoformat()
     entry = {
         "timestamp": now,
         "dp_rank": 0,

@@ -81,6 +81,15 @@ class BenchRun:
         new = min(new, len(self.lines))
         return list(self.lines)[-new:], self.total_lines
 
+    @property
+    def pid(self) -> int | None:
+        """Process group of the running command (None for the built-in generator)."""
+        return self._command.pid if self._command is not None else None
+
+    def mark_finished(self, status: str, error: str | None) -> None:
+        """End the run with ``status`` (used when its task is cancelled)."""
+        self._update(status=status, error=error, finished_at=time.time())
+
     def _update(self, **changes) -> None:
         from dataclasses import replace
 

@@ -96,7 +96,7 @@ class GpuPoller:
             snap = await asyncio.wait_for(source.read(), 3 * interval)
             if snap.status is HostStatus.LIVE:
                 self._last_ok[host] = time.time()
-        except asyncio.TimeoutError:
+        except TimeoutError:
             prev = self.snapshots[host]
             age = time.time() - self._last_ok.get(host, prev.taken_at or time.time())
             snap = replace(prev, status=HostStatus.STALE, error=f"no fresh data for {age:.0f}s")

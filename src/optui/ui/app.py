@@ -2,7 +2,7 @@
 
 Data flows one way: the session publishes snapshots → :meth:`OptuiApp._render_loop`
 (coalesced, ≤ 10 repaints/s) pushes them into the panels. Keys become intents on the
-session (see :mod:`optui.ui.intents`). The app owns no domain logic.
+session (see :mod:`optui.ui.intents`, one mixin per domain). The app owns no domain logic.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from optui.session import Session
 from optui.session.state import SessionState
 from optui.ui.colors import OPTUI_VARIABLES
 from optui.ui.commands import palette_commands
-from optui.ui.intents import IntentsMixin
+from optui.ui.intents import BenchIntents, JournalIntents, ServerIntents, TodoIntents
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.bench_panel import BenchPanel
 from optui.ui.widgets.gpu_panel import GpuPanel
@@ -33,7 +33,7 @@ _FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "
 MIN_FRAME_S = 0.1
 
 
-class OptuiApp(IntentsMixin, App):
+class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, App):
     """optui's TUI over one :class:`~optui.session.Session`."""
 
     CSS_PATH = "optui.tcss"
@@ -149,7 +149,7 @@ class OptuiApp(IntentsMixin, App):
 
     def _apply_bench(self, state: SessionState) -> None:
         panel = self.query_one("#bench", BenchPanel)
-        run = self.session.bench
+        run = self.session.benches.current
         if run is not None:
             panel.new_run(id(run))
             lines, total = run.lines_since(panel.seen_lines)
@@ -157,7 +157,7 @@ class OptuiApp(IntentsMixin, App):
             panel.append_lines(lines)
         rows = []
         for stored in reversed(state.results[:8]):
-            base = self.session.baseline_for(stored.result)
+            base = self.session.benches.baseline_for(stored.result)
             rows.append((stored.bench or "?", stored.result, None if base is None else base.result,
                          base is not None and base.id == stored.id))
         panel.show(state.bench, rows)

@@ -6,6 +6,7 @@ Enter on an event posts :class:`EventChosen` (the app opens its details).
 from __future__ import annotations
 
 import time
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message

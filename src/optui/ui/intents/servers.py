@@ -1,42 +1,22 @@
-"""Key and palette actions that turn into session intents (restart, bench, todo, notes).
-
-Long actions run as Textual workers (``exit_on_error=False``); failures become
-notifications, never a crash. Destructive actions go through :class:`ConfirmScreen` with
-Cancel focused and show host, controller and the exact argv diff.
-"""
+"""Server actions: restart with new flags (editor → confirm), roll back, stop, show the log."""
 
 from __future__ import annotations
 
-import json
 import shlex
 
 from rich.text import Text
 
 from optui.core.flags import Flags
 from optui.session import SessionError
+from optui.ui.intents.base import IntentBase
 from optui.ui.screens.confirm import ConfirmScreen
 from optui.ui.screens.details import DetailsScreen
 from optui.ui.screens.flag_editor import FlagEditorScreen
-from optui.ui.screens.text_prompt import TextPrompt
-from optui.ui.widgets.journal_panel import EventChosen
-from optui.ui.widgets.server_panel import ServerPanel
-from optui.ui.widgets.todo_panel import TodoIntent
 
 
-class IntentsMixin:
-    """Action handlers of :class:`~optui.ui.app.OptuiApp` (kept apart for size)."""
+class ServerIntents(IntentBase):
+    """Server actions: restart with new flags (editor → confirm), roll back, stop, show the log."""
 
-    # ---------------------------------------------------------- helpers
-    def _selected_server(self) -> str | None:
-        key = self.query_one("#servers", ServerPanel).current_key
-        if key is None and self.session.servers:
-            key = next(iter(self.session.servers))
-        return key
-
-    def _fail(self, exc: Exception) -> None:
-        self.notify(str(exc), severity="error", timeout=8)
-
-    # ---------------------------------------------------------- servers
     def action_restart(self) -> None:
         name = self._selected_server()
         if name is None:
@@ -149,76 +129,3 @@ class IntentsMixin:
         body = "\n".join(rt.log_tail) or "(no log lines yet)"
         self.push_screen(DetailsScreen(f"{name} log ({rt.controller.launch.log_path if rt.controller.launch else 'not started'})", body))
 
-    # ---------------------------------------------------------- bench
-    def action_bench(self) -> None:
-        names = list(self.session.config.benchmarks)
-        if not names:
-            self.notify("no benchmarks configured ([benchmarks.NAME] in optui.toml)", severity="warning")
-            return
-        server = self._selected_server()
-        preferred = [n for n in names if self.session.config.benchmarks[n].server == server] or names
-        if len(preferred) == 1:
-            self.start_bench(preferred[0])
-            return
-
-        def chosen(value: str | None) -> None:
-            if value:
-                self.start_bench(value.strip())
-
-        self.push_screen(TextPrompt(f"Benchmark to run ({', '.join(preferred)}):", preferred[0]), chosen)
-
-    def start_bench(self, name: str) -> None:
-        """Start benchmark preset ``name``."""
-        try:
-            self.session.run_bench(name)
-            self.query_one("#bench-log").focus()
-        except SessionError as exc:
-            self._fail(exc)
-
-    def action_abort_bench(self) -> None:
-        if self.session.abort_bench():
-            self.notify("benchmark aborted")
-
-    # ---------------------------------------------------------- todo / journal
-    def on_todo_intent(self, intent: TodoIntent) -> None:
-        s = self.session
-        item = intent.item
-        try:
-            if intent.op == "add":
-                added = s.add_todo(intent.text or "")
-                self.query_one("#todo").show(s.snapshot().todos)
-                self.query_one("#todo-list").select_key(added.id)
-            elif intent.op == "save":
-                s.update_todo(item, content=intent.text)
-            elif intent.op == "cycle":
-                _, warning = s.cycle_todo(item)
-                if warning:
-                    self.notify(warning, severity="warning")
-            elif intent.op == "cancel":
-                s.cancel_todo(item)
-            elif intent.op in ("priority_up", "priority_down"):
-                s.bump_priority(item, up=intent.op == "priority_up")
-            elif intent.op in ("move_up", "move_down"):
-                s.move_todo(item, -1 if intent.op == "move_up" else 1)
-            elif intent.op == "delete":
-                s.delete_todo(item)
-                self.notify("deleted — u to undo", timeout=3)
-            elif intent.op == "undo":
-                if s.undo_delete() is None:
-                    self.notify("nothing to undo", severity="warning")
-        except (SessionError, ValueError, KeyError) as exc:
-            self._fail(exc)
-        # show the change now (the render loop would anyway, one frame later)
-        self.query_one("#todo").show(s.snapshot().todos)
-
-    def action_note(self) -> None:
-        def noted(text: str | None) -> None:
-            if text and text.strip():
-                self.session.add_note(text)
-
-        self.push_screen(TextPrompt("Note for the journal:"), noted)
-
-    def on_event_chosen(self, msg: EventChosen) -> None:
-        e = msg.event
-        body = json.dumps(e.to_json(), indent=2, default=str)
-        self.push_screen(DetailsScreen(f"#{e.seq} {e.type} {e.target or ''}", body))

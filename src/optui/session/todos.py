@@ -1,0 +1,103 @@
+"""Todo operations of a session: every edit is one journal write (with before/after) and
+is visible to other optui windows on the same campaign within 0.5 s."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from optui.adapters.journal import JournalError
+from optui.core.todo import Priority, TodoItem, TodoStatus, lower_priority, next_status, raise_priority
+from optui.session.errors import SessionError
+
+if TYPE_CHECKING:
+    from optui.session.session import Session
+
+
+class TodoService:
+    """``session.todos``: add, edit, cycle, cancel, prioritise, move, delete/undo."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._deleted: list[int] = []  # undo stack of deleted ids
+
+    @property
+    def items(self) -> tuple[TodoItem, ...]:
+        """The current list (display order)."""
+        return self.session.snapshot().todos
+
+    def _write(self, fn):
+        s = self.session
+        try:
+            result = fn()
+        except JournalError as exc:
+            s.journal_failed(exc)
+            raise SessionError(str(exc)) from exc
+        s.sync_journal()
+        return result
+
+    def add(self, content: str, priority: Priority | str = Priority.MEDIUM) -> TodoItem:
+        """Add an item at the end (ValueError for empty content)."""
+        s = self.session
+        return self._write(lambda: s.journal.add_todo(content, priority=priority, actor=s.actor))
+
+    def update(self, item: TodoItem, op: str = "edit", **changes) -> TodoItem:
+        """Change fields of ``item`` as the operator saw it (concurrent edits are flagged
+        in the history, last writer wins per field)."""
+        s = self.session
+        return self._write(lambda: s.journal.update_todo(item.id, actor=s.actor, expected=item, op=op, **changes))
+
+    def cycle(self, item: TodoItem) -> tuple[TodoItem, str | None]:
+        """pending → in_progress → completed → pending. Returns the item and a warning
+        when more than one item is now in progress (warn, don't block)."""
+        new = next_status(item.status)
+        updated = self.update(item, op="status", status=new)
+        warning = None
+        if new is TodoStatus.IN_PROGRESS:
+            others = [t for t in self.items if t.status is TodoStatus.IN_PROGRESS and t.id != item.id]
+            if others:
+                warning = f"{len(others) + 1} items are in progress"
+        return updated, warning
+
+    def cancel(self, item: TodoItem) -> TodoItem:
+        """Mark cancelled (or back to pending when already cancelled)."""
+        status = TodoStatus.PENDING if item.status is TodoStatus.CANCELLED else TodoStatus.CANCELLED
+        return self.update(item, op="status", status=status)
+
+    def bump_priority(self, item: TodoItem, up: bool) -> TodoItem:
+        """Raise (``up``) or lower the priority one step."""
+        new = raise_priority(item.priority) if up else lower_priority(item.priority)
+        return self.update(item, op="priority", priority=new)
+
+    def move(self, item: TodoItem, delta: int) -> TodoItem:
+        """Move up (-1) or down (+1) in the list."""
+        todos = list(self.items)
+        idx = next((i for i, t in enumerate(todos) if t.id == item.id), None)
+        if idx is None:
+            return item
+        j = idx + delta
+        if j < 0 or j >= len(todos):
+            return item
+        other = todos[j]
+        if j == 0:
+            order = other.order - 1
+        elif j == len(todos) - 1:
+            order = other.order + 1
+        else:
+            beyond = todos[j + (1 if delta > 0 else -1)]
+            order = (other.order + beyond.order) / 2
+        return self.update(item, op="move", order=order)
+
+    def delete(self, item: TodoItem) -> TodoItem:
+        """Delete (kept in history; :meth:`undo_delete` restores it)."""
+        s = self.session
+        deleted = self._write(lambda: s.journal.delete_todo(item.id, actor=s.actor))
+        self._deleted.append(item.id)
+        return deleted
+
+    def undo_delete(self) -> TodoItem | None:
+        """Restore the most recently deleted item; None when nothing to undo."""
+        if not self._deleted:
+            return None
+        s = self.session
+        todo_id = self._deleted.pop()
+        return self._write(lambda: s.journal.restore_todo(todo_id, actor=s.actor))
