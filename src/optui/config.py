@@ -53,6 +53,10 @@ class HostConfig(_Model):
     """One host of the rack. ``local`` needs no entry."""
 
     ssh: str | None = Field(None, description="ssh alias or user@host[:port]; None = this machine")
+    known_hosts: str | None = Field(None, description="known_hosts file (default ~/.ssh/known_hosts)")
+    ssh_config: str | None = Field(None, description="ssh_config file (default ~/.ssh/config)")
+    identity_file: str | None = Field(None, description="private key to use (default: ssh_config / agent)")
+    nvidia_smi: str = Field("nvidia-smi", description="the nvidia-smi program on that host")
     gpu_source: Literal["nvml", "nvidia-smi", "demo", "replay", "none"] | None = None
     interval_s: float | None = Field(None, ge=0.25, le=60, description="GPU refresh; default: refresh_s")
     demo_gpus: int = Field(8, ge=1, le=16, description="GPUs of a simulated (demo) host")

@@ -32,9 +32,13 @@ from optui.session.todos import TodoService
 EVENTS_KEPT = 300
 
 
-def make_gpu_source(host: str, hcfg: HostConfig) -> GpuSource:
-    """The GPU source for a host's configured ``gpu_source``."""
+def make_gpu_source(host: str, hcfg: HostConfig, ssh=None, interval_s: float = 1.0) -> GpuSource:
+    """The GPU source for a host's configured ``gpu_source`` (``ssh``: its SshHost)."""
     source = hcfg.source
+    if source == "nvidia-smi" and ssh is not None:
+        from optui.adapters.gpu_smi_stream import SshNvidiaSmiSource
+
+        return SshNvidiaSmiSource(host, ssh, interval_s=interval_s, nvidia_smi=hcfg.nvidia_smi)
     if source == "demo":
         from optui.demo.rack import DemoGpuSource
 
@@ -85,12 +89,15 @@ class Session:
                 controller = ObservedController(name)
             self.servers[name] = ServerRuntime(name, cfg, controller, self.journal, on_change=self.touch,
                                                journal_failed=self.journal_failed, on_journal=self.sync_journal)
+        from optui.session.rack import make_ssh_hosts
+
+        self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch)
         sources = {}
         intervals = {}
         for host in self.config.host_names():
             hcfg = self.config.host(host)
-            sources[host] = make_gpu_source(host, hcfg)
             intervals[host] = hcfg.interval_s or self.config.refresh_s
+            sources[host] = make_gpu_source(host, hcfg, self.ssh_hosts.get(host), intervals[host])
         self.gpus = GpuPoller(sources, intervals, self.touch)
         self.sync_journal()
 
@@ -198,6 +205,9 @@ class Session:
         for rt in self.servers.values():
             with contextlib.suppress(Exception):
                 await rt.shutdown(self.stop_servers_on_exit)
+        for ssh in self.ssh_hosts.values():
+            with contextlib.suppress(Exception):
+                await ssh.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -1,0 +1,133 @@
+"""Remote hosts over a real OpenSSH server on loopback: host-key trust, exact argv,
+the streaming nvidia-smi source, dropped links and the host states."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from optui.adapters.gpu_smi_stream import SshNvidiaSmiSource
+from optui.adapters.ssh import SshError, SshHost, SshState
+from optui.core.gpu import HostStatus
+from tests.helpers.sshd import Sshd
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def sshd(tmp_path):
+    server = Sshd(tmp_path / "sshd")
+    server.setup()
+    server.start()
+    yield server
+    server.stop()
+
+
+def ssh_host(sshd: Sshd, **kw) -> SshHost:
+    kw.setdefault("known_hosts", sshd.known_hosts)
+    return SshHost("rack1", "rack1", config=sshd.ssh_config, client_keys=[sshd.client_key], connect_timeout_s=5, **kw)
+
+
+async def until(predicate, timeout=20.0, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(step)
+    raise AssertionError("condition not reached in time")
+
+
+async def test_argv_with_shell_metacharacters_arrives_intact(sshd, tmp_path):
+    host = ssh_host(sshd)
+    host.start()
+    canary = tmp_path / "pwned"
+    argv = ["python3", "-c", "import sys, json; print(json.dumps(sys.argv[1:]))",
+            "two words", "it's \"quoted\"", "x; touch " + str(canary), f"$(touch {canary})", "`id`", "a|b&&c", "*"]
+    try:
+        done = await host.run(argv, timeout_s=20)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == argv[3:]
+        assert not canary.exists()
+    finally:
+        await host.close()
+
+
+async def test_unknown_host_key_is_refused_until_trusted(sshd, tmp_path):
+    known = tmp_path / "empty_known_hosts"
+    known.write_text("")
+    host = ssh_host(sshd, known_hosts=known)
+    host.start()
+    try:
+        await until(lambda: host.state is SshState.UNTRUSTED)
+        fingerprint = host.host_key.fingerprint
+        assert fingerprint.startswith("SHA256:") and fingerprint in host.error
+        with pytest.raises(SshError):
+            await host.run(["true"], timeout_s=1)
+        line = host.trust_host_key()
+        assert line in known.read_text() and sshd.host_key_pub.split()[1] in line
+        await until(lambda: host.state is SshState.LIVE)
+        assert (await host.run(["echo", "ok"], timeout_s=10)).stdout.strip() == "ok"
+    finally:
+        await host.close()
+
+
+async def test_changed_host_key_is_refused_and_never_trusted(sshd, tmp_path):
+    other = Sshd(tmp_path / "other")
+    other.setup()  # only for a different key
+    known = tmp_path / "known_hosts_changed"
+    known.write_text(f"[127.0.0.1]:{sshd.port} {other.host_key_pub}\n")
+    host = ssh_host(sshd, known_hosts=known)
+    host.start()
+    try:
+        await until(lambda: host.state is SshState.UNTRUSTED)
+        assert host.host_key.changed and "changed" in host.error
+        with pytest.raises(SshError, match="CHANGED"):
+            host.trust_host_key()
+        assert known.read_text().count("\n") == 1
+    finally:
+        await host.close()
+
+
+async def test_stream_live_change_latency_and_driver_error(sshd):
+    host = ssh_host(sshd)
+    source = SshNvidiaSmiSource("rack1", host, interval_s=0.5)
+    try:
+        await source.read()
+        snap = await until(lambda: (s := source.snapshot()).status is HostStatus.LIVE and s.samples and s)
+        assert [(g.index, g.mem_used_mib, g.mem_reserved_mib, g.util_gpu_pct) for g in snap.samples] == [
+            (0, 41971.0, 616.0, 100.0), (1, 0.0, 616.0, 0.0)]
+        # a change on the host reaches the snapshot within 1.5 intervals (+ transport slack)
+        rows = sshd.gpus_file.read_text().replace("41971, 143771", "50000, 143771")
+        t0 = time.monotonic()
+        sshd.gpus_file.write_text(rows)
+        await until(lambda: source.snapshot().samples[0].mem_used_mib == 50000.0, timeout=5, step=0.01)
+        assert time.monotonic() - t0 < 1.5 * 0.5 + 0.5
+        (sshd.bin_dir / "error.txt").write_text(
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+            "Make sure that the latest NVIDIA driver is installed and running.")
+        snap = await until(lambda: (s := source.snapshot()).status in (HostStatus.NO_GPU, HostStatus.ERROR) and s)
+        assert "couldn't communicate with the NVIDIA driver" in snap.error
+    finally:
+        await source.close()
+        await host.close()
+
+
+async def test_dropped_link_goes_stale_or_lost_then_live_again(sshd):
+    host = ssh_host(sshd, max_backoff_s=2)
+    source = SshNvidiaSmiSource("rack1", host, interval_s=0.5)
+    try:
+        await source.read()
+        await until(lambda: source.snapshot().status is HostStatus.LIVE)
+        sshd.stop()  # the link and the server go away
+        snap = await until(lambda: (s := source.snapshot()).status in (HostStatus.LOST, HostStatus.STALE) and s, timeout=10)
+        assert snap.samples, "the last values stay visible (dimmed) while the host is away"
+        sshd.start()  # same port, same host key
+        await until(lambda: source.snapshot().status is HostStatus.LIVE, timeout=20)
+        assert host.reconnects >= 1
+    finally:
+        await source.close()
+        await host.close()
