@@ -197,7 +197,7 @@ class SshHost:
                 self._set_state(SshState.FAILED, f"{type(exc).__name__}: {exc}")
                 await self._wait_retry(self.max_backoff_s)
                 continue
-            except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError, asyncssh.Error) as exc:
                 self.reconnects += 1
                 self._set_state(SshState.LOST, f"{type(exc).__name__}: {exc}".rstrip(": "))
                 await self._wait_retry(backoff)
@@ -235,7 +235,7 @@ class SshHost:
         try:
             host, port = self._resolved()
             key = await asyncio.wait_for(asyncssh.get_server_host_key(host, port), self.connect_timeout_s)
-        except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError):
+        except (TimeoutError, OSError, asyncssh.Error, ValueError):
             return None
         if key is None:
             return None
@@ -270,7 +270,7 @@ class SshHost:
         """The live connection, waiting up to ``timeout_s``; SshError otherwise."""
         try:
             await asyncio.wait_for(self._live.wait(), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise SshError(f"{self.name}: not connected ({self.state.value}: {self.error or 'no answer'})") from None
         if self._conn is None:
             raise SshError(f"{self.name}: connection lost")
@@ -284,7 +284,7 @@ class SshHost:
         t0 = time.monotonic()
         try:
             done = await asyncio.wait_for(conn.run(command, check=False, input=stdin, encoding=None), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._log(argv, None, time.monotonic() - t0)
             raise SshError(f"{self.name}: {argv[0]} timed out after {timeout_s:.0f}s") from None
         except (OSError, asyncssh.Error) as exc:
