@@ -51,6 +51,8 @@ class CursorList(Widget, can_focus=True):
         self.empty_text = empty_text
         #: keep the cursor on the first row when it is there (newest-first lists)
         self.follow_top = follow_top
+        #: draw the cursor also when the list is not focused
+        self.cursor_when_blurred = True
         self._rows: list[Text] = []
         self._keys: list[Hashable] = []
         self._top = 0
@@ -124,7 +126,7 @@ class CursorList(Widget, can_focus=True):
             if used >= height:
                 break
             row = self._rows[i]
-            if i == self.cursor:
+            if i == self.cursor and (self.has_focus or self.cursor_when_blurred):
                 row = self._highlighted(row, highlight)
             if used:
                 out.append("\n")

@@ -11,60 +11,116 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual.widget import Widget
+from textual.binding import Binding
 
 from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
 from optui.ui.colors import style
+from optui.ui.widgets.cursor_list import CursorList
 from optui.ui.widgets.meters import fmt_mib, fmt_value, pct_bar, sparkline, stacked_bar, truncate
 
 HOT_TEMP_C = 85.0
 
 
-class GpuPanel(Widget):
-    """Renders host snapshots given by :meth:`show` (no I/O here)."""
+class GpuPanel(CursorList):
+    """Renders host snapshots given by :meth:`show` (no I/O here).
 
+    A rack: one row per host — expanded (a header line + one line per GPU) or collapsed
+    (one summary line with a mini bar per GPU for memory and utilization). Few hosts start
+    expanded, many start collapsed so 8 hosts x 8 GPUs fit; Enter/space toggles the host
+    under the cursor, ``e`` expands or collapses all.
+    """
+
+    BINDINGS = [
+        Binding("enter,space", "toggle_host", "Expand", id="gpus.toggle"),
+        Binding("e", "toggle_all", "Expand all", show=False, id="gpus.toggle_all"),
+    ]
     DEFAULT_CSS = "GpuPanel { height: auto; min-height: 1; width: 100%; }"
+    #: hosts start collapsed when there are more than this many
+    EXPAND_UP_TO_HOSTS = 2
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+        super().__init__(empty_text="waiting for GPU data…", id=id)
         self._hosts: tuple[HostSnapshot, ...] = ()
         self._history = None
+        self._expanded: dict[str, bool] = {}
         self.mem_alert_pct = 95.0
+        self.cursor_when_blurred = False
 
     def show(self, hosts: tuple[HostSnapshot, ...], history) -> None:
         """Display ``hosts`` (and per-GPU util history from ``history``)."""
         self._hosts = hosts
         self._history = history
-        self.refresh(layout=self._line_count() != self.size.height)
+        width = max(20, self.size.width or 80)
+        many = len(hosts) > self.EXPAND_UP_TO_HOSTS
+        rows = []
+        for host in hosts:
+            expanded = self._expanded.get(host.host, not many)
+            rows.append(self._host_rows(host, width, expanded, single=len(hosts) == 1))
+        self.set_rows([h.host for h in hosts], rows)
 
-    def _line_count(self) -> int:
-        n = 0
-        multi = len(self._hosts) > 1
-        for h in self._hosts:
-            n += (1 if multi else 0) + (len(h.samples) if h.samples else 1)
-        return max(1, n)
+    def on_resize(self) -> None:
+        self.show(self._hosts, self._history)
 
-    def get_content_height(self, container, viewport, width: int) -> int:
-        return self._line_count()
+    def action_toggle_host(self) -> None:
+        key = self.current_key
+        if key is not None:
+            many = len(self._hosts) > self.EXPAND_UP_TO_HOSTS
+            self._expanded[key] = not self._expanded.get(key, not many)
+            self.show(self._hosts, self._history)
 
-    def render(self) -> Text:
-        width = max(20, self.size.width)
-        out = Text(no_wrap=True, overflow="ellipsis")
-        multi = len(self._hosts) > 1
-        first = True
-        for host in self._hosts:
-            lines: list[Text] = []
-            if multi or not host.samples:
-                lines.append(self._host_line(host, width))
-            lines.extend(self._gpu_line(host, s, width) for s in host.samples)
-            for line in lines:
-                if not first:
-                    out.append("\n")
-                out.append_text(line)
-                first = False
-        if first:
-            out.append("waiting for GPU data…", style="dim")
-        return out
+    def action_toggle_all(self) -> None:
+        many = len(self._hosts) > self.EXPAND_UP_TO_HOSTS
+        any_collapsed = any(not self._expanded.get(h.host, not many) for h in self._hosts)
+        self._expanded = {h.host: any_collapsed for h in self._hosts}
+        self.show(self._hosts, self._history)
+
+    def _host_rows(self, host: HostSnapshot, width: int, expanded: bool, single: bool) -> Text:
+        if not expanded or not host.samples:
+            return self._host_summary(host, width)
+        lines = [] if single else [self._host_line(host, width)]
+        lines.extend(self._gpu_line(host, s, width) for s in host.samples)
+        return Text("\n").join(lines)
+
+    def _host_summary(self, host: HostSnapshot, width: int) -> Text:
+        """One line for a host: state, GPU count and model, a mini bar per GPU for memory
+        and for utilization (fixed 0-100 % scale), totals, hottest GPU."""
+        app = self.app
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f"{truncate(host.host, 14):<14} ", style=style(app, "primary", bold=True))
+        if not host.samples or host.status not in (HostStatus.LIVE, HostStatus.STALE, HostStatus.LOST):
+            line.append_text(self._host_state_text(host))
+            return line
+        dim = host.status is not HostStatus.LIVE
+        names = {(s.name or "").replace("NVIDIA ", "") for s in host.samples}
+        model = names.pop() if len(names) == 1 else "mixed"
+        empty = style(app, "meter-empty")
+        line.append(f"{len(host.samples)}×{truncate(model, 8):<8} " if width >= 70 else "", style="dim" if dim else "")
+        line.append("m", style="dim")
+        line.append_text(sparkline([s.mem_used_pct for s in host.samples], len(host.samples), style(app, "gpu-mem-used"), empty))
+        line.append(" u", style="dim")
+        line.append_text(sparkline([s.util_gpu_pct for s in host.samples], len(host.samples), style(app, "gpu-util"), empty))
+        line.append(f" {fmt_mib(host.mem_used_mib)}/{fmt_mib(host.mem_total_mib)}" if width >= 60 else "")
+        util = host.util_gpu_pct
+        line.append(f" {util:>3.0f}%" if util is not None else "  n/a")
+        temps = [s.temp_c for s in host.samples if s.temp_c is not None]
+        if temps and width >= 70:
+            hot = max(temps) >= HOT_TEMP_C
+            line.append(f" {max(temps):.0f}°C", style=style(app, "gpu-hot") if hot else "")
+        power = [s.power_w for s in host.samples if s.power_w is not None]
+        if power and width >= 90:
+            line.append(f" {sum(power) / 1000:.1f} kW")
+        if host.status is not HostStatus.LIVE:
+            line.append(" ")
+            line.append_text(self._host_state_text(host))
+        if dim:
+            line.stylize("dim")
+        return line
+
+    def _host_state_text(self, host: HostSnapshot) -> Text:
+        if host.status is HostStatus.CONNECTING:
+            return Text("connecting…", style="dim")
+        age = f" {time.time() - host.taken_at:.0f}s" if host.status is HostStatus.STALE and host.taken_at else ""
+        return Text(f"{host.status.value}{age}: {host.error or ''}", style=style(self.app, "warning"))
 
     def _host_line(self, host: HostSnapshot, width: int) -> Text:
         line = Text()
@@ -76,8 +132,8 @@ class GpuPanel(Widget):
         elif host.status is HostStatus.CONNECTING:
             line.append("  connecting…", style="dim")
         else:
-            age = f" {time.time() - host.taken_at:.0f}s" if host.status is HostStatus.STALE and host.taken_at else ""
-            line.append(f"  {host.status.value}{age}: {host.error or ''}", style=style(self.app, "warning"))
+            line.append("  ")
+            line.append_text(self._host_state_text(host))
         return line
 
     def _gpu_line(self, host: HostSnapshot, s: GpuSample, width: int) -> Text:
