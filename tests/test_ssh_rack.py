@@ -131,3 +131,41 @@ async def test_dropped_link_goes_stale_or_lost_then_live_again(sshd):
     finally:
         await source.close()
         await host.close()
+
+
+async def test_app_shows_ssh_host_and_trusts_unknown_key_via_palette(sshd, tmp_path):
+    """The real app: an SSH host with an unknown key is refused (fingerprint shown); the
+    operator trusts it from the command palette; its GPUs appear."""
+    from optui.config import load_config
+    from optui.session import Session
+    from optui.ui.app import OptuiApp
+
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(f'''
+[hosts.rack1]
+ssh = "rack1"
+ssh_config = "{sshd.ssh_config}"
+known_hosts = "{known}"
+identity_file = "{sshd.client_key}"
+interval_s = 0.5
+''')
+    app = OptuiApp(Session(load_config(cfg)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "untrusted" not in app.query_one("#gpus").render().plain:
+            await pilot.pause(0.1)
+        assert "SHA256:" in app.query_one("#gpus").render().plain
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Trust host key")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        await pilot.press("y")
+        while time.monotonic() < deadline and "H200" not in app.query_one("#gpus").render().plain:
+            await pilot.pause(0.1)
+        assert "41.0G/140G" in app.query_one("#gpus").render().plain
+        assert "127.0.0.1" in known.read_text()
+        await pilot.press("q")

@@ -20,7 +20,7 @@ from optui.session import Session
 from optui.session.state import SessionState
 from optui.ui.colors import OPTUI_VARIABLES
 from optui.ui.commands import palette_commands
-from optui.ui.intents import BenchIntents, JournalIntents, ServerIntents, TodoIntents
+from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.bench_panel import BenchPanel
 from optui.ui.widgets.gpu_panel import GpuPanel
@@ -33,7 +33,7 @@ _FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "
 MIN_FRAME_S = 0.1
 
 
-class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, App):
+class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackIntents, App):
     """optui's TUI over one :class:`~optui.session.Session`."""
 
     CSS_PATH = "optui.tcss"

@@ -35,5 +35,11 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
         for name, bench in config.benchmarks.items():
             yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}", partial(app.start_bench, name))
         yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
+    for host in app.untrusted_hosts():
+        fp = session.ssh_hosts[host].host_key.fingerprint
+        yield SystemCommand(f"Trust host key of {host}", f"{fp} — shown again before it is written", partial(app.confirm_trust, host))
+    for host, ssh in session.ssh_hosts.items():
+        if ssh.state.value != "live":
+            yield SystemCommand(f"Reconnect {host} now", f"{ssh.state.value}: {ssh.error or ''}", partial(app.reconnect_host, host))
     yield SystemCommand("Add note to the journal", "A free-text note", app.action_note)
     yield SystemCommand("Pause / resume refresh", "Stop or restart GPU polling", app.action_pause)

@@ -7,7 +7,8 @@ focused, showing host, controller and the exact argv diff.
 
 from optui.ui.intents.bench import BenchIntents
 from optui.ui.intents.journal import JournalIntents
+from optui.ui.intents.rack import RackIntents
 from optui.ui.intents.servers import ServerIntents
 from optui.ui.intents.todo import TodoIntents
 
-__all__ = ["BenchIntents", "JournalIntents", "ServerIntents", "TodoIntents"]
+__all__ = ["BenchIntents", "JournalIntents", "RackIntents", "ServerIntents", "TodoIntents"]
