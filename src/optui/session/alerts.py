@@ -1,0 +1,100 @@
+"""Alerts: the transitions an operator must not miss, derived from session snapshots.
+
+Kinds: ``crashed`` (a server became crashed), ``oom`` (its crash class is oom), ``hung``
+(requests waiting, no tokens), ``gpu_memory`` (a GPU above ``mem_alert_pct`` %, re-armed
+when it drops 5 points below), ``bench_stalled`` (the watchdog stopped a benchmark),
+``host_lost`` (a rack host lost or untrusted). Each alert fires once per transition; the
+session journals it as an ``alert`` event and the UI shows it as a notification (and rings
+the terminal bell when ``bell = true``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from optui.core.gpu import HostStatus
+from optui.core.server_state import CrashClass, ServerState
+
+REARM_BELOW_PCT = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One alert: ``kind`` (see module doc), ``target`` (server / host:gpu / bench),
+    ``message`` for the operator, ``severity`` "error" or "warning", Unix ``ts``."""
+
+    kind: str
+    target: str
+    message: str
+    severity: str = "error"
+    ts: float = field(default_factory=time.time)
+
+
+class AlertWatcher:
+    """Remembers what was already reported; :meth:`check` returns only new alerts."""
+
+    def __init__(self, mem_alert_pct: float = 95.0) -> None:
+        self.mem_alert_pct = mem_alert_pct
+        self._server_states: dict[str, ServerState] = {}
+        self._hot_gpus: set[tuple[str, int]] = set()
+        self._lost_hosts: set[str] = set()
+        self._bench_seen: tuple[str, float] | None = None
+
+    def check(self, state) -> list[Alert]:
+        """New alerts in ``state`` (a SessionState) compared with earlier calls."""
+        alerts: list[Alert] = []
+        alerts += self._servers(state.servers)
+        alerts += self._gpus(state.hosts)
+        alerts += self._bench(state.bench)
+        return alerts
+
+    def _servers(self, servers) -> list[Alert]:
+        out = []
+        for s in servers:
+            prev = self._server_states.get(s.name)
+            self._server_states[s.name] = s.state
+            if prev is None or prev is s.state:
+                continue
+            if s.state is ServerState.CRASHED:
+                line = s.crash_lines[-1] if s.crash_lines else (s.message or "")
+                if s.crash_class is CrashClass.OOM:
+                    out.append(Alert("oom", s.name, f"{s.name}: out of memory — {line}"))
+                else:
+                    out.append(Alert("crashed", s.name, f"{s.name} crashed ({s.crash_class or 'unknown'}): {line}"))
+            elif s.state is ServerState.HUNG:
+                out.append(Alert("hung", s.name, f"{s.name} is hung: requests waiting but no tokens generated"))
+        return out
+
+    def _gpus(self, hosts) -> list[Alert]:
+        out = []
+        for h in hosts:
+            bad = h.status in (HostStatus.LOST, HostStatus.ERROR)
+            if bad and h.host not in self._lost_hosts:
+                self._lost_hosts.add(h.host)
+                out.append(Alert("host_lost", h.host, f"{h.host}: {h.status.value}: {h.error or ''}", "warning"))
+            elif not bad and h.status is HostStatus.LIVE:
+                self._lost_hosts.discard(h.host)
+            if h.status is not HostStatus.LIVE:
+                continue
+            for s in h.samples:
+                pct = s.mem_used_pct
+                key = (h.host, s.index)
+                if pct is None:
+                    continue
+                if pct >= self.mem_alert_pct and key not in self._hot_gpus:
+                    self._hot_gpus.add(key)
+                    out.append(Alert("gpu_memory", f"{h.host}:{s.index}",
+                                     f"{h.host} GPU {s.index}: memory {pct:.0f}% used (alert at {self.mem_alert_pct:.0f}%)", "warning"))
+                elif pct < self.mem_alert_pct - REARM_BELOW_PCT:
+                    self._hot_gpus.discard(key)
+        return out
+
+    def _bench(self, bench) -> list[Alert]:
+        if bench is None or bench.status != "stalled":
+            return []
+        key = (bench.name, bench.started_at)
+        if self._bench_seen == key:
+            return []
+        self._bench_seen = key
+        return [Alert("bench_stalled", bench.name, f"benchmark {bench.name} stalled and was stopped: {bench.error or ''}")]

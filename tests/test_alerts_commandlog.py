@@ -1,0 +1,52 @@
+"""Alerts derived from snapshots (each transition once) and the command log's masking."""
+
+from dataclasses import dataclass
+
+from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
+from optui.core.server_state import CrashClass, ServerState, ServerStatus
+from optui.session.alerts import AlertWatcher
+from optui.session.command_log import CommandLog, mask_secrets
+
+
+@dataclass
+class FakeState:
+    servers: tuple = ()
+    hosts: tuple = ()
+    bench: object = None
+
+
+def server(state, crash=None, lines=()):
+    return ServerStatus("qwen", "sglang", "http://x", state=state, crash_class=crash, crash_lines=lines)
+
+
+def gpu_host(used, status=HostStatus.LIVE):
+    return HostSnapshot("n1", (GpuSample(0, "u", "H200", mem_used_mib=used, mem_reserved_mib=0, mem_total_mib=100),), 1.0, status)
+
+
+def test_server_alerts_fire_once_per_transition():
+    w = AlertWatcher()
+    assert w.check(FakeState(servers=(server(ServerState.READY),))) == []
+    crash = w.check(FakeState(servers=(server(ServerState.CRASHED, CrashClass.OOM, ("CUDA out of memory",)),)))
+    assert [a.kind for a in crash] == ["oom"] and "CUDA out of memory" in crash[0].message
+    assert w.check(FakeState(servers=(server(ServerState.CRASHED, CrashClass.OOM),))) == []
+    w.check(FakeState(servers=(server(ServerState.READY),)))
+    assert [a.kind for a in w.check(FakeState(servers=(server(ServerState.HUNG),)))] == ["hung"]
+
+
+def test_gpu_memory_alert_with_hysteresis_and_lost_host():
+    w = AlertWatcher(mem_alert_pct=90)
+    assert [a.kind for a in w.check(FakeState(hosts=(gpu_host(95),)))] == ["gpu_memory"]
+    assert w.check(FakeState(hosts=(gpu_host(96),))) == []
+    assert w.check(FakeState(hosts=(gpu_host(87),))) == []  # still within 5 points: not re-armed
+    w.check(FakeState(hosts=(gpu_host(50),)))
+    assert [a.kind for a in w.check(FakeState(hosts=(gpu_host(99),)))] == ["gpu_memory"]
+    assert [a.kind for a in w.check(FakeState(hosts=(gpu_host(10, HostStatus.LOST),)))] == ["host_lost"]
+
+
+def test_secrets_are_masked_in_the_command_log():
+    assert mask_secrets(["python", "--api-key", "sk-123", "--x", "1", "--hf-token=abc"]) == [
+        "python", "--api-key", "***", "--x", "1", "--hf-token=***"]
+    log = CommandLog(size=2)
+    for i in range(3):
+        log.add("local", ["echo", str(i)], 0, 0.1, "test")
+    assert [r.argv[1] for r in log.records] == ["1", "2"]
