@@ -18,7 +18,7 @@ from textual.widgets import Footer, Static
 
 from optui.session import Session
 from optui.session.state import SessionState
-from optui.ui.colors import OPTUI_VARIABLES
+from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
 from optui.ui.themes import DEFAULT_THEME, load_themes
@@ -114,8 +114,19 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         if self._user_keymap:
             self.set_keymap(self._user_keymap)
         self.query_one("#gpus", GpuPanel).mem_alert_pct = self.session.config.mem_alert_pct
-        self.query_one("#servers").focus()
+        focus_now(self.query_one("#servers"))
+        self._exit_on_signals()
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
+
+    def _exit_on_signals(self) -> None:
+        """SIGTERM / SIGHUP (tmux pane killed, terminal closed) quit like ``q``: the session
+        is closed, so a demo server or a benchmark never outlives optui."""
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.exit)
 
     async def _start_session(self) -> None:
         await self.session.start()
@@ -187,7 +198,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         return True
 
     def action_focus_panel(self, name: str) -> None:
-        self.query_one(_FOCUS_TARGET[name]).focus()
+        focus_now(self.query_one(_FOCUS_TARGET[name]))
 
     def action_zoom(self) -> None:
         if self.screen.maximized is not None:

@@ -69,3 +69,10 @@ STATE_VARIABLE = {
     "crashed": "state-failed",
     "hung": "state-failed",
 }
+
+
+def focus_now(widget) -> None:
+    """Focus ``widget`` immediately. (``Widget.focus()`` defers it with ``call_later``, so
+    keys typed right after — paste, fast typing, tmux send-keys — would still go to the
+    previously focused widget and could trigger its bindings.)"""
+    widget.screen.set_focus(widget)

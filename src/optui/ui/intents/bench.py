@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from optui.session import SessionError
+from optui.ui.colors import focus_now
 from optui.ui.intents.base import IntentBase
 from optui.ui.screens.text_prompt import TextPrompt
 
@@ -31,7 +32,7 @@ class BenchIntents(IntentBase):
         """Start benchmark preset ``name``."""
         try:
             self.session.benches.run(name)
-            self.query_one("#bench-log").focus()
+            focus_now(self.query_one("#bench-log"))
         except SessionError as exc:
             self._fail(exc)
 

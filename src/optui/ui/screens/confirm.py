@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from optui.ui.colors import focus_now
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """Returns True when confirmed. ``body`` is plain text or Rich Text (no markup)."""
@@ -44,7 +46,7 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button(f"{self.confirm_label} (y)", id="confirm", variant="warning")
 
     def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
+        focus_now(self.query_one("#cancel", Button))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm")

@@ -22,7 +22,7 @@ from textual.widgets import Button, Input, Static
 
 from optui.config import Preset
 from optui.core.flags import Arg, FlagError, Flags, parse_assignment
-from optui.ui.colors import style
+from optui.ui.colors import focus_now, style
 from optui.ui.widgets.cursor_list import CursorList
 
 
@@ -114,7 +114,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
 
     def on_mount(self) -> None:
         self._refresh()
-        self.query_one(Input).focus()
+        focus_now(self.query_one(Input))
 
     def _refresh(self) -> None:
         rows, keys = [], []
@@ -160,7 +160,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         if arg is not None:
             field = self.query_one(Input)
             field.value = shlex.join(arg.to_argv())
-            field.focus()
+            focus_now(field)
 
     def remove_selected(self) -> None:
         arg = self._selected()

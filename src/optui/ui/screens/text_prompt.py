@@ -8,6 +8,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from optui.ui.colors import focus_now
+
 
 class TextPrompt(ModalScreen[str | None]):
     """Ask for one line of text; Enter returns it, Esc returns None."""
@@ -31,7 +33,7 @@ class TextPrompt(ModalScreen[str | None]):
             yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
 
     def on_mount(self) -> None:
-        self.query_one(Input).focus()
+        focus_now(self.query_one(Input))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.widgets import Input
 
 from optui.core.todo import TodoItem, TodoStatus
-from optui.ui.colors import style
+from optui.ui.colors import focus_now, style
 from optui.ui.widgets.cursor_list import CursorList
 
 STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
@@ -169,13 +169,13 @@ class TodoPanel(Vertical):
         field.placeholder = placeholder
         field.value = value
         self.add_class("-editing")
-        field.focus()
+        focus_now(field)
 
     def _close(self) -> None:
         self._mode = None
         self._editing = None
         self.remove_class("-editing")
-        self.list.focus()
+        focus_now(self.list)
 
     @on(Input.Submitted, "#todo-input")
     def _submitted(self, event: Input.Submitted) -> None:

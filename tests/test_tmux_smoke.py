@@ -1,0 +1,72 @@
+"""A real terminal: `optui demo` in tmux — start, send keys, capture the pane, resize to a
+side pane, quit. (.ci/run installs tmux.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.tty, pytest.mark.timeout(120)]
+OPTUI = Path(sys.executable).with_name("optui")
+
+
+def tmux(*args: str, check: bool = True) -> str:
+    return subprocess.run(["tmux", "-L", "optui-test", *args], check=check, capture_output=True, text=True).stdout
+
+
+def capture() -> str:
+    return tmux("capture-pane", "-p", "-t", "t", check=False)
+
+
+def wait_for(text: str, timeout: float = 40.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = capture()
+        if text in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"{text!r} not on screen:\n{screen}")
+
+
+@pytest.fixture
+def tmux_demo(tmp_path):
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (.ci/run installs it)")
+    env = f"env -u COLUMNS -u LINES TERM=xterm-256color OPTUI_TEST_RUN={os.environ.get('OPTUI_TEST_RUN', '')}"
+    tmux("new-session", "-d", "-s", "t", "-x", "200", "-y", "50",
+         f"{env} {OPTUI} demo --fresh --dir {tmp_path / 'demo'} --speed 10")
+    yield
+    tmux("kill-server", check=False)
+
+
+def test_demo_in_tmux_keys_resize_quit(tmux_demo):
+    screen = wait_for("READY")
+    assert "[1] GPUs" in screen and "[3] Todo" in screen and "[5] Journal" in screen
+    tmux("send-keys", "-t", "t", "3", "a")
+    time.sleep(0.3)
+    tmux("send-keys", "-t", "t", "-l", "hello from tmux")
+    tmux("send-keys", "-t", "t", "Enter")
+    wait_for("hello from tmux")
+    tmux("resize-window", "-t", "t", "-x", "60", "-y", "40")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # wait for the side-pane layout (compact server row)
+        screen = capture()
+        if "[2] Servers" in screen and any("demo READY" in line for line in screen.splitlines()):
+            break
+        time.sleep(0.2)
+    lines = screen.splitlines()
+    assert max(len(line) for line in lines) <= 60, screen
+    assert any("demo READY" in line for line in lines), screen
+    assert "[3] Todo" in screen
+    tmux("send-keys", "-t", "t", "q")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "t" in tmux("list-sessions", "-F", "#{session_name}", check=False).split():
+        time.sleep(0.2)
+    assert "t" not in tmux("list-sessions", "-F", "#{session_name}", check=False).split(), "optui did not quit on q"
