@@ -6,7 +6,8 @@ change and keep no ids, and they lose items on overwrite or context compaction
 snapshot is *diffed* against it:
 
 1. items are matched by normalised content (:func:`~optui.core.todo.normalize_content`),
-   then unmatched ones by similarity (≥ :data:`FUZZY_RATIO`, a reworded item keeps its id);
+   then unmatched ones by similarity (≥ :data:`FUZZY_RATIO` and the same numbers, so a
+   reworded item keeps its id but "try tp 4" never becomes "try tp 8");
 2. a matched item only takes the fields the *agent* changed since its previous snapshot
    (``meta["upstream"]``), so the operator's own edits in optui are not overwritten by a
    stale upstream value; when both changed a field, the journal flags the conflict;
@@ -16,6 +17,7 @@ snapshot is *diffed* against it:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -23,7 +25,7 @@ from difflib import SequenceMatcher
 from optui.core.todo import TodoItem, normalize_content, parse_priority, parse_status
 from optui.core.todo_formats import AgentTodo
 
-FUZZY_RATIO = 0.85
+FUZZY_RATIO = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,10 @@ class SyncPlan:
     def summary(self) -> str:
         """``+2 ~1 -1`` style counts for notifications and the journal."""
         return f"+{len(self.adds)} ~{len(self.updates)} -{len(self.removes)}"
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d+(?:\.\d+)?", text)
 
 
 def _upstream(item: TodoItem) -> dict:
@@ -100,7 +106,7 @@ def plan_snapshot(existing: Iterable[TodoItem], snapshot: Sequence[AgentTodo], *
         for c in candidates:
             if c.id in used:
                 continue
-            ratio = max(SequenceMatcher(None, key, k).ratio() for k in keys[c.id])
+            ratio = max((SequenceMatcher(None, key, k).ratio() for k in keys[c.id] if _numbers(k) == _numbers(key)), default=0)
             if ratio >= best_ratio:
                 best, best_ratio = c, ratio
         if best is not None:
