@@ -187,3 +187,19 @@ def test_todo_config_is_validated():
         parse_config_text('theme = "optui-dark"\n[todo]\nfollow = ["claude:a.json#x"]\n')
     with pytest.raises(ConfigError, match="todo.poll_s"):
         parse_config_text("[todo]\npoll_s = 0\n")
+
+
+def test_claude_transcript_is_followed_when_no_todo_file_is_written(tmp_path):
+    project = tmp_path / ".claude" / "projects" / "-work-qwen"
+    project.mkdir(parents=True)
+    path = project / "ses.jsonl"
+    path.write_text(json.dumps({"type": "user", "message": {"content": "go"}}) + "\n")
+    spec = parse_follow_spec(str(tmp_path / ".claude" / "projects" / "*" / "*.jsonl"))
+    with pytest.raises(FollowError) as err:
+        read_snapshot(spec)
+    assert err.value.missing and "no TodoWrite call" in str(err.value)
+    call = {"type": "tool_use", "name": "TodoWrite", "input": {"todos": [{"content": "A", "status": "pending", "activeForm": "A"}]}}
+    with open(path, "a") as fh:
+        fh.write(json.dumps({"type": "assistant", "message": {"content": [call]}}) + "\n")
+    origin, items = read_snapshot(spec)
+    assert origin == f"claude:{path.resolve()}" and [t.content for t in items] == ["A"]

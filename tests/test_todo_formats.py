@@ -13,6 +13,7 @@ from optui.core.todo import Priority, TodoItem, TodoStatus, normalize_content, p
 from optui.core.todo_formats import (
     AgentTodo,
     TodoFormatError,
+    parse_claude_transcript,
     parse_follow_spec,
     parse_todo_json,
     to_markdown,
@@ -205,3 +206,34 @@ def test_fuzzy_matching_never_changes_numbers():
     existing = [item(1, "Try tp 4", upstream=up("Try tp 4"))]
     plan = plan_snapshot(existing, [agent("Try tp 8")])
     assert [a.content for a, _ in plan.adds] == ["Try tp 8"] and [r.id for r in plan.removes] == [1]
+
+
+def test_claude_transcript_last_todowrite_call():
+    def line(obj):
+        return json.dumps(obj) + "\n"
+
+    def todowrite(todos):
+        return line({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "updating the plan"},
+            {"type": "tool_use", "id": "toolu_1", "name": "TodoWrite", "input": {"todos": todos}}]}})
+
+    text = (line({"type": "user", "message": {"role": "user", "content": "tune it"}})
+            + todowrite([{"content": "A", "status": "in_progress", "activeForm": "Doing A"}])
+            + line({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]}})
+            + todowrite([{"content": "A", "status": "completed", "activeForm": "Doing A"},
+                         {"content": "B", "status": "pending", "activeForm": "Doing B"}])
+            + '{"type": "assistant", "message": {"con')  # the agent is writing the next line
+    items = parse_claude_transcript(text, "s.jsonl")
+    assert [(t.content, t.status.value) for t in items] == [("A", "completed"), ("B", "pending")]
+    assert parse_claude_transcript(line({"type": "user"}), "s.jsonl") is None
+    with pytest.raises(TodoFormatError, match=r"s.jsonl:2: invalid JSON line"):
+        parse_claude_transcript(line({}) + "{oops\n" + line({}), "s.jsonl")
+    with pytest.raises(TodoFormatError, match=r"s.jsonl:1: TodoWrite.input.todos\[0\].status: missing"):
+        parse_claude_transcript(todowrite([{"content": "A"}]), "s.jsonl")
+
+
+def test_demo_todos_carry_valid_experiments():
+    from optui.cli.run import DEMO_TODOS
+
+    specs = [ExperimentSpec.from_dict(e) for _, _, e in DEMO_TODOS if e]
+    assert len(specs) == 4 and all(s.server == "demo" and s.bench == ("sweep",) for s in specs)

@@ -4,7 +4,8 @@ Sources (``bench_todo_ops.md`` §2, §6 row 15): opencode's SQLite DB (opened wi
 ``mode=ro`` URI; ``SELECT content, status, priority, position FROM todo WHERE session_id=?
 ORDER BY position``; the DB is found from ``$OPENCODE_DB`` or the newest
 ``~/.local/share/opencode/opencode*.db`` when no path is given), opencode's legacy
-``storage/todo/<session>.json``, Claude Code's ``~/.claude/todos/*.json`` and any
+``storage/todo/<session>.json``, Claude Code's ``~/.claude/todos/*.json`` (or the last
+TodoWrite call of a session transcript ``~/.claude/projects/*/<session>.jsonl``) and any
 todowrite-style JSON file. A path may be a glob: the newest matching file is followed.
 
 :class:`TodoFollower` polls cheap file signatures (size + mtime of the file, and of the
@@ -25,7 +26,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from optui.core.todo_formats import AgentTodo, FollowSpec, TodoFormatError, origin_of, parse_todo_json, todos_from_rows
+from optui.core.todo_formats import (
+    AgentTodo,
+    FollowSpec,
+    TodoFormatError,
+    origin_of,
+    parse_claude_transcript,
+    parse_todo_json,
+    todos_from_rows,
+)
 
 OPENCODE_DATA = "~/.local/share/opencode"
 
@@ -104,6 +113,11 @@ def read_snapshot(spec: FollowSpec) -> tuple[str, list[AgentTodo]]:
         raise FollowError(f"{path}: no such file (yet)", missing=True) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FollowError(f"{path}: cannot read: {exc}") from None
+    if path.suffix == ".jsonl":
+        items = parse_claude_transcript(text, str(path))
+        if items is None:
+            raise FollowError(f"{path}: no TodoWrite call in this transcript yet", missing=True)
+        return origin_of("claude", str(path)), items
     return origin_of(spec.kind, str(path)), parse_todo_json(text, str(path))
 
 

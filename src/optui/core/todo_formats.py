@@ -11,7 +11,9 @@ Formats read (``../shared/reference/bench_todo_ops.md`` §2):
   position, time_created, time_updated)`` (:func:`todos_from_rows`).
 - **Claude Code TodoWrite** (``~/.claude/todos/<session>-agent-<agent>.json``): a bare array
   of ``{content, status, activeForm}``, no priority, no cancelled (very early builds had
-  ``id`` and ``priority`` instead of ``activeForm``).
+  ``id`` and ``priority`` instead of ``activeForm``); or, when those files are not written,
+  the last ``TodoWrite`` tool call of a session transcript ``*.jsonl``
+  (:func:`parse_claude_transcript`).
 
 Every upstream write is a whole-list snapshot; :mod:`optui.core.todo_merge` matches it
 against optui's items. Malformed input raises :class:`TodoFormatError` naming the file,
@@ -173,22 +175,56 @@ def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
         data, lines = _load_with_lines(text)
     except json.JSONDecodeError as exc:
         raise TodoFormatError(source, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-    prefix = ""
+    return _items(data, source, lambda obj: lines.get(id(obj)))
+
+
+def _items(data: object, source: str, line_of, prefix: str = "") -> list[AgentTodo]:
+    """A bare array or ``{"todos": [...]}`` → items; ``line_of(obj)`` gives an object's line."""
     if isinstance(data, dict):
         if "todos" not in data:
-            raise TodoFormatError(source, lines.get(id(data)), None, 'expected a JSON array of todo objects or an object with a "todos" array')
-        data, prefix = data["todos"], "todos"
+            raise TodoFormatError(source, line_of(data), prefix or None, 'expected a JSON array of todo objects or an object with a "todos" array')
+        data, prefix = data["todos"], f"{prefix}.todos" if prefix else "todos"
         if not isinstance(data, list):
-            raise TodoFormatError(source, None, "todos", f"expected an array, got {type(data).__name__}")
+            raise TodoFormatError(source, None, prefix, f"expected an array, got {type(data).__name__}")
     elif not isinstance(data, list):
         raise TodoFormatError(source, 1, None, f"expected a JSON array of todo objects, got {type(data).__name__}")
     out = []
     for i, obj in enumerate(data):
         where = f"{prefix}[{i}]"
         if not isinstance(obj, dict):
-            raise TodoFormatError(source, None, where, f"expected an object, got {obj!r}"[:120])
-        out.append(_item(obj, i, source, lines.get(id(obj)), where))
+            raise TodoFormatError(source, line_of(obj), where, f"expected an object, got {obj!r}"[:120])
+        out.append(_item(obj, i, source, line_of(obj), where))
     return out
+
+
+def parse_claude_transcript(text: str, source: str = "<transcript>") -> list[AgentTodo] | None:
+    """The list of the *last* ``TodoWrite`` call in a Claude Code transcript
+    (``~/.claude/projects/<encoded-cwd>/<session>.jsonl``: one JSON object per line, tool
+    calls as ``message.content[] = {"type": "tool_use", "name": "TodoWrite", "input":
+    {"todos": [...]}}``); the fallback when todo files are not written (``-p`` mode,
+    anthropics/claude-code#7523). None when the transcript has no TodoWrite call yet. A
+    last line without its newline is being written and is skipped; any other broken line
+    raises :class:`TodoFormatError` with its number."""
+    lines = text.split("\n")
+    last = None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if n == len(lines):  # no trailing newline: mid-write
+                break
+            raise TodoFormatError(source, n, None, f"invalid JSON line: {exc.msg} (column {exc.colno})") from None
+        message = obj.get("message") if isinstance(obj, dict) else None
+        parts = message.get("content") if isinstance(message, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict) and part.get("type") == "tool_use" and part.get("name") == "TodoWrite":
+                last = (n, part.get("input"))
+    if last is None:
+        return None
+    n, data = last
+    return _items(data, source, lambda obj: n, prefix="TodoWrite.input")
 
 
 def _item(obj: dict, position: int, source: str, line: int | None, where: str) -> AgentTodo:
