@@ -183,3 +183,47 @@ def result_line(label: str, result: BenchResult, baseline: BenchResult | None, i
         base_ttft = None if (baseline is None or is_baseline) else baseline.ttft_ms.get("median")
         parts.append(f"TTFT p50 {ttft:.1f} ms" + (f" (base {base_ttft:.1f})" if base_ttft is not None else ""))
     return ", ".join(parts)
+
+
+def build_experiment(config, server: str | None, sets: dict | None = None, unset: list[str] | tuple[str, ...] = (),
+                     bench: list[str] | tuple[str, ...] = (), preset: str | None = None, base: str = "config") -> dict:
+    """An ``experiment`` dict from what the operator gave (CLI options, the experiment
+    dialog), checked against ``config`` (an ``optui.config.Config``, or anything with
+    ``servers[name].presets[p].set/.unset`` and ``benchmarks[name].server``): the server
+    (default: the only one configured), a preset's set/unset merged under the explicit
+    ones, known benchmarks of that server. Raises ValueError with the reason."""
+    if not server:
+        if len(config.servers) != 1:
+            raise ValueError(f"which server? (known: {', '.join(config.servers) or 'none configured'})")
+        server = next(iter(config.servers))
+    cfg = config.servers.get(server)
+    if cfg is None:
+        raise ValueError(f"unknown server {server!r} (known: {', '.join(config.servers) or 'none configured'})")
+    merged: dict = {}
+    unsets = list(unset)
+    if preset:
+        p = cfg.presets.get(preset)
+        if p is None:
+            raise ValueError(f"unknown preset {preset!r} of {server} (known: {', '.join(cfg.presets) or 'none'})")
+        merged.update(p.set)
+        unsets = [*p.unset, *unsets]
+    merged.update(sets or {})
+    for name in bench:
+        b = config.benchmarks.get(name)
+        if b is None:
+            raise ValueError(f"unknown benchmark {name!r} (known: {', '.join(config.benchmarks) or 'none configured'})")
+        if b.server != server:
+            raise ValueError(f"benchmark {name!r} runs against {b.server}, not {server}")
+    spec = {"server": server, "set": merged, "unset": unsets, "bench": list(bench), "base": base}
+    if preset:
+        spec["preset"] = preset
+    return ExperimentSpec.from_dict(spec).to_dict()
+
+
+def benches_for(spec: ExperimentSpec, config) -> tuple[str, ...]:
+    """The benchmarks a run of ``spec`` executes: its own, else the first one configured
+    for its server (``config.benchmarks[name].server``), else none (restart only)."""
+    if spec.bench:
+        return spec.bench
+    first = next((n for n, b in config.benchmarks.items() if b.server == spec.server), None)
+    return (first,) if first else ()

@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING
 
 from optui.adapters import proc
 from optui.adapters.journal import JournalError
-from optui.core.experiment import EXPERIMENT_FINISHED, EXPERIMENT_STARTED, EXPERIMENT_STEP, ExperimentSpec, result_line
+from optui.core.experiment import (
+    EXPERIMENT_FINISHED,
+    EXPERIMENT_STARTED,
+    EXPERIMENT_STEP,
+    ExperimentSpec,
+    benches_for,
+    result_line,
+)
 from optui.core.todo import TodoItem, TodoStatus
 from optui.session.errors import SessionError
 
@@ -121,12 +128,8 @@ class ExperimentRunner:
         return spec
 
     def benches_of(self, spec: ExperimentSpec) -> tuple[str, ...]:
-        """The benchmarks a run executes: the spec's, else the first one configured for
-        its server, else none (restart only)."""
-        if spec.bench:
-            return spec.bench
-        first = next((n for n, b in self.session.config.benchmarks.items() if b.server == spec.server), None)
-        return (first,) if first else ()
+        """The benchmarks a run executes (see :func:`~optui.core.experiment.benches_for`)."""
+        return benches_for(spec, self.session.config)
 
     # ------------------------------------------------------------ queue
     def enqueue(self, items: list[TodoItem]) -> list[int]:
@@ -374,36 +377,3 @@ class ExperimentRunner:
                         "ttft_ms_median": r.result.ttft_ms.get("median")})
         return ("; ".join(lines) or "no results"), out
 
-
-def build_experiment(config, server: str | None, sets: dict | None = None, unset: list[str] | tuple[str, ...] = (),
-                     bench: list[str] | tuple[str, ...] = (), preset: str | None = None, base: str = "config") -> dict:
-    """An ``experiment`` dict from what the operator gave (CLI options, the experiment
-    dialog), checked against ``config`` (a :class:`~optui.config.Config`): the server
-    (default: the only one configured), a preset's set/unset merged under the explicit
-    ones, known benchmarks of that server. Raises ValueError with the reason."""
-    if not server:
-        if len(config.servers) != 1:
-            raise ValueError(f"which server? (known: {', '.join(config.servers) or 'none configured'})")
-        server = next(iter(config.servers))
-    cfg = config.servers.get(server)
-    if cfg is None:
-        raise ValueError(f"unknown server {server!r} (known: {', '.join(config.servers) or 'none configured'})")
-    merged: dict = {}
-    unsets = list(unset)
-    if preset:
-        p = cfg.presets.get(preset)
-        if p is None:
-            raise ValueError(f"unknown preset {preset!r} of {server} (known: {', '.join(cfg.presets) or 'none'})")
-        merged.update(p.set)
-        unsets = [*p.unset, *unsets]
-    merged.update(sets or {})
-    for name in bench:
-        b = config.benchmarks.get(name)
-        if b is None:
-            raise ValueError(f"unknown benchmark {name!r} (known: {', '.join(config.benchmarks) or 'none configured'})")
-        if b.server != server:
-            raise ValueError(f"benchmark {name!r} runs against {b.server}, not {server}")
-    spec = {"server": server, "set": merged, "unset": unsets, "bench": list(bench), "base": base}
-    if preset:
-        spec["preset"] = preset
-    return ExperimentSpec.from_dict(spec).to_dict()

@@ -21,10 +21,9 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
 from optui.config import Config
-from optui.core.experiment import ExperimentSpec, parse_flag_edits
+from optui.core.experiment import ExperimentSpec, benches_for, build_experiment, parse_flag_edits
 from optui.core.flags import FlagError, Flags
 from optui.core.todo import TodoItem
-from optui.session.experiments import build_experiment
 from optui.ui.colors import style
 
 FIELDS = ("server", "preset", "flags", "bench", "base")
@@ -138,14 +137,10 @@ class ExperimentScreen(ModalScreen[dict | None]):
         if not diff:
             out.append("(no flag change: a plain restart)\n", style="dim")
         out.append(shlex.join(new) + "\n", style="dim")
-        bench = spec.bench or self._default_bench(spec.server)
+        bench = benches_for(spec, self.config)
         out.append("then: " + (", ".join(bench) if bench else "no benchmark (restart only)"))
         self.query_one("#exp-preview", Static).update(out)
         return exp
-
-    def _default_bench(self, server: str) -> tuple[str, ...]:
-        first = next((n for n, b in self.config.benchmarks.items() if b.server == server), None)
-        return (first,) if first else ()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self._preview()
