@@ -203,3 +203,42 @@ def test_claude_transcript_is_followed_when_no_todo_file_is_written(tmp_path):
         fh.write(json.dumps({"type": "assistant", "message": {"content": [call]}}) + "\n")
     origin, items = read_snapshot(spec)
     assert origin == f"claude:{path.resolve()}" and [t.content for t in items] == ["A"]
+
+
+
+SYNCER = """
+import os, sys, time
+from optui.adapters.journal import Journal
+from optui.core.todo_formats import AgentTodo
+from optui.session.todo_sync import apply_snapshot
+j = Journal(sys.argv[1])
+open(sys.argv[2] + f".ready-{os.getpid()}", "w").close()
+while not os.path.exists(sys.argv[2]):  # start together
+    time.sleep(0.001)
+for k in range(40):
+    apply_snapshot(j, "todowrite:/plan.json", [AgentTodo(f"item {i}") for i in range(k + 1)])
+"""
+
+
+def test_two_processes_applying_the_same_snapshots_add_each_item_once(tmp_path):
+    """Two optui windows following one list both apply every agent write: the diff is
+    taken inside the write transaction, so no item is added twice."""
+    import subprocess
+    import sys
+
+    from optui.adapters.journal import Journal
+    from tests.helpers.demo import subprocess_env
+
+    db = tmp_path / "optui.db"
+    Journal(db).close()
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", SYNCER, str(db), str(go)], env=subprocess_env(),
+                              stdin=subprocess.DEVNULL, start_new_session=True) for _ in range(2)]
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("go.ready-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # both imported and waiting
+    go.touch()
+    for p in procs:
+        assert p.wait(timeout=60) == 0
+    contents = [t.content for t in Journal(db).todos()]
+    assert sorted(contents) == sorted(f"item {i}" for i in range(40))

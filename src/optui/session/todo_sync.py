@@ -34,13 +34,19 @@ def agent_actor(origin: str) -> str:
 def apply_snapshot(journal: Journal, origin: str, snapshot: list[AgentTodo], *, actor: str | None = None,
                    dry_run: bool = False) -> SyncPlan:
     """Diff ``snapshot`` against the items of ``origin`` and write the result in one
-    transaction (nothing with ``dry_run``). Returns the plan. Raises JournalError."""
+    transaction (nothing with ``dry_run``). The diff is taken inside the write
+    transaction, so two optui windows following the same list never both add an item.
+    Returns the plan. Raises JournalError."""
     actor = actor or agent_actor(origin)
-    existing = [t for t in journal.todos(include_deleted=True) if t.origin == origin]
-    plan = plan_snapshot(existing, snapshot, deleted=journal.deleted_todo_ids())
-    if dry_run or plan.empty:
-        return plan
+
+    def diff() -> SyncPlan:
+        existing = [t for t in journal.todos(include_deleted=True) if t.origin == origin]
+        return plan_snapshot(existing, snapshot, deleted=journal.deleted_todo_ids())
+
+    if dry_run:
+        return diff()
     with journal.transaction():
+        plan = diff()
         for todo, meta in plan.adds:
             journal.add_todo(todo.content, priority=todo.priority, status=todo.status, origin=origin,
                              raw_status=todo.raw_status, meta=meta, actor=actor, op="agent.add")
