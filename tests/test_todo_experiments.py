@@ -174,3 +174,26 @@ def test_cli_runs_an_item_headless(tmp_path):
         if rt.controller.attach() is not None:
             rt.controller.kill_now()
         session.journal.close()
+
+
+async def test_a_run_cut_short_by_a_killed_optui_is_marked_interrupted(tmp_path):
+    from optui.adapters.journal import Journal
+
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[hosts.local]\ngpu_source = "none"\n')
+    j = Journal(tmp_path / ".optui" / "optui.db")
+    dead = j.add_todo("was running", experiment={"server": "demo"})
+    j.update_todo(dead.id, status="in_progress", meta={"experiment_run": {"id": "todo-1.1", "status": "running", "pid": 2**22 + 7}})
+    alive = j.add_todo("running elsewhere", experiment={"server": "demo"})
+    j.update_todo(alive.id, status="in_progress", meta={"experiment_run": {"id": "todo-2.1", "status": "running", "pid": 1}})
+    j.close()
+    session = Session(load_config(cfg))
+    await session.start()
+    try:
+        dead, alive = session.journal.todos()
+        assert dead.status is TodoStatus.PENDING and dead.run["status"] == "interrupted"
+        assert alive.status is TodoStatus.IN_PROGRESS and alive.run["status"] == "running"  # its process lives
+        (fin,) = session.journal.events(types=["experiment.finished"])
+        assert fin.experiment == "todo-1.1" and fin.data["status"] == "interrupted"
+    finally:
+        await session.close()

@@ -186,16 +186,17 @@ class TodoIntents(IntentBase):
         running = {i: "queued" for i in runner.queue}
         if runner.current is not None:
             running[runner.current.todo_id] = runner.current.step
-        parts = []
-        if runner.running:
-            parts.append(f"⚗ {len(running)} (S stops)")
+        follows = []
         for key, st in s.todo_follow.statuses.items():
             mark = {"ok": "✓", "waiting": "…", "starting": "…"}.get(st.state, "✗")
-            parts.append(f"{Path(st.spec.split(':', 1)[-1]).name or st.spec} {mark}")
+            follows.append(f"{Path(st.spec.split(':', 1)[-1]).name or st.spec} {mark}")
             if st.state == "error" and self._todo_seen_errors.get(key) != st.error:
                 self._todo_seen_errors = {**self._todo_seen_errors, key: st.error}
                 self.notify(st.error or "", title=f"cannot follow {key}", severity="error", timeout=10)
-        subtitle = ("following " if s.todo_follow.statuses else "") + "  ".join(parts) if parts else ""
+        parts = [f"⚗ {len(running)} (S stops)"] if runner.running else []
+        if follows:
+            parts.append("following " + "  ".join(follows))
+        subtitle = "  ·  ".join(parts)
         key = (tuple(sorted(running.items())), subtitle)
         if key != self._todo_extras_key:
             self._todo_extras_key = key
