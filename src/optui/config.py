@@ -167,6 +167,31 @@ class BenchmarkConfig(_Model):
         return self
 
 
+class TodoConfig(_Model):
+    """``[todo]``: agents' lists to follow live and the in-progress warning.
+
+    ``follow`` entries are ``KIND:PATH`` (kind claude | opencode | todowrite) or a bare
+    path; an opencode DB path takes ``#SESSION`` (default: the newest session); a path may
+    use ``~`` and globs (the newest match is followed).
+    """
+
+    follow: list[str] = Field(default_factory=list)
+    poll_s: float = Field(0.5, ge=0.1, le=60, description="how often followed files are checked")
+    max_in_progress: int = Field(1, ge=0, description="warn when more items are in progress (0: never)")
+
+    @field_validator("follow")
+    @classmethod
+    def _check_follow(cls, value: list[str]) -> list[str]:
+        from optui.core.todo_formats import parse_follow_spec
+
+        for i, text in enumerate(value):
+            try:
+                parse_follow_spec(text)
+            except ValueError as exc:
+                raise _RefError(("todo", "follow", str(i)), f"{text!r}: {exc}") from None
+        return value
+
+
 class Config(_Model):
     """The whole ``optui.toml``."""
 
@@ -181,6 +206,7 @@ class Config(_Model):
     hosts: dict[str, HostConfig] = Field(default_factory=dict)
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     benchmarks: dict[str, BenchmarkConfig] = Field(default_factory=dict)
+    todo: TodoConfig = Field(default_factory=TodoConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:

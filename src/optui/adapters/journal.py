@@ -128,6 +128,9 @@ class Journal:
         if self.read_only:
             raise JournalError(f"{self.path}: journal is read-only ({self.write_error or 'opened read-only'})")
         with self._lock:
+            if self._db.in_transaction:  # nested inside transaction(): the outer one commits
+                yield self._db
+                return
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
@@ -143,6 +146,12 @@ class Journal:
                     self.write_error = text
                     self.read_only = True
                 raise JournalError(f"{self.path}: cannot write journal: {text}") from exc
+
+    def transaction(self):
+        """A context manager grouping several writes (``add_todo``, ``update_todo``,
+        ``append``...) into one atomic commit: after a crash either all of them are there
+        or none. Raises JournalError like any write."""
+        return self._write()
 
     def _pragma_data_version(self) -> int:
         with self._lock:
@@ -265,8 +274,12 @@ class Journal:
         experiment: dict | None = None,
         actor: str = "optui",
         order: float | None = None,
+        meta: dict | None = None,
+        note: str | None = None,
+        op: str = "add",
     ) -> TodoItem:
-        """Add an item at the end of the list; records a ``todo.changed`` (op "add")."""
+        """Add an item at the end of the list; records a ``todo.changed`` (``op``, default
+        "add"; "agent.add" for items that came from an agent's list)."""
         content = content.strip()
         if not content:
             raise ValueError("todo content must not be empty")
@@ -275,13 +288,13 @@ class Journal:
             if order is None:
                 order = db.execute("SELECT COALESCE(MAX(ord), 0) + 1 FROM todos").fetchone()[0]
             cur = db.execute(
-                "INSERT INTO todos(content, status, priority, ord, origin, raw_status, experiment, created, updated) "
-                "VALUES (?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO todos(content, status, priority, ord, origin, raw_status, experiment, note, meta, created, updated) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (content, str(TodoStatus(status)), str(Priority(priority)), order, origin, raw_status,
-                 _dumps(experiment) if experiment else None, now, now),
+                 _dumps(experiment) if experiment else None, note, _dumps(meta) if meta else None, now, now),
             )
             item = self._todo_in(db, cur.lastrowid)
-            self._append(db, ev.TODO_CHANGED, f"todo:{item.id}", {"op": "add", "before": None, "after": item.to_json()}, actor, None, now)
+            self._append(db, ev.TODO_CHANGED, f"todo:{item.id}", {"op": op, "before": None, "after": item.to_json()}, actor, None, now)
         return item
 
     def _todo_in(self, db, todo_id: int) -> TodoItem:
@@ -299,8 +312,9 @@ class Journal:
 
         ``expected`` is the item as the editor saw it: fields that another writer changed
         meanwhile are still overwritten (last writer wins per field) but the event gets a
-        ``conflict`` entry with both values, so nothing is lost silently. Raises KeyError
-        for an unknown id, ValueError for a bad status/priority.
+        ``conflict`` entry with both values, and the item's ``meta["conflict"]`` keeps
+        them (field → theirs / seen / mine) until acknowledged, so nothing is lost
+        silently. Raises KeyError for an unknown id, ValueError for a bad status/priority.
         """
         columns: dict[str, object] = {}
         for key, value in changes.items():
@@ -326,8 +340,15 @@ class Journal:
                 for key in changes:
                     attr = "order" if key == "ord" else key
                     theirs, seen = getattr(before, attr), getattr(expected, attr)
-                    if theirs != seen:
+                    if theirs != seen and attr != "meta":
                         conflict[attr] = {"theirs": _clean(theirs), "seen": _clean(seen)}
+            if conflict:
+                meta = dict(changes["meta"]) if changes.get("meta") is not None else dict(before.meta)
+                flagged = dict(meta.get("conflict") or {})
+                for attr, both in conflict.items():
+                    flagged[attr] = {**both, "mine": _clean(changes.get(attr, changes.get("ord")))}
+                meta["conflict"] = flagged
+                columns["meta"] = _dumps(meta)
             if columns:
                 sets = ", ".join(f"{c} = ?" for c in columns)
                 db.execute(f"UPDATE todos SET {sets}, updated = ? WHERE id = ?", (*columns.values(), now, todo_id))
@@ -345,6 +366,35 @@ class Journal:
             db.execute("UPDATE todos SET deleted = 1, updated = ? WHERE id = ?", (time.time(), todo_id))
             self._append(db, ev.TODO_CHANGED, f"todo:{todo_id}", {"op": "delete", "before": item.to_json(), "after": None}, actor, None, None)
         return item
+
+    def deleted_todo_ids(self) -> set[int]:
+        """Ids of soft-deleted items."""
+        with self._lock:
+            return {r[0] for r in self._db.execute("SELECT id FROM todos WHERE deleted = 1")}
+
+    def link_experiment(self, experiment: str, *, target: str, since_seq: int, until_seq: int | None = None,
+                        results_after_id: int | None = None) -> int:
+        """Label the events of ``target`` (a server) with ``seq`` in (since_seq, until_seq]
+        and, with ``results_after_id``, the bench results of that server stored after it,
+        as belonging to ``experiment`` (only rows not labelled yet: the producers of those
+        rows — restarts, benchmarks — do not know the experiment). Returns the number of
+        events labelled."""
+        with self._write() as db:
+            sql = "UPDATE events SET experiment = ? WHERE seq > ? AND target = ? AND experiment IS NULL"
+            params: list = [experiment, since_seq, target]
+            if until_seq is not None:
+                sql += " AND seq <= ?"
+                params.append(until_seq)
+            n = db.execute(sql, params).rowcount
+            if results_after_id is not None:
+                db.execute("UPDATE bench_results SET experiment = ? WHERE id > ? AND server = ? AND experiment IS NULL",
+                           (experiment, results_after_id, target))
+        return n
+
+    def last_result_id(self) -> int:
+        """The highest bench result id (0 when none)."""
+        with self._lock:
+            return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM bench_results").fetchone()[0]
 
     def restore_todo(self, todo_id: int, *, actor: str = "optui") -> TodoItem:
         """Undo a delete."""

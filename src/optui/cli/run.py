@@ -12,12 +12,16 @@ import click
 from optui.cli.common import fail, load_config_or_exit
 from optui.config import ConfigError, LoadedConfig, load_config
 
+# (text, priority, experiment or None): select an item with ⚗ and press x to run it
 DEMO_TODOS = [
-    ("Baseline: run bench 'sweep' with the default flags and pin it", "high"),
-    ("Try --max-running-requests 32 (preset big-batch) and compare out tok/s", "high"),
-    ("Measure the cost of --disable-cuda-graph (preset no-cuda-graph)", "medium"),
-    ("Find the OOM edge: --mem-fraction-static 0.99 should crash (preset oom) → roll back", "medium"),
-    ("Write the findings report", "low"),
+    ("Baseline: run bench 'sweep' with the default flags and pin it", "high", {"server": "demo", "bench": ["sweep"]}),
+    ("Try --max-running-requests 32 (preset big-batch) and compare out tok/s", "high",
+     {"server": "demo", "preset": "big-batch", "set": {"--max-running-requests": "32"}, "bench": ["sweep"]}),
+    ("Measure the cost of --disable-cuda-graph (preset no-cuda-graph)", "medium",
+     {"server": "demo", "preset": "no-cuda-graph", "set": {"--disable-cuda-graph": None}, "bench": ["sweep"]}),
+    ("Find the OOM edge: --mem-fraction-static 0.99 should crash (preset oom) → roll back", "medium",
+     {"server": "demo", "preset": "oom", "set": {"--mem-fraction-static": "0.99"}, "bench": ["sweep"]}),
+    ("Write the findings report", "low", None),
 ]
 
 
@@ -32,7 +36,7 @@ def run_tui(config_path: str | None, *, theme: str | None = None, read_only: boo
 
 
 def _run_app(loaded: LoadedConfig, *, theme: str | None, read_only: bool, stop_servers_on_exit: bool = False,
-             title: str | None = None, seed_todos: list[tuple[str, str]] | None = None) -> None:
+             title: str | None = None, seed_todos: list[tuple] | None = None) -> None:
     from optui.adapters.journal import JournalError
     from optui.session import Session
 
@@ -41,8 +45,8 @@ def _run_app(loaded: LoadedConfig, *, theme: str | None, read_only: bool, stop_s
     except JournalError as exc:
         fail(str(exc))
     if seed_todos and not session.journal.todos(include_deleted=True):
-        for text, priority in seed_todos:
-            session.todos.add(text, priority)
+        for text, priority, *experiment in seed_todos:
+            session.todos.add(text, priority, experiment[0] if experiment else None)
     from optui.ui.app import OptuiApp
 
     app = OptuiApp(session, theme_name=theme, title=title)

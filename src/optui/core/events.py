@@ -96,6 +96,8 @@ class Event:
             return f"{d.get('op', 'edit')}: {content[:60]}"
         if t == NOTE:
             return d.get("text", "")
+        if t.startswith("experiment.") and "message" in d:
+            return str(d["message"])
         if t == ALERT:
             return f"{d.get('kind', 'alert')}: {d.get('message', '')}"
         return ", ".join(f"{k}={v}" for k, v in list(d.items())[:4])

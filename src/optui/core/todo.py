@@ -8,6 +8,7 @@ has no priority and no ``cancelled``.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field, replace
 
 
@@ -35,6 +36,41 @@ _CYCLE = {
     TodoStatus.CANCELLED: TodoStatus.PENDING,
 }
 _PRIORITIES = (Priority.HIGH, Priority.MEDIUM, Priority.LOW)
+
+
+_STATUS_ALIASES = {"canceled": TodoStatus.CANCELLED, "inprogress": TodoStatus.IN_PROGRESS}
+
+
+def parse_status(text: str) -> tuple[TodoStatus, str | None]:
+    """An upstream status string → ``(status, raw_status)``.
+
+    Known statuses (any case, ``-``/space for ``_``, "canceled") map to themselves with
+    ``raw_status`` None; anything else (e.g. "blocked") becomes pending and is kept
+    verbatim in ``raw_status`` (opencode describes its statuses but does not enforce them).
+    """
+    key = re.sub(r"[\s-]+", "_", text.strip().lower())
+    if key in TodoStatus.__members__.values():
+        return TodoStatus(key), None
+    alias = _STATUS_ALIASES.get(key.replace("_", ""))
+    if alias is not None:
+        return alias, None
+    return TodoStatus.PENDING, text.strip()
+
+
+def parse_priority(text: str) -> tuple[Priority, str | None]:
+    """An upstream priority string → ``(priority, raw)``; unknown ones become medium with
+    the original kept as ``raw``."""
+    key = text.strip().lower()
+    if key in Priority.__members__.values():
+        return Priority(key), None
+    return Priority.MEDIUM, text.strip()
+
+
+def normalize_content(text: str) -> str:
+    """The matching key of an item's content: case-folded, whitespace collapsed, trailing
+    punctuation dropped. Agents rewrite their whole list on every change; equal keys mean
+    "the same item" (so optui ids stay stable)."""
+    return re.sub(r"\s+", " ", text).strip().rstrip(".:;!").strip().casefold()
 
 
 def next_status(status: TodoStatus) -> TodoStatus:
@@ -76,6 +112,29 @@ class TodoItem:
     note: str | None = None
     updated_at: float = 0.0
     meta: dict = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        """Completed or cancelled."""
+        return self.status in (TodoStatus.COMPLETED, TodoStatus.CANCELLED)
+
+    @property
+    def conflict(self) -> dict | None:
+        """Fields two writers changed at once, not yet acknowledged (``meta["conflict"]``:
+        field → {"theirs", "seen", "mine"}), or None."""
+        return self.meta.get("conflict") or None
+
+    @property
+    def agent_mark(self) -> str | None:
+        """What the followed agent last did to this item: "added", "changed", "removed"
+        (``meta["agent"]``), or None for optui's own items."""
+        return self.meta.get("agent")
+
+    @property
+    def run(self) -> dict | None:
+        """The last experiment run of this item (``meta["experiment_run"]``: id, status
+        running|ok|failed|aborted|interrupted, step, crash_class, summary, ts), or None."""
+        return self.meta.get("experiment_run")
 
     def with_changes(self, **changes) -> TodoItem:
         """A copy with fields replaced."""

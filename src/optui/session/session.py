@@ -23,10 +23,12 @@ from optui.core.events import Event
 from optui.core.todo import TodoItem
 from optui.session.benches import BenchService
 from optui.session.errors import SessionError
+from optui.session.experiments import ExperimentRunner
 from optui.session.gpu_poller import GpuPoller
 from optui.session.locks import ServerLock
 from optui.session.server_runtime import RestartError, ServerRuntime
 from optui.session.state import SessionState
+from optui.session.todo_sync import TodoFollowService
 from optui.session.todos import TodoService
 
 EVENTS_KEPT = 300
@@ -80,6 +82,8 @@ class Session:
         self._results = ()
         self.benches = BenchService(self)
         self.todos = TodoService(self)
+        self.todo_follow = TodoFollowService(self)
+        self.experiments = ExperimentRunner(self)
         self.paused = False
         self.servers: dict[str, ServerRuntime] = {}
         for name, cfg in self.config.servers.items():
@@ -179,6 +183,9 @@ class Session:
         for rt in self.servers.values():
             self._tasks.append(asyncio.create_task(rt.run(), name=f"server-{rt.name}"))
         self._tasks.append(asyncio.create_task(self._watch_journal(), name="journal-watch"))
+        if not self.read_only:
+            self.experiments.recover()
+            self.todo_follow.start()
         await asyncio.sleep(0)  # let monitors re-attach before deciding on autostart
         for rt in self.servers.values():
             if rt.cfg.autostart and rt.controller.launch is None and not self.read_only:
@@ -201,6 +208,8 @@ class Session:
     async def close(self) -> None:
         """Stop everything optui started for this session (benchmarks always; servers only
         with ``stop_servers_on_exit``), then the background tasks."""
+        await self.experiments.close()
+        await self.todo_follow.close()
         await self.benches.close()
         for rt in self.servers.values():
             with contextlib.suppress(Exception):

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from optui.adapters.journal import JournalError
+from optui.core.events import Event
+from optui.core.experiment import ExperimentSpec
 from optui.core.todo import Priority, TodoItem, TodoStatus, lower_priority, next_status, raise_priority
 from optui.session.errors import SessionError
 
@@ -14,7 +16,8 @@ if TYPE_CHECKING:
 
 
 class TodoService:
-    """``session.todos``: add, edit, cycle, cancel, prioritise, move, delete/undo."""
+    """``session.todos``: add, edit, cycle, cancel, prioritise, move, delete/undo,
+    attach an experiment, acknowledge a flagged concurrent edit, history."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -35,10 +38,38 @@ class TodoService:
         s.sync_journal()
         return result
 
-    def add(self, content: str, priority: Priority | str = Priority.MEDIUM) -> TodoItem:
-        """Add an item at the end (ValueError for empty content)."""
+    def add(self, content: str, priority: Priority | str = Priority.MEDIUM, experiment: dict | None = None) -> TodoItem:
+        """Add an item at the end (ValueError for empty content or a bad experiment)."""
         s = self.session
-        return self._write(lambda: s.journal.add_todo(content, priority=priority, actor=s.actor))
+        if experiment is not None:
+            experiment = ExperimentSpec.from_dict(experiment).to_dict()
+        return self._write(lambda: s.journal.add_todo(content, priority=priority, experiment=experiment, actor=s.actor))
+
+    def set_experiment(self, item: TodoItem, experiment: dict | None) -> TodoItem:
+        """Attach (or with None remove) an experiment; ValueError when it is invalid."""
+        if experiment is not None:
+            experiment = ExperimentSpec.from_dict(experiment).to_dict()
+        return self.update(item, op="experiment", experiment=experiment)
+
+    def ack_conflict(self, item: TodoItem) -> TodoItem:
+        """The operator saw a flagged concurrent edit: clear the ⚠ (the history keeps it)."""
+        if not item.conflict:
+            return item
+        meta = {k: v for k, v in item.meta.items() if k != "conflict"}
+        return self.update(item, op="ack_conflict", meta=meta)
+
+    def history(self, item: TodoItem) -> list[Event]:
+        """Every journal event about ``item`` (its edits, agent changes, experiment runs),
+        oldest first."""
+        return self.session.journal.events(target=f"todo:{item.id}")
+
+    def in_progress_warning(self, item: TodoItem) -> str | None:
+        """A warning when more items than ``[todo] max_in_progress`` are in progress."""
+        limit = self.session.config.todo.max_in_progress
+        others = [t for t in self.items if t.status is TodoStatus.IN_PROGRESS and t.id != item.id]
+        if limit and len(others) + 1 > limit:
+            return f"{len(others) + 1} items are in progress (set [todo] max_in_progress to change this warning)"
+        return None
 
     def update(self, item: TodoItem, op: str = "edit", **changes) -> TodoItem:
         """Change fields of ``item`` as the operator saw it (concurrent edits are flagged
@@ -50,18 +81,14 @@ class TodoService:
         """pending → in_progress → completed → pending. Returns the item and a warning
         when more than one item is now in progress (warn, don't block)."""
         new = next_status(item.status)
-        updated = self.update(item, op="status", status=new)
-        warning = None
-        if new is TodoStatus.IN_PROGRESS:
-            others = [t for t in self.items if t.status is TodoStatus.IN_PROGRESS and t.id != item.id]
-            if others:
-                warning = f"{len(others) + 1} items are in progress"
+        updated = self.update(item, op="status", status=new, raw_status=None)
+        warning = self.in_progress_warning(item) if new is TodoStatus.IN_PROGRESS else None
         return updated, warning
 
     def cancel(self, item: TodoItem) -> TodoItem:
         """Mark cancelled (or back to pending when already cancelled)."""
         status = TodoStatus.PENDING if item.status is TodoStatus.CANCELLED else TodoStatus.CANCELLED
-        return self.update(item, op="status", status=status)
+        return self.update(item, op="status", status=status, raw_status=None)
 
     def bump_priority(self, item: TodoItem, up: bool) -> TodoItem:
         """Raise (``up``) or lower the priority one step."""

@@ -21,6 +21,7 @@ from optui.session.state import SessionState
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
+from optui.ui.intents.todo import todo_commands
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.bench_panel import BenchPanel
 from optui.ui.widgets.gpu_panel import GpuPanel
@@ -54,6 +55,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         Binding("l", "server_log", "Log", show=False, id="server.log"),
         Binding("b", "bench", "Bench", id="bench.run"),
         Binding("x", "abort_bench", "Abort bench", show=False, id="bench.abort"),
+        Binding("S", "stop_experiments", "Stop experiments", show=False, id="todo.stop_experiments"),
         Binding("n", "note", "Note", show=False, id="journal.note"),
         Binding("p", "pause", "Pause", show=False, id="app.pause"),
         Binding("ctrl+l", "refresh", "Refresh", show=False, id="app.refresh"),
@@ -148,6 +150,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
                                    lambda: self.query_one("#gpus", GpuPanel).show(state.hosts, self.session.gpus.history))
             self.query_one("#servers", ServerPanel).show(state.servers)
             self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo", TodoPanel).show(state.todos))
+            self.apply_todo_extras()
             last_seq = state.events[-1].seq if state.events else 0
             self._apply_if_changed("events", last_seq, lambda: self.query_one("#journal", JournalPanel).show(state.events))
             self._apply_bench(state)
@@ -191,6 +194,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
     def get_system_commands(self, screen):
         yield from super().get_system_commands(screen)
         yield from palette_commands(self)
+        yield from todo_commands(self)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MUTATING and self.session.read_only:

@@ -1,14 +1,32 @@
-"""Todo actions: the todo panel's intents carried out through ``session.todos``."""
+"""Todo actions: the todo panel's intents carried out through ``session.todos``, the
+experiment runner (``session.experiments``) and the agent-list followers
+(``session.todo_follow``); palette entries for them."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import SystemCommand
+
+from optui.core.todo import TodoItem
 from optui.session import SessionError
 from optui.ui.intents.base import IntentBase
-from optui.ui.widgets.todo_panel import TodoIntent
+from optui.ui.screens.details import DetailsScreen
+from optui.ui.screens.experiment_editor import ExperimentScreen
+from optui.ui.screens.text_prompt import TextPrompt
+from optui.ui.widgets.todo_panel import TodoIntent, TodoPanel
 
 
 class TodoIntents(IntentBase):
-    """Todo actions: the todo panel's intents carried out through ``session.todos``."""
+    """Todo actions (see module doc)."""
+
+    _todo_seen_outcomes = 0
+    _todo_seen_errors: dict[str, str] = {}
+    _todo_extras_key: object = None
 
     def on_todo_intent(self, intent: TodoIntent) -> None:
         t = self.session.todos
@@ -36,8 +54,169 @@ class TodoIntents(IntentBase):
             elif intent.op == "undo":
                 if t.undo_delete() is None:
                     self.notify("nothing to undo", severity="warning")
+            elif intent.op == "run":
+                self.run_experiments([item])
+            elif intent.op == "queue_all":
+                self.run_experiments(None)
+            elif intent.op == "experiment":
+                self.edit_experiment(item)
+            elif intent.op == "history":
+                self.show_todo_history(item)
         except (SessionError, ValueError, KeyError) as exc:
             self._fail(exc)
         # show the change now (the render loop would anyway, one frame later)
         self.query_one("#todo").show(t.items)
 
+    # ---------------------------------------------------------- experiments
+    def run_experiments(self, items: list[TodoItem] | None) -> None:
+        """Queue ``items``' experiments (None: every pending item that has one)."""
+        runner = self.session.experiments
+        try:
+            ids = runner.queue_pending() if items is None else runner.enqueue(items)
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        if not ids:
+            self.notify("already queued", severity="warning")
+        elif runner.current is not None and runner.current.todo_id not in ids:
+            self.notify(f"queued {', '.join(f'#{i}' for i in ids)} ({len(runner.queue)} waiting; S stops)")
+        else:
+            self.notify(f"running the experiment of {', '.join(f'#{i}' for i in ids)} (S stops)")
+
+    def action_stop_experiments(self) -> None:
+        if self.session.experiments.stop():
+            self.notify("experiments stopped: the queue is empty; a restart in flight finishes on its own")
+        else:
+            self.notify("no experiment is running", severity="warning")
+
+    def edit_experiment(self, item: TodoItem) -> None:
+        """Open the experiment editor for ``item``; save attaches, ctrl+d removes."""
+        s = self.session
+        if not s.config.servers:
+            self.notify("no server configured: an experiment needs one ([servers.NAME] in optui.toml)", severity="warning")
+            return
+        argv_of = {name: {"config": list(rt.cfg.argv), "current": list(rt.status.argv),
+                          "last_good": list(rt.status.last_good_argv or rt.cfg.argv)} for name, rt in s.servers.items()}
+
+        def done(result: dict | None) -> None:
+            if result is None:
+                return
+            latest = next((t for t in s.todos.items if t.id == item.id), item)
+            try:
+                s.todos.set_experiment(latest, result["experiment"])
+            except (SessionError, ValueError) as exc:
+                self._fail(exc)
+                return
+            self.notify("experiment saved — x runs it" if result["experiment"] else "experiment removed")
+
+        self.push_screen(ExperimentScreen(item, s.config, argv_of, self._selected_server()), done)
+
+    # ---------------------------------------------------------- history
+    def show_todo_history(self, item: TodoItem) -> None:
+        """The item's history (every change, who, flagged conflicts, experiment runs);
+        viewing it acknowledges a flagged conflict (the ⚠ goes, the history stays)."""
+        body = Text()
+        body.append(f"#{item.id} {item.content}\n", style="bold")
+        body.append(f"origin {item.origin}   status {item.status.value}   priority {item.priority.value}\n")
+        if item.experiment:
+            body.append(f"experiment: {json.dumps(item.experiment)}\n")
+        if item.note:
+            body.append(f"note:\n{item.note}\n")
+        if item.conflict:
+            body.append("\n⚠ concurrent edits (last writer won; both values kept here):\n", style="bold")
+            for name, c in item.conflict.items():
+                body.append(f"  {name}: seen {c.get('seen')!r}, the other writer set {c.get('theirs')!r}, "
+                            f"then {c.get('mine')!r} was written\n")
+        body.append("\nhistory:\n", style="bold")
+        import time as _time
+
+        for e in self.session.todos.history(item):
+            when = _time.strftime("%H:%M:%S", _time.localtime(e.ts))
+            line = f"  {when} #{e.seq} {e.actor}  {e.type}  {e.summary()}"
+            if e.experiment:
+                line += f"  [{e.experiment}]"
+            body.append(line + "\n", style="bold" if e.data.get("conflict") else "")
+            if e.data.get("conflict"):
+                body.append(f"      ⚠ conflict {json.dumps(e.data['conflict'])}\n")
+        self.push_screen(DetailsScreen(f"Todo #{item.id} history", body))
+        if item.conflict:
+            try:
+                self.session.todos.ack_conflict(item)
+            except SessionError as exc:
+                self._fail(exc)
+
+    # ---------------------------------------------------------- following
+    def follow_prompt(self) -> None:
+        """Ask for a list to follow (``claude:~/.claude/todos/x.json``...)."""
+        def entered(text: str | None) -> None:
+            if text and text.strip():
+                try:
+                    self.session.todo_follow.follow(text.strip())
+                    self.notify(f"following {text.strip()} (for this session; [todo] follow in optui.toml keeps it)")
+                except SessionError as exc:
+                    self._fail(exc)
+
+        self.push_screen(TextPrompt("Follow an agent's todo list (claude:FILE | opencode:DB#SESSION | todowrite:FILE | FILE):",
+                                    placeholder="claude:~/.claude/todos/SESSION.json"), entered)
+
+    def unfollow(self, key: str) -> None:
+        """Stop following ``key``."""
+        self.run_worker(self.session.todo_follow.unfollow(key), exit_on_error=False)
+
+    def export_todos(self, fmt: str) -> None:
+        """Write the list beside the journal (``todo.md`` / ``todo.json``)."""
+        from optui.core.todo_formats import to_markdown, to_todowrite
+
+        items = self.session.todos.items
+        path = Path(self.session.state_dir) / ("todo.md" if fmt == "markdown" else "todo.json")
+        text = to_markdown(items, f"Todo — {self._campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            self._fail(exc)
+            return
+        self.notify(f"wrote {len(items)} items to {path}")
+
+    # ---------------------------------------------------------- rendering
+    def apply_todo_extras(self) -> None:
+        """Runner steps, queue and followed lists into the todo panel; notifications for
+        finished experiments and new follow errors. Called by the render loop."""
+        s = self.session
+        runner = s.experiments
+        running = {i: "queued" for i in runner.queue}
+        if runner.current is not None:
+            running[runner.current.todo_id] = runner.current.step
+        follows = []
+        for key, st in s.todo_follow.statuses.items():
+            mark = {"ok": "✓", "waiting": "…", "starting": "…"}.get(st.state, "✗")
+            follows.append(f"{Path(st.spec.split(':', 1)[-1]).name or st.spec} {mark}")
+            if st.state == "error" and self._todo_seen_errors.get(key) != st.error:
+                self._todo_seen_errors = {**self._todo_seen_errors, key: st.error}
+                self.notify(st.error or "", title=f"cannot follow {key}", severity="error", timeout=10)
+        parts = [f"⚗ {len(running)} (S stops)"] if runner.running else []
+        if follows:
+            parts.append("following " + "  ".join(follows))
+        subtitle = "  ·  ".join(parts)
+        key = (tuple(sorted(running.items())), subtitle)
+        if key != self._todo_extras_key:
+            self._todo_extras_key = key
+            self.query_one("#todo", TodoPanel).show(s.snapshot().todos, running, subtitle)
+        for outcome in runner.outcomes[self._todo_seen_outcomes:]:
+            severity = "information" if outcome.status == "ok" else ("warning" if outcome.status in ("aborted", "skipped") else "error")
+            self.notify(outcome.summary[:400], title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity,
+                        timeout=12)
+        self._todo_seen_outcomes = len(runner.outcomes)
+
+
+def todo_commands(app) -> Iterator[SystemCommand]:
+    """Palette entries of the todo domain."""
+    s = app.session
+    if not s.read_only:
+        yield SystemCommand("Follow an agent's todo list", "claude / opencode / todowrite list, live and read-only", app.follow_prompt)
+        for key in list(s.todo_follow.statuses):
+            yield SystemCommand(f"Stop following {key}", "its items stay in the list", partial(app.unfollow, key))
+        yield SystemCommand("Run all pending experiments", "restart → ready → bench → compare, one item after another",
+                            partial(app.run_experiments, None))
+        yield SystemCommand("Stop experiments", "empty the queue, abort the running benchmark", app.action_stop_experiments)
+    yield SystemCommand("Export todo list as Markdown", "writes todo.md beside the journal", partial(app.export_todos, "markdown"))
+    yield SystemCommand("Export todo list as todowrite JSON", "writes todo.json beside the journal", partial(app.export_todos, "todowrite"))

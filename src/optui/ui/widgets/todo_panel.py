@@ -2,8 +2,15 @@
 
 Keys (on the list): ``a`` add, ``e``/Enter edit, space cycle status, ``c`` cancel,
 ``+``/``-`` priority, ``K``/``J`` move, ``d`` delete, ``u`` undo delete, ``/`` filter,
-``h`` show/hide completed. The panel only renders items and posts :class:`TodoIntent`
-messages; the app carries them out through the session.
+``h`` show/hide completed, ``E`` attach/edit an experiment, ``x`` run the item's
+experiment (queued when one runs), ``X`` queue every pending item with an experiment,
+``i`` the item's history (acknowledges a ⚠ conflict). The panel only renders items and
+posts :class:`TodoIntent` messages; the app carries them out through the session.
+
+Badges before the text: ``⚠`` a concurrent edit was flagged, ``!blocked`` an unknown
+agent status (shown as pending), ``A+``/``A~``/``A-`` the followed agent added / changed /
+dropped the item, ``⚗`` an experiment (``⚗…`` queued or running with its step, ``⚗✓``
+done, ``⚗✗ oom`` failed).
 """
 
 from __future__ import annotations
@@ -51,6 +58,10 @@ class TodoList(CursorList):
         Binding("u", "intent('undo')", "Undo", show=False, id="todo.undo"),
         Binding("slash", "intent('filter')", "Filter", show=False, id="todo.filter"),
         Binding("h", "intent('toggle_done')", "Hide done", show=False, id="todo.toggle_done"),
+        Binding("x", "intent('run')", "Run experiment", id="todo.run"),
+        Binding("X", "intent('queue_all')", "Run all", show=False, id="todo.queue_all"),
+        Binding("E", "intent('experiment')", "Experiment", show=False, id="todo.experiment"),
+        Binding("i", "intent('history')", "History", show=False, id="todo.history"),
     ]
 
     def action_intent(self, op: str) -> None:
@@ -70,6 +81,9 @@ class TodoPanel(Vertical):
         self._editing: TodoItem | None = None
         self.filter_text = ""
         self.hide_done = False
+        #: todo id → what the experiment runner is doing with it ("queued", "restart"...)
+        self.running: dict[int, str] = {}
+        self.subtitle = ""
 
     def compose(self) -> ComposeResult:
         yield TodoList(empty_text="no todo items — press a to add one", id="todo-list")
@@ -86,9 +100,15 @@ class TodoPanel(Vertical):
         return next((t for t in self._items if t.id == key), None)
 
     # ---------------------------------------------------------- rendering
-    def show(self, items: tuple[TodoItem, ...]) -> None:
-        """Display ``items`` (filter and hide-completed applied here)."""
+    def show(self, items: tuple[TodoItem, ...], running: dict[int, str] | None = None, subtitle: str | None = None) -> None:
+        """Display ``items`` (filter and hide-completed applied here); ``running`` maps ids
+        to the experiment runner's step, ``subtitle`` (followed lists, queue) goes under
+        the panel."""
         self._items = items
+        if running is not None:
+            self.running = running
+        if subtitle is not None:
+            self.subtitle = subtitle
         self._render_rows()
 
     def on_resize(self) -> None:
@@ -115,7 +135,9 @@ class TodoPanel(Vertical):
             title += f"  /{self.filter_text}"
         if self.hide_done:
             title += "  (done hidden)"
-        self.border_title = title
+        box = self.parent if self.parent is not None and self.parent.id == "todo-box" else self
+        box.border_title = title
+        box.border_subtitle = self.subtitle
 
     def _row(self, item: TodoItem, width: int, wrap: bool) -> Text:
         app = self.app
@@ -126,10 +148,8 @@ class TodoPanel(Vertical):
         row.append(STATUS_ICON.get(item.status.value, "?") + " ", style=icon_style)
         row.append(item.priority.value[0].upper(), style=style(app, PRIORITY_VAR[item.priority.value], bold=True))
         row.append(" ")
-        if item.raw_status:
-            row.append(f"!{item.raw_status} ", style=style(app, "warning", bold=True))
-        if item.experiment:
-            row.append("⚗ ", style=style(app, "accent"))
+        for text, var in self._badges(item):
+            row.append(text + " ", style=style(app, var, bold=var != "accent"))
         prefix = len(row.plain)
         body_style = "dim strike" if item.status is TodoStatus.CANCELLED else ("dim" if done else "")
         content = item.content.replace("\n", " ")
@@ -142,7 +162,41 @@ class TodoPanel(Vertical):
                 row.append(chunk.plain.rstrip(), style=body_style)
         else:
             row.append(content if len(content) <= room else content[: room - 1] + "…", style=body_style)
+        if wrap and item.note:
+            note = "↳ " + item.note.splitlines()[0]
+            row.append("\n" + " " * prefix)
+            row.append(note if len(note) <= room else note[: room - 1] + "…", style="dim")
         return row
+
+    def _badges(self, item: TodoItem) -> list[tuple[str, str]]:
+        """(text, theme variable) of the item's badges, in display order."""
+        out = []
+        if item.conflict:
+            out.append(("⚠", "warning"))
+        if item.raw_status:
+            out.append((f"!{item.raw_status}", "warning"))
+        mark = {"added": "A+", "changed": "A~", "removed": "A-"}.get(item.agent_mark or "")
+        if mark:
+            out.append((mark, "state-down" if mark == "A-" else "accent"))
+        if item.experiment or item.run:
+            out.append(self._experiment_badge(item))
+        return out
+
+    def _experiment_badge(self, item: TodoItem) -> tuple[str, str]:
+        step = self.running.get(item.id)
+        if step:
+            return (f"⚗…{step}", "state-busy")
+        run = item.run or {}
+        status = run.get("status")
+        if status == "ok":
+            return ("⚗✓", "state-ready")
+        if status == "failed":
+            return (f"⚗✗ {run.get('crash_class') or run.get('step') or 'failed'}", "state-failed")
+        if status == "running":
+            return ("⚗ running", "state-busy")
+        if status in ("aborted", "interrupted"):
+            return (f"⚗ {status}", "warning")
+        return ("⚗", "accent")
 
     # ---------------------------------------------------------- intents
     def handle(self, op: str) -> None:

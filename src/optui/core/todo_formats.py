@@ -1,0 +1,302 @@
+"""AI coding-agent todo lists: parse, normalise, export (pure: text in, items out).
+
+Formats read (``../shared/reference/bench_todo_ops.md`` §2):
+
+- **todowrite** (opencode's tool, ``packages/opencode/src/tool/todo.ts``): ``{"todos":
+  [{content, status, priority}]}``; statuses pending/in_progress/completed/cancelled and
+  priorities high/medium/low are *described, not enforced*, so unknown values are kept.
+- **opencode legacy storage** (before v1.2.0): ``storage/todo/<sessionID>.json``, a bare
+  array of the same objects (older builds also carry ``id``).
+- **opencode SQLite** (v1.2.0+): rows of ``todo(session_id, content, status, priority,
+  position, time_created, time_updated)`` (:func:`todos_from_rows`).
+- **Claude Code TodoWrite** (``~/.claude/todos/<session>-agent-<agent>.json``): a bare array
+  of ``{content, status, activeForm}``, no priority, no cancelled (very early builds had
+  ``id`` and ``priority`` instead of ``activeForm``); or, when those files are not written,
+  the last ``TodoWrite`` tool call of a session transcript ``*.jsonl``
+  (:func:`parse_claude_transcript`).
+
+Every upstream write is a whole-list snapshot; :mod:`optui.core.todo_merge` matches it
+against optui's items. Malformed input raises :class:`TodoFormatError` naming the file,
+the line and the field, and nothing is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import json.decoder
+import json.scanner
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from optui.core.todo import Priority, TodoItem, TodoStatus, parse_priority, parse_status
+
+KINDS = ("claude", "opencode", "todowrite")
+
+
+class TodoFormatError(ValueError):
+    """A todo file or row that cannot be read; ``str()`` is ``FILE:LINE: FIELD: problem``."""
+
+    def __init__(self, source: str, line: int | str | None, where: str | None, problem: str) -> None:
+        self.source, self.line, self.where, self.problem = source, line, where, problem
+        parts = [source if line is None else f"{source}:{line}"]
+        if where:
+            parts.append(where)
+        parts.append(problem)
+        super().__init__(": ".join(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTodo:
+    """One item of an agent's list, normalised.
+
+    ``status`` is pending for an unknown upstream status, which is kept in ``raw_status``;
+    likewise an unknown priority becomes medium (kept in ``raw_priority``). ``position`` is
+    the index in the snapshot (opencode's ``position`` column).
+    """
+
+    content: str
+    status: TodoStatus = TodoStatus.PENDING
+    priority: Priority = Priority.MEDIUM
+    raw_status: str | None = None
+    raw_priority: str | None = None
+    active_form: str | None = None
+    upstream_id: str | None = None
+    position: int = 0
+
+    @property
+    def upstream(self) -> dict:
+        """The fields as the agent wrote them (what a later snapshot is diffed against)."""
+        return {"content": self.content, "status": self.raw_status or str(self.status),
+                "priority": self.raw_priority or str(self.priority)}
+
+    def to_json(self, origin: str) -> dict:
+        """``optui todo import --json`` shape: content, status, priority, origin (+ raw
+        status / active form when present)."""
+        out = {"content": self.content, "status": str(self.status), "priority": str(self.priority), "origin": origin}
+        if self.raw_status:
+            out["raw_status"] = self.raw_status
+        if self.active_form:
+            out["active_form"] = self.active_form
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FollowSpec:
+    """Where an agent's list lives: ``kind`` (claude | opencode | todowrite | auto), ``path``
+    (may contain ``~`` or a glob; empty for "discover opencode's DB"), and for an opencode
+    DB the ``session`` id (None = the most recently updated session)."""
+
+    kind: str
+    path: str
+    session: str | None = None
+    text: str = field(default="", compare=False)
+
+    @property
+    def is_sqlite(self) -> bool:
+        """An opencode SQLite DB (not a JSON file)."""
+        return self.kind == "opencode" and not self.path.endswith(".json")
+
+
+def parse_follow_spec(text: str) -> FollowSpec:
+    """Parse a follow entry: ``KIND:PATH`` or a bare ``PATH`` (kind from the path), with
+    ``#SESSION`` after an opencode DB path. Examples: ``claude:~/.claude/todos/abc.json``,
+    ``opencode:~/.local/share/opencode/opencode.db#ses_123``, ``opencode:`` (discover the DB,
+    newest session), ``todowrite:plan.json``. Raises ValueError with the reason."""
+    raw = text
+    text = text.strip()
+    if not text:
+        raise ValueError("empty follow entry")
+    kind, sep, rest = text.partition(":")
+    if sep and kind in KINDS:
+        path = rest.strip()
+    elif sep and kind.isalpha() and len(kind) > 1:
+        raise ValueError(f"unknown kind {kind!r} (known: {', '.join(KINDS)}; or give a bare path)")
+    else:
+        kind, path = "auto", text
+    session = None
+    if "#" in path:
+        path, _, session = path.rpartition("#")
+        session = session.strip() or None
+        if kind == "auto" and not path.endswith(".json"):
+            kind = "opencode"
+        if kind != "opencode" or path.endswith(".json"):
+            raise ValueError("a #SESSION suffix only applies to an opencode database (opencode:PATH.db#ses_...)")
+    if kind == "auto":
+        kind = guess_kind(path)
+    if not path and kind != "opencode":
+        raise ValueError(f"{kind}: missing file path")
+    return FollowSpec(kind, path, session, raw)
+
+
+def guess_kind(path: str) -> str:
+    """The format a path most likely holds: ``.claude/`` → claude, ``opencode`` in the path
+    or a ``.db`` file → opencode, else todowrite."""
+    p = path.replace("\\", "/")
+    if "/.claude/" in p or p.startswith((".claude/", "~/.claude/")):
+        return "claude"
+    if "opencode" in p or p.endswith((".db", ".sqlite")):
+        return "opencode"
+    return "todowrite"
+
+
+def origin_of(kind: str, path: str, session: str | None = None) -> str:
+    """The ``origin`` stored on items from an agent list (``claude:/abs/file.json``,
+    ``opencode:/abs/opencode.db#ses_1``)."""
+    return f"{kind}:{path}" + (f"#{session}" if session else "")
+
+
+# ------------------------------------------------------------------ JSON files
+def _load_with_lines(text: str) -> tuple[object, dict[int, int]]:
+    """``json.loads`` that also returns the line (1-based) where every object starts,
+    keyed by ``id(obj)`` (the pure-Python scanner lets us see object starts)."""
+    lines: dict[int, int] = {}
+    decoder = json.JSONDecoder()
+
+    def parse_object(s_and_end, *args, **kwargs):
+        s, end = s_and_end
+        obj, new_end = json.decoder.JSONObject(s_and_end, *args, **kwargs)
+        lines[id(obj)] = s.count("\n", 0, end) + 1
+        return obj, new_end
+
+    decoder.parse_object = parse_object
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    return decoder.decode(text), lines
+
+
+def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
+    """Parse a todo list file: a bare array of todo objects (opencode legacy storage,
+    Claude Code ``~/.claude/todos/*.json``) or an object with a ``todos`` array (the
+    todowrite / TodoWrite tool input). Each object needs ``content`` (non-empty string) and
+    ``status`` (string); ``priority``, ``activeForm`` and ``id`` are optional; other keys
+    are ignored. Raises :class:`TodoFormatError` (``FILE:LINE: todos[2].status: ...``)."""
+    if not text.strip():
+        raise TodoFormatError(source, None, None, "empty file (expected a JSON array of todo objects)")
+    try:
+        data, lines = _load_with_lines(text)
+    except json.JSONDecodeError as exc:
+        raise TodoFormatError(source, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    return _items(data, source, lambda obj: lines.get(id(obj)))
+
+
+def _items(data: object, source: str, line_of, prefix: str = "") -> list[AgentTodo]:
+    """A bare array or ``{"todos": [...]}`` → items; ``line_of(obj)`` gives an object's line."""
+    if isinstance(data, dict):
+        if "todos" not in data:
+            raise TodoFormatError(source, line_of(data), prefix or None, 'expected a JSON array of todo objects or an object with a "todos" array')
+        data, prefix = data["todos"], f"{prefix}.todos" if prefix else "todos"
+        if not isinstance(data, list):
+            raise TodoFormatError(source, None, prefix, f"expected an array, got {type(data).__name__}")
+    elif not isinstance(data, list):
+        raise TodoFormatError(source, 1, None, f"expected a JSON array of todo objects, got {type(data).__name__}")
+    out = []
+    for i, obj in enumerate(data):
+        where = f"{prefix}[{i}]"
+        if not isinstance(obj, dict):
+            raise TodoFormatError(source, line_of(obj), where, f"expected an object, got {obj!r}"[:120])
+        out.append(_item(obj, i, source, line_of(obj), where))
+    return out
+
+
+def parse_claude_transcript(text: str, source: str = "<transcript>") -> list[AgentTodo] | None:
+    """The list of the *last* ``TodoWrite`` call in a Claude Code transcript
+    (``~/.claude/projects/<encoded-cwd>/<session>.jsonl``: one JSON object per line, tool
+    calls as ``message.content[] = {"type": "tool_use", "name": "TodoWrite", "input":
+    {"todos": [...]}}``); the fallback when todo files are not written (``-p`` mode,
+    anthropics/claude-code#7523). None when the transcript has no TodoWrite call yet. A
+    last line without its newline is being written and is skipped; any other broken line
+    raises :class:`TodoFormatError` with its number."""
+    lines = text.split("\n")
+    last = None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if n == len(lines):  # no trailing newline: mid-write
+                break
+            raise TodoFormatError(source, n, None, f"invalid JSON line: {exc.msg} (column {exc.colno})") from None
+        message = obj.get("message") if isinstance(obj, dict) else None
+        parts = message.get("content") if isinstance(message, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict) and part.get("type") == "tool_use" and part.get("name") == "TodoWrite":
+                last = (n, part.get("input"))
+    if last is None:
+        return None
+    n, data = last
+    return _items(data, source, lambda obj: n, prefix="TodoWrite.input")
+
+
+def _item(obj: dict, position: int, source: str, line: int | None, where: str) -> AgentTodo:
+    def string(key: str, required: bool) -> str | None:
+        if key not in obj or obj[key] is None:
+            if required:
+                raise TodoFormatError(source, line, f"{where}.{key}", "missing (required)")
+            return None
+        value = obj[key]
+        if not isinstance(value, str):
+            raise TodoFormatError(source, line, f"{where}.{key}", f"expected a string, got {value!r}"[:120])
+        return value
+
+    content = string("content", True).strip()
+    if not content:
+        raise TodoFormatError(source, line, f"{where}.content", "must not be empty")
+    status, raw_status = parse_status(string("status", True))
+    priority_text = string("priority", False)
+    priority, raw_priority = parse_priority(priority_text) if priority_text else (Priority.MEDIUM, None)
+    active = string("activeForm", False)
+    upstream_id = obj.get("id")
+    return AgentTodo(content, status, priority, raw_status, raw_priority, active,
+                     None if upstream_id is None else str(upstream_id), position)
+
+
+def todos_from_rows(rows: Iterable[Sequence], source: str = "opencode.db") -> list[AgentTodo]:
+    """opencode's ``SELECT content, status, priority, position FROM todo WHERE session_id=?
+    ORDER BY position`` rows → items. Raises :class:`TodoFormatError` naming the row's
+    position and the field for a non-text value."""
+    out = []
+    for i, (content, status, priority, position) in enumerate(rows):
+        where = f"todo position {position}"
+        for name, value in (("content", content), ("status", status)):
+            if not isinstance(value, str):
+                raise TodoFormatError(source, None, f"{where}.{name}", f"expected text, got {value!r}"[:120])
+        if priority is not None and not isinstance(priority, str):
+            raise TodoFormatError(source, None, f"{where}.priority", f"expected text, got {priority!r}"[:120])
+        if not content.strip():
+            raise TodoFormatError(source, None, f"{where}.content", "must not be empty")
+        st, raw_status = parse_status(status)
+        pr, raw_priority = parse_priority(priority) if priority else (Priority.MEDIUM, None)
+        out.append(AgentTodo(content.strip(), st, pr, raw_status, raw_priority, None, None, i))
+    return out
+
+
+# ------------------------------------------------------------------ exports
+def to_todowrite(items: Iterable[TodoItem]) -> dict:
+    """The list as todowrite tool input: ``{"todos": [{content, status, priority}]}``
+    (an unknown upstream status is written back as it was, e.g. "blocked")."""
+    return {"todos": [{"content": t.content, "status": t.raw_status or str(t.status), "priority": str(t.priority)}
+                      for t in items]}
+
+
+_MD_BOX = {TodoStatus.COMPLETED: "x", TodoStatus.CANCELLED: "-"}
+
+
+def to_markdown(items: Iterable[TodoItem], title: str = "Todo") -> str:
+    """The list as a Markdown checklist: ``- [ ]`` open, ``- [x]`` completed, ``- [-]``
+    cancelled (struck through); priority and in-progress marks after the box, a result
+    note (experiment summary) as an indented line."""
+    lines = [f"# {title}", ""]
+    for t in items:
+        text = t.content.replace("\n", " ")
+        if t.status is TodoStatus.CANCELLED:
+            text = f"~~{text}~~"
+        marks = [f"**{t.priority}**"] if t.priority is Priority.HIGH else ([f"({t.priority})"] if t.priority is Priority.LOW else [])
+        if t.status is TodoStatus.IN_PROGRESS:
+            marks.append("*(in progress)*")
+        if t.raw_status:
+            marks.append(f"*({t.raw_status})*")
+        lines.append(f"- [{_MD_BOX.get(t.status, ' ')}] " + " ".join([*marks, text]))
+        if t.note:
+            for note_line in t.note.splitlines():
+                lines.append(f"  - {note_line}")
+    return "\n".join(lines) + "\n"

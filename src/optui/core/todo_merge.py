@@ -1,0 +1,153 @@
+"""Match an agent's whole-list snapshot against optui's items (pure).
+
+Agents (opencode ``todowrite``, Claude Code ``TodoWrite``) rewrite their whole list on every
+change and keep no ids, and they lose items on overwrite or context compaction
+(``bench_todo_ops.md`` §6 rows 13-14). So optui's store is the source of truth and a new
+snapshot is *diffed* against it:
+
+1. items are matched by normalised content (:func:`~optui.core.todo.normalize_content`),
+   then unmatched ones by similarity (≥ :data:`FUZZY_RATIO` and the same numbers, so a
+   reworded item keeps its id but "try tp 4" never becomes "try tp 8");
+2. a matched item only takes the fields the *agent* changed since its previous snapshot
+   (``meta["upstream"]``), so the operator's own edits in optui are not overwritten by a
+   stale upstream value; when both changed a field, the journal flags the conflict;
+3. new upstream items are added, items the agent dropped are marked "removed" (never
+   deleted), items the operator deleted in optui stay deleted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from optui.core.todo import TodoItem, normalize_content, parse_priority, parse_status
+from optui.core.todo_formats import AgentTodo
+
+FUZZY_RATIO = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """Apply ``changes`` (TodoItem field → value) to ``item``; ``seen`` is the item as the
+    agent last saw it (for the journal's per-field conflict check); ``op`` is
+    "agent.change" or "agent.readd"."""
+
+    item: TodoItem
+    changes: dict
+    seen: TodoItem
+    op: str
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPlan:
+    """What one snapshot does: items to add (with their meta), updates, items the agent
+    dropped (to mark "removed"), and counts of unchanged items and of items the operator
+    deleted in optui (left deleted)."""
+
+    adds: tuple[tuple[AgentTodo, dict], ...] = ()
+    updates: tuple[Update, ...] = ()
+    removes: tuple[TodoItem, ...] = ()
+    unchanged: int = 0
+    kept_deleted: int = 0
+    deleted_ids: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to write."""
+        return not (self.adds or self.updates or self.removes)
+
+    def summary(self) -> str:
+        """``+2 ~1 -1`` style counts for notifications and the journal."""
+        return f"+{len(self.adds)} ~{len(self.updates)} -{len(self.removes)}"
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d+(?:\.\d+)?", text)
+
+
+def _upstream(item: TodoItem) -> dict:
+    up = item.meta.get("upstream")
+    if isinstance(up, dict) and "content" in up:
+        return up
+    return {"content": item.content, "status": item.raw_status or str(item.status), "priority": str(item.priority)}
+
+
+def _agent_meta(item_meta: dict, todo: AgentTodo, mark: str) -> dict:
+    meta = {**item_meta, "agent": mark, "upstream": todo.upstream}
+    if todo.active_form:
+        meta["active_form"] = todo.active_form
+    if todo.raw_priority:
+        meta["raw_priority"] = todo.raw_priority
+    return meta
+
+
+def plan_snapshot(existing: Iterable[TodoItem], snapshot: Sequence[AgentTodo], *, deleted: Iterable[int] = ()) -> SyncPlan:
+    """Diff ``snapshot`` (the agent's whole list, in order) against ``existing`` (every
+    optui item of that origin, deleted ones included, with ``deleted`` naming their ids)."""
+    deleted = frozenset(deleted)
+    candidates = list(existing)
+    keys = {c.id: {normalize_content(_upstream(c)["content"]), normalize_content(c.content)} for c in candidates}
+    matched: dict[int, TodoItem] = {}  # snapshot index → item
+    used: set[int] = set()
+    for i, todo in enumerate(snapshot):
+        key = normalize_content(todo.content)
+        for c in candidates:
+            if c.id not in used and key in keys[c.id]:
+                matched[i] = c
+                used.add(c.id)
+                break
+    for i, todo in enumerate(snapshot):
+        if i in matched:
+            continue
+        key = normalize_content(todo.content)
+        best, best_ratio = None, FUZZY_RATIO
+        for c in candidates:
+            if c.id in used:
+                continue
+            ratio = max((SequenceMatcher(None, key, k).ratio() for k in keys[c.id] if _numbers(k) == _numbers(key)), default=0)
+            if ratio >= best_ratio:
+                best, best_ratio = c, ratio
+        if best is not None:
+            matched[i] = best
+            used.add(best.id)
+
+    adds, updates, unchanged, kept_deleted = [], [], 0, 0
+    for i, todo in enumerate(snapshot):
+        item = matched.get(i)
+        if item is None:
+            adds.append((todo, _agent_meta({}, todo, "added")))
+            continue
+        if item.id in deleted:
+            kept_deleted += 1
+            continue
+        update = _update_for(item, todo)
+        if update is None:
+            unchanged += 1
+        else:
+            updates.append(update)
+    removes = [c for c in candidates if c.id not in used and c.id not in deleted and c.agent_mark != "removed"]
+    return SyncPlan(tuple(adds), tuple(updates), tuple(removes), unchanged, kept_deleted, deleted)
+
+
+def _update_for(item: TodoItem, todo: AgentTodo) -> Update | None:
+    last = _upstream(item)
+    new = todo.upstream
+    changes: dict = {}
+    seen: dict = {}
+    if new["content"] != last["content"]:
+        changes["content"], seen["content"] = todo.content, last["content"]
+    if new["status"] != last["status"]:
+        old_status, old_raw = parse_status(last["status"])
+        changes["status"], seen["status"] = todo.status, old_status
+        changes["raw_status"], seen["raw_status"] = todo.raw_status, old_raw
+    if new["priority"] != last["priority"]:
+        changes["priority"], seen["priority"] = todo.priority, parse_priority(last["priority"])[0]
+    readd = item.agent_mark == "removed"
+    if not changes and not readd:
+        if todo.active_form and todo.active_form != item.meta.get("active_form"):
+            return Update(item, {"meta": {**item.meta, "active_form": todo.active_form}}, item, "agent.change")
+        return None
+    changes["meta"] = _agent_meta(item.meta, todo, "added" if readd else "changed")
+    return Update(item, changes, item.with_changes(**seen), "agent.readd" if readd else "agent.change")

@@ -1,0 +1,379 @@
+"""Run the experiments todo items carry, one after another (``session.experiments``).
+
+One run: restart the server with the item's flags → ready gate → benchmark(s) → compare
+each result with its workload's baseline → the item becomes completed with the summary in
+its ``note`` (out tok/s, Δ vs baseline, TTFT p50), or goes back to open with
+``meta["experiment_run"]`` status "failed", the crash class and a log excerpt.
+
+Every step is a journal event (``experiment.started`` / ``experiment.step`` /
+``experiment.finished``, target ``todo:<id>``, ``experiment`` column = the run id
+``todo-<id>.<n>``, ``data.todo_id``); the restart's server events and the bench results
+are labelled with the run id too (:meth:`Journal.link_experiment`).
+
+Stopping (:meth:`ExperimentRunner.stop`) empties the queue and ends the current step at
+once: a running benchmark is aborted (its process group killed); a restart is left to
+finish on its own (the server ends ready or crashed, it is never half-killed) and the run
+is recorded as aborted. Headless: the TUI and ``optui todo run`` both drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from optui.adapters import proc
+from optui.adapters.journal import JournalError
+from optui.core.experiment import (
+    EXPERIMENT_FINISHED,
+    EXPERIMENT_STARTED,
+    EXPERIMENT_STEP,
+    ExperimentSpec,
+    benches_for,
+    result_line,
+)
+from optui.core.todo import TodoItem, TodoStatus
+from optui.session.errors import SessionError
+
+if TYPE_CHECKING:
+    from optui.session.session import Session
+
+LOG_EXCERPT_LINES = 6
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentProgress:
+    """The run in progress: item, run id, step ("restart", "bench NAME", "compare"),
+    Unix start time of the run and of the step."""
+
+    todo_id: int
+    run_id: str
+    step: str
+    started_at: float
+    step_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentOutcome:
+    """How a run ended: status ok | failed | aborted | skipped, the step it ended in, the
+    summary (note text), crash class and log excerpt of a failed restart, results as
+    ``BenchResult.to_json()`` dicts."""
+
+    todo_id: int
+    run_id: str | None
+    status: str
+    step: str
+    summary: str
+    crash_class: str | None = None
+    lines: tuple[str, ...] = ()
+    results: tuple[dict, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict:
+        """For ``optui todo run --json``."""
+        return {**asdict(self), "lines": list(self.lines), "results": list(self.results)}
+
+
+class _Stopped(Exception):
+    """The operator stopped the queue during a step."""
+
+
+class _Failed(Exception):
+    def __init__(self, step: str, message: str, crash_class: str | None = None, lines: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.step, self.message, self.crash_class, self.lines = step, message, crash_class, lines
+
+
+class ExperimentRunner:
+    """The experiment queue of a session (see module doc)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.queue: deque[int] = deque()
+        self.current: ExperimentProgress | None = None
+        self.outcomes: list[ExperimentOutcome] = []
+        self._task: asyncio.Task | None = None
+        self._stop = asyncio.Event()
+        self._background: set[asyncio.Task] = set()
+
+    @property
+    def running(self) -> bool:
+        """A run is in progress or queued."""
+        return self._task is not None and not self._task.done()
+
+    # ------------------------------------------------------------ checks
+    def check(self, item: TodoItem) -> ExperimentSpec:
+        """The item's experiment, validated against the config; SessionError saying what
+        is wrong (no experiment, unknown server or benchmark, read-only...)."""
+        s = self.session
+        s.check_writable("running an experiment")
+        if not item.experiment:
+            raise SessionError(f"#{item.id} has no experiment (E attaches one)")
+        try:
+            spec = ExperimentSpec.from_dict(item.experiment)
+        except ValueError as exc:
+            raise SessionError(f"#{item.id}: {exc}") from None
+        rt = s.server(spec.server)
+        if rt.cfg.control == "none":
+            raise SessionError(f"#{item.id}: {spec.server} has control = 'none' (optui cannot restart it)")
+        for name in self.benches_of(spec):
+            bench = s.config.benchmarks.get(name)
+            if bench is None:
+                raise SessionError(f"#{item.id}: unknown benchmark {name!r} (known: {', '.join(s.config.benchmarks) or 'none'})")
+            if bench.server != spec.server:
+                raise SessionError(f"#{item.id}: benchmark {name!r} runs against {bench.server}, not {spec.server}")
+        return spec
+
+    def benches_of(self, spec: ExperimentSpec) -> tuple[str, ...]:
+        """The benchmarks a run executes (see :func:`~optui.core.experiment.benches_for`)."""
+        return benches_for(spec, self.session.config)
+
+    # ------------------------------------------------------------ queue
+    def enqueue(self, items: list[TodoItem]) -> list[int]:
+        """Queue ``items`` (validated first: one bad item raises SessionError and queues
+        nothing) and start the queue when idle. Returns the ids queued."""
+        for item in items:
+            self.check(item)
+        ids = [t.id for t in items if t.id not in self.queue and (self.current is None or self.current.todo_id != t.id)]
+        self.queue.extend(ids)
+        if ids and not self.running:
+            self._stop.clear()
+            self._task = asyncio.create_task(self._worker(), name="experiments")
+        self.session.touch()
+        return ids
+
+    def queue_pending(self) -> list[int]:
+        """Queue every pending item that carries an experiment (list order)."""
+        items = [t for t in self.session.todos.items if t.experiment and t.status is TodoStatus.PENDING]
+        if not items:
+            raise SessionError("no pending item has an experiment (E on an item attaches one)")
+        return self.enqueue(items)
+
+    def stop(self) -> bool:
+        """Empty the queue and end the current step (see module doc); False when idle."""
+        if not self.running:
+            return False
+        self.queue.clear()
+        self._stop.set()
+        if self.current is not None and self.current.step.startswith("bench"):
+            self.session.benches.abort()
+        self.session.touch()
+        return True
+
+    async def wait(self) -> None:
+        """Wait until the queue is empty (tests, CLI)."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def close(self) -> None:
+        """Session closing: stop, then cancel what is left (a restart in flight)."""
+        self.stop()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._task), 10.0)
+            self._task.cancel()
+        for task in list(self._background):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _worker(self) -> None:
+        try:
+            while self.queue and not self._stop.is_set():
+                todo_id = self.queue.popleft()
+                self.outcomes.append(await self.run_one(todo_id))
+        finally:
+            self.current = None
+            self.session.touch()
+
+    # ------------------------------------------------------------ recovery
+    def recover(self) -> int:
+        """Items whose run was "running" in a process that is gone (optui killed
+        mid-run) are marked "interrupted" and reopened. Returns how many."""
+        s = self.session
+        if s.read_only:
+            return 0
+        n = 0
+        for item in s.todos.items:
+            run = item.run
+            pid = run.get("pid") if run else None
+            alive = isinstance(pid, int) and pid > 0 and proc.pid_alive(pid)
+            if run and run.get("status") == "running" and not alive:
+                with contextlib.suppress(SessionError):
+                    s.todos.update(item, op="experiment.interrupted", status=TodoStatus.PENDING,
+                                   meta={**item.meta, "experiment_run": {**run, "status": "interrupted"}})
+                    self._event(item.id, run.get("id"), EXPERIMENT_FINISHED,
+                                {"status": "interrupted", "message": f"run {run.get('id')} interrupted (optui exited mid-run)"})
+                    n += 1
+        return n
+
+    # ------------------------------------------------------------ one run
+    def _event(self, todo_id: int, run_id: str | None, type: str, data: dict) -> None:
+        s = self.session
+        try:
+            s.journal.append(type, f"todo:{todo_id}", {"todo_id": todo_id, **data}, actor=s.actor, experiment=run_id)
+        except JournalError as exc:
+            s.journal_failed(exc)
+        s.sync_journal()
+
+    def _step(self, step: str) -> None:
+        if self.current is not None:
+            from dataclasses import replace
+
+            self.current = replace(self.current, step=step, step_at=time.time())
+            self.session.touch()
+
+    @staticmethod
+    async def _until_idle(rt) -> None:
+        deadline = time.monotonic() + rt.cfg.ready_timeout_s + rt.cfg.stop_timeout_s
+        while rt.status.busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise _Stopped()
+
+    async def _race(self, aw) -> object:
+        """Await ``aw`` unless the operator stops first (then raise _Stopped; ``aw`` keeps
+        running as a background task)."""
+        task = asyncio.ensure_future(aw)
+        stop = asyncio.create_task(self._stop.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if task.done():
+            return task.result()
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        raise _Stopped()
+
+    async def run_one(self, todo_id: int) -> ExperimentOutcome:
+        """Run the experiment of item ``todo_id`` now (see module doc)."""
+        s = self.session
+        item = s.journal.todo(todo_id)
+        if item is None or todo_id in s.journal.deleted_todo_ids():
+            return ExperimentOutcome(todo_id, None, "skipped", "start", f"#{todo_id} no longer exists")
+        try:
+            spec = self.check(item)
+        except SessionError as exc:
+            return ExperimentOutcome(todo_id, None, "skipped", "start", str(exc))
+        n = len(s.journal.events(target=f"todo:{todo_id}", types=[EXPERIMENT_STARTED])) + 1
+        run_id = f"todo-{todo_id}.{n}"
+        rt = s.server(spec.server)
+        seq0, res0 = s.journal.last_seq(), s.journal.last_result_id()
+        reopen = item.status if not item.done else TodoStatus.PENDING
+        now = time.time()
+        self.current = ExperimentProgress(todo_id, run_id, "restart", now, now)
+        run_meta = {"id": run_id, "status": "running", "step": "restart", "pid": os.getpid(), "ts": now}
+        results: list[dict] = []
+        step = "restart"
+        try:
+            base = self._base_argv(spec, rt)
+            argv = spec.apply(base)
+            self._event(todo_id, run_id, EXPERIMENT_STARTED, {
+                "message": f"experiment {run_id}: {spec.describe()}", "spec": spec.to_dict(),
+                "server": spec.server, "old_argv": list(rt.status.argv), "argv": argv})
+            item = s.todos.update(item, op="experiment.run", status=TodoStatus.IN_PROGRESS,
+                                  meta={**item.meta, "experiment_run": run_meta})
+            self._event(todo_id, run_id, EXPERIMENT_STEP, {"step": "restart", "message": f"restart {spec.server} with {spec.flags_text() or 'the same flags'}"})
+            if rt.status.busy:  # a restart (autostart, the operator) is in flight: let it end
+                await self._race(self._until_idle(rt))
+            self._check_stop()
+            status = await self._race(s.restart_server(spec.server, argv, reason=f"experiment {run_id}"))
+            if status.state.value != "ready" or list(status.argv) != argv:
+                raise _Failed("restart", *self._crash(spec.server, seq0, status))
+            self._event(todo_id, run_id, EXPERIMENT_STEP, {"step": "ready", "message": f"{spec.server} ready"})
+            for name in self.benches_of(spec):
+                step = f"bench {name}"
+                self._step(step)
+                self._check_stop()
+                if s.benches.running:
+                    raise _Failed(step, f"benchmark {s.benches.current.name} is already running")
+                run = s.benches.run(name)
+                self._event(todo_id, run_id, EXPERIMENT_STEP, {"step": "bench", "bench": name, "message": f"benchmark {name}"})
+                try:
+                    await self._race(s.benches.wait())
+                except _Stopped:
+                    s.benches.abort()  # no-op when stop() already did it
+                    await s.benches.wait()  # until bench.finished (aborted) is recorded
+                    raise
+                if run.view.status != "ok":
+                    raise _Failed(step, f"benchmark {name} {run.view.status}: {run.view.error or 'no result'}")
+            step = "compare"
+            self._step(step)
+            s.journal.link_experiment(run_id, target=spec.server, since_seq=seq0, results_after_id=res0)
+            summary, results = self._compare(spec.server, res0)
+            self._event(todo_id, run_id, EXPERIMENT_STEP, {"step": "compare", "message": summary, "results": results})
+            outcome = ExperimentOutcome(todo_id, run_id, "ok", step, summary, results=tuple(results))
+            final = {"status": TodoStatus.COMPLETED, "note": summary}
+        except _Stopped:
+            outcome = ExperimentOutcome(todo_id, run_id, "aborted", step, f"stopped by the operator during {step}")
+            final = {"status": reopen}
+        except _Failed as exc:
+            note = f"failed at {exc.step}: " + (f"{exc.crash_class} — {exc.message}" if exc.crash_class else exc.message)
+            if exc.lines:
+                note += "\n" + "\n".join(exc.lines[-LOG_EXCERPT_LINES:])
+            outcome = ExperimentOutcome(todo_id, run_id, "failed", exc.step, note, exc.crash_class, exc.lines)
+            final = {"status": reopen, "note": note}
+        except (SessionError, JournalError, ValueError) as exc:
+            outcome = ExperimentOutcome(todo_id, run_id, "failed", step, f"failed at {step}: {exc}")
+            final = {"status": reopen, "note": outcome.summary}
+        finally:
+            self.current = None
+            s.touch()
+        with contextlib.suppress(JournalError):
+            s.journal.link_experiment(run_id, target=spec.server, since_seq=seq0, results_after_id=res0)
+        run_meta = {**run_meta, "status": outcome.status, "step": outcome.step, "summary": outcome.summary,
+                    "crash_class": outcome.crash_class, "finished": time.time()}
+        latest = s.journal.todo(todo_id) or item
+        with contextlib.suppress(SessionError, ValueError):
+            s.todos.update(latest, op="experiment.result", meta={**latest.meta, "experiment_run": run_meta}, **final)
+        self._event(todo_id, run_id, EXPERIMENT_FINISHED, {
+            "status": outcome.status, "step": outcome.step, "message": f"{outcome.status}: {outcome.summary}",
+            "crash_class": outcome.crash_class, "lines": list(outcome.lines[-LOG_EXCERPT_LINES:])})
+        return outcome
+
+    def _base_argv(self, spec: ExperimentSpec, rt) -> list[str]:
+        if spec.base == "current":
+            return list(rt.status.argv)
+        if spec.base == "last_good":
+            last = rt.status.last_good_argv or self.session.journal.last_good(spec.server)
+            if not last:
+                raise _Failed("restart", f"{spec.server}: no last good flags recorded yet (base = 'last_good')")
+            return list(last)
+        return list(rt.cfg.argv)
+
+    def _crash(self, server: str, since_seq: int, status) -> tuple[str, str | None, tuple[str, ...]]:
+        """Message, crash class and log lines of a failed restart (also when an automatic
+        rollback brought the server back with other flags)."""
+        failed = [e for e in self.session.journal.events(since_seq=since_seq, target=server, types=["server.failed"])]
+        if failed:
+            d = failed[0].data
+            lines = tuple(d.get("lines") or ([d["message"]] if d.get("message") else []))
+            return f"{server} did not start (rc={d.get('returncode')})", d.get("class"), lines
+        crash = str(status.crash_class) if status.crash_class else None
+        return f"{server} ended {status.state.value}", crash, tuple(status.crash_lines)
+
+    def _compare(self, server: str, results_after: int) -> tuple[str, list[dict]]:
+        j = self.session.journal
+        stored = sorted((r for r in j.results(server=server, limit=100) if r.id > results_after), key=lambda r: r.id)
+        lines, out = [], []
+        multi = {r.bench for r in stored if sum(1 for o in stored if o.bench == r.bench) > 1}
+        for r in stored:
+            base = j.baseline_for(r.result.workload.key())
+            is_base = base is not None and base.id == r.id
+            label = r.bench or "bench"
+            if r.bench in multi:
+                label += f" c={r.result.max_concurrency or r.result.workload.max_concurrency}"
+            lines.append(result_line(label, r.result, None if base is None else base.result, is_base))
+            out.append({"result_id": r.id, "bench": r.bench, "baseline_id": None if base is None else base.id,
+                        "output_throughput_tok_s": r.result.output_throughput_tok_s,
+                        "baseline_output_throughput_tok_s": None if base is None else base.result.output_throughput_tok_s,
+                        "ttft_ms_median": r.result.ttft_ms.get("median")})
+        return ("; ".join(lines) or "no results"), out
+
