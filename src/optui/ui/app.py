@@ -155,12 +155,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, App):
             lines, total = run.lines_since(panel.seen_lines)
             panel.seen_lines = total
             panel.append_lines(lines)
-        rows = []
-        for stored in reversed(state.results[:8]):
-            base = self.session.benches.baseline_for(stored.result)
-            rows.append((stored.bench or "?", stored.result, None if base is None else base.result,
-                         base is not None and base.id == stored.id))
-        panel.show(state.bench, rows)
+        panel.show(state.bench, self.session.benches.rows() if state.results else [])
 
     def _apply_status_line(self, state: SessionState) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -174,7 +169,9 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, App):
             text.append("  PAUSED (p)", style="bold")
         if state.journal_error:
             text.append(f"  journal: {state.journal_error}", style="bold red")
-        self.query_one("#status-line", Static).update(text)
+        if text.plain != self._keys.get("status-line"):  # unchanged: skip the layout pass
+            self._keys["status-line"] = text.plain
+            self.query_one("#status-line", Static).update(text)
 
     # ---------------------------------------------------------- actions: view
     def get_system_commands(self, screen):

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
+from optui.ui.intents.bench import bench_palette_commands
+
 if TYPE_CHECKING:
     from optui.ui.app import OptuiApp
 
@@ -31,9 +33,6 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
         yield SystemCommand(f"Roll back {name} to last good flags", "Restart with the flags of the last successful start",
                             partial(app.confirm_rollback, name))
         yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.confirm_stop, name))
-    if writable:
-        for name, bench in config.benchmarks.items():
-            yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}", partial(app.start_bench, name))
-        yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
+    yield from bench_palette_commands(app)
     yield SystemCommand("Add note to the journal", "A free-text note", app.action_note)
     yield SystemCommand("Pause / resume refresh", "Stop or restart GPU polling", app.action_pause)
