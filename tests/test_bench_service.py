@@ -165,3 +165,76 @@ def test_import_results_stores_workloads_and_journals(tmp_path):
     event = s.journal.events(types=["bench.imported"])[-1]
     assert event.data["file"] == "sweep.log" and event.data["result_ids"] == ids
     s.journal.close()
+
+
+async def test_history_is_merged_not_reloaded_and_sees_other_processes(tmp_path):
+    from optui.adapters.journal import Journal
+    from optui.session.benches import HISTORY_LIMIT
+
+    s = campaign(tmp_path, {"c": argv(SGLANG, "--num-prompts", "4")})
+    await run(s, "c")
+    assert len(s.benches.rows()) == 1
+    limits: list[int] = []
+    results = s.journal.results
+    s.journal.results = lambda **kw: limits.append(kw.get("limit")) or results(**kw)
+    await run(s, "c")
+    assert [len(g.group.ids) for g in s.benches.rows()] == [1, 1]
+    assert HISTORY_LIMIT not in limits  # the new result was merged from the newest ones
+    other = Journal(s.journal.path)  # another optui process (the CLI) imports and pins
+    import_results(other, parse_any((FIXTURES / "vllm_0.33_sweep.log").read_text()), source="x.log",
+                   server=None, bench="imp")
+    other.close()
+    s.sync_journal()
+    assert len(s.benches.rows()) == 5 and HISTORY_LIMIT in limits  # an import reloads the history
+    s.journal.results = results
+    await s.close()
+
+
+@pytest.fixture(scope="module")
+def demo_url(tmp_path_factory):
+    from tests.helpers.demo import start_demo_server
+
+    with start_demo_server(tmp_path_factory.mktemp("demo")) as srv:
+        yield srv.base_url
+
+
+def builtin_campaign(tmp_path: Path, url: str, **builtin) -> Session:
+    spec = {"concurrency": [1], "input_len": 16, "output_len": 4, "prompts": 4, "warmup": 0, **builtin}
+    body = ", ".join(f"{k} = {json.dumps(v)}" for k, v in spec.items())
+    (tmp_path / "optui.toml").write_text(
+        f'[hosts.local]\ngpu_source = "none"\n[servers.d]\nurl = "{url}"\ncontrol = "none"\n'
+        f'[benchmarks.gen]\nserver = "d"\nbuiltin = {{ {body} }}\n')
+    return Session(load_config(tmp_path / "optui.toml"))
+
+
+async def test_builtin_generator_sweep_with_repeats_and_a_rate_sweep(tmp_path, demo_url):
+    s = builtin_campaign(tmp_path, demo_url)
+    bench = await run(s, "gen", sweep=parse_sweep("1,2 x2"))
+    view = bench.view
+    assert view.status == "ok" and view.points_total == 4, view.error
+    assert [r.extra["point"] for r in view.results] == ["c=1 run 1/2", "c=1 run 2/2", "c=2 run 1/2", "c=2 run 2/2"]
+    assert {r.tool for r in view.results} == {"optui-loadgen"}
+    one, two = s.benches.rows()
+    assert (one.group.ids, two.group.ids) == ((1, 2), (3, 4))  # repeats fold into one row per point
+    assert one.samples["output_throughput_tok_s"].n == 2 and two.scaling is not None and 0.3 < two.scaling < 1.5
+    bench = await run(s, "gen", sweep=parse_sweep("rate 40,80"))
+    assert [(r.request_rate, r.max_concurrency) for r in bench.view.results] == [(40.0, 1), (80.0, 1)]
+    await s.close()
+
+
+async def test_builtin_generator_abort_keeps_finished_points(tmp_path, demo_url):
+    s = builtin_campaign(tmp_path, demo_url, concurrency=[1, 2], output_len=4)
+    s.benches.run("gen", sweep=parse_sweep("1,2,3,4,5,6"))
+    bench = s.benches.current
+    for _ in range(400):
+        if bench.view.points_done >= 1:
+            break
+        await asyncio.sleep(0.02)
+    assert bench.view.points_done >= 1
+    s.benches.abort()
+    await s.benches.wait()
+    assert bench.view.status == "aborted" and bench.view.points_done < 6
+    stored = s.journal.results()
+    assert stored and all(r.result.extra["run_id"] == bench.view.run_id for r in stored)
+    assert s.journal.events(types=["bench.finished"])[-1].data["status"] == "aborted"
+    await s.close()

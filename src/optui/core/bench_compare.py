@@ -218,16 +218,25 @@ def build_rows(groups: Sequence[Group], history: Sequence[Group] | None = None,
     history = list(history if history is not None else groups)
     base_of = baselines(history)
     one_of = _concurrency_one(history)
+    cache: dict[int, dict[str, Sample]] = {}  # id(group) -> its samples (baselines recur)
+
+    def samples_of(group: Group) -> dict[str, Sample]:
+        found = cache.get(id(group))
+        if found is None:
+            found = cache[id(group)] = {m: group.sample(m) for m in metrics}
+        return found
+
     rows = []
     for group in groups:
         base = base_of.get(group.workload_key)
         is_base = base is not None and base.run_id == group.run_id and base.workload_key == group.workload_key
-        samples = {m: group.sample(m) for m in metrics}
+        samples = samples_of(group)
         deltas = {}
         if base is not None and not is_base:
-            deltas = {m: compare(samples[m], base.sample(m), direction(m)) for m in metrics}
+            base_samples = samples_of(base)
+            deltas = {m: compare(samples[m], base_samples[m], direction(m)) for m in metrics}
         rows.append(Row(group, None if is_base else base, is_base, samples, deltas,
-                        scaling_efficiency(group, one_of)))
+                        scaling_efficiency(group, one_of, samples[THROUGHPUT], samples_of)))
     return rows
 
 
@@ -250,17 +259,19 @@ def _concurrency_one(history: Sequence[Group]) -> Callable[[Group], Group | None
     return lookup
 
 
-def scaling_efficiency(group: Group, one_of: Callable[[Group], Group | None]) -> float | None:
+def scaling_efficiency(group: Group, one_of: Callable[[Group], Group | None], throughput: Sample | None = None,
+                       samples_of: Callable[[Group], dict[str, Sample]] | None = None) -> float | None:
     """``T(N) / (N * T(1))`` for the group's concurrency N (see module doc); None when N
-    is unknown, there is no T(1), or a throughput is missing."""
+    is unknown, there is no T(1), or a throughput is missing. ``throughput`` and
+    ``samples_of`` pass already computed samples."""
     n = group.concurrency
     if not n or n < 1:
         return None
     one = one_of(group)
     if one is None:
         return None
-    t_n = group.sample(THROUGHPUT).median
-    t_1 = one.sample(THROUGHPUT).median
+    t_n = (throughput or group.sample(THROUGHPUT)).median
+    t_1 = (samples_of(one)[THROUGHPUT] if samples_of else one.sample(THROUGHPUT)).median
     if t_n is None or not t_1:
         return None
     return t_n / (n * t_1)

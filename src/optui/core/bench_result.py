@@ -38,6 +38,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 #: The statistics kept for every latency metric.
 STATS = ("mean", "median", "p90", "p95", "p99")
@@ -94,11 +95,17 @@ class Workload:
 
     def key(self) -> str:
         """A short stable hash of the workload (equal workloads share it)."""
-        data = asdict(self)
-        if data["request_rate"] is not None and math.isinf(data["request_rate"]):
-            data["request_rate"] = "inf"
-        blob = json.dumps(data, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        return _workload_key(self)
+
+
+@lru_cache(maxsize=8192)
+def _workload_key(wl: Workload) -> str:
+    # the fields of asdict(wl), without its deep copy (comparisons hash thousands of these)
+    data = {name: getattr(wl, name) for name in Workload.__slots__}
+    if data["request_rate"] is not None and math.isinf(data["request_rate"]):
+        data["request_rate"] = "inf"
+    blob = json.dumps(data, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 @dataclass(slots=True)

@@ -40,8 +40,8 @@ class BenchService:
         self.current: BenchRun | None = None
         self._task: asyncio.Task | None = None
         self._baselines: dict[str, StoredResult | None] = {}
-        self._rows: list[Row] | None = None
-        self._stored: list[StoredResult] | None = None
+        self._rows: dict[int | None, list[Row]] = {}
+        self._stored: dict[int, StoredResult] | None = None  # id -> stored result (the newest HISTORY_LIMIT)
 
     @property
     def running(self) -> bool:
@@ -160,28 +160,57 @@ class BenchService:
         s.touch()
 
     def forget_baselines(self) -> None:
-        """Results changed: look baselines and comparison rows up again."""
+        """Forget everything cached: baselines, history, comparison rows."""
         self._baselines.clear()
-        self._rows = None
+        self._rows.clear()
         self._stored = None
+
+    def results_changed(self, latest: Sequence[StoredResult], events: Sequence = ()) -> None:
+        """The journal's results changed (``Session.sync_journal``): ``latest`` are the
+        newest stored results, ``events`` the new journal events. New results are merged
+        into the cached history; a pinned baseline or an import (here or in another optui
+        process) reloads it, as does a gap (more new results than ``latest`` holds)."""
+        self._baselines.clear()
+        self._rows.clear()
+        if self._stored is None:
+            return
+        if any(e.type in (BENCH_BASELINE, BENCH_IMPORTED) for e in events) or not self._merge(latest):
+            self._stored = None
+
+    def _merge(self, latest: Sequence[StoredResult]) -> bool:
+        if not latest:
+            return True
+        known = max(self._stored, default=0)
+        if min(r.id for r in latest) > known + 1:
+            return False  # results between the cache and ``latest`` are missing
+        for stored in latest:
+            self._stored[stored.id] = stored
+        if len(self._stored) > HISTORY_LIMIT:
+            for old in sorted(self._stored)[: len(self._stored) - HISTORY_LIMIT]:
+                del self._stored[old]
+        return True
 
     # ----------------------------------------------------------- comparison
     def _history(self) -> list[StoredResult]:
+        """The newest :data:`HISTORY_LIMIT` stored results, newest first (cached)."""
         if self._stored is None:
             try:
-                self._stored = self.session.journal.results(limit=HISTORY_LIMIT)
+                self._stored = {r.id: r for r in self.session.journal.results(limit=HISTORY_LIMIT)}
             except Exception:
-                self._stored = []
-        return self._stored
+                self._stored = {}
+        return [self._stored[i] for i in sorted(self._stored, reverse=True)]
 
-    def rows(self) -> list[Row]:
-        """Comparison rows of every stored result group, oldest first (cached until the
-        results change): medians over repeats, deltas vs baseline, scaling efficiency."""
-        if self._rows is None:
+    def rows(self, last: int | None = None) -> list[Row]:
+        """Comparison rows of the stored result groups, oldest first (cached until the
+        results change): medians over repeats, deltas vs baseline, scaling efficiency.
+        ``last``: only the newest that many groups (their baselines still come from the
+        whole history), which keeps the bench panel cheap on a long campaign."""
+        rows = self._rows.get(last)
+        if rows is None:
             entries = [Entry(r.id, r.result, r.bench, r.baseline) for r in self._history()]
             groups = group_entries(entries)
-            self._rows = build_rows(groups)
-        return self._rows
+            rows = self._rows[last] = build_rows(groups[-last:] if last else groups, groups)
+        return rows
 
     async def close(self) -> None:
         """Abort a running benchmark and wait (bounded) for its group to be gone."""

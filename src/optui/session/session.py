@@ -159,7 +159,7 @@ class Session:
         results_changed = [(r.id, r.baseline) for r in results] != [(r.id, r.baseline) for r in self._results]
         changed = bool(new) or todos != self._todos or results_changed
         if results_changed or any(e.type.startswith("bench.") for e in new):
-            self.benches.forget_baselines()  # also a baseline pinned elsewhere on an older result
+            self.benches.results_changed(results, new)  # also a baseline pinned elsewhere
         self._todos, self._results = todos, results
         if changed:
             self.touch()

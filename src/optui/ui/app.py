@@ -22,7 +22,7 @@ from optui.ui.colors import OPTUI_VARIABLES
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, ServerIntents, TodoIntents
 from optui.ui.themes import DEFAULT_THEME, load_themes
-from optui.ui.widgets.bench_panel import BenchPanel
+from optui.ui.widgets.bench_panel import PANEL_ROWS, BenchPanel
 from optui.ui.widgets.gpu_panel import GpuPanel
 from optui.ui.widgets.journal_panel import JournalPanel
 from optui.ui.widgets.server_panel import ServerPanel
@@ -155,7 +155,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, App):
             lines, total = run.lines_since(panel.seen_lines)
             panel.seen_lines = total
             panel.append_lines(lines)
-        panel.show(state.bench, self.session.benches.rows() if state.results else [])
+        panel.show(state.bench, self.session.benches.rows(last=PANEL_ROWS) if state.results else [])
 
     def _apply_status_line(self, state: SessionState) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
