@@ -71,8 +71,9 @@ def _json_files(directory: Path) -> dict[str, int]:
 
 def read_new(spec: ResultFileSpec, cwd: str | None, before: FileMark) -> FileRead:
     """Parse what the run added to its result file. An appended file (SGLang JSONL, vLLM
-    ``--append-result``) is read from the size noted before the run; a rewritten one
-    (smaller, or a new vLLM file) whole. Never raises: problems come back in ``error``."""
+    ``--append-result``) is read from the size noted before the run; a rewritten one (vLLM
+    without ``--append-result``, or an appended file that shrank) whole. Never raises:
+    problems come back in ``error``."""
     if spec.path is not None:
         path = _resolve(spec.path, cwd)
         try:
@@ -81,7 +82,7 @@ def read_new(spec: ResultFileSpec, cwd: str | None, before: FileMark) -> FileRea
             return FileRead([], None, f"{path}: the tool wrote no result file")
         if st.st_size == before.size and st.st_mtime_ns == before.mtime_ns:
             return FileRead([], None, f"{path}: not written by this run")
-        offset = before.size if st.st_size > before.size else 0
+        offset = before.size if spec.append and st.st_size > before.size else 0
         return _parse(path, offset)
     directory = _resolve(spec.directory, cwd)
     now = _json_files(directory)

@@ -65,12 +65,15 @@ class ResultFileSpec:
 
     ``kind`` "sglang-jsonl" or "vllm-json"; ``path`` the exact file (relative paths are
     relative to the command's working directory) or None when only ``directory`` is known
-    (vLLM without ``--result-filename``: the newest ``*.json`` written there during the run).
+    (vLLM without ``--result-filename``: the newest ``*.json`` written there during the run);
+    ``append`` True when each run adds to the file (SGLang always, vLLM with
+    ``--append-result``) rather than rewriting it.
     """
 
     kind: str
     path: str | None
     directory: str = "."
+    append: bool = False
 
 
 def result_file_spec(argv: list[str] | tuple[str, ...], tool: str = "auto") -> ResultFileSpec | None:
@@ -82,14 +85,15 @@ def result_file_spec(argv: list[str] | tuple[str, ...], tool: str = "auto") -> R
     flags = Flags.parse(argv, booleans=("--save-result", "--append-result", "--save-detailed"))
     if tool == "sglang":
         value = _last(flags, "--output-file")
-        return ResultFileSpec("sglang-jsonl", value) if value else None
+        return ResultFileSpec("sglang-jsonl", value, append=True) if value else None
     if tool == "vllm" and flags.has("--save-result"):
         directory = _last(flags, "--result-dir") or "."
         filename = _last(flags, "--result-filename")
+        append = flags.has("--append-result")
         if filename:
             path = filename if filename.startswith("/") else f"{directory.rstrip('/')}/{filename}"
-            return ResultFileSpec("vllm-json", path, directory)
-        return ResultFileSpec("vllm-json", None, directory)
+            return ResultFileSpec("vllm-json", path, directory, append)
+        return ResultFileSpec("vllm-json", None, directory, append)
     return None
 
 
