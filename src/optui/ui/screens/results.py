@@ -29,6 +29,7 @@ _FIXED = (("id", "#", 5), ("bench", "bench", 10), ("tool", "tool", 13), ("worklo
 _FORMATS = {"output_throughput_tok_s": "{:,.1f}", "total_throughput_tok_s": "{:,.1f}", "request_throughput": "{:.2f}",
             "itl_ms.median": "{:.2f}", "tpot_ms.median": "{:.2f}", "e2e_ms.median": "{:.0f}"}
 CHART_WIDTH = 32
+_CHART_COLUMNS = 2 + 7 + CHART_WIDTH + 12  # indent, label, bar, value
 
 
 def workload_text(row: Row) -> str:
@@ -58,8 +59,8 @@ class ResultsScreen(Screen[None]):
     DEFAULT_CSS = """
     ResultsScreen { layout: vertical; }
     ResultsScreen #results-title { height: 1; padding: 0 1; background: $boost; text-style: bold; }
-    ResultsScreen #results-table { height: 1fr; }
-    ResultsScreen #results-chart { height: auto; max-height: 50%; padding: 0 1; border-top: solid $panel; }
+    ResultsScreen #results-table { height: 1fr; min-height: 4; }
+    ResultsScreen #results-chart { height: auto; max-height: 60%; padding: 0 1; border-top: solid $panel; }
     """
 
     def __init__(self) -> None:
@@ -148,20 +149,28 @@ class ResultsScreen(Screen[None]):
                         CHART_WIDTH)
         ttft = bar_chart("TTFT p50 ms", [(lb, r.samples["ttft_ms.median"].median) for lb, r in zip(labels, series)],
                          CHART_WIDTH)
+        left, right = self._chart_lines(out, "gpu-util"), self._chart_lines(ttft, "gpu-mem-reserved")
         text = Text(f"{workload_text(row)} — newest result per concurrency\n", style="bold")
-        text.append_text(self._chart_text(out, "gpu-util"))
-        text.append("\n")
-        text.append_text(self._chart_text(ttft, "gpu-mem-reserved"))
+        if self.size.width >= 2 * _CHART_COLUMNS + 4:  # side by side
+            for a, b in zip(left, right):
+                a.pad_right(_CHART_COLUMNS + 2 - a.cell_len)
+                text.append_text(a)
+                text.append_text(b)
+                text.append("\n")
+        else:
+            for line in [*left, Text(), *right]:
+                text.append_text(line)
+                text.append("\n")
         chart.update(text)
 
-    def _chart_text(self, chart: Chart, colour: str) -> Text:
-        text = Text()
-        text.append(f"{chart.title} (0 … {chart.scale:g})\n", style="dim")
+    def _chart_lines(self, chart: Chart, colour: str) -> list[Text]:
+        lines = [Text(f"{chart.title} (0 … {chart.scale:g})", style="dim")]
         for row in chart.rows:
-            text.append(f"  {row.label:<7}")
-            text.append(row.bar, style=style(self.app, colour))
-            text.append(f" {fmt_value(row.value, '{:,.1f}', na='-')}\n")
-        return text
+            line = Text(f"  {row.label:<7}")
+            line.append(row.bar, style=style(self.app, colour))
+            line.append(f" {fmt_value(row.value, '{:,.1f}', na='-')}")
+            lines.append(line)
+        return lines
 
     def action_pin(self) -> None:
         row = self.selected()
