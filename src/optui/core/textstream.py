@@ -98,9 +98,9 @@ class LineSplitter:
         self._current_len += len(piece)
 
     def pending_redraw(self) -> str | None:
-        """The unterminated current line when it is a redraw (tqdm writes ``"\r" + bar``
+        """The unterminated current line when it is a redraw (tqdm writes ``"\\r" + bar``
         and leaves it there), else None. Unlike ``Chunked.progress`` (the last line a
-        ``\r`` ended) it is the newest state, though possibly cut mid-write."""
+        ``\\r`` ended) it is the newest state, though possibly cut mid-write."""
         if self._after_cr and self._current:
             return self._peek()
         return None
