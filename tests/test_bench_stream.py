@@ -106,3 +106,23 @@ def test_set_counts_for_the_builtin_generator():
     t.set_counts(0, 10, 100.0, "c=1")
     t.set_counts(4, 10, 102.0, "c=1")
     assert (t.state.rate, t.state.eta_s, t.state.text) == (2.0, 3.0, "c=1")
+
+
+@pytest.mark.parametrize("line", [
+    "1" * 65_000 + " it/s",            # was 30 s of regex backtracking (parse_progress)
+    "1%|" * 20_000 + "it/s",
+    " 1/2 [" * 10_000 + "it/s",
+    "x" * 65_000 + "Error and it/s " + "Traceback",
+    'File "' + "a" * 65_000 + "vllm",
+], ids=["digits", "percent-bars", "brackets", "error-words", "traceback-frame"])
+def test_huge_hostile_lines_are_handled_in_linear_time(line):
+    import time
+
+    t, capture = ProgressTracker(), ResultCapture()
+    started = time.perf_counter()
+    for _ in range(20):
+        t.line(line, 0.0)
+        t.progress(line, 0.0)
+        capture.add(line)
+    parse_bench_output(capture.text())
+    assert time.perf_counter() - started < 2.0  # milliseconds in practice; the old regex took 30 s per line
