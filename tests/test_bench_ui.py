@@ -109,3 +109,16 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         await pilot.press("escape")
         assert type(app.screen).__name__ != "ResultsScreen"
         await pilot.press("q")
+
+
+async def test_quitting_during_a_run_leaves_nothing_running(tmp_path):
+    app = make_app(tmp_path, "--silent", "300", "--child")
+    benches = app.session.benches
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("b")
+        await wait_for(pilot, lambda: benches.current is not None and any("Namespace(" in x for x in benches.current.lines))
+        run = benches.current
+        grandchild = _grandchild_of(run.pid)
+        await pilot.press("q")
+    assert not proc.group_alive(run.pid) and not proc.pid_alive(grandchild)
+    assert run.view.status == "aborted"
