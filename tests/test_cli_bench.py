@@ -107,3 +107,67 @@ def test_real_subprocess():
     )
     assert missing.returncode == 2
     assert missing.stderr == "optui: error: /nonexistent/x.log: No such file or directory\n"
+
+
+# --- optui bench import ------------------------------------------------------------------------
+
+
+def import_(tmp_path, *args: str):
+    (tmp_path / "optui.toml").write_text('[hosts.local]\ngpu_source = "none"\n'
+                                         '[servers.qwen]\nurl = "http://127.0.0.1:1"\ncontrol = "none"\n')
+    return CliRunner().invoke(cli, ["--config", str(tmp_path / "optui.toml"), "bench", "import", *args])
+
+
+def stored(tmp_path):
+    from optui.adapters.journal import Journal
+
+    journal = Journal(tmp_path / ".optui" / "optui.db")
+    try:
+        return journal.results(), journal.events(types=["bench.imported"])
+    finally:
+        journal.close()
+
+
+def test_import_stores_results_with_their_workloads(tmp_path):
+    result = import_(tmp_path, str(FIXTURES / "vllm_0.33_sweep.log"), str(FIXTURES / "sglang.jsonl"),
+                     "--server", "qwen", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [d["id"] for d in data] == [1, 2, 3, 4, 5]
+    assert [d["bench"] for d in data] == ["vllm_0.33_sweep"] * 3 + ["sglang"] * 2
+    assert [d["result"]["max_concurrency"] for d in data[:3]] == [1, 8, 32]
+    results, events = stored(tmp_path)
+    by_id = {r.id: r for r in results}
+    assert by_id[2].server == "qwen" and by_id[2].result.workload.key() == data[1]["workload_key"]
+    assert by_id[2].result.workload.num_prompts == data[1]["result"]["workload"]["num_prompts"]
+    assert [e.data["result_ids"] for e in events] == [[1, 2, 3], [4, 5]]
+    assert not any(r.baseline for r in results)
+
+
+def test_import_human_output_and_baseline(tmp_path):
+    result = import_(tmp_path, str(FIXTURES / "sglang_0.5.23_spec.log"), "--bench", "c64", "--baseline")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("stored 1 result(s) in ")
+    assert "#1 c64 sglang ok" in lines[1] and "x500 c=64" in lines[1] and lines[1].endswith("[baseline]")
+    results, _ = stored(tmp_path)
+    assert results[0].baseline and results[0].bench == "c64"
+
+
+@pytest.mark.parametrize("content, code, message", [
+    ('{"completed": 3', 2, "bad.json:1: invalid JSON"),
+    ("just a log line\n", 1, "no benchmark result found; nothing imported"),
+])
+def test_import_bad_file_stores_nothing(tmp_path, content, code, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    result = import_(tmp_path, str(FIXTURES / "sglang.jsonl"), str(bad))
+    assert result.exit_code == code and message in result.stderr and "Traceback" not in result.output
+    assert not (tmp_path / ".optui" / "optui.db").exists() or stored(tmp_path)[0] == []
+
+
+def test_import_unknown_server_and_missing_file(tmp_path):
+    result = import_(tmp_path, str(FIXTURES / "sglang.jsonl"), "--server", "nope")
+    assert result.exit_code == 2 and "unknown server 'nope' (known: qwen)" in result.stderr
+    result = import_(tmp_path, str(tmp_path / "missing.log"))
+    assert result.exit_code == 2 and "missing.log: No such file or directory" in result.stderr

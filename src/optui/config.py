@@ -149,6 +149,22 @@ class BuiltinBench(_Model):
         return [value] if isinstance(value, int) else value
 
 
+class SweepConfig(_Model):
+    """The default sweep of a preset (the ``s`` key): one result per point."""
+
+    concurrency: list[int] | None = Field(None, description="--max-concurrency values, e.g. [1, 2, 4, 8, 16]")
+    request_rate: list[float] | None = Field(None, description="--request-rate values in req/s (inf allowed)")
+
+    @model_validator(mode="after")
+    def _one_knob(self) -> SweepConfig:
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise ValueError("give exactly one of concurrency or request_rate")
+        values = self.concurrency or self.request_rate or []
+        if not values or any(v <= 0 for v in values):
+            raise ValueError("sweep values must be a non-empty list of numbers > 0")
+        return self
+
+
 class BenchmarkConfig(_Model):
     """A benchmark preset: an external command (``argv``) or the built-in generator."""
 
@@ -159,6 +175,10 @@ class BenchmarkConfig(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     stall_s: float = Field(120.0, gt=0)
     description: str = ""
+    sweep: SweepConfig | None = None
+    repeat: int = Field(3, ge=1, le=50, description="runs per point of the repeat action (R)")
+    tool: Literal["auto", "sglang", "vllm"] = Field(
+        "auto", description="which client argv runs (auto: from argv); decides how its result file is found")
 
     @model_validator(mode="after")
     def _one_kind(self) -> BenchmarkConfig:

@@ -114,15 +114,16 @@ class CommandRun:
             if not data:
                 break
             self.last_output = time.monotonic()
-            self._emit(name, splitter.feed(data))
+            self._emit(name, splitter.feed(data), splitter.pending_redraw())
             await asyncio.sleep(0)  # let the UI breathe during floods
-        self._emit(name, splitter.close())
+        self._emit(name, splitter.close(), None)
 
-    def _emit(self, name: str, chunk) -> None:
+    def _emit(self, name: str, chunk, redraw: str | None) -> None:
         for line in chunk.lines:
             self.on_line(name, line)
-        if chunk.progress is not None and self.on_progress is not None:
-            self.on_progress(chunk.progress)
+        progress = redraw if redraw is not None else chunk.progress
+        if progress is not None and self.on_progress is not None:
+            self.on_progress(progress)
 
     async def _watchdog(self) -> None:
         while not self._stop.is_set():

@@ -52,6 +52,7 @@ class Outcome:
     chunk_times: list[float] = field(default_factory=list)
     output_tokens: int = 0
     prompt_tokens: int | None = None
+    server_timings: dict | None = None
 
 
 def plan_requests(
@@ -113,8 +114,11 @@ async def send_request(client: httpx.AsyncClient, endpoint: Endpoint, payload: d
                 data = line[5:].strip()
                 if data == "[DONE]":
                     break
-                part, chunk_usage = _chunk_text_and_usage(endpoint, json.loads(data), text)
+                event = json.loads(data)
+                part, chunk_usage = _chunk_text_and_usage(endpoint, event, text)
                 usage = chunk_usage or usage
+                if isinstance(event.get("timings"), dict):  # llama.cpp's own per-request timings
+                    out.server_timings = event["timings"]
                 if not part:
                     continue
                 now = time.perf_counter()
@@ -197,7 +201,38 @@ def summarize_run(
         concurrency=sum(o.e2e_s for o in done) / duration,
         max_itl_ms=max(itls) if itls else None,
     )
+    result.extra.update(_server_timings(done))
     return result
+
+
+def _server_timings(done: list[Outcome]) -> dict:
+    """What llama.cpp's ``timings`` (final stream chunk) say about the same requests, next
+    to optui's own view, so the two can be checked against each other:
+    ``server_prompt_tokens`` (Σ prompt_n + cache_n), ``server_predicted_tokens``
+    (Σ predicted_n), ``server_prompt_ms`` (median prompt_ms: the server's TTFT without
+    HTTP), ``server_tpot_ms`` (median predicted_per_token_ms), ``server_decode_tok_s``
+    (Σ predicted_n / Σ predicted_ms) and ``server_output_tok_s`` (Σ predicted_n /
+    Σ (prompt_ms + predicted_ms): the output throughput of requests sent one at a time, as
+    the server timed them). Empty unless every ok request carried timings."""
+    timings = [o.server_timings for o in done if o.server_timings]
+    if not timings or len(timings) != len(done):
+        return {}
+    try:
+        prompt_ms = [float(t["prompt_ms"]) for t in timings]
+        per_token = [float(t["predicted_per_token_ms"]) for t in timings if t.get("predicted_n")]
+        predicted_ms = sum(float(t["predicted_ms"]) for t in timings)
+        busy_ms = predicted_ms + sum(prompt_ms)
+        predicted = sum(int(t["predicted_n"]) for t in timings)
+        return {
+            "server_prompt_tokens": sum(int(t["prompt_n"]) + int(t.get("cache_n") or 0) for t in timings),
+            "server_predicted_tokens": predicted,
+            "server_prompt_ms": summarize(prompt_ms)["median"],
+            "server_tpot_ms": summarize(per_token)["median"] if per_token else None,
+            "server_decode_tok_s": predicted / predicted_ms * 1000 if predicted_ms > 0 else None,
+            "server_output_tok_s": predicted / busy_ms * 1000 if busy_ms > 0 else None,
+        }
+    except (KeyError, TypeError, ValueError):
+        return {}
 
 
 async def run_load(

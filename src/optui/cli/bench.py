@@ -4,6 +4,11 @@
 ``bench serve`` stdout) or a saved result file (SGLang JSONL, vLLM JSON, optui JSON) and
 prints the canonical results. Exit status: 0 results found, 1 none found, 2 unreadable or
 malformed file (``optui: error: FILE:LINE: ...`` on stderr).
+
+``optui bench import FILE... [--server S] [--bench NAME] [--baseline] [--json]`` stores the
+results of each file in the campaign journal with the workload they describe (one
+``bench.imported`` event per file) and prints what it stored. Every file is read and
+parsed first: one bad or empty file stores nothing (exit 2 / 1).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import math
 
 import click
 
-from optui.cli.common import echo_json, fail
+from optui.cli.common import echo_json, fail, load_config_or_exit
 from optui.core.bench_parse import BenchParseError, parse_any
 from optui.core.bench_result import LATENCY_METRICS, STATS, BenchResult
 
@@ -22,20 +27,26 @@ def bench() -> None:
     """Benchmark results: parse logs and result files."""
 
 
-@bench.command()
-@click.argument("file", type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, or a list for several results.")
-def parse(file: str, as_json: bool) -> None:
-    """Parse FILE (a client log or a saved result file) into canonical results."""
+def read_results(file: str) -> list[BenchResult]:
+    """The results in ``file`` (any format :func:`parse_any` reads); exits 2 with
+    ``FILE: reason`` / ``FILE:LINE: reason`` when it cannot be read or parsed."""
     try:
         with open(file, "rb") as handle:
             text = handle.read().decode("utf-8", errors="replace")
     except OSError as exc:
         fail(f"{file}: {exc.strerror or exc}", code=2)
     try:
-        results = parse_any(text, file)
+        return parse_any(text, file)
     except BenchParseError as exc:
         fail(str(exc), code=2)
+
+
+@bench.command()
+@click.argument("file", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: one object, or a list for several results.")
+def parse(file: str, as_json: bool) -> None:
+    """Parse FILE (a client log or a saved result file) into canonical results."""
+    results = read_results(file)
     if as_json:
         echo_json(results[0].to_json() if len(results) == 1 else [r.to_json() for r in results])
     else:
@@ -45,6 +56,65 @@ def parse(file: str, as_json: bool) -> None:
             click.echo(format_result(result, f"[{index + 1}/{len(results)}] " if len(results) > 1 else ""))
     if not results:
         fail(f"{file}: no benchmark result found", code=1)
+
+
+@bench.command(name="import")
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.option("--server", default=None, help="Server the results belong to (a configured name).")
+@click.option("--bench", "bench_name", default=None, help="Preset name to file them under (default: the file name).")
+@click.option("--baseline", is_flag=True, help="Pin the first imported ok result of each workload as its baseline.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored results as JSON.")
+@click.pass_context
+def import_(ctx: click.Context, files: tuple[str, ...], server: str | None, bench_name: str | None, baseline: bool,
+            as_json: bool) -> None:
+    """Store the results of FILES (client logs or result files) in the campaign journal."""
+    from pathlib import Path
+
+    from optui.adapters.journal import Journal, JournalError
+    from optui.session.benches import import_results
+
+    loaded = load_config_or_exit(ctx)
+    servers = loaded.config.servers
+    if server is not None and servers and server not in servers:
+        fail(f"unknown server {server!r} (known: {', '.join(servers)})", code=2)
+    parsed = [(file, read_results(file)) for file in files]
+    for file, results in parsed:
+        if not results:
+            fail(f"{file}: no benchmark result found; nothing imported", code=1)
+    stored: list[dict] = []
+    try:
+        journal = Journal(loaded.journal_path)
+    except (JournalError, OSError) as exc:
+        fail(f"{loaded.journal_path}: {exc}", code=2)
+    try:
+        pinned: dict[str, int] = {}  # workload key -> the result pinned as its baseline
+        for file, results in parsed:
+            name = bench_name or Path(file).stem
+            ids = import_results(journal, results, source=str(Path(file).resolve()), server=server, bench=name)
+            for result_id, result in zip(ids, results):
+                key = result.workload.key()
+                if baseline and result.status == "ok" and key not in pinned:
+                    journal.set_baseline(result_id)
+                    pinned[key] = result_id
+                stored.append({"id": result_id, "file": file, "bench": name, "server": server,
+                               "baseline": pinned.get(key) == result_id, "workload_key": key,
+                               "result": result.to_json()})
+    except JournalError as exc:
+        fail(str(exc), code=2)
+    finally:
+        journal.close()
+    if as_json:
+        echo_json(stored)
+        return
+    click.echo(f"stored {len(stored)} result(s) in {loaded.journal_path}")
+    for item in stored:
+        r = BenchResult.from_json(item["result"])
+        wl = r.workload
+        mark = "  [baseline]" if item["baseline"] else ""
+        click.echo(f"  #{item['id']} {item['bench']} {r.tool} {r.status}  workload {item['workload_key']} "
+                   f"({wl.dataset or '?'} {_num(wl.input_len)}/{_num(wl.output_len)} x{_num(wl.num_prompts)} "
+                   f"c={_num(r.max_concurrency)} rate={_num(r.request_rate)})  out {_num(r.output_throughput_tok_s)} tok/s"
+                   f"{mark}")
 
 
 def format_result(result: BenchResult, prefix: str = "") -> str:

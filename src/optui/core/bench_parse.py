@@ -294,18 +294,22 @@ class Progress:
 
 # tqdm's default format: "{l_bar}{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]", or
 # "{n}it [{elapsed}, {rate}]" without a total (tqdm/std.py format_meter).
+# The lookbehind keeps matching linear on long digit runs (no retry inside a number).
 _PROGRESS_RE = re.compile(
-    r"(?:(?P<pct>\d{1,3})%\|[^|\n]*\|\s*)?(?P<n>\d+)(?:/(?P<total>\d+)|it)\s*"
+    r"(?<![\d.])(?:(?P<pct>\d{1,3})%\|[^|\n]*\|\s*)?(?P<n>\d+)(?:/(?P<total>\d+)|it)\s*"
     r"\[(?P<elapsed>(?:\d+:)*\d+)(?:<(?P<eta>(?:\d+:)*\d+|\?))?,\s*"
     r"(?P<rate>\d+(?:\.\d+)?|\?)\s*(?P<scale>[kMG]?)(?P<unit>it/s|s/it)"
 )
 _SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
+_PROGRESS_TAIL = 2000  # characters of a line searched for the last reading
 
 
 def parse_progress(line: str) -> Progress | None:
     """The last tqdm reading in ``line`` (which may hold several ``\\r`` redraws), e.g.
     `` 45%|████▌     | 450/1000 [00:30<00:36, 15.12it/s]``; ``s/it`` rates are inverted,
     ``?`` gives None, times may be ``mm:ss`` or ``h:mm:ss``. None when there is none."""
+    if len(line) > _PROGRESS_TAIL:  # a bar is short; a huge "line" is something else
+        line = line[-_PROGRESS_TAIL:]
     match = next(reversed(list(_PROGRESS_RE.finditer(line))), None)
     if match is None:
         return None

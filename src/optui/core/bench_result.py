@@ -4,13 +4,32 @@ Units are in the names: ``*_ms`` milliseconds, ``*_tok_s`` tokens per second,
 ``request_throughput`` requests per second, ``duration_s`` seconds.
 
 Latency definitions (they differ between tools; we keep each tool's own numbers):
-- TTFT: time from sending the request to the first output token.
+- TTFT: time from sending the request to the first streamed output (client clock), ms.
 - TPOT ("time per output token, excl. 1st token"): per request,
-  ``(e2e - ttft) / (output_tokens - 1)``, then mean/percentiles over requests
-  (SGLang ``bench_serving`` and vLLM ``bench serve`` agree on this).
-- ITL ("inter-token latency"): every gap between consecutive streamed chunks, pooled over
-  all requests, then mean/percentiles (both tools; a chunk may carry several tokens).
-- E2E: request latency from send to last token (SGLang "E2E Latency", vLLM "E2EL").
+  ``(e2e - ttft) / (output_tokens - 1)`` for requests with more than one token, then
+  mean/percentiles over requests, ms. All three tools below agree on the formula; they
+  differ in ``output_tokens`` (see per tool).
+- ITL ("inter-token latency"): gaps between consecutive streamed chunks, pooled over all
+  requests, then mean/percentiles, ms (per tool: what a gap is when a chunk carries
+  several tokens, e.g. with speculative decoding).
+- E2E: request latency from send to last token, ms (SGLang "E2E Latency", vLLM "E2EL").
+
+Per tool (sources: ``servers_and_bench.md`` section 3; the tools' request functions):
+- SGLang ``bench_serving`` 0.5.x: ``output_tokens`` is the server's completion token count
+  (``meta_info`` / ``usage``), "retokenized" totals are printed beside it. ITL with the native
+  ``/generate`` backend splits a chunk's gap evenly over the tokens it carried (so one
+  2-token chunk after 20 ms counts as two 10 ms gaps); OpenAI-compatible backends record one
+  gap per chunk. 0.5.2 prints no TPOT section (TPOT only in its JSONL). No failed count:
+  ``failed = num_prompts - completed``.
+- vLLM ``bench serve`` 0.33 / ``benchmark_serving.py``: ``output_tokens`` from ``usage``
+  when the server sends it, else the tokenizer's count of the generated text. ITL is one gap
+  per chunk (a multi-token chunk counts once, so ITL > TPOT under speculative decoding).
+  Percentiles are configurable (``--metric-percentiles``); the ones outside mean/median/
+  p90/p95/p99 (e.g. ``p99_9``) are kept in ``extra``.
+- optui's load generator (``tool = "optui-loadgen"``): ``output_tokens`` is the server's
+  ``usage.completion_tokens`` (else the number of text chunks); ITL one gap per text chunk,
+  like vLLM. Against llama.cpp it also records the server's own ``timings`` in ``extra``
+  (``server_prompt_ms``, ``server_tpot_ms``, ``server_output_tok_s``...) for comparison.
 """
 
 from __future__ import annotations
@@ -19,6 +38,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 #: The statistics kept for every latency metric.
 STATS = ("mean", "median", "p90", "p95", "p99")
@@ -75,11 +95,17 @@ class Workload:
 
     def key(self) -> str:
         """A short stable hash of the workload (equal workloads share it)."""
-        data = asdict(self)
-        if data["request_rate"] is not None and math.isinf(data["request_rate"]):
-            data["request_rate"] = "inf"
-        blob = json.dumps(data, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        return _workload_key(self)
+
+
+@lru_cache(maxsize=8192)
+def _workload_key(wl: Workload) -> str:
+    # the fields of asdict(wl), without its deep copy (comparisons hash thousands of these)
+    data = {name: getattr(wl, name) for name in Workload.__slots__}
+    if data["request_rate"] is not None and math.isinf(data["request_rate"]):
+        data["request_rate"] = "inf"
+    blob = json.dumps(data, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 @dataclass(slots=True)

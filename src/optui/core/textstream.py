@@ -42,6 +42,7 @@ class LineSplitter:
         self._current_len = 0
         self._dropped = 0
         self._pending_cr = False
+        self._after_cr = False  # the current line is a redraw (text after a lone \r)
         self.max_line = max_line
 
     def feed(self, data: bytes) -> Chunked:
@@ -85,6 +86,7 @@ class LineSplitter:
             # text after a lone \r overwrites the line (tqdm redraw)
             self._current, self._current_len, self._dropped = [], 0, 0
             self._pending_cr = False
+            self._after_cr = True
         room = self.max_line - self._current_len
         if room <= 0:
             self._dropped += len(piece)
@@ -95,6 +97,14 @@ class LineSplitter:
         self._current.append(piece)
         self._current_len += len(piece)
 
+    def pending_redraw(self) -> str | None:
+        """The unterminated current line when it is a redraw (tqdm writes ``"\\r" + bar``
+        and leaves it there), else None. Unlike ``Chunked.progress`` (the last line a
+        ``\\r`` ended) it is the newest state, though possibly cut mid-write."""
+        if self._after_cr and self._current:
+            return self._peek()
+        return None
+
     def _peek(self) -> str:
         return strip_ansi("".join(self._current))
 
@@ -103,4 +113,5 @@ class LineSplitter:
         if self._dropped:
             line += f" …[{self._dropped} more characters cut]"
         self._current, self._current_len, self._dropped = [], 0, 0
+        self._after_cr = False
         return line

@@ -1,75 +1,105 @@
-"""One benchmark run as the session sees it: output buffer, progress, parsed results.
+"""One benchmark run as the session sees it: a plan of points (a plain run, a sweep, or
+repeats), its output buffer, live progress and results.
 
-An external command (``argv`` preset) streams through
-:class:`~optui.adapters.bench_runner.CommandRun` and its output is parsed when it ends; the
-built-in load generator runs one point per concurrency. Output lines go to a bounded
-buffer with a running counter, so the UI can fetch "lines since N" in batches.
+An external command (``argv`` preset) runs once per point through
+:class:`~optui.session.bench_command.CommandPoint` (``--max-concurrency`` /
+``--request-rate`` set per point); the built-in load generator runs one point per
+concurrency or rate. Output lines go to a bounded buffer with a running counter, so the UI
+fetches "lines since N" in batches; display lines are cut at :data:`DISPLAY_MAX_CHARS`
+(the parser still sees up to 64 KiB per line). Every result carries ``extra["run_id"]``
+(one id per run: its points and repeats group by it), ``extra["point"]`` and
+``extra["repeat"]``.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import islice
 
-from optui.adapters.bench_runner import CommandRun
 from optui.config import BenchmarkConfig
+from optui.core.bench_cmd import point_argv
 from optui.core.bench_result import BenchResult
+from optui.core.bench_stream import ProgressTracker, StreamProgress
+from optui.core.bench_sweep import Point, SweepSpec, plan_points
+from optui.session.bench_command import CommandPoint
 
+#: Output lines longer than this are cut for display (the log panel never shows more).
+DISPLAY_MAX_CHARS = 2000
 
-@dataclass(frozen=True, slots=True)
-class BenchProgress:
-    """Progress of the running point: ``done``/``total`` requests, rate (req/s), ETA (s)."""
-
-    done: int = 0
-    total: int | None = None
-    rate: float | None = None
-    eta_s: float | None = None
-    text: str = ""
+# Kept as a name for the UI and older callers: the progress of the running point.
+BenchProgress = StreamProgress
 
 
 @dataclass(frozen=True, slots=True)
 class BenchView:
-    """What the UI shows of the current (or last) run."""
+    """What the UI shows of the current (or last) run.
+
+    ``status``: running | ok | failed | aborted | stalled. ``point`` is the label of the
+    point being measured (``"c=8 run 2/3"``), ``points_done``/``points_total`` count runs
+    of the plan, ``plan`` describes it ("sweep concurrency 1,2,4", "repeat x3", "").
+    """
 
     name: str
     server: str
-    status: str  # running | ok | failed | aborted | stalled
+    status: str
     started_at: float
     finished_at: float | None = None
-    progress: BenchProgress = field(default_factory=BenchProgress)
+    progress: StreamProgress = field(default_factory=StreamProgress)
     results: tuple[BenchResult, ...] = ()
     error: str | None = None
+    run_id: str = ""
+    plan: str = ""
+    point: str = ""
+    points_done: int = 0
+    points_total: int = 1
 
 
 class BenchRun:
-    """A run of benchmark preset ``name`` against ``server`` (see module doc)."""
+    """A run of benchmark preset ``name`` against ``server`` (see module doc).
+
+    ``sweep`` overrides one knob per point; ``repeats`` runs each point that many times.
+    """
 
     def __init__(self, name: str, cfg: BenchmarkConfig, *, base_url: str, max_lines: int,
-                 on_change: Callable[[], None], server_healthy: Callable[[], bool], api_key: str | None = None) -> None:
+                 on_change: Callable[[], None], server_healthy: Callable[[], bool], api_key: str | None = None,
+                 sweep: SweepSpec | None = None, repeats: int = 1) -> None:
         self.name = name
         self.cfg = cfg
         self.base_url = base_url
         self.on_change = on_change
         self.server_healthy = server_healthy
         self.api_key = api_key
+        self.sweep = sweep
+        self.points = self._plan(sweep, repeats)
         self.lines: deque[str] = deque(maxlen=max_lines)
         self.total_lines = 0
-        self._parse_lines: list[str] = []
-        self._parse_cap = 200_000
-        self.view = BenchView(name, cfg.server, "running", time.time())
-        self._command: CommandRun | None = None
+        self.tracker = ProgressTracker()
+        run_id = f"{int(time.time()):x}-{secrets.token_hex(3)}"
+        plan = f"sweep {sweep.describe()}" if sweep else (f"repeat x{repeats}" if repeats > 1 else "")
+        self.view = BenchView(name, cfg.server, "running", time.time(), run_id=run_id, plan=plan,
+                              points_total=len(self.points))
+        self._command: CommandPoint | None = None
         self._aborted = False
+
+    def _plan(self, sweep: SweepSpec | None, repeats: int) -> list[Point]:
+        builtin = self.cfg.builtin
+        if builtin is None or sweep is not None:
+            return plan_points(sweep, repeats)
+        # the load generator's own concurrency list is its default sweep
+        return [Point(i, r, repeats, concurrency=c) for i, c in enumerate(builtin.concurrency) for r in range(repeats)]
 
     # -------------------------------------------------------------- output
     def add_line(self, line: str) -> None:
-        """Append an output line (counted, bounded)."""
+        """Append an output line (counted, bounded, cut for display)."""
+        if len(line) > DISPLAY_MAX_CHARS:
+            line = f"{line[:DISPLAY_MAX_CHARS]} …[{len(line) - DISPLAY_MAX_CHARS} more characters]"
         self.lines.append(line)
         self.total_lines += 1
-        if len(self._parse_lines) < self._parse_cap:
-            self._parse_lines.append(line)
         self.on_change()  # cheap: the UI pulls lines in batches via lines_since()
 
     def lines_since(self, seen: int) -> tuple[list[str], int]:
@@ -79,7 +109,7 @@ class BenchRun:
         if new <= 0:
             return [], self.total_lines
         new = min(new, len(self.lines))
-        return list(self.lines)[-new:], self.total_lines
+        return list(islice(self.lines, len(self.lines) - new, None)), self.total_lines
 
     @property
     def pid(self) -> int | None:
@@ -91,96 +121,104 @@ class BenchRun:
         self._update(status=status, error=error, finished_at=time.time())
 
     def _update(self, **changes) -> None:
-        from dataclasses import replace
-
         self.view = replace(self.view, **changes)
         self.on_change()
 
-    def _on_progress(self, text: str) -> None:
-        from optui.core.bench_parse import parse_progress
+    def _on_output(self, stream: str, line: str) -> None:
+        self.add_line(line)
+        if self.tracker.line(line, time.monotonic()):
+            self._update(progress=self.tracker.state)
 
-        p = parse_progress(text)
-        if p is not None:
-            self._update(progress=BenchProgress(p.done, p.total, p.rate, p.eta_s, text))
-        else:
-            self._update(progress=BenchProgress(self.view.progress.done, self.view.progress.total, text=text))
+    def _on_progress(self, text: str) -> None:
+        if self.tracker.progress(text, time.monotonic()):
+            self._update(progress=self.tracker.state)
 
     # ----------------------------------------------------------------- run
     def abort(self) -> None:
-        """Stop the run; its process group is killed."""
+        """Stop the run; a running command's process group is killed."""
         self._aborted = True
         if self._command is not None:
             self._command.abort()
 
     async def run(self) -> BenchView:
-        """Execute the preset; returns the final view (status + results)."""
-        try:
-            if self.cfg.builtin is not None:
-                await self._run_builtin()
+        """Execute the plan; returns the final view (status + results). A run with some
+        failed points is "ok" when others produced numbers (``error`` says what failed);
+        an abort or a stall ends it at once."""
+        results: list[BenchResult] = []
+        failures: list[str] = []
+        status = error = None
+        for done, point in enumerate(self.points):
+            if self._aborted:
+                break
+            self._update(point=point.label(), points_done=done)
+            try:
+                if self.cfg.builtin is not None:
+                    point_status, point_error, got = await self._run_builtin(point)
+                else:
+                    point_status, point_error, got = await self._run_command(point)
+            except OSError as exc:
+                self.add_line(f"optui: cannot start benchmark: {exc}")
+                point_status, point_error, got = "failed", str(exc), ()
+            for result in got:
+                result.extra.update(run_id=self.view.run_id, point=point.label() or None, repeat=point.repeat)
+            results.extend(got)
+            self._update(results=tuple(results), points_done=done + 1)
+            if point_status in ("aborted", "stalled"):
+                status, error = point_status, point_error
+                break
+            if point_status != "ok":
+                failures.append(point_error or "failed")
+        if status is None:
+            if self._aborted:
+                status, error = "aborted", "aborted by operator"
+            elif any(r.status == "ok" for r in results):
+                status = "ok"
+                error = f"{len(failures)} of {len(self.points)} runs failed: {failures[0]}" if failures else None
             else:
-                await self._run_command()
-        except OSError as exc:
-            self.add_line(f"optui: cannot start benchmark: {exc}")
-            self._update(status="failed", error=str(exc), finished_at=time.time())
+                status, error = "failed", failures[0] if failures else "no result"
+        self._update(status=status, error=error, finished_at=time.time())
         return self.view
 
-    async def _run_command(self) -> None:
-        from optui.core.bench_parse import parse_bench_output
-
-        self.add_line("$ " + " ".join(self.cfg.argv or []))
-        self._command = CommandRun(
-            self.cfg.argv or [],
-            on_line=lambda _stream, line: self.add_line(line),
-            on_progress=self._on_progress,
-            cwd=self.cfg.cwd,
-            env=self.cfg.env,
-            stall_s=self.cfg.stall_s,
-            server_healthy=self.server_healthy,
-        )
+    async def _run_command(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
+        argv = point_argv(self.cfg.argv or [], concurrency=point.concurrency, request_rate=point.request_rate)
+        self.add_line("$ " + " ".join(argv))
+        self.tracker = ProgressTracker()
+        self._update(progress=self.tracker.state)
+        self._command = CommandPoint(argv, cwd=self.cfg.cwd, env=self.cfg.env, stall_s=self.cfg.stall_s,
+                                     server_healthy=self.server_healthy, on_line=self._on_output,
+                                     on_progress=self._on_progress, tool=self.cfg.tool)
         if self._aborted:
             self._command.abort()
         outcome = await self._command.run()
-        results = parse_bench_output("\n".join(self._parse_lines))
-        if outcome.status != "exited":
-            status, error = outcome.status, outcome.reason
-        elif any(r.status == "ok" for r in results):
-            status, error = "ok", None
-        else:
-            status = "failed"
-            error = next((r.error for r in results if r.error), None) or f"no result block (exit code {outcome.returncode})"
-        self.add_line(f"optui: benchmark {status} (exit code {outcome.returncode}, {outcome.duration_s:.1f}s)")
-        self._update(status=status, error=error, results=tuple(results), finished_at=time.time())
+        for note in outcome.notes:
+            self.add_line(note)
+        why = f": {outcome.error}" if outcome.status in ("stalled", "aborted") and outcome.error else ""
+        self.add_line(f"optui: benchmark {outcome.status}{why} (exit code {outcome.returncode}, {outcome.duration_s:.1f}s)")
+        return outcome.status, outcome.error, outcome.results
 
-    async def _run_builtin(self) -> None:
+    async def _run_builtin(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
         from optui.adapters.loadgen import run_load
         from optui.core.bench_format import format_sglang_block
 
         b = self.cfg.builtin
-        results: list[BenchResult] = []
-        for conc in b.concurrency:
-            if self._aborted:
-                break
-            self.add_line(f"optui load generator: {b.prompts} prompts, {b.input_len} in / {b.output_len} out tokens, concurrency {conc}")
-            self._update(progress=BenchProgress(0, b.prompts, text=f"concurrency {conc}"))
-            t0 = time.monotonic()
+        conc = point.concurrency if point.concurrency is not None else b.concurrency[0]
+        rate = point.request_rate if point.request_rate is not None else b.request_rate
+        rate = rate if rate else math.inf
+        rate_text = "" if math.isinf(rate) else f", {rate:g} req/s"
+        self.add_line(f"optui load generator: {b.prompts} prompts, {b.input_len} in / {b.output_len} out tokens, "
+                      f"concurrency {conc}{rate_text} {point.label()}".rstrip())
+        self.tracker = ProgressTracker()
+        label = point.label() or f"c={conc}"
 
-            def progress(done: int, total: int, conc=conc, t0=t0) -> None:
-                elapsed = time.monotonic() - t0
-                rate = done / elapsed if elapsed > 0 else None
-                eta = (total - done) / rate if rate else None
-                self._update(progress=BenchProgress(done, total, rate, eta, f"c={conc} {done}/{total}"))
+        def progress(done: int, total: int) -> None:
+            self.tracker.set_counts(done, total, time.monotonic(), label)
+            self._update(progress=self.tracker.state)
 
-            result = await run_load(
-                self.base_url, endpoint=b.endpoint, model=b.model, input_len=b.input_len, output_len=b.output_len,
-                num_prompts=b.prompts, concurrency=conc, request_rate=b.request_rate if b.request_rate else math.inf,
-                ignore_eos=b.ignore_eos, warmup=b.warmup, random_lengths=b.random_lengths, api_key=self.api_key,
-                on_progress=progress,
-            )
-            results.append(result)
-            for line in format_sglang_block(result, backend="optui-loadgen").splitlines():
-                self.add_line(line)
-            self._update(results=tuple(results))
-        ok = any(r.status == "ok" for r in results)
-        status = "aborted" if self._aborted else ("ok" if ok else "failed")
-        error = None if ok else next((r.error for r in results if r.error), "no result")
-        self._update(status=status, error=error, finished_at=time.time())
+        result = await run_load(
+            self.base_url, endpoint=b.endpoint, model=b.model, input_len=b.input_len, output_len=b.output_len,
+            num_prompts=b.prompts, concurrency=conc, request_rate=rate, ignore_eos=b.ignore_eos, warmup=b.warmup,
+            random_lengths=b.random_lengths, api_key=self.api_key, on_progress=progress,
+        )
+        for line in format_sglang_block(result, backend="optui-loadgen").splitlines():
+            self.add_line(line)
+        return ("ok" if result.status == "ok" else "failed"), result.error, (result,)

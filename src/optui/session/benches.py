@@ -1,5 +1,6 @@
-"""Benchmark runs of a session: start one preset, abort it, store its results, find
-baselines. One run at a time (the UI shows one output stream)."""
+"""Benchmark runs of a session: start a preset (plain, sweep or repeats), abort it, store
+its results, pin baselines, and build the comparison rows the UI shows. One run at a time
+(the UI shows one output stream)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from optui.adapters.journal import JournalError, StoredResult
+from optui.adapters.journal import Journal, JournalError, StoredResult
 from optui.core import events as ev
+from optui.core.bench_compare import Entry, Row, build_rows, group_entries
 from optui.core.bench_result import BenchResult
+from optui.core.bench_sweep import SweepSpec, sweep_spec
 from optui.session.bench_run import BenchRun
 from optui.session.errors import SessionError
 
@@ -19,63 +23,94 @@ if TYPE_CHECKING:
     from optui.session.server_runtime import ServerRuntime
     from optui.session.session import Session
 
+#: Journal event: a result was pinned as the baseline of its workload.
+BENCH_BASELINE = "bench.baseline"
+#: Journal event: results were imported from files (``optui bench import``).
+BENCH_IMPORTED = "bench.imported"
+#: Stored results the comparisons look at (newest first).
+HISTORY_LIMIT = 2000
+
 
 class BenchService:
-    """``session.benches``: the current/last :class:`BenchRun` and its task."""
+    """``session.benches``: the current/last :class:`BenchRun`, its task, and the
+    comparison of stored results."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.current: BenchRun | None = None
         self._task: asyncio.Task | None = None
         self._baselines: dict[str, StoredResult | None] = {}
+        self._rows: dict[int | None, list[Row]] = {}
+        self._stored: dict[int, StoredResult] | None = None  # id -> stored result (the newest HISTORY_LIMIT)
 
     @property
     def running(self) -> bool:
         """A run is in progress."""
         return self.current is not None and self.current.view.status == "running"
 
-    def run(self, name: str) -> BenchRun:
-        """Start benchmark preset ``name`` in the background; returns the run. Raises
+    # ------------------------------------------------------------------ runs
+    def run(self, name: str, *, sweep: SweepSpec | None = None, repeats: int = 1) -> BenchRun:
+        """Start benchmark preset ``name`` in the background; returns the run. ``sweep``
+        measures one point per value, ``repeats`` runs each point that many times. Raises
         SessionError for an unknown preset, a run in progress, or read-only mode."""
         s = self.session
         s.check_writable("running a benchmark")
-        cfg = s.config.benchmarks.get(name)
-        if cfg is None:
-            known = ", ".join(s.config.benchmarks) or "none configured"
-            raise SessionError(f"unknown benchmark {name!r} (known: {known})")
+        cfg = self.preset(name)
         if self.running:
             raise SessionError(f"benchmark {self.current.name} is still running (x aborts it)")
         rt = s.server(cfg.server)
         api_key = os.environ.get(rt.cfg.api_key_env) if rt.cfg.api_key_env else None
         run = BenchRun(name, cfg, base_url=rt.cfg.url, max_lines=s.config.log_max_lines, on_change=s.touch,
-                       server_healthy=lambda: rt.status.state.is_up, api_key=api_key)
+                       server_healthy=lambda: rt.status.state.is_up, api_key=api_key, sweep=sweep,
+                       repeats=max(1, repeats))
         self.current = run
         self._task = asyncio.create_task(self._run(run, rt), name=f"bench-{name}")
         s.touch()
         return run
 
+    def preset(self, name: str):
+        """The config of preset ``name``; SessionError naming the known ones."""
+        cfg = self.session.config.benchmarks.get(name)
+        if cfg is None:
+            known = ", ".join(self.session.config.benchmarks) or "none configured"
+            raise SessionError(f"unknown benchmark {name!r} (known: {known})")
+        return cfg
+
+    def default_sweep(self, name: str) -> SweepSpec:
+        """The preset's configured ``sweep`` (concurrency 1,2,4,8,16 when none)."""
+        cfg = self.preset(name)
+        if cfg.sweep is not None and cfg.sweep.request_rate:
+            return sweep_spec("request_rate", cfg.sweep.request_rate)
+        return sweep_spec("concurrency", (cfg.sweep.concurrency if cfg.sweep else None) or (1, 2, 4, 8, 16))
+
     async def _run(self, run: BenchRun, rt: ServerRuntime) -> None:
         s = self.session
-        s.record(ev.BENCH_STARTED, run.cfg.server, {"bench": run.name, "argv": run.cfg.argv,
-                                                    "builtin": run.cfg.builtin.model_dump() if run.cfg.builtin else None,
-                                                    "server_argv": list(rt.status.argv)})
+        s.record(ev.BENCH_STARTED, run.cfg.server, {
+            "bench": run.name, "argv": run.cfg.argv, "run_id": run.view.run_id, "plan": run.view.plan or None,
+            "builtin": run.cfg.builtin.model_dump() if run.cfg.builtin else None,
+            "server_argv": list(rt.status.argv)})
         try:
             view = await run.run()
         except asyncio.CancelledError:
-            run.mark_finished("aborted", "aborted")
+            run.mark_finished("aborted", "aborted by operator")
             view = run.view
         for result in view.results:
             try:
                 s.journal.add_result(result, server=run.cfg.server, bench=run.name)
             except JournalError as exc:
                 s.journal_failed(exc)
+        if view.status == "stalled":
+            s.record(ev.ALERT, run.cfg.server, {
+                "kind": "bench.stalled", "bench": run.name,
+                "message": f"{view.error}; server {rt.status.state.value}; process group {run.pid} killed"})
         s.record(ev.BENCH_FINISHED, run.cfg.server, {
-            "bench": run.name, "status": view.status, "error": view.error,
+            "bench": run.name, "status": view.status, "error": view.error, "run_id": view.run_id,
             "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
             "result": view.results[0].to_json() if len(view.results) == 1 else None,
             "results": [r.to_json() for r in view.results] if len(view.results) > 1 else None,
             "server_argv": list(rt.status.argv),
         })
+        s.sync_journal()
 
     def abort(self) -> bool:
         """Abort the running benchmark (kills its process group); False when none runs."""
@@ -92,6 +127,7 @@ class BenchService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
+    # ------------------------------------------------------------ baselines
     def baseline_for(self, result: BenchResult) -> StoredResult | None:
         """The stored baseline of ``result``'s workload (pinned, else the first ok one)."""
         key = result.workload.key()
@@ -102,9 +138,79 @@ class BenchService:
                 self._baselines[key] = None
         return self._baselines[key]
 
+    def pin_baseline(self, result_id: int) -> None:
+        """Pin stored result ``result_id`` (and so its group of repeats) as the baseline of
+        its workload; journaled as ``bench.baseline``. SessionError when unknown."""
+        s = self.session
+        s.check_writable("pinning a baseline")
+        try:
+            s.journal.set_baseline(result_id)
+        except KeyError as exc:
+            raise SessionError(str(exc.args[0])) from None
+        except JournalError as exc:
+            raise SessionError(str(exc)) from None
+        stored = next((r for r in self._history() if r.id == result_id), None)
+        data = {"result_id": result_id}
+        if stored is not None:
+            data.update(bench=stored.bench, workload=stored.result.workload.key(),
+                        output_throughput_tok_s=stored.result.output_throughput_tok_s)
+        s.record(BENCH_BASELINE, stored.server if stored else None, data)
+        self.forget_baselines()
+        s.sync_journal()
+        s.touch()
+
     def forget_baselines(self) -> None:
-        """Results changed: look baselines up again."""
+        """Forget everything cached: baselines, history, comparison rows."""
         self._baselines.clear()
+        self._rows.clear()
+        self._stored = None
+
+    def results_changed(self, latest: Sequence[StoredResult], events: Sequence = ()) -> None:
+        """The journal's results changed (``Session.sync_journal``): ``latest`` are the
+        newest stored results, ``events`` the new journal events. New results are merged
+        into the cached history; a pinned baseline or an import (here or in another optui
+        process) reloads it, as does a gap (more new results than ``latest`` holds)."""
+        self._baselines.clear()
+        self._rows.clear()
+        if self._stored is None:
+            return
+        if any(e.type in (BENCH_BASELINE, BENCH_IMPORTED) for e in events) or not self._merge(latest):
+            self._stored = None
+
+    def _merge(self, latest: Sequence[StoredResult]) -> bool:
+        if not latest:
+            return True
+        known = max(self._stored, default=0)
+        if min(r.id for r in latest) > known + 1:
+            return False  # results between the cache and ``latest`` are missing
+        for stored in latest:
+            self._stored[stored.id] = stored
+        if len(self._stored) > HISTORY_LIMIT:
+            for old in sorted(self._stored)[: len(self._stored) - HISTORY_LIMIT]:
+                del self._stored[old]
+        return True
+
+    # ----------------------------------------------------------- comparison
+    def _history(self) -> list[StoredResult]:
+        """The newest :data:`HISTORY_LIMIT` stored results, newest first (cached)."""
+        if self._stored is None:
+            try:
+                self._stored = {r.id: r for r in self.session.journal.results(limit=HISTORY_LIMIT)}
+            except Exception:
+                self._stored = {}
+        return [self._stored[i] for i in sorted(self._stored, reverse=True)]
+
+    def rows(self, last: int | None = None) -> list[Row]:
+        """Comparison rows of the stored result groups, oldest first (cached until the
+        results change): medians over repeats, deltas vs baseline, scaling efficiency.
+        ``last``: only the newest that many groups (their baselines still come from the
+        whole history), which keeps the bench panel cheap on a long campaign."""
+        rows = self._rows.get(last)
+        if rows is None:
+            entries = [Entry(r.id, r.result, r.bench, r.baseline) for r in self._history()]
+            groups = group_entries(entries)
+            rows = self._rows[last] = build_rows(groups[-last:] if last else groups, groups)
+        return rows
 
     async def close(self) -> None:
         """Abort a running benchmark and wait (bounded) for its group to be gone."""
@@ -121,3 +227,17 @@ class BenchService:
         run = self.current
         if run is not None and run.pid and procs.group_alive(run.pid):
             procs.kill_group_now(run.pid)
+
+
+def import_results(journal: Journal, results: Sequence[BenchResult], *, source: str, server: str | None,
+                   bench: str | None, actor: str = "cli") -> list[int]:
+    """Store ``results`` read from file ``source`` (each with the workload it describes)
+    and journal one ``bench.imported`` event; returns the new result ids. Raises
+    JournalError when the journal cannot be written."""
+    ids = [journal.add_result(result, server=server, bench=bench) for result in results]
+    journal.append(BENCH_IMPORTED, server, {
+        "file": source, "bench": bench, "result_ids": ids,
+        "results": [{"id": i, "tool": r.tool, "status": r.status, "workload": r.workload.key(),
+                     "output_throughput_tok_s": r.output_throughput_tok_s} for i, r in zip(ids, results)],
+    }, actor=actor)
+    return ids

@@ -167,9 +167,10 @@ class Session:
         if new:
             self._events.extend(new)
             self._last_seq = new[-1].seq
-        changed = bool(new) or todos != self._todos or len(results) != len(self._results)
-        if len(results) != len(self._results):
-            self.benches.forget_baselines()
+        results_changed = [(r.id, r.baseline) for r in results] != [(r.id, r.baseline) for r in self._results]
+        changed = bool(new) or todos != self._todos or results_changed
+        if results_changed or any(e.type.startswith("bench.") for e in new):
+            self.benches.results_changed(results, new)  # also a baseline pinned elsewhere
         self._todos, self._results = todos, results
         if changed:
             self.touch()

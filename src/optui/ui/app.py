@@ -23,7 +23,7 @@ from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
 from optui.ui.intents.todo import todo_commands
 from optui.ui.themes import DEFAULT_THEME, load_themes
-from optui.ui.widgets.bench_panel import BenchPanel
+from optui.ui.widgets.bench_panel import PANEL_ROWS, BenchPanel
 from optui.ui.widgets.gpu_panel import GpuPanel
 from optui.ui.widgets.journal_panel import JournalPanel
 from optui.ui.widgets.server_panel import ServerPanel
@@ -169,12 +169,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             lines, total = run.lines_since(panel.seen_lines)
             panel.seen_lines = total
             panel.append_lines(lines)
-        rows = []
-        for stored in reversed(state.results[:8]):
-            base = self.session.benches.baseline_for(stored.result)
-            rows.append((stored.bench or "?", stored.result, None if base is None else base.result,
-                         base is not None and base.id == stored.id))
-        panel.show(state.bench, rows)
+        panel.show(state.bench, self.session.benches.rows(last=PANEL_ROWS) if state.results else [])
 
     def _apply_status_line(self, state: SessionState) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -188,7 +183,9 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             text.append("  PAUSED (p)", style="bold")
         if state.journal_error:
             text.append(f"  journal: {state.journal_error}", style="bold red")
-        self.query_one("#status-line", Static).update(text)
+        if text.plain != self._keys.get("status-line"):  # unchanged: skip the layout pass
+            self._keys["status-line"] = text.plain
+            self.query_one("#status-line", Static).update(text)
 
     # ---------------------------------------------------------- actions: view
     def get_system_commands(self, screen):

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
+from optui.ui.intents.bench import bench_palette_commands
+
 if TYPE_CHECKING:
     from optui.ui.app import OptuiApp
 
@@ -31,10 +33,7 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
         yield SystemCommand(f"Roll back {name} to last good flags", "Restart with the flags of the last successful start",
                             partial(app.confirm_rollback, name))
         yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.confirm_stop, name))
-    if writable:
-        for name, bench in config.benchmarks.items():
-            yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}", partial(app.start_bench, name))
-        yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
+    yield from bench_palette_commands(app)
     for host in app.untrusted_hosts():
         fp = session.ssh_hosts[host].host_key.fingerprint
         yield SystemCommand(f"Trust host key of {host}", f"{fp} — shown again before it is written", partial(app.confirm_trust, host))

@@ -1,17 +1,32 @@
-"""Benchmark actions: choose and run a preset, abort the run."""
+"""Benchmark actions: choose and run a preset (plain, sweep, repeats), abort the run, pin a
+baseline, open the results view."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from functools import partial
+
+from textual.app import SystemCommand
+
+from optui.core.bench_sweep import parse_sweep
 from optui.session import SessionError
 from optui.ui.colors import focus_now
 from optui.ui.intents.base import IntentBase
+from optui.ui.screens.results import ResultsScreen
 from optui.ui.screens.text_prompt import TextPrompt
+from optui.ui.widgets.bench_panel import BenchAction
 
 
 class BenchIntents(IntentBase):
-    """Benchmark actions: choose and run a preset, abort the run."""
+    """Benchmark actions: choose and run a preset (plain, sweep, repeats), abort the run,
+    pin a baseline, open the results view."""
 
     def action_bench(self) -> None:
+        self._choose_preset("Benchmark to run", self.start_bench)
+
+    def _choose_preset(self, title: str, then: Callable[[str], None]) -> None:
+        """Call ``then(name)`` with the preset to use: the only one for the selected
+        server, else the operator's choice."""
         names = list(self.session.config.benchmarks)
         if not names:
             self.notify("no benchmarks configured ([benchmarks.NAME] in optui.toml)", severity="warning")
@@ -19,24 +34,119 @@ class BenchIntents(IntentBase):
         server = self._selected_server()
         preferred = [n for n in names if self.session.config.benchmarks[n].server == server] or names
         if len(preferred) == 1:
-            self.start_bench(preferred[0])
+            then(preferred[0])
             return
 
         def chosen(value: str | None) -> None:
             if value:
-                self.start_bench(value.strip())
+                then(value.strip())
 
-        self.push_screen(TextPrompt(f"Benchmark to run ({', '.join(preferred)}):", preferred[0]), chosen)
+        self.push_screen(TextPrompt(f"{title} ({', '.join(preferred)}):", preferred[0]), chosen)
 
-    def start_bench(self, name: str) -> None:
-        """Start benchmark preset ``name``."""
+    def start_bench(self, name: str, *, sweep=None, repeats: int = 1) -> None:
+        """Start benchmark preset ``name`` (optionally a sweep / repeats). The bench panel
+        gets the focus first (its keys: x / ctrl+c abort) and the run starts after that
+        repaint, so the full-screen redraw of a focus change never competes with a flood
+        of output."""
+        log = self.query_one("#bench-log")
+        if self.focused is log:
+            self._start_bench_now(name, sweep, repeats)
+            return
+        focus_now(log)
+        # two refreshes: the focus repaint, then the footer's recompose for the panel's keys
+        self.call_after_refresh(self.call_after_refresh, self._start_bench_now, name, sweep, repeats)
+
+    def _start_bench_now(self, name: str, sweep, repeats: int) -> None:
         try:
-            self.session.benches.run(name)
-            focus_now(self.query_one("#bench-log"))
+            self.session.benches.run(name, sweep=sweep, repeats=repeats)
         except SessionError as exc:
             self._fail(exc)
 
     def action_abort_bench(self) -> None:
         if self.session.benches.abort():
-            self.notify("benchmark aborted")
+            self.notify("benchmark aborted: its process group is being killed")
+        else:
+            self.notify("no benchmark is running", severity="warning", timeout=3)
 
+    def ask_sweep(self, name: str) -> None:
+        """Prompt for the sweep of preset ``name`` (default: its configured sweep), run it."""
+        try:
+            default = self.session.benches.default_sweep(name).describe()
+        except (SessionError, ValueError) as exc:
+            self._fail(exc)
+            return
+
+        def typed(value: str | None) -> None:
+            if not value or not value.strip():
+                return
+            try:
+                spec = parse_sweep(value)
+            except ValueError as exc:
+                self._fail(exc)
+                return
+            self.start_bench(name, sweep=spec)
+
+        self.push_screen(TextPrompt(f"Sweep {name}: concurrency list, or 'rate 1,2,4' (req/s); 'x3' repeats each point",
+                                    default), typed)
+
+    def start_repeats(self, name: str) -> None:
+        """Run preset ``name`` ``repeat`` times (config, default 3) for median and spread."""
+        try:
+            repeats = self.session.benches.preset(name).repeat
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        self.start_bench(name, repeats=repeats)
+
+    def pin_baseline(self, row) -> None:
+        """Pin the newest result of results row ``row`` as its workload's baseline."""
+        if row is None:
+            self.notify("no result to pin yet", severity="warning")
+            return
+        if not row.group.ok:
+            self.notify("a failed run cannot be a baseline", severity="warning")
+            return
+        try:
+            self.session.benches.pin_baseline(row.group.ids[-1])
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        self.notify(f"baseline pinned: {row.group.bench or 'result'} #{row.group.ids[-1]} "
+                    f"(c={row.group.concurrency if row.group.concurrency is not None else '-'})")
+
+    def action_bench_results(self) -> None:
+        self.push_screen(ResultsScreen())
+
+    def on_bench_action(self, msg: BenchAction) -> None:
+        msg.stop()
+        writable = not self.session.read_only
+        if msg.op == "results":
+            self.action_bench_results()
+        elif not writable:
+            self.notify("read-only mode: benchmarks and baselines are disabled", severity="warning")
+        elif msg.op == "abort":
+            self.action_abort_bench()
+        elif msg.op == "sweep":
+            self._choose_preset("Benchmark to sweep", self.ask_sweep)
+        elif msg.op == "repeat":
+            self._choose_preset("Benchmark to repeat", self.start_repeats)
+        elif msg.op == "pin":
+            self.pin_baseline(msg.row)
+
+
+def bench_palette_commands(app) -> Iterator[SystemCommand]:
+    """Palette entries for benchmarks (per preset: run, sweep, repeat; pin; results)."""
+    config = app.session.config
+    if not app.session.read_only:
+        for name, bench in config.benchmarks.items():
+            yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}",
+                                partial(app.start_bench, name))
+            yield SystemCommand(f"Sweep benchmark {name}", "One result per concurrency or request rate",
+                                partial(app.ask_sweep, name))
+            yield SystemCommand(f"Repeat benchmark {name} x{bench.repeat}", "Median and spread of several runs",
+                                partial(app.start_repeats, name))
+        yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
+        yield SystemCommand("Pin selected result as baseline", "The selected row of the bench results table",
+                            lambda: app.pin_baseline(app.query_one("#bench").selected_row()))
+    yield SystemCommand("Show benchmark results", "All results: deltas vs baseline, repeats, scaling, chart",
+                        app.action_bench_results)

@@ -1,34 +1,57 @@
-"""The benchmark panel: progress line, results table (vs baseline) and streaming output.
+"""The benchmark panel: status + progress bar, results table (vs baseline) and output.
 
-Output goes to a bounded ``Log`` fed in batches by the app's flush timer (never one widget
-update per line: 20k lines/s must not freeze the UI). Results show TTFT/ITL/TPOT/E2E and
-output tok/s, with the change against the workload's baseline in %.
+Output goes to a bounded ``Log`` fed in batches by the app's render loop (never one widget
+update per line: 20k lines/s must not freeze the UI). The results table has one row per
+point of a run (repeats folded into a median, ``n`` and spread), the scaling efficiency
+of concurrency sweeps and the change of out tok/s and TTFT against the workload's
+baseline, green/red by direction, ``~`` when inside the noise (inconclusive).
+
+Keys (anywhere in the panel): ``x`` / ``ctrl+c`` abort the run (ctrl+c never quits the
+app here), ``s`` sweep, ``R`` repeat, ``B`` pin the selected row as baseline, ``v`` the
+results view. The panel posts :class:`BenchAction`; the app carries it out.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Log, Static
 
-from optui.core.bench_result import DIRECTION, BenchResult
+from optui.core.bench_compare import Delta, Row, Sample
 from optui.session.bench_run import BenchView
 from optui.ui.colors import style
 from optui.ui.widgets.meters import fmt_value, pct_bar
 
-COLUMNS = (
+COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the rest
     ("bench", "bench", 10),
     ("conc", "conc", 5),
     ("ok", "ok/fail", 8),
     ("out", "out tok/s", 10),
+    ("delta", "Δ out", 11),
     ("ttft", "TTFT p50", 9),
+    ("dttft", "Δ TTFT", 11),
+    ("n", "n ±%", 8),
+    ("eff", "scale", 5),
     ("ttft99", "TTFT p99", 9),
     ("itl", "ITL p50", 8),
     ("tpot", "TPOT p50", 9),
     ("e2e", "E2E p50", 9),
-    ("delta", "Δ out vs base", 14),
 )
+#: Rows the panel shows (newest last); the results view (``v``) shows all.
+PANEL_ROWS = 8
+
+
+class BenchAction(Message):
+    """The operator asked for ``op`` ("abort", "sweep", "repeat", "pin", "results");
+    ``row`` is the selected results row for "pin" (None when there is none)."""
+
+    def __init__(self, op: str, row: Row | None = None) -> None:
+        super().__init__()
+        self.op = op
+        self.row = row
 
 
 def delta_pct(value: float | None, base: float | None) -> float | None:
@@ -38,9 +61,41 @@ def delta_pct(value: float | None, base: float | None) -> float | None:
     return 100.0 * (value - base) / base
 
 
+def delta_cell(app, row: Row, metric: str) -> Text:
+    """The Δ cell of ``metric``: "baseline", "—" (no baseline), "n/a", or ``+3.2%``
+    green/red by direction; ``~`` marks a change inside the noise (inconclusive)."""
+    if row.is_baseline:
+        return Text("baseline", style="bold dim")
+    d: Delta | None = row.deltas.get(metric)
+    if d is None:
+        return Text("—", style="dim")
+    if d.pct is None:
+        return Text("n/a", style="dim")
+    if d.verdict == "inconclusive":
+        return Text(f"~{d.pct:+.1f}%", style=style(app, "state-busy"))
+    if d.good is None:
+        return Text(f"{d.pct:+.1f}%", style="dim")
+    mark = {"better": " ✓", "worse": " ✗"}.get(d.verdict or "", "")
+    return Text(f"{d.pct:+.1f}%{mark}", style=style(app, "delta-good" if d.good else "delta-bad"))
+
+
+def spread_cell(s: Sample) -> str:
+    """``"3 ±1.2%"`` (runs and half-range around the median), ``"1"`` for a single run."""
+    spread = s.spread_pct
+    return f"{s.n}" if spread is None else f"{s.n} ±{spread:.1f}%"
+
+
 class BenchPanel(Vertical):
     """Progress + results + output log of the current benchmark run."""
 
+    BINDINGS = [
+        Binding("x", "bench('abort')", "Abort", id="bench.panel_abort"),
+        Binding("ctrl+c", "bench('abort')", "Abort", show=False, id="bench.panel_abort_ctrl_c"),
+        Binding("s", "bench('sweep')", "Sweep", id="bench.sweep"),
+        Binding("R", "bench('repeat')", "Repeat", id="bench.repeat"),
+        Binding("B", "bench('pin')", "Pin baseline", id="bench.pin"),
+        Binding("v", "bench('results')", "Results", id="bench.results"),
+    ]
 
     def __init__(self, *, max_lines: int = 10_000, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -48,6 +103,8 @@ class BenchPanel(Vertical):
         self.seen_lines = 0
         self._run_id: int | None = None
         self._rows_key: tuple = ()
+        self._rows: list[Row] = []
+        self._status_plain = ""
 
     def compose(self) -> ComposeResult:
         yield Static("no benchmark yet — press b", id="bench-status", markup=False)
@@ -61,6 +118,17 @@ class BenchPanel(Vertical):
         for key, label, width in COLUMNS:
             table.add_column(label, key=key, width=width)
 
+    def action_bench(self, op: str) -> None:
+        self.post_message(BenchAction(op, self.selected_row() if op == "pin" else None))
+
+    def selected_row(self) -> Row | None:
+        """The results row under the table's cursor (the newest when never moved)."""
+        table = self.query_one(DataTable)
+        if not self._rows:
+            return None
+        index = table.cursor_row if 0 <= table.cursor_row < len(self._rows) else len(self._rows) - 1
+        return self._rows[index]
+
     # ---------------------------------------------------------- output
     def new_run(self, run_id: int) -> None:
         """A new run started: clear the output and the line counter."""
@@ -70,78 +138,105 @@ class BenchPanel(Vertical):
             self.query_one(Log).clear()
 
     def append_lines(self, lines: list[str]) -> None:
-        """Append a batch of output lines (one widget update)."""
+        """Append a batch of output lines (one widget update; at most the log's capacity)."""
         if lines:
-            self.query_one(Log).write_lines(lines)
+            self.query_one(Log).write_lines(lines[-self.max_lines:])
 
     # ---------------------------------------------------------- status
-    def show(self, view: BenchView | None, results: list[tuple[str, BenchResult, BenchResult | None, bool]]) -> None:
-        """Render the run's status line and the results table; ``results`` are
-        ``(bench name, result, its baseline or None, is-the-baseline)``, newest last."""
-        status = self.query_one("#bench-status", Static)
-        status.update(self._status_text(view, bool(results)))
-        key = tuple((n, id(r), id(b), is_base) for n, r, b, is_base in results)
+    def show(self, view: BenchView | None, rows: list[Row]) -> None:
+        """Render the run's status line and the results table (``rows`` oldest first;
+        the newest :data:`PANEL_ROWS` are shown)."""
+        rows = rows[-PANEL_ROWS:]
+        text = self._status_text(view, bool(rows))
+        if text.plain != self._status_plain:  # one fixed-height line: no layout pass needed
+            self._status_plain = text.plain
+            self.query_one("#bench-status", Static).update(text, layout=False)
+        key = tuple(id(r) for r in rows)
         if key == self._rows_key:
             return
         self._rows_key = key
+        self._rows = rows
         table = self.query_one(DataTable)
-        table.display = bool(results)
+        table.display = bool(rows)
         table.clear()
-        for i, (name, r, base, is_base) in enumerate(results):
-            table.add_row(*self._cells(name, r, base, is_base), key=str(i))
-        if results:
-            table.move_cursor(row=len(results) - 1)
+        for i, row in enumerate(rows):
+            table.add_row(*self._cells(row), key=str(i))
+        if rows:
+            table.move_cursor(row=len(rows) - 1)
 
     def _status_text(self, view: BenchView | None, have_results: bool) -> Text:
         app = self.app
         if view is None:
-            hint = "stored results below — b runs a benchmark" if have_results else "no benchmark yet — press b to run one"
+            hint = "stored results below — b runs a benchmark, v shows all" if have_results else "no benchmark yet — press b to run one"
             return Text(hint, style="dim")
         t = Text(no_wrap=True, overflow="ellipsis")
         st = {"running": "state-busy", "ok": "state-ready"}.get(view.status, "state-failed")
         t.append(f"{view.name} → {view.server}  ", style="bold")
         t.append(view.status.upper(), style=style(app, st, bold=True))
-        p = view.progress
         if view.status == "running":
+            p = view.progress
+            if p.phase not in ("running", "results"):
+                t.append(f"  {p.phase}", style="dim")
             if p.total:
-                pct = 100.0 * p.done / p.total
                 t.append("  ")
-                t.append_text(pct_bar(16, pct, style(app, "gpu-util"), style(app, "meter-empty")))
+                t.append_text(pct_bar(16, 100.0 * min(p.done, p.total) / p.total, style(app, "gpu-util"), style(app, "meter-empty")))
                 t.append(f" {p.done}/{p.total}")
+            elif p.done:
+                t.append(f"  {p.done} done")
             if p.rate:
                 t.append(f"  {p.rate:.1f} req/s")
-            if p.eta_s is not None:
-                t.append(f"  ETA {p.eta_s:.0f}s")
+            if p.eta_s is not None and p.phase != "results":
+                t.append(f"  ETA {_clock(p.eta_s)}")
             if not p.total and p.text:
                 t.append("  " + p.text[-60:], style="dim")
+            if view.points_total > 1:
+                t.append(f"  run {view.points_done + 1}/{view.points_total}")
+            if view.point:
+                t.append(f" {view.point}")
+            if view.plan:
+                t.append(f"  {view.plan}", style="dim")
             t.append("   x: abort", style="dim")
-        elif view.error:
-            t.append(f"  {view.error[:120]}", style=style(app, "error"))
+        else:
+            if view.plan:
+                t.append(f"  {view.plan}", style="dim")
+            if view.error:
+                t.append(f"  {view.error[:160]}", style=style(app, "error"))
         return t
 
-    def _cells(self, name: str, r: BenchResult, base: BenchResult | None, is_base: bool) -> list:
+    def _cells(self, row: Row) -> list:
         app = self.app
-        conc = r.max_concurrency if r.max_concurrency is not None else r.workload.max_concurrency
-        ok = f"{fmt_value(r.completed)}/{fmt_value(r.failed, na='-')}"
-        if r.status != "ok":
-            return [name, fmt_value(conc, na="-"), Text(r.status, style=style(app, "error")), "", "", "", "", "", "", ""]
-        d = delta_pct(r.output_throughput_tok_s, base.output_throughput_tok_s if base else None)
-        if base is None or is_base:
-            delta = Text("baseline" if is_base else "—", style="dim")
-        elif d is None:
-            delta = Text("n/a", style="dim")
-        else:
-            good = d * DIRECTION["output_throughput_tok_s"] > 0
-            delta = Text(f"{d:+.1f}%", style=style(app, "delta-good" if good else "delta-bad"))
+        g = row.group
+        r = g.result
+        conc = fmt_value(g.concurrency, na="-")
+        failed = sum(e.result.failed or 0 for e in g.entries)
+        completed = sum(e.result.completed or 0 for e in g.entries)
+        ok = f"{completed}/{failed}" if g.ok else f"{fmt_value(r.completed)}/{fmt_value(r.failed, na='-')}"
+        if not g.ok:
+            return [g.bench or "?", conc, Text(r.status, style=style(app, "error")), *[""] * (len(COLUMNS) - 3)]
+        s = row.samples
+        eff = "" if row.scaling is None else f"{row.scaling:.2f}"
         return [
-            name,
-            fmt_value(conc, na="-"),
+            g.bench or "?",
+            conc,
             ok,
-            fmt_value(r.output_throughput_tok_s, "{:,.1f}"),
-            fmt_value(r.ttft_ms.get("median"), "{:.1f}"),
-            fmt_value(r.ttft_ms.get("p99"), "{:.1f}"),
-            fmt_value(r.itl_ms.get("median"), "{:.2f}"),
-            fmt_value(r.tpot_ms.get("median"), "{:.2f}"),
-            fmt_value(r.e2e_ms.get("median"), "{:.0f}"),
-            delta,
+            fmt_value(s["output_throughput_tok_s"].median, "{:,.1f}"),
+            delta_cell(app, row, "output_throughput_tok_s"),
+            fmt_value(s["ttft_ms.median"].median, "{:.1f}"),
+            delta_cell(app, row, "ttft_ms.median"),
+            spread_cell(s["output_throughput_tok_s"]),
+            eff,
+            fmt_value(s["ttft_ms.p99"].median, "{:.1f}"),
+            fmt_value(s["itl_ms.median"].median, "{:.2f}"),
+            fmt_value(s["tpot_ms.median"].median, "{:.2f}"),
+            fmt_value(s["e2e_ms.median"].median, "{:.0f}"),
         ]
+
+
+def _clock(seconds: float) -> str:
+    """``"42s"``, ``"3m05s"``, ``"1h02m"``."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

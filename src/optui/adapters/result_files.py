@@ -1,0 +1,108 @@
+"""Reading the result file a benchmark tool wrote during a run (blocking; call through
+``asyncio.to_thread``).
+
+Before the run :func:`mark` notes what is already there (an SGLang ``--output-file`` is
+appended to, so its size; a vLLM ``--result-dir`` may hold older results, so their
+mtimes); after the run :func:`read_new` parses only what the run added. Formats:
+:mod:`optui.core.bench_files`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from optui.core.bench_canon import BenchParseError
+from optui.core.bench_cmd import ResultFileSpec
+from optui.core.bench_files import parse_result_file_text
+from optui.core.bench_result import BenchResult
+
+MAX_BYTES = 256 * 1024 * 1024  # --output-details files carry per-request arrays; refuse absurd ones
+
+
+@dataclass(frozen=True, slots=True)
+class FileMark:
+    """The state before a run: ``size`` of the exact file (0 when absent) and, for a
+    directory spec, ``seen`` name → mtime_ns of the ``*.json`` files already there."""
+
+    size: int = 0
+    mtime_ns: int = 0
+    seen: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """What a run left: ``results`` (possibly empty), the ``path`` read (None when no new
+    file was found) and ``error`` (a message naming the file) when it could not be used."""
+
+    results: list[BenchResult]
+    path: str | None = None
+    error: str | None = None
+
+
+def _resolve(path: str, cwd: str | None) -> Path:
+    p = Path(os.path.expanduser(path))
+    return p if p.is_absolute() or cwd is None else Path(cwd) / p
+
+
+def mark(spec: ResultFileSpec, cwd: str | None) -> FileMark:
+    """Note the result file's state before the run (see module doc)."""
+    if spec.path is not None:
+        try:
+            st = _resolve(spec.path, cwd).stat()
+            return FileMark(st.st_size, st.st_mtime_ns)
+        except OSError:
+            return FileMark()
+    return FileMark(seen=_json_files(_resolve(spec.directory, cwd)))
+
+
+def _json_files(directory: Path) -> dict[str, int]:
+    out = {}
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json") and not entry.name.endswith(".pytorch.json") and entry.is_file():
+                    out[entry.name] = entry.stat().st_mtime_ns
+    except OSError:
+        pass
+    return out
+
+
+def read_new(spec: ResultFileSpec, cwd: str | None, before: FileMark) -> FileRead:
+    """Parse what the run added to its result file. An appended file (SGLang JSONL, vLLM
+    ``--append-result``) is read from the size noted before the run; a rewritten one (vLLM
+    without ``--append-result``, or an appended file that shrank) whole. Never raises:
+    problems come back in ``error``."""
+    if spec.path is not None:
+        path = _resolve(spec.path, cwd)
+        try:
+            st = path.stat()
+        except OSError:
+            return FileRead([], None, f"{path}: the tool wrote no result file")
+        if st.st_size == before.size and st.st_mtime_ns == before.mtime_ns:
+            return FileRead([], None, f"{path}: not written by this run")
+        offset = before.size if spec.append and st.st_size > before.size else 0
+        return _parse(path, offset)
+    directory = _resolve(spec.directory, cwd)
+    now = _json_files(directory)
+    fresh = [name for name, mtime in now.items() if before.seen.get(name) != mtime]
+    if not fresh:
+        return FileRead([], None, f"{directory}: no new *.json result file")
+    newest = max(fresh, key=lambda name: now[name])
+    return _parse(directory / newest, 0)
+
+
+def _parse(path: Path, offset: int) -> FileRead:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        return FileRead([], str(path), f"{path}: {exc.strerror or exc}")
+    if len(data) > MAX_BYTES:
+        return FileRead([], str(path), f"{path}: larger than {MAX_BYTES >> 20} MiB, not read")
+    try:
+        return FileRead(parse_result_file_text(data.decode("utf-8", errors="replace"), str(path)), str(path))
+    except BenchParseError as exc:
+        return FileRead([], str(path), str(exc))

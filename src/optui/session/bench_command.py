@@ -1,0 +1,86 @@
+"""One run of an external benchmark command: stream it, then read its results — from the
+tool's own result file when the argv asks for one (SGLang ``--output-file``, vLLM
+``--save-result``), completed by and falling back to the parsed stdout/stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from optui.adapters import result_files
+from optui.adapters.bench_runner import CommandRun
+from optui.core.bench_cmd import merge_results, result_file_spec, workload_args
+from optui.core.bench_parse import parse_bench_output
+from optui.core.bench_result import BenchResult
+from optui.core.bench_stream import ResultCapture
+
+
+@dataclass(frozen=True, slots=True)
+class PointOutcome:
+    """How one command run went: ``status`` "ok" | "failed" | "aborted" | "stalled",
+    ``error`` (why, for anything but ok), ``returncode``, ``duration_s``, ``results``,
+    ``notes`` (lines for the output log: which source the results came from)."""
+
+    status: str
+    error: str | None
+    returncode: int | None
+    duration_s: float
+    results: tuple[BenchResult, ...]
+    notes: tuple[str, ...] = ()
+
+
+class CommandPoint:
+    """Run ``argv`` once (see module doc). ``on_line(stream, line)`` gets every output
+    line, ``on_progress(line)`` every ``\\r`` progress redraw. :meth:`abort` from anywhere."""
+
+    def __init__(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None, stall_s: float,
+                 server_healthy: Callable[[], bool], on_line: Callable[[str, str], None],
+                 on_progress: Callable[[str], None], tool: str = "auto") -> None:
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.tool = tool
+        self.capture = ResultCapture()
+        self._on_line = on_line
+
+        def line(stream: str, text: str) -> None:
+            self.capture.add(text)
+            on_line(stream, text)
+
+        self.command = CommandRun(self.argv, on_line=line, on_progress=on_progress, cwd=cwd, env=env,
+                                  stall_s=stall_s, server_healthy=server_healthy)
+
+    @property
+    def pid(self) -> int | None:
+        """The command's process group id once started."""
+        return self.command.pid
+
+    def abort(self, reason: str = "aborted by operator") -> None:
+        """Kill the command's process group."""
+        self.command.abort(reason)
+
+    async def run(self) -> PointOutcome:
+        """Start, stream, wait, read results. Raises OSError when the program cannot start."""
+        spec = result_file_spec(self.argv, self.tool)
+        before = await asyncio.to_thread(result_files.mark, spec, self.cwd) if spec else None
+        outcome = await self.command.run()
+        log_results = await asyncio.to_thread(parse_bench_output, self.capture.text())
+        notes: list[str] = []
+        results = log_results
+        if spec is not None and outcome.status == "exited":
+            read = await asyncio.to_thread(result_files.read_new, spec, self.cwd, before)
+            if read.results:
+                results = merge_results(read.results, log_results, workload_args(self.argv))
+                notes.append(f"optui: {len(read.results)} result(s) read from {read.path}")
+            else:
+                notes.append(f"optui: result file not used ({read.error}); results parsed from the output")
+        if outcome.status != "exited":
+            status, error = outcome.status, outcome.reason
+        elif any(r.status == "ok" for r in results):
+            status, error = "ok", None
+        else:
+            status = "failed"
+            error = next((r.error for r in results if r.error), None) or f"no result block (exit code {outcome.returncode})"
+        return PointOutcome(status, error, outcome.returncode, outcome.duration_s, tuple(results), tuple(notes))
+

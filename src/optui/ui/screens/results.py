@@ -1,0 +1,181 @@
+"""The results view: every stored benchmark result group with medians, spread, deltas per
+metric against its workload's baseline, scaling efficiency, and a fixed-scale text chart of
+output throughput and TTFT against concurrency for the selected row's workload.
+
+Keys: ``B`` pin the selected row as baseline, ``escape``/``q`` close. The screen renders
+what ``session.benches.rows()`` returns (refreshed twice a second) and posts
+:class:`~optui.ui.widgets.bench_panel.BenchAction` for the pin, like the bench panel.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from optui.core.bench_chart import Chart, bar_chart
+from optui.core.bench_compare import METRIC_TITLES, METRICS, Row, family_key, sweep_series
+from optui.ui.colors import style
+from optui.ui.widgets.bench_panel import BenchAction, delta_cell, spread_cell
+from optui.ui.widgets.meters import fmt_value
+
+_FIXED = (("id", "#", 5), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
+          ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8), ("vs", "vs", 9))
+_FORMATS = {"output_throughput_tok_s": "{:,.1f}", "total_throughput_tok_s": "{:,.1f}", "request_throughput": "{:.2f}",
+            "itl_ms.median": "{:.2f}", "tpot_ms.median": "{:.2f}", "e2e_ms.median": "{:.0f}"}
+CHART_WIDTH = 32
+_CHART_COLUMNS = 2 + 7 + CHART_WIDTH + 12  # indent, label, bar, value
+
+
+def workload_text(row: Row) -> str:
+    """``"random 128/64 x32"``: dataset, input/output tokens, prompts."""
+    wl = row.group.result.workload
+    lengths = f" {fmt_value(wl.input_len, na='?')}/{fmt_value(wl.output_len, na='?')}" if wl.input_len or wl.output_len else ""
+    prompts = f" x{wl.num_prompts}" if wl.num_prompts else ""
+    return f"{wl.dataset or '?'}{lengths}{prompts}"
+
+
+def _versus(row: Row) -> Text:
+    """What the row is compared with: "baseline" (it is), ``#id`` of the baseline, "—"."""
+    if row.is_baseline:
+        return Text("baseline", style="bold")
+    if row.baseline is None:
+        return Text("—", style="dim")
+    return Text(f"#{row.baseline.ids[-1]}", style="dim")
+
+
+class ResultsScreen(Screen[None]):
+    """Full-screen results table + chart (see module doc)."""
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Close", id="results.close"),
+        Binding("B", "pin", "Pin baseline", id="results.pin"),
+    ]
+    DEFAULT_CSS = """
+    ResultsScreen { layout: vertical; }
+    ResultsScreen #results-title { height: 1; padding: 0 1; background: $boost; text-style: bold; }
+    ResultsScreen #results-table { height: 1fr; min-height: 4; }
+    ResultsScreen #results-chart { height: auto; max-height: 60%; padding: 0 1; border-top: solid $panel; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[Row] | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text("Benchmark results — B pins the selected row as baseline of its workload; "
+                              "~ = change inside the noise of the repeats (inconclusive); scale = T(N) / (N·T(1))"),
+                         id="results-title")
+            yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="results-chart")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label, width in _FIXED:
+            table.add_column(label, key=key, width=width)
+        for metric in METRICS:
+            table.add_column(METRIC_TITLES[metric], key=metric, width=18)
+        table.add_column("scale", key="scale", width=5)
+        self._refresh()
+        self.set_interval(0.5, self._refresh)
+        table.focus()
+
+    def _refresh(self) -> None:
+        rows = self.app.session.benches.rows()
+        if rows is self._rows:
+            return
+        table = self.query_one(DataTable)
+        keep = table.cursor_row if self._rows else None
+        self._rows = rows
+        table.clear()
+        for i, row in enumerate(rows):
+            table.add_row(*self._cells(row), key=str(i))
+        if rows:
+            table.move_cursor(row=keep if keep is not None and keep < len(rows) else len(rows) - 1)
+        self._show_chart()
+
+    def _cells(self, row: Row) -> list:
+        app = self.app
+        g = row.group
+        r = g.result
+        rate = r.request_rate if r.request_rate is not None else r.workload.request_rate
+        cells: list = [
+            str(g.ids[-1]), g.bench or "?", r.tool, workload_text(row), fmt_value(g.concurrency, na="-"),
+            "inf" if rate is not None and math.isinf(rate) else fmt_value(rate, "{:g}", na="-"),
+            spread_cell(row.samples["output_throughput_tok_s"]),
+            Text(r.status, style="" if g.ok else style(app, "error")),
+            _versus(row),
+        ]
+        for metric in METRICS:
+            value = row.samples[metric].median
+            cell = Text(fmt_value(value, _FORMATS.get(metric, "{:.1f}"), na="-"))
+            if g.ok and row.deltas:
+                cell.append(" ")
+                cell.append_text(delta_cell(app, row, metric))
+            cells.append(cell)
+        cells.append("" if row.scaling is None else f"{row.scaling:.2f}")
+        return cells
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_chart()
+
+    def selected(self) -> Row | None:
+        """The highlighted row (None without rows)."""
+        table = self.query_one(DataTable)
+        if not self._rows or not 0 <= table.cursor_row < len(self._rows):
+            return None
+        return self._rows[table.cursor_row]
+
+    def _show_chart(self) -> None:
+        chart = self.query_one("#results-chart", Static)
+        row = self.selected()
+        if row is None or not self._rows:
+            chart.update(Text("no results yet", style="dim"))
+            return
+        series = sweep_series(self._rows, family_key(row.group.result.workload))
+        if len(series) < 2:
+            chart.update(Text(f"{workload_text(row)}: one concurrency measured — run a sweep (s in the bench panel) "
+                              "for the throughput / TTFT chart", style="dim"))
+            return
+        labels = [f"c={r.group.concurrency}" for r in series]
+        out = bar_chart("out tok/s", [(lb, r.samples["output_throughput_tok_s"].median) for lb, r in zip(labels, series)],
+                        CHART_WIDTH)
+        ttft = bar_chart("TTFT p50 ms", [(lb, r.samples["ttft_ms.median"].median) for lb, r in zip(labels, series)],
+                         CHART_WIDTH)
+        left, right = self._chart_lines(out, "gpu-util"), self._chart_lines(ttft, "gpu-mem-reserved")
+        text = Text(f"{workload_text(row)} — newest result per concurrency\n", style="bold")
+        if self.size.width >= 2 * _CHART_COLUMNS + 4:  # side by side
+            for a, b in zip(left, right):
+                a.pad_right(_CHART_COLUMNS + 2 - a.cell_len)
+                text.append_text(a)
+                text.append_text(b)
+                text.append("\n")
+        else:
+            for line in [*left, Text(), *right]:
+                text.append_text(line)
+                text.append("\n")
+        chart.update(text)
+
+    def _chart_lines(self, chart: Chart, colour: str) -> list[Text]:
+        lines = [Text(f"{chart.title} (0 … {chart.scale:g})", style="dim")]
+        for row in chart.rows:
+            line = Text(f"  {row.label:<7}")
+            line.append(row.bar, style=style(self.app, colour))
+            line.append(f" {fmt_value(row.value, '{:,.1f}', na='-')}")
+            lines.append(line)
+        return lines
+
+    def action_pin(self) -> None:
+        row = self.selected()
+        if row is not None:
+            self.post_message(BenchAction("pin", row))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

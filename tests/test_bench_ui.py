@@ -1,0 +1,124 @@
+"""The bench panel and the results view in the real app (Pilot): abort keys that kill the
+process group without quitting, a sweep typed at the prompt, pinning a baseline, repeats,
+and the results view's table and chart. Benchmarks are fake SGLang clients (real
+subprocesses); the server is down (a closed port)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from optui.adapters import proc
+from optui.config import load_config
+from optui.session import Session
+from optui.ui.app import OptuiApp
+
+pytestmark = pytest.mark.timeout(90)
+TOOL = [sys.executable, str(Path(__file__).parent / "helpers" / "fake_tools" / "sglang" / "bench_serving.py")]
+
+
+def make_app(tmp_path: Path, *extra: str) -> OptuiApp:
+    (tmp_path / "optui.toml").write_text(
+        '[hosts.local]\ngpu_source = "none"\n[servers.s]\nurl = "http://127.0.0.1:1"\ncontrol = "none"\n'
+        f'[benchmarks.fake]\nserver = "s"\nargv = {json.dumps([*TOOL, "--num-prompts", "8", *extra])}\n')
+    return OptuiApp(Session(load_config(tmp_path / "optui.toml")), title="test")
+
+
+async def wait_for(pilot, predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+@pytest.mark.parametrize("key", ["ctrl+c", "x"])
+async def test_abort_keys_in_the_bench_panel_kill_the_group_and_keep_the_app(tmp_path, key):
+    app = make_app(tmp_path, "--silent", "300", "--child")
+    benches = app.session.benches
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("b")
+        await wait_for(pilot, lambda: benches.current is not None and any("Namespace(" in x for x in benches.current.lines))
+        run = benches.current
+        grandchild = _grandchild_of(run.pid)
+        assert app.focused.id == "bench-log" and proc.pid_alive(grandchild)
+        await pilot.press(key)
+        await wait_for(pilot, lambda: run.view.status == "aborted")
+        await pilot.pause(0.2)
+        assert app.is_running and app.return_value is None  # ctrl+c did not quit
+        assert not proc.group_alive(run.pid) and not proc.pid_alive(grandchild)
+        assert "ABORTED" in str(app.query_one("#bench-status").render())
+        finished = app.session.journal.events(types=["bench.finished"])[-1].data
+        assert finished["status"] == "aborted"
+        await pilot.press("q")
+
+
+def _grandchild_of(pgid: int) -> int:
+    """The fake tool's child (same process group, not the leader)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != pgid:
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid:
+                return int(entry.name)
+    raise AssertionError(f"no child in process group {pgid}")
+
+
+async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
+    app = make_app(tmp_path)
+    session = app.session
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("4", "s")
+        assert type(app.screen).__name__ == "TextPrompt"
+        assert app.screen.query_one("Input").value == "concurrency 1,2,4,8,16"
+        await pilot.press("ctrl+u", *"1,2,4", "enter")
+        await wait_for(pilot, lambda: session.benches.current is not None and not session.benches.running)
+        view = session.benches.current.view
+        assert view.status == "ok" and view.plan == "sweep concurrency 1,2,4", view.error
+        table = app.query_one("#bench-results")
+        await wait_for(pilot, lambda: table.row_count == 3)
+        rows = [table.get_row_at(i) for i in range(3)]
+        assert [r[1] for r in rows] == ["1", "2", "4"]
+        assert [r[8] for r in rows] == ["1.00", "0.87", "0.76"]  # scaling efficiency T(N)/(N·T(1))
+        await pilot.press("B")  # pin the selected (newest) row: c=4
+        await wait_for(pilot, lambda: any(r.baseline for r in session.journal.results()))
+        assert [r.result.max_concurrency for r in session.journal.results() if r.baseline] == [4]
+        await wait_for(pilot, lambda: str(table.get_row_at(2)[4]) == "baseline")
+        await pilot.press("R")  # the preset x3 (repeat = 3 by default)
+        await wait_for(pilot, lambda: session.benches.current.view.plan == "repeat x3"
+                       and not session.benches.running)
+        await wait_for(pilot, lambda: table.row_count == 4)
+        assert table.get_row_at(3)[7] == "3 ±0.0%"  # n and spread of out tok/s
+        await pilot.press("v")
+        assert type(app.screen).__name__ == "ResultsScreen"
+        await pilot.pause(0.3)
+        results = app.screen.query_one("#results-table")
+        assert results.row_count == 4
+        results.move_cursor(row=1)
+        await pilot.pause(0.2)
+        chart = str(app.screen.query_one("#results-chart").render())
+        assert "out tok/s (0 … 500)" in chart and "TTFT p50 ms (0 … 50)" in chart
+        assert all(f"c={c}" in chart for c in (1, 2, 4))
+        await pilot.press("escape")
+        assert type(app.screen).__name__ != "ResultsScreen"
+        await pilot.press("q")
+
+
+async def test_quitting_during_a_run_leaves_nothing_running(tmp_path):
+    app = make_app(tmp_path, "--silent", "300", "--child")
+    benches = app.session.benches
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("b")
+        await wait_for(pilot, lambda: benches.current is not None and any("Namespace(" in x for x in benches.current.lines))
+        run = benches.current
+        grandchild = _grandchild_of(run.pid)
+        await pilot.press("q")
+    assert not proc.group_alive(run.pid) and not proc.pid_alive(grandchild)
+    assert run.view.status == "aborted"
