@@ -56,9 +56,10 @@ class BenchService:
 
     async def _run(self, run: BenchRun, rt: ServerRuntime) -> None:
         s = self.session
+        exp = s.ensure_experiment(run.cfg.server)  # results are compared per experiment
         s.record(ev.BENCH_STARTED, run.cfg.server, {"bench": run.name, "argv": run.cfg.argv,
                                                     "builtin": run.cfg.builtin.model_dump() if run.cfg.builtin else None,
-                                                    "server_argv": list(rt.status.argv)})
+                                                    "server_argv": list(rt.status.argv)}, experiment=exp)
         try:
             view = await run.run()
         except asyncio.CancelledError:
@@ -66,7 +67,7 @@ class BenchService:
             view = run.view
         for result in view.results:
             try:
-                s.journal.add_result(result, server=run.cfg.server, bench=run.name)
+                s.journal.add_result(result, server=run.cfg.server, bench=run.name, experiment=exp)
             except JournalError as exc:
                 s.journal_failed(exc)
         s.record(ev.BENCH_FINISHED, run.cfg.server, {
@@ -75,7 +76,7 @@ class BenchService:
             "result": view.results[0].to_json() if len(view.results) == 1 else None,
             "results": [r.to_json() for r in view.results] if len(view.results) > 1 else None,
             "server_argv": list(rt.status.argv),
-        })
+        }, experiment=exp)
 
     def abort(self) -> bool:
         """Abort the running benchmark (kills its process group); False when none runs."""
