@@ -39,8 +39,22 @@ from optui.core.flags import Flags
 NOISE_FLOOR_PCT = 2.0
 DECISIONS = ("keep", "reject", "inconclusive")
 #: the event types :func:`build_experiments` reads (the rest of an experiment is narrative)
-EXPERIMENT_EVENT_TYPES = (ev.EXPERIMENT_STARTED, ev.RESTART_REQUESTED, ev.SERVER_STATE, ev.SERVER_READY,
-                          ev.SERVER_FAILED, ev.ROLLBACK, ev.BENCH_FINISHED, ev.NOTE, ev.VERDICT)
+#: (``server.state`` too, but only for experiments without a ready/failed event: see
+#: :func:`unsettled`; state events are the bulk of a long journal)
+EXPERIMENT_EVENT_TYPES = (ev.EXPERIMENT_STARTED, ev.RESTART_REQUESTED, ev.SERVER_READY, ev.SERVER_FAILED,
+                          ev.ROLLBACK, ev.BENCH_FINISHED, ev.NOTE, ev.VERDICT)
+
+
+def unsettled(events: Iterable[Event]) -> list[str]:
+    """Experiments among ``events`` with neither ``server.ready`` nor ``server.failed``:
+    their ``server.state`` events decide whether they became ready."""
+    started, settled = [], set()
+    for e in events:
+        if e.type == ev.EXPERIMENT_STARTED and e.experiment:
+            started.append(e.experiment)
+        elif e.type in (ev.SERVER_READY, ev.SERVER_FAILED):
+            settled.add(e.experiment)
+    return [x for x in started if x not in settled]
 
 
 def experiment_id(n: int) -> str:
@@ -351,64 +365,70 @@ def _assign_results(results: Iterable[StoredResult], drafts: dict[str, dict],
 
 def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]]) -> list[Experiment]:
     """Baseline, deltas and verdicts of one server's experiments (oldest first)."""
-    all_runs = [r for d in items for r in runs.get(d["id"], ())]
-    ok = [r for r in all_runs if r.result.status == "ok"]
+    exp_of = {r.id: d["id"] for d in items for r in runs.get(d["id"], ())}
+    key_of = {r.id: r.result.workload.key() for d in items for r in runs.get(d["id"], ())}  # hashing costs: once
     by_workload: dict[str, list[StoredResult]] = {}
-    for r in ok:
-        by_workload.setdefault(r.result.workload.key(), []).append(r)
+    for d in items:
+        for r in runs.get(d["id"], ()):
+            if r.result.status == "ok":
+                by_workload.setdefault(key_of[r.id], []).append(r)
     # the reference result of each workload: pinned, else the first ok one
     reference = {k: next((r for r in rs if r.baseline), rs[0]) for k, rs in by_workload.items()}
     main_key = max(by_workload, key=lambda k: (len(by_workload[k]), -by_workload[k][0].id)) if by_workload else None
-    baseline_id = None
-    if main_key is not None and reference[main_key].experiment:
-        baseline_id = _experiment_of(reference[main_key], items, runs)
+    baseline_id = exp_of.get(reference[main_key].id) if main_key is not None else None
     if baseline_id is None:
         baseline_id = next((d["id"] for d in items if d["outcome"] == "ready"), items[0]["id"] if items else None)
     base_argv = next((d["argv"] for d in items if d["id"] == baseline_id), ())
     base_flags = Flags.parse(base_argv)
+    ctx = _Compare(runs, exp_of, key_of, reference, main_key)
     out = []
     for d in items:
-        workloads = _workloads(d["id"], runs.get(d["id"], []), by_workload, reference, items, runs, main_key)
         is_baseline = d["id"] == baseline_id
         diff = () if is_baseline else tuple(c.describe() for c in base_flags.diff(Flags.parse(d["argv"])))
         exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
-                            "workloads": workloads, "is_baseline": is_baseline, "baseline_id": baseline_id,
-                            "diff_vs_baseline": diff})
+                            "workloads": ctx.workloads(runs.get(d["id"], [])), "is_baseline": is_baseline,
+                            "baseline_id": baseline_id, "diff_vs_baseline": diff})
         out.append(_with_verdict(exp))
     return out
 
 
-def _experiment_of(result: StoredResult, items: list[dict], runs: dict[str, list[StoredResult]]) -> str | None:
-    for d in items:
-        if any(r.id == result.id for r in runs.get(d["id"], ())):
-            return d["id"]
-    return None
+class _Compare:
+    """One server's results indexed for comparisons (reference runs computed once)."""
 
+    def __init__(self, runs, exp_of, key_of, reference, main_key) -> None:
+        self.runs, self.exp_of, self.key_of, self.reference, self.main_key = runs, exp_of, key_of, reference, main_key
+        self._base: dict[str, tuple[str | None, list[BenchResult]]] = {}
 
-def _workloads(exp_id, mine: list[StoredResult], by_workload, reference, items, runs, main_key) -> tuple[WorkloadOutcome, ...]:
-    groups: dict[str, list[StoredResult]] = {}
-    for r in mine:
-        groups.setdefault(r.result.workload.key(), []).append(r)
-    out = []
-    for key, rs in groups.items():
-        ok = [r.result for r in rs if r.result.status == "ok"]
-        values = _values(ok)
-        base_values = base_exp = None
-        ref = reference.get(key)
-        if ref is not None:
-            base_exp = _experiment_of(ref, items, runs)
-            base_runs = [r.result for r in runs.get(base_exp, ()) if r.result.status == "ok"
-                         and r.result.workload.key() == key] if base_exp else [ref.result]
-            base_values = _values(base_runs or [ref.result])
-            cv = max(filter(None, (_cv_pct(ok, PRIMARY.key), _cv_pct(base_runs, PRIMARY.key))), default=None)
-        else:
-            cv = _cv_pct(ok, PRIMARY.key)
-        bench = next((r.bench for r in rs if r.bench), None)
-        out.append(WorkloadOutcome(key, workload_label(rs[0].result.workload), bench, tuple(rs), values, base_values,
-                                   base_exp, cv, metric_deltas(values, base_values)))
-    # primary first: the server's main workload, else the first with a baseline, else by first run
-    out.sort(key=lambda w: (w.key != main_key, w.base_values is None, w.runs[0].id))
-    return tuple(out)
+    def base(self, key: str) -> tuple[str | None, list[BenchResult]]:
+        """The reference experiment of workload ``key`` and its ok runs of it."""
+        if key not in self._base:
+            ref = self.reference[key]
+            exp = self.exp_of.get(ref.id)
+            rs = [r.result for r in self.runs.get(exp, ()) if r.result.status == "ok" and self.key_of[r.id] == key]
+            self._base[key] = (exp, rs or [ref.result])
+        return self._base[key]
+
+    def workloads(self, mine: list[StoredResult]) -> tuple[WorkloadOutcome, ...]:
+        groups: dict[str, list[StoredResult]] = {}
+        for r in mine:
+            groups.setdefault(self.key_of[r.id], []).append(r)
+        out = []
+        for key, rs in groups.items():
+            ok = [r.result for r in rs if r.result.status == "ok"]
+            values = _values(ok)
+            base_values = base_exp = None
+            if key in self.reference:
+                base_exp, base_runs = self.base(key)
+                base_values = _values(base_runs)
+                cv = max(filter(None, (_cv_pct(ok, PRIMARY.key), _cv_pct(base_runs, PRIMARY.key))), default=None)
+            else:
+                cv = _cv_pct(ok, PRIMARY.key)
+            bench = next((r.bench for r in rs if r.bench), None)
+            out.append(WorkloadOutcome(key, workload_label(rs[0].result.workload), bench, tuple(rs), values,
+                                       base_values, base_exp, cv, metric_deltas(values, base_values)))
+        # primary first: the server's main workload, else the first with a baseline, else by first run
+        out.sort(key=lambda w: (w.key != self.main_key, w.base_values is None, w.runs[0].id))
+        return tuple(out)
 
 
 def _with_verdict(exp: Experiment) -> Experiment:

@@ -13,17 +13,25 @@ from pathlib import Path
 from optui.adapters.journal import Journal
 from optui.config import LoadedConfig
 from optui.core import events as ev
-from optui.core.experiments import EXPERIMENT_EVENT_TYPES, Experiment, build_experiments
+from optui.core.events import Event
+from optui.core.experiments import EXPERIMENT_EVENT_TYPES, Experiment, build_experiments, unsettled
 from optui.core.report import FORMATS, ReportInput, ServerInfo, render_csv, render_jsonl, render_markdown
 
 _RENDER = {"md": render_markdown, "jsonl": render_jsonl, "csv": render_csv}
-_REPORT_TYPES = (*EXPERIMENT_EVENT_TYPES, ev.HOSTS_SEEN)
+
+
+def experiment_events(journal: Journal) -> list[Event]:
+    """The events :func:`~optui.core.experiments.build_experiments` needs: its types
+    (through the type index), plus the state changes of experiments that never reached
+    ready/failed (through the experiment index), oldest first."""
+    events = journal.events(types=EXPERIMENT_EVENT_TYPES)
+    extra = [e for exp in unsettled(events) for e in journal.events(experiment=exp, types=(ev.SERVER_STATE,))]
+    return sorted(events + extra, key=lambda e: e.seq) if extra else events
 
 
 def load_experiments(journal: Journal) -> list[Experiment]:
-    """Every experiment of the campaign, oldest first (reads only the event types the
-    builder needs, through the type index)."""
-    return build_experiments(journal.events(types=EXPERIMENT_EVENT_TYPES), journal.results(limit=None))
+    """Every experiment of the campaign, oldest first."""
+    return build_experiments(experiment_events(journal), journal.results(limit=None))
 
 
 def campaign_name(loaded: LoadedConfig) -> str:
@@ -41,7 +49,7 @@ def report_input(journal: Journal, loaded: LoadedConfig, fmt: str, *, since_ts: 
         if server is not None:  # the experiments of the server, to keep its untargeted notes
             events = journal.events(types=(ev.EXPERIMENT_STARTED,)) + events
     else:
-        events = journal.events(types=_REPORT_TYPES)
+        events = experiment_events(journal) + journal.events(types=(ev.HOSTS_SEEN,))
     servers = [ServerInfo(name, s.kind, s.host, s.url, s.control, tuple(sorted(s.env)))
                for name, s in loaded.config.servers.items()]
     todos = journal.todos() if fmt == "md" else ()

@@ -327,6 +327,18 @@ class Session:
             raise SessionError(f"unknown experiment {experiment!r}")
         self.record(ev.VERDICT, server, {"decision": decision, "reason": reason}, experiment=experiment)
 
+    def experiments(self):
+        """Every experiment of the campaign with baseline, deltas and verdict (see
+        :mod:`optui.core.experiments`), oldest first."""
+        from optui.session.export import load_experiments
+
+        return load_experiments(self.journal)
+
+    def query_events(self, flt, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:
+        """Events matching ``flt`` (an :class:`~optui.core.events.EventFilter`) newer than
+        ``since_seq``, newest first — the whole journal, not only the events kept in memory."""
+        return self.journal.query(flt, since_seq=since_seq, limit=limit)
+
     # ---------------------------------------------------------- misc
 
     def set_paused(self, paused: bool) -> None:

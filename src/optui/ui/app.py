@@ -55,6 +55,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, App):
         Binding("b", "bench", "Bench", id="bench.run"),
         Binding("x", "abort_bench", "Abort bench", show=False, id="bench.abort"),
         Binding("n", "note", "Note", show=False, id="journal.note"),
+        Binding("E", "experiments", "Experiments", show=False, id="journal.experiments"),
         Binding("p", "pause", "Pause", show=False, id="app.pause"),
         Binding("ctrl+l", "refresh", "Refresh", show=False, id="app.refresh"),
     ]
@@ -138,7 +139,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, App):
             self.query_one("#servers", ServerPanel).show(state.servers)
             self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo", TodoPanel).show(state.todos))
             last_seq = state.events[-1].seq if state.events else 0
-            self._apply_if_changed("events", last_seq, lambda: self.query_one("#journal", JournalPanel).show(state.events))
+            self._apply_if_changed("events", last_seq, lambda: self.show_journal(state))
             self._apply_bench(state)
             self._apply_status_line(state)
 

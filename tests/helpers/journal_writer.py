@@ -1,0 +1,45 @@
+"""A process that appends journal events and prints each returned seq (flushed), for the
+durability tests: ``python -m tests.helpers.journal_writer DB COUNT [TAG] [--experiments]``.
+
+COUNT 0 appends forever (until killed). With ``--experiments`` every append opens a new
+experiment (``Journal.new_experiment``) and prints ``seq experiment-id``. With
+``--go=FILE`` it prints ``ready`` once the journal is open, then waits for FILE to exist
+(so concurrent writers really start together).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from optui.adapters.journal import Journal
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    experiments = "--experiments" in sys.argv
+    path, count = args[0], int(args[1])
+    tag = args[2] if len(args) > 2 else "w"
+    journal = Journal(path)
+    go = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--go=")), None)
+    if go:
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        while not os.path.exists(go):
+            time.sleep(0.005)
+    i = 0
+    while count == 0 or i < count:
+        if experiments:
+            e = journal.new_experiment("srv", {"reason": f"{tag}-{i}"}, actor=tag)
+            line = f"{e.seq} {e.experiment}"
+        else:
+            e = journal.append("note", tag, {"text": f"{tag} event {i}", "pad": "x" * 200}, actor=tag)
+            line = str(e.seq)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        i += 1
+
+
+if __name__ == "__main__":
+    main()
