@@ -455,11 +455,11 @@ class Journal:
     # An experiment groups what happened to one server between two restarts (see
     # optui.core.experiments). Ids are allocated here, inside the write transaction, so two
     # optui processes never hand out the same one.
-    def new_experiment(self, server: str, data: dict, *, actor: str = "optui") -> Event:
+    def new_experiment(self, server: str, data: dict, *, actor: str = "optui", ts: float | None = None) -> Event:
         """Open the next experiment of ``server``: allocates ``exp-NNNN`` and appends its
         ``experiment.started`` event (with ``data``: reason, argv, prev_argv, diff...).
         Returns that event (``.experiment`` is the new id). Raises JournalError."""
-        now = time.time()
+        now = time.time() if ts is None else ts
         with self._write() as db:
             n = db.execute("INSERT INTO experiments(server, ts, actor) VALUES (?,?,?)", (server, now, actor)).lastrowid
             exp = experiment_id(n)

@@ -104,6 +104,11 @@ class JournalPanel(CursorList):
         row.append(" " + e.summary())
         return row
 
+    @property
+    def shown_seqs(self) -> list[int]:
+        """The seqs of the rows on screen, newest first."""
+        return list(self._keys)
+
     def selected_event(self) -> Event | None:
         """The event under the cursor."""
         key = self.current_key
