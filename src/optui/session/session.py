@@ -68,7 +68,9 @@ class Session:
         self.state_dir = loaded.journal_path.parent
         # an observer (``optui status``) reads the journal and never writes to it
         self.observer = observer
-        self.journal = Journal(loaded.journal_path, read_only=observer and loaded.journal_path.exists())
+        if observer and not loaded.journal_path.exists():
+            Journal(loaded.journal_path).close()  # an empty campaign DB, then read-only
+        self.journal = Journal(loaded.journal_path, read_only=observer)
         self.journal_error: str | None = None
         self.version = 0
         self._changed = asyncio.Event()

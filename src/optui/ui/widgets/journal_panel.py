@@ -59,11 +59,11 @@ class JournalPanel(CursorList):
 
     BINDINGS = [
         Binding("enter", "open", "Details", id="journal.open"),
-        Binding("slash", "filter_text", "Filter text", id="journal.filter_text"),
-        Binding("t", "cycle_type", "Type filter", id="journal.filter_type"),
-        Binding("s", "cycle_server", "Server filter", id="journal.filter_server"),
-        Binding("e", "filter_experiment", "Experiment filter", id="journal.filter_experiment"),
-        Binding("c", "clear_filters", "Clear filters", id="journal.filter_clear"),
+        Binding("slash", "filter_text", "Find", id="journal.filter_text"),
+        Binding("t", "cycle_type", "Type", id="journal.filter_type"),
+        Binding("s", "cycle_server", "Server", id="journal.filter_server"),
+        Binding("e", "filter_experiment", "Experiment", id="journal.filter_experiment"),
+        Binding("c", "clear_filters", "Clear", id="journal.filter_clear"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
