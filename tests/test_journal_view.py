@@ -217,7 +217,10 @@ async def _drive_from_the_cli(app, session, rt, cfg) -> None:
         # the TUI follows the CLI's new process: no crash invented, new flags shown
         await wait_for(pilot, lambda: rt.status.state.value == "ready" and "8" in rt.status.argv, timeout=20)
         assert len(session.journal.events(types=[ev.SERVER_FAILED])) == failures_before
-        assert session.current_experiment("demo") == session.journal.events(types=[ev.RESTART_REQUESTED])[-1].experiment
+        exp = session.journal.events(types=[ev.RESTART_REQUESTED])[-1].experiment
+        assert session.current_experiment("demo") == exp
+        phases = [e.data["phase"] for e in session.journal.events(experiment=exp, types=[ev.SERVER_PHASE])]
+        assert phases and len(phases) == len(set(phases))  # journaled once, by the restarting CLI only
         # and the reverse: the CLI refuses while the TUI restarts (a slow start: --demo-speed 2)
         argv = list(rt.status.argv)
         argv[argv.index("--demo-speed") + 1] = "2"

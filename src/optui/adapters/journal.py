@@ -1,5 +1,5 @@
-"""The campaign journal: one SQLite file (WAL) holding events, todo items, bench results
-and the last good flags per server.
+"""The campaign journal: one SQLite file (WAL) holding events, todo items, bench results,
+the last good flags per server and the experiment index (``exp-NNNN`` ids per server).
 
 Several optui processes (full screen + tmux side pane + CLI) share one file: every write is
 one short ``BEGIN IMMEDIATE`` transaction (``busy_timeout`` 5 s), readers notice other

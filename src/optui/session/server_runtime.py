@@ -222,6 +222,7 @@ class ServerRuntime:
                 and self.controller.attach() is not None:
             self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
                       ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
+            self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
             self._follow(offset=0)
             return True
         if self.restarting_elsewhere():
@@ -254,7 +255,8 @@ class ServerRuntime:
         phase = self._classifier.feed(line, t)
         if phase is not None:
             self._set(phase=phase, phases=tuple(self._classifier.phases))
-            self._journal(ev.SERVER_PHASE, {"phase": phase, "t": round(t, 3)})
+            if not self.restarting_elsewhere():  # the restarting process journals its phases
+                self._journal(ev.SERVER_PHASE, {"phase": phase, "t": round(t, 3)})
             if phase == "ready":
                 self._wake.set()
         else:
