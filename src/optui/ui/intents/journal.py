@@ -23,13 +23,14 @@ FILTERED_LIMIT = 500
 class JournalIntents(IntentBase):
     """Journal actions (see module doc)."""
 
-    _journal_cache: tuple[EventFilter, tuple[Event, ...]] | None = None
+    #: (filter, matching events oldest first, seq up to which the journal was searched)
+    _journal_cache: tuple[EventFilter, tuple[Event, ...], int] | None = None
 
     # ------------------------------------------------------------ timeline
     def show_journal(self, state: SessionState) -> None:
         """Push the journal into its panel: the snapshot's events, or — with a filter — the
-        matching events from the DB (newest :data:`FILTERED_LIMIT`, extended with new
-        matches incrementally as the journal grows)."""
+        matching events from the DB (newest :data:`FILTERED_LIMIT`), extended as the
+        journal grows by searching only what is new."""
         panel = self.query_one("#journal", JournalPanel)
         panel.servers = tuple(self.session.servers)
         flt = panel.filter
@@ -37,18 +38,20 @@ class JournalIntents(IntentBase):
             self._journal_cache = None
             panel.show(state.events)
             return
+        known = state.events[-1].seq if state.events else 0  # searched up to here at least
         cached = self._journal_cache
         try:
             if cached is not None and cached[0] == flt:
-                since = cached[1][-1].seq if cached[1] else 0
-                new = tuple(reversed(self.session.query_events(flt, since_seq=since, limit=FILTERED_LIMIT)))
-                events = (cached[1] + new)[-FILTERED_LIMIT:]
+                last = cached[1][-1].seq if cached[1] else 0
+                new = [e for e in reversed(self.session.query_events(flt, since_seq=cached[2], limit=FILTERED_LIMIT))
+                       if e.seq > last]  # a second look at the newest events must not duplicate them
+                events = (cached[1] + tuple(new))[-FILTERED_LIMIT:]
             else:
                 events = tuple(reversed(self.session.query_events(flt, limit=FILTERED_LIMIT)))
         except Exception as exc:  # a locked or broken DB must not crash the UI
             self._fail(exc)
             return
-        self._journal_cache = (flt, events)
+        self._journal_cache = (flt, events, known)
         panel.show(events)
 
     def on_journal_filter_changed(self, msg: JournalFilterChanged) -> None:
