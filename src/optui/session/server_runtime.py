@@ -74,6 +74,7 @@ class ServerRuntime:
         self.on_journal = on_journal
         #: another optui process holds this server's restart lock (see _adopt_relaunch)
         self.restarting_elsewhere = restarting_elsewhere
+        self._adopted = False  # following a launch another optui process made
         self.probe = ServerProbe(cfg.url, api_key_env=cfg.api_key_env, health_timeout_s=cfg.health_timeout_s)
         self.log_tail: deque[str] = deque(maxlen=500)
         self.log_lines_total = 0
@@ -223,6 +224,7 @@ class ServerRuntime:
             self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
                       ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
             self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
+            self._adopted = True  # its phases are journaled by the process that launched it
             self._follow(offset=0)
             return True
         if self.restarting_elsewhere():
@@ -255,7 +257,7 @@ class ServerRuntime:
         phase = self._classifier.feed(line, t)
         if phase is not None:
             self._set(phase=phase, phases=tuple(self._classifier.phases))
-            if not self.restarting_elsewhere():  # the restarting process journals its phases
+            if not self._adopted and not self.restarting_elsewhere():  # the launching process journals them
                 self._journal(ev.SERVER_PHASE, {"phase": phase, "t": round(t, 3)})
             if phase == "ready":
                 self._wake.set()
@@ -266,6 +268,7 @@ class ServerRuntime:
     async def start(self, argv: list[str] | None = None, *, actor: str = "optui") -> None:
         """Start with ``argv`` (default: the current one) without the ready gate."""
         argv = list(argv or self.status.argv)
+        self._adopted = False
         self._start_mono = time.monotonic()
         self._hung.reset()
         self._last_scrape = None
