@@ -59,7 +59,7 @@ def ready(session) -> bool:
 async def test_run_success_and_oom_from_the_list(tmp_path):
     app = make_app(demo_campaign(tmp_path))
     s = app.session
-    runner = s.experiments
+    runner = s.todo_runs
     async with app.run_test(size=(200, 50)) as pilot:
         await wait_for(pilot, lambda: ready(s))
         base = s.todos.add("Baseline with the default flags", "high", {"server": "demo", "bench": ["tiny"]})
@@ -120,7 +120,7 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
 async def test_queue_stops_at_once(tmp_path):
     app = make_app(demo_campaign(tmp_path))
     s = app.session
-    runner = s.experiments
+    runner = s.todo_runs
     async with app.run_test(size=(200, 50)) as pilot:
         await wait_for(pilot, lambda: ready(s))
         first = s.todos.add("Long sweep", "high", {"server": "demo", "set": {"--max-running-requests": "8"}, "bench": ["sweep"]})

@@ -134,11 +134,18 @@ class ProcessController:
             return await asyncio.wait_for(self._proc.wait(), timeout_s)
         return None
 
-    def attach(self) -> Launch | None:
+    def recorded(self) -> Launch | None:
+        """The launch the pidfile names (possibly another optui process's), without
+        attaching to it; None when there is no readable pidfile."""
         try:
             data = json.loads(self.pidfile.read_text())
-            launch = Launch(**{**data, "argv": tuple(data["argv"])})
+            return Launch(**{**data, "argv": tuple(data["argv"])})
         except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def attach(self) -> Launch | None:
+        launch = self.recorded()
+        if launch is None:
             return None
         if not proc.pid_alive(launch.pid):
             self._clear_pidfile()

@@ -1,5 +1,5 @@
-"""The campaign journal: one SQLite file (WAL) holding events, todo items, bench results
-and the last good flags per server.
+"""The campaign journal: one SQLite file (WAL) holding events, todo items, bench results,
+the last good flags per server and the experiment index (``exp-NNNN`` ids per server).
 
 Several optui processes (full screen + tmux side pane + CLI) share one file: every write is
 one short ``BEGIN IMMEDIATE`` transaction (``busy_timeout`` 5 s), readers notice other
@@ -16,12 +16,12 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from optui.core import events as ev
 from optui.core.bench_result import BenchResult
-from optui.core.events import Event
+from optui.core.events import Event, EventFilter
+from optui.core.experiments import StoredResult, experiment_id
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
 SCHEMA_VERSION = 1
@@ -44,6 +44,10 @@ CREATE TABLE IF NOT EXISTS bench_results(
     data TEXT NOT NULL, baseline INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS bench_workload ON bench_results(workload_key, id);
 CREATE TABLE IF NOT EXISTS last_good(server TEXT PRIMARY KEY, argv TEXT NOT NULL, ts REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS experiments(
+    n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, server TEXT NOT NULL, ts REAL NOT NULL,
+    actor TEXT NOT NULL, seq INTEGER);
+CREATE INDEX IF NOT EXISTS experiments_server ON experiments(server, n);
 """
 _TODO_FIELDS = ("content", "status", "priority", "ord", "origin", "raw_status", "experiment", "note", "meta")
 
@@ -51,19 +55,6 @@ _TODO_FIELDS = ("content", "status", "priority", "ord", "origin", "raw_status", 
 class JournalError(Exception):
     """The journal cannot be written (disk full, read-only file, locked too long).
     The message names the file and the cause; the session keeps running read-only."""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredResult:
-    """A bench result row: id, Unix time, server, bench preset, baseline flag, result."""
-
-    id: int
-    ts: float
-    server: str | None
-    bench: str | None
-    experiment: str | None
-    baseline: bool
-    result: BenchResult
 
 
 def _dumps(data) -> str:
@@ -107,6 +98,9 @@ class Journal:
                 self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
             self._db.execute("PRAGMA busy_timeout=5000")
             if not read_only:
+                # small pages: a commit appends every page it touched (row + 3 index leaves) to
+                # the WAL, so 1 KiB pages write a quarter of the bytes per event (new files only)
+                self._db.execute("PRAGMA page_size=1024")
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.executescript(_SCHEMA)
@@ -183,20 +177,24 @@ class Journal:
 
     def _append(self, db, type, target, data, actor, experiment, ts) -> Event:
         ts = time.time() if ts is None else ts
-        data = _clean(data)
+        try:  # fast path: most data needs no cleaning (walking it costs more than the insert)
+            text = _dumps(data)
+        except ValueError:  # nan/inf somewhere
+            data = _clean(data)
+            text = _dumps(data)
         cur = db.execute(
             "INSERT INTO events(ts, type, target, actor, experiment, data) VALUES (?,?,?,?,?,?)",
-            (ts, type, target, actor, experiment, _dumps(data)),
+            (ts, type, target, actor, experiment, text),
         )
         return Event(cur.lastrowid, ts, type, target, actor, experiment, data)
 
-    def append_many(self, items: Iterable[tuple[str, str | None, dict]], *, actor: str = "optui") -> int:
-        """Append several ``(type, target, data)`` events in one transaction; returns the
-        count."""
+    def append_many(self, items: Iterable[tuple], *, actor: str = "optui") -> int:
+        """Append several ``(type, target, data)`` or ``(type, target, data, experiment)``
+        events in one transaction; returns the count."""
         n = 0
         with self._write() as db:
-            for type, target, data in items:
-                self._append(db, type, target, data, actor, None, None)
+            for type, target, data, *exp in items:
+                self._append(db, type, target, data, actor, exp[0] if exp else None, None)
                 n += 1
         return n
 
@@ -209,11 +207,18 @@ class Journal:
         target: str | None = None,
         newest_first: bool = False,
         since_ts: float | None = None,
+        experiment: str | None = None,
+        text: str | None = None,
+        before_seq: int | None = None,
     ) -> list[Event]:
-        """Events with ``seq > since_seq`` filtered by type/target/time, oldest first
-        (or newest first with ``limit`` taking the newest)."""
+        """Events with ``seq > since_seq`` (and ``< before_seq``) filtered by type, target,
+        experiment, time and text (case-insensitive substring of type, target, actor or the
+        data JSON), oldest first (or newest first with ``limit`` taking the newest)."""
         sql = "SELECT seq, ts, type, target, actor, experiment, data FROM events WHERE seq > ?"
         params: list = [since_seq]
+        if before_seq is not None:
+            sql += " AND seq < ?"
+            params.append(before_seq)
         if types:
             types = list(types)
             sql += f" AND type IN ({','.join('?' * len(types))})"
@@ -221,9 +226,19 @@ class Journal:
         if target is not None:
             sql += " AND target = ?"
             params.append(target)
+        if experiment is not None:
+            sql += " AND experiment = ?"
+            params.append(experiment)
         if since_ts is not None:
             sql += " AND ts >= ?"
             params.append(since_ts)
+        if text:
+            # the data column holds JSON: non-ASCII is \u-escaped there, so match the escaped form too
+            needle = text.lower()
+            escaped = json.dumps(needle)[1:-1]
+            sql += (" AND (instr(lower(type || ' ' || COALESCE(target, '') || ' ' || actor || ' ' || data), ?) > 0"
+                    " OR instr(lower(data), ?) > 0)")
+            params += [needle, escaped]
         sql += " ORDER BY seq DESC" if newest_first else " ORDER BY seq"
         if limit is not None:
             sql += " LIMIT ?"
@@ -231,6 +246,11 @@ class Journal:
         with self._lock:
             rows = self._db.execute(sql, params).fetchall()
         return [Event(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+
+    def query(self, flt: EventFilter, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:
+        """Events matching ``flt`` newer than ``since_seq``, newest first, at most ``limit``."""
+        return self.events(since_seq=since_seq, limit=limit, types=flt.types, target=flt.target,
+                           experiment=flt.experiment, text=flt.text, since_ts=flt.since_ts, newest_first=True)
 
     def last_seq(self) -> int:
         """The highest event seq (0 when empty)."""
@@ -425,15 +445,21 @@ class Journal:
             )
             return cur.lastrowid
 
-    def results(self, *, server: str | None = None, limit: int = 200) -> list[StoredResult]:
-        """Stored results, newest first."""
-        sql = "SELECT id, ts, server, bench, experiment, baseline, data FROM bench_results"
+    def results(self, *, server: str | None = None, limit: int | None = 200,
+                experiment: str | None = None) -> list[StoredResult]:
+        """Stored results, newest first (``limit`` None: all of them)."""
+        sql = "SELECT id, ts, server, bench, experiment, baseline, data FROM bench_results WHERE 1"
         params: list = []
         if server is not None:
-            sql += " WHERE server = ?"
+            sql += " AND server = ?"
             params.append(server)
-        sql += " ORDER BY id DESC LIMIT ?"
-        params.append(limit)
+        if experiment is not None:
+            sql += " AND experiment = ?"
+            params.append(experiment)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
         with self._lock:
             rows = self._db.execute(sql, params).fetchall()
         return [StoredResult(r[0], r[1], r[2], r[3], r[4], bool(r[5]), BenchResult.from_json(json.loads(r[6]))) for r in rows]
@@ -474,6 +500,56 @@ class Journal:
         with self._lock:
             row = self._db.execute("SELECT argv FROM last_good WHERE server = ?", (server,)).fetchone()
         return json.loads(row[0]) if row else None
+
+    # --------------------------------------------------------- experiments
+    # An experiment groups what happened to one server between two restarts (see
+    # optui.core.experiments). Ids are allocated here, inside the write transaction, so two
+    # optui processes never hand out the same one.
+    def new_experiment(self, server: str, data: dict, *, actor: str = "optui", ts: float | None = None) -> Event:
+        """Open the next experiment of ``server``: allocates ``exp-NNNN`` and appends its
+        ``experiment.started`` event (with ``data``: reason, argv, prev_argv, diff...).
+        Returns that event (``.experiment`` is the new id). Raises JournalError."""
+        now = time.time() if ts is None else ts
+        with self._write() as db:
+            n = db.execute("INSERT INTO experiments(server, ts, actor) VALUES (?,?,?)", (server, now, actor)).lastrowid
+            exp = experiment_id(n)
+            event = self._append(db, ev.EXPERIMENT_STARTED, server, data, actor, exp, now)
+            db.execute("UPDATE experiments SET id = ?, seq = ? WHERE n = ?", (exp, event.seq, n))
+        return event
+
+    def current_experiment(self, server: str) -> str | None:
+        """The id of ``server``'s newest experiment, or None when it has none yet."""
+        with self._lock:
+            row = self._db.execute("SELECT id FROM experiments WHERE server = ? ORDER BY n DESC LIMIT 1",
+                                   (server,)).fetchone()
+        return row[0] if row else None
+
+    def latest_experiment(self) -> str | None:
+        """The id of the newest experiment of any server, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT id FROM experiments ORDER BY n DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def experiment_server(self, experiment: str) -> str | None:
+        """The server of ``experiment``, or None for an unknown id."""
+        with self._lock:
+            row = self._db.execute("SELECT server FROM experiments WHERE id = ?", (experiment,)).fetchone()
+        return row[0] if row else None
+
+    def experiment_servers(self) -> list[str]:
+        """Servers that have experiments."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT server FROM experiments ORDER BY server").fetchall()]
+
+    def experiment_ids(self, server: str | None = None) -> list[str]:
+        """Experiment ids, oldest first (of one server when given)."""
+        sql = "SELECT id FROM experiments"
+        params: tuple = ()
+        if server is not None:
+            sql += " WHERE server = ?"
+            params = (server,)
+        with self._lock:
+            return [r[0] for r in self._db.execute(sql + " ORDER BY n", params).fetchall()]
 
     def integrity_ok(self) -> bool:
         """``PRAGMA integrity_check`` says ok."""

@@ -158,3 +158,6 @@ def _num(value) -> str:
             return "inf"
         return f"{value:.2f}"
     return str(value)
+
+
+import optui.cli.bench_run_cmd  # noqa: E402,F401  registers `optui bench run` (issue 7)

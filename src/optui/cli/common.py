@@ -38,3 +38,10 @@ def load_config_or_exit(ctx: click.Context | None = None) -> LoadedConfig:
 def echo_json(data) -> None:
     """Print ``data`` as indented strict JSON (inf → "inf")."""
     click.echo(json.dumps(data, indent=2, allow_nan=False, default=str))
+
+
+def actor() -> str:
+    """Who a CLI write is journaled as: ``$OPTUI_ACTOR`` (e.g. ``agent:claude``) or ``cli``."""
+    import os
+
+    return os.environ.get("OPTUI_ACTOR") or "cli"

@@ -279,9 +279,9 @@ def run(ctx: click.Context, todo_ids: tuple[int, ...], as_json: bool, actor: str
                 item = session.journal.todo(todo_id)
                 if item is None:
                     raise SessionError(f"no todo item #{todo_id}")
-                session.experiments.check(item)
+                session.todo_runs.check(item)
                 items.append(item)
-            return [await session.experiments.run_one(t.id) for t in items]
+            return [await session.todo_runs.run_one(t.id) for t in items]
         finally:
             await session.close()
 

@@ -8,7 +8,11 @@ host / todo id it concerns, ``data`` a JSON-able dict whose keys depend on ``typ
 
 from __future__ import annotations
 
+import json
+import re
+import time
 from dataclasses import dataclass, field
+from datetime import datetime
 
 # Event types (``type`` column). Keep names stable: exports and agents rely on them.
 SERVER_STATE = "server.state"
@@ -28,6 +32,24 @@ ALERT = "alert"
 SESSION_STARTED = "session.started"
 SESSION_ENDED = "session.ended"
 ERROR = "error"
+#: an experiment begins (one restart with new flags, or a server first benchmarked as found)
+EXPERIMENT_STARTED = "experiment.started"
+#: the operator's (or an agent's) decision on an experiment: keep | reject | inconclusive
+VERDICT = "verdict"
+#: the GPU inventory of a host (names, count, memory), recorded when first seen or changed
+HOSTS_SEEN = "hosts.seen"
+
+#: Named groups of event types for the journal view's type filter (``t`` cycles them).
+TYPE_GROUPS: dict[str, frozenset[str]] = {
+    "server": frozenset({SERVER_STATE, FLAGS_CHANGED, RESTART_REQUESTED, SERVER_STOPPED, SERVER_STARTING,
+                         SERVER_READY, SERVER_FAILED, ROLLBACK}),
+    "flags": frozenset({FLAGS_CHANGED, RESTART_REQUESTED, ROLLBACK}),
+    "failures": frozenset({SERVER_FAILED, ALERT, ERROR, ROLLBACK}),
+    "bench": frozenset({BENCH_STARTED, BENCH_FINISHED}),
+    "todo": frozenset({TODO_CHANGED}),
+    "notes": frozenset({NOTE, VERDICT}),
+    "experiments": frozenset({EXPERIMENT_STARTED, VERDICT}),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,4 +122,100 @@ class Event:
             return str(d["message"])
         if t == ALERT:
             return f"{d.get('kind', 'alert')}: {d.get('message', '')}"
+        if t == EXPERIMENT_STARTED:
+            change = "; ".join(d.get("diff") or []) or "same flags"
+            return f"{self.experiment} on {self.target}: {change}" + (f" ({d['reason']})" if d.get("reason") else "")
+        if t == VERDICT:
+            return f"{self.experiment}: {d.get('decision', '?')}" + (f" — {d['reason']}" if d.get("reason") else "")
+        if t == HOSTS_SEEN:
+            return ", ".join(f"{g.get('count')}× {g.get('name')}" for g in d.get("gpus_by_name") or []) or "no GPUs"
         return ", ".join(f"{k}={v}" for k, v in list(d.items())[:4])
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    """What the journal view (and ``optui journal tail``) shows: every set field must match.
+
+    ``types`` a set of event types (None = all), ``target`` a server/host/todo id,
+    ``experiment`` an id like ``exp-0007``, ``text`` a case-insensitive substring of the
+    type, target, actor or data (JSON), ``since_ts`` Unix seconds.
+    """
+
+    types: frozenset[str] | None = None
+    type_label: str | None = None
+    target: str | None = None
+    experiment: str | None = None
+    text: str | None = None
+    since_ts: float | None = None
+
+    @property
+    def active(self) -> bool:
+        """True when anything is filtered."""
+        return any(v is not None for v in (self.types, self.target, self.experiment, self.text, self.since_ts))
+
+    def matches(self, e: Event) -> bool:
+        """True when ``e`` passes every set criterion (same rules as the SQL query)."""
+        if self.types is not None and e.type not in self.types:
+            return False
+        if self.target is not None and e.target != self.target:
+            return False
+        if self.experiment is not None and e.experiment != self.experiment:
+            return False
+        if self.since_ts is not None and e.ts < self.since_ts:
+            return False
+        if self.text:
+            # same rule as Journal.events(text=...): the data as stored (compact, ASCII JSON)
+            needle = self.text.lower()
+            data = json.dumps(e.data, default=str, separators=(",", ":")).lower()
+            hay = " ".join((e.type, e.target or "", e.actor, data)).lower()
+            if needle not in hay and json.dumps(needle)[1:-1] not in data:
+                return False
+        return True
+
+    def describe(self) -> str:
+        """A short label of the active criteria, e.g. ``type:bench server:demo /tp 8/``."""
+        parts = []
+        if self.types is not None:
+            parts.append(f"type:{self.type_label or ','.join(sorted(self.types))}")
+        if self.target is not None:
+            parts.append(f"server:{self.target}")
+        if self.experiment is not None:
+            parts.append(f"exp:{self.experiment}")
+        if self.text:
+            parts.append(f"/{self.text}/")
+        if self.since_ts is not None:
+            parts.append("since " + time.strftime("%Y-%m-%d %H:%M", time.localtime(self.since_ts)))
+        return " ".join(parts)
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)$")
+_UNIT_S = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """``--since`` as Unix seconds: a duration back from ``now`` (``90m``, ``2h``, ``1d``,
+    ``1w``), an ISO date or date-time in local time (``2026-05-03``, ``2026-05-03T14:00``,
+    ``2026-05-03 14:00:30``), or Unix seconds (``1767225600``). Raises ValueError naming the
+    accepted forms."""
+    value = text.strip()
+    now = time.time() if now is None else now
+    m = _DURATION.match(value.lower())
+    if m:
+        return now - float(m.group(1)) * _UNIT_S[m.group(2)]
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        pass
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if number is not None and number > 1e9:
+        return number
+    raise ValueError(f"--since {text!r}: expected a duration (90m, 2h, 1d), an ISO date/time "
+                     "(2026-05-03, 2026-05-03T14:00) or Unix seconds")
+
+
+def iso_time(ts: float) -> str:
+    """Local ISO-8601 time with offset, to the second (``2026-05-03T14:22:07+02:00``)."""
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")

@@ -85,10 +85,11 @@ class BenchService:
 
     async def _run(self, run: BenchRun, rt: ServerRuntime) -> None:
         s = self.session
+        exp = s.ensure_experiment(run.cfg.server)  # results are compared per experiment
         s.record(ev.BENCH_STARTED, run.cfg.server, {
             "bench": run.name, "argv": run.cfg.argv, "run_id": run.view.run_id, "plan": run.view.plan or None,
             "builtin": run.cfg.builtin.model_dump() if run.cfg.builtin else None,
-            "server_argv": list(rt.status.argv)})
+            "server_argv": list(rt.status.argv)}, experiment=exp)
         try:
             view = await run.run()
         except asyncio.CancelledError:
@@ -96,7 +97,7 @@ class BenchService:
             view = run.view
         for result in view.results:
             try:
-                s.journal.add_result(result, server=run.cfg.server, bench=run.name)
+                s.journal.add_result(result, server=run.cfg.server, bench=run.name, experiment=exp)
             except JournalError as exc:
                 s.journal_failed(exc)
         if view.status == "stalled":
@@ -109,7 +110,7 @@ class BenchService:
             "result": view.results[0].to_json() if len(view.results) == 1 else None,
             "results": [r.to_json() for r in view.results] if len(view.results) > 1 else None,
             "server_argv": list(rt.status.argv),
-        })
+        }, experiment=exp)
         s.sync_journal()
 
     def abort(self) -> bool:

@@ -36,9 +36,34 @@ class ServerLock:
     def release(self) -> None:
         """Drop the lock (idempotent)."""
         if self._fd is not None:
+            os.ftruncate(self._fd, 0)  # no holder line: held_by_other() reads "free"
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+    def held_by_other(self) -> bool:
+        """True while another live process holds the lock (a restart of this server runs
+        elsewhere). Reads the holder line only — probing never takes the lock, so it cannot
+        make another process's :meth:`acquire` fail."""
+        try:
+            text = self.path.read_text().strip()
+        except OSError:
+            return False
+        if not text.startswith("pid "):
+            return False
+        try:
+            pid = int(text[4:])
+        except ValueError:
+            return False
+        if pid == os.getpid():
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False  # died holding it: the kernel already dropped the flock
+        except PermissionError:
+            pass
+        return True
 
     def holder(self) -> str:
         """Who holds it, as written by the holder (e.g. "pid 1234")."""

@@ -23,6 +23,7 @@ from optui.adapters.log_follow import LogFollower
 from optui.adapters.probe import ServerProbe
 from optui.config import ServerConfig
 from optui.core import events as ev
+from optui.core.experiments import experiment_start
 from optui.core.flags import Flags
 from optui.core.metrics_map import MetricsParseError, Scrape, load_view, missing_metrics_hint, parse_scrape
 from optui.core.server_fsm import HungDetector, Observation, next_state
@@ -62,6 +63,7 @@ class ServerRuntime:
         on_change: Callable[[], None],
         journal_failed: Callable[[JournalError], None] = lambda exc: None,
         on_journal: Callable[[], None] = lambda: None,
+        restarting_elsewhere: Callable[[], bool] = lambda: False,
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -70,6 +72,9 @@ class ServerRuntime:
         self.on_change = on_change
         self.journal_failed = journal_failed
         self.on_journal = on_journal
+        #: another optui process holds this server's restart lock (see _adopt_relaunch)
+        self.restarting_elsewhere = restarting_elsewhere
+        self._adopted = False  # following a launch another optui process made
         self.probe = ServerProbe(cfg.url, api_key_env=cfg.api_key_env, health_timeout_s=cfg.health_timeout_s)
         self.log_tail: deque[str] = deque(maxlen=500)
         self.log_lines_total = 0
@@ -91,7 +96,7 @@ class ServerRuntime:
     # ------------------------------------------------------------ plumbing
     def _journal(self, type: str, data: dict, *, actor: str = "optui") -> None:
         try:
-            self.journal.append(type, self.name, data, actor=actor)
+            self.journal.append(type, self.name, data, actor=actor, experiment=self.journal.current_experiment(self.name))
         except JournalError as exc:
             self.journal_failed(exc)
         self.on_journal()
@@ -107,7 +112,8 @@ class ServerRuntime:
         if state is not old:
             changes["state_since"] = time.time()
             phase = changes["phase"] if "phase" in changes else self.status.phase
-            self._journal(ev.SERVER_STATE, {"old": str(old), "new": str(state), "phase": phase}, actor=actor)
+            if not self.restarting_elsewhere():  # the restarting process journals its own transitions
+                self._journal(ev.SERVER_STATE, {"old": str(old), "new": str(state), "phase": phase}, actor=actor)
         self._set(state=state, **changes)
         async with self._state_changed:
             self._state_changed.notify_all()
@@ -192,6 +198,8 @@ class ServerRuntime:
         return ServerState.HUNG if hung else state
 
     async def _on_exit(self) -> None:
+        if self._adopt_relaunch():
+            return
         rc = self.controller.returncode()
         if self._follower is not None:
             self._follower.flush()
@@ -204,6 +212,26 @@ class ServerRuntime:
                               message=f"exited rc={rc}" if rc is not None else "process gone")
         self._journal(ev.SERVER_FAILED, {"class": str(crash), "returncode": rc, "phase": self.status.phase,
                                          "lines": list(lines), "argv": list(self.status.argv)})
+
+    def _adopt_relaunch(self) -> bool:
+        """Another optui process (the CLI, a second window) restarted this server: follow
+        its new launch instead of calling the old process's exit a crash. True when the
+        exit is accounted for that way."""
+        recorded = getattr(self.controller, "recorded", lambda: None)()
+        current = self.controller.launch
+        if recorded is not None and current is not None and recorded.pid != current.pid \
+                and self.controller.attach() is not None:
+            self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
+                      ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
+            self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
+            self._adopted = True  # its phases are journaled by the process that launched it
+            self._follow(offset=0)
+            return True
+        if self.restarting_elsewhere():
+            if self.status.state is not ServerState.DOWN:
+                self._set(state=ServerState.DOWN, pid=None, message="being restarted by another optui process")
+            return True
+        return False
 
     # ------------------------------------------------------------ logs
     def _follow(self, offset: int = 0) -> None:
@@ -229,7 +257,8 @@ class ServerRuntime:
         phase = self._classifier.feed(line, t)
         if phase is not None:
             self._set(phase=phase, phases=tuple(self._classifier.phases))
-            self._journal(ev.SERVER_PHASE, {"phase": phase, "t": round(t, 3)})
+            if not self._adopted and not self.restarting_elsewhere():  # the launching process journals them
+                self._journal(ev.SERVER_PHASE, {"phase": phase, "t": round(t, 3)})
             if phase == "ready":
                 self._wake.set()
         else:
@@ -239,6 +268,7 @@ class ServerRuntime:
     async def start(self, argv: list[str] | None = None, *, actor: str = "optui") -> None:
         """Start with ``argv`` (default: the current one) without the ready gate."""
         argv = list(argv or self.status.argv)
+        self._adopted = False
         self._start_mono = time.monotonic()
         self._hung.reset()
         self._last_scrape = None
@@ -287,6 +317,7 @@ class ServerRuntime:
         old = list(self.status.argv)
         self._set(busy="restarting")
         try:
+            self._safe(lambda: self.journal.new_experiment(self.name, experiment_start(old, argv, reason), actor=actor))
             self._journal(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv)}, actor=actor)
             diff = [c.describe() for c in Flags.parse(old).diff(Flags.parse(argv))]
             if diff:
@@ -327,8 +358,9 @@ class ServerRuntime:
         if self.status.state is ServerState.READY:
             ready_s = time.monotonic() - self._start_mono
             phases = [{"phase": p.phase, "t": round(p.t, 3)} for p in self.status.phases]
+            info = await self.probe.server_info() or {}
             self._journal(ev.SERVER_READY, {"ready_s": round(ready_s, 3), "phases": phases, "argv": list(self.status.argv),
-                                            "model": self.status.model}, actor=actor)
+                                            "model": self.status.model, "server_version": info.get("version")}, actor=actor)
             self._safe(lambda: self.journal.set_last_good(self.name, list(self.status.argv)))
             self._set(last_good_argv=self.status.argv)
             return self.status

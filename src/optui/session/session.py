@@ -23,11 +23,12 @@ from optui.core.events import Event
 from optui.core.todo import TodoItem
 from optui.session.benches import BenchService
 from optui.session.errors import SessionError
-from optui.session.experiments import ExperimentRunner
 from optui.session.gpu_poller import GpuPoller
+from optui.session.inventory import InventoryRecorder
 from optui.session.locks import ServerLock
 from optui.session.server_runtime import RestartError, ServerRuntime
 from optui.session.state import SessionState
+from optui.session.todo_runner import ExperimentRunner
 from optui.session.todo_sync import TodoFollowService
 from optui.session.todos import TodoService
 
@@ -63,14 +64,19 @@ class Session:
     """One campaign (config + journal) being watched and driven (see module doc)."""
 
     def __init__(self, loaded: LoadedConfig, *, actor: str = "tui", read_only: bool | None = None,
-                 stop_servers_on_exit: bool = False) -> None:
+                 stop_servers_on_exit: bool = False, autostart: bool = True, observer: bool = False) -> None:
         self.loaded = loaded
         self.config = loaded.config
         self.actor = actor
         self.read_only = self.config.read_only if read_only is None else read_only
         self.stop_servers_on_exit = stop_servers_on_exit
+        self.autostart = autostart  # one-shot CLI commands never start servers on their own
         self.state_dir = loaded.journal_path.parent
-        self.journal = Journal(loaded.journal_path)
+        # an observer (``optui status``) reads the journal and never writes to it
+        self.observer = observer
+        if observer and not loaded.journal_path.exists():
+            Journal(loaded.journal_path).close()  # an empty campaign DB, then read-only
+        self.journal = Journal(loaded.journal_path, read_only=observer)
         self.journal_error: str | None = None
         self.version = 0
         self._changed = asyncio.Event()
@@ -83,7 +89,7 @@ class Session:
         self.benches = BenchService(self)
         self.todos = TodoService(self)
         self.todo_follow = TodoFollowService(self)
-        self.experiments = ExperimentRunner(self)
+        self.todo_runs = ExperimentRunner(self)
         self.paused = False
         self.servers: dict[str, ServerRuntime] = {}
         for name, cfg in self.config.servers.items():
@@ -92,7 +98,8 @@ class Session:
             else:
                 controller = ObservedController(name)
             self.servers[name] = ServerRuntime(name, cfg, controller, self.journal, on_change=self.touch,
-                                               journal_failed=self.journal_failed, on_journal=self.sync_journal)
+                                               journal_failed=self.journal_failed, on_journal=self.sync_journal,
+                                               restarting_elsewhere=ServerLock(self.state_dir, name).held_by_other)
         from optui.session.rack import make_ssh_hosts
 
         self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch)
@@ -103,6 +110,7 @@ class Session:
             intervals[host] = hcfg.interval_s or self.config.refresh_s
             sources[host] = make_gpu_source(host, hcfg, self.ssh_hosts.get(host), intervals[host])
         self.gpus = GpuPoller(sources, intervals, self.touch)
+        self._inventory = InventoryRecorder(self.journal)
         self.sync_journal()
 
     # ---------------------------------------------------------- publishing
@@ -143,14 +151,16 @@ class Session:
 
     def journal_failed(self, exc: JournalError) -> None:
         """The journal could not be written: show why (the session keeps running)."""
+        if self.observer:
+            return
         if self.journal_error != str(exc):
             self.journal_error = str(exc)
             self.touch()
 
-    def record(self, type: str, target: str | None, data: dict) -> None:
+    def record(self, type: str, target: str | None, data: dict, *, experiment: str | None = None) -> None:
         """Append an event as this session's actor and refresh the view of the journal."""
         try:
-            self.journal.append(type, target, data, actor=self.actor)
+            self.journal.append(type, target, data, actor=self.actor, experiment=experiment)
         except JournalError as exc:
             self.journal_failed(exc)
         self.sync_journal()
@@ -185,11 +195,11 @@ class Session:
             self._tasks.append(asyncio.create_task(rt.run(), name=f"server-{rt.name}"))
         self._tasks.append(asyncio.create_task(self._watch_journal(), name="journal-watch"))
         if not self.read_only:
-            self.experiments.recover()
+            self.todo_runs.recover()
             self.todo_follow.start()
         await asyncio.sleep(0)  # let monitors re-attach before deciding on autostart
         for rt in self.servers.values():
-            if rt.cfg.autostart and rt.controller.launch is None and not self.read_only:
+            if self.autostart and rt.cfg.autostart and rt.controller.launch is None and not self.read_only:
                 self._tasks.append(asyncio.create_task(self._autostart(rt), name=f"autostart-{rt.name}"))
 
     async def _autostart(self, rt: ServerRuntime) -> None:
@@ -205,11 +215,14 @@ class Session:
                 changed = True
             if changed:
                 self.sync_journal()
+            with contextlib.suppress(Exception):  # GPU inventory for reports (hosts.seen)
+                for host, data in self._inventory.changes(self.gpus.snapshots.values()):
+                    self.record(ev.HOSTS_SEEN, host, data)
 
     async def close(self) -> None:
         """Stop everything optui started for this session (benchmarks always; servers only
         with ``stop_servers_on_exit``), then the background tasks."""
-        await self.experiments.close()
+        await self.todo_runs.close()
         await self.todo_follow.close()
         await self.benches.close()
         for rt in self.servers.values():
@@ -254,7 +267,8 @@ class Session:
         if self.read_only:
             raise SessionError(f"read-only mode: {what} is disabled")
 
-    async def restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None):
+    async def restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
+                             ready_timeout_s: float | None = None):
         """Restart ``name`` with ``argv`` and wait for ready/failure (see
         :meth:`ServerRuntime.restart`). Raises SessionError when it cannot begin, e.g. another
         optui process is restarting the same server."""
@@ -264,7 +278,7 @@ class Session:
         if not lock.acquire():
             raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); try again when it is done")
         try:
-            status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason)
+            status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s)
         except RestartError as exc:
             raise SessionError(str(exc)) from exc
         finally:
@@ -281,7 +295,8 @@ class Session:
         last_good = rt.status.last_good_argv or (self.journal.last_good(name) and tuple(self.journal.last_good(name)))
         if not last_good:
             raise SessionError(f"{name}: no last good flags recorded yet")
-        self.record(ev.ROLLBACK, name, {"reason": reason, "from_argv": list(rt.status.argv), "to_argv": list(last_good)})
+        self.record(ev.ROLLBACK, name, {"reason": reason, "from_argv": list(rt.status.argv), "to_argv": list(last_good)},
+                    experiment=self.current_experiment(name))  # closes the experiment that failed
         return await self.restart_server(name, list(last_good), reason=f"rollback: {reason}", actor=actor)
 
     async def stop_server(self, name: str, *, actor: str | None = None) -> None:
@@ -290,12 +305,63 @@ class Session:
         await self.server(name).stop(actor=actor or self.actor)
         self.sync_journal()
 
-    # ---------------------------------------------------------- misc
-    def add_note(self, text: str, experiment: str | None = None) -> None:
-        """A free-text note in the journal."""
+    # ---------------------------------------------------------- experiments
+    def current_experiment(self, server: str | None = None) -> str | None:
+        """The current experiment of ``server`` (None: the newest of any server), or None."""
+        try:
+            return self.journal.current_experiment(server) if server else self.journal.latest_experiment()
+        except Exception:  # sqlite3 errors: the journal is unreadable, nothing to link to
+            return None
+
+    def ensure_experiment(self, server: str) -> str | None:
+        """The current experiment of ``server``; one is opened ("observed": the flags it runs
+        with now) when it has none, e.g. a server optui found running and benchmarks first."""
+        exp = self.current_experiment(server)
+        if exp is None and server in self.servers:
+            from optui.core.experiments import experiment_start
+
+            argv = list(self.servers[server].status.argv)
+            try:
+                exp = self.journal.new_experiment(server, experiment_start(argv, argv, "first benchmark of the running server",
+                                                                           observed=True), actor=self.actor).experiment
+            except JournalError as exc:
+                self.journal_failed(exc)
+            self.sync_journal()
+        return exp
+
+    def add_note(self, text: str, server: str | None = None) -> str | None:
+        """A free-text note, linked to the current experiment of ``server`` (or the newest
+        experiment); returns that experiment id (None when there is none yet)."""
         if not text.strip():
             raise SessionError("empty note")
-        self.record(ev.NOTE, None, {"text": text.strip(), "experiment": experiment})
+        exp = self.current_experiment(server)
+        self.record(ev.NOTE, server, {"text": text.strip()}, experiment=exp)
+        return exp
+
+    def set_verdict(self, experiment: str, decision: str, reason: str = "") -> None:
+        """Record the operator's decision on ``experiment`` (keep | reject | inconclusive)."""
+        from optui.core.experiments import DECISIONS
+
+        if decision not in DECISIONS:
+            raise SessionError(f"verdict must be one of {', '.join(DECISIONS)}, got {decision!r}")
+        server = self.journal.experiment_server(experiment)
+        if server is None:
+            raise SessionError(f"unknown experiment {experiment!r}")
+        self.record(ev.VERDICT, server, {"decision": decision, "reason": reason}, experiment=experiment)
+
+    def experiments(self):
+        """Every experiment of the campaign with baseline, deltas and verdict (see
+        :mod:`optui.core.experiments`), oldest first."""
+        from optui.session.export import load_experiments
+
+        return load_experiments(self.journal)
+
+    def query_events(self, flt, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:
+        """Events matching ``flt`` (an :class:`~optui.core.events.EventFilter`) newer than
+        ``since_seq``, newest first — the whole journal, not only the events kept in memory."""
+        return self.journal.query(flt, since_seq=since_seq, limit=limit)
+
+    # ---------------------------------------------------------- misc
 
     def set_paused(self, paused: bool) -> None:
         """Pause/resume GPU refresh (the journal and servers keep being watched)."""

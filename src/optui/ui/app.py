@@ -57,6 +57,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         Binding("x", "abort_bench", "Abort bench", show=False, id="bench.abort"),
         Binding("S", "stop_experiments", "Stop experiments", show=False, id="todo.stop_experiments"),
         Binding("n", "note", "Note", show=False, id="journal.note"),
+        Binding("E", "experiments", "Experiments", show=False, id="journal.experiments"),
         Binding("p", "pause", "Pause", show=False, id="app.pause"),
         Binding("ctrl+l", "refresh", "Refresh", show=False, id="app.refresh"),
     ]
@@ -152,7 +153,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo", TodoPanel).show(state.todos))
             self.apply_todo_extras()
             last_seq = state.events[-1].seq if state.events else 0
-            self._apply_if_changed("events", last_seq, lambda: self.query_one("#journal", JournalPanel).show(state.events))
+            self._apply_if_changed("events", last_seq, lambda: self.show_journal(state))
             self._apply_bench(state)
             self._apply_status_line(state)
 

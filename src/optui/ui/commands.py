@@ -40,5 +40,13 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
     for host, ssh in session.ssh_hosts.items():
         if ssh.state.value != "live":
             yield SystemCommand(f"Reconnect {host} now", f"{ssh.state.value}: {ssh.error or ''}", partial(app.reconnect_host, host))
-    yield SystemCommand("Add note to the journal", "A free-text note", app.action_note)
+    if writable:
+        for name, bench in config.benchmarks.items():
+            yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}", partial(app.start_bench, name))
+        yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
+    yield SystemCommand("Add note to the journal", "A free-text note, linked to the current experiment", app.action_note)
+    yield SystemCommand("Show experiments", "One row per experiment: change, ready time, metrics vs baseline, verdict (E)",
+                        app.action_experiments)
+    yield SystemCommand("Export findings report", "Markdown report of every experiment into the campaign directory",
+                        app.export_report)
     yield SystemCommand("Pause / resume refresh", "Stop or restart GPU polling", app.action_pause)

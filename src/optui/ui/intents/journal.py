@@ -1,26 +1,120 @@
-"""Journal actions: notes, event details."""
+"""Journal actions: filtered timeline, event details, notes linked to the current
+experiment, the experiments view, verdicts, and the findings report export."""
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 
+from optui.core.event_details import bench_results_of, event_sections, experiment_sections
+from optui.core.events import Event, EventFilter
+from optui.session import SessionError
+from optui.session.state import SessionState
 from optui.ui.intents.base import IntentBase
 from optui.ui.screens.details import DetailsScreen
+from optui.ui.screens.event_details import EventDetailsScreen, sections_text
+from optui.ui.screens.experiments import ExperimentsScreen
 from optui.ui.screens.text_prompt import TextPrompt
-from optui.ui.widgets.journal_panel import EventChosen
+from optui.ui.widgets.journal_panel import EventChosen, JournalFilterChanged, JournalPanel
+
+#: how many matching events a filtered journal view loads
+FILTERED_LIMIT = 500
 
 
 class JournalIntents(IntentBase):
-    """Journal actions: notes, event details."""
+    """Journal actions (see module doc)."""
 
-    def action_note(self) -> None:
-        def noted(text: str | None) -> None:
-            if text and text.strip():
-                self.session.add_note(text)
+    #: (filter, matching events oldest first, seq up to which the journal was searched)
+    _journal_cache: tuple[EventFilter, tuple[Event, ...], int] | None = None
 
-        self.push_screen(TextPrompt("Note for the journal:"), noted)
+    # ------------------------------------------------------------ timeline
+    def show_journal(self, state: SessionState) -> None:
+        """Push the journal into its panel: the snapshot's events, or — with a filter — the
+        matching events from the DB (newest :data:`FILTERED_LIMIT`), extended as the
+        journal grows by searching only what is new."""
+        panel = self.query_one("#journal", JournalPanel)
+        panel.servers = tuple(self.session.servers)
+        flt = panel.filter
+        if not flt.active:
+            self._journal_cache = None
+            panel.show(state.events)
+            return
+        known = state.events[-1].seq if state.events else 0  # searched up to here at least
+        cached = self._journal_cache
+        try:
+            if cached is not None and cached[0] == flt:
+                last = cached[1][-1].seq if cached[1] else 0
+                new = [e for e in reversed(self.session.query_events(flt, since_seq=cached[2], limit=FILTERED_LIMIT))
+                       if e.seq > last]  # a second look at the newest events must not duplicate them
+                events = (cached[1] + tuple(new))[-FILTERED_LIMIT:]
+            else:
+                events = tuple(reversed(self.session.query_events(flt, limit=FILTERED_LIMIT)))
+        except Exception as exc:  # a locked or broken DB must not crash the UI
+            self._fail(exc)
+            return
+        self._journal_cache = (flt, events, known)
+        panel.show(events)
 
+    def on_journal_filter_changed(self, msg: JournalFilterChanged) -> None:
+        box = self.query_one("#journal-box")
+        box.border_title = "[5] Journal" + (f"  {msg.filter.describe()}  (c clears)" if msg.filter.active else "")
+        self.show_journal(self.session.snapshot())
+
+    def filter_journal(self, **changes) -> None:
+        """Set journal filter fields (e.g. ``experiment="exp-0003"``) and focus the panel."""
+        panel = self.query_one("#journal", JournalPanel)
+        panel.set_filter(replace(panel.filter, **changes))
+        panel.focus()
+
+    # ------------------------------------------------------------ details
     def on_event_chosen(self, msg: EventChosen) -> None:
         e = msg.event
-        body = json.dumps(e.to_json(), indent=2, default=str)
-        self.push_screen(DetailsScreen(f"#{e.seq} {e.type} {e.target or ''}", body))
+        baselines = {}
+        for result in bench_results_of(e):
+            base = self.session.benches.baseline_for(result)
+            if base is not None:
+                baselines[result.workload.key()] = base.result
+        self.push_screen(EventDetailsScreen(e, event_sections(e, baselines)))
+
+    # ------------------------------------------------------------ notes
+    def action_note(self) -> None:
+        server = self._selected_server()
+        exp = self.session.current_experiment(server)
+        where = f" (linked to {exp} on {server})" if exp else ""
+
+        def noted(text: str | None) -> None:
+            if text and text.strip():
+                try:
+                    self.session.add_note(text, server=server)
+                except SessionError as exc:
+                    self._fail(exc)
+
+        self.push_screen(TextPrompt(f"Note for the journal{where}:"), noted)
+
+    # ------------------------------------------------------------ experiments
+    def action_experiments(self) -> None:
+        def chosen(exp_id: str | None) -> None:
+            if exp_id:
+                self.filter_journal(experiment=exp_id)
+
+        def journal_seq() -> int:  # reload the rows only when the journal grew
+            events = self.session.snapshot().events
+            return events[-1].seq if events else 0
+
+        self.push_screen(ExperimentsScreen(self.session.experiments, self.session.set_verdict, journal_seq,
+                                           self.show_experiment), chosen)
+
+    def show_experiment(self, x) -> None:
+        """Open the details of experiment ``x``."""
+        self.push_screen(DetailsScreen(f"{x.id} on {x.server}", sections_text(self, experiment_sections(x))))
+
+    # ------------------------------------------------------------ export
+    def export_report(self, fmt: str = "md") -> None:
+        """Write the findings report into the campaign directory and say where."""
+        from optui.session.export import export
+
+        try:
+            path = export(self.session.journal, self.session.loaded, fmt)
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+            return
+        self.notify(f"findings report written to {path}", title="export", timeout=10)

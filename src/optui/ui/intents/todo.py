@@ -1,5 +1,5 @@
 """Todo actions: the todo panel's intents carried out through ``session.todos``, the
-experiment runner (``session.experiments``) and the agent-list followers
+experiment runner (``session.todo_runs``) and the agent-list followers
 (``session.todo_follow``); palette entries for them."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class TodoIntents(IntentBase):
     # ---------------------------------------------------------- experiments
     def run_experiments(self, items: list[TodoItem] | None) -> None:
         """Queue ``items``' experiments (None: every pending item that has one)."""
-        runner = self.session.experiments
+        runner = self.session.todo_runs
         try:
             ids = runner.queue_pending() if items is None else runner.enqueue(items)
         except SessionError as exc:
@@ -84,7 +84,7 @@ class TodoIntents(IntentBase):
             self.notify(f"running the experiment of {', '.join(f'#{i}' for i in ids)} (S stops)")
 
     def action_stop_experiments(self) -> None:
-        if self.session.experiments.stop():
+        if self.session.todo_runs.stop():
             self.notify("experiments stopped: the queue is empty; a restart in flight finishes on its own")
         else:
             self.notify("no experiment is running", severity="warning")
@@ -182,7 +182,7 @@ class TodoIntents(IntentBase):
         """Runner steps, queue and followed lists into the todo panel; notifications for
         finished experiments and new follow errors. Called by the render loop."""
         s = self.session
-        runner = s.experiments
+        runner = s.todo_runs
         running = {i: "queued" for i in runner.queue}
         if runner.current is not None:
             running[runner.current.todo_id] = runner.current.step

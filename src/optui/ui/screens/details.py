@@ -29,7 +29,7 @@ class DetailsScreen(ModalScreen[None]):
         with Vertical():
             yield Static(self.title_text, id="details-title", markup=False)
             with VerticalScroll():
-                yield Static(self.body, markup=False)
+                yield Static(self.body, markup=False, id="details-body")
 
     def action_close(self) -> None:
         self.dismiss(None)

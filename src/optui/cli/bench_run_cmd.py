@@ -1,0 +1,135 @@
+"""``optui bench run SERVER PRESET [--repeat N] [--wait] [--json]``: run a configured
+benchmark from the command line, through the same session as the TUI (results stored
+under the server's current experiment, ``bench.*`` events journaled, a running TUI shows
+them within a second).
+
+The benchmark runs in this process and is killed with it (Ctrl-C aborts it). ``--wait``
+first waits for the server to become ready (e.g. right after ``optui restart --no-wait``);
+without it a server that is not ready is an error. Exit status: 0 every run ok, 1 a run
+failed or the server is not ready, 2 bad input (unknown server/preset, read-only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+import click
+
+from optui.cli.bench import bench
+from optui.cli.common import actor, echo_json, fail, load_config_or_exit
+
+UP_STATES = ("ready", "degraded")
+
+
+@bench.command("run")
+@click.argument("server")
+@click.argument("preset")
+@click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, help="Run the preset N times.")
+@click.option("--wait", is_flag=True, help="Wait for the server to become ready first (up to --timeout).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=900.0, show_default=True,
+              help="--wait: how long to wait for ready (s).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def run(ctx: click.Context, server: str, preset: str, repeat: int, wait: bool, timeout_s: float, as_json: bool) -> None:
+    """Run benchmark PRESET against SERVER (N times) and compare with the baseline."""
+    from optui.session import Session, SessionError
+
+    loaded = load_config_or_exit(ctx)
+    config = loaded.config
+    if (ctx.find_root().obj or {}).get("read_only") or config.read_only:
+        fail("read-only mode: running a benchmark is disabled", 2)
+    if server not in config.servers:
+        fail(f"unknown server {server!r} (known: {', '.join(config.servers) or 'none'})", 2)
+    cfg = config.benchmarks.get(preset)
+    if cfg is None:
+        fail(f"unknown benchmark {preset!r} (known: {', '.join(config.benchmarks) or 'none configured'})", 2)
+    if cfg.server != server:
+        fail(f"benchmark {preset!r} targets server {cfg.server!r}, not {server!r} (benchmarks.{preset}.server)", 2)
+
+    async def go() -> dict:
+        session = Session(loaded, actor=actor(), autostart=False)
+        await session.start()
+        try:
+            rt = session.server(server)
+            state = await _wait_ready(rt, timeout_s if wait else 3.0)
+            if state not in UP_STATES:
+                hint = "" if wait else " (pass --wait to wait for it)"
+                return {"server": server, "bench": preset, "error": f"{server} is {state}{hint}", "runs": []}
+            runs = []
+            for _ in range(repeat):
+                bench_run = session.benches.run(preset)
+                await session.benches.wait()
+                view = bench_run.view
+                session.benches.forget_baselines()
+                runs.append({"status": view.status, "error": view.error,
+                             "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
+                             "results": [_result(session, r) for r in view.results]})
+            return {"server": server, "bench": preset, "experiment": session.current_experiment(server), "runs": runs,
+                    "experiment_summary": _summary(session, session.current_experiment(server))}
+        finally:
+            await session.close()
+
+    try:
+        data = asyncio.run(go())
+    except SessionError as exc:
+        fail(str(exc), 2)
+    ok = not data.get("error") and all(r["status"] == "ok" for r in data["runs"])
+    if as_json:
+        echo_json(data)
+    else:
+        _print(data)
+    sys.exit(0 if ok else 1)
+
+
+async def _wait_ready(rt, timeout_s: float) -> str:
+    """Poll the runtime's state until up (ready/degraded) or ``timeout_s``; the last state."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if rt.status.state.value in UP_STATES and rt.status.busy is None:
+            break
+        await asyncio.sleep(0.1)
+    return rt.status.state.value if rt.status.busy is None else str(rt.status.busy)
+
+
+def _result(session, result) -> dict:
+    from optui.core.experiments import result_deltas
+
+    base = session.benches.baseline_for(result)
+    return {**result.to_json(),
+            "vs_baseline": {d.metric.key: {"baseline": d.base, "delta_pct": d.rel_pct}
+                            for d in result_deltas(result, base.result if base else None)},
+            "baseline_result_id": base.id if base else None}
+
+
+def _summary(session, exp_id: str | None) -> dict | None:
+    from optui.session.export import load_experiments
+
+    x = next((x for x in load_experiments(session.journal) if x.id == exp_id), None)
+    if x is None:
+        return None
+    d = x.primary_delta
+    return {"verdict": x.verdict, "baseline": x.baseline_id, "workload": x.primary.label if x.primary else None,
+            "output_throughput_tok_s": d.value if d else None, "delta_pct": d.rel_pct if d else None,
+            "cv_pct": x.primary.cv_pct if x.primary else None}
+
+
+def _print(data: dict) -> None:
+    from optui.cli.bench import format_result
+    from optui.core.bench_result import BenchResult
+
+    if data.get("error"):
+        click.echo(f"optui: error: {data['error']}", err=True)
+        return
+    for i, r in enumerate(data["runs"], start=1):
+        click.echo(f"run {i}/{len(data['runs'])}: {r['status']} ({r['duration_s']:.1f} s)" + (f" — {r['error']}" if r["error"] else ""))
+        for res in r["results"]:
+            click.echo(format_result(BenchResult.from_json(res), "  "))
+            delta = res["vs_baseline"]["output_throughput_tok_s"]["delta_pct"]
+            if delta is not None:
+                click.echo(f"  out tok/s vs baseline: {delta:+.1f}%")
+    s = data.get("experiment_summary")
+    if s:
+        rel = f" {s['delta_pct']:+.1f}% out tok/s vs {s['baseline']}" if s["delta_pct"] is not None and s["verdict"] != "baseline" else ""
+        click.echo(f"{data['experiment']}: {s['verdict']}{rel}")

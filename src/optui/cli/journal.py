@@ -1,0 +1,246 @@
+"""``optui journal``: the campaign journal from the command line (scripts and agents).
+
+- ``tail [-n N] [-f] [--json]`` the newest events; ``-f`` follows new ones (polls the DB).
+- ``show SEQ [--json]`` one event's details (flag diff, phases, crash, metrics vs baseline).
+- ``experiments [--json]`` one row per experiment with its verdict.
+- ``export --format md|jsonl|csv [--since ...] [--server ...] [-o FILE]`` findings report,
+  events or the experiments table (written atomically with ``-o``).
+- ``note TEXT`` and ``verdict EXP keep|reject|inconclusive`` add to the journal.
+
+Exit status: 0 ok, 1 nothing found (``show``), 2 bad input or no journal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from optui.cli.common import actor, echo_json, fail, load_config_or_exit
+from optui.core import events as ev
+from optui.core.events import Event, EventFilter, iso_time, parse_since
+
+
+def _open(ctx: click.Context, *, must_exist: bool = True):
+    """The campaign's Journal (exit 2 with the path when it is missing or unreadable)."""
+    from optui.adapters.journal import Journal, JournalError
+
+    loaded = load_config_or_exit(ctx)
+    path = loaded.journal_path
+    if must_exist and not Path(path).exists():
+        fail(f"{path}: no journal yet (start optui or `optui demo` on this campaign first)", 2)
+    try:
+        return loaded, Journal(path)
+    except JournalError as exc:
+        fail(str(exc), 2)
+
+
+def _since(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_since(text)
+    except ValueError as exc:
+        fail(str(exc), 2)
+
+
+def _types(values: tuple[str, ...]) -> frozenset[str] | None:
+    """``--type`` values: event types or group names (server, flags, failures, bench...)."""
+    out: set[str] = set()
+    for v in values:
+        out |= ev.TYPE_GROUPS.get(v, {v})
+    return frozenset(out) if out else None
+
+
+def event_line(e: Event) -> str:
+    """One human line: ``14:22:07 #118 server.ready demo [cli] exp-0003 ready in 2.1s``."""
+    when = time.strftime("%H:%M:%S", time.localtime(e.ts))
+    return f"{when} #{e.seq} {e.type} {e.target or '-'} [{e.actor}] {e.experiment or '-'} {e.summary()}"
+
+
+def _event_json(e: Event) -> str:
+    obj = e.to_json()
+    obj["time"] = iso_time(e.ts)
+    return json.dumps(obj, default=str, allow_nan=False, ensure_ascii=False)
+
+
+@click.group()
+def journal() -> None:
+    """The campaign journal: tail, show, experiments, export, notes, verdicts."""
+
+
+@journal.command()
+@click.option("-n", "--lines", "count", type=click.IntRange(0), default=20, show_default=True, help="How many recent events.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new events (Ctrl-C stops).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line (JSONL).")
+@click.option("--type", "types", multiple=True, help="Event type or group (server, flags, failures, bench, todo, notes, experiments).")
+@click.option("--server", default=None, help="Only events of this server (target).")
+@click.option("--experiment", default=None, help="Only events of this experiment (exp-0007).")
+@click.option("--grep", "text", default=None, help="Only events whose type, target, actor or data contain TEXT.")
+@click.option("--since", default=None, help="Only events since: 90m, 2h, 1d, 2026-05-03T14:00.")
+@click.option("--interval", type=click.FloatRange(0.05, 10), default=0.2, show_default=True, help="Follow: poll period (s).")
+@click.pass_context
+def tail(ctx, count, follow, as_json, types, server, experiment, text, since, interval) -> None:
+    """Print the newest events (oldest first); with -f, follow new ones."""
+    _, j = _open(ctx)
+    flt = EventFilter(types=_types(types), target=server, experiment=experiment, text=text, since_ts=_since(since))
+    emit = _event_json if as_json else event_line
+    try:
+        events = list(reversed(j.query(flt, limit=count))) if count else []
+        last = j.last_seq()
+        for e in events:
+            click.echo(emit(e))
+        while follow:
+            time.sleep(interval)
+            if not j.changed():
+                continue
+            for e in reversed(j.query(flt, since_seq=last, limit=None)):
+                click.echo(emit(e))
+            last = j.last_seq()
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    except BrokenPipeError:  # `optui journal tail | head`
+        sys.stderr.close()
+    finally:
+        j.close()
+
+
+@journal.command()
+@click.argument("seq", type=int)
+@click.option("--json", "as_json", is_flag=True, help="The raw event as JSON.")
+@click.pass_context
+def show(ctx, seq: int, as_json: bool) -> None:
+    """Details of event SEQ: flag diff, phase timings, crash class and log, metrics vs baseline."""
+    from optui.core.event_details import bench_results_of, event_sections, render_text
+
+    _, j = _open(ctx)
+    found = j.events(since_seq=seq - 1, limit=1)
+    if not found or found[0].seq != seq:
+        fail(f"no event #{seq} (last is #{j.last_seq()})", 1)
+    e = found[0]
+    if as_json:
+        echo_json(e.to_json())
+        return
+    baselines = {}
+    for r in bench_results_of(e):
+        base = j.baseline_for(r.workload.key())
+        if base is not None:
+            baselines[r.workload.key()] = base.result
+    click.echo(render_text(event_sections(e, baselines)), nl=False)
+
+
+@journal.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per experiment).")
+@click.option("--server", default=None, help="Only this server's experiments.")
+@click.option("--sort", "sort_key", type=click.Choice(["id", "ready", "throughput", "delta", "ttft"]), default="id",
+              show_default=True, help="Sort column (delta: Δ out tok/s vs baseline).")
+@click.pass_context
+def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
+    """One row per experiment: change vs baseline, ready time, out tok/s and Δ, verdict."""
+    from optui.core.experiments import sort_experiments
+    from optui.session.export import load_experiments
+
+    _, j = _open(ctx)
+    rows = [x for x in load_experiments(j) if server is None or x.server == server]
+    rows = sort_experiments(rows, sort_key)
+    if as_json:
+        echo_json([experiment_json(x) for x in rows])
+        return
+    if not rows:
+        click.echo("no experiments yet")
+        return
+    click.echo(f"{'experiment':<11}{'server':<10}{'outcome':<18}{'ready s':>8}{'out tok/s':>11}{'Δ':>8}  {'verdict':<14}change vs baseline")
+    for x in rows:
+        d = x.primary_delta
+        outcome = x.outcome if x.outcome != "failed" else f"failed:{x.crash_class or '?'}"
+        verdict = x.verdict + (f"/{x.decision}" if x.decision else "")
+        tput = f"{d.value:,.1f}" if d and d.value is not None else "-"
+        rel = f"{d.rel_pct:+.1f}%" if d and d.rel_pct is not None and not x.is_baseline else "-"
+        ready = f"{x.ready_s:.1f}" if x.ready_s is not None else "-"
+        change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
+        click.echo(f"{x.id:<11}{x.server:<10}{outcome:<18}{ready:>8}{tput:>11}{rel:>8}  {verdict:<14}{change}")
+
+
+def experiment_json(x) -> dict:
+    """An experiment as JSON for scripts (``optui journal experiments --json``)."""
+    w = x.primary
+    return {
+        "id": x.id, "server": x.server, "started": iso_time(x.started_ts), "actor": x.actor, "reason": x.reason,
+        "outcome": x.outcome, "crash_class": x.crash_class, "ready_s": x.ready_s, "verdict": x.verdict,
+        "decision": x.decision, "baseline": x.baseline_id, "is_baseline": x.is_baseline,
+        "change_vs_baseline": list(x.diff_vs_baseline), "change_vs_previous": list(x.diff_prev), "argv": list(x.argv),
+        "workloads": [{"workload": o.label, "key": o.key, "bench": o.bench, "runs": len(o.runs), "ok": o.n_ok,
+                       "cv_pct": o.cv_pct, "baseline_experiment": o.base_experiment,
+                       "metrics": {d.metric.key: {"value": d.value, "baseline": d.base, "delta_pct": d.rel_pct}
+                                   for d in o.deltas}} for o in x.workloads] if w else [],
+        "notes": [text for _, text in x.notes],
+    }
+
+
+@journal.command()
+@click.option("--format", "fmt", type=click.Choice(["md", "jsonl", "csv"]), default="md", show_default=True,
+              help="md: findings report; jsonl: events; csv: one row per experiment.")
+@click.option("--since", default=None, help="From: 90m, 2h, 1d, 2026-05-03, 2026-05-03T14:00 (baselines are still used).")
+@click.option("--server", default=None, help="Only this server.")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="Write to FILE (atomically: temp file + rename) instead of stdout.")
+@click.pass_context
+def export(ctx, fmt: str, since: str | None, server: str | None, output: str | None) -> None:
+    """Export the journal: a Markdown findings report, JSONL events or CSV experiments."""
+    from optui.session.export import render, report_input, write_atomic
+
+    loaded, j = _open(ctx)
+    if server is not None and server not in loaded.config.servers and server not in j.experiment_servers():
+        fail(f"unknown server {server!r} (known: {', '.join(loaded.config.servers) or 'none'})", 2)
+    text = render(fmt, report_input(j, loaded, fmt, since_ts=_since(since), server=server))
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        path = write_atomic(output, text)
+    except OSError as exc:
+        fail(f"{output}: {exc.strerror or exc}", 2)
+    click.echo(f"wrote {path}", err=True)
+
+
+@journal.command()
+@click.argument("text")
+@click.option("--server", default=None, help="Link to this server's current experiment (default: the newest experiment).")
+@click.pass_context
+def note(ctx, text: str, server: str | None) -> None:
+    """Add a free-text note, linked to the current experiment."""
+    from optui.adapters.journal import JournalError
+
+    _, j = _open(ctx, must_exist=False)
+    if not text.strip():
+        fail("empty note", 2)
+    exp = j.current_experiment(server) if server else j.latest_experiment()
+    try:
+        e = j.append(ev.NOTE, server, {"text": text.strip()}, actor=actor(), experiment=exp)
+    except JournalError as exc:
+        fail(str(exc), 2)
+    click.echo(f"#{e.seq} note" + (f" ({exp})" if exp else ""))
+
+
+@journal.command()
+@click.argument("experiment")
+@click.argument("decision", type=click.Choice(["keep", "reject", "inconclusive"]))
+@click.option("--reason", default="", help="Why (shown in the report).")
+@click.pass_context
+def verdict(ctx, experiment: str, decision: str, reason: str) -> None:
+    """Record a decision on EXPERIMENT: keep, reject or inconclusive."""
+    from optui.adapters.journal import JournalError
+
+    _, j = _open(ctx)
+    server = j.experiment_server(experiment)
+    if server is None:
+        fail(f"unknown experiment {experiment!r}", 2)
+    try:
+        e = j.append(ev.VERDICT, server, {"decision": decision, "reason": reason}, actor=actor(), experiment=experiment)
+    except JournalError as exc:
+        fail(str(exc), 2)
+    click.echo(f"#{e.seq} {experiment}: {decision}")

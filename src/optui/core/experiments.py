@@ -1,0 +1,508 @@
+"""Experiments: what happened to one server between two restarts, and how it compared.
+
+**Definition.** An experiment begins with an ``experiment.started`` event — a restart with
+new (or the same) flags, or the first benchmark of a server that optui found running — and
+lasts until the next experiment of the same server begins. Every event of that stretch
+(``server.restart``, ``flags.changed``, ``server.stopped`` of the old process,
+``server.starting``, phases, ``server.ready`` | ``server.failed``, ``rollback``,
+``bench.*``, notes, verdicts) carries its id (``exp-0007``) in the journal's
+``experiment`` column, and so do the bench results measured on it. The id is the single
+grouping key: todo items, exports and agents refer to experiments by it.
+
+**Baseline.** Per server and workload (``Workload.key()``), the reference result is the
+pinned one (``bench_results.baseline``), else the first ok result. The server's baseline
+experiment is the one holding the reference result of its most-measured workload, else its
+first experiment that became ready. Values are means over an experiment's ok runs of one
+workload (repeats), compared with the reference experiment's means.
+
+**Verdict** (computed): ``baseline``; ``failed`` (crashed, timed out, bad flag...);
+``better`` / ``worse`` when output throughput moved by more than the noise threshold
+(:data:`NOISE_FLOOR_PCT`, or twice the runs' coefficient of variation when repeats
+exist); ``same`` within it; ``untested`` (ready, no comparable result); ``incomplete``
+(neither ready nor failed). The operator's decision (``verdict`` event: keep | reject |
+inconclusive) is kept beside it. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from optui.core import events as ev
+from optui.core.bench_result import BenchResult, Workload
+from optui.core.events import Event
+from optui.core.flags import Flags
+
+#: |Δ| of the primary metric below this many % is "same" (single runs have no noise figure)
+NOISE_FLOOR_PCT = 2.0
+DECISIONS = ("keep", "reject", "inconclusive")
+#: the event types :func:`build_experiments` reads (the rest of an experiment is narrative)
+#: (``server.state`` too, but only for experiments without a ready/failed event: see
+#: :func:`unsettled`; state events are the bulk of a long journal)
+EXPERIMENT_EVENT_TYPES = (ev.EXPERIMENT_STARTED, ev.RESTART_REQUESTED, ev.SERVER_READY, ev.SERVER_FAILED,
+                          ev.ROLLBACK, ev.BENCH_FINISHED, ev.NOTE, ev.VERDICT)
+
+
+def unsettled(events: Iterable[Event]) -> list[str]:
+    """Experiments among ``events`` with neither ``server.ready`` nor ``server.failed``:
+    their ``server.state`` events decide whether they became ready."""
+    started, settled = [], set()
+    for e in events:
+        if e.type == ev.EXPERIMENT_STARTED and e.experiment:
+            started.append(e.experiment)
+        elif e.type in (ev.SERVER_READY, ev.SERVER_FAILED):
+            settled.add(e.experiment)
+    return [x for x in started if x not in settled]
+
+
+def experiment_id(n: int) -> str:
+    """The id of the ``n``-th experiment of a campaign: ``exp-0007``."""
+    return f"exp-{n:04d}"
+
+
+def experiment_start(prev_argv: Sequence[str], argv: Sequence[str], reason: str = "", **extra) -> dict:
+    """The ``data`` of an ``experiment.started`` event: reason, both argvs, the flag diff
+    lines (``~ --tp-size: 4 → 8``) and ``extra`` (e.g. ``todo_id``, ``observed=True``)."""
+    diff = [c.describe() for c in Flags.parse(prev_argv).diff(Flags.parse(argv))]
+    return {"reason": reason, "argv": list(argv), "prev_argv": list(prev_argv), "diff": diff, **extra}
+
+
+def crash_summary(lines: Sequence[str], message: str | None = None, width: int = 160) -> str:
+    """The most telling line of a failure: the last log line naming an error or
+    exception (else ``message``, else the last line), cut to ``width`` characters."""
+    pick = next((line for line in reversed(lines) if any(k in line for k in ("Error", "error:", "Exception", "unrecognized"))), None)
+    text = (pick or message or (lines[-1] if lines else "")).strip()
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResult:
+    """A bench result row: id, Unix time, server, bench preset, experiment id, baseline pin,
+    result."""
+
+    id: int
+    ts: float
+    server: str | None
+    bench: str | None
+    experiment: str | None
+    baseline: bool
+    result: BenchResult
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """A compared metric: key for :meth:`BenchResult.metric`, short label, unit, and
+    direction (+1 higher is better, -1 lower is better)."""
+
+    key: str
+    label: str
+    unit: str
+    direction: int
+
+
+#: The metrics every comparison shows, the primary one first.
+KEY_METRICS = (
+    Metric("output_throughput_tok_s", "out tok/s", "tok/s", +1),
+    Metric("request_throughput", "req/s", "req/s", +1),
+    Metric("ttft_ms.median", "TTFT p50", "ms", -1),
+    Metric("ttft_ms.p99", "TTFT p99", "ms", -1),
+    Metric("tpot_ms.median", "TPOT p50", "ms", -1),
+    Metric("itl_ms.median", "ITL p50", "ms", -1),
+    Metric("e2e_ms.median", "E2E p50", "ms", -1),
+)
+PRIMARY = KEY_METRICS[0]
+METRICS_BY_KEY = {m.key: m for m in KEY_METRICS}
+
+
+def delta_pct(value: float | None, base: float | None) -> float | None:
+    """Relative change in % (None when either side is missing or base is 0)."""
+    if value is None or base in (None, 0) or not math.isfinite(value) or not math.isfinite(base):
+        return None
+    return 100.0 * (value - base) / base
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDelta:
+    """One metric of an experiment against its baseline (``value``/``base`` in the
+    metric's unit, ``rel_pct`` in %, ``good`` True when the change is an improvement)."""
+
+    metric: Metric
+    value: float | None
+    base: float | None
+
+    @property
+    def rel_pct(self) -> float | None:
+        """(value - base) / base in %, or None."""
+        return delta_pct(self.value, self.base)
+
+    @property
+    def good(self) -> bool | None:
+        """True for an improvement, False for a regression, None when unchanged/unknown."""
+        rel = self.rel_pct
+        if rel is None or rel == 0:
+            return None
+        return rel * self.metric.direction > 0
+
+
+def metric_deltas(values: dict[str, float | None], base: dict[str, float | None] | None) -> tuple[MetricDelta, ...]:
+    """:data:`KEY_METRICS` of ``values`` against ``base`` (None: no baseline)."""
+    return tuple(MetricDelta(m, values.get(m.key), (base or {}).get(m.key)) for m in KEY_METRICS)
+
+
+def result_deltas(result: BenchResult, base: BenchResult | None) -> tuple[MetricDelta, ...]:
+    """:data:`KEY_METRICS` of one result against a baseline result."""
+    return metric_deltas(_values([result]), _values([base]) if base is not None else None)
+
+
+def _values(results: Sequence[BenchResult]) -> dict[str, float | None]:
+    """Mean of each key metric over ``results`` (None values skipped)."""
+    out: dict[str, float | None] = {}
+    for m in KEY_METRICS:
+        vals = [v for r in results if (v := r.metric(m.key)) is not None and math.isfinite(v)]
+        out[m.key] = sum(vals) / len(vals) if vals else None
+    return out
+
+
+def _cv_pct(results: Sequence[BenchResult], key: str) -> float | None:
+    """Coefficient of variation in % of ``key`` over ``results`` (None below 2 runs)."""
+    vals = [v for r in results if (v := r.metric(key)) is not None]
+    if len(vals) < 2 or not statistics.fmean(vals):
+        return None
+    return 100.0 * statistics.stdev(vals) / abs(statistics.fmean(vals))
+
+
+def workload_label(w: Workload) -> str:
+    """A short human label: ``random 256/96 x64 c16`` (rate shown when limited)."""
+    parts = [w.dataset or w.tool or "workload"]
+    if w.input_len is not None or w.output_len is not None:
+        parts.append(f"{w.input_len if w.input_len is not None else '?'}/{w.output_len if w.output_len is not None else '?'}")
+    if w.num_prompts is not None:
+        parts.append(f"x{w.num_prompts}")
+    if w.max_concurrency is not None:
+        parts.append(f"c{w.max_concurrency}")
+    if w.request_rate is not None and math.isfinite(w.request_rate):
+        parts.append(f"{w.request_rate:g} req/s")
+    return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadOutcome:
+    """An experiment's runs of one workload and their comparison with the baseline.
+
+    ``values``/``base_values`` are means over ok runs (None: no baseline for this workload);
+    ``cv_pct`` the primary metric's coefficient of variation over the runs (None below 2).
+    """
+
+    key: str
+    label: str
+    bench: str | None
+    runs: tuple[StoredResult, ...]
+    values: dict
+    base_values: dict | None
+    base_experiment: str | None
+    cv_pct: float | None
+    deltas: tuple[MetricDelta, ...]
+
+    @property
+    def n_ok(self) -> int:
+        """Runs with a result."""
+        return sum(1 for r in self.runs if r.result.status == "ok")
+
+    @property
+    def primary(self) -> MetricDelta:
+        """The primary metric's delta."""
+        return self.deltas[0]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRunInfo:
+    """One ``bench.finished`` event: preset, status (ok | failed | aborted | stalled),
+    error, duration in s."""
+
+    seq: int
+    ts: float
+    bench: str
+    status: str
+    error: str | None
+    duration_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    """One experiment (see module doc). Times are Unix seconds, ``ready_s`` seconds from
+    start to ready, ``phases`` ``(phase, seconds since start)``."""
+
+    id: str
+    server: str
+    started_ts: float
+    actor: str
+    reason: str
+    argv: tuple[str, ...]
+    prev_argv: tuple[str, ...]
+    diff_prev: tuple[str, ...]
+    todo_id: int | None = None
+    outcome: str = "incomplete"  # ready | failed | incomplete | observed
+    crash_class: str | None = None
+    crash_message: str | None = None
+    crash_lines: tuple[str, ...] = ()
+    ready_s: float | None = None
+    phases: tuple[tuple[str, float], ...] = ()
+    model: str | None = None
+    server_version: str | None = None
+    bench_runs: tuple[BenchRunInfo, ...] = ()
+    notes: tuple[tuple[float, str], ...] = ()
+    decision: str | None = None
+    decision_reason: str | None = None
+    rolled_back: bool = False
+    ended_ts: float | None = None
+    workloads: tuple[WorkloadOutcome, ...] = ()
+    is_baseline: bool = False
+    baseline_id: str | None = None
+    diff_vs_baseline: tuple[str, ...] = ()
+    verdict: str = "untested"
+
+    @property
+    def primary(self) -> WorkloadOutcome | None:
+        """The workload compared for the verdict (the server's main one when measured)."""
+        return self.workloads[0] if self.workloads else None
+
+    @property
+    def primary_delta(self) -> MetricDelta | None:
+        """The primary metric of the primary workload, or None."""
+        w = self.primary
+        return w.primary if w is not None else None
+
+    def metric(self, key: str) -> MetricDelta | None:
+        """The delta of ``key`` on the primary workload, or None."""
+        w = self.primary
+        return next((d for d in w.deltas if d.metric.key == key), None) if w is not None else None
+
+
+def build_experiments(events: Iterable[Event], results: Iterable[StoredResult]) -> list[Experiment]:
+    """Experiments (oldest first) from journal events (any order) and stored results.
+
+    Results without an experiment id (journals from before experiments existed) are
+    assigned to the experiment of their server that was current at their time.
+    """
+    drafts: dict[str, dict] = {}
+    order: list[str] = []
+    for e in sorted(events, key=lambda e: e.seq):
+        if e.type == ev.EXPERIMENT_STARTED and e.experiment:
+            d = e.data
+            drafts[e.experiment] = dict(
+                id=e.experiment, server=e.target or "?", started_ts=e.ts, actor=e.actor, reason=d.get("reason") or "",
+                argv=tuple(d.get("argv") or ()), prev_argv=tuple(d.get("prev_argv") or ()),
+                diff_prev=tuple(d.get("diff") or ()), todo_id=d.get("todo_id"),
+                outcome="observed" if d.get("observed") else "incomplete", bench_runs=[], notes=[],
+            )
+            order.append(e.experiment)
+            continue
+        draft = drafts.get(e.experiment) if e.experiment else None
+        if draft is None:
+            continue
+        _apply(draft, e)
+    by_server: dict[str, list[dict]] = {}
+    for exp_id in order:
+        by_server.setdefault(drafts[exp_id]["server"], []).append(drafts[exp_id])
+    for items in by_server.values():
+        for a, b in zip(items, items[1:], strict=False):
+            a["ended_ts"] = b["started_ts"]
+    runs = _assign_results(results, drafts, by_server)
+    out = []
+    for items in by_server.values():
+        out.extend(_compare_server(items, runs))
+    out.sort(key=lambda x: (x.started_ts, x.id))
+    return out
+
+
+def _apply(draft: dict, e: Event) -> None:
+    d = e.data
+    if e.type == ev.RESTART_REQUESTED:
+        draft["todo_id"] = draft.get("todo_id") or d.get("todo_id")
+    elif e.type == ev.SERVER_STATE:
+        # a start nobody waited for (``restart --no-wait``, an interrupted gate) still counts
+        if d.get("new") == "ready" and draft["outcome"] in ("incomplete", "observed"):
+            draft["outcome"] = "ready"
+    elif e.type == ev.SERVER_READY:
+        if draft["outcome"] != "failed":
+            draft["outcome"] = "ready"
+        draft["ready_s"] = d.get("ready_s")
+        draft["phases"] = tuple((p.get("phase", "?"), p.get("t", 0.0)) for p in d.get("phases") or ())
+        draft["model"] = d.get("model")
+        draft["server_version"] = d.get("server_version")
+    elif e.type == ev.SERVER_FAILED:
+        draft["outcome"] = "failed"
+        draft["crash_class"] = d.get("class")
+        draft["crash_message"] = d.get("message")
+        draft["crash_lines"] = tuple(d.get("lines") or ())
+    elif e.type == ev.ROLLBACK:
+        draft["rolled_back"] = True
+    elif e.type == ev.BENCH_FINISHED:
+        draft["bench_runs"].append(BenchRunInfo(e.seq, e.ts, d.get("bench") or "?", d.get("status") or "?",
+                                                d.get("error"), d.get("duration_s")))
+    elif e.type == ev.NOTE:
+        draft["notes"].append((e.ts, d.get("text", "")))
+    elif e.type == ev.VERDICT:
+        draft["decision"] = d.get("decision")
+        draft["decision_reason"] = d.get("reason")
+
+
+def _assign_results(results: Iterable[StoredResult], drafts: dict[str, dict],
+                    by_server: dict[str, list[dict]]) -> dict[str, list[StoredResult]]:
+    runs: dict[str, list[StoredResult]] = {}
+    for r in sorted(results, key=lambda r: r.id):
+        exp = r.experiment if r.experiment in drafts else None
+        if exp is None:
+            for d in by_server.get(r.server or "", ()):
+                if d["started_ts"] <= r.ts and (d.get("ended_ts") is None or r.ts < d["ended_ts"]):
+                    exp = d["id"]
+        if exp is not None:
+            runs.setdefault(exp, []).append(r)
+    return runs
+
+
+def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]]) -> list[Experiment]:
+    """Baseline, deltas and verdicts of one server's experiments (oldest first)."""
+    exp_of = {r.id: d["id"] for d in items for r in runs.get(d["id"], ())}
+    key_of = {r.id: r.result.workload.key() for d in items for r in runs.get(d["id"], ())}  # hashing costs: once
+    by_workload: dict[str, list[StoredResult]] = {}
+    for d in items:
+        for r in runs.get(d["id"], ()):
+            if r.result.status == "ok":
+                by_workload.setdefault(key_of[r.id], []).append(r)
+    # the reference result of each workload: pinned, else the first ok one
+    reference = {k: next((r for r in rs if r.baseline), rs[0]) for k, rs in by_workload.items()}
+    main_key = max(by_workload, key=lambda k: (len(by_workload[k]), -by_workload[k][0].id)) if by_workload else None
+    baseline_id = exp_of.get(reference[main_key].id) if main_key is not None else None
+    if baseline_id is None:
+        baseline_id = next((d["id"] for d in items if d["outcome"] == "ready"), items[0]["id"] if items else None)
+    base_argv = next((d["argv"] for d in items if d["id"] == baseline_id), ())
+    base_flags = Flags.parse(base_argv)
+    ctx = _Compare(runs, exp_of, key_of, reference, main_key)
+    out = []
+    for d in items:
+        is_baseline = d["id"] == baseline_id
+        diff = () if is_baseline else tuple(c.describe() for c in base_flags.diff(Flags.parse(d["argv"])))
+        exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
+                            "workloads": ctx.workloads(runs.get(d["id"], [])), "is_baseline": is_baseline,
+                            "baseline_id": baseline_id, "diff_vs_baseline": diff})
+        out.append(_with_verdict(exp))
+    return out
+
+
+class _Compare:
+    """One server's results indexed for comparisons (reference runs computed once)."""
+
+    def __init__(self, runs, exp_of, key_of, reference, main_key) -> None:
+        self.runs, self.exp_of, self.key_of, self.reference, self.main_key = runs, exp_of, key_of, reference, main_key
+        self._base: dict[str, tuple[str | None, list[BenchResult]]] = {}
+
+    def base(self, key: str) -> tuple[str | None, list[BenchResult]]:
+        """The reference experiment of workload ``key`` and its ok runs of it."""
+        if key not in self._base:
+            ref = self.reference[key]
+            exp = self.exp_of.get(ref.id)
+            rs = [r.result for r in self.runs.get(exp, ()) if r.result.status == "ok" and self.key_of[r.id] == key]
+            self._base[key] = (exp, rs or [ref.result])
+        return self._base[key]
+
+    def workloads(self, mine: list[StoredResult]) -> tuple[WorkloadOutcome, ...]:
+        groups: dict[str, list[StoredResult]] = {}
+        for r in mine:
+            groups.setdefault(self.key_of[r.id], []).append(r)
+        out = []
+        for key, rs in groups.items():
+            ok = [r.result for r in rs if r.result.status == "ok"]
+            values = _values(ok)
+            base_values = base_exp = None
+            if key in self.reference:
+                base_exp, base_runs = self.base(key)
+                base_values = _values(base_runs)
+                cv = max(filter(None, (_cv_pct(ok, PRIMARY.key), _cv_pct(base_runs, PRIMARY.key))), default=None)
+            else:
+                cv = _cv_pct(ok, PRIMARY.key)
+            bench = next((r.bench for r in rs if r.bench), None)
+            out.append(WorkloadOutcome(key, workload_label(rs[0].result.workload), bench, tuple(rs), values,
+                                       base_values, base_exp, cv, metric_deltas(values, base_values)))
+        # primary first: the server's main workload, else the first with a baseline, else by first run
+        out.sort(key=lambda w: (w.key != self.main_key, w.base_values is None, w.runs[0].id))
+        return tuple(out)
+
+
+def _with_verdict(exp: Experiment) -> Experiment:
+    if exp.outcome == "failed":
+        verdict = "failed"
+    elif exp.is_baseline:
+        verdict = "baseline"
+    elif exp.outcome == "incomplete" and not exp.workloads:
+        verdict = "incomplete"
+    else:
+        w = exp.primary
+        rel = w.primary.rel_pct if w is not None and w.n_ok else None
+        if rel is None:
+            verdict = "untested"
+        else:
+            threshold = max(NOISE_FLOOR_PCT, 2 * (w.cv_pct or 0.0))
+            if abs(rel) <= threshold:
+                verdict = "same"
+            else:
+                verdict = "better" if rel * PRIMARY.direction > 0 else "worse"
+    return replace(exp, verdict=verdict)
+
+
+def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:
+    """The best configuration of ``server``: the highest primary-metric gain over the
+    baseline on the main workload among experiments that became ready and were not
+    rejected (the baseline counts as 0 %). None when nothing of ``server`` was compared."""
+    candidates = []
+    for e in experiments:
+        if e.server != server or e.outcome == "failed" or e.decision == "reject":
+            continue
+        if e.is_baseline and e.primary is not None:
+            candidates.append((0.0, e.started_ts, e))
+            continue
+        d = e.primary_delta
+        if d is not None and d.rel_pct is not None and e.primary.base_experiment == e.baseline_id:
+            candidates.append((d.rel_pct * PRIMARY.direction, e.started_ts, e))
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (c[0], -c[1]))[2]
+
+
+_VERDICT_RANK = {"better": 0, "baseline": 1, "same": 2, "untested": 3, "incomplete": 4, "worse": 5, "failed": 6}
+
+
+def _sort_value(x: Experiment, key: str):
+    d = x.primary_delta
+    ttft = x.metric("ttft_ms.median")
+    return {
+        "id": x.id,
+        "server": x.server,
+        "ready": x.ready_s,
+        "throughput": d.value if d else None,
+        "delta": d.rel_pct if d and not x.is_baseline else (0.0 if x.is_baseline and d else None),
+        "ttft": ttft.value if ttft else None,
+        "ttft_delta": ttft.rel_pct if ttft and not x.is_baseline else None,
+        "verdict": _VERDICT_RANK.get(x.verdict, 9),
+        "outcome": x.outcome,
+        "change": "; ".join(x.diff_vs_baseline),
+    }[key]
+
+
+#: keys :func:`sort_experiments` accepts
+SORT_KEYS = ("id", "server", "ready", "throughput", "delta", "ttft", "ttft_delta", "verdict", "outcome", "change")
+
+
+def sort_experiments(experiments: Iterable[Experiment], key: str = "id", reverse: bool = False) -> list[Experiment]:
+    """Experiments sorted by ``key`` (:data:`SORT_KEYS`); rows without a value (no
+    benchmark, never ready) always go last, whatever the direction. ValueError for an
+    unknown key."""
+    if key not in SORT_KEYS:
+        raise ValueError(f"unknown sort key {key!r} (one of {', '.join(SORT_KEYS)})")
+    items = list(experiments)
+    known = [x for x in items if _sort_value(x, key) is not None]
+    missing = [x for x in items if _sort_value(x, key) is None]
+    known.sort(key=lambda x: (_sort_value(x, key), x.id), reverse=reverse)
+    return known + missing

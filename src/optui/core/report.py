@@ -1,0 +1,393 @@
+"""Exports of a campaign: the Markdown findings report, JSONL events, CSV experiments.
+
+Pure: everything comes in as a :class:`ReportInput` (events, stored results, todo items,
+configured servers) and goes out as text; reading the journal and writing files is the
+caller's job (``optui journal export``, the TUI's "Export findings report").
+
+The Markdown report is what an engineer would write by hand after a day of tuning: setup
+(hosts and GPUs from ``hosts.seen`` events, servers, model, server version), the baseline,
+every experiment with its flag diff, outcome, numbers and deltas, failures with their
+class, the best configuration as a ready-to-paste launch command (``shlex.join``), and the
+open todo items.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from optui.core import events as ev
+from optui.core.events import Event, iso_time
+from optui.core.experiments import (
+    KEY_METRICS,
+    Experiment,
+    StoredResult,
+    best_experiment,
+    build_experiments,
+    crash_summary,
+)
+from optui.core.todo import TodoItem, TodoStatus
+
+FORMATS = ("md", "jsonl", "csv")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """A configured server as the report's setup section shows it (``env_names``: names
+    only — values may be secrets)."""
+
+    name: str
+    kind: str = ""
+    host: str = ""
+    url: str = ""
+    control: str = ""
+    env_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInput:
+    """Everything an export needs. ``events`` must include every experiment-related event
+    (baselines may predate ``since_ts``); ``since_ts``/``server`` restrict what is listed."""
+
+    title: str
+    events: Sequence[Event]
+    results: Sequence[StoredResult] = ()
+    todos: Sequence[TodoItem] = ()
+    servers: Sequence[ServerInfo] = ()
+    since_ts: float | None = None
+    server: str | None = None
+    generated_ts: float = 0.0
+    source: str = ""
+    experiments: Sequence[Experiment] | None = field(default=None)
+
+    def all_experiments(self) -> list[Experiment]:
+        """Every experiment (built from events and results unless given)."""
+        if self.experiments is not None:
+            return list(self.experiments)
+        return build_experiments(self.events, self.results)
+
+    def listed(self, experiments: Sequence[Experiment]) -> list[Experiment]:
+        """The experiments within ``since_ts`` and ``server``."""
+        return [x for x in experiments if (self.server is None or x.server == self.server)
+                and (self.since_ts is None or x.started_ts >= self.since_ts)]
+
+    def listed_events(self) -> list[Event]:
+        """The events within ``since_ts`` and ``server`` (target or experiment of it)."""
+        exps = None
+        if self.server is not None:
+            exps = {x.id for x in self.all_experiments() if x.server == self.server}
+        return [e for e in sorted(self.events, key=lambda e: e.seq)
+                if (self.since_ts is None or e.ts >= self.since_ts)
+                and (exps is None or e.target == self.server or e.experiment in exps)]
+
+
+# ------------------------------------------------------------------ JSONL / CSV
+def render_jsonl(inp: ReportInput) -> str:
+    """One JSON object per event (oldest first): :meth:`Event.to_json` plus ``time``
+    (local ISO-8601)."""
+    lines = []
+    for e in inp.listed_events():
+        obj = e.to_json()
+        obj["time"] = iso_time(e.ts)
+        lines.append(json.dumps(obj, default=str, allow_nan=False, ensure_ascii=False))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+CSV_COLUMNS = (
+    "experiment", "server", "started", "actor", "reason", "change_vs_baseline", "outcome", "crash_class",
+    "ready_s", "workload", "bench", "runs_ok", *(m.key for m in KEY_METRICS),
+    *(f"{m.key}_delta_pct" for m in KEY_METRICS), "verdict", "decision", "baseline", "argv",
+)
+
+
+def render_csv(inp: ReportInput) -> str:
+    """One row per experiment (columns :data:`CSV_COLUMNS`; metrics of its primary
+    workload, means over repeats; deltas in % vs the baseline)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for x in inp.listed(inp.all_experiments()):
+        w = x.primary
+        values = [w.values.get(m.key) if w else None for m in KEY_METRICS]
+        deltas = [_round(d.rel_pct, 2) if (d := x.metric(m.key)) is not None else None for m in KEY_METRICS]
+        writer.writerow([
+            x.id, x.server, iso_time(x.started_ts), x.actor, x.reason, "; ".join(x.diff_vs_baseline), x.outcome,
+            x.crash_class or "", _blank(x.ready_s), w.label if w else "", (w.bench or "") if w else "",
+            w.n_ok if w else 0, *(_blank(_round(v, 3)) for v in values), *(_blank(d) for d in deltas),
+            x.verdict, x.decision or "", x.baseline_id or "", shlex.join(x.argv),
+        ])
+    return buf.getvalue()
+
+
+def _round(value, digits):
+    return None if value is None else round(value, digits)
+
+
+def _blank(value):
+    return "" if value is None else value
+
+
+# ------------------------------------------------------------------ Markdown
+def render_markdown(inp: ReportInput) -> str:
+    """The findings report (see module doc) as GitHub-flavoured Markdown."""
+    experiments = inp.all_experiments()
+    listed = inp.listed(experiments)
+    servers = sorted({x.server for x in listed} | ({inp.server} if inp.server else set())) or \
+        sorted({x.server for x in experiments})
+    out: list[str] = [f"# Findings: {inp.title}", ""]
+    period = _period(inp.listed_events())
+    out.append(f"_Generated {_when(inp.generated_ts or time.time())} by optui from `{inp.source or 'the journal'}`."
+               + (f" Period: {period}." if period else "")
+               + (f" Listing experiments since {_when(inp.since_ts)}." if inp.since_ts else "")
+               + (f" Server: {inp.server}." if inp.server else "") + "_")
+    out.append("")
+    out += _summary(listed, experiments, servers)
+    out += _setup(inp, experiments, servers)
+    out += _baselines(experiments, servers)
+    out += _experiment_table(listed)
+    for x in listed:
+        out += _experiment_section(x)
+    out += _failures(listed)
+    out += _best(experiments, servers, inp.servers)
+    out += _todos(inp.todos)
+    out += _loose_notes(inp)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _summary(listed: list[Experiment], experiments: list[Experiment], servers: list[str]) -> list[str]:
+    out = ["## Summary", ""]
+    if not listed:
+        return out + ["No experiments in this period: restart a server with new flags (or run a benchmark) to start one.", ""]
+    counts: dict[str, int] = {}
+    for x in listed:
+        counts[x.verdict] = counts.get(x.verdict, 0) + 1
+    order = ("baseline", "better", "same", "worse", "failed", "untested", "incomplete")
+    out.append(f"- {len(listed)} experiment{'s' if len(listed) != 1 else ''} on {', '.join(servers)}: "
+               + ", ".join(f"{counts[k]} {k}" for k in order if counts.get(k)) + ".")
+    for server in servers:
+        best = best_experiment(experiments, server)
+        if best is not None and not best.is_baseline:
+            d = best.primary_delta
+            out.append(f"- Best configuration of **{server}**: {best.id}, {_pct(d.rel_pct)} {d.metric.label} vs baseline "
+                       f"{best.baseline_id} ({best.primary.label}): {_changes(best.diff_vs_baseline)}.")
+        elif best is not None:
+            out.append(f"- **{server}**: nothing beat the baseline {best.id} yet.")
+    failed = [x for x in listed if x.verdict == "failed"]
+    if failed:
+        out.append("- Failed: " + ", ".join(f"{x.id} ({x.crash_class or 'unknown'}: {_changes(x.diff_vs_baseline)})"
+                                            for x in failed) + ".")
+    return out + [""]
+
+
+def _setup(inp: ReportInput, experiments: list[Experiment], servers: list[str]) -> list[str]:
+    out = ["## Setup", ""]
+    hosts: dict[str, dict] = {}
+    for e in inp.events:
+        if e.type == ev.HOSTS_SEEN and e.target:
+            hosts[e.target] = e.data
+    if hosts:
+        out += ["| host | GPUs | driver |", "| --- | --- | --- |"]
+        for host, data in sorted(hosts.items()):
+            gpus = ", ".join(f"{g.get('count')}× {g.get('name')}" + (f" ({g['mem_total_mib'] / 1024:.0f} GiB)"
+                                                                      if g.get("mem_total_mib") else "")
+                             for g in data.get("gpus_by_name") or [])
+            out.append(f"| {_cell(host)} | {_cell(gpus or 'none')} | {_cell(data.get('driver_version') or '-')} |")
+    else:
+        out.append("GPU inventory not recorded (no live GPU reading was journaled).")
+    out.append("")
+    info = {s.name: s for s in inp.servers}
+    out += ["| server | host | kind | model | server version | control | url |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name in servers:
+        mine = [x for x in experiments if x.server == name]
+        model = next((x.model for x in reversed(mine) if x.model), None)
+        version = next((x.server_version for x in reversed(mine) if x.server_version), None)
+        s = info.get(name, ServerInfo(name))
+        out.append(f"| {_cell(name)} | {_cell(s.host or '-')} | {_cell(s.kind or '-')} | {_cell(model or '-')} | "
+                   f"{_cell(version or '-')} | {_cell(s.control or '-')} | {_cell(s.url or '-')} |")
+    return out + [""]
+
+
+def _baselines(experiments: list[Experiment], servers: list[str]) -> list[str]:
+    out = ["## Baseline", ""]
+    for server in servers:
+        base = next((x for x in experiments if x.server == server and x.is_baseline), None)
+        if base is None:
+            out += [f"**{server}**: no baseline yet (no experiment became ready).", ""]
+            continue
+        ready = f"ready in {base.ready_s:.1f} s" if base.ready_s is not None else base.outcome
+        out += [f"**{server}: {base.id}** ({base.reason or 'start'}, {ready})", "", "```bash", shlex.join(base.argv), "```", ""]
+        if base.workloads:
+            out += _metrics_table(base, with_delta=False)
+        else:
+            out += ["No benchmark on the baseline yet.", ""]
+    return out
+
+
+def _experiment_table(listed: list[Experiment]) -> list[str]:
+    if not listed:
+        return []
+    out = ["## Experiments", "",
+           "| experiment | server | change vs baseline | outcome | ready s | out tok/s | Δ | TTFT p50 ms | Δ | verdict |",
+           "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for x in listed:
+        tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
+        outcome = x.outcome if x.outcome != "failed" else f"failed ({x.crash_class or 'unknown'})"
+        verdict = x.verdict + (f" / {x.decision}" if x.decision else "")
+        out.append(f"| {x.id} | {_cell(x.server)} | {_cell(_changes(x.diff_vs_baseline, baseline=x.is_baseline))} | "
+                   f"{_cell(outcome)} | {_num(x.ready_s, 1)} | {_num(tput.value if tput else None, 1)} | "
+                   f"{_pct(tput.rel_pct if tput and not x.is_baseline else None)} | {_num(ttft.value if ttft else None, 1)} | "
+                   f"{_pct(ttft.rel_pct if ttft and not x.is_baseline else None)} | {verdict} |")
+    return out + [""]
+
+
+def _experiment_section(x: Experiment) -> list[str]:
+    title = "baseline" if x.is_baseline else _changes(x.diff_vs_baseline)
+    out = [f"### {x.id} ({x.server}): {_md_inline(title)}", ""]
+    out.append(f"- Started {_when(x.started_ts)} by {x.actor}" + (f" ({x.reason})" if x.reason else "") + ".")
+    if x.diff_prev and list(x.diff_prev) != list(x.diff_vs_baseline):
+        out.append(f"- Change vs the previous configuration: {_changes(x.diff_prev)}.")
+    if x.outcome == "ready":
+        phases = ", ".join(f"{p} {t:.1f} s" for p, t in x.phases)
+        out.append("- Outcome: ready" + (f" in {x.ready_s:.1f} s" if x.ready_s is not None else "")
+                   + (f" (phases: {phases})" if phases else "") + ".")
+    elif x.outcome == "failed":
+        why = crash_summary(x.crash_lines, x.crash_message)
+        out.append(f"- Outcome: **failed, {x.crash_class or 'unknown'}**" + (f": {_md_inline(why)}" if why else "") + ".")
+    else:
+        out.append(f"- Outcome: {x.outcome}.")
+    if x.rolled_back:
+        out.append("- Rolled back to the last good flags.")
+    verdict = f"- Verdict: **{x.verdict}**"
+    d = x.primary_delta
+    if d is not None and d.rel_pct is not None and not x.is_baseline:
+        verdict += f" ({_pct(d.rel_pct)} {d.metric.label} vs {x.baseline_id}"
+        verdict += f", noise ±{x.primary.cv_pct:.1f}%)" if x.primary.cv_pct is not None else ")"
+    if x.decision:
+        verdict += f"; decision: **{x.decision}**" + (f" ({_md_inline(x.decision_reason)})" if x.decision_reason else "")
+    out.append(verdict + ".")
+    failed_runs = [r for r in x.bench_runs if r.status != "ok"]
+    for r in failed_runs:
+        out.append(f"- Benchmark {r.bench} {r.status}" + (f": {_md_inline(r.error)}" if r.error else "") + ".")
+    for _, text in x.notes:
+        out.append(f"- Note: {_md_inline(text)}")
+    out.append("")
+    if x.workloads and not x.is_baseline:
+        out += _metrics_table(x, with_delta=True)
+    if x.crash_lines:
+        out += ["```text", *[line.replace("```", "'''") for line in x.crash_lines[-12:]], "```", ""]
+    return out
+
+
+def _metrics_table(x: Experiment, *, with_delta: bool) -> list[str]:
+    out = []
+    for w in x.workloads:
+        runs = f"{w.n_ok}/{len(w.runs)} ok run{'s' if len(w.runs) != 1 else ''}"
+        out.append(f"Workload {_md_inline(w.label)}" + (f" (bench {w.bench})" if w.bench else "") + f", {runs}"
+                   + (f", CV {w.cv_pct:.1f}%" if w.cv_pct is not None else "") + ":")
+        out.append("")
+        if with_delta:
+            out += [f"| metric | baseline ({w.base_experiment or '-'}) | {x.id} | Δ |", "| --- | ---: | ---: | ---: |"]
+            for d in w.deltas:
+                out.append(f"| {d.metric.label} ({d.metric.unit}) | {_num(d.base, 2)} | {_num(d.value, 2)} | {_pct(d.rel_pct)} |")
+        else:
+            out += ["| metric | value |", "| --- | ---: |"]
+            for d in w.deltas:
+                out.append(f"| {d.metric.label} ({d.metric.unit}) | {_num(d.value, 2)} |")
+        out.append("")
+    return out
+
+
+def _failures(listed: list[Experiment]) -> list[str]:
+    failed = [x for x in listed if x.outcome == "failed"]
+    if not failed:
+        return []
+    out = ["## Failures", "", "| experiment | server | class | change vs baseline | message |", "| --- | --- | --- | --- | --- |"]
+    for x in failed:
+        message = crash_summary(x.crash_lines, x.crash_message)
+        out.append(f"| {x.id} | {_cell(x.server)} | {_cell(x.crash_class or 'unknown')} | "
+                   f"{_cell(_changes(x.diff_vs_baseline))} | {_cell(message)} |")
+    return out + [""]
+
+
+def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[ServerInfo]) -> list[str]:
+    out = ["## Best configuration", ""]
+    env = {s.name: s.env_names for s in infos}
+    for server in servers:
+        best = best_experiment(experiments, server)
+        if best is None:
+            last_ready = next((x for x in reversed(experiments) if x.server == server and x.outcome == "ready"), None)
+            if last_ready is None:
+                out += [f"**{server}**: no configuration became ready.", ""]
+                continue
+            out += [f"**{server}**: nothing compared yet; the last configuration that became ready is {last_ready.id}:", ""]
+            best = last_ready
+        else:
+            d = best.primary_delta
+            gain = "the baseline itself" if best.is_baseline else f"{_pct(d.rel_pct)} {d.metric.label} vs {best.baseline_id}"
+            other = [f"{m.metric.label} {_pct(m.rel_pct)}" for m in best.primary.deltas[1:] if m.rel_pct is not None and not best.is_baseline]
+            out += [f"**{server}: {best.id}** ({gain}" + (f"; {', '.join(other)}" if other else "")
+                    + f"; workload {_md_inline(best.primary.label)}):", ""]
+        out += ["```bash", shlex.join(best.argv), "```"]
+        if env.get(server):
+            out.append(f"The server's environment in optui.toml also sets: {', '.join(env[server])}.")
+        out.append("")
+    return out
+
+
+def _todos(todos: Sequence[TodoItem]) -> list[str]:
+    open_items = [t for t in todos if t.status in (TodoStatus.PENDING, TodoStatus.IN_PROGRESS)]
+    out = ["## Open todo items", ""]
+    if not open_items:
+        return out + ["None.", ""]
+    for t in open_items:
+        state = " (in progress)" if t.status is TodoStatus.IN_PROGRESS else ""
+        out.append(f"- [ ] **{t.priority}** {_md_inline(t.content)}{state}")
+    return out + [""]
+
+
+def _loose_notes(inp: ReportInput) -> list[str]:
+    notes = [e for e in inp.listed_events() if e.type == ev.NOTE and not e.experiment]
+    if not notes:
+        return []
+    out = ["## Notes", ""]
+    out += [f"- {_when(e.ts)}: {_md_inline(str(e.data.get('text', '')))}" for e in notes]
+    return out + [""]
+
+
+# ------------------------------------------------------------------ formatting
+def _changes(lines: Sequence[str], *, baseline: bool = False) -> str:
+    if baseline:
+        return "baseline"
+    return "; ".join(f"`{line}`" if "`" not in line else line for line in lines) or "same flags"
+
+
+def _cell(text) -> str:
+    """A Markdown table cell: pipes escaped, one line."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_inline(text) -> str:
+    return str(text).replace("\n", " ")
+
+
+def _num(value, digits: int) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def _period(events: list[Event]) -> str:
+    if not events:
+        return ""
+    return f"{_when(events[0].ts)} to {_when(events[-1].ts)}"

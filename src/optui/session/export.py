@@ -1,0 +1,107 @@
+"""Reading a campaign's journal for experiments and exports, and writing export files
+atomically. Shared by ``optui journal export`` and the TUI's "Export findings report";
+the text itself is built by :mod:`optui.core.report` (pure)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from optui.adapters.journal import Journal
+from optui.config import LoadedConfig
+from optui.core import events as ev
+from optui.core.events import Event
+from optui.core.experiments import EXPERIMENT_EVENT_TYPES, Experiment, build_experiments, unsettled
+from optui.core.report import FORMATS, ReportInput, ServerInfo, render_csv, render_jsonl, render_markdown
+
+_RENDER = {"md": render_markdown, "jsonl": render_jsonl, "csv": render_csv}
+
+
+def experiment_events(journal: Journal) -> list[Event]:
+    """The events :func:`~optui.core.experiments.build_experiments` needs: its types
+    (through the type index), plus the state changes of experiments that never reached
+    ready/failed (through the experiment index), oldest first."""
+    events = journal.events(types=EXPERIMENT_EVENT_TYPES)
+    extra = [e for exp in unsettled(events) for e in journal.events(experiment=exp, types=(ev.SERVER_STATE,))]
+    return sorted(events + extra, key=lambda e: e.seq) if extra else events
+
+
+def load_experiments(journal: Journal) -> list[Experiment]:
+    """Every experiment of the campaign, oldest first."""
+    return build_experiments(experiment_events(journal), journal.results(limit=None))
+
+
+def campaign_name(loaded: LoadedConfig) -> str:
+    """The campaign's name: its config directory (or "optui" without a config)."""
+    return loaded.path.resolve().parent.name if loaded.path else "optui"
+
+
+def report_input(journal: Journal, loaded: LoadedConfig, fmt: str, *, since_ts: float | None = None,
+                 server: str | None = None) -> ReportInput:
+    """Everything :mod:`optui.core.report` needs for ``fmt`` (md | jsonl | csv)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    if fmt == "jsonl":
+        events = journal.events(since_ts=since_ts)
+        if server is not None:  # the experiments of the server, to keep its untargeted notes
+            events = journal.events(types=(ev.EXPERIMENT_STARTED,)) + events
+    else:
+        events = experiment_events(journal) + journal.events(types=(ev.HOSTS_SEEN,))
+    servers = [ServerInfo(name, s.kind, s.host, s.url, s.control, tuple(sorted(s.env)))
+               for name, s in loaded.config.servers.items()]
+    todos = journal.todos() if fmt == "md" else ()
+    results = journal.results(limit=None) if fmt != "jsonl" else ()
+    return ReportInput(title=campaign_name(loaded), events=_dedupe(events), results=results, todos=todos,
+                       servers=servers, since_ts=since_ts, server=server, generated_ts=time.time(),
+                       source=str(journal.path))
+
+
+def _dedupe(events):
+    seen: dict[int, object] = {}
+    for e in events:
+        seen[e.seq] = e
+    return [seen[k] for k in sorted(seen)]
+
+
+def render(fmt: str, inp: ReportInput) -> str:
+    """The export text of ``inp`` in ``fmt``."""
+    return _RENDER[fmt](inp)
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and
+    ``os.replace`` (readers see the old file or the new one, never half of it). Raises
+    OSError."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def default_export_path(loaded: LoadedConfig, fmt: str, now: float | None = None) -> Path:
+    """``findings-YYYYMMDD-HHMM.<fmt>`` in the campaign directory (beside optui.toml, else
+    beside the journal)."""
+    base = loaded.path.resolve().parent if loaded.path else loaded.journal_path.parent
+    stamp = time.strftime("%Y%m%d-%H%M", time.localtime(now if now is not None else time.time()))
+    return base / f"findings-{stamp}.{fmt}"
+
+
+def export(journal: Journal, loaded: LoadedConfig, fmt: str, path: str | os.PathLike | None = None, *,
+           since_ts: float | None = None, server: str | None = None) -> Path:
+    """Render ``fmt`` and write it atomically to ``path`` (default
+    :func:`default_export_path`); returns the path. Raises ValueError, OSError."""
+    text = render(fmt, report_input(journal, loaded, fmt, since_ts=since_ts, server=server))
+    return write_atomic(path or default_export_path(loaded, fmt), text)

@@ -1,0 +1,200 @@
+"""The experiments view: one row per experiment (change vs baseline, outcome, ready time,
+key metrics and deltas, verdict and decision), sortable.
+
+Keys: ``s`` next sort column, ``S`` reverse (or click a column header), Enter details,
+``k`` keep / ``x`` reject / ``i`` inconclusive (journaled ``verdict``), ``f`` show the
+experiment in the journal panel, ``ctrl+l`` reload, Esc close. The rows reload by
+themselves when the journal changes (other optui windows, the CLI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from optui.core.experiments import Experiment, sort_experiments
+from optui.ui.colors import style
+
+#: (column key, header, sort key for :func:`sort_experiments`)
+COLUMNS = (
+    ("id", "experiment", "id"),
+    ("server", "server", "server"),
+    ("change", "change vs baseline", "change"),
+    ("outcome", "outcome", "outcome"),
+    ("ready", "ready s", "ready"),
+    ("tput", "out tok/s", "throughput"),
+    ("delta", "Δ out", "delta"),
+    ("ttft", "TTFT p50 ms", "ttft"),
+    ("ttft_delta", "Δ TTFT", "ttft_delta"),
+    ("verdict", "verdict", "verdict"),
+    ("decision", "decision", None),
+)
+_SORTABLE = [c for c in COLUMNS if c[2]]
+_VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-failed", "baseline": "primary"}
+
+
+class ExperimentsScreen(ModalScreen[str | None]):
+    """Returns an experiment id to show in the journal (``f``), else None.
+
+    ``load`` returns the experiments; ``decide(exp_id, decision)`` records a verdict;
+    ``version`` tells whether the journal changed (reload then); ``details(x)`` opens one.
+    """
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Close", id="experiments.close"),
+        Binding("s", "next_sort", "Sort column", id="experiments.sort"),
+        Binding("S", "reverse_sort", "Reverse", id="experiments.reverse"),
+        Binding("enter", "details", "Details", id="experiments.details"),
+        Binding("k", "decide('keep')", "Keep", id="experiments.keep"),
+        Binding("x", "decide('reject')", "Reject", id="experiments.reject"),
+        Binding("i", "decide('inconclusive')", "Inconclusive", id="experiments.inconclusive"),
+        Binding("f", "show_in_journal", "In journal", id="experiments.journal"),
+        Binding("ctrl+l", "reload", "Reload", show=False, id="experiments.reload"),
+    ]
+    DEFAULT_CSS = """
+    ExperimentsScreen { align: center middle; }
+    ExperimentsScreen > Vertical { width: 98%; height: 90%; border: thick $primary; background: $surface; }
+    ExperimentsScreen #experiments-title { text-style: bold; height: 1; }
+    ExperimentsScreen #experiments-help { color: $text-muted; height: 1; }
+    ExperimentsScreen DataTable { height: 1fr; }
+    """
+
+    def __init__(self, load: Callable[[], list[Experiment]], decide: Callable[[str, str], None],
+                 version: Callable[[], int], details: Callable[[Experiment], None]) -> None:
+        super().__init__()
+        self.load = load
+        self.decide = decide
+        self.version = version
+        self.open_details = details
+        self.sort_key = "id"
+        self.reverse = False
+        self.experiments: list[Experiment] = []
+        self._seen_version = -1
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("Experiments", id="experiments-title", markup=False)
+            yield Static("s/S sort  Enter details  k keep  x reject  i inconclusive  f show in journal  Esc close",
+                         id="experiments-help", markup=False)
+            table = DataTable(id="experiments-table", cursor_type="row", zebra_stripes=True)
+            for key, header, _ in COLUMNS:
+                table.add_column(header, key=key)
+            yield table
+
+    def on_mount(self) -> None:
+        self.action_reload()
+        self.query_one(DataTable).focus()
+        self.set_interval(1.0, self._reload_if_changed)
+
+    def _reload_if_changed(self) -> None:
+        if self.version() != self._seen_version:
+            self.action_reload()
+
+    # ------------------------------------------------------------ rows
+    def action_reload(self) -> None:
+        self._seen_version = self.version()
+        self.experiments = self.load()
+        self._fill()
+
+    def _fill(self) -> None:
+        table = self.query_one(DataTable)
+        current = self.current_id()
+        rows = sort_experiments(self.experiments, self.sort_key, self.reverse)
+        table.clear()
+        for x in rows:
+            table.add_row(*self._cells(x), key=x.id)
+        if current is not None and current in {x.id for x in rows}:
+            table.move_cursor(row=table.get_row_index(current))
+        arrow = "↓" if self.reverse else "↑"
+        header = next(h for _, h, k in COLUMNS if k == self.sort_key)
+        self.query_one("#experiments-title", Static).update(
+            f"Experiments ({len(rows)})   sorted by {header} {arrow}")
+
+    def _cells(self, x: Experiment) -> list:
+        app = self.app
+        tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
+        outcome = x.outcome if x.outcome != "failed" else f"failed: {x.crash_class or '?'}"
+        change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
+        verdict_var = _VERDICT_VAR.get(x.verdict)
+        return [
+            x.id, x.server, Text(change, no_wrap=True, overflow="ellipsis"),
+            Text(outcome, style=style(app, "state-failed") if x.outcome == "failed" else ""),
+            _num(x.ready_s, 1), _num(tput.value if tput else None, 1),
+            self._delta(tput, x), _num(ttft.value if ttft else None, 1), self._delta(ttft, x),
+            Text(x.verdict, style=style(app, verdict_var) if verdict_var else ""),
+            x.decision or "",
+        ]
+
+    def _delta(self, d, x: Experiment) -> Text:
+        if d is None or d.rel_pct is None or x.is_baseline:
+            return Text("-", style="dim")
+        var = None if d.good is None else ("delta-good" if d.good else "delta-bad")
+        return Text(f"{d.rel_pct:+.1f}%", style=style(self.app, var) if var else "")
+
+    def current_id(self) -> str | None:
+        """The experiment under the cursor."""
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return key.value if key is not None else None
+
+    def _current(self) -> Experiment | None:
+        exp_id = self.current_id()
+        return next((x for x in self.experiments if x.id == exp_id), None)
+
+    # ------------------------------------------------------------ keys
+    def action_next_sort(self) -> None:
+        keys = [k for _, _, k in _SORTABLE]
+        self.sort_key = keys[(keys.index(self.sort_key) + 1) % len(keys)]
+        self._fill()
+
+    def action_reverse_sort(self) -> None:
+        self.reverse = not self.reverse
+        self._fill()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        key = next((k for c, _, k in COLUMNS if c == event.column_key.value), None)
+        if key is None:
+            return
+        if key == self.sort_key:
+            self.reverse = not self.reverse
+        else:
+            self.sort_key, self.reverse = key, False
+        self._fill()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    def action_details(self) -> None:
+        x = self._current()
+        if x is not None:
+            self.open_details(x)
+
+    def action_decide(self, decision: str) -> None:
+        x = self._current()
+        if x is None:
+            return
+        try:
+            self.decide(x.id, decision)
+        except Exception as exc:  # noqa: BLE001 - shown, never a crash
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"{x.id}: {decision}")
+        self.action_reload()
+
+    def action_show_in_journal(self) -> None:
+        self.dismiss(self.current_id())
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def _num(value, digits: int) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"

@@ -1,0 +1,227 @@
+"""The headless CLI end to end against the demo server (real subprocesses, real SQLite):
+``optui restart`` exit codes (ready / bad flag / lock held), ``optui bench run``,
+``optui status``, ``optui journal tail -f / show / experiments / export / note / verdict``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from optui.adapters.journal import Journal
+from optui.cli.run import write_demo_config
+from tests.helpers.demo import free_port, http_status, subprocess_env
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def optui(cfg: Path, *args: str, timeout: float = 90, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m optui -c CFG ARGS`` (stdin closed, own session)."""
+    return subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, env=subprocess_env(env),
+                          start_new_session=True)
+
+
+def small_demo_config(directory: Path) -> Path:
+    """The demo campaign with a quicker sweep (16 prompts)."""
+    cfg = write_demo_config(directory, port=free_port(), speed=20.0)
+    cfg.write_text(cfg.read_text().replace('"--num-prompts", "64"', '"--num-prompts", "16"'))
+    return cfg
+
+
+def kill_demo_server(cfg: Path) -> None:
+    """Kill the demo server the CLI left running (it outlives optui by design)."""
+    pidfile = cfg.parent / ".optui" / "servers" / "demo.json"
+    try:
+        pid = json.loads(pidfile.read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    cfg = small_demo_config(tmp_path_factory.mktemp("cli-campaign"))
+    started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
+    try:
+        assert started.returncode == 0, started.stderr + started.stdout
+        yield cfg
+    finally:
+        kill_demo_server(cfg)
+
+
+def journal_of(cfg: Path) -> Journal:
+    return Journal(cfg.parent / ".optui" / "optui.db")
+
+
+def test_restart_ready_exits_0_and_opens_an_experiment(campaign):
+    res = optui(campaign, "restart", "demo", "--set", "--max-running-requests=8", "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["state"] == "ready" and data["crash_class"] is None
+    assert data["argv"][data["argv"].index("--max-running-requests") + 1] == "8"
+    exp = data["experiment"]
+    j = journal_of(campaign)
+    started = j.events(types=["experiment.started"], experiment=exp)[0]
+    assert started.actor == "cli" and started.data["diff"] == ["~ --max-running-requests: 4 → 8"]
+    types = [e.type for e in j.events(experiment=exp)]
+    assert {"server.restart", "flags.changed", "server.stopped", "server.starting", "server.ready"} <= set(types)
+    assert j.current_experiment("demo") == exp
+    j.close()
+
+
+def test_restart_with_a_bad_flag_exits_1_with_the_crash_class(campaign):
+    res = optui(campaign, "restart", "demo", "--set", "--no-such-flag=1")
+    assert res.returncode == 1
+    assert res.stdout.startswith("demo: crashed (bad_flag)")
+    assert "unrecognized arguments" in res.stdout
+    j = journal_of(campaign)
+    failed = j.events(types=["server.failed"])[-1]
+    assert failed.data["class"] == "bad_flag" and failed.experiment == j.current_experiment("demo")
+    j.close()
+    # --no-wait: back as soon as the new process runs; it becomes ready on its own
+    fixed = optui(campaign, "restart", "demo", "--unset", "--no-such-flag", "--no-wait", "--json")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert json.loads(fixed.stdout)["state"] in ("starting", "warming", "ready")
+    url = next(line.split('"')[1] for line in campaign.read_text().splitlines() if line.startswith("url = "))
+    deadline = time.monotonic() + 30
+    while http_status(url + "/health") != 200:
+        assert time.monotonic() < deadline, "server never became ready after --no-wait"
+        time.sleep(0.1)
+
+
+def test_restart_refused_while_another_process_restarts(campaign):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from optui.session.locks import ServerLock;"
+         "lock = ServerLock(Path(sys.argv[1]), 'demo'); assert lock.acquire(); print('held', flush=True); time.sleep(60)",
+         str(campaign.parent / ".optui")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, env=subprocess_env(), start_new_session=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = optui(campaign, "restart", "demo", "--set", "--max-running-requests=12")
+        assert res.returncode == 2
+        assert f"demo is being restarted by another optui process (pid {holder.pid})" in res.stderr
+        assert "Traceback" not in res.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_bench_run_repeats_and_stores_under_the_experiment(campaign):
+    res = optui(campaign, "bench", "run", "demo", "sweep", "--repeat", "2", "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert [r["status"] for r in data["runs"]] == ["ok", "ok"]
+    exp = data["experiment"]
+    assert data["runs"][0]["results"][0]["completed"] == 16
+    assert "output_throughput_tok_s" in data["runs"][1]["results"][0]["vs_baseline"]
+    assert data["experiment_summary"]["verdict"] in ("baseline", "better", "same", "worse")
+    j = journal_of(campaign)
+    assert len(j.results(experiment=exp)) == 2
+    finished = j.events(types=["bench.finished"], experiment=exp)
+    assert len(finished) == 2 and all(e.actor == "cli" for e in finished)
+    j.close()
+    text = optui(campaign, "bench", "run", "demo", "sweep")
+    assert text.returncode == 0 and "run 1/1: ok" in text.stdout and f"{exp}:" in text.stdout
+
+
+def test_bench_run_bad_input(campaign, tmp_path):
+    res = optui(campaign, "bench", "run", "demo", "nope")
+    assert res.returncode == 2 and "unknown benchmark 'nope' (known: sweep, loadgen)" in res.stderr
+    res = optui(campaign, "bench", "run", "other", "sweep")
+    assert res.returncode == 2 and "unknown server 'other'" in res.stderr
+    down = small_demo_config(tmp_path / "down")  # its server was never started
+    res = optui(down, "bench", "run", "demo", "sweep")
+    assert res.returncode == 1 and "demo is down (pass --wait to wait for it)" in res.stderr
+
+
+def test_status_reports_everything_and_writes_nothing(campaign):
+    j = journal_of(campaign)
+    j.add_todo("try tp 4")
+    before = j.last_seq()
+    res = optui(campaign, "status", "--json", "--wait", "1.0")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert [h["host"] for h in data["hosts"]] == ["gpu-node-1", "gpu-node-2"]
+    assert len(data["hosts"][0]["gpus"]) == 4 and data["hosts"][0]["gpus"][0]["mem_total_mib"] > 0
+    server = data["servers"][0]
+    assert server["name"] == "demo" and server["state"] == "ready"
+    assert server["experiment"] == j.current_experiment("demo")
+    assert server["flags"]["--tp-size"] == ["2"] and server["load"]["source"] == "metrics"
+    assert server["last_good_argv"]  # (the --no-wait start above was not watched: no new last good)
+    assert any(t["content"] == "try tp 4" for t in data["todo"])
+    assert data["results"] and data["results"][0]["experiment"]
+    assert data["experiments"][-1]["id"] == server["experiment"]
+    assert j.last_seq() == before  # status only observes
+    text = optui(campaign, "status", "--wait", "0.5")
+    assert "server demo: ready" in text.stdout and "gpu 0 NVIDIA H200 (demo)" in text.stdout
+    j.close()
+
+
+def test_journal_tail_follow_prints_new_events_within_a_second(campaign):
+    follower = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(campaign), "journal", "tail", "-f", "-n", "1",
+                                 "--json"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=subprocess_env(), start_new_session=True)
+    try:
+        json.loads(follower.stdout.readline())  # the newest event: it is following now
+        j = journal_of(campaign)
+        note = j.append("note", "demo", {"text": "followed?"}, actor="agent:test")
+        line = follower.stdout.readline()
+        seen = time.time()
+        j.close()
+        got = json.loads(line)
+        assert got["seq"] == note.seq and got["data"]["text"] == "followed?" and got["actor"] == "agent:test"
+        assert seen - note.ts < 1.0
+    finally:
+        follower.send_signal(signal.SIGINT)
+        try:
+            follower.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, follower.stderr.read()
+
+
+def test_journal_commands(campaign, tmp_path):
+    tail = optui(campaign, "journal", "tail", "-n", "5", "--type", "bench")
+    assert tail.returncode == 0 and len(tail.stdout.splitlines()) == 5
+    assert all(" bench." in line for line in tail.stdout.splitlines())
+    note = optui(campaign, "journal", "note", "looks stable", "--server", "demo", env={"OPTUI_ACTOR": "agent:claude"})
+    j = journal_of(campaign)
+    exp = j.current_experiment("demo")
+    assert note.returncode == 0 and note.stdout.strip().endswith(f"note ({exp})")
+    last = j.events(newest_first=True, limit=1)[0]
+    assert (last.type, last.actor, last.experiment) == ("note", "agent:claude", exp)
+    verdict = optui(campaign, "journal", "verdict", exp, "keep", "--reason", "stable")
+    assert verdict.returncode == 0 and optui(campaign, "journal", "verdict", "exp-9999", "keep").returncode == 2
+    ready = j.events(types=["server.ready"], newest_first=True, limit=1)[0]
+    show = optui(campaign, "journal", "show", str(ready.seq))
+    assert show.returncode == 0 and "phase timings" in show.stdout and "ready in" in show.stdout
+    assert optui(campaign, "journal", "show", "999999").returncode == 1
+    exps = json.loads(optui(campaign, "journal", "experiments", "--json").stdout)
+    assert exps[-1]["id"] == exp and exps[-1]["decision"] == "keep"
+    assert any(x["outcome"] == "failed" and x["crash_class"] == "bad_flag" for x in exps)
+    table = optui(campaign, "journal", "experiments", "--sort", "delta")
+    assert table.returncode == 0 and table.stdout.splitlines()[0].startswith("experiment")
+    out = tmp_path / "report.md"
+    res = optui(campaign, "journal", "export", "--format", "md", "-o", str(out))
+    assert res.returncode == 0 and f"wrote {out}" in res.stderr
+    md = out.read_text()
+    assert "## Best configuration" in md and "bad_flag" in md and "## Setup" in md
+    assert "NVIDIA H200 (demo)" in md  # GPU inventory journaled by the session (hosts.seen)
+    csv_text = optui(campaign, "journal", "export", "--format", "csv", "--server", "demo").stdout
+    assert csv_text.splitlines()[0].startswith("experiment,server,started")
+    jsonl = optui(campaign, "journal", "export", "--format", "jsonl", "--since", "1h").stdout.splitlines()
+    assert len(jsonl) > 10 and all(json.loads(line)["ts"] for line in jsonl)
+    bad = optui(campaign, "journal", "export", "--since", "yesterday")
+    assert bad.returncode == 2 and "expected a duration" in bad.stderr
+    j.close()

@@ -1,0 +1,196 @@
+"""Experiments from a real journal: ids, baseline, deltas, verdicts, best configuration,
+sorting; the journal's filtered queries agree with EventFilter; event details."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from optui.adapters.journal import Journal
+from optui.core import events as ev
+from optui.core.event_details import event_sections, experiment_sections, render_text
+from optui.core.events import EventFilter, parse_since
+from optui.core.experiments import best_experiment, build_experiments, crash_summary, sort_experiments
+from optui.session.export import load_experiments
+from tests.helpers.campaign import WL, CampaignWriter, flags, result, standard_campaign
+
+
+@pytest.fixture
+def journal(tmp_path):
+    j = Journal(tmp_path / "optui.db")
+    yield j
+    j.close()
+
+
+def by_id(experiments):
+    return {x.id: x for x in experiments}
+
+
+def test_ids_baseline_deltas_and_verdicts(journal):
+    ids = standard_campaign(journal)
+    assert list(ids.values()) == ["exp-0001", "exp-0002", "exp-0003", "exp-0004", "exp-0005"]
+    xs = by_id(load_experiments(journal))
+    base, big, oom, chunk, radix = (xs[ids[k]] for k in ("base", "big", "oom", "chunk", "radix"))
+    assert base.is_baseline and base.verdict == "baseline" and base.baseline_id == "exp-0001"
+    assert big.verdict == "better" and big.diff_vs_baseline == ("~ --max-running-requests: 16 → 64",)
+    d = big.primary_delta
+    assert d.base == pytest.approx(1005.0) and d.value == pytest.approx(1295.0)
+    assert d.rel_pct == pytest.approx(100 * 290 / 1005)
+    assert big.metric("ttft_ms.median").good is True  # lower TTFT is better
+    assert big.notes[0][1] == "64 looks better; check p99 TTFT" and big.ready_s == 31.5
+    assert big.phases[-1] == ("ready", 31.5) and big.server_version == "0.5.23"
+    assert oom.verdict == "failed" and oom.crash_class == "oom" and oom.rolled_back
+    assert "+ --mem-fraction-static 0.99" in oom.diff_vs_baseline
+    assert oom.diff_prev == ("+ --mem-fraction-static 0.99",)
+    assert chunk.verdict == "worse" and chunk.actor == "cli"
+    assert chunk.primary_delta.rel_pct == pytest.approx(100 * (900 - 1005) / 1005)
+    assert radix.verdict == "untested" and radix.actor == "agent:claude"
+
+
+def test_noise_threshold_uses_the_runs_spread(journal):
+    w = CampaignWriter(journal)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1100.0), result(900.0))  # CV 10 %
+    small = w.restart(flags(max_running_requests=20))
+    w.bench(small, result(1050.0))  # +5 %: inside the noise
+    big = w.restart(flags(max_running_requests=64))
+    w.bench(big, result(1300.0))  # +30 %: beyond twice the CV
+    xs = by_id(load_experiments(journal))
+    assert xs[small].verdict == "same" and xs[small].primary.cv_pct == pytest.approx(10.0)
+    assert xs[big].verdict == "better"
+
+
+def test_pinned_baseline_moves_the_reference(journal):
+    w = CampaignWriter(journal)
+    first = w.restart(flags(), reason="autostart")
+    w.bench(first, result(1000.0))
+    second = w.restart(flags(max_running_requests=64))
+    [pinned] = w.bench(second, result(1300.0))
+    journal.set_baseline(pinned)
+    xs = by_id(load_experiments(journal))
+    assert xs[second].is_baseline and xs[first].verdict == "worse"
+    assert xs[first].primary_delta.base == pytest.approx(1300.0)
+
+
+def test_results_without_experiment_are_assigned_by_time(journal):
+    """Journals from before experiments existed: results land in the experiment that was
+    current on their server at their time."""
+    w = CampaignWriter(journal)
+    a = w.restart(flags(), reason="autostart")
+    journal.add_result(result(1000.0), server="qwen", bench="c16", ts=w.tick(10))
+    b = w.restart(flags(max_running_requests=64))
+    journal.add_result(result(1200.0), server="qwen", bench="c16", ts=w.tick(10))
+    xs = by_id(load_experiments(journal))
+    assert [len(x.primary.runs) for x in (xs[a], xs[b])] == [1, 1]
+    assert xs[b].verdict == "better"
+
+
+def test_best_configuration_skips_failed_and_rejected(journal):
+    ids = standard_campaign(journal)
+    xs = load_experiments(journal)
+    assert best_experiment(xs, "qwen").id == ids["big"]
+    journal.append(ev.VERDICT, "qwen", {"decision": "reject", "reason": "p99 too high"}, experiment=ids["big"])
+    xs = load_experiments(journal)
+    assert by_id(xs)[ids["big"]].decision == "reject"
+    assert best_experiment(xs, "qwen").id == ids["base"]  # nothing else beat it
+    assert best_experiment(xs, "other") is None
+
+
+def test_ready_without_gate_counts_from_state_events(journal):
+    """``restart --no-wait`` journals no server.ready; the state change to ready decides."""
+    w = CampaignWriter(journal)
+    exp = w.restart(flags(), ready_s=None)
+    assert by_id(load_experiments(journal))[exp].outcome == "incomplete"
+    journal.append(ev.SERVER_STATE, "qwen", {"old": "warming", "new": "ready"}, experiment=exp)
+    assert by_id(load_experiments(journal))[exp].outcome == "ready"
+
+
+def test_sorting_keeps_rows_without_values_last(journal):
+    ids = standard_campaign(journal)
+    xs = load_experiments(journal)
+    order = [x.id for x in sort_experiments(xs, "delta", reverse=True)]
+    assert order[:3] == [ids["big"], ids["base"], ids["chunk"]]
+    assert set(order[3:]) == {ids["oom"], ids["radix"]}
+    assert [x.id for x in sort_experiments(xs, "delta")][:3] == [ids["chunk"], ids["base"], ids["big"]]
+    assert sort_experiments(xs, "verdict")[0].verdict == "better"
+    with pytest.raises(ValueError, match="unknown sort key"):
+        sort_experiments(xs, "nope")
+
+
+def test_build_is_pure_and_order_independent(journal):
+    standard_campaign(journal)
+    events, results = journal.events(), journal.results(limit=None)
+    a = build_experiments(events, results)
+    b = build_experiments(list(reversed(events)), list(reversed(results)))
+    assert [(x.id, x.verdict, x.primary_delta and x.primary_delta.rel_pct) for x in a] == \
+           [(x.id, x.verdict, x.primary_delta and x.primary_delta.rel_pct) for x in b]
+
+
+@pytest.mark.parametrize("flt", [
+    EventFilter(types=ev.TYPE_GROUPS["bench"]),
+    EventFilter(target="qwen", experiment="exp-0002"),
+    EventFilter(text="p99 TTFT"),
+    EventFilter(text="OUTOFMEMORY"),
+    EventFilter(text="→"),  # non-ASCII: stored \\u-escaped
+    EventFilter(types=ev.TYPE_GROUPS["failures"], text="oom"),
+])
+def test_sql_filter_matches_python_filter(journal, flt):
+    standard_campaign(journal)
+    journal.append(ev.NOTE, None, {"text": "tp 8 → 16 was worse"})
+    via_sql = [e.seq for e in journal.query(flt, limit=None)]
+    via_python = [e.seq for e in reversed(journal.events()) if flt.matches(e)]
+    assert via_sql == via_python and via_sql
+
+
+def test_filter_describe_and_parse_since():
+    flt = EventFilter(types=ev.TYPE_GROUPS["bench"], type_label="bench", target="qwen", experiment="exp-0003", text="tp")
+    assert flt.describe() == "type:bench server:qwen exp:exp-0003 /tp/"
+    assert not EventFilter().active and flt.active
+    now = 1_800_000_000.0
+    assert parse_since("90m", now) == now - 5400
+    assert parse_since("1d", now) == now - 86400
+    assert parse_since("2026-05-03T14:00") == time.mktime((2026, 5, 3, 14, 0, 0, 0, 0, -1))
+    assert parse_since("1790000000") == 1_790_000_000.0
+    with pytest.raises(ValueError, match="expected a duration"):
+        parse_since("yesterday")
+
+
+def test_event_details_say_what_happened(journal):
+    ids = standard_campaign(journal)
+    flags_ev = journal.events(types=[ev.RESTART_REQUESTED], experiment=ids["big"])[0]
+    text = render_text(event_sections(flags_ev))
+    assert "~ --max-running-requests: 16 → 64" in text and "new command" in text
+    ready = journal.events(types=[ev.SERVER_READY], experiment=ids["big"])[0]
+    text = render_text(event_sections(ready))
+    assert "phase timings" in text and "cuda_graph" in text and "11.50" in text  # ready - cuda_graph
+    failed = journal.events(types=[ev.SERVER_FAILED])[0]
+    sections = event_sections(failed)
+    assert ("crash class: oom", "bad") in sections[1].lines
+    assert any("OutOfMemoryError" in line for line, _ in sections[2].lines)
+    bench = journal.events(types=[ev.BENCH_FINISHED], experiment=ids["chunk"])[0]
+    base = journal.baseline_for(WL.key()).result
+    text = render_text(event_sections(bench, {WL.key(): base}))
+    assert "out tok/s" in text and "-10.0%" in text  # 900 vs the first ok result (1000)
+    todo = journal.add_todo("try tp 4")
+    journal.update_todo(todo.id, status="in_progress")
+    change = journal.events(types=[ev.TODO_CHANGED])[-1]
+    lines = event_sections(change)[1].lines
+    assert ("status      pending                           in_progress", "warn") in lines
+    note = journal.events(types=[ev.NOTE])[0]
+    assert "64 looks better" in render_text(event_sections(note))
+
+
+def test_experiment_details(journal):
+    ids = standard_campaign(journal)
+    big = by_id(load_experiments(journal))[ids["big"]]
+    text = render_text(experiment_sections(big))
+    assert "exp-0002 on qwen: better" in text and "vs baseline exp-0001" in text
+    assert "+28.9%" in text and "64 looks better" in text
+
+
+def test_crash_summary_prefers_the_error_line():
+    lines = ["Loading", "torch.OutOfMemoryError: CUDA out of memory", "  torch.zeros("]
+    assert crash_summary(lines) == "torch.OutOfMemoryError: CUDA out of memory"
+    assert crash_summary([], "not ready after 900s") == "not ready after 900s"
+    assert crash_summary(["x" * 500]).endswith("…")

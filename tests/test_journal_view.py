@@ -1,0 +1,235 @@
+"""The journal in the real app (Pilot): filters, event details, notes linked to the
+experiment, the experiments view, the export palette command — and a live demo campaign
+driven by the CLI in other processes, shown by the TUI within a second."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+import pytest
+
+from optui.adapters.journal import Journal
+from optui.config import load_config
+from optui.core import events as ev
+from optui.session import Session
+from optui.ui.app import OptuiApp
+from tests.helpers.campaign import standard_campaign
+from tests.helpers.demo import subprocess_env
+from tests.test_app_flows import make_app, wait_for
+from tests.test_cli_headless import kill_demo_server
+
+pytestmark = pytest.mark.timeout(120)
+
+CONFIG = '''
+[hosts.local]
+gpu_source = "none"
+
+[servers.qwen]
+url = "http://127.0.0.1:1"
+kind = "sglang"
+control = "none"
+argv = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]
+
+[servers.llama]
+url = "http://127.0.0.1:1"
+kind = "llamacpp"
+control = "none"
+'''
+
+
+@pytest.fixture
+def seeded(tmp_path):
+    cfg = tmp_path / "camp" / "optui.toml"
+    cfg.parent.mkdir()
+    cfg.write_text(CONFIG)
+    loaded = load_config(cfg)
+    j = Journal(loaded.journal_path)
+    ids = standard_campaign(j)
+    j.append_many(("note", "llama", {"text": f"filler {i}"}) for i in range(400))  # pushes the campaign out of memory
+    j.close()
+    return loaded, ids
+
+
+def panel(app):
+    return app.query_one("#journal")
+
+
+def shown_events(app):
+    return [app.session.journal.events(since_seq=s - 1, limit=1)[0] for s in panel(app).shown_seqs]
+
+
+async def test_filters_reach_the_whole_journal(seeded):
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        assert len(app.session.snapshot().events) == 300  # the campaign is older than what is in memory
+        await pilot.press("5", "t")  # type: server
+        await wait_for(pilot, lambda: "type:server" in app.query_one("#journal-box").border_title)
+        events = shown_events(app)
+        assert events and {e.type for e in events} <= ev.TYPE_GROUPS["server"]
+        assert any(e.type == ev.SERVER_FAILED for e in events)  # from the old part of the journal
+        await pilot.press("s", "s")  # server: qwen, then llama
+        await wait_for(pilot, lambda: "server:llama" in app.query_one("#journal-box").border_title)
+        assert panel(app).shown_seqs == []  # llama has no server events
+        assert "no event matches" in panel(app).render().plain
+        await pilot.press("c")
+        await wait_for(pilot, lambda: app.query_one("#journal-box").border_title == "[5] Journal")
+        await pilot.press("slash")
+        assert type(app.screen).__name__ == "TextPrompt"
+        await pilot.press(*"OutOfMemory", "enter")
+        await wait_for(pilot, lambda: "/OutOfMemory/" in app.query_one("#journal-box").border_title)
+        assert [e.type for e in shown_events(app)] == [ev.SERVER_FAILED]
+        await pilot.press("c", "slash", *"autostart", "enter")
+        await wait_for(pilot, lambda: panel(app).shown_seqs and shown_events(app)[0].experiment == ids["base"])
+        await pilot.press("e")  # only the experiment of the selected event
+        await wait_for(pilot, lambda: f"exp:{ids['base']}" in app.query_one("#journal-box").border_title)
+        await pilot.press("slash", "ctrl+u", "enter")  # drop the text: the whole experiment
+        await wait_for(pilot, lambda: app.query_one("#journal-box").border_title.endswith(f"exp:{ids['base']}  (c clears)"))
+        events = shown_events(app)
+        assert {e.experiment for e in events} == {ids["base"]}
+        assert {ev.EXPERIMENT_STARTED, ev.SERVER_READY, ev.BENCH_FINISHED} <= {e.type for e in events}
+        # a new matching event appears in the filtered view
+        app.session.record(ev.NOTE, "qwen", {"text": "late note"}, experiment=ids["base"])
+        await wait_for(pilot, lambda: shown_events(app)[0].data.get("text") == "late note")
+        await pilot.press("q")
+
+
+async def test_event_details_and_notes(seeded):
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("5", "slash", *"mem-fraction", "enter")
+        await wait_for(pilot, lambda: panel(app).shown_seqs)
+        await pilot.press("end")  # the oldest match: the experiment start of the OOM try
+        assert panel(app).selected_event().type == ev.EXPERIMENT_STARTED
+        await pilot.press("enter")
+        assert type(app.screen).__name__ == "EventDetailsScreen"
+        body = app.screen.query_one("#details-body").render().plain
+        assert "+ --mem-fraction-static 0.99" in body and "flag diff vs the previous configuration" in body
+        await pilot.press("j")
+        assert '"type": "experiment.started"' in app.screen.query_one("#details-body").render().plain
+        await pilot.press("escape", "c", "t", "t", "t")  # type: failures
+        await wait_for(pilot, lambda: "type:failures" in app.query_one("#journal-box").border_title)
+        await pilot.press("end", "enter")
+        body = app.screen.query_one("#details-body").render().plain
+        assert "crash class: oom" in body and "torch.OutOfMemoryError" in body
+        await pilot.press("escape", "c", "t", "t", "t", "t")  # type: bench
+        await wait_for(pilot, lambda: "type:bench" in app.query_one("#journal-box").border_title)
+        await pilot.press("home", "enter")  # the newest bench: chunked prefill, slower than the baseline
+        body = app.screen.query_one("#details-body").render().plain
+        assert "out tok/s" in body and "-10.0%" in body
+        await pilot.press("escape", "2")  # servers panel: the first server (qwen) is selected
+        await pilot.press("n")
+        assert f"linked to {ids['radix']} on qwen" in app.screen.query_one("Static").render().plain
+        await pilot.press(*"radix off: untested", "enter")
+        await pilot.pause(0.2)
+        note = app.session.journal.events(types=[ev.NOTE], newest_first=True, limit=1)[0]
+        assert (note.data["text"], note.experiment, note.target) == ("radix off: untested", ids["radix"], "qwen")
+        await pilot.press("q")
+
+
+async def test_experiments_view_sort_decide_and_export(seeded):
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(180, 45)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("E")
+        assert type(app.screen).__name__ == "ExperimentsScreen"
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        row = table.get_row(ids["big"])
+        assert str(row[6]) == "+28.9%" and str(row[9]) == "better" and "16 → 64" in str(row[2])
+        assert str(table.get_row(ids["oom"])[3]) == "failed: oom"
+        for _ in range(6):  # id → server → change → outcome → ready → throughput → delta
+            await pilot.press("s")
+        assert app.screen.sort_key == "delta"
+        order = [table.coordinate_to_cell_key((r, 0)).row_key.value for r in range(table.row_count)]
+        assert order[:3] == [ids["chunk"], ids["base"], ids["big"]] and set(order[3:]) == {ids["oom"], ids["radix"]}
+        await pilot.press("S")
+        order = [table.coordinate_to_cell_key((r, 0)).row_key.value for r in range(table.row_count)]
+        assert order[0] == ids["big"]
+        await pilot.press(*["up"] * 5, "k")  # keep the first one
+        await wait_for(pilot, lambda: str(table.get_row(ids["big"])[10]) == "keep")
+        verdict = app.session.journal.events(types=[ev.VERDICT])[-1]
+        assert (verdict.experiment, verdict.data["decision"], verdict.actor) == (ids["big"], "keep", "tui")
+        await pilot.press("enter")
+        assert type(app.screen).__name__ == "DetailsScreen"
+        assert "exp-0002 on qwen: better (decision: keep)" in app.screen.query_one("#details-body").render().plain
+        await pilot.press("escape", "f")  # back to the main screen, journal filtered to it
+        await wait_for(pilot, lambda: f"exp:{ids['big']}" in app.query_one("#journal-box").border_title)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Export findings")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        campaign = loaded.path.parent
+        await wait_for(pilot, lambda: list(campaign.glob("findings-*.md")))
+        report = next(campaign.glob("findings-*.md")).read_text()
+        assert "## Best configuration" in report and "decision: **keep**" in report
+        await pilot.press("q")
+
+
+async def run_cli(cfg, *args) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "optui", "-c", str(cfg), *args, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=subprocess_env(), start_new_session=True)
+
+
+async def shown_within(pilot, app, predicate, timeout=30.0):
+    """Wait until an event matching ``predicate`` is on screen; seconds from its write."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for e in panel(app)._events:
+            if predicate(e) and e.seq in panel(app).shown_seqs:
+                return time.time() - e.ts
+        await pilot.pause(0.02)
+    raise AssertionError("event never shown")
+
+
+async def test_tui_shows_what_the_cli_does_within_a_second(tmp_path):
+    app = make_app(tmp_path)
+    session = app.session
+    rt = session.servers["demo"]
+    cfg = session.loaded.path
+    try:
+        await _drive_from_the_cli(app, session, rt, cfg)
+    finally:
+        kill_demo_server(cfg)  # started by the CLI: gone with the app only when the TUI adopted it
+
+
+async def _drive_from_the_cli(app, session, rt, cfg) -> None:
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+        note = await run_cli(cfg, "journal", "note", "from the cli", "--server", "demo")
+        delay = await shown_within(pilot, app, lambda e: e.type == ev.NOTE and e.actor == "cli")
+        assert delay < 1.0, delay
+        assert await note.wait() == 0
+        failures_before = len(session.journal.events(types=[ev.SERVER_FAILED]))
+        cli = await run_cli(cfg, "restart", "demo", "--set", "--max-running-requests=8")
+        delay = await shown_within(pilot, app, lambda e: e.type == ev.RESTART_REQUESTED and e.actor == "cli", timeout=60)
+        assert delay < 1.0, delay
+        await asyncio.wait_for(cli.wait(), 60)
+        assert cli.returncode == 0, (await cli.stderr.read()).decode()
+        await shown_within(pilot, app, lambda e: e.type == ev.SERVER_READY and e.actor == "cli")
+        # the TUI follows the CLI's new process: no crash invented, new flags shown
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and "8" in rt.status.argv, timeout=20)
+        assert len(session.journal.events(types=[ev.SERVER_FAILED])) == failures_before
+        exp = session.journal.events(types=[ev.RESTART_REQUESTED])[-1].experiment
+        assert session.current_experiment("demo") == exp
+        phases = [e.data["phase"] for e in session.journal.events(experiment=exp, types=[ev.SERVER_PHASE])]
+        assert phases and len(phases) == len(set(phases))  # journaled once, by the restarting CLI only
+        # and the reverse: the CLI refuses while the TUI restarts (a slow start: --demo-speed 2)
+        argv = list(rt.status.argv)
+        argv[argv.index("--demo-speed") + 1] = "2"
+        restart = asyncio.create_task(session.restart_server("demo", argv, reason="slow start"))
+        await wait_for(pilot, lambda: rt.status.busy == "restarting")
+        refused = await run_cli(cfg, "restart", "demo")
+        await asyncio.wait_for(refused.wait(), 30)
+        err = (await refused.stderr.read()).decode()
+        assert refused.returncode == 2 and "demo is being restarted by another optui process" in err
+        status = await asyncio.wait_for(restart, 60)
+        assert status.state.value == "ready"
+        await pilot.press("q")
