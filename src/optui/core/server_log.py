@@ -27,6 +27,7 @@ PHASES = (
     "cuda_graph",
     "http_up",
     "warmup",
+    "probe",
     "ready",
 )
 
@@ -195,6 +196,14 @@ class LogClassifier:
                     return None
                 return self._mark(phase, t)
         return None
+
+    def mark(self, phase: str, t: float) -> None:
+        """Record a phase seen outside the log (the ready gate's 1-token "probe", "ready"
+        when ``/health`` answered 200 before the log's line); no-op when already marked."""
+        if phase == "ready":
+            self.ready = True
+        if all(p.phase != phase for p in self.phases):
+            self._mark(phase, t)
 
     def _mark(self, phase: str, t: float | None) -> str:
         self.phases.append(PhaseMark(phase, t if t is not None else float("nan")))

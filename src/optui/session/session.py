@@ -14,7 +14,7 @@ import contextlib
 import os
 from collections import deque
 
-from optui.adapters.controller import ObservedController, ProcessController
+from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
 from optui.adapters.journal import Journal, JournalError
 from optui.config import HostConfig, LoadedConfig
@@ -23,7 +23,9 @@ from optui.core.events import Event
 from optui.core.todo import TodoItem
 from optui.session.benches import BenchService
 from optui.session.errors import SessionError
+from optui.session.flag_catalogs import CatalogStore
 from optui.session.gpu_poller import GpuPoller
+from optui.session.gpu_release import gpu_holders
 from optui.session.locks import ServerLock
 from optui.session.server_runtime import RestartError, ServerRuntime
 from optui.session.state import SessionState
@@ -78,13 +80,13 @@ class Session:
         self.todos = TodoService(self)
         self.paused = False
         self.servers: dict[str, ServerRuntime] = {}
+        catalogs = CatalogStore(self.state_dir)
         for name, cfg in self.config.servers.items():
-            if cfg.control == "process":
-                controller = ProcessController(name, self.state_dir, cwd=cfg.cwd, env=cfg.env, log_file=cfg.log_file)
-            else:
-                controller = ObservedController(name)
+            controller = build_controller(name, cfg, self.state_dir)
             self.servers[name] = ServerRuntime(name, cfg, controller, self.journal, on_change=self.touch,
-                                               journal_failed=self.journal_failed, on_journal=self.sync_journal)
+                                               journal_failed=self.journal_failed, on_journal=self.sync_journal,
+                                               gpu_holders=lambda after, host=cfg.host: gpu_holders(self.gpus, host, after),
+                                               catalogs=catalogs)
         sources = {}
         intervals = {}
         for host in self.config.host_names():
@@ -287,4 +289,4 @@ class Session:
         """Read GPUs and probe servers now."""
         self.gpus.refresh_now()
         for rt in self.servers.values():
-            rt._wake.set()
+            rt.wake()
