@@ -272,14 +272,16 @@ def detect_kind(text: str) -> str:
 
 def phase_durations(phases: Sequence[PhaseMark], end_t: float | None = None) -> list[dict]:
     """``[{"phase", "t", "dur"}...]`` in seconds: each phase lasts until the next one starts;
-    the last one until ``end_t`` (None when open); "ready" has no duration. NaN → None."""
+    the last one until ``end_t`` (None when open), except a final "ready", which has no
+    duration. NaN → None."""
     out = []
     marks = list(phases)
     for i, mark in enumerate(marks):
         t = None if mark.t != mark.t else round(mark.t, 3)
         nxt = marks[i + 1].t if i + 1 < len(marks) else end_t
         dur = None
-        if mark.phase != "ready" and t is not None and nxt is not None and nxt == nxt:
+        final_ready = mark.phase == "ready" and i == len(marks) - 1
+        if not final_ready and t is not None and nxt is not None and nxt == nxt:
             dur = round(max(0.0, nxt - mark.t), 3)
         out.append({"phase": mark.phase, "t": t, "dur": dur})
     return out
