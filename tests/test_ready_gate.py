@@ -219,3 +219,35 @@ async def test_stale_busy_from_the_log_is_confirmed_by_a_generation_before_hung(
     monitor.feed_log("[2025-01-15 10:01:40 TP0] Decode batch. #running-req: 3, #token: 10, token usage: 0.01, cuda graph: True, "
                      "gen throughput (token/s): 90.00, #queue-req: 0, ")
     assert await monitor.update(4.0) == "recovered" and not monitor.hung
+
+
+async def test_gpu_holders_reads_a_fresh_reading_of_the_host():
+    from optui.adapters.gpu_source import NoGpuSource
+    from optui.core.gpu import GpuProcess, GpuSample, HostSnapshot, HostStatus
+    from optui.session.gpu_poller import GpuPoller
+    from optui.session.gpu_release import gpu_holders
+
+    class Source:
+        reads = 0
+
+        async def read(self):
+            Source.reads += 1
+            sample = GpuSample(0, "GPU-0", "H200", processes=(GpuProcess(4242, "python3", 70000.0),))
+            return HostSnapshot("node", (sample,), time.time(), HostStatus.LIVE, None, "fake")
+
+        async def close(self):
+            pass
+
+    poller = GpuPoller({"node": Source(), "cpu": NoGpuSource("cpu")}, {"node": 60.0, "cpu": 60.0}, lambda: None)
+    task = asyncio.create_task(poller.run())
+    try:
+        await asyncio.sleep(0.2)
+        after = time.time()
+        assert await gpu_holders(poller, "node", after) == {4242}
+        assert Source.reads >= 2  # it asked for a reading newer than `after` (interval is 60 s)
+        t0 = time.monotonic()
+        assert await gpu_holders(poller, "cpu", after) is None and time.monotonic() - t0 < 0.5
+        assert await gpu_holders(poller, "elsewhere", after) is None
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

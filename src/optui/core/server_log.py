@@ -111,10 +111,9 @@ _LLAMA_TS = _P(r"^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) [IWED] ")
 def line_timestamp(line: str) -> float | None:
     """Seconds of a log line's own timestamp, or None: Unix time for SGLang, year-less for
     vLLM, seconds since process start for llama.cpp (all only compared with each other)."""
-    m = _LLAMA_TS.match(line)
-    if m:
-        minutes, sec, ms, us = (int(g) for g in m.groups())
-        return minutes * 60 + sec + ms / 1e3 + us / 1e6
+    relative = process_relative_time(line)
+    if relative is not None:
+        return relative
     m = _SGLANG_TS.match(line)
     try:
         if m:
@@ -127,6 +126,16 @@ def line_timestamp(line: str) -> float | None:
     except ValueError:
         return None
     return None
+
+
+def process_relative_time(line: str) -> float | None:
+    """Seconds since process start printed by llama.cpp (µs resolution), else None: the
+    ready gate uses it as the phase time, since llama.cpp's log trails its HTTP state."""
+    m = _LLAMA_TS.match(line)
+    if not m:
+        return None
+    minutes, sec, ms, us = (int(g) for g in m.groups())
+    return minutes * 60 + sec + ms / 1e3 + us / 1e6
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,13 +162,15 @@ class LogClassifier:
     def __init__(self, kind: str = "sglang", tail_lines: int = 200) -> None:
         self.kind = kind
         self.phases: list[PhaseMark] = []
-        self.ready = False
+        self.ready = False  # ready seen (the log's line, or marked by the ready gate)
+        self.log_ready = False  # the log's own readiness line seen
         self.hints: list[CrashHint] = []
         self.tail: deque[str] = deque(maxlen=tail_lines)
         self._first_ts: float | None = None
         self._traceback: list[tuple[int, str]] = []
         self._in_traceback = False
         self._n = -1
+        self._external = False  # a phase was marked from outside the log
 
     @property
     def phase(self) -> str | None:
@@ -167,8 +178,8 @@ class LogClassifier:
         return self.phases[-1].phase if self.phases else None
 
     def feed(self, line: str, t: float | None = None) -> str | None:
-        """Read one line; return the new phase name when this line starts one
-        ("ready" for the readiness line), else None."""
+        """Read one line; return the phase name when this line starts one ("ready" for the
+        readiness line), else None."""
         self.tail.append(line)
         self._n += 1
         if t is None:
@@ -182,17 +193,24 @@ class LogClassifier:
             if pattern.search(line):
                 self.hints.append(CrashHint(crash_class, line.strip(), self._n))
                 break
-        if not self.ready:
+        if not self.log_ready:
             for pattern, kinds in _READY_PATTERNS:
                 if _applies(kinds, self.kind) and pattern.search(line):
+                    self.log_ready = True
+                    if self.ready:
+                        return None  # the ready gate saw it first
                     self.ready = True
                     return self._mark("ready", t)
         for phase, pattern, kinds in _PHASE_PATTERNS:
             if _applies(kinds, self.kind) and pattern.search(line):
-                if self.phase == phase:
+                if any(p.phase == phase for p in self.phases):
                     return None
-                # phases never go backwards (a late tqdm line must not reopen loading)
+                # phases never go backwards (a late tqdm line must not reopen loading) ...
                 if self.phase is not None and PHASES.index(phase) < PHASES.index(self.phase):
+                    # ... except a log that trails HTTP (llama.cpp logs from a thread): a
+                    # phase the log shows after /health said ready is put in its place
+                    if self._external and t is not None:
+                        return self._insert(phase, t)
                     return None
                 return self._mark(phase, t)
         return None
@@ -203,7 +221,14 @@ class LogClassifier:
         if phase == "ready":
             self.ready = True
         if all(p.phase != phase for p in self.phases):
+            self._external = True
             self._mark(phase, t)
+
+    def _insert(self, phase: str, t: float) -> str:
+        at = next((i for i, p in enumerate(self.phases) if p.t == p.t and p.t > t), len(self.phases))
+        at = min(at, next((i for i, p in enumerate(self.phases) if p.phase in ("probe", "ready")), at))
+        self.phases.insert(at, PhaseMark(phase, t))
+        return phase
 
     def _mark(self, phase: str, t: float | None) -> str:
         self.phases.append(PhaseMark(phase, t if t is not None else float("nan")))

@@ -25,11 +25,12 @@ async def gpu_holders(poller: GpuPoller, host: str, after: float, *, wait_s: flo
     deadline = time.monotonic() + wait_s
     while True:
         snap = poller.snapshots.get(host)
-        if snap is not None and snap.status is HostStatus.LIVE and (snap.taken_at or 0) > after:
-            lists = [s.processes for s in snap.samples if s.processes is not None]
-            if not lists:
-                return None
-            return {p.pid for procs in lists for p in procs}
+        if snap is None or snap.status not in (HostStatus.LIVE, HostStatus.STALE, HostStatus.CONNECTING):
+            return None  # no GPU source on this host (or it fails): nothing to check
+        if snap.status is not HostStatus.CONNECTING and not any(s.processes is not None for s in snap.samples):
+            return None  # the source does not report per-process memory
+        if snap.status is HostStatus.LIVE and (snap.taken_at or 0) > after:
+            return {p.pid for s in snap.samples if s.processes is not None for p in s.processes}
         if time.monotonic() > deadline:
             return None
         poller.refresh_now()

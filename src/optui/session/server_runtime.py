@@ -34,7 +34,7 @@ from optui.core import events as ev
 from optui.core.flag_catalog import FlagCatalog
 from optui.core.flags import Flags
 from optui.core.server_fsm import Observation, next_state
-from optui.core.server_log import LogClassifier, phase_durations
+from optui.core.server_log import LogClassifier, phase_durations, process_relative_time
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.flag_catalogs import CatalogError, CatalogStore
 from optui.session.server_load import LoadMonitor
@@ -43,6 +43,10 @@ from optui.session.server_load import LoadMonitor
 SGLANG_MIN_HEALTH_TIMEOUT_S = 25.0
 #: How long a hung verdict's confirming 1-token generation may take.
 CONFIRM_TIMEOUT_S = 30.0
+#: After /health said ready, how long to let the log catch up (llama.cpp logs from a
+#: thread, so its phase lines can trail HTTP) before the phases are journaled.
+LOG_CATCH_UP_S = 2.0
+_KINDS_WITH_READY_LINE = ("sglang", "vllm", "llamacpp")
 
 #: ``gpu_holders(after)``: PIDs holding GPU memory on the server's host in a GPU reading
 #: taken after Unix time ``after``; None when no GPU source sees processes there.
@@ -115,6 +119,7 @@ class ServerRuntime:
         self._stopping = False
         self._generated = False  # the 1-token probe of this start passed
         self._wake = asyncio.Event()
+        self._log_ready = asyncio.Event()
         self._state_changed = asyncio.Condition()
         self._start_mono = time.monotonic()
 
@@ -165,7 +170,8 @@ class ServerRuntime:
         try:
             while True:
                 await self._poll_once()
-                interval = 0.5 if self.status.state.is_transitional or self._starting else self.cfg.poll_interval_s
+                busy = self.status.state.is_transitional or self._starting
+                interval = min(0.5, self.cfg.poll_interval_s) if busy else self.cfg.poll_interval_s
                 self._wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), interval)
@@ -266,6 +272,7 @@ class ServerRuntime:
     def _follow(self, *, resume: bool = False) -> None:
         self._stop_follower()
         self._classifier = LogClassifier(self.cfg.kind)
+        self._log_ready = asyncio.Event()
         source = self.controller.open_log(self._on_log_line, resume=resume)
         if source is None:
             return
@@ -284,9 +291,13 @@ class ServerRuntime:
         self.log_lines_total += 1
         self.load.feed_log(line)
         t = self._elapsed()
+        if self._starting and self.cfg.kind == "llamacpp":
+            t = process_relative_time(line) or t  # µs-exact, and immune to our polling delay
         phase = self._classifier.feed(line, t)
+        if self._classifier.log_ready:
+            self._log_ready.set()
         if phase is not None:
-            self._set(phase=phase, phases=tuple(self._classifier.phases))
+            self._set(phase=self._classifier.phase, phases=tuple(self._classifier.phases))
             self._journal(ev.SERVER_PHASE, {"phase": phase, "t": round(t, 3)})
             if phase == "ready":
                 self._wake.set()
@@ -423,6 +434,10 @@ class ServerRuntime:
         await self._wait_state(lambda s: s in (ServerState.READY, ServerState.CRASHED), deadline)
         if self.status.state is ServerState.READY:
             ready_s = self._elapsed()
+            if self.cfg.kind in _KINDS_WITH_READY_LINE and not self._classifier.log_ready:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._log_ready.wait(), LOG_CATCH_UP_S)
+                self._set(phases=tuple(self._classifier.phases))
             if self.cfg.stability_s > 0:
                 left = await self._wait_state(lambda s: s is not ServerState.READY, time.monotonic() + self.cfg.stability_s)
                 if left:
