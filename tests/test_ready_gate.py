@@ -128,13 +128,13 @@ async def test_old_pids_must_release_gpu_memory_before_the_start(tmp_path):
     async def holders(after: float):
         return {pid for pid, until in held.items() if time.monotonic() < until}
 
-    async with runtime(tmp_path, argv, gpu_holders=holders) as (rt, journal):
+    async with runtime(tmp_path, argv, gpu_holders=holders, stop_timeout_s=1.5) as (rt, journal):
         assert (await rt.restart(argv)).state.value == "ready"
         old_pid = rt.status.pid
-        held[old_pid] = time.monotonic() + 1.2  # the driver frees it 1.2 s after the stop
+        held[old_pid] = time.monotonic() + 0.8  # the driver frees it 0.8 s after the stop
         status = await rt.restart([*argv, "--ready-after", "0"])
         assert status.state.value == "ready"
-        assert data(journal, "server.starting")[-1]["gpu_released_after_s"] >= 0.5
+        assert data(journal, "server.starting")[-1]["gpu_released_after_s"] >= 0.4
         held[rt.status.pid] = time.monotonic() + 3600  # never freed
         before = len(data(journal, "server.starting"))
         status = await rt.restart(argv)

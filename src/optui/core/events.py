@@ -72,7 +72,9 @@ class Event:
         if t == SERVER_STARTING:
             return f"starting pid={d.get('pid')}"
         if t == SERVER_READY:
-            return f"ready in {d.get('ready_s', 0):.1f}s"
+            steps = [f"{p['phase']} {p['dur']:.1f}s" for p in d.get("phases") or []
+                     if isinstance(p, dict) and p.get("dur") and p["dur"] >= 0.05]
+            return f"ready in {d.get('ready_s', 0):.1f}s" + (f" ({', '.join(steps)})" if steps else "")
         if t == SERVER_FAILED:
             return f"failed: {d.get('class', 'unknown')} {d.get('message', '')}".rstrip()
         if t == ROLLBACK:

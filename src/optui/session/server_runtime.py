@@ -119,6 +119,7 @@ class ServerRuntime:
         self._stopping = False
         self._generated = False  # the 1-token probe of this start passed
         self._wake = asyncio.Event()
+        self.attached = asyncio.Event()  # set once run() has tried to re-attach
         self._log_ready = asyncio.Event()
         self._state_changed = asyncio.Condition()
         self._start_mono = time.monotonic()
@@ -164,6 +165,7 @@ class ServerRuntime:
         if launch is not None:
             self._set(argv=launch.argv or self.status.argv, pid=launch.pid, started_at=launch.started_at)
             self._follow(resume=True)
+        self.attached.set()
         last_good = self._safe(lambda: self.journal.last_good(self.name))
         if last_good:
             self._set(last_good_argv=tuple(last_good))

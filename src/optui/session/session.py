@@ -174,7 +174,10 @@ class Session:
         for rt in self.servers.values():
             self._tasks.append(asyncio.create_task(rt.run(), name=f"server-{rt.name}"))
         self._tasks.append(asyncio.create_task(self._watch_journal(), name="journal-watch"))
-        await asyncio.sleep(0)  # let monitors re-attach before deciding on autostart
+        autostart = [rt for rt in self.servers.values() if rt.cfg.autostart]
+        if autostart:  # let monitors re-attach (systemd asks systemctl) before deciding on autostart
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(rt.attached.wait() for rt in autostart)), 15)
         for rt in self.servers.values():
             if rt.cfg.autostart and rt.controller.launch is None and not self.read_only:
                 self._tasks.append(asyncio.create_task(self._autostart(rt), name=f"autostart-{rt.name}"))
