@@ -70,6 +70,8 @@ def test_llama_help_shapes(llama):
     assert spec(llama, "--control-vector-layer-range").nargs == "2"
     assert spec(llama, "-ts").metavar == "N0,N1,N2,..."
     assert spec(llama, "--draft").retired == "removed"
+    assert spec(llama, "-ngl").type is None  # "an exact number, 'auto', or 'all'"
+    assert spec(llama, "--sleep-idle-seconds").type == "number"
     assert "--metrics" in llama.booleans() and "--no-kv-offload" in llama.booleans() and "-c" not in llama.booleans()
 
 
@@ -80,6 +82,7 @@ def test_llama_checks(llama):
     assert errors(llama, [*base, "--temp", "hot"]) == ["--temp: invalid float value: 'hot'"]
     assert errors(llama, [*base, "-fa", "maybe"]) == ["-fa: invalid choice: 'maybe' (choose from on, off, auto)"]
     assert errors(llama, [*base, "-fa"]) == []  # optional value
+    assert errors(llama, [*base, "-ngl", "all"]) == []
     assert errors(llama, [*base, "--metrics=1"])[0].startswith("--metrics: ignored explicit argument '1'")
     assert warnings(llama, [*base, "--no-such-flag"]) == ["--no-such-flag: unknown flag (not in the server's --help)"]
     # llama.cpp does not accept abbreviations (not argparse)
@@ -133,7 +136,7 @@ def test_vllm_help_shapes(vllm):
     assert eager.negations == ("--no-enforce-eager",) and eager.default == "False"
     prefix = spec(vllm, "--enable-prefix-caching")
     assert prefix.negations == ("--disable-prefix-caching",)
-    assert spec(vllm, "-tp").type == "int" and spec(vllm, "--gpu-memory-utilization").type == "float"
+    assert spec(vllm, "-tp").type == "number" and spec(vllm, "--gpu-memory-utilization").type == "float"
     assert spec(vllm, "--api-key").nargs == "+"
     assert spec(vllm, "-ep").negations == ("--no-enable-expert-parallel",)
     assert spec(vllm, "--block-size").choices[:3] == ("1", "8", "16")
@@ -144,7 +147,7 @@ def test_vllm_underscores_hidden_negation_and_checks(vllm):
     assert errors(vllm, [*prog, "--max_model_len", "32k", "-tp", "8"]) == []
     assert warnings(vllm, [*prog, "--max_model_len", "32k"]) == []  # vLLM accepts underscores
     assert warnings(vllm, [*prog, "--no-enable-prefix-caching"]) == []  # hidden but accepted
-    assert errors(vllm, [*prog, "-tp", "eight"]) == ["-tp: invalid int value: 'eight'"]
+    assert errors(vllm, [*prog, "-tp", "eight"]) == ["-tp: invalid number value: 'eight'"]
     assert errors(vllm, [*prog, "--gpu-memory-utilization", "90%"]) == ["--gpu-memory-utilization: invalid float value: '90%'"]
     assert errors(vllm, ["vllm", "serve", "a", "b"]) == ["b: unexpected positional argument"]
 

@@ -243,17 +243,23 @@ class JournalFollower:
             self.on_line(strip_ansi(re.split(r"\r", part)[-1]) if "\r" in part else strip_ansi(part))
 
     async def run(self) -> None:
+        delay = self.retry_s
         while not self._stopped:
+            delivered = 0
             try:
                 async with contextlib.aclosing(self.shell.stream_lines(self._argv())) as lines:
                     async for line in lines:
                         self.deliver(line)
+                        delivered += 1
                         if self._stopped:
                             break
             except OSError as exc:
                 self.on_line(f"optui: cannot run journalctl: {exc}")
             if not self._stopped:
-                await asyncio.sleep(self.retry_s)
+                # journalctl exited (rotation, reconnect): resume from the cursor, backing
+                # off while it keeps failing at once
+                delay = self.retry_s if delivered else min(30.0, delay * 2)
+                await asyncio.sleep(delay)
 
     def stop(self) -> None:
         self._stopped = True

@@ -98,8 +98,9 @@ class Shell(Protocol):
         ...
 
     def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
-        """Run ``argv`` and yield its stdout lines until it exits or the iterator is
-        closed (then its process group is killed)."""
+        """Run ``argv`` and yield its output lines (stdout and stderr) until it exits or
+        the iterator is closed (then its process group is killed). Raises OSError when it
+        cannot start."""
         ...
 
     def follow_file(self, path: str, on_line: Callable[[str], None], *, offset: int = 0) -> LogSource:
@@ -175,7 +176,13 @@ class LocalShell:
         return await proc.spawn_to_log(list(argv), Path(log_path), cwd=cwd, env=self._env(env))
 
     async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
-        child = await proc.spawn_piped([str(a) for a in argv], env=self._env(env))
+        argv = [str(a) for a in argv]
+        try:  # stderr joins stdout: a complaint of the tool (permissions...) shows up in order
+            child = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                env=proc.child_env(self._env(env)), start_new_session=True)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
         splitter = LineSplitter()
         try:
             assert child.stdout is not None

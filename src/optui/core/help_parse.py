@@ -9,7 +9,8 @@ Two formats:
   shape gives nargs: none (store_true/BooleanOptionalAction), ``X``, ``[X]``, ``X [X ...]``,
   ``[X ...]``, ``{a,b}`` (choices). ``--x, --no-x`` (BooleanOptionalAction) and
   ``--enable-x, --disable-x`` (vLLM 0.33 EnableDisableAction) are negation pairs. Types are
-  not printed by argparse; they are taken from a ``(default: N)`` in the help when present.
+  not printed by argparse; a ``(default: 0.9)`` in the help makes it a float, ``(default:
+  8)`` only "numeric" (a float option with default 4 prints "4").
 - **llama.cpp** (``llama-server --help``, the peer's exact output is
   ``tests/fixtures/help/llama-server_0.3.36_help.txt``): ``----- common params -----``
   sections; the names column (``-c,    --ctx-size N``) is padded to 40 characters, the
@@ -123,9 +124,12 @@ def parse_argparse_help(text: str) -> tuple[list[FlagSpec], list[str]]:
             nargs, metavar, choices = _argparse_nargs(pending["args"])
             positive, negative = _pair_negations(pending["names"], nargs)
             default = _default_of(help_text)
+            type_ = _type_from_default(default) if nargs != "0" and not choices else None
+            if type_ == "int":
+                type_ = "number"  # argparse prints a float option's default 4 as "4": only "numeric" is sure
             specs.append(FlagSpec(
                 names=tuple(positive), negations=tuple(negative), metavar=metavar, nargs=nargs,
-                choices=choices, type=_type_from_default(default) if nargs != "0" and not choices else None,
+                choices=choices, type=type_,
                 default=default, help=help_text, group=group,
             ))
         pending = None
@@ -225,7 +229,8 @@ def _llama_value(metavar: str, help_text: str) -> tuple[str, tuple[str, ...], st
     if allowed and not choices:
         choices = tuple(c.strip() for c in allowed.group(1).split(","))
     type_ = None
-    if not choices and (metavar in ("N", "INDEX", "SECONDS", "PORT") or re.fullmatch(r"<\d+\.\.\.\d+>", metavar)):
+    words_allowed = re.search(r"'[A-Za-z]+'", help_text)  # "an exact number, 'auto', or 'all'"
+    if not choices and not words_allowed and (metavar in ("N", "INDEX", "SECONDS", "PORT") or re.fullmatch(r"<\d+\.\.\.\d+>", metavar)):
         type_ = _type_from_default(_default_of(help_text)) or "number"
         if metavar in ("INDEX", "PORT") or metavar.startswith("<"):
             type_ = "int"
