@@ -290,7 +290,8 @@ class ObservedController:
 
 
 def build_controller(name: str, cfg, state_dir: Path, shell: Shell | None = None) -> Controller:
-    """The controller for a server's config (``cfg`` a :class:`optui.config.ServerConfig`)."""
+    """The controller for a server's config (``cfg`` a :class:`optui.config.ServerConfig`),
+    running its commands through ``shell`` (default: the local machine)."""
     shell = shell or LocalShell(cfg.host)
     if cfg.control == "process":
         return ProcessController(name, state_dir, cwd=cfg.cwd, env=cfg.env, log_file=cfg.log_file, shell=shell)

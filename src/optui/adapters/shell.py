@@ -245,3 +245,10 @@ class LocalShell:
 
     def kill_group_now(self, pgid: int) -> None:
         proc.kill_group_now(pgid)
+
+
+def shell_for(host: str, ssh: str | None = None) -> Shell:
+    """The shell of a configured host. Only this machine is implemented: an SSH host
+    (``ssh`` set) gets its remote implementation here (argv joined with ``shlex.join`` at
+    that boundary only); until then its commands run locally."""
+    return LocalShell(host)

@@ -17,6 +17,7 @@ from collections import deque
 from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
 from optui.adapters.journal import Journal, JournalError
+from optui.adapters.shell import shell_for
 from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
@@ -82,7 +83,7 @@ class Session:
         self.servers: dict[str, ServerRuntime] = {}
         catalogs = CatalogStore(self.state_dir)
         for name, cfg in self.config.servers.items():
-            controller = build_controller(name, cfg, self.state_dir)
+            controller = build_controller(name, cfg, self.state_dir, shell_for(cfg.host, self.config.host(cfg.host).ssh))
             self.servers[name] = ServerRuntime(name, cfg, controller, self.journal, on_change=self.touch,
                                                journal_failed=self.journal_failed, on_journal=self.sync_journal,
                                                gpu_holders=lambda after, host=cfg.host: gpu_holders(self.gpus, host, after),

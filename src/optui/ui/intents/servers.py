@@ -38,7 +38,9 @@ class ServerIntents(IntentBase):
         program = " ".join(Flags.parse(rt.status.argv).program)
         note = None if catalog else f"learning the flags from `{program} --help`…"
         editor = FlagEditorScreen(name, rt.cfg.host, rt.cfg.control, list(rt.status.argv), presets=rt.cfg.presets,
-                                  catalog=catalog, catalog_note=note)
+                                  catalog=catalog, catalog_note=note,
+                                  relearn=lambda: self.run_worker(self._learn_catalog(name, editor, refresh=True),
+                                                                  group=f"catalog-{name}", exit_on_error=False))
 
         def edited(argv: list[str] | None) -> None:
             if argv is not None:
@@ -48,9 +50,9 @@ class ServerIntents(IntentBase):
         if catalog is None:
             self.run_worker(self._learn_catalog(name, editor), group=f"catalog-{name}", exit_on_error=False)
 
-    async def _learn_catalog(self, name: str, editor: FlagEditorScreen) -> None:
+    async def _learn_catalog(self, name: str, editor: FlagEditorScreen, refresh: bool = False) -> None:
         try:
-            catalog = await self.session.servers[name].learn_catalog()
+            catalog = await self.session.servers[name].learn_catalog(refresh=refresh)
         except CatalogError as exc:
             editor.set_catalog(None, f"no flag catalogue ({exc}): names and values are not checked")
             return

@@ -4,7 +4,8 @@ Type an edit and press Enter: ``--flag value`` / ``--flag=value`` sets (replacin
 value), ``--flag`` alone adds a boolean flag, ``!--flag`` (or ``unset --flag``) removes it,
 ``toggle --flag`` flips an on/off flag (vLLM ``--x``/``--no-x``, ``--enable-x``/
 ``--disable-x``: the opposite spelling replaces it), ``preset NAME`` applies a configured
-preset, ``reset`` starts over. On the flag list, Enter puts a flag into the input for
+preset, ``reset`` starts over, ``relearn`` reads the server's ``--help`` again (after an
+upgrade). On the flag list, Enter puts a flag into the input for
 editing, ``t`` toggles it and ``d`` removes it.
 
 With the server's flag catalogue (learned from its ``--help``): flag names complete as you
@@ -16,6 +17,7 @@ returns the new argv unless a flag has an error; the app then asks for confirmat
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import on
@@ -129,8 +131,10 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
 
     def __init__(self, server: str, host: str, control: str, argv: list[str], *, presets: dict[str, Preset] | None = None,
                  known_flags: list[str] | None = None, booleans: list[str] | None = None,
-                 catalog: FlagCatalog | None = None, catalog_note: str | None = None) -> None:
+                 catalog: FlagCatalog | None = None, catalog_note: str | None = None,
+                 relearn: Callable[[], None] | None = None) -> None:
         super().__init__()
+        self.relearn = relearn
         self.server = server
         self.host = host
         self.control = control
@@ -239,7 +243,11 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         """Apply one typed edit; False (and the error shown) when it is invalid."""
         error = self.query_one("#flags-error", Static)
         try:
-            if value.strip() == "reset":
+            if value.strip() == "relearn" and self.relearn is not None:
+                self.relearn()
+                self.catalog_note = "learning the flags again…"
+                self.query_one("#flags-help", Static).update(self.catalog_note)
+            elif value.strip() == "reset":
                 self.flags = self.original
             else:
                 self.flags = apply_edit(self.flags, value, self.presets, self.catalog)
