@@ -100,19 +100,25 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
         lines = shown(app)
         assert lines[0].startswith("✔ H ⚗✓ Baseline") and "↳ tiny: " in lines[1]
         assert any(line.startswith("○ M ⚗✗ oom Find the OOM edge") for line in lines)
-        # every step journaled and linked to the item and the run
+        # every step journaled and linked to the item and the run: the run's restart opened an
+        # experiment (exp-NNNN, naming the item), and the run's steps, the server's events and
+        # the bench results all carry it
         run_id = f"todo-{more.id}.1"
-        mine = [e for e in s.journal.events() if e.experiment == run_id]
+        steps = [e for e in s.journal.events(target=f"todo:{more.id}") if e.type.startswith("todo.run.")]
+        assert steps[0].type == "todo.run.started" and steps[-1].type == "todo.run.finished"
+        assert all(e.data["run_id"] == run_id and e.data["todo_id"] == more.id for e in steps)
+        (opened,) = [e for e in s.journal.events(types=["experiment.started"]) if e.data.get("todo_id") == more.id]
+        exp = opened.experiment
+        assert exp.startswith("exp-") and steps[-1].experiment == exp
+        mine = [e for e in s.journal.events() if e.experiment == exp]
         kinds = [(e.type, e.data.get("step")) for e in mine]
-        assert kinds[0][0] == "experiment.started" and kinds[-1] == ("experiment.finished", "compare")
-        for expected in [("experiment.step", "restart"), ("server.restart", None), ("flags.changed", None),
-                         ("server.ready", None), ("experiment.step", "bench"), ("bench.started", None),
-                         ("bench.finished", None), ("experiment.step", "compare")]:
+        for expected in [("server.restart", None), ("flags.changed", None), ("server.ready", None),
+                         ("todo.run.step", "ready"), ("todo.run.step", "bench"), ("bench.started", None),
+                         ("bench.finished", None), ("todo.run.step", "compare"), ("todo.run.finished", "compare")]:
             assert expected in kinds, expected
-        assert all(e.data["todo_id"] == more.id for e in mine if e.type.startswith("experiment."))
-        stored = [r for r in s.journal.results(server="demo") if r.experiment == run_id]
+        stored = [r for r in s.journal.results(server="demo") if r.experiment == exp]
         assert len(stored) == 1 and stored[0].bench == "tiny"
-        fin = [e for e in s.journal.events(types=["experiment.finished"]) if e.data["todo_id"] == oom.id][-1]
+        fin = [e for e in s.journal.events(types=["todo.run.finished"]) if e.data["todo_id"] == oom.id][-1]
         assert fin.data["crash_class"] == "oom" and fin.data["lines"]
         await pilot.press("q")
 
@@ -135,7 +141,7 @@ async def test_queue_stops_at_once(tmp_path):
         assert s.journal.events(types=["bench.finished"])[-1].data["status"] == "aborted"
         item = s.journal.todo(first.id)
         assert item.status is TodoStatus.PENDING and item.run["status"] == "aborted" and item.run["step"] == "bench sweep"
-        assert not [e for e in s.journal.events(types=["experiment.started"]) if e.data["todo_id"] == second.id]
+        assert not [e for e in s.journal.events(types=["todo.run.started"]) if e.data["todo_id"] == second.id]
         assert ready(s) and "8" in s.servers["demo"].status.argv  # the server is left as it was
         # stopped during a restart: the restart finishes on its own, the run is aborted
         await pilot.press("home", "x")
@@ -193,7 +199,7 @@ async def test_a_run_cut_short_by_a_killed_optui_is_marked_interrupted(tmp_path)
         dead, alive = session.journal.todos()
         assert dead.status is TodoStatus.PENDING and dead.run["status"] == "interrupted"
         assert alive.status is TodoStatus.IN_PROGRESS and alive.run["status"] == "running"  # its process lives
-        (fin,) = session.journal.events(types=["experiment.finished"])
-        assert fin.experiment == "todo-1.1" and fin.data["status"] == "interrupted"
+        (fin,) = session.journal.events(types=["todo.run.finished"])
+        assert fin.data["run_id"] == "todo-1.1" and fin.data["status"] == "interrupted"
     finally:
         await session.close()

@@ -94,6 +94,7 @@ class ServerConfig(_Model):
     control: Literal["process", "systemd", "script", "none"] = "process"
     argv: list[str] = Field(default_factory=list)
     unit: str | None = None
+    systemd_user: bool = False
     script: str | None = None
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)

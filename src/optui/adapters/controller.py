@@ -1,10 +1,17 @@
 """Server controllers: how optui starts and stops a server (one interface, chosen per
 server in the config by ``control``).
 
-:class:`ProcessController` launches the argv itself (own process group, stdin closed,
-``PYTHONUNBUFFERED=1``, stdout+stderr to a log file) and remembers the launch in a small
-JSON "pidfile" so a later optui re-attaches to a server that kept running. The server's
-life is never tied to optui's: quitting the TUI leaves it running (except in the demo).
+- :class:`ProcessController` (``process``) launches the argv itself (own process group,
+  stdin closed, ``PYTHONUNBUFFERED=1``, stdout+stderr to a log file) and remembers the launch
+  in a small JSON "pidfile" so a later optui re-attaches to a server that kept running. The
+  server's life is never tied to optui's: quitting the TUI leaves it running (except in the
+  demo).
+- :class:`ScriptController` (``script``): the operator's launch script, run as
+  ``SCRIPT FLAGS...`` the same way, stopped through the recorded process group.
+- :class:`~optui.adapters.controller_systemd.SystemdController` (``systemd``).
+- :class:`ObservedController` (``none``): watch only.
+
+Every command and file access goes through an :class:`~optui.adapters.shell.Shell`.
 """
 
 from __future__ import annotations
@@ -13,12 +20,16 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
 from optui.adapters import proc
+from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError, Spawned
+from optui.core.flags import Flags
 
 
 class ControllerError(Exception):
@@ -27,14 +38,21 @@ class ControllerError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """What a start produced: group leader pid, argv, log file and the byte offset where
-    this start's output begins, Unix start time."""
+    """What a start produced: main pid (the process group for process/script), the server
+    argv, the log file and the byte offset where this start's output begins, Unix start
+    time; ``command`` the argv actually executed when it differs (script); ``invocation``,
+    ``cursor`` and ``n_restarts`` for systemd (InvocationID, journal cursor before the
+    start, NRestarts at the start)."""
 
     pid: int
     argv: tuple[str, ...]
     log_path: str
     log_offset: int
     started_at: float
+    command: tuple[str, ...] | None = None
+    invocation: str = ""
+    cursor: str = ""
+    n_restarts: int | None = None
 
 
 class Controller(Protocol):
@@ -50,59 +68,101 @@ class Controller(Protocol):
         """Stop it: SIGTERM (or the unit's stop), wait ``timeout_s``, then SIGKILL."""
         ...
 
+    async def refresh(self) -> None:
+        """Update what :meth:`process_state` / :meth:`returncode` report (one query)."""
+        ...
+
     def process_state(self) -> str:
         """"running", "exited" or "unknown" (not managed / cannot tell)."""
         ...
 
     def returncode(self) -> int | None:
-        """Exit status of the last launch when known."""
+        """Exit status of the last launch when known (negative: killed by that signal)."""
         ...
 
-    def attach(self) -> Launch | None:
+    def exit_note(self) -> str | None:
+        """A line explaining the exit beyond the log (systemd's Result), or None."""
+        ...
+
+    async def attach(self) -> Launch | None:
         """Re-attach to a launch that survived an optui restart, if any."""
         ...
 
+    def open_log(self, on_line: Callable[[str], None], *, resume: bool = False) -> LogSource | None:
+        """A follower of the current launch's log from its start (``resume``: only new
+        lines, after a re-attach); None without a launch."""
+        ...
+
+    async def pids(self) -> set[int]:
+        """PIDs of the server's processes now (for the GPU-memory-released check)."""
+        ...
+
+    def preview(self, argv: list[str]) -> str:
+        """What a start with ``argv`` will execute, for the confirm dialog."""
+        ...
+
+
+def read_pidfile(path: Path) -> Launch | None:
+    """The launch recorded in ``path``, None when missing or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+        data["argv"] = tuple(data["argv"])
+        if data.get("command") is not None:
+            data["command"] = tuple(data["command"])
+        return Launch(**data)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def write_pidfile(path: Path, launch: Launch) -> None:
+    """Record ``launch`` atomically (a small local JSON file in the state dir)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(launch)))
+    os.replace(tmp, path)
+
 
 class ProcessController:
-    """Runs the server as optui's child in its own process group (see module doc).
+    """Runs the server in its own process group through ``shell`` (see module doc).
 
     ``state_dir`` holds ``servers/NAME.json`` (the pidfile) and ``logs/NAME.log`` (the
     log; the previous start's log is kept as ``NAME.log.1``).
     """
 
     def __init__(self, name: str, state_dir: Path, *, cwd: str | None = None, env: dict[str, str] | None = None,
-                 log_file: str | None = None) -> None:
+                 log_file: str | None = None, shell: Shell | None = None) -> None:
         self.name = name
         self.cwd = cwd
         self.env = env or {}
+        self.shell: Shell = shell or LocalShell()
         self.pidfile = state_dir / "servers" / f"{name}.json"
-        self.log_path = Path(log_file) if log_file else state_dir / "logs" / f"{name}.log"
+        self.log_path = str(log_file) if log_file else str(state_dir / "logs" / f"{name}.log")
         self.launch: Launch | None = None
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: Spawned | None = None
+        self._alive = False
+
+    def command(self, argv: list[str]) -> list[str]:
+        """The argv actually executed for the server argv ``argv``."""
+        return list(argv)
+
+    def preview(self, argv: list[str]) -> str:
+        return f"run in a new process group on {self.shell.host}, log {self.log_path}:\n{shlex.join(self.command(argv))}"
 
     async def start(self, argv: list[str]) -> Launch:
         if not argv:
             raise ControllerError(f"{self.name}: empty argv")
-        self._rotate_log()
+        command = self.command(argv)
+        await self.shell.rotate_file(self.log_path)
         try:
-            child = await proc.spawn_to_log(argv, self.log_path, cwd=self.cwd, env=self.env)
+            child = await self.shell.spawn_to_log(command, self.log_path, cwd=self.cwd, env=self.env)
         except OSError as exc:
             raise ControllerError(f"{self.name}: {exc.strerror or exc}") from exc
         self._proc = child
-        self.launch = Launch(child.pid, tuple(argv), str(self.log_path), 0, time.time())
-        self._write_pidfile()
+        self._alive = True
+        self.launch = Launch(child.pid, tuple(argv), self.log_path, 0, time.time(),
+                             command=tuple(command) if command != list(argv) else None)
+        write_pidfile(self.pidfile, self.launch)
         return self.launch
-
-    def _rotate_log(self) -> None:
-        if self.log_path.exists() and self.log_path.stat().st_size:
-            with contextlib.suppress(OSError):
-                os.replace(self.log_path, self.log_path.with_name(self.log_path.name + ".1"))
-
-    def _write_pidfile(self) -> None:
-        self.pidfile.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.pidfile.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self.launch)))
-        os.replace(tmp, self.pidfile)
 
     def _clear_pidfile(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -111,9 +171,14 @@ class ProcessController:
     async def stop(self, timeout_s: float) -> proc.StopOutcome:
         if self.launch is None:
             return proc.StopOutcome("exited", 0.0, None)
-        outcome = await proc.stop_group(self.launch.pid, timeout_s=timeout_s, proc=self._proc)
+        outcome = await self.shell.stop_group(self.launch.pid, timeout_s=timeout_s, handle=self._proc)
+        self._alive = False
         self._clear_pidfile()
         return outcome
+
+    async def refresh(self) -> None:
+        if self.launch is not None and self._proc is None:
+            self._alive = await self.shell.pid_alive(self.launch.pid)
 
     def process_state(self) -> str:
         if self.launch is None:
@@ -121,44 +186,74 @@ class ProcessController:
         if self._proc is not None:
             # asyncio's child watcher sets returncode as soon as the leader exits
             return "exited" if self._proc.returncode is not None else "running"
-        return "running" if proc.pid_alive(self.launch.pid) else "exited"
+        return "running" if self._alive else "exited"
 
     def returncode(self) -> int | None:
         return self._proc.returncode if self._proc is not None else None
+
+    def exit_note(self) -> str | None:
+        return None
 
     async def wait_exit(self, timeout_s: float) -> int | None:
         """Wait up to ``timeout_s`` for the process to exit; its return code or None."""
         if self._proc is None:
             return None
-        with contextlib.suppress(asyncio.TimeoutError):
+        with contextlib.suppress(TimeoutError):
             return await asyncio.wait_for(self._proc.wait(), timeout_s)
         return None
 
     def recorded(self) -> Launch | None:
         """The launch the pidfile names (possibly another optui process's), without
         attaching to it; None when there is no readable pidfile."""
-        try:
-            data = json.loads(self.pidfile.read_text())
-            return Launch(**{**data, "argv": tuple(data["argv"])})
-        except (OSError, ValueError, TypeError, KeyError):
-            return None
+        return read_pidfile(self.pidfile)
 
-    def attach(self) -> Launch | None:
-        launch = self.recorded()
+    async def attach(self) -> Launch | None:
+        launch = read_pidfile(self.pidfile)
         if launch is None:
             return None
-        if not proc.pid_alive(launch.pid):
+        if not await self.shell.pid_alive(launch.pid):
             self._clear_pidfile()
             return None
-        self.launch = launch
-        self._proc = None
+        self.launch, self._proc, self._alive = launch, None, True
         return launch
+
+    def open_log(self, on_line: Callable[[str], None], *, resume: bool = False) -> LogSource | None:
+        if self.launch is None:
+            return None
+        offset = self.launch.log_offset
+        if resume:
+            with contextlib.suppress(OSError):
+                offset = os.path.getsize(self.launch.log_path)
+        return self.shell.follow_file(self.launch.log_path, on_line, offset=offset)
+
+    async def pids(self) -> set[int]:
+        if self.launch is None:
+            return set()
+        return await self.shell.group_pids(self.launch.pid)
 
     def kill_now(self) -> None:
         """SIGKILL the group immediately (used when the demo exits)."""
         if self.launch is not None:
-            proc.kill_group_now(self.launch.pid)
+            self.shell.kill_group_now(self.launch.pid)
             self._clear_pidfile()
+
+
+class ScriptController(ProcessController):
+    """``control = "script"``: the operator's launch script, run as ``SCRIPT FLAGS...``
+    where FLAGS are the server argv after its program part (``python -m
+    sglang.launch_server``), in its own process group and stopped through it. The script
+    must keep the server in the foreground (``exec`` it), not detach it."""
+
+    def __init__(self, name: str, state_dir: Path, script: str, **kwargs) -> None:
+        super().__init__(name, state_dir, **kwargs)
+        self.script = script
+
+    def command(self, argv: list[str]) -> list[str]:
+        flags = Flags.parse(argv)
+        rest = flags.to_argv()[len(flags.program):]
+        if flags.program and flags.program[0] == self.script:
+            return list(argv)
+        return [self.script, *rest]
 
 
 class ObservedController:
@@ -174,11 +269,46 @@ class ObservedController:
     async def stop(self, timeout_s: float) -> proc.StopOutcome:
         raise ControllerError(f"{self.name}: control = 'none' (optui only observes this server)")
 
+    async def refresh(self) -> None:
+        return None
+
     def process_state(self) -> str:
         return "unknown"
 
     def returncode(self) -> int | None:
         return None
 
-    def attach(self) -> Launch | None:
+    def exit_note(self) -> str | None:
         return None
+
+    async def attach(self) -> Launch | None:
+        return None
+
+    def open_log(self, on_line: Callable[[str], None], *, resume: bool = False) -> LogSource | None:
+        return None
+
+    async def pids(self) -> set[int]:
+        return set()
+
+    def preview(self, argv: list[str]) -> str:
+        return "(observed only)"
+
+
+def build_controller(name: str, cfg, state_dir: Path, shell: Shell | None = None) -> Controller:
+    """The controller for a server's config (``cfg`` a :class:`optui.config.ServerConfig`),
+    running its commands through ``shell`` (default: the local machine)."""
+    shell = shell or LocalShell(cfg.host)
+    if cfg.control == "process":
+        return ProcessController(name, state_dir, cwd=cfg.cwd, env=cfg.env, log_file=cfg.log_file, shell=shell)
+    if cfg.control == "script":
+        return ScriptController(name, state_dir, cfg.script, cwd=cfg.cwd, env=cfg.env, log_file=cfg.log_file, shell=shell)
+    if cfg.control == "systemd":
+        from optui.adapters.controller_systemd import SystemdController
+
+        return SystemdController(name, cfg.unit, state_dir, shell=shell, user=getattr(cfg, "systemd_user", False),
+                                 cwd=cfg.cwd, env=cfg.env)
+    return ObservedController(name)
+
+
+__all__ = ["Controller", "ControllerError", "Launch", "ObservedController", "ProcessController", "ScriptController",
+           "ShellError", "build_controller"]

@@ -392,25 +392,6 @@ class Journal:
         with self._lock:
             return {r[0] for r in self._db.execute("SELECT id FROM todos WHERE deleted = 1")}
 
-    def link_experiment(self, experiment: str, *, target: str, since_seq: int, until_seq: int | None = None,
-                        results_after_id: int | None = None) -> int:
-        """Label the events of ``target`` (a server) with ``seq`` in (since_seq, until_seq]
-        and, with ``results_after_id``, the bench results of that server stored after it,
-        as belonging to ``experiment`` (only rows not labelled yet: the producers of those
-        rows — restarts, benchmarks — do not know the experiment). Returns the number of
-        events labelled."""
-        with self._write() as db:
-            sql = "UPDATE events SET experiment = ? WHERE seq > ? AND target = ? AND experiment IS NULL"
-            params: list = [experiment, since_seq, target]
-            if until_seq is not None:
-                sql += " AND seq <= ?"
-                params.append(until_seq)
-            n = db.execute(sql, params).rowcount
-            if results_after_id is not None:
-                db.execute("UPDATE bench_results SET experiment = ? WHERE id > ? AND server = ? AND experiment IS NULL",
-                           (experiment, results_after_id, target))
-        return n
-
     def last_result_id(self) -> int:
         """The highest bench result id (0 when none)."""
         with self._lock:

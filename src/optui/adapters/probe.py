@@ -107,13 +107,14 @@ class ServerProbe:
                     return None
         return None
 
-    async def generate_one(self, model: str | None = None) -> bool:
-        """A 1-token completion (the "really ready" probe); True on success."""
+    async def generate_one(self, model: str | None = None, *, timeout_s: float = 30.0) -> bool:
+        """A 1-token ``/v1/completions`` request (the "really ready" probe; also confirms
+        a hung verdict); True on HTTP 200 within ``timeout_s``."""
         body = {"prompt": "Hello", "max_tokens": 1, "temperature": 0}
         if model:
             body["model"] = model
         try:
-            resp = await self._client.post("/v1/completions", json=body, timeout=httpx.Timeout(30.0, connect=2.0))
+            resp = await self._client.post("/v1/completions", json=body, timeout=httpx.Timeout(timeout_s, connect=2.0))
             return resp.status_code == 200
         except httpx.HTTPError:
             return False

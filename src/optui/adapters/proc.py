@@ -94,6 +94,26 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def group_pids(pgid: int) -> set[int]:
+    """PIDs of the live (non-zombie) members of process group ``pgid`` (from /proc)."""
+    found: set[int] = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != b"Z":
+                found.add(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
 def group_alive(pgid: int) -> bool:
     """True when any process of group ``pgid`` is still alive (zombies excluded)."""
     try:
@@ -102,20 +122,9 @@ def group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-                if int(fields[2]) == pgid and fields[0] != b"Z":
-                    return True
-            except (OSError, IndexError, ValueError):
-                continue
-        return False
-    except OSError:
+    if not os.path.isdir("/proc"):
         return True
+    return bool(group_pids(pgid))
 
 
 def signal_group(pgid: int, sig: int) -> bool:

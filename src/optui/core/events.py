@@ -46,7 +46,7 @@ TYPE_GROUPS: dict[str, frozenset[str]] = {
     "flags": frozenset({FLAGS_CHANGED, RESTART_REQUESTED, ROLLBACK}),
     "failures": frozenset({SERVER_FAILED, ALERT, ERROR, ROLLBACK}),
     "bench": frozenset({BENCH_STARTED, BENCH_FINISHED}),
-    "todo": frozenset({TODO_CHANGED}),
+    "todo": frozenset({TODO_CHANGED, "todo.run.started", "todo.run.step", "todo.run.finished"}),
     "notes": frozenset({NOTE, VERDICT}),
     "experiments": frozenset({EXPERIMENT_STARTED, VERDICT}),
 }
@@ -94,7 +94,9 @@ class Event:
         if t == SERVER_STARTING:
             return f"starting pid={d.get('pid')}"
         if t == SERVER_READY:
-            return f"ready in {d.get('ready_s', 0):.1f}s"
+            steps = [f"{p['phase']} {p['dur']:.1f}s" for p in d.get("phases") or []
+                     if isinstance(p, dict) and p.get("dur") and p["dur"] >= 0.05]
+            return f"ready in {d.get('ready_s', 0):.1f}s" + (f" ({', '.join(steps)})" if steps else "")
         if t == SERVER_FAILED:
             return f"failed: {d.get('class', 'unknown')} {d.get('message', '')}".rstrip()
         if t == ROLLBACK:
@@ -118,7 +120,7 @@ class Event:
             return f"{d.get('op', 'edit')}: {content[:60]}"
         if t == NOTE:
             return d.get("text", "")
-        if t.startswith("experiment.") and "message" in d:
+        if t.startswith("todo.run.") and "message" in d:
             return str(d["message"])
         if t == ALERT:
             return f"{d.get('kind', 'alert')}: {d.get('message', '')}"

@@ -24,10 +24,11 @@ from optui.core.flags import FlagError, Flags, canonical_name, is_flag_token
 
 BASES = ("config", "current", "last_good")
 
-# journal event types of an experiment run (target "todo:<id>", experiment column = run id)
-EXPERIMENT_STARTED = "experiment.started"
-EXPERIMENT_STEP = "experiment.step"
-EXPERIMENT_FINISHED = "experiment.finished"
+# journal event types of a todo item's experiment run (target "todo:<id>"; data: todo_id,
+# run_id "todo-<id>.<n>"; the ``experiment`` column is the exp-NNNN the run's restart opened)
+TODO_RUN_STARTED = "todo.run.started"
+TODO_RUN_STEP = "todo.run.step"
+TODO_RUN_FINISHED = "todo.run.finished"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,11 +30,18 @@ _COUNTERS = {
     "prompt": ("sglang:prompt_tokens_total", "vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
     "prefix_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
     "prefix_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+    # SGLang: cached prompt tokens of all prompt tokens
+    "sglang_cached": ("sglang:cached_tokens_total",),
+    "sglang_prompt": ("sglang:prompt_tokens_total",),
+    # llama.cpp: prompt_tokens_total *excludes* cached tokens (its HELP text, checked on the peer)
+    "llama_cached": ("llamacpp:prompt_tokens_cached_total",),
+    "llama_prompt": ("llamacpp:prompt_tokens_total",),
     "spec_accepted": ("vllm:spec_decode_num_accepted_tokens_total", "llamacpp:spec_decode_num_accepted_tokens_total"),
     "spec_drafts": ("vllm:spec_decode_num_drafts_total", "llamacpp:spec_decode_num_drafts_total"),
 }
 _GAUGE_FALLBACKS = {
-    "gen_tok_s": ("sglang:gen_throughput", "llamacpp:predicted_tokens_seconds"),
+    "gen_tok_s": ("sglang:gen_throughput", "llamacpp:predicted_tokens_seconds", "vllm:avg_generation_throughput_toks_per_s"),
+    "prompt_tok_s": ("vllm:avg_prompt_throughput_toks_per_s",),
     "prefix_hit_frac": ("sglang:cache_hit_rate",),
     "accept_length": ("sglang:spec_accept_length",),
 }
@@ -121,12 +128,7 @@ def load_view(cur: Scrape, prev: Scrape | None = None) -> LoadView:
     gen = _rate(prev, cur, _COUNTERS["generated"])
     if gen is None:
         gen = cur.first(_GAUGE_FALLBACKS["gen_tok_s"])
-    hits, queries = _delta(prev, cur, _COUNTERS["prefix_hits"]), _delta(prev, cur, _COUNTERS["prefix_queries"])
-    if hits is not None and queries:
-        prefix = 100.0 * hits / queries
-    else:
-        frac = cur.first(_GAUGE_FALLBACKS["prefix_hit_frac"], mean=True)
-        prefix = None if frac is None else 100.0 * frac
+    prefix = _prefix_hit_pct(prev, cur)
     accepted, drafts = _delta(prev, cur, _COUNTERS["spec_accepted"]), _delta(prev, cur, _COUNTERS["spec_drafts"])
     if accepted is not None and drafts:
         accept = 1.0 + accepted / drafts
@@ -137,12 +139,33 @@ def load_view(cur: Scrape, prev: Scrape | None = None) -> LoadView:
         waiting=cur.first(_GAUGES_SUM["waiting"]),
         kv_cache_pct=None if kv is None else 100.0 * kv,
         gen_tok_s=gen,
-        prompt_tok_s=_rate(prev, cur, _COUNTERS["prompt"]),
+        prompt_tok_s=_first_not_none(_rate(prev, cur, _COUNTERS["prompt"]), cur.first(_GAUGE_FALLBACKS["prompt_tok_s"])),
         prefix_hit_pct=prefix,
         accept_length=accept,
         generated_total=cur.first(_COUNTERS["generated"]),
         source="metrics",
     )
+
+
+def _first_not_none(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
+
+
+def _prefix_hit_pct(prev: Scrape | None, cur: Scrape) -> float | None:
+    """Prefix-cache hit rate in % between two scrapes (vLLM hits/queries, SGLang
+    cached/prompt tokens, llama.cpp cached/(processed + cached)); else SGLang's gauge of the
+    last prefill batch; None without traffic in between."""
+    hits, queries = _delta(prev, cur, _COUNTERS["prefix_hits"]), _delta(prev, cur, _COUNTERS["prefix_queries"])
+    if hits is not None and queries:
+        return 100.0 * hits / queries
+    cached, prompt = _delta(prev, cur, _COUNTERS["sglang_cached"]), _delta(prev, cur, _COUNTERS["sglang_prompt"])
+    if cached is not None and prompt:
+        return 100.0 * cached / prompt
+    cached, processed = _delta(prev, cur, _COUNTERS["llama_cached"]), _delta(prev, cur, _COUNTERS["llama_prompt"])
+    if cached is not None and processed is not None and cached + processed > 0:
+        return 100.0 * cached / (cached + processed)
+    frac = cur.first(_GAUGE_FALLBACKS["prefix_hit_frac"], mean=True)
+    return None if frac is None else 100.0 * frac
 
 
 def missing_metrics_hint(kind: str, status: int) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,6 +27,7 @@ PHASES = (
     "cuda_graph",
     "http_up",
     "warmup",
+    "probe",
     "ready",
 )
 
@@ -57,7 +59,7 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             r"error: unrecognized arguments|error: ambiguous option|error: argument [^:]+: "
             r"|ignored explicit argument|error: invalid argument|error: unknown argument"
             r"|error: the following arguments are required|invalid value for argument"
-            r"|should be provided as the first positional argument"
+            r"|should be provided as the first positional argument|error while handling argument"
         ),
     ),
     (
@@ -70,7 +72,8 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             r"(?i)CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|Not enough memory\. "
             r"|No available memory for the cache blocks|larger than the available KV cache memory"
             r"|Failed to load model - not enough GPU memory|(Prefill|Decode) out of memory"
-            r"|std::bad_alloc|failed to allocate .* buffer|KV cache (is )?too small"
+            r"|std::bad_alloc|failed to allocate .* buffer|KV cache (is )?too small|cudaMalloc failed: out of memory"
+            r"|Result=oom-kill"
         ),
     ),
     (
@@ -79,6 +82,14 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             r"NCCL error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"
             r"|Watchdog caught collective operation timeout|ProcessGroupNCCL"
         ),
+    ),
+    (
+        CrashClass.KILLED,
+        _P(r"\(exit code:? -9\)|exit code -9\b|^\s*Killed\s*$|Result=signal"),
+    ),
+    (
+        CrashClass.TIMEOUT,
+        _P(r"(?i)watchdog timeout \(self\.watchdog_timeout"),
     ),
     (
         CrashClass.LOAD_FAILED,
@@ -93,10 +104,16 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
 _TRACEBACK_END = _P(r"^\s*\w[\w.]*(Error|Exception|Interrupt)\b.*")
 _SGLANG_TS = _P(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})?)")
 _VLLM_TS = _P(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
+# llama.cpp: minutes.seconds.milliseconds.microseconds since process start (tests/peers/NOTES.md)
+_LLAMA_TS = _P(r"^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) [IWED] ")
 
 
 def line_timestamp(line: str) -> float | None:
-    """Seconds (Unix-like, year-less for vLLM) of a log line's own timestamp, or None."""
+    """Seconds of a log line's own timestamp, or None: Unix time for SGLang, year-less for
+    vLLM, seconds since process start for llama.cpp (all only compared with each other)."""
+    relative = process_relative_time(line)
+    if relative is not None:
+        return relative
     m = _SGLANG_TS.match(line)
     try:
         if m:
@@ -111,12 +128,23 @@ def line_timestamp(line: str) -> float | None:
     return None
 
 
+def process_relative_time(line: str) -> float | None:
+    """Seconds since process start printed by llama.cpp (µs resolution), else None: the
+    ready gate uses it as the phase time, since llama.cpp's log trails its HTTP state."""
+    m = _LLAMA_TS.match(line)
+    if not m:
+        return None
+    minutes, sec, ms, us = (int(g) for g in m.groups())
+    return minutes * 60 + sec + ms / 1e3 + us / 1e6
+
+
 @dataclass(frozen=True, slots=True)
 class CrashHint:
     """A log line that points at a crash class."""
 
     crash_class: CrashClass
     line: str
+    n: int = 0  # line number in this start's log (0-based)
 
 
 def _applies(kinds: frozenset[str] | None, kind: str) -> bool:
@@ -134,12 +162,15 @@ class LogClassifier:
     def __init__(self, kind: str = "sglang", tail_lines: int = 200) -> None:
         self.kind = kind
         self.phases: list[PhaseMark] = []
-        self.ready = False
+        self.ready = False  # ready seen (the log's line, or marked by the ready gate)
+        self.log_ready = False  # the log's own readiness line seen
         self.hints: list[CrashHint] = []
         self.tail: deque[str] = deque(maxlen=tail_lines)
         self._first_ts: float | None = None
-        self._traceback: list[str] = []
+        self._traceback: list[tuple[int, str]] = []
         self._in_traceback = False
+        self._n = -1
+        self._external = False  # a phase was marked from outside the log
 
     @property
     def phase(self) -> str | None:
@@ -147,9 +178,10 @@ class LogClassifier:
         return self.phases[-1].phase if self.phases else None
 
     def feed(self, line: str, t: float | None = None) -> str | None:
-        """Read one line; return the new phase name when this line starts one
-        ("ready" for the readiness line), else None."""
+        """Read one line; return the phase name when this line starts one ("ready" for the
+        readiness line), else None."""
         self.tail.append(line)
+        self._n += 1
         if t is None:
             ts = line_timestamp(line)
             if ts is not None:
@@ -159,22 +191,44 @@ class LogClassifier:
         self._track_traceback(line)
         for crash_class, pattern in _CRASH_PATTERNS:
             if pattern.search(line):
-                self.hints.append(CrashHint(crash_class, line.strip()))
+                self.hints.append(CrashHint(crash_class, line.strip(), self._n))
                 break
-        if not self.ready:
+        if not self.log_ready:
             for pattern, kinds in _READY_PATTERNS:
                 if _applies(kinds, self.kind) and pattern.search(line):
+                    self.log_ready = True
+                    if self.ready:
+                        return None  # the ready gate saw it first
                     self.ready = True
                     return self._mark("ready", t)
         for phase, pattern, kinds in _PHASE_PATTERNS:
             if _applies(kinds, self.kind) and pattern.search(line):
-                if self.phase == phase:
+                if any(p.phase == phase for p in self.phases):
                     return None
-                # phases never go backwards (a late tqdm line must not reopen loading)
+                # phases never go backwards (a late tqdm line must not reopen loading) ...
                 if self.phase is not None and PHASES.index(phase) < PHASES.index(self.phase):
+                    # ... except a log that trails HTTP (llama.cpp logs from a thread): a
+                    # phase the log shows after /health said ready is put in its place
+                    if self._external and t is not None:
+                        return self._insert(phase, t)
                     return None
                 return self._mark(phase, t)
         return None
+
+    def mark(self, phase: str, t: float) -> None:
+        """Record a phase seen outside the log (the ready gate's 1-token "probe", "ready"
+        when ``/health`` answered 200 before the log's line); no-op when already marked."""
+        if phase == "ready":
+            self.ready = True
+        if all(p.phase != phase for p in self.phases):
+            self._external = True
+            self._mark(phase, t)
+
+    def _insert(self, phase: str, t: float) -> str:
+        at = next((i for i, p in enumerate(self.phases) if p.t == p.t and p.t > t), len(self.phases))
+        at = min(at, next((i for i, p in enumerate(self.phases) if p.phase in ("probe", "ready")), at))
+        self.phases.insert(at, PhaseMark(phase, t))
+        return phase
 
     def _mark(self, phase: str, t: float | None) -> str:
         self.phases.append(PhaseMark(phase, t if t is not None else float("nan")))
@@ -183,53 +237,91 @@ class LogClassifier:
     def _track_traceback(self, line: str) -> None:
         if "Traceback (most recent call last)" in line:
             self._in_traceback = True
-            self._traceback = [line]
+            self._traceback = [(self._n, line)]
             return
         if self._in_traceback:
-            self._traceback.append(line)
+            self._traceback.append((self._n, line))
             if _TRACEBACK_END.match(line) and not line.startswith((" ", "\t")):
                 self._in_traceback = False
 
     def crash_class(self, returncode: int | None) -> CrashClass:
         """Classify a failed start/run from the exit status and the lines seen.
 
-        argparse exits with 2 → ``bad_flag``; a log signature wins next; -9/137 without
-        one → ``killed`` (e.g. the OOM killer or ``kill -9``); else ``unknown``.
+        A specific log signature wins (argparse/llama.cpp flag errors, port, OOM, NCCL);
+        then exit status -9/137 → ``killed`` (``kill -9``, the OOM killer: no text is
+        printed when optui spawns the process directly); then the weaker signatures
+        (``killed``/``timeout``/``load_failed`` lines); exit status 2 without a line →
+        ``bad_flag`` (argparse); else ``unknown``.
         """
-        if returncode == 2 and any(h.crash_class is CrashClass.BAD_FLAG for h in self.hints):
-            return CrashClass.BAD_FLAG
-        order = [CrashClass.BAD_FLAG, CrashClass.PORT_IN_USE, CrashClass.OOM, CrashClass.NCCL, CrashClass.LOAD_FAILED]
         seen = {h.crash_class for h in self.hints}
-        for crash_class in order:
+        for crash_class in (CrashClass.BAD_FLAG, CrashClass.PORT_IN_USE, CrashClass.OOM, CrashClass.NCCL):
+            if crash_class in seen:
+                return crash_class
+        if returncode in (-9, 137):
+            return CrashClass.KILLED
+        for crash_class in (CrashClass.KILLED, CrashClass.TIMEOUT, CrashClass.LOAD_FAILED):
             if crash_class in seen:
                 return crash_class
         if returncode == 2:
             return CrashClass.BAD_FLAG
-        if returncode in (-9, 137, 9):
-            return CrashClass.KILLED
         return CrashClass.UNKNOWN
 
     def relevant_lines(self, limit: int = 12) -> list[str]:
-        """The log lines that explain a failure: the matching signatures and the last
-        traceback's final lines, else the last lines of the log."""
-        lines = [h.line for h in self.hints[-limit:]]
-        if self._traceback:
-            for line in self._traceback[-4:]:
-                if line.strip() and line.strip() not in lines:
-                    lines.append(line.strip())
+        """The log lines that explain a failure, in log order: the matching signatures and
+        the last traceback's final lines, else the last lines of the log."""
+        picked: dict[int, str] = {h.n: h.line for h in self.hints[-limit:]}
+        for n, line in self._traceback[-4:]:
+            if line.strip():
+                picked.setdefault(n, line.strip())
+        lines = [picked[n] for n in sorted(picked)]
         if not lines:
             lines = [line.strip() for line in list(self.tail)[-limit:] if line.strip()]
         return lines[-limit:]
 
 
-def classify_log(text: str, kind: str = "sglang", returncode: int | None = None) -> dict:
-    """Classify a saved server log: ``{"final": "ready"|"crashed"|"starting",
-    "class": None|crash class, "phases": [{"phase", "t"}...], "lines": [...]}``.
+_KIND_SIGNS: list[tuple[str, re.Pattern[str]]] = [
+    ("llamacpp", _P(r"(?m)^\d+\.\d{2}\.\d{3}\.\d{3} [IWED] |llama_server: |^error: invalid argument: ")),
+    ("vllm", _P(r"(?m)\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorkerProcess) pid=\d+\)|^(?:INFO|WARNING|ERROR|DEBUG) \d{2}-\d{2} |vllm serve: error")),
+    ("sglang", _P(r"(?m)^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}|launch_server\.py: error|sglang")),
+]
 
-    "crashed" when a crash signature was seen (or ``returncode`` is non-zero), "ready"
-    when the readiness line was seen without a later crash, else "starting". ``t`` is in
-    seconds from the first timestamped line, None when the log has no timestamps.
+
+def detect_kind(text: str) -> str:
+    """The server kind whose log format ``text`` shows ("sglang" when unsure)."""
+    head = text[:200_000]
+    for kind, pattern in _KIND_SIGNS:
+        if pattern.search(head):
+            return kind
+    return "sglang"
+
+
+def phase_durations(phases: Sequence[PhaseMark], end_t: float | None = None) -> list[dict]:
+    """``[{"phase", "t", "dur"}...]`` in seconds: each phase lasts until the next one starts;
+    the last one until ``end_t`` (None when open), except a final "ready", which has no
+    duration. NaN → None."""
+    out = []
+    marks = list(phases)
+    for i, mark in enumerate(marks):
+        t = None if mark.t != mark.t else round(mark.t, 3)
+        nxt = marks[i + 1].t if i + 1 < len(marks) else end_t
+        dur = None
+        final_ready = mark.phase == "ready" and i == len(marks) - 1
+        if not final_ready and t is not None and nxt is not None and nxt == nxt:
+            dur = round(max(0.0, nxt - mark.t), 3)
+        out.append({"phase": mark.phase, "t": t, "dur": dur})
+    return out
+
+
+def classify_log(text: str, kind: str | None = None, returncode: int | None = None) -> dict:
+    """Classify a saved server log: ``{"final": "ready"|"crashed"|"starting",
+    "class": None|crash class, "phases": [{"phase", "t"}...], "lines": [...], "kind"}``.
+
+    ``kind`` None: detected from the log format. "crashed" when a crash signature was seen
+    (or ``returncode`` is non-zero), "ready" when the readiness line was seen without a
+    later crash, else "starting". ``t`` is in seconds from the first timestamped line, None
+    when the log has no timestamps.
     """
+    kind = kind or detect_kind(text)
     classifier = LogClassifier(kind)
     crash_after_ready = False
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
@@ -250,4 +342,5 @@ def classify_log(text: str, kind: str = "sglang", returncode: int | None = None)
         "class": str(classifier.crash_class(returncode)) if crashed else None,
         "phases": phases,
         "lines": classifier.relevant_lines() if crashed else [],
+        "kind": kind,
     }

@@ -14,16 +14,19 @@ import contextlib
 import os
 from collections import deque
 
-from optui.adapters.controller import ObservedController, ProcessController
+from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
 from optui.adapters.journal import Journal, JournalError
+from optui.adapters.shell import shell_for
 from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
 from optui.core.todo import TodoItem
 from optui.session.benches import BenchService
 from optui.session.errors import SessionError
+from optui.session.flag_catalogs import CatalogStore
 from optui.session.gpu_poller import GpuPoller
+from optui.session.gpu_release import gpu_holders
 from optui.session.inventory import InventoryRecorder
 from optui.session.locks import ServerLock
 from optui.session.server_runtime import RestartError, ServerRuntime
@@ -92,14 +95,14 @@ class Session:
         self.todo_runs = ExperimentRunner(self)
         self.paused = False
         self.servers: dict[str, ServerRuntime] = {}
+        catalogs = CatalogStore(self.state_dir)
         for name, cfg in self.config.servers.items():
-            if cfg.control == "process":
-                controller = ProcessController(name, self.state_dir, cwd=cfg.cwd, env=cfg.env, log_file=cfg.log_file)
-            else:
-                controller = ObservedController(name)
+            controller = build_controller(name, cfg, self.state_dir, shell_for(cfg.host, self.config.host(cfg.host).ssh))
             self.servers[name] = ServerRuntime(name, cfg, controller, self.journal, on_change=self.touch,
                                                journal_failed=self.journal_failed, on_journal=self.sync_journal,
-                                               restarting_elsewhere=ServerLock(self.state_dir, name).held_by_other)
+                                               restarting_elsewhere=ServerLock(self.state_dir, name).held_by_other,
+                                               gpu_holders=lambda after, host=cfg.host: gpu_holders(self.gpus, host, after),
+                                               catalogs=catalogs)
         from optui.session.rack import make_ssh_hosts
 
         self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch)
@@ -197,7 +200,10 @@ class Session:
         if not self.read_only:
             self.todo_runs.recover()
             self.todo_follow.start()
-        await asyncio.sleep(0)  # let monitors re-attach before deciding on autostart
+        autostart = [rt for rt in self.servers.values() if rt.cfg.autostart]
+        if autostart:  # let monitors re-attach (systemd asks systemctl) before deciding on autostart
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(rt.attached.wait() for rt in autostart)), 15)
         for rt in self.servers.values():
             if self.autostart and rt.cfg.autostart and rt.controller.launch is None and not self.read_only:
                 self._tasks.append(asyncio.create_task(self._autostart(rt), name=f"autostart-{rt.name}"))
@@ -268,7 +274,7 @@ class Session:
             raise SessionError(f"read-only mode: {what} is disabled")
 
     async def restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
-                             ready_timeout_s: float | None = None):
+                             ready_timeout_s: float | None = None, todo_id: int | None = None):
         """Restart ``name`` with ``argv`` and wait for ready/failure (see
         :meth:`ServerRuntime.restart`). Raises SessionError when it cannot begin, e.g. another
         optui process is restarting the same server."""
@@ -278,7 +284,8 @@ class Session:
         if not lock.acquire():
             raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); try again when it is done")
         try:
-            status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s)
+            status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s,
+                                      todo_id=todo_id)
         except RestartError as exc:
             raise SessionError(str(exc)) from exc
         finally:
@@ -373,4 +380,4 @@ class Session:
         """Read GPUs and probe servers now."""
         self.gpus.refresh_now()
         for rt in self.servers.values():
-            rt._wake.set()
+            rt.wake()

@@ -5,10 +5,11 @@ each result with its workload's baseline → the item becomes completed with the
 its ``note`` (out tok/s, Δ vs baseline, TTFT p50), or goes back to open with
 ``meta["experiment_run"]`` status "failed", the crash class and a log excerpt.
 
-Every step is a journal event (``experiment.started`` / ``experiment.step`` /
-``experiment.finished``, target ``todo:<id>``, ``experiment`` column = the run id
+Every step is a journal event (``todo.run.started`` / ``todo.run.step`` /
+``todo.run.finished``, target ``todo:<id>``, data ``todo_id`` and ``run_id``; once the restart
+opened its experiment, the ``experiment`` column is that ``exp-NNNN``
 ``todo-<id>.<n>``, ``data.todo_id``); the restart's server events and the bench results
-are labelled with the run id too (:meth:`Journal.link_experiment`).
+carry the same experiment id, which also names the todo item (``todo_id``).
 
 Stopping (:meth:`ExperimentRunner.stop`) empties the queue and ends the current step at
 once: a running benchmark is aborted (its process group killed); a restart is left to
@@ -29,9 +30,9 @@ from typing import TYPE_CHECKING
 from optui.adapters import proc
 from optui.adapters.journal import JournalError
 from optui.core.experiment import (
-    EXPERIMENT_FINISHED,
-    EXPERIMENT_STARTED,
-    EXPERIMENT_STEP,
+    TODO_RUN_FINISHED,
+    TODO_RUN_STARTED,
+    TODO_RUN_STEP,
     ExperimentSpec,
     benches_for,
     result_line,
@@ -94,6 +95,7 @@ class ExperimentRunner:
         self.session = session
         self.queue: deque[int] = deque()
         self.current: ExperimentProgress | None = None
+        self._exp: str | None = None  # experiment (exp-NNNN) of the run in progress
         self.outcomes: list[ExperimentOutcome] = []
         self._task: asyncio.Task | None = None
         self._stop = asyncio.Event()
@@ -206,7 +208,7 @@ class ExperimentRunner:
                 with contextlib.suppress(SessionError):
                     s.todos.update(item, op="experiment.interrupted", status=TodoStatus.PENDING,
                                    meta={**item.meta, "experiment_run": {**run, "status": "interrupted"}})
-                    self._event(item.id, run.get("id"), EXPERIMENT_FINISHED,
+                    self._event(item.id, run.get("id"), TODO_RUN_FINISHED,
                                 {"status": "interrupted", "message": f"run {run.get('id')} interrupted (optui exited mid-run)"})
                     n += 1
         return n
@@ -215,7 +217,8 @@ class ExperimentRunner:
     def _event(self, todo_id: int, run_id: str | None, type: str, data: dict) -> None:
         s = self.session
         try:
-            s.journal.append(type, f"todo:{todo_id}", {"todo_id": todo_id, **data}, actor=s.actor, experiment=run_id)
+            s.journal.append(type, f"todo:{todo_id}", {"todo_id": todo_id, "run_id": run_id, **data}, actor=s.actor,
+                             experiment=self._exp)
         except JournalError as exc:
             s.journal_failed(exc)
         s.sync_journal()
@@ -262,32 +265,34 @@ class ExperimentRunner:
             spec = self.check(item)
         except SessionError as exc:
             return ExperimentOutcome(todo_id, None, "skipped", "start", str(exc))
-        n = len(s.journal.events(target=f"todo:{todo_id}", types=[EXPERIMENT_STARTED])) + 1
+        n = len(s.journal.events(target=f"todo:{todo_id}", types=[TODO_RUN_STARTED])) + 1
         run_id = f"todo-{todo_id}.{n}"
         rt = s.server(spec.server)
         seq0, res0 = s.journal.last_seq(), s.journal.last_result_id()
         reopen = item.status if not item.done else TodoStatus.PENDING
         now = time.time()
         self.current = ExperimentProgress(todo_id, run_id, "restart", now, now)
+        self._exp: str | None = None  # the exp-NNNN the restart opens
         run_meta = {"id": run_id, "status": "running", "step": "restart", "pid": os.getpid(), "ts": now}
         results: list[dict] = []
         step = "restart"
         try:
             base = self._base_argv(spec, rt)
             argv = spec.apply(base)
-            self._event(todo_id, run_id, EXPERIMENT_STARTED, {
+            self._event(todo_id, run_id, TODO_RUN_STARTED, {
                 "message": f"experiment {run_id}: {spec.describe()}", "spec": spec.to_dict(),
                 "server": spec.server, "old_argv": list(rt.status.argv), "argv": argv})
             item = s.todos.update(item, op="experiment.run", status=TodoStatus.IN_PROGRESS,
                                   meta={**item.meta, "experiment_run": run_meta})
-            self._event(todo_id, run_id, EXPERIMENT_STEP, {"step": "restart", "message": f"restart {spec.server} with {spec.flags_text() or 'the same flags'}"})
+            self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "restart", "message": f"restart {spec.server} with {spec.flags_text() or 'the same flags'}"})
             if rt.status.busy:  # a restart (autostart, the operator) is in flight: let it end
                 await self._race(self._until_idle(rt))
             self._check_stop()
-            status = await self._race(s.restart_server(spec.server, argv, reason=f"experiment {run_id}"))
+            status = await self._race(s.restart_server(spec.server, argv, reason=f"experiment {run_id}", todo_id=todo_id))
+            self._exp = s.current_experiment(spec.server)
             if status.state.value != "ready" or list(status.argv) != argv:
                 raise _Failed("restart", *self._crash(spec.server, seq0, status))
-            self._event(todo_id, run_id, EXPERIMENT_STEP, {"step": "ready", "message": f"{spec.server} ready"})
+            self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "ready", "message": f"{spec.server} ready"})
             for name in self.benches_of(spec):
                 step = f"bench {name}"
                 self._step(step)
@@ -295,7 +300,7 @@ class ExperimentRunner:
                 if s.benches.running:
                     raise _Failed(step, f"benchmark {s.benches.current.name} is already running")
                 run = s.benches.run(name)
-                self._event(todo_id, run_id, EXPERIMENT_STEP, {"step": "bench", "bench": name, "message": f"benchmark {name}"})
+                self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "bench", "bench": name, "message": f"benchmark {name}"})
                 try:
                     await self._race(s.benches.wait())
                 except _Stopped:
@@ -306,9 +311,8 @@ class ExperimentRunner:
                     raise _Failed(step, f"benchmark {name} {run.view.status}: {run.view.error or 'no result'}")
             step = "compare"
             self._step(step)
-            s.journal.link_experiment(run_id, target=spec.server, since_seq=seq0, results_after_id=res0)
             summary, results = self._compare(spec.server, res0)
-            self._event(todo_id, run_id, EXPERIMENT_STEP, {"step": "compare", "message": summary, "results": results})
+            self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "compare", "message": summary, "results": results})
             outcome = ExperimentOutcome(todo_id, run_id, "ok", step, summary, results=tuple(results))
             final = {"status": TodoStatus.COMPLETED, "note": summary}
         except _Stopped:
@@ -326,14 +330,12 @@ class ExperimentRunner:
         finally:
             self.current = None
             s.touch()
-        with contextlib.suppress(JournalError):
-            s.journal.link_experiment(run_id, target=spec.server, since_seq=seq0, results_after_id=res0)
         run_meta = {**run_meta, "status": outcome.status, "step": outcome.step, "summary": outcome.summary,
                     "crash_class": outcome.crash_class, "finished": time.time()}
         latest = s.journal.todo(todo_id) or item
         with contextlib.suppress(SessionError, ValueError):
             s.todos.update(latest, op="experiment.result", meta={**latest.meta, "experiment_run": run_meta}, **final)
-        self._event(todo_id, run_id, EXPERIMENT_FINISHED, {
+        self._event(todo_id, run_id, TODO_RUN_FINISHED, {
             "status": outcome.status, "step": outcome.step, "message": f"{outcome.status}: {outcome.summary}",
             "crash_class": outcome.crash_class, "lines": list(outcome.lines[-LOG_EXCERPT_LINES:])})
         return outcome

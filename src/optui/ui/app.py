@@ -150,6 +150,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self._apply_if_changed("hosts", tuple(map(id, state.hosts)),
                                    lambda: self.query_one("#gpus", GpuPanel).show(state.hosts, self.session.gpus.history))
             self.query_one("#servers", ServerPanel).show(state.servers)
+            self.notice_server_changes(state.servers)
             self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo", TodoPanel).show(state.todos))
             self.apply_todo_extras()
             last_seq = state.events[-1].seq if state.events else 0

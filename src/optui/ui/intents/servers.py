@@ -1,4 +1,5 @@
-"""Server actions: restart with new flags (editor → confirm), roll back, stop, show the log."""
+"""Server actions: restart with new flags (editor → confirm), roll back (offered after a
+failed restart), stop, show the log; notifications when a server hangs or crashes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import shlex
 from rich.text import Text
 
 from optui.core.flags import Flags
+from optui.core.server_state import ServerState
 from optui.session import SessionError
+from optui.session.flag_catalogs import CatalogError
 from optui.ui.intents.base import IntentBase
 from optui.ui.screens.confirm import ConfirmScreen
 from optui.ui.screens.details import DetailsScreen
@@ -25,18 +28,35 @@ class ServerIntents(IntentBase):
         self.open_flag_editor(name)
 
     def open_flag_editor(self, name: str) -> None:
-        """Open the flag editor for ``name``; on apply, confirm, then restart."""
+        """Open the flag editor for ``name`` (with the flag catalogue, learned from the
+        server's ``--help`` in the background the first time); on apply, confirm, restart."""
         rt = self.session.servers[name]
         if rt.cfg.control == "none":
             self.notify(f"{name}: control = 'none' — optui only observes it", severity="warning")
             return
-        editor = FlagEditorScreen(name, rt.cfg.host, rt.cfg.control, list(rt.status.argv), presets=rt.cfg.presets)
+        catalog = rt.cached_catalog()
+        program = " ".join(Flags.parse(rt.status.argv).program)
+        note = None if catalog else f"learning the flags from `{program} --help`…"
+        editor = FlagEditorScreen(name, rt.cfg.host, rt.cfg.control, list(rt.status.argv), presets=rt.cfg.presets,
+                                  catalog=catalog, catalog_note=note,
+                                  relearn=lambda: self.run_worker(self._learn_catalog(name, editor, refresh=True),
+                                                                  group=f"catalog-{name}", exit_on_error=False))
 
         def edited(argv: list[str] | None) -> None:
             if argv is not None:
                 self.confirm_restart(name, argv)
 
         self.push_screen(editor, edited)
+        if catalog is None:
+            self.run_worker(self._learn_catalog(name, editor), group=f"catalog-{name}", exit_on_error=False)
+
+    async def _learn_catalog(self, name: str, editor: FlagEditorScreen, refresh: bool = False) -> None:
+        try:
+            catalog = await self.session.servers[name].learn_catalog(refresh=refresh)
+        except CatalogError as exc:
+            editor.set_catalog(None, f"no flag catalogue ({exc}): names and values are not checked")
+            return
+        editor.set_catalog(catalog)
 
     def restart_with_preset(self, name: str, preset: str) -> None:
         """Confirm and restart ``name`` with a configured preset applied."""
@@ -46,7 +66,8 @@ class ServerIntents(IntentBase):
         self.confirm_restart(name, argv, reason=f"preset {preset}")
 
     def confirm_restart(self, name: str, argv: list[str], reason: str = "flag editor") -> None:
-        """Show host, controller, diff and exact argv; restart on confirmation."""
+        """Show host, controller, diff, the catalogue's warnings and exactly what will run;
+        restart on confirmation."""
         rt = self.session.servers[name]
         old = Flags.parse(rt.status.argv)
         diff = old.diff(Flags.parse(argv))
@@ -57,8 +78,14 @@ class ServerIntents(IntentBase):
             body.append(f"  {change.describe()}\n")
         if not diff:
             body.append("  (none — plain restart)\n")
-        body.append("\nnew command:\n", style="bold")
-        body.append(shlex.join(argv) + "\n")
+        catalog = rt.cached_catalog()
+        issues = catalog.check(Flags.parse(argv, catalog.booleans())) if catalog else []
+        if issues:
+            body.append("\nwarnings:\n", style="bold")
+            for issue in issues:
+                body.append(f"  {issue}\n", style="red" if issue.level == "error" else "yellow")
+        body.append("\nwill run:\n", style="bold")
+        body.append(rt.controller.preview(argv) + "\n")
 
         def confirmed(ok: bool | None) -> None:
             if ok:
@@ -68,43 +95,60 @@ class ServerIntents(IntentBase):
 
     async def _restart(self, name: str, argv: list[str], reason: str) -> None:
         self.notify(f"restarting {name}…")
+        rt = self.session.servers[name]
         try:
             status = await self.session.restart_server(name, argv, reason=reason)
         except SessionError as exc:
             self._fail(exc)
             return
-        if status.state.value == "ready":
+        if status.state is ServerState.READY and list(status.argv) == list(argv):
             self.notify(f"{name} is ready")
-        else:
-            lines = "\n".join(status.crash_lines[-3:])
-            hint = "  ctrl+r rolls back to the last good flags" if status.last_good_argv else ""
-            self.notify(f"{name} failed: {status.crash_class}\n{lines}{hint}", severity="error", timeout=15)
+            return
+        failed = next(iter(self.session.journal.events(target=name, types=["server.failed"], limit=1, newest_first=True)), None)
+        klass = (failed.data.get("class") if failed else None) or status.crash_class
+        if status.state is ServerState.READY:  # rollback = "auto" already restored the last good flags
+            self.notify(f"{name} failed ({klass}); rolled back to the last good flags: ready", severity="warning", timeout=15)
+            return
+        lines = "\n".join(status.crash_lines[-3:])
+        self.notify(f"{name} failed: {status.crash_class}\n{lines}", severity="error", timeout=15)
+        if rt.cfg.rollback == "offer" and status.last_good_argv and list(status.last_good_argv) != list(argv):
+            self.confirm_rollback(name, after=str(status.crash_class))
 
     def action_rollback(self) -> None:
         name = self._selected_server()
         if name is not None:
             self.confirm_rollback(name)
 
-    def confirm_rollback(self, name: str) -> None:
-        """Confirm and restart ``name`` with its last good flags."""
+    def confirm_rollback(self, name: str, *, after: str | None = None) -> None:
+        """Confirm and restart ``name`` with its last good flags; ``after`` (a crash class)
+        makes it the offer that follows a failed restart."""
         rt = self.session.servers[name]
         last_good = rt.status.last_good_argv
         if not last_good:
             self.notify(f"{name}: no last good flags recorded yet", severity="warning")
             return
-        diff = Flags.parse(rt.status.argv).diff(Flags.parse(last_good))
-        body = "\n".join(c.describe() for c in diff) or "(same flags)"
-        body += "\n\n" + shlex.join(last_good)
+        body = Text()
+        if after:
+            body.append(f"The restart failed: {after}\n", style="bold")
+            for line in rt.status.crash_lines[-4:]:
+                body.append(f"  {line}\n")
+            body.append("\n")
+        body.append("back to the last flags that became ready:\n", style="bold")
+        for change in Flags.parse(rt.status.argv).diff(Flags.parse(last_good)) or []:
+            body.append(f"  {change.describe()}\n")
+        body.append("\n" + shlex.join(last_good))
+        reason = f"offered after {after}" if after else "operator"
+        title = f"{name} failed — roll back to its last good flags?" if after else f"Roll back {name} to its last good flags?"
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.run_worker(self._rollback(name), group=f"restart-{name}", exit_on_error=False)
+                self.run_worker(self._rollback(name, reason), group=f"restart-{name}", exit_on_error=False)
 
-        self.push_screen(ConfirmScreen(f"Roll back {name} to its last good flags?", body, "Roll back"), confirmed)
+        self.push_screen(ConfirmScreen(title, body, "Roll back"), confirmed)
 
-    async def _rollback(self, name: str) -> None:
+    async def _rollback(self, name: str, reason: str = "operator") -> None:
         try:
-            status = await self.session.rollback(name)
+            status = await self.session.rollback(name, reason=reason)
             self.notify(f"{name}: {status.state.value}")
         except SessionError as exc:
             self._fail(exc)
@@ -124,8 +168,34 @@ class ServerIntents(IntentBase):
             self.show_server_log(name)
 
     def show_server_log(self, name: str) -> None:
-        """Show the last lines of ``name``'s log."""
+        """Show why the server failed (class and the relevant lines) above its log tail."""
         rt = self.session.servers[name]
-        body = "\n".join(rt.log_tail) or "(no log lines yet)"
-        self.push_screen(DetailsScreen(f"{name} log ({rt.controller.launch.log_path if rt.controller.launch else 'not started'})", body))
+        st = rt.status
+        body = Text()
+        if st.crash_class:
+            body.append(f"{st.crash_class}", style="bold red")
+            body.append(f"  {st.message or ''}\n")
+            for line in st.crash_lines:
+                body.append(f"  {line}\n", style="red")
+            body.append("\n")
+        body.append(f"last {len(rt.log_tail)} lines:\n", style="bold")
+        body.append("\n".join(rt.log_tail) or "(no log lines yet)")
+        launch = rt.controller.launch
+        where = (launch.log_path or f"journal of {getattr(rt.controller, 'unit', '?')}") if launch else "not started"
+        self.push_screen(DetailsScreen(f"{name} log ({where})", body))
 
+    def notice_server_changes(self, servers) -> None:
+        """Notify when a server becomes hung, or crashes outside a restart (called with
+        every snapshot's servers)."""
+        seen = getattr(self, "_optui_server_states", None)
+        if seen is None:
+            seen = self._optui_server_states = {}
+        for st in servers:
+            before = seen.get(st.name)
+            seen[st.name] = st.state
+            if before is None or before is st.state:
+                continue
+            if st.state is ServerState.HUNG:
+                self.notify(f"{st.name} is HUNG: {self.session.servers[st.name].load.message}", severity="error", timeout=20)
+            elif st.state is ServerState.CRASHED and not st.busy:
+                self.notify(f"{st.name} crashed: {st.crash_class}  (l: log)", severity="error", timeout=15)

@@ -11,6 +11,7 @@ import time
 
 from rich.text import Text
 
+from optui.core.server_log import phase_durations
 from optui.core.server_state import ServerState, ServerStatus
 from optui.ui.colors import STATE_VARIABLE, style
 from optui.ui.widgets.cursor_list import CursorList
@@ -67,6 +68,9 @@ class ServerPanel(CursorList):
         row.append(f" {state.upper()}", style=st)
         if s.state is ServerState.READY and s.ready_at:
             row.append(f" {fmt_duration(now - s.ready_at)}")
+            started = startup_seconds(s.phases)
+            if started is not None:
+                row.append(f" (start {started:.1f}s)", style="dim")
         elif s.state.is_transitional and s.state_since:
             row.append(f" {fmt_duration(now - (s.started_at or s.state_since))}")
         if s.busy:
@@ -100,22 +104,24 @@ class ServerPanel(CursorList):
             t.append((s.crash_lines[-1] if s.crash_lines else s.message or "")[:200])
             if s.last_good_argv and tuple(s.last_good_argv) != tuple(s.argv):
                 t.append("  (ctrl+r: roll back to last good)", style=style(app, "warning"))
+            t.append("  (l: log)", style="dim")
             return t
         if s.state in (ServerState.STARTING, ServerState.WARMING):
-            marks = list(s.phases)
             phase = s.phase or ("warming" if s.state is ServerState.WARMING else "launching")
             t.append(f"phase {phase}", style=style(app, "state-busy"))
-            if marks:
-                steps = []
-                for a, b in zip(marks, marks[1:]):
-                    steps.append(f"{a.phase} {b.t - a.t:.1f}s")
-                if steps:
-                    t.append("  (" + ", ".join(steps[-3:]) + ")", style="dim")
-            return t
-        if s.state is ServerState.HUNG:
-            t.append("HUNG: requests waiting, no tokens generated", style=style(app, "state-failed", bold=True))
+            if s.phases and s.started_at:
+                current = time.time() - s.started_at - s.phases[-1].t
+                if current == current and current >= 0:
+                    t.append(f" {current:.1f}s", style=style(app, "state-busy"))
+            done = phase_steps(s.phases)[:-1]
+            if done:
+                t.append("  (" + ", ".join(done[-4:]) + ")", style="dim")
             return t
         load = s.load
+        if s.state is ServerState.HUNG:
+            busy = (load.running or 0) + (load.waiting or 0)
+            t.append(f"HUNG: {busy:.0f} requests running/waiting, no tokens generated", style=style(app, "state-failed", bold=True))
+            return t
         if load.running is not None or load.gen_tok_s is not None:
             t.append(f"run {fmt_value(load.running)}  wait {fmt_value(load.waiting)}  ")
             t.append(f"kv {fmt_value(load.kv_cache_pct)}%  gen {fmt_value(load.gen_tok_s, '{:,.0f}')} tok/s")
@@ -123,10 +129,34 @@ class ServerPanel(CursorList):
                 t.append(f"  prefix {load.prefix_hit_pct:.0f}%")
             if load.accept_length is not None:
                 t.append(f"  accept {load.accept_length:.2f}")
+            if load.source == "log":
+                t.append("  (from log lines)", style="dim")
         elif load.hint:
             t.append(load.hint, style="dim")
-        if s.state is ServerState.READY and s.phases:
-            ready = next((p.t for p in s.phases if p.phase == "ready"), None)
-            if ready is not None:
-                t.append(f"  (started in {ready:.1f}s)", style="dim")
+        if s.state is ServerState.READY:
+            steps = phase_steps(s.phases)
+            if steps:
+                t.append(("  ·  " if t.plain else "") + "start: " + " · ".join(steps), style="dim")
         return t
+
+
+def startup_seconds(phases) -> float | None:
+    """Seconds from launch to ready (the 1-token probe when it ran last), or None."""
+    marks = [p.t for p in phases if p.phase in ("probe", "ready") and p.t == p.t]
+    return max(marks) if marks else None
+
+
+_SHORT = {"launching": "launch", "init_dist": "dist", "loading_weights": "load", "kv_cache": "kv", "cuda_graph": "graph",
+          "http_up": "http", "warmup": "warmup", "compile": "compile", "probe": "probe"}
+
+
+def phase_steps(phases) -> list[str]:
+    """``["load 8.0s", "kv 1.2s", ...]``: each finished phase with its duration (the
+    journal's ``server.ready`` phases carry the same numbers)."""
+    out = []
+    for row in phase_durations(phases):
+        if row["phase"] == "ready" or row["dur"] is None:
+            continue
+        if row["dur"] >= 0.05:
+            out.append(f"{_SHORT.get(row['phase'], row['phase'])} {row['dur']:.1f}s")
+    return out

@@ -1,0 +1,254 @@
+"""Where commands run: the :class:`Shell` interface and its local implementation.
+
+Controllers (process, script, systemd) and the flag catalogue never call ``subprocess``
+or touch files directly; they go through a Shell, so the same code drives a remote host
+once an SSH implementation exists. Everything is an argv list: a remote Shell joins it with
+``shlex.join`` at the SSH boundary and nowhere else (never ``shell=True`` locally).
+
+:class:`LocalShell` runs on this machine; ``env`` is merged into every command's
+environment (tests put fake ``systemctl``/``journalctl`` scripts first on ``PATH``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from optui.adapters import proc
+from optui.adapters.log_follow import LogFollower
+from optui.core.textstream import LineSplitter
+
+
+class ShellError(Exception):
+    """A command that could not run (program missing, timeout) or failed when checked;
+    the message names the command and ends with its stderr."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """A finished command: ``returncode``, decoded ``stdout``/``stderr``, ``duration_s``."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        """Exit status 0."""
+        return self.returncode == 0
+
+    def check(self) -> CommandResult:
+        """Self when ok; else ShellError with the command and the end of its stderr."""
+        if self.ok:
+            return self
+        tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-3:]
+        raise ShellError(f"`{' '.join(self.argv)}` exited {self.returncode}" + (": " + " / ".join(tail) if tail else ""))
+
+
+class Spawned(Protocol):
+    """A launched long-running process: its PID (= process group id) and exit status."""
+
+    pid: int
+    returncode: int | None
+
+    async def wait(self) -> int:
+        """Wait for the exit; the exit status."""
+        ...
+
+
+class LogSource(Protocol):
+    """A follower calling ``on_line`` for each new log line (file tail, journal...)."""
+
+    async def run(self) -> None:
+        """Follow until :meth:`stop`."""
+        ...
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return."""
+        ...
+
+    def flush(self) -> None:
+        """Deliver whatever is buffered (the writer exited)."""
+        ...
+
+
+class Shell(Protocol):
+    """Commands and files on one host (see module doc). ``host`` is its config name."""
+
+    host: str
+
+    async def run(self, argv: Sequence[str], *, timeout_s: float = 30.0, env: Mapping[str, str] | None = None,
+                  cwd: str | None = None) -> CommandResult:
+        """Run a short command to completion (stdin closed). Raises ShellError when it
+        cannot start or exceeds ``timeout_s`` (its process group is killed)."""
+        ...
+
+    async def spawn_to_log(self, argv: Sequence[str], log_path: str, *, cwd: str | None = None,
+                           env: Mapping[str, str] | None = None) -> Spawned:
+        """Start a long-running process in its own process group, stdin closed,
+        ``PYTHONUNBUFFERED=1``, stdout+stderr appended to ``log_path``. Raises OSError."""
+        ...
+
+    def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
+        """Run ``argv`` and yield its output lines (stdout and stderr) until it exits or
+        the iterator is closed (then its process group is killed). Raises OSError when it
+        cannot start."""
+        ...
+
+    def follow_file(self, path: str, on_line: Callable[[str], None], *, offset: int = 0) -> LogSource:
+        """``tail -F`` of ``path`` from byte ``offset``."""
+        ...
+
+    async def file_size(self, path: str) -> int:
+        """Size of ``path`` in bytes (0 when missing)."""
+        ...
+
+    async def read_file(self, path: str) -> str | None:
+        """Text of ``path``, None when it does not exist. Raises ShellError otherwise."""
+        ...
+
+    async def write_file(self, path: str, text: str) -> None:
+        """Write ``path`` atomically (parents created). Raises ShellError (e.g. permission)."""
+        ...
+
+    async def rotate_file(self, path: str) -> None:
+        """Keep a non-empty ``path`` as ``path.1`` (previous start's log)."""
+        ...
+
+    async def pid_alive(self, pid: int) -> bool:
+        """True when ``pid`` exists and is not a zombie."""
+        ...
+
+    async def group_pids(self, pgid: int) -> set[int]:
+        """PIDs of the live members of process group ``pgid``."""
+        ...
+
+    async def stop_group(self, pgid: int, *, timeout_s: float, handle: Spawned | None = None) -> proc.StopOutcome:
+        """SIGTERM the group, wait ``timeout_s``, SIGKILL; reap ``handle``."""
+        ...
+
+    def kill_group_now(self, pgid: int) -> None:
+        """SIGKILL the group without waiting (last resort at exit)."""
+        ...
+
+
+class LocalShell:
+    """:class:`Shell` on this machine."""
+
+    def __init__(self, host: str = "local", env: Mapping[str, str] | None = None) -> None:
+        self.host = host
+        self.env = dict(env or {})
+
+    def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        return {**self.env, **(env or {})}
+
+    async def run(self, argv: Sequence[str], *, timeout_s: float = 30.0, env: Mapping[str, str] | None = None,
+                  cwd: str | None = None) -> CommandResult:
+        argv = [str(a) for a in argv]
+        t0 = time.monotonic()
+        try:
+            child = await proc.spawn_piped(argv, cwd=cwd, env=self._env(env))
+        except OSError as exc:
+            raise ShellError(str(exc)) from exc
+        try:
+            out, err = await asyncio.wait_for(child.communicate(), timeout_s)
+        except TimeoutError:
+            proc.kill_group_now(child.pid)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(child.wait(), 5.0)
+            raise ShellError(f"`{' '.join(argv)}` did not finish in {timeout_s:.0f} s") from None
+        except asyncio.CancelledError:
+            proc.kill_group_now(child.pid)
+            raise
+        return CommandResult(tuple(argv), child.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                             time.monotonic() - t0)
+
+    async def spawn_to_log(self, argv: Sequence[str], log_path: str, *, cwd: str | None = None,
+                           env: Mapping[str, str] | None = None) -> Spawned:
+        return await proc.spawn_to_log(list(argv), Path(log_path), cwd=cwd, env=self._env(env))
+
+    async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
+        argv = [str(a) for a in argv]
+        try:  # stderr joins stdout: a complaint of the tool (permissions...) shows up in order
+            child = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                env=proc.child_env(self._env(env)), start_new_session=True)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
+        splitter = LineSplitter()
+        try:
+            assert child.stdout is not None
+            while True:
+                chunk = await child.stdout.read(64 * 1024)
+                if not chunk:
+                    break
+                for line in splitter.feed(chunk).lines:
+                    yield line
+            for line in splitter.close().lines:
+                yield line
+        finally:
+            proc.kill_group_now(child.pid)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(child.wait(), 2.0)
+
+    def follow_file(self, path: str, on_line: Callable[[str], None], *, offset: int = 0) -> LogSource:
+        return LogFollower(Path(path), on_line, offset=offset)
+
+    async def file_size(self, path: str) -> int:
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return 0
+
+    async def read_file(self, path: str) -> str | None:
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ShellError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+    async def write_file(self, path: str, text: str) -> None:
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.optui-tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text, encoding="utf-8")
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise ShellError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+    async def rotate_file(self, path: str) -> None:
+        with contextlib.suppress(OSError):
+            if os.path.getsize(path):
+                os.replace(path, path + ".1")
+
+    async def pid_alive(self, pid: int) -> bool:
+        return proc.pid_alive(pid)
+
+    async def group_pids(self, pgid: int) -> set[int]:
+        return proc.group_pids(pgid)
+
+    async def stop_group(self, pgid: int, *, timeout_s: float, handle: Spawned | None = None) -> proc.StopOutcome:
+        return await proc.stop_group(pgid, timeout_s=timeout_s, proc=handle)  # type: ignore[arg-type]
+
+    def kill_group_now(self, pgid: int) -> None:
+        proc.kill_group_now(pgid)
+
+
+def shell_for(host: str, ssh: str | None = None) -> Shell:
+    """The shell of a configured host. Only this machine is implemented: an SSH host
+    (``ssh`` set) gets its remote implementation here (argv joined with ``shlex.join`` at
+    that boundary only); until then its commands run locally."""
+    return LocalShell(host)

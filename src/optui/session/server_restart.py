@@ -1,0 +1,184 @@
+"""The restart flow and ready gate of a :class:`~optui.session.server_runtime.ServerRuntime`.
+
+    server.restart, flags.changed → stop (server.stopped) → port free → the old PIDs' GPU
+    memory released → start (server.starting) → ready gate: /health 200 [+ 1-token
+    generation] [+ stability window] → server.ready (phases with durations; last good flags
+    stored) | server.failed (class, lines, phases)
+
+:class:`RestartFlow` is a mixin: it uses the runtime's state, controller and journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from optui.core import events as ev
+from optui.core.experiments import experiment_start
+from optui.core.flags import Flags
+from optui.core.server_state import CrashClass, ServerState, ServerStatus
+
+#: After /health said ready, how long to let the log catch up (llama.cpp logs from a
+#: thread, so its phase lines can trail HTTP) before the phases are journaled.
+LOG_CATCH_UP_S = 2.0
+_KINDS_WITH_READY_LINE = ("sglang", "vllm", "llamacpp")
+
+
+class RestartError(Exception):
+    """A restart that cannot begin (read-only, already restarting, not controllable)."""
+
+
+def url_host_port(url: str) -> tuple[str, int]:
+    """``(host, port)`` of an http(s) URL (default ports 80/443)."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.hostname or "127.0.0.1", port
+
+
+def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
+    """True when something accepts TCP connections on ``host:port``."""
+    with contextlib.suppress(OSError):
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    return False
+
+
+class RestartFlow:
+    """Restart and ready gate (mixed into ServerRuntime)."""
+
+    async def restart(self, argv: list[str], *, actor: str = "optui", reason: str = "", ready_timeout_s: float | None = None,
+                      todo_id: int | None = None) -> ServerStatus:
+        """Stop, wait for the port and the GPU memory, start with ``argv``, wait until
+        ready or failed. Opens a new experiment (``exp-NNNN``: every later event of this
+        server carries it; ``todo_id`` links it to the todo item that asked for it).
+        Returns the final status; raises RestartError when it cannot begin."""
+        if self.status.busy:
+            raise RestartError(f"{self.name}: {self.status.busy} already in progress")
+        if self.cfg.control == "none":
+            raise RestartError(f"{self.name}: control = 'none' (optui only observes this server)")
+        old = list(self.status.argv)
+        self._set(busy="restarting")
+        try:
+            extra_exp = {} if todo_id is None else {"todo_id": todo_id}
+            self._safe(lambda: self.journal.new_experiment(self.name, experiment_start(old, argv, reason, **extra_exp), actor=actor))
+            self._journal(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv)}, actor=actor)
+            diff = [c.describe() for c in Flags.parse(old).diff(Flags.parse(argv))]
+            if diff:
+                self._journal(ev.FLAGS_CHANGED, {"diff": diff, "old_argv": old, "new_argv": list(argv)}, actor=actor)
+            old_pids = await self._server_pids()
+            stopped_at = time.time()
+            await self.stop(actor=actor)
+            if not await self._wait_port_free(10.0):
+                host, port = url_host_port(self.cfg.url)
+                return await self._fail_before_start(CrashClass.PORT_IN_USE, f"port {port} on {host} is still in use after stop",
+                                                     argv, actor)
+            held, waited = await self._wait_gpu_released(old_pids, stopped_at)
+            if held:
+                pids = ", ".join(map(str, sorted(held)))
+                msg = f"GPU memory still held by the old server's PIDs {pids} {waited:.0f} s after stop; not starting"
+                return await self._fail_before_start(CrashClass.OOM, msg, argv, actor)
+            extra = {} if waited is None else {"gpu_released_after_s": round(waited, 3)}
+            await self.start(argv, actor=actor, extra=extra)
+            return await self._ready_gate(ready_timeout_s or self.cfg.ready_timeout_s, actor)
+        finally:
+            self._starting = False
+            self._set(busy=None)
+
+    async def _fail_before_start(self, crash: CrashClass, msg: str, argv: list[str], actor: str) -> ServerStatus:
+        await self._set_state(ServerState.CRASHED, crash_class=crash, crash_lines=(msg,), message=msg)
+        self._journal(ev.SERVER_FAILED, {"class": str(crash), "message": msg, "argv": list(argv)}, actor=actor)
+        return self.status
+
+    async def _server_pids(self) -> set[int]:
+        if self.gpu_holders is None or self.controller.launch is None:
+            return set()
+        with contextlib.suppress(Exception):
+            return await self.controller.pids()
+        return set()
+
+    async def _wait_gpu_released(self, pids: set[int], after: float) -> tuple[set[int], float | None]:
+        """Wait until none of ``pids`` holds GPU memory (per a GPU reading taken after
+        ``after``), at most ``stop_timeout_s``. Returns (PIDs still holding, seconds waited);
+        seconds None when no GPU source can tell."""
+        if not pids or self.gpu_holders is None:
+            return set(), None
+        t0 = time.monotonic()
+        while True:
+            holders = await self.gpu_holders(after)
+            if holders is None:
+                return set(), None
+            still = pids & holders
+            waited = time.monotonic() - t0
+            if not still or waited >= self.cfg.stop_timeout_s:
+                return still, waited
+            await asyncio.sleep(0.5)
+
+    async def _wait_port_free(self, timeout_s: float) -> bool:
+        host, port = url_host_port(self.cfg.url)
+        deadline = time.monotonic() + timeout_s
+        while await asyncio.to_thread(port_open, host, port):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.2)
+        return True
+
+    async def _wait_state(self, done: Callable[[ServerState], bool], deadline: float) -> bool:
+        """Wait until ``done(state)`` or the monotonic ``deadline``; True when reached."""
+        async with self._state_changed:
+            while not done(self.status.state):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._state_changed.wait(), remaining)
+        return True
+
+    async def _ready_gate(self, timeout_s: float, actor: str) -> ServerStatus:
+        deadline = time.monotonic() + timeout_s
+        await self._wait_state(lambda s: s in (ServerState.READY, ServerState.CRASHED), deadline)
+        if self.status.state is ServerState.READY:
+            ready_s = self._elapsed()
+            if self.cfg.kind in _KINDS_WITH_READY_LINE and not self._classifier.log_ready:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._log_ready.wait(), LOG_CATCH_UP_S)
+                self._set(phases=tuple(self._classifier.phases))
+            if self.cfg.stability_s > 0:
+                left = await self._wait_state(lambda s: s is not ServerState.READY, time.monotonic() + self.cfg.stability_s)
+                if left:
+                    return await self._unstable(actor)
+            self._starting = False
+            stable_s = self._elapsed()
+            info = await self.probe.server_info() or {}
+            self._journal(ev.SERVER_READY, {"ready_s": round(ready_s, 3), "stable_s": round(stable_s, 3),
+                                            "phases": self._phases(ready_s), "argv": list(self.status.argv),
+                                            "model": self.status.model, "generate_probe": self._generated,
+                                            "server_version": info.get("version")}, actor=actor)
+            self._safe(lambda: self.journal.set_last_good(self.name, list(self.status.argv)))
+            self._set(last_good_argv=self.status.argv)
+            return self.status
+        self._starting = False
+        if self.status.state is not ServerState.CRASHED:  # timed out
+            msg = f"not ready after {timeout_s:.0f}s (last phase: {self.status.phase or 'none'})"
+            phases = self._phases(self._elapsed())
+            await self.stop(actor=actor)
+            await self._set_state(ServerState.CRASHED, crash_class=CrashClass.TIMEOUT, crash_lines=(msg,), message=msg)
+            self._journal(ev.SERVER_FAILED, {"class": "timeout", "message": msg, "argv": list(self.status.argv),
+                                             "phases": phases}, actor=actor)
+        return self.status
+
+    async def _unstable(self, actor: str) -> ServerStatus:
+        """The server left READY inside the stability window: a failed restart."""
+        self._starting = False
+        if self.status.state is ServerState.CRASHED:
+            return self.status  # _on_exit journaled it with its class
+        msg = f"became {self.status.state} within the {self.cfg.stability_s:.0f}s stability window"
+        phases = self._phases(self._elapsed())
+        await self.stop(actor=actor)
+        await self._set_state(ServerState.CRASHED, crash_class=CrashClass.UNKNOWN, crash_lines=(msg,), message=msg)
+        self._journal(ev.SERVER_FAILED, {"class": "unknown", "message": msg, "argv": list(self.status.argv), "phases": phases},
+                      actor=actor)
+        return self.status

@@ -1,0 +1,149 @@
+"""Server control through the real app (Pilot) over the demo campaign: the flag editor with
+the catalogue learned from the server's --help (type checks, help line, toggle, warnings in
+the confirm dialog), the rollback offer after a failed restart, the log view with the crash
+class, phase times in the servers panel, and the hung notification."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import httpx
+import pytest
+
+from optui.cli.run import write_demo_config
+from optui.config import load_config
+from optui.session import Session
+from optui.ui.app import OptuiApp
+from tests.helpers.demo import free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def make_app(directory, *, extra: str = "", env: str = "") -> OptuiApp:
+    cfg = write_demo_config(directory, port=free_port(), speed=20.0)
+    text = cfg.read_text()
+    if env:
+        text = text.replace("env = { OPTUI_DEMO_STATE", "env = { " + env + ", OPTUI_DEMO_STATE")
+    if extra:
+        text = text.replace("[servers.demo.presets.big-batch]", extra + "\n\n[servers.demo.presets.big-batch]")
+    cfg.write_text(text)
+    return OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
+
+
+async def wait_for(pilot, predicate, timeout=30.0, step=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await pilot.pause(step)
+    raise AssertionError("condition not reached in time")
+
+
+def text_of(app, selector: str) -> str:
+    widget = app.screen.query_one(selector)
+    rendered = widget.render()
+    return getattr(rendered, "plain", str(rendered))
+
+
+async def edit(pilot, app, text: str) -> None:
+    """Put ``text`` into the editor's input and press Enter (typing every key costs ~0.1 s)."""
+    app.screen.query_one("#flags-input").value = text
+    await pilot.press("enter")
+
+
+async def ready(pilot, rt):
+    await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+
+
+async def test_editor_checks_values_against_the_learned_help_and_confirm_lists_warnings(tmp_path):
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        # startup time in the servers panel, per-phase times in the journal panel
+        await wait_for(pilot, lambda: "(start " in app.query_one("#servers").render().plain)
+        await wait_for(pilot, lambda: "ready in" in app.query_one("#journal").render().plain)
+        assert re.search(r"ready in \d+\.\ds \((\w+ \d+\.\ds(, )?)+\)", app.query_one("#journal").render().plain)
+        await pilot.press("2", "r")
+        await wait_for(pilot, lambda: "flags known from" in text_of(app, "#flags-help"))
+        await edit(pilot, app, "--kv-cache-dtype fp7")
+        assert "invalid choice: 'fp7'" in text_of(app, "#flags-error")
+        assert "fp7" not in " ".join(app.screen.flags.to_argv())
+        await pilot.press("ctrl+u", *"--kv-ca", "right")  # completion from the catalogue
+        assert app.screen.query_one("#flags-input").value == "--kv-cache-dtype"
+        await pilot.press("ctrl+u", *"--tp")
+        assert "--tp-size, --tensor-parallel-size TP_SIZE" in text_of(app, "#flags-help")
+        await edit(pilot, app, "--max-running-requests 16")
+        await edit(pilot, app, "toggle --disable-radix-cache")
+        assert "--disable-radix-cache" in app.screen.flags.to_argv()
+        await edit(pilot, app, "--no-such-flag")
+        assert "unknown flag" in text_of(app, "#flags-warnings")
+        await pilot.press("ctrl+s")
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        body = text_of(app, "#confirm-body")
+        assert "warnings:" in body and "--no-such-flag: unknown flag" in body
+        assert "will run:" in body and "optui.demo.fake_server" in body
+        assert "~ --max-running-requests: 4 → 16" in body and "+ --disable-radix-cache" in body
+        await pilot.press("n")
+        await pilot.press("q")
+
+
+async def test_failed_restart_offers_rollback_and_the_log_shows_the_class(tmp_path):
+    app = make_app(tmp_path)
+    session, rt = app.session, app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        good = list(rt.status.argv)
+        await pilot.press("2", "r")
+        await edit(pilot, app, "--mem-fraction-static 0.99")
+        await pilot.press("ctrl+s", "y")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title"))
+        assert str(rt.status.crash_class) == "oom"
+        assert "The restart failed: oom" in text_of(app, "#confirm-body")
+        await pilot.press("n")  # not now: look at the log first
+        await pilot.press("l")
+        assert type(app.screen).__name__ == "DetailsScreen"
+        details = app.screen.query("Static").last().render().plain
+        assert details.startswith("oom") and "CUDA out of memory" in details and "last " in details
+        await pilot.press("escape", "ctrl+r", "y")
+        await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready" and list(rt.status.argv) == good,
+                       timeout=40)
+        assert session.journal.events(types=["rollback"])[-1].data["reason"] == "operator"
+        # the offer path: fail again, accept the offer
+        await pilot.press("r")
+        await edit(pilot, app, "--mem-fraction-static 0.99")
+        await pilot.press("ctrl+s", "y")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title"))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready" and list(rt.status.argv) == good,
+                       timeout=40)
+        assert session.journal.events(types=["rollback"])[-1].data["reason"] == "offered after oom"
+        await pilot.press("q")
+
+
+async def test_hung_server_is_shown_and_notified(tmp_path):
+    app = make_app(tmp_path, extra="hung_after_s = 1.5", env='OPTUI_DEMO_HANG_AFTER = "1.0", SGLANG_HEALTH_CHECK_TIMEOUT = "60"')
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        async with httpx.AsyncClient(base_url=rt.cfg.url, timeout=60) as client:
+
+            async def drain():
+                async with client.stream("POST", "/v1/completions", json={"prompt": "x", "max_tokens": 20000, "stream": True}) as r:
+                    async for _ in r.aiter_lines():
+                        pass
+
+            streams = [asyncio.create_task(drain()) for _ in range(2)]
+            try:
+                await wait_for(pilot, lambda: rt.status.state.value == "hung", timeout=40)
+                await pilot.pause(0.5)
+                assert "HUNG: 2 requests running/waiting" in app.query_one("#servers").render().plain
+                assert any("is HUNG" in n.message for n in app._notifications)
+                assert app.session.journal.events(types=["alert"])[-1].data["kind"] == "hung"
+            finally:
+                for task in streams:
+                    task.cancel()
+                await asyncio.gather(*streams, return_exceptions=True)
+        await pilot.press("q")

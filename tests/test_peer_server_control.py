@@ -1,0 +1,154 @@
+"""optui's controller, probe, state machine and journal against llama.cpp's real
+``llama-server`` (tests/peers): start → 503 "Loading model" → ready; restart with changed
+``-c``/``-np`` (diff journaled, new values in /props and /slots); a bad flag → bad_flag →
+rollback to the last good flags → ready; ``kill -9`` → crashed/killed; /metrics mapped.
+Exact peer behaviour: tests/peers/NOTES.md."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from optui.config import load_config
+from optui.session import Session
+from tests.peers.llama_server import free_port
+
+pytest_plugins = ["tests.peers.fixtures"]
+pytestmark = pytest.mark.timeout(90)
+
+
+def write_config(directory: Path, argv: list[str], port: int, **server: object) -> Path:
+    lines = ['[hosts.local]', 'gpu_source = "none"', "", "[servers.llama]", f'url = "http://127.0.0.1:{port}"',
+             'kind = "llamacpp"', 'control = "process"', f"argv = {json.dumps(argv)}",
+             "poll_interval_s = 0.1", "stop_timeout_s = 5", "ready_timeout_s = 60"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in server.items()]
+    path = directory / "optui.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def llama_argv(binary: Path, model: Path, port: int, *extra: str) -> list[str]:
+    return [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "2", "--no-ui", *extra]
+
+
+@contextlib.asynccontextmanager
+async def session_for(tmp_path: Path, argv: list[str], port: int, **server: object):
+    session = Session(load_config(write_config(tmp_path, argv, port, **server)), actor="test", stop_servers_on_exit=True)
+    await session.start()
+    try:
+        yield session, session.servers["llama"]
+    finally:
+        await session.close()
+        session.kill_leftovers()
+
+
+def events(session: Session, type_: str) -> list[dict]:
+    return [e.data for e in session.journal.events(target="llama", types=[type_])]
+
+
+async def test_start_shows_loading_503_then_ready_with_phase_times_and_metrics(tmp_path, llama_server_bin, big_gguf):
+    port = free_port()
+    argv = llama_argv(llama_server_bin, big_gguf, port, "--load-mode", "none", "-c", "2048", "-np", "4", "--metrics", "-a", "tiny")
+    async with session_for(tmp_path, argv, port) as (session, rt):
+        status = await session.restart_server("llama", argv, reason="test")
+        assert status.state.value == "ready", (status.crash_class, status.crash_lines)
+        states = [(e["old"], e["new"]) for e in events(session, "server.state")]
+        new_states = [new for _, new in states]
+        assert new_states.index("starting") < new_states.index("warming") < new_states.index("ready"), states
+        ready = events(session, "server.ready")[-1]
+        phases = {p["phase"]: p for p in ready["phases"]}
+        assert list(phases)[:3] == ["launching", "loading_weights", "kv_cache"] and "ready" in phases
+        assert phases["loading_weights"]["dur"] > 0.1  # the visible load of the 136 MB model
+        assert ready["ready_s"] >= phases["kv_cache"]["t"]
+        assert session.journal.last_good("llama") == argv
+        # /metrics mapped after real traffic
+        async with httpx.AsyncClient(base_url=rt.cfg.url, timeout=30) as client:
+            for _ in range(2):
+                r = await client.post("/v1/completions", json={"prompt": "hello", "max_tokens": 8})
+                assert r.status_code == 200
+        deadline = time.monotonic() + 10
+        while (rt.status.load.generated_total or 0) < 16 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        load = rt.status.load
+        assert load.source == "metrics" and load.generated_total >= 16 and load.running == 0 and load.waiting == 0
+
+
+async def test_restart_with_new_ctx_and_parallel_is_journaled_and_visible(tmp_path, llama_server_bin, tiny_gguf):
+    port = free_port()
+    argv = llama_argv(llama_server_bin, tiny_gguf, port, "-c", "2048", "-np", "4", "--metrics", "-a", "tiny")
+    async with session_for(tmp_path, argv, port) as (session, rt):
+        assert (await session.restart_server("llama", argv)).state.value == "ready"
+        new = [*argv[:-7], "-c", "1024", "-np", "2", "--metrics", "-a", "tiny"]
+        status = await session.restart_server("llama", new, reason="smaller context")
+        assert status.state.value == "ready" and status.argv == tuple(new), (status, events(session, "server.failed"))
+        assert events(session, "flags.changed")[-1]["diff"] == ["~ -c: 2048 → 1024", "~ -np: 4 → 2"]
+        assert events(session, "server.restart")[-1]["reason"] == "smaller context"
+        async with httpx.AsyncClient(base_url=rt.cfg.url) as client:
+            props = (await client.get("/props")).json()
+            slots = (await client.get("/slots")).json()
+        assert props["total_slots"] == 2 and [s["n_ctx"] for s in slots] == [512, 512]
+        stopped = events(session, "server.stopped")[-1]
+        assert stopped["how"] == "term" and stopped["returncode"] == 0  # SIGTERM: clean exit 0
+
+
+async def test_bad_flag_is_classified_and_rolled_back_to_the_last_good(tmp_path, llama_server_bin, tiny_gguf):
+    port = free_port()
+    argv = llama_argv(llama_server_bin, tiny_gguf, port, "-c", "2048", "-np", "4", "-a", "tiny")
+    async with session_for(tmp_path, argv, port, rollback="auto") as (session, rt):
+        assert (await session.restart_server("llama", argv)).state.value == "ready"
+        status = await session.restart_server("llama", [*argv, "--no-such-flag"], reason="try a flag")
+        failed = events(session, "server.failed")[-1]
+        assert failed["class"] == "bad_flag" and failed["returncode"] == 1
+        assert failed["lines"] == ["error: invalid argument: --no-such-flag"]
+        rollback = events(session, "rollback")[-1]
+        assert rollback["reason"] == "auto after bad_flag" and rollback["to_argv"] == argv
+        assert events(session, "server.restart")[-1]["reason"] == "rollback: auto after bad_flag"
+        assert status.state.value == "ready" and status.argv == tuple(argv)
+        async with httpx.AsyncClient(base_url=rt.cfg.url) as client:
+            assert (await client.get("/health")).json() == {"status": "ok"}
+        types = [e.type for e in session.journal.events(target="llama")]
+        tail = types[types.index("server.failed"):]
+        assert tail.index("rollback") < tail.index("server.restart") < tail.index("server.ready")
+
+
+async def test_kill_9_is_crashed_killed_and_metrics_hint_without_flag(tmp_path, llama_server_bin, tiny_gguf):
+    port = free_port()
+    argv = llama_argv(llama_server_bin, tiny_gguf, port, "-a", "tiny")  # no --metrics: 501
+    async with session_for(tmp_path, argv, port) as (session, rt):
+        assert (await session.restart_server("llama", argv)).state.value == "ready"
+        deadline = time.monotonic() + 10
+        while rt.status.load.hint is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert rt.status.load.hint == "no /metrics: add --metrics"
+        os.kill(rt.status.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while rt.status.state.value != "crashed" and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert (rt.status.state.value, str(rt.status.crash_class)) == ("crashed", "killed")
+        failed = events(session, "server.failed")[-1]
+        assert failed["class"] == "killed" and failed["returncode"] == -9
+        assert rt.status.message == "exited rc=-9"
+
+
+async def test_flag_catalogue_learned_from_the_real_help(tmp_path, llama_server_bin, tiny_gguf):
+    port = free_port()
+    argv = llama_argv(llama_server_bin, tiny_gguf, port, "-c", "2048")
+    async with session_for(tmp_path, argv, port) as (session, rt):
+        assert rt.cached_catalog() is None
+        catalog = await rt.learn_catalog()
+        assert catalog.style == "llamacpp" and catalog.program == (str(llama_server_bin),)
+        assert catalog.lookup("-np").spec.names == ("-np", "--parallel")
+        assert rt.cached_catalog() is catalog
+        fresh = Session(load_config(tmp_path / "optui.toml"), actor="test2")  # a second optui reads the cache
+        try:
+            assert fresh.servers["llama"].cached_catalog() == catalog
+        finally:
+            fresh.journal.close()

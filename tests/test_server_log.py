@@ -1,0 +1,192 @@
+"""Crash classes from real-format log lines (every class of the issue), kind detection,
+llama.cpp timestamps, phase durations, the log-line load fallback and ``optui log classify``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from optui.cli import cli
+from optui.core.log_load import LogLoad, parse_batch_line
+from optui.core.server_log import LogClassifier, classify_log, detect_kind, line_timestamp, phase_durations
+from optui.core.server_state import CrashClass, PhaseMark
+
+TB = "Traceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py\", line 3012, in run\n    x()\n"
+
+# (kind, log text, exit status, expected class). Strings: servers_and_bench.md section 4
+# (SGLang 0.5.2/0.5.23, vLLM 0.33) and tests/peers/NOTES.md (llama-server, observed).
+CASES = [
+    # ---- oom
+    ("sglang", TB + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which 1.20 GiB is free.", 1, "oom"),
+    ("sglang", "[2025-01-15 10:00:49 TP0] Scheduler hit an exception: " + TB
+     + "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.2", 1, "oom"),
+    ("sglang", "[2025-01-15 10:03:00 TP0] Decode out of memory. Try to lower your batch size.", 1, "oom"),
+    ("vllm", "(EngineCore_DP0 pid=812) ERROR 09-01 12:00:00 [core.py:708] EngineCore failed to start.\n" + TB
+     + "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", 1, "oom"),
+    ("vllm", "ValueError: To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache is needed, "
+     "which is larger than the available KV cache memory (9.5 GiB). Based on the available memory, the estimated maximum "
+     "model length is 77824. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.", 1, "oom"),
+    ("vllm", "(EngineCore_DP0 pid=9) ERROR 09-01 12:00:00 [gpu_model_runner.py:2] Failed to load model - not enough GPU memory. "
+     "Try lowering --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization.", 1, "oom"),
+    ("llamacpp", "0.00.500.000 E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory", 1, "oom"),
+    # ---- bad_flag
+    ("sglang", "usage: launch_server.py [-h] --model-path MODEL_PATH\nlaunch_server.py: error: unrecognized arguments: --no-such-flag 1", 2, "bad_flag"),
+    ("sglang", "launch_server.py: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill", 2, "bad_flag"),
+    ("sglang", "launch_server.py: error: argument --tp-size/--tensor-parallel-size: invalid int value: 'x'", 2, "bad_flag"),
+    ("sglang", "launch_server.py: error: argument --enable-metrics: ignored explicit argument '1'", 2, "bad_flag"),
+    ("vllm", "vllm serve: error: unrecognized arguments: --max-modle-len 4096", 2, "bad_flag"),
+    ("vllm", "ValueError: `model` should be provided as the first positional argument when using `vllm serve`.", 1, "bad_flag"),
+    ("llamacpp", "error: invalid argument: --no-such-flag", 1, "bad_flag"),
+    ("llamacpp", 'error while handling argument "-c": stoi\n\nusage:\n-c,    --ctx-size N   size of the prompt context', 1, "bad_flag"),
+    ("sglang", "", 2, "bad_flag"),  # argparse's exit status alone
+    # ---- port_in_use
+    ("sglang", "[2025-01-15 10:01:12] ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use", 1, "port_in_use"),
+    ("vllm", "OSError: [Errno 98] Address already in use", 1, "port_in_use"),
+    ("vllm", "(APIServer pid=1) ERROR 09-01 12:00:00 [launcher.py:99] port 8000 is used by process psutil.Process(pid=77) launched with command:", 1, "port_in_use"),
+    ("llamacpp", "0.00.007.741 E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 18099\n"
+     "0.00.013.409 E srv  llama_server: exiting due to HTTP server error", 1, "port_in_use"),
+    # ---- load_failed
+    ("sglang", "[2025-01-15 10:01:14] Initialization failed. warmup error: " + TB + "RuntimeError: boom", 1, "load_failed"),
+    ("sglang", TB + "OSError: /models/qwen does not appear to have a file named config.json.", 1, "load_failed"),
+    ("vllm", "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}", 1, "load_failed"),
+    ("llamacpp", "0.00.006.664 E gguf_init_from_file: failed to open GGUF file '/nonexistent.gguf' (No such file or directory)\n"
+     "0.00.007.419 E srv  llama_server: exiting due to model loading error", 1, "load_failed"),
+    # ---- nccl
+    ("sglang", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error", 1, "nccl"),
+    ("vllm", "[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, "
+     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600049 milliseconds before timing out.", -6, "nccl"),
+    # ---- killed
+    ("sglang", "[2025-01-15 10:00:30 TP0] Load weight begin. avail mem=78.90 GB", -9, "killed"),
+    ("sglang", "[2025-01-15 10:00:30 TP0] Load weight begin. avail mem=78.90 GB", 137, "killed"),
+    ("sglang", "[2025-01-15 10:00:40] Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), "
+     "a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.", 1, "killed"),
+    ("vllm", "(APIServer pid=1) ERROR 09-01 12:00:00 [multiproc_executor.py:1] Worker proc VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.", 1, "killed"),
+    # ---- timeout (the ready gate produces it too; this is SGLang's own watchdog)
+    ("sglang", "[2025-01-15 11:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", -3, "timeout"),
+    # ---- unknown
+    ("sglang", "[2025-01-15 10:00:00] server_args=ServerArgs(model_path='m')", 1, "unknown"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "rc", "expected"), CASES, ids=[f"{c[3]}-{i}" for i, c in enumerate(CASES)])
+def test_every_crash_class_from_real_lines(kind, text, rc, expected):
+    out = classify_log(text, kind, returncode=rc)
+    assert out["final"] == "crashed"
+    assert out["class"] == expected
+    if expected not in ("unknown", "killed", "bad_flag") or text:
+        assert out["lines"], "the relevant lines are kept"
+
+
+def test_every_class_is_covered():
+    assert {c[3] for c in CASES} == {str(c) for c in CrashClass}
+
+
+def test_benign_lines_are_not_crashes():
+    c = LogClassifier("sglang")
+    for line in [
+        "[2025-01-15 10:00:05 TP0] Port 5000 is already in use, trying port 5001",
+        "[2025-01-15 10:02:00] Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.",
+        "(APIServer pid=1) WARNING 09-01 12:00:00 [x.py:1] With `vllm serve`, you should provide the model as a positional argument",
+    ]:
+        c.feed(line)
+    assert c.hints == [] and c.crash_class(0) is CrashClass.UNKNOWN
+
+
+def test_relevant_lines_show_the_traceback_end():
+    c = LogClassifier("sglang")
+    for line in (TB + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.").splitlines():
+        c.feed(line)
+    assert c.relevant_lines()[-1].startswith("torch.OutOfMemoryError")
+
+
+def test_llamacpp_timestamps_and_kind_detection():
+    assert line_timestamp("0.01.657.265 I slot get_availabl: id  3") == pytest.approx(1.657265)
+    log = "0.00.010.143 I srv  llama_server: initializing ...\n0.00.156.775 I srv  llama_server: listening on http://127.0.0.1:1\n"
+    out = classify_log(log)
+    assert out["kind"] == "llamacpp" and out["final"] == "ready"
+    assert out["phases"] == [{"phase": "launching", "t": 0.0}, {"phase": "ready", "t": 0.147}]
+    assert detect_kind("(APIServer pid=3) INFO 09-01 12:00:00 [api_server.py:1] x") == "vllm"
+    assert detect_kind("[2025-01-15 10:00:00] server_args=ServerArgs()") == "sglang"
+
+
+def test_phase_durations():
+    marks = [PhaseMark("launching", 0.0), PhaseMark("loading_weights", 1.5), PhaseMark("kv_cache", 4.0), PhaseMark("ready", 5.25)]
+    assert phase_durations(marks) == [
+        {"phase": "launching", "t": 0.0, "dur": 1.5}, {"phase": "loading_weights", "t": 1.5, "dur": 2.5},
+        {"phase": "kv_cache", "t": 4.0, "dur": 1.25}, {"phase": "ready", "t": 5.25, "dur": None}]
+    assert phase_durations(marks[:2], end_t=3.0)[-1]["dur"] == 1.5
+    assert phase_durations([PhaseMark("x", float("nan"))]) == [{"phase": "x", "t": None, "dur": None}]
+
+
+# ------------------------------------------------------------------ log-line load fallback
+SGLANG_STATS = [
+    "[2025-01-15 10:01:13 TP0] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, ",
+    "[2025-01-15 10:01:20 TP0] Decode batch. #running-req: 37, #token: 12345, token usage: 0.61, accept len: 3.21, cuda graph: True, "
+    "gen throughput (token/s): 2210.40, #queue-req: 3, ",
+]
+
+
+def test_sglang_decode_lines_give_a_load_view():
+    load = LogLoad()
+    for line in SGLANG_STATS:
+        assert load.feed(line)
+    assert not load.feed("[2025-01-15 10:01:21] INFO:     127.0.0.1:1 - \"POST /generate HTTP/1.1\" 200 OK")
+    view = load.view(hint="no /metrics: add --enable-metrics")
+    assert (view.running, view.waiting, view.kv_cache_pct, view.gen_tok_s, view.accept_length) == (37, 3, 61.0, 2210.4, 3.21)
+    assert view.source == "log" and view.hint.startswith("no /metrics") and load.progress == 1 and load.busy == 40
+
+
+def test_sglang_0523_dp_ranks_are_summed_and_vllm_engine_lines():
+    lines = [
+        "[2025-09-01 10:00:00 DP0 TP0] Decode batch, #running-req: 10, #token: 900, token usage: 0.20, cuda graph: True, gen throughput (token/s): 500.00, #queue-req: 1",
+        "[2025-09-01 10:00:00 DP1 TP1] Decode batch, #running-req: 6, #token: 700, token usage: 0.40, cuda graph: True, gen throughput (token/s): 300.00, #queue-req: 0",
+    ]
+    load = LogLoad()
+    for line in lines:
+        load.feed(line)
+    view = load.view()
+    assert (view.running, view.waiting, view.gen_tok_s) == (16, 1, 800) and view.kv_cache_pct == pytest.approx(30.0)
+    v = parse_batch_line("(APIServer pid=9) INFO 09-01 12:00:10 [loggers.py:1] Engine 000: Avg prompt throughput: 120.5 tokens/s, "
+                         "Avg generation throughput: 0.0 tokens/s, Running: 2 reqs, Waiting: 3 reqs, GPU KV cache usage: 4.5%, "
+                         "Prefix cache hit rate: 10.0%")
+    assert (v.running, v.waiting, v.kv_cache_pct, v.gen_tok_s, v.prefix_hit_pct, v.prompt_tok_s) == (2, 3, 4.5, 0.0, 10.0, 120.5)
+    spec = parse_batch_line("(APIServer pid=9) INFO 09-01 12:00:10 [metrics.py:1] SpecDecoding metrics: Mean acceptance length: 2.50, "
+                            "Accepted throughput: 10.00 tokens/s")
+    assert spec.accept_length == 2.5
+
+
+def test_log_progress_stands_still_when_hung_and_idle_resets_busy():
+    load = LogLoad()
+    load.feed(SGLANG_STATS[1])
+    before = load.progress
+    load.feed("(APIServer pid=9) INFO 09-01 12:00:10 [x.py:1] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+              "Avg generation throughput: 0.0 tokens/s, Running: 2 reqs, Waiting: 3 reqs, GPU KV cache usage: 4.5%")
+    assert load.progress == before  # a zero-rate line is no progress
+    load.idle()
+    assert load.busy == 0
+
+
+# ------------------------------------------------------------------ CLI
+def test_cli_log_classify_json(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("[2025-01-15 10:00:00] server_args=ServerArgs()\n[2025-01-15 10:00:07 TP0] Load weight begin. avail mem=78.90 GB\n"
+                   + TB + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    result = CliRunner().invoke(cli, ["log", "classify", str(log), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["final"] == "crashed" and data["class"] == "oom"
+    assert data["phases"] == [{"phase": "launching", "t": 0.0}, {"phase": "loading_weights", "t": 7.0}]
+    assert any("CUDA out of memory" in line for line in data["lines"])
+    human = CliRunner().invoke(cli, ["log", "classify", str(log)])
+    assert "crashed (oom)" in human.output and "loading_weights" in human.output
+    ready = tmp_path / "ready.log"
+    ready.write_text("[2025-01-15 10:00:00] server_args=x\n[2025-01-15 10:01:14] The server is fired up and ready to roll!\n")
+    assert json.loads(CliRunner().invoke(cli, ["log", "classify", str(ready), "--json"]).output)["final"] == "ready"
+    assert json.loads(CliRunner().invoke(cli, ["log", "classify", str(ready), "--json", "--returncode", "-9"]).output)["class"] == "killed"
+
+
+def test_cli_log_classify_missing_file_is_a_clean_error(tmp_path):
+    result = CliRunner().invoke(cli, ["log", "classify", str(tmp_path / "nope.log")])
+    assert result.exit_code == 2 and "cannot read" in result.output and "Traceback" not in result.output
