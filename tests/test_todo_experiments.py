@@ -176,9 +176,11 @@ def test_cli_runs_an_item_headless(tmp_path):
         (outcome,) = json.loads(r.stdout)
         assert outcome["status"] == "failed" and outcome["crash_class"] == "bad_flag" and outcome["step"] == "restart"
     finally:
-        rt = session.servers["demo"]
-        if rt.controller.attach() is not None:
-            rt.controller.kill_now()
+        from optui.adapters import proc
+
+        launch = session.servers["demo"].controller.recorded()  # whatever the CLI left running
+        if launch is not None:
+            proc.kill_group_now(launch.pid)
         session.journal.close()
 
 
