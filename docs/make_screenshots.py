@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from optui.cli.run import DEMO_TODOS, free_port, write_demo_config
+from optui.cli.tui import DEMO_TODOS, free_port, write_demo_config
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp

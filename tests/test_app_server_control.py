@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from optui.cli.run import write_demo_config
+from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from optui.adapters.journal import Journal
-from optui.cli.run import write_demo_config
+from optui.cli.tui import write_demo_config
 from tests.helpers.demo import free_port, http_status, subprocess_env
 
 pytestmark = pytest.mark.timeout(120)

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from optui.adapters.journal import Journal
 from optui.cli import cli
-from optui.cli.run import write_demo_config
+from optui.cli.tui import write_demo_config
 
 CLAUDE = [
     {"content": "Run the baseline sweep", "status": "completed", "activeForm": "Running the baseline sweep"},

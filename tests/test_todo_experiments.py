@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from optui.cli.run import write_demo_config
+from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.core.todo import TodoStatus
 from optui.session import Session

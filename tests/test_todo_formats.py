@@ -233,7 +233,7 @@ def test_claude_transcript_last_todowrite_call():
 
 
 def test_demo_todos_carry_valid_experiments():
-    from optui.cli.run import DEMO_TODOS
+    from optui.cli.tui import DEMO_TODOS
 
     specs = [ExperimentSpec.from_dict(e) for _, _, e in DEMO_TODOS if e]
     assert len(specs) == 4 and all(s.server == "demo" and s.bench == ("sweep",) for s in specs)

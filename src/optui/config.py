@@ -36,13 +36,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-CONFIG_FILE_NAME = "optui.toml"
-ENV_CONFIG = "OPTUI_CONFIG"
-
-
-class ConfigError(Exception):
-    """A configuration file that cannot be used; ``str()`` is the operator-facing message
-    (``FILE:LINE: FIELD: problem``, one line per problem)."""
+from optui.config_file import (  # noqa: F401  (re-exported: optui.config is the public place)
+    CONFIG_FILE_NAME,
+    ENV_CONFIG,
+    ConfigError,
+    default_state_dir,
+    find_config,
+    toml_syntax_error,
+)
 
 
 class _Model(BaseModel):
@@ -275,31 +276,6 @@ class LoadedConfig:
         self.journal_path = journal_path
 
 
-def find_config(explicit: str | os.PathLike | None = None) -> Path | None:
-    """The config file to use: ``explicit``, else ``$OPTUI_CONFIG``, else ``./optui.toml``
-    when it exists, else None. Raises ConfigError when an explicit file is missing."""
-    if explicit:
-        path = Path(explicit)
-        if not path.is_file():
-            raise ConfigError(f"{path}: no such config file")
-        return path
-    env = os.environ.get(ENV_CONFIG)
-    if env:
-        path = Path(env)
-        if not path.is_file():
-            raise ConfigError(f"{path}: no such config file (from ${ENV_CONFIG})")
-        return path
-    local = Path.cwd() / CONFIG_FILE_NAME
-    return local if local.is_file() else None
-
-
-def default_state_dir() -> Path:
-    """Where optui keeps state without a config file (platformdirs user state dir)."""
-    from platformdirs import user_state_dir
-
-    return Path(user_state_dir("optui", appauthor=False))
-
-
 def load_config(path: str | os.PathLike | None = None, *, search: bool = True) -> LoadedConfig:
     """Load and validate a config.
 
@@ -326,10 +302,7 @@ def parse_config_text(text: str, filename: str = CONFIG_FILE_NAME) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-        line = m.group(1) if m else "?"
-        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise ConfigError(f"{filename}:{line}: TOML syntax error: {message}") from exc
+        raise toml_syntax_error(exc, filename) from exc
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

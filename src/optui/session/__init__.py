@@ -1,6 +1,17 @@
-"""The headless orchestrator (no Textual): see :class:`optui.session.session.Session`."""
+"""The headless orchestrator (no Textual): see :class:`optui.session.session.Session`.
+
+Imported lazily (``optui.session.Session``): the UI shows its first frame before the
+session's heavy dependencies (pydantic, httpx, asyncssh, sqlite) are loaded.
+"""
 
 from optui.session.errors import SessionError
-from optui.session.session import Session
 
 __all__ = ["Session", "SessionError"]
+
+
+def __getattr__(name: str):
+    if name == "Session":
+        from optui.session.session import Session
+
+        return Session
+    raise AttributeError(name)

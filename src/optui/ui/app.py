@@ -9,25 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
-from optui.session import Session
-from optui.session.state import SessionState
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
 from optui.ui.intents.todo import todo_commands
+from optui.ui.policy import allowed
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.bench_panel import PANEL_ROWS, BenchPanel
 from optui.ui.widgets.gpu_panel import GpuPanel
 from optui.ui.widgets.journal_panel import JournalPanel
+from optui.ui.widgets.key_bar import KeyBar
 from optui.ui.widgets.server_panel import ServerPanel
 from optui.ui.widgets.todo_panel import TodoPanel
+
+if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
+    from optui.session import Session
+    from optui.session.state import SessionState
 
 PANELS = {"gpus": "#gpus-box", "servers": "#servers-box", "todo": "#todo-box", "bench": "#bench-box", "journal": "#journal-box"}
 _FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "bench": "#bench-log", "journal": "#journal"}
@@ -35,7 +41,13 @@ MIN_FRAME_S = 0.1
 
 
 class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackIntents, App):
-    """optui's TUI over one :class:`~optui.session.Session`."""
+    """optui's TUI over one :class:`~optui.session.Session`.
+
+    Give the session directly, or a ``loader`` (called in a worker thread after the first
+    frame; it imports the heavy parts, validates the config and builds the session) so the
+    screen appears at once. A loader error (``ConfigError``, ``JournalError``) ends the app
+    with ``startup_error`` set and exit code 2.
+    """
 
     CSS_PATH = "optui.tcss"
     TITLE = "optui"
@@ -61,22 +73,28 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         Binding("p", "pause", "Pause", show=False, id="app.pause"),
         Binding("ctrl+l", "refresh", "Refresh", show=False, id="app.refresh"),
     ]
-    #: actions that change a server or run load: hidden and refused with --read-only
-    MUTATING = {"restart", "rollback", "bench", "abort_bench"}
 
-    def __init__(self, session: Session, *, theme_name: str | None = None, keymap: dict[str, str] | None = None,
-                 title: str | None = None) -> None:
+    def __init__(self, session: Session | None = None, *, loader: Callable[[], Session] | None = None,
+                 theme_name: str | None = None, keymap: dict[str, str] | None = None, title: str | None = None,
+                 log_max_lines: int = 10_000) -> None:
         super().__init__()
-        self.session = session
-        self._theme_name = theme_name or session.config.theme or DEFAULT_THEME
-        self._user_keymap = dict(session.config.keymap, **(keymap or {}))
+        if (session is None) == (loader is None):
+            raise ValueError("give a session or a loader")
+        self.session: Session | None = session
+        self._loader = loader
+        self.startup_error: str | None = None
+        config = session.config if session is not None else None
+        self._theme_name = theme_name or (config.theme if config else None) or DEFAULT_THEME
+        self._user_keymap = dict(config.keymap if config else {}, **(keymap or {}))
+        self._log_max_lines = config.log_max_lines if config else log_max_lines
         self._seen_version = -1
         self._keys: dict[str, object] = {}
         self._bench_run_id: int | None = None
         self._session_closed = False
-        self._campaign = session.loaded.path.resolve().parent.name if session.loaded.path else "(no optui.toml)"
+        self._campaign = "loading…"
         if title:
             self.sub_title = title
+        self._theme_errors = self._apply_theme()
 
     # ---------------------------------------------------------- setup
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -97,28 +115,43 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
                 yield TodoPanel(id="todo")
             with Vertical(id="bench-box", classes="panel") as box:
                 box.border_title = "[4] Bench"
-                yield BenchPanel(id="bench", max_lines=self.session.config.log_max_lines)
+                yield BenchPanel(id="bench", max_lines=self._log_max_lines)
         with Vertical(id="journal-box", classes="panel") as box:
             box.border_title = "[5] Journal"
             yield JournalPanel(id="journal")
-        yield Footer(compact=True)
+        yield KeyBar(id="keys")
 
-    def on_mount(self) -> None:
+    def _apply_theme(self) -> list[str]:
+        """Register the theme files and select the configured theme before the first frame
+        (a theme change after mount would recompute every style); problems to report."""
         themes, errors = load_themes()
         for theme in themes:
             self.register_theme(theme)
-        if errors:
-            self.notify("\n".join(errors), title="broken theme file(s) skipped", severity="warning", timeout=10)
-        try:
-            self.theme = self._theme_name
-        except Exception:
-            self.notify(f"unknown theme {self._theme_name!r}; using {DEFAULT_THEME}", severity="warning")
-            self.theme = DEFAULT_THEME
+        name = self._theme_name if self._theme_name in self.available_themes else DEFAULT_THEME
+        if name != self._theme_name:
+            errors.append(f"unknown theme {self._theme_name!r}; using {DEFAULT_THEME}")
+        self.theme = name
+        return errors
+
+    def on_mount(self) -> None:
+        if self._theme_errors:
+            self.notify("\n".join(self._theme_errors), title="themes", severity="warning", timeout=10)
         if self._user_keymap:
             self.set_keymap(self._user_keymap)
-        self.query_one("#gpus", GpuPanel).mem_alert_pct = self.session.config.mem_alert_pct
         focus_now(self.query_one("#servers"))
         self._exit_on_signals()
+        self.query_one("#status-line", Static).update("optui  loading campaign…")
+
+    def on_descendant_focus(self) -> None:
+        self.call_after_refresh(self._update_key_bar)
+
+    def _update_key_bar(self) -> None:
+        with contextlib.suppress(Exception):
+            self.query_one(KeyBar).update_keys()
+
+    def on_ready(self) -> None:
+        """The first frame is on screen: now load the campaign (heavy imports, config
+        validation, journal) and start the session."""
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
 
     def _exit_on_signals(self) -> None:
@@ -132,7 +165,21 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
                 loop.add_signal_handler(sig, self.exit)
 
     async def _start_session(self) -> None:
-        await self.session.start()
+        if self.session is None:
+            try:
+                self.session = await asyncio.to_thread(self._loader)
+            except Exception as exc:  # ConfigError / JournalError: a message for the operator
+                self.startup_error = str(exc)
+                self.exit(return_code=2)
+                return
+        session = self.session
+        loaded = session.loaded
+        self._campaign = loaded.path.resolve().parent.name if loaded.path else "(no optui.toml)"
+        if session.config.keymap:
+            self.set_keymap(dict(session.config.keymap, **self._user_keymap))
+        self.query_one("#gpus", GpuPanel).mem_alert_pct = session.config.mem_alert_pct
+        self.refresh_bindings()
+        await session.start()
         await self._render_loop()
 
     async def _render_loop(self) -> None:
@@ -157,6 +204,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self._apply_if_changed("events", last_seq, lambda: self.show_journal(state))
             self._apply_bench(state)
             self._apply_status_line(state)
+            self.query_one(KeyBar).update_keys()
 
     def _apply_if_changed(self, key: str, value, apply) -> None:
         if self._keys.get(key) is not value and self._keys.get(key) != value:
@@ -192,13 +240,12 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
     # ---------------------------------------------------------- actions: view
     def get_system_commands(self, screen):
         yield from super().get_system_commands(screen)
-        yield from palette_commands(self)
-        yield from todo_commands(self)
+        if self.session is not None:
+            yield from palette_commands(self)
+            yield from todo_commands(self)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.MUTATING and self.session.read_only:
-            return None  # hidden and refused
-        return True
+        return allowed(self, action, parameters)  # False: hidden from the footer and refused
 
     def action_focus_panel(self, name: str) -> None:
         focus_now(self.query_one(_FOCUS_TARGET[name]))
@@ -234,5 +281,6 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         if self._session_closed:
             return
         self._session_closed = True
-        with contextlib.suppress(Exception):
-            await self.session.close()
+        if self.session is not None:
+            with contextlib.suppress(Exception):
+                await self.session.close()

@@ -8,12 +8,9 @@ from functools import partial
 
 from textual.app import SystemCommand
 
-from optui.core.bench_sweep import parse_sweep
-from optui.session import SessionError
+from optui.session.errors import SessionError
 from optui.ui.colors import focus_now
 from optui.ui.intents.base import IntentBase
-from optui.ui.screens.results import ResultsScreen
-from optui.ui.screens.text_prompt import TextPrompt
 from optui.ui.widgets.bench_panel import BenchAction
 
 
@@ -27,6 +24,8 @@ class BenchIntents(IntentBase):
     def _choose_preset(self, title: str, then: Callable[[str], None]) -> None:
         """Call ``then(name)`` with the preset to use: the only one for the selected
         server, else the operator's choice."""
+        from optui.ui.screens.text_prompt import TextPrompt
+
         names = list(self.session.config.benchmarks)
         if not names:
             self.notify("no benchmarks configured ([benchmarks.NAME] in optui.toml)", severity="warning")
@@ -70,6 +69,9 @@ class BenchIntents(IntentBase):
 
     def ask_sweep(self, name: str) -> None:
         """Prompt for the sweep of preset ``name`` (default: its configured sweep), run it."""
+        from optui.core.bench_sweep import parse_sweep
+        from optui.ui.screens.text_prompt import TextPrompt
+
         try:
             default = self.session.benches.default_sweep(name).describe()
         except (SessionError, ValueError) as exc:
@@ -77,6 +79,7 @@ class BenchIntents(IntentBase):
             return
 
         def typed(value: str | None) -> None:
+
             if not value or not value.strip():
                 return
             try:
@@ -115,6 +118,8 @@ class BenchIntents(IntentBase):
                     f"(c={row.group.concurrency if row.group.concurrency is not None else '-'})")
 
     def action_bench_results(self) -> None:
+        from optui.ui.screens.results import ResultsScreen
+
         self.push_screen(ResultsScreen())
 
     def on_bench_action(self, msg: BenchAction) -> None:

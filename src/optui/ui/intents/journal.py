@@ -4,17 +4,15 @@ experiment, the experiments view, verdicts, and the findings report export."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from optui.core.event_details import bench_results_of, event_sections, experiment_sections
 from optui.core.events import Event, EventFilter
-from optui.session import SessionError
-from optui.session.state import SessionState
+from optui.session.errors import SessionError
 from optui.ui.intents.base import IntentBase
-from optui.ui.screens.details import DetailsScreen
-from optui.ui.screens.event_details import EventDetailsScreen, sections_text
-from optui.ui.screens.experiments import ExperimentsScreen
-from optui.ui.screens.text_prompt import TextPrompt
 from optui.ui.widgets.journal_panel import EventChosen, JournalFilterChanged, JournalPanel
+
+if TYPE_CHECKING:
+    from optui.session.state import SessionState
 
 #: how many matching events a filtered journal view loads
 FILTERED_LIMIT = 500
@@ -67,6 +65,9 @@ class JournalIntents(IntentBase):
 
     # ------------------------------------------------------------ details
     def on_event_chosen(self, msg: EventChosen) -> None:
+        from optui.core.event_details import bench_results_of, event_sections
+        from optui.ui.screens.event_details import EventDetailsScreen
+
         e = msg.event
         baselines = {}
         for result in bench_results_of(e):
@@ -77,6 +78,8 @@ class JournalIntents(IntentBase):
 
     # ------------------------------------------------------------ notes
     def action_note(self) -> None:
+        from optui.ui.screens.text_prompt import TextPrompt
+
         server = self._selected_server()
         exp = self.session.current_experiment(server)
         where = f" (linked to {exp} on {server})" if exp else ""
@@ -92,6 +95,8 @@ class JournalIntents(IntentBase):
 
     # ------------------------------------------------------------ experiments
     def action_experiments(self) -> None:
+        from optui.ui.screens.experiments import ExperimentsScreen
+
         def chosen(exp_id: str | None) -> None:
             if exp_id:
                 self.filter_journal(experiment=exp_id)
@@ -105,6 +110,10 @@ class JournalIntents(IntentBase):
 
     def show_experiment(self, x) -> None:
         """Open the details of experiment ``x``."""
+        from optui.core.event_details import experiment_sections
+        from optui.ui.screens.details import DetailsScreen
+        from optui.ui.screens.event_details import sections_text
+
         self.push_screen(DetailsScreen(f"{x.id} on {x.server}", sections_text(self, experiment_sections(x))))
 
     # ------------------------------------------------------------ export

@@ -3,9 +3,7 @@ reconnect a host now."""
 
 from __future__ import annotations
 
-from optui.adapters.ssh import SshError, SshState
 from optui.ui.intents.base import IntentBase
-from optui.ui.screens.confirm import ConfirmScreen
 
 
 class RackIntents(IntentBase):
@@ -14,10 +12,12 @@ class RackIntents(IntentBase):
     def untrusted_hosts(self) -> list[str]:
         """Hosts refused because their (unknown, not changed) key is not trusted yet."""
         return [name for name, ssh in self.session.ssh_hosts.items()
-                if ssh.state is SshState.UNTRUSTED and ssh.host_key is not None and not ssh.host_key.changed]
+                if ssh.state.value == "untrusted" and ssh.host_key is not None and not ssh.host_key.changed]
 
     def confirm_trust(self, host: str) -> None:
         """Show the key's fingerprint; on confirmation append it to known_hosts."""
+        from optui.ui.screens.confirm import ConfirmScreen
+
         ssh = self.session.ssh_hosts[host]
         info = ssh.host_key
         if info is None:
@@ -30,6 +30,8 @@ class RackIntents(IntentBase):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
+                from optui.adapters.ssh import SshError
+
                 try:
                     ssh.trust_host_key()
                     self.notify(f"{host}: key trusted, connecting…")

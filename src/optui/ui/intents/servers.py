@@ -4,17 +4,17 @@ failed restart), stop, show the log; notifications when a server hangs or crashe
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from optui.core.flags import Flags
 from optui.core.server_state import ServerState
-from optui.session import SessionError
-from optui.session.flag_catalogs import CatalogError
+from optui.session.errors import SessionError
 from optui.ui.intents.base import IntentBase
-from optui.ui.screens.confirm import ConfirmScreen
-from optui.ui.screens.details import DetailsScreen
-from optui.ui.screens.flag_editor import FlagEditorScreen
+
+if TYPE_CHECKING:
+    from optui.ui.screens.flag_editor import FlagEditorScreen
 
 
 class ServerIntents(IntentBase):
@@ -30,6 +30,8 @@ class ServerIntents(IntentBase):
     def open_flag_editor(self, name: str) -> None:
         """Open the flag editor for ``name`` (with the flag catalogue, learned from the
         server's ``--help`` in the background the first time); on apply, confirm, restart."""
+        from optui.ui.screens.flag_editor import FlagEditorScreen
+
         rt = self.session.servers[name]
         if rt.cfg.control == "none":
             self.notify(f"{name}: control = 'none' — optui only observes it", severity="warning")
@@ -51,6 +53,8 @@ class ServerIntents(IntentBase):
             self.run_worker(self._learn_catalog(name, editor), group=f"catalog-{name}", exit_on_error=False)
 
     async def _learn_catalog(self, name: str, editor: FlagEditorScreen, refresh: bool = False) -> None:
+        from optui.session.flag_catalogs import CatalogError
+
         try:
             catalog = await self.session.servers[name].learn_catalog(refresh=refresh)
         except CatalogError as exc:
@@ -68,6 +72,8 @@ class ServerIntents(IntentBase):
     def confirm_restart(self, name: str, argv: list[str], reason: str = "flag editor") -> None:
         """Show host, controller, diff, the catalogue's warnings and exactly what will run;
         restart on confirmation."""
+        from optui.ui.screens.confirm import ConfirmScreen
+
         rt = self.session.servers[name]
         old = Flags.parse(rt.status.argv)
         diff = old.diff(Flags.parse(argv))
@@ -122,6 +128,8 @@ class ServerIntents(IntentBase):
     def confirm_rollback(self, name: str, *, after: str | None = None) -> None:
         """Confirm and restart ``name`` with its last good flags; ``after`` (a crash class)
         makes it the offer that follows a failed restart."""
+        from optui.ui.screens.confirm import ConfirmScreen
+
         rt = self.session.servers[name]
         last_good = rt.status.last_good_argv
         if not last_good:
@@ -155,6 +163,8 @@ class ServerIntents(IntentBase):
 
     def confirm_stop(self, name: str) -> None:
         """Confirm and stop ``name``."""
+        from optui.ui.screens.confirm import ConfirmScreen
+
         def confirmed(ok: bool | None) -> None:
             if ok:
                 self.run_worker(self.session.stop_server(name), group=f"restart-{name}", exit_on_error=False)
@@ -169,6 +179,8 @@ class ServerIntents(IntentBase):
 
     def show_server_log(self, name: str) -> None:
         """Show why the server failed (class and the relevant lines) above its log tail."""
+        from optui.ui.screens.details import DetailsScreen
+
         rt = self.session.servers[name]
         st = rt.status
         body = Text()

@@ -13,11 +13,8 @@ from rich.text import Text
 from textual.app import SystemCommand
 
 from optui.core.todo import TodoItem
-from optui.session import SessionError
+from optui.session.errors import SessionError
 from optui.ui.intents.base import IntentBase
-from optui.ui.screens.details import DetailsScreen
-from optui.ui.screens.experiment_editor import ExperimentScreen
-from optui.ui.screens.text_prompt import TextPrompt
 from optui.ui.widgets.todo_panel import TodoIntent, TodoPanel
 
 
@@ -91,6 +88,8 @@ class TodoIntents(IntentBase):
 
     def edit_experiment(self, item: TodoItem) -> None:
         """Open the experiment editor for ``item``; save attaches, ctrl+d removes."""
+        from optui.ui.screens.experiment_editor import ExperimentScreen
+
         s = self.session
         if not s.config.servers:
             self.notify("no server configured: an experiment needs one ([servers.NAME] in optui.toml)", severity="warning")
@@ -115,6 +114,8 @@ class TodoIntents(IntentBase):
     def show_todo_history(self, item: TodoItem) -> None:
         """The item's history (every change, who, flagged conflicts, experiment runs);
         viewing it acknowledges a flagged conflict (the ⚠ goes, the history stays)."""
+        from optui.ui.screens.details import DetailsScreen
+
         body = Text()
         body.append(f"#{item.id} {item.content}\n", style="bold")
         body.append(f"origin {item.origin}   status {item.status.value}   priority {item.priority.value}\n")
@@ -148,6 +149,8 @@ class TodoIntents(IntentBase):
     # ---------------------------------------------------------- following
     def follow_prompt(self) -> None:
         """Ask for a list to follow (``claude:~/.claude/todos/x.json``...)."""
+        from optui.ui.screens.text_prompt import TextPrompt
+
         def entered(text: str | None) -> None:
             if text and text.strip():
                 try:

@@ -11,6 +11,7 @@ Returns ``{"experiment": dict | None}`` or None when cancelled.
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,11 +21,13 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
-from optui.config import Config
 from optui.core.experiment import ExperimentSpec, benches_for, build_experiment, parse_flag_edits
 from optui.core.flags import FlagError, Flags
 from optui.core.todo import TodoItem
 from optui.ui.colors import style
+
+if TYPE_CHECKING:
+    from optui.config import Config
 
 FIELDS = ("server", "preset", "flags", "bench", "base")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -28,11 +29,13 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static
 
-from optui.config import Preset
 from optui.core.flag_catalog import FlagCatalog, Issue
 from optui.core.flags import Arg, FlagError, Flags, canonical_name, is_flag_token, parse_assignment
 from optui.ui.colors import focus_now, style
 from optui.ui.widgets.cursor_list import CursorList
+
+if TYPE_CHECKING:
+    from optui.config import Preset
 
 
 def edited_name(text: str) -> str | None:

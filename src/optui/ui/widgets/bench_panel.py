@@ -13,6 +13,8 @@ results view. The panel posts :class:`BenchAction`; the app carries it out.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,9 +23,12 @@ from textual.message import Message
 from textual.widgets import DataTable, Log, Static
 
 from optui.core.bench_compare import Delta, Row, Sample
-from optui.session.bench_run import BenchView
 from optui.ui.colors import style
+from optui.ui.policy import allowed
 from optui.ui.widgets.meters import fmt_value, pct_bar
+
+if TYPE_CHECKING:
+    from optui.session.bench_run import BenchView
 
 COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the rest
     ("bench", "bench", 10),
@@ -117,6 +122,9 @@ class BenchPanel(Vertical):
         table.display = False  # shown once there are results
         for key, label, width in COLUMNS:
             table.add_column(label, key=key, width=width)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return allowed(self.app, action, parameters)
 
     def action_bench(self, op: str) -> None:
         self.post_message(BenchAction(op, self.selected_row() if op == "pin" else None))

@@ -25,6 +25,7 @@ from textual.widgets import Input
 
 from optui.core.todo import TodoItem, TodoStatus
 from optui.ui.colors import focus_now, style
+from optui.ui.policy import allowed
 from optui.ui.widgets.cursor_list import CursorList
 
 STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
@@ -63,6 +64,9 @@ class TodoList(CursorList):
         Binding("E", "intent('experiment')", "Experiment", show=False, id="todo.experiment"),
         Binding("i", "intent('history')", "History", show=False, id="todo.history"),
     ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return allowed(self.app, action, parameters)
 
     def action_intent(self, op: str) -> None:
         panel = self.parent

@@ -1,0 +1,60 @@
+"""optui's command line (click). ``optui`` alone starts the TUI; subcommands are one-shot
+JSON-friendly tools for scripts and agents. Each command group lives in its own module
+and is imported lazily, so ``optui --help`` stays fast."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# name -> "module:attribute" of a click command or group
+_COMMANDS = {
+    "demo": "optui.cli.run:demo",
+    "gpus": "optui.cli.gpus:gpus",
+    "bench": "optui.cli.bench:bench",
+    "log": "optui.cli.log:log",
+    "todo": "optui.cli.todo:todo",
+    "status": "optui.cli.status:status",
+    "restart": "optui.cli.status:restart",
+    "journal": "optui.cli.journal:journal",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = _COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return None
+            raise
+        return getattr(module, attr)
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="optui.toml to use (default: $OPTUI_CONFIG, else ./optui.toml).")
+@click.option("--theme", default=None, help="Theme name (overrides the config).")
+@click.option("--read-only", is_flag=True, default=False, help="Hide and refuse every action that changes a server.")
+@click.version_option(package_name="optui")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, theme: str | None, read_only: bool) -> None:
+    """optui: one screen for tuning LLM inference servers (GPUs, servers, todo, bench, journal).
+
+    Without a subcommand, starts the TUI on the configured campaign."""
+    ctx.ensure_object(dict)
+    ctx.obj.update(config_path=config_path, theme=theme, read_only=read_only)
+    if ctx.invoked_subcommand is None:
+        from optui.cli.tui import run_tui
+
+        run_tui(config_path, theme=theme, read_only=read_only)

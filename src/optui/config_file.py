@@ -1,0 +1,74 @@
+"""Finding ``optui.toml`` and peeking at it cheaply — no pydantic.
+
+The TUI's first frame must not wait for the config's full validation (pydantic is the
+heaviest import of optui): the CLI finds the file and reads the few UI settings the first
+frame needs (theme, keymap) with ``tomllib`` here; :mod:`optui.config` validates the whole
+file right after. A TOML syntax error is reported here already, with its line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+CONFIG_FILE_NAME = "optui.toml"
+ENV_CONFIG = "OPTUI_CONFIG"
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used; ``str()`` is the operator-facing message
+    (``FILE:LINE: FIELD: problem``, one line per problem)."""
+
+
+def find_config(explicit: str | os.PathLike | None = None) -> Path | None:
+    """The config file to use: ``explicit``, else ``$OPTUI_CONFIG``, else ``./optui.toml``
+    when it exists, else None. Raises ConfigError when an explicit file is missing."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such config file")
+        return path
+    env = os.environ.get(ENV_CONFIG)
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such config file (from ${ENV_CONFIG})")
+        return path
+    local = Path.cwd() / CONFIG_FILE_NAME
+    return local if local.is_file() else None
+
+
+def default_state_dir() -> Path:
+    """Where optui keeps state without a config file (platformdirs user state dir)."""
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("optui", appauthor=False))
+
+
+def toml_syntax_error(exc: tomllib.TOMLDecodeError, filename: str) -> ConfigError:
+    """``FILE:LINE: TOML syntax error: ...`` for a tomllib error."""
+    m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+    line = m.group(1) if m else "?"
+    message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+    return ConfigError(f"{filename}:{line}: TOML syntax error: {message}")
+
+
+def peek_ui_settings(path: Path | None) -> dict:
+    """``{"theme": ..., "keymap": {...}}`` from the file's top level (unvalidated; the full
+    validation follows). Raises ConfigError for a missing file or a TOML syntax error."""
+    if path is None:
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_syntax_error(exc, str(path)) from exc
+    out = {}
+    if isinstance(data.get("theme"), str):
+        out["theme"] = data["theme"]
+    if isinstance(data.get("keymap"), dict):
+        out["keymap"] = {str(k): str(v) for k, v in data["keymap"].items()}
+    return out
