@@ -50,3 +50,43 @@ def test_secrets_are_masked_in_the_command_log():
     for i in range(3):
         log.add("local", ["echo", str(i)], 0, 0.1, "test")
     assert [r.argv[1] for r in log.records] == ["1", "2"]
+
+
+async def test_app_shows_alerts_and_the_command_log(tmp_path):
+    """A server that crashes on its own → an alert notification + an `alert` event; `@`
+    lists the commands optui ran (the server start), with a masked api key."""
+    import asyncio
+    import sys
+    import time
+
+    from optui.config import load_config
+    from optui.session import Session
+    from optui.ui.app import OptuiApp
+
+    script = tmp_path / "server.py"
+    script.write_text("import sys, time\nprint('starting', flush=True)\ntime.sleep(1.0)\n"
+                      "print('torch.OutOfMemoryError: CUDA out of memory.', flush=True)\nsys.exit(1)\n")
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(f'''[hosts.local]\ngpu_source = "none"\n[servers.s]\nurl = "http://127.0.0.1:1"\n
+argv = ["{sys.executable}", "{script}", "--api-key", "sk-secret"]\nready_timeout_s = 30\n''')
+    session = Session(load_config(cfg), stop_servers_on_exit=True)
+    app = OptuiApp(session)
+    notes: list[str] = []
+    app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.3)
+        rt = session.servers["s"]
+        await rt.start()  # not through restart(): a crash nobody is waiting for
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any("out of memory" in n for n in notes):
+            await asyncio.sleep(0.1)
+        assert any("out of memory" in n for n in notes), notes
+        alerts = [e for e in session.journal.events(types=["alert"]) if e.data.get("kind") == "oom"]
+        assert alerts and alerts[0].target == "s"
+        await pilot.press("at")
+        await pilot.pause(0.3)
+        assert type(app.screen).__name__ == "CommandLogScreen"
+        table = app.screen.query_one("#command-table")
+        row = [str(c) for c in table.get_row_at(0)]
+        assert "server start" in row and "--api-key '***'" in row[-1] and "sk-secret" not in row[-1]
+        await pilot.press("escape", "q")

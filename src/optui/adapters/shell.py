@@ -146,6 +146,12 @@ class LocalShell:
     def __init__(self, host: str = "local", env: Mapping[str, str] | None = None) -> None:
         self.host = host
         self.env = dict(env or {})
+        #: ``on_command(host, argv, returncode, duration_s, what)``: the command log
+        self.on_command: Callable[..., None] | None = None
+
+    def _log(self, argv: Sequence[str], rc: int | None, duration_s: float, what: str) -> None:
+        if self.on_command is not None:
+            self.on_command(self.host, list(argv), rc, duration_s, what)
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         return {**self.env, **(env or {})}
@@ -168,12 +174,16 @@ class LocalShell:
         except asyncio.CancelledError:
             proc.kill_group_now(child.pid)
             raise
-        return CommandResult(tuple(argv), child.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                             time.monotonic() - t0)
+        result = CommandResult(tuple(argv), child.returncode or 0, out.decode("utf-8", "replace"),
+                               err.decode("utf-8", "replace"), time.monotonic() - t0)
+        self._log(argv, result.returncode, result.duration_s, "run")
+        return result
 
     async def spawn_to_log(self, argv: Sequence[str], log_path: str, *, cwd: str | None = None,
                            env: Mapping[str, str] | None = None) -> Spawned:
-        return await proc.spawn_to_log(list(argv), Path(log_path), cwd=cwd, env=self._env(env))
+        spawned = await proc.spawn_to_log(list(argv), Path(log_path), cwd=cwd, env=self._env(env))
+        self._log(argv, None, 0.0, "server start")
+        return spawned
 
     async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
         argv = [str(a) for a in argv]

@@ -72,6 +72,8 @@ class BenchRun:
         self.cfg = cfg
         self.base_url = base_url
         self.on_change = on_change
+        #: ``on_command(argv, returncode, duration_s)`` after each external command (command log)
+        self.on_command: Callable[[list[str], int | None, float], None] | None = None
         self.server_healthy = server_healthy
         self.api_key = api_key
         self.sweep = sweep
@@ -190,6 +192,8 @@ class BenchRun:
         if self._aborted:
             self._command.abort()
         outcome = await self._command.run()
+        if self.on_command is not None:
+            self.on_command(argv, outcome.returncode, outcome.duration_s)
         for note in outcome.notes:
             self.add_line(note)
         why = f": {outcome.error}" if outcome.status in ("stalled", "aborted") and outcome.error else ""

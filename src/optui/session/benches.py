@@ -63,6 +63,7 @@ class BenchService:
         run = BenchRun(name, cfg, base_url=rt.cfg.url, max_lines=s.config.log_max_lines, on_change=s.touch,
                        server_healthy=lambda: rt.status.state.is_up, api_key=api_key, sweep=sweep,
                        repeats=max(1, repeats))
+        run.on_command = lambda argv, rc, dt: s.command_log.add(getattr(cfg, "host", "local"), argv, rc, dt, "bench")
         self.current = run
         self._task = asyncio.create_task(self._run(run, rt), name=f"bench-{name}")
         s.touch()

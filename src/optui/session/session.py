@@ -22,7 +22,9 @@ from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
 from optui.core.todo import TodoItem
+from optui.session.alerts import Alert, AlertWatcher
 from optui.session.benches import BenchService
+from optui.session.command_log import CommandLog
 from optui.session.errors import SessionError
 from optui.session.flag_catalogs import CatalogStore
 from optui.session.gpu_poller import GpuPoller
@@ -89,6 +91,10 @@ class Session:
         self._last_seq = 0
         self._todos: tuple[TodoItem, ...] = ()
         self._results = ()
+        self.command_log = CommandLog(on_change=self.touch)
+        self._alert_watcher = AlertWatcher(self.config.mem_alert_pct)
+        self.alerts: deque[Alert] = deque(maxlen=100)  # newest last; alert_count numbers them
+        self.alert_count = 0
         self.benches = BenchService(self)
         self.todos = TodoService(self)
         self.todo_follow = TodoFollowService(self)
@@ -103,9 +109,13 @@ class Session:
                                                restarting_elsewhere=ServerLock(self.state_dir, name).held_by_other,
                                                gpu_holders=lambda after, host=cfg.host: gpu_holders(self.gpus, host, after),
                                                catalogs=catalogs)
+            shell = getattr(controller, "shell", None)
+            if shell is not None:
+                shell.on_command = self.command_log.add
         from optui.session.rack import make_ssh_hosts
 
-        self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch)
+        self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch,
+                                        on_command=lambda host, argv, rc, dt: self.command_log.add(host, argv, rc, dt, "ssh"))
         sources = {}
         intervals = {}
         for host in self.config.host_names():
@@ -224,6 +234,17 @@ class Session:
             with contextlib.suppress(Exception):  # GPU inventory for reports (hosts.seen)
                 for host, data in self._inventory.changes(self.gpus.snapshots.values()):
                     self.record(ev.HOSTS_SEEN, host, data)
+            self._check_alerts()
+
+    def _check_alerts(self) -> None:
+        """Turn new transitions into alerts: journaled (unless their producer already wrote
+        an ``alert`` event: hung, stalled bench) and queued for the UI."""
+        for alert in self._alert_watcher.check(self.snapshot()):
+            self.alerts.append(alert)
+            self.alert_count += 1
+            if alert.kind not in ("hung", "bench_stalled") and not self.observer:
+                self.record(ev.ALERT, alert.target, {"kind": alert.kind, "message": alert.message})
+            self.touch()
 
     async def close(self) -> None:
         """Stop everything optui started for this session (benchmarks always; servers only

@@ -71,6 +71,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         Binding("n", "note", "Note", show=False, id="journal.note"),
         Binding("E", "experiments", "Experiments", show=False, id="journal.experiments"),
         Binding("p", "pause", "Pause", show=False, id="app.pause"),
+        Binding("at", "command_log", "Commands", show=False, id="app.command_log"),
         Binding("ctrl+l", "refresh", "Refresh", show=False, id="app.refresh"),
     ]
 
@@ -91,6 +92,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._keys: dict[str, object] = {}
         self._bench_run_id: int | None = None
         self._session_closed = False
+        self._alerts_seen = 0
         self._campaign = "loading…"
         if title:
             self.sub_title = title
@@ -197,7 +199,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self._apply_if_changed("hosts", tuple(map(id, state.hosts)),
                                    lambda: self.query_one("#gpus", GpuPanel).show(state.hosts, self.session.gpus.history))
             self.query_one("#servers", ServerPanel).show(state.servers)
-            self.notice_server_changes(state.servers)
+            self._show_alerts()
             self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo", TodoPanel).show(state.todos))
             self.apply_todo_extras()
             last_seq = state.events[-1].seq if state.events else 0
@@ -205,6 +207,22 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self._apply_bench(state)
             self._apply_status_line(state)
             self.query_one(KeyBar).update_keys()
+
+    def _show_alerts(self) -> None:
+        """New alerts of the session as notifications (+ the terminal bell with
+        ``bell = true``). A crash during a restart is reported by the restart itself."""
+        session = self.session
+        new = session.alert_count - self._alerts_seen
+        if new <= 0:
+            return
+        self._alerts_seen = session.alert_count
+        for alert in list(session.alerts)[-new:]:
+            rt = session.servers.get(alert.target)
+            if alert.kind in ("crashed", "oom") and rt is not None and rt.status.busy:
+                continue
+            self.notify(alert.message, title=alert.kind.replace("_", " "), severity=alert.severity, timeout=15)
+            if session.config.bell:
+                self.bell()
 
     def _apply_if_changed(self, key: str, value, apply) -> None:
         if self._keys.get(key) is not value and self._keys.get(key) != value:
@@ -266,6 +284,11 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self.action_hide_help_panel()
         else:
             self.action_show_help_panel()
+
+    def action_command_log(self) -> None:
+        from optui.ui.screens.command_log import CommandLogScreen
+
+        self.push_screen(CommandLogScreen(self.session.command_log.records))
 
     def action_pause(self) -> None:
         self.session.set_paused(not self.session.paused)

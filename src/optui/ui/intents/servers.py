@@ -196,18 +196,3 @@ class ServerIntents(IntentBase):
         where = (launch.log_path or f"journal of {getattr(rt.controller, 'unit', '?')}") if launch else "not started"
         self.push_screen(DetailsScreen(f"{name} log ({where})", body))
 
-    def notice_server_changes(self, servers) -> None:
-        """Notify when a server becomes hung, or crashes outside a restart (called with
-        every snapshot's servers)."""
-        seen = getattr(self, "_optui_server_states", None)
-        if seen is None:
-            seen = self._optui_server_states = {}
-        for st in servers:
-            before = seen.get(st.name)
-            seen[st.name] = st.state
-            if before is None or before is st.state:
-                continue
-            if st.state is ServerState.HUNG:
-                self.notify(f"{st.name} is HUNG: {self.session.servers[st.name].load.message}", severity="error", timeout=20)
-            elif st.state is ServerState.CRASHED and not st.busy:
-                self.notify(f"{st.name} crashed: {st.crash_class}  (l: log)", severity="error", timeout=15)
