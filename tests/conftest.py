@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -55,3 +56,19 @@ def no_leaked_processes():
         except OSError:
             pass
     assert not leaked, "processes left running by the test suite:\n" + "\n".join(f"  {pid}: {cmd}" for pid, cmd in leaked)
+
+
+SNAPSHOT_NOW = 1_790_003_600.0  # the wall clock snapshot tests see (2026-09-21 13:33:20 UTC)
+
+
+@pytest.fixture
+def snapshot_clock(monkeypatch):
+    """Freeze what is on screen in snapshot tests: the zone is UTC and ``time.time()`` is
+    ``SNAPSHOT_NOW``, so event times (alerts raised while the app runs) do not change
+    between runs. Monotonic time, which asyncio and Textual use, keeps running."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    monkeypatch.setattr(time, "time", lambda: SNAPSHOT_NOW)
+    yield SNAPSHOT_NOW
+    monkeypatch.delenv("TZ")
+    time.tzset()

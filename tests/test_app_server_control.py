@@ -140,7 +140,7 @@ async def test_hung_server_is_shown_and_notified(tmp_path):
                 await wait_for(pilot, lambda: rt.status.state.value == "hung", timeout=40)
                 await pilot.pause(0.5)
                 assert "HUNG: 2 requests running/waiting" in app.query_one("#servers").render().plain
-                assert any("is HUNG" in n.message for n in app._notifications)
+                assert any("is hung" in n.message for n in app._notifications), [n.message for n in app._notifications]
                 assert app.session.journal.events(types=["alert"])[-1].data["kind"] == "hung"
             finally:
                 for task in streams:

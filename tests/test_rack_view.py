@@ -13,6 +13,7 @@ from optui.session import Session
 from optui.ui.app import OptuiApp
 
 FIXTURES = Path(__file__).parent / "fixtures" / "snap"
+pytestmark = pytest.mark.usefixtures("snapshot_clock")  # alerts raised on screen get a fixed time
 
 
 def rack_app(tmp_path: Path, hosts: int = 8) -> OptuiApp:

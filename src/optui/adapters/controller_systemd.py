@@ -222,6 +222,7 @@ class JournalFollower:
         self.from_now = from_now
         self.retry_s = retry_s
         self._stopped = False
+        self._last_line_at = time.monotonic()
 
     def _argv(self) -> list[str]:
         if self.cursor:
@@ -232,6 +233,7 @@ class JournalFollower:
 
     def deliver(self, json_line: str) -> None:
         """Handle one line of journalctl's output."""
+        self._last_line_at = time.monotonic()
         entry = parse_journal_line(json_line)
         if entry is None:
             if json_line.strip() and not json_line.startswith("-- "):
@@ -266,3 +268,15 @@ class JournalFollower:
 
     def flush(self) -> None:
         return None
+
+    async def settle(self, quiet_s: float = 0.3, max_s: float = 2.0) -> None:
+        """Wait until journalctl has been quiet for ``quiet_s`` since the call and since its
+        last line (at most ``max_s``): the unit's last lines (e.g. argparse's complaint)
+        reach the journal a little after the process has gone, and a crash is classified
+        from them."""
+        start = time.monotonic()
+        while not self._stopped and time.monotonic() - start < max_s:
+            now = time.monotonic()
+            if now - start >= quiet_s and now - self._last_line_at >= quiet_s:
+                return
+            await asyncio.sleep(0.05)

@@ -236,6 +236,9 @@ class ServerRuntime(RestartFlow):
         rc = self.controller.returncode()
         if self._log is not None:
             self._log.flush()
+            settle = getattr(self._log, "settle", None)  # followers whose lines can lag the exit
+            if settle is not None:
+                await settle()
         if self.status.state in (ServerState.DOWN, ServerState.CRASHED):
             return
         note = self.controller.exit_note()

@@ -35,6 +35,12 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.session import Session
     from optui.session.state import SessionState
 
+class PanelBox(Vertical):
+    """A bordered panel (GPUs, Servers...): the unit that ``z`` zooms to full screen."""
+
+    ALLOW_MAXIMIZE = True
+
+
 PANELS = {"gpus": "#gpus-box", "servers": "#servers-box", "todo": "#todo-box", "bench": "#bench-box", "journal": "#journal-box"}
 _FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "bench": "#bench-log", "journal": "#journal"}
 MIN_FRAME_S = 0.1
@@ -105,20 +111,20 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
     def compose(self) -> ComposeResult:
         yield Static("", id="status-line", markup=False)
         with Horizontal(id="top"):
-            with Vertical(id="gpus-box", classes="panel") as box:
+            with PanelBox(id="gpus-box", classes="panel") as box:
                 box.border_title = "[1] GPUs"
                 yield GpuPanel(id="gpus")
-            with Vertical(id="servers-box", classes="panel") as box:
+            with PanelBox(id="servers-box", classes="panel") as box:
                 box.border_title = "[2] Servers"
                 yield ServerPanel(id="servers")
         with Horizontal(id="middle"):
-            with Vertical(id="todo-box", classes="panel") as box:
+            with PanelBox(id="todo-box", classes="panel") as box:
                 box.border_title = "[3] Todo"
                 yield TodoPanel(id="todo")
-            with Vertical(id="bench-box", classes="panel") as box:
+            with PanelBox(id="bench-box", classes="panel") as box:
                 box.border_title = "[4] Bench"
                 yield BenchPanel(id="bench", max_lines=self._log_max_lines)
-        with Vertical(id="journal-box", classes="panel") as box:
+        with PanelBox(id="journal-box", classes="panel") as box:
             box.border_title = "[5] Journal"
             yield JournalPanel(id="journal")
         yield KeyBar(id="keys")

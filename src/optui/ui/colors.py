@@ -3,7 +3,7 @@
 optui's own variables (defaults in :data:`OPTUI_VARIABLES`, overridable per theme file):
 ``gpu-mem-used``, ``gpu-mem-reserved``, ``gpu-util``, ``gpu-hot``, ``meter-empty``,
 ``state-ready``, ``state-busy``, ``state-down``, ``state-failed``, ``delta-good``,
-``delta-bad``.
+``delta-bad``, ``panel-border`` (the border of panels without focus).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ OPTUI_VARIABLES = {
     "state-failed": "#ff5f5f",
     "delta-good": "#5fd75f",
     "delta-bad": "#ff5f5f",
+    "panel-border": "#303030",
 }
 
 

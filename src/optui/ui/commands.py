@@ -40,10 +40,6 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
     for host, ssh in session.ssh_hosts.items():
         if ssh.state.value != "live":
             yield SystemCommand(f"Reconnect {host} now", f"{ssh.state.value}: {ssh.error or ''}", partial(app.reconnect_host, host))
-    if writable:
-        for name, bench in config.benchmarks.items():
-            yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}", partial(app.start_bench, name))
-        yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
     yield SystemCommand("Add note to the journal", "A free-text note, linked to the current experiment", app.action_note)
     yield SystemCommand("Show experiments", "One row per experiment: change, ready time, metrics vs baseline, verdict (E)",
                         app.action_experiments)

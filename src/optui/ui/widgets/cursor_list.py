@@ -23,12 +23,12 @@ class CursorList(Widget, can_focus=True):
     """Rows with a cursor; subclasses build rows and react to :class:`Selected`."""
 
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "cursor(-10)", "Page up", show=False),
-        Binding("pagedown", "cursor(10)", "Page down", show=False),
-        Binding("home,g", "cursor_to(0)", "Top", show=False),
-        Binding("end,G", "cursor_to(-1)", "Bottom", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="list.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="list.down"),
+        Binding("pageup", "cursor(-10)", "Page up", show=False, id="list.page_up"),
+        Binding("pagedown", "cursor(10)", "Page down", show=False, id="list.page_down"),
+        Binding("home,g", "cursor_to(0)", "Top", show=False, id="list.top"),
+        Binding("end,G", "cursor_to(-1)", "Bottom", show=False, id="list.bottom"),
     ]
 
     DEFAULT_CSS = """

@@ -1,9 +1,10 @@
 """The GPU panel: one line per GPU of every host, meters on fixed scales, history.
 
 Per GPU: memory bar (used + reserved against total, MiB), utilization bar (0-100 %),
-utilization history sparkline (wide layouts), temperature and power / limit. Missing
-values read "n/a", never 0. A host whose source failed shows one explanatory line; a
-stale host is dimmed with the age of its data.
+utilization and memory history of the last 5 minutes (sparklines in green and in the
+memory colour, as wide as there is room; gaps where readings were missing), temperature
+and power / limit. Missing values read "n/a", never 0. A host whose source failed shows
+one explanatory line; a stale host is dimmed with the age of its data.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from textual.binding import Binding
 from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
-from optui.ui.widgets.meters import fmt_mib, fmt_value, pct_bar, sparkline, stacked_bar, truncate
+from optui.ui.widgets.meters import fmt_mib, fmt_value, pct_bar, resample, sparkline, stacked_bar, truncate
 
 HOT_TEMP_C = 85.0
 
@@ -154,7 +155,7 @@ class GpuPanel(CursorList):
         temp_hot = s.temp_c is not None and s.temp_c >= HOT_TEMP_C
         power_hot = s.power_w is not None and s.power_limit_w and s.power_w >= 0.98 * s.power_limit_w
         if width >= 90:
-            bar_w = max(8, min(24, (width - 66) // 2))
+            bar_w = max(8, min(24, (width - 66) // 3))  # the rest goes to the history charts
             line.append(f"{s.index:>2} {truncate(name, 11):<11} ")
             line.append("mem ")
             line.append_text(stacked_bar(bar_w, s.mem_total_mib, [(s.mem_used_mib, used_style), (s.mem_reserved_mib, style(app, "gpu-mem-reserved"))], empty))
@@ -162,21 +163,37 @@ class GpuPanel(CursorList):
             line.append("util ")
             line.append_text(pct_bar(bar_w // 2, s.util_gpu_pct, style(app, "gpu-util"), empty))
             line.append(f" {util_txt} ")
-            hist = self._history.util.get((host.host, s.index), ()) if self._history else ()
-            spark_w = max(0, width - len(line.plain) - 24)
-            if spark_w >= 6:
-                line.append_text(sparkline(hist, min(spark_w, 40), style(app, "gpu-util"), empty))
-                line.append(" ")
+            self._append_history(line, host, s, width - len(line.plain) - 24)
             line.append(f"bw {s.util_mem_pct:>3.0f}% " if s.util_mem_pct is not None else "bw  n/a ")
         else:
             named = width >= 56
-            bar_w = max(4, min(14, width - (54 if named else 40)))
+            free = width - (3 + (12 if named else 0) + 18 + 14)  # index, name, numbers, temp + power
+            with_history = not self.screen.has_class("-narrow")  # a side pane keeps its cells for the memory bar
+            bar_w = max(4, min(14, free // 2 if with_history else free))
             line.append(f"{s.index:>2} ")
             if named:
                 line.append(f"{truncate(name, 11):<11} ")
             line.append_text(stacked_bar(bar_w, s.mem_total_mib, [(s.mem_used_mib, used_style), (s.mem_reserved_mib, style(app, "gpu-mem-reserved"))], empty))
             line.append(f" {mem_txt:>11} {util_txt} ")
+            if with_history:
+                self._append_history(line, host, s, width - len(line.plain) - 14)
         line.append(f"{fmt_value(s.temp_c):>3}°C ", style=style(app, "gpu-hot") if temp_hot else "")
         power = f"{fmt_value(s.power_w)}/{fmt_value(s.power_limit_w)} W" if width >= 90 else f"{fmt_value(s.power_w)} W"
         line.append(power, style=style(app, "gpu-hot") if power_hot else "")
         return line
+
+    def _append_history(self, line: Text, host: HostSnapshot, s: GpuSample, room: int) -> None:
+        """Append the GPU's utilization and memory history (the whole window, fixed 0-100 %
+        scale, gaps where readings were missing) in ``room`` cells: both sparklines when
+        they fit at 6+ cells each, else utilization alone, else nothing."""
+        if room < 7 or self._history is None:
+            return
+        key = (host.host, s.index)
+        span = self._history.points
+        charts = [(self._history.util.get(key, ()), "gpu-util")]
+        if room >= 14:
+            charts.append((self._history.mem.get(key, ()), "gpu-mem-used"))
+        each = min(24, room // len(charts) - 1)
+        for values, var in charts:
+            line.append_text(sparkline(resample(values, each, span), each, style(self.app, var), style(self.app, "meter-empty")))
+            line.append(" ")

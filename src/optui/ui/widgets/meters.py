@@ -7,6 +7,7 @@ missing points as gaps.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from rich.style import Style
@@ -86,6 +87,29 @@ def sparkline(values: Iterable[float | None], width: int, style: Style, gap_styl
             level = max(0, min(8, round(v / top * 8))) if top else 0
             text.append(_BLOCKS[level] if level else "▁", style=style)
     return text
+
+
+def resample(values: Iterable[float | None], width: int, span: int) -> list[float | None]:
+    """The newest ``span`` points of a history squeezed into at most ``width`` cells, so a
+    sparkline covers the whole window (e.g. 5 minutes) at any width. Each cell holds the
+    maximum of its points (peaks stay visible) or None when all of them were missing; cells
+    older than the first point are left out (the sparkline pads them with blanks)."""
+    points = list(values)[-span:] if span > 0 else []
+    if width <= 0 or not points:
+        return []
+    if span <= width:
+        return points[-width:]
+    per = span / width
+    offset = span - len(points)  # window position of points[0]
+    out: list[float | None] = []
+    for cell in range(width):
+        lo = cell * per - offset
+        first, last = max(0, math.ceil(lo)), min(len(points), math.ceil(lo + per))
+        if last <= first:
+            continue
+        present = [v for v in points[first:last] if v is not None]
+        out.append(max(present) if present else None)
+    return out
 
 
 def truncate(text: str, width: int) -> str:
