@@ -32,7 +32,7 @@ class CursorList(Widget, can_focus=True):
     ]
 
     DEFAULT_CSS = """
-    CursorList { height: 1fr; }
+    CursorList { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     cursor: reactive[int] = reactive(0, always_update=False)
