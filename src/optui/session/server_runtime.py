@@ -339,9 +339,14 @@ class ServerRuntime(RestartFlow):
             await self._set_state(ServerState.DOWN, actor=actor, pid=None)
             return
         self._stopping = True
+        before = self.status.state
         try:
             await self._set_state(ServerState.STOPPING, actor=actor)
-            outcome = await self.controller.stop(self.cfg.stop_timeout_s)
+            try:
+                outcome = await self.controller.stop(self.cfg.stop_timeout_s)
+            except ControllerError as exc:  # e.g. the SSH link to its host is down
+                await self._set_state(before, actor=actor, message=str(exc))
+                raise RestartError(str(exc)) from exc
             if self._log is not None:
                 self._log.flush()
             self._stop_follower()
