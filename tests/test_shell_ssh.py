@@ -221,3 +221,44 @@ async def test_unreachable_host_fails_fast_for_polls(sshd):
         assert time.monotonic() - t0 < 1.0
     finally:
         await host.close()
+
+
+async def test_systemd_unit_over_ssh_journal_follow_resumes_from_its_cursor(tmp_path, monkeypatch):
+    """The systemd controller, unchanged, over SSH (fake systemctl/journalctl first on the
+    remote PATH): the drop-in is written on the host, the journal is followed over the
+    connection, and after a dropped link it resumes from its cursor: no line lost or
+    repeated."""
+    from optui.adapters.controller_systemd import SystemdController
+    from tests.helpers import fake_systemd
+
+    state, units = tmp_path / "systemd-state", tmp_path / "units"
+    monkeypatch.setenv("FAKE_SYSTEMD_DIR", str(state))
+    unit = "sglang-remote.service"
+    with running_sshd(tmp_path / "sshd", env={"FAKE_SYSTEMD_DIR": str(state), "FAKE_SYSTEMD_UNITS": str(units)}) as sshd:
+        fake_systemd.install(sshd.bin_dir)
+        host = ssh_host(sshd, max_backoff_s=1)
+        ctl = SystemdController("qwen", unit, tmp_path / "state", shell=SshShell("rack1", host), unit_dir=str(units))
+        ticker = [sys.executable, "-c", "import time\nfor i in range(100000):\n    print('tick', i, flush=True); time.sleep(0.1)",
+                  "it's; $(x)"]
+        lines: list[str] = []
+        task = None
+        try:
+            launch = await ctl.start(ticker)
+            assert (units / f"{unit}.d" / "optui.conf").exists() and launch.invocation
+            follower = ctl.open_log(lines.append)
+            task = asyncio.create_task(follower.run())
+            await until(lambda: len(lines) >= 5)
+            sshd.drop_connections()
+            count = len(lines)
+            await until(lambda: len(lines) >= count + 10, timeout=30)
+            ticks = [int(line.split()[1]) for line in lines if line.startswith("tick ")]
+            assert ticks == list(range(ticks[0], ticks[-1] + 1))  # consecutive: none lost, none twice
+            assert any(call[-1].startswith("--after-cursor=") for call in fake_systemd.calls()
+                       if call[0] == "journalctl" and "-f" in call)
+            assert (await ctl.stop(10)).how == "term"
+        finally:
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            fake_systemd.cleanup()
+            await host.close()

@@ -38,6 +38,7 @@ class Sshd:
     root: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
+    env: dict[str, str] = field(default_factory=dict)  # more variables for remote commands (no spaces)
 
     @property
     def host_key_pub(self) -> str:
@@ -86,6 +87,7 @@ class Sshd:
         # does so only at shell level 1 under sshd): it is slow, and a command killed by
         # drop_connections() in the middle of e.g. `pyenv rehash` leaves a lock file behind
         # that hangs every later login
+        extra = " ".join(f"{k}={v}" for k, v in self.env.items())
         (self.root / "sshd_config").write_text(f"""Port {self.port}
 ListenAddress 127.0.0.1
 HostKey {self.root / 'host_ed25519'}
@@ -97,7 +99,7 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin yes
 PubkeyAuthentication yes
-SetEnv PATH={self.bin_dir}:/usr/local/bin:/usr/bin:/bin OPTUI_TEST_RUN={marker} SHLVL=1
+SetEnv PATH={self.bin_dir}:/usr/local/bin:/usr/bin:/bin OPTUI_TEST_RUN={marker} SHLVL=1 {extra}
 MaxSessions 20
 LogLevel ERROR
 """)
@@ -160,9 +162,10 @@ LogLevel ERROR
 
 
 @contextlib.contextmanager
-def running_sshd(root: Path) -> Iterator[Sshd]:
-    """A started :class:`Sshd` under ``root``, stopped (connections included) on exit."""
-    server = Sshd(root)
+def running_sshd(root: Path, env: dict[str, str] | None = None) -> Iterator[Sshd]:
+    """A started :class:`Sshd` under ``root`` (``env``: more variables for remote
+    commands), stopped (connections included) on exit."""
+    server = Sshd(root, env=dict(env or {}))
     server.setup()
     server.start()
     try:
