@@ -258,7 +258,8 @@ class Session:
         if self.stop_servers_on_exit:
             for rt in self.servers.values():
                 kill = getattr(rt.controller, "kill_now", None)
-                if kill is not None and rt.controller.launch is not None and procs.pid_alive(rt.controller.launch.pid):
+                local = getattr(getattr(rt.controller, "shell", None), "local", True)  # no loop left for a remote kill
+                if kill is not None and local and rt.controller.launch is not None and procs.pid_alive(rt.controller.launch.pid):
                     kill()
 
     # ---------------------------------------------------------- servers
