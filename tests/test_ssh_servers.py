@@ -23,6 +23,7 @@ from optui.config import load_config
 from optui.core.gpu import HostStatus
 from optui.core.textstream import LineSplitter
 from optui.session import Session
+from optui.session.errors import SessionError
 from tests.helpers.demo import SRC, free_port
 from tests.helpers.sshd import group_members, host_config, running_sshd, until
 
@@ -172,6 +173,10 @@ async def test_host_outage_shows_on_servers_and_everything_resumes(sshd, tmp_pat
             problem = await until(lambda: session.snapshot().server("demo").host_problem, timeout=15)
             assert problem.startswith("ssh lost") and "retry in" in problem
             assert rt.status.state.value == "ready"  # HTTP still answers: the server is fine, the link is not
+            session.ssh_hosts["rack1"].connect_timeout_s = 1.0  # how long an action waits for the link
+            with pytest.raises(SessionError, match="cannot stop"):
+                await session.stop_server("demo")
+            assert rt.status.state.value == "ready" and group_members(pid)  # nothing half-done
             with open(log, "a") as f:  # written while optui cannot see the host
                 f.write("written during the outage\n")
 
@@ -262,3 +267,24 @@ control = "none"
             await until(lambda: source.ticks >= ticks + 3, timeout=10)  # node-a never stopped
             assert session.gpus.snapshots["node-a"].status is HostStatus.LIVE
             await pilot.press("q")
+
+
+def test_config_benchmark_host_and_remote_defaults(tmp_path):
+    from optui.adapters.controller import build_controller
+    from optui.adapters.shell import shell_for
+    from optui.adapters.ssh import SshHost
+    from optui.config import ConfigError, ServerConfig, parse_config_text
+
+    base = '[hosts.n1]\nssh = "n1"\n[servers.s]\nurl = "http://h:1"\ncontrol = "none"\n'
+    cfg = parse_config_text(base + '[benchmarks.b]\nserver = "s"\nhost = "n1"\nargv = ["x"]\n')
+    assert cfg.benchmarks["b"].host == "n1"
+    assert parse_config_text(base + '[benchmarks.b]\nserver = "s"\nargv = ["x"]\n').benchmarks["b"].host == "local"
+    with pytest.raises(ConfigError, match=r"benchmarks\.b\.host.*unknown host 'n9'"):
+        parse_config_text(base + '[benchmarks.b]\nserver = "s"\nhost = "n9"\nargv = ["x"]\n')
+    with pytest.raises(ConfigError, match="built-in load generator runs inside optui"):
+        parse_config_text(base + '[benchmarks.b]\nserver = "s"\nhost = "n1"\nbuiltin = {}\n')
+    # a server on an SSH host logs into the remote home by default; the pidfile stays local
+    shell = shell_for("n1", SshHost("n1", "n1"))
+    ctl = build_controller("qwen", ServerConfig(url="http://h:1", host="n1", argv=["x"]), tmp_path, shell)
+    assert ctl.log_path == ".optui/logs/qwen.log" and ctl.pidfile == tmp_path / "servers" / "qwen.json"
+    assert "on n1" in ctl.preview(["x", "--a b"])
