@@ -263,3 +263,15 @@ async def test_systemd_unit_over_ssh_journal_follow_resumes_from_its_cursor(tmp_
                 await asyncio.gather(task, return_exceptions=True)
             fake_systemd.cleanup()
             await host.close()
+
+
+async def test_drain_reads_what_the_stream_has_not_delivered(shell, tmp_path):
+    """A server that exited: its last lines are read from the follower's offset (the
+    stream may still have them in flight), the unterminated one on flush."""
+    log = tmp_path / "d.log"
+    log.write_text("seen\nlast words\nno newline")
+    lines: list[str] = []
+    follower = shell.follow_file(str(log), lines.append, offset=len("seen\n"))
+    await follower.drain()
+    follower.flush()
+    assert lines == ["last words", "no newline"]

@@ -193,6 +193,20 @@ async def test_host_outage_shows_on_servers_and_everything_resumes(sshd, tmp_pat
             await session.close()
 
 
+async def test_remote_crash_is_classified_from_its_exit_status_and_last_log_lines(sshd, tmp_path):
+    port = free_port()
+    session = Session(load_config(write_campaign(tmp_path, sshd, port)))
+    await session.start()
+    try:
+        status = await session.restart_server("demo", demo_argv(port, "--no-such-flag"), reason="test")
+        assert (status.state.value, str(status.crash_class)) == ("crashed", "bad_flag")
+        assert any("unrecognized arguments: --no-such-flag" in line for line in status.crash_lines)
+        failed = session.journal.events(types=["server.failed"])[-1].data
+        assert failed["returncode"] == 2  # the exit status, read from the host
+    finally:
+        await session.close()
+
+
 async def test_remote_benchmark_streams_live_reads_its_result_file_and_aborts_clean(sshd, tmp_path):
     port = free_port()
     out = tmp_path / "remote results" / "res.jsonl"

@@ -266,3 +266,22 @@ class JournalFollower:
 
     def flush(self) -> None:
         return None
+
+    async def drain(self, timeout_s: float = 5.0) -> None:
+        """Stop following and deliver every entry journald has after the last one seen
+        (``journalctl ... --after-cursor`` without ``-f``): the lines a unit wrote just
+        before it exited, which the follow stream may not have passed on yet."""
+        self._stopped = True
+        where = [f"--after-cursor={self.cursor}"] if self.cursor else ["-n", "0" if self.from_now else "all"]
+        try:
+            result = await self.shell.run(self.journalctl("-o", "json", "--no-pager", *where), timeout_s=timeout_s)
+        except ShellError:
+            return
+        entries = [(line, parse_journal_line(line)) for line in result.stdout.splitlines()]
+        seen = self.cursor  # the stream may have delivered some of them meanwhile: skip up to its cursor
+        if seen and any(e is not None and e.cursor == seen for _, e in entries):
+            while entries and not (entries[0][1] is not None and entries[0][1].cursor == seen):
+                entries.pop(0)
+            entries.pop(0)
+        for line, _ in entries:
+            self.deliver(line)

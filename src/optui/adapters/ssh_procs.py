@@ -152,6 +152,21 @@ class RemoteFileFollower:
             self.on_line(line)
         self._splitter = LineSplitter()
 
+    async def drain(self) -> None:
+        """Stop following and read what the file holds beyond the lines delivered (the
+        writer exited: its last lines may still be in flight on the stream)."""
+        self.stop()
+        if self.offset is None:
+            return
+        done = await self.shell.run(["tail", "-c", f"+{self.offset + 1}", "--", self.path], timeout_s=10.0)
+        if not done.ok:
+            return
+        self._splitter = LineSplitter()  # a partial line is in ``done`` whole
+        data = done.stdout.encode()
+        self.offset += len(data)
+        for line in self._splitter.feed(data).lines:
+            self.on_line(line)
+
     async def run(self) -> None:
         delay = self.retry_s
         while not self._stopped:
@@ -184,7 +199,7 @@ class RemoteFileFollower:
                     chunk = await process.stdout.read(CHUNK)
                 except (asyncssh.Error, OSError):
                     break
-                if not chunk:
+                if not chunk or self._stopped:  # stopped: drain() reads the rest from the offset
                     break
                 cut = chunk.rfind(b"\n")
                 lines = self._splitter.feed(chunk).lines

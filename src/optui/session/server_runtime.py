@@ -235,6 +235,10 @@ class ServerRuntime(RestartFlow):
             return
         rc = self.controller.returncode()
         if self._log is not None:
+            drain = getattr(self._log, "drain", None)  # a journal or remote log lags the exit: fetch the rest
+            if drain is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(drain(), 10.0)
             self._log.flush()
         if self.status.state in (ServerState.DOWN, ServerState.CRASHED):
             return
