@@ -3,42 +3,23 @@ the streaming nvidia-smi source, dropped links and the host states."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
 import pytest
 
 from optui.adapters.gpu_smi_stream import SshNvidiaSmiSource
-from optui.adapters.ssh import SshError, SshHost, SshState
+from optui.adapters.ssh import SshError, SshState
 from optui.core.gpu import HostStatus
-from tests.helpers.sshd import Sshd
+from tests.helpers.sshd import Sshd, running_sshd, ssh_host, until
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
 def sshd(tmp_path):
-    server = Sshd(tmp_path / "sshd")
-    server.setup()
-    server.start()
-    yield server
-    server.stop()
-
-
-def ssh_host(sshd: Sshd, **kw) -> SshHost:
-    kw.setdefault("known_hosts", sshd.known_hosts)
-    return SshHost("rack1", "rack1", config=sshd.ssh_config, client_keys=[sshd.client_key], connect_timeout_s=5, **kw)
-
-
-async def until(predicate, timeout=20.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await asyncio.sleep(step)
-    raise AssertionError("condition not reached in time")
+    with running_sshd(tmp_path / "sshd") as server:
+        yield server
 
 
 async def test_argv_with_shell_metacharacters_arrives_intact(sshd, tmp_path):

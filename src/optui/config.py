@@ -171,6 +171,7 @@ class BenchmarkConfig(_Model):
     """A benchmark preset: an external command (``argv``) or the built-in generator."""
 
     server: str
+    host: str = Field("local", description="where an argv command runs (a [hosts.NAME]); output streams back live")
     argv: list[str] | None = None
     builtin: BuiltinBench | None = None
     cwd: str | None = None
@@ -186,6 +187,8 @@ class BenchmarkConfig(_Model):
     def _one_kind(self) -> BenchmarkConfig:
         if (self.argv is None) == (self.builtin is None):
             raise ValueError("give exactly one of argv (a command) or builtin (the load generator)")
+        if self.builtin is not None and self.host != "local":
+            raise ValueError("host is for argv commands: the built-in load generator runs inside optui")
         return self
 
 
@@ -240,6 +243,8 @@ class Config(_Model):
             if bench.server not in self.servers:
                 known = ", ".join(sorted(self.servers)) or "none configured"
                 raise _RefError(("benchmarks", name, "server"), f"unknown server {bench.server!r} (known: {known})")
+            if bench.host not in hosts:
+                raise _RefError(("benchmarks", name, "host"), f"unknown host {bench.host!r} (known: {', '.join(sorted(hosts))})")
         return self
 
     def host_names(self) -> list[str]:

@@ -6,12 +6,14 @@ the same host key (a dropped link that comes back)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +38,7 @@ class Sshd:
     root: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
+    env: dict[str, str] = field(default_factory=dict)  # more variables for remote commands (no spaces)
 
     @property
     def host_key_pub(self) -> str:
@@ -80,6 +83,11 @@ class Sshd:
         smi.chmod(0o755)
         self.gpus_file.write_text(GPU_ROWS)
         marker = os.environ.get("OPTUI_TEST_RUN", "")
+        # SHLVL=1: bash must not source the login user's ~/.bashrc for remote commands (bash
+        # does so only at shell level 1 under sshd): it is slow, and a command killed by
+        # drop_connections() in the middle of e.g. `pyenv rehash` leaves a lock file behind
+        # that hangs every later login
+        extra = " ".join(f"{k}={v}" for k, v in self.env.items())
         (self.root / "sshd_config").write_text(f"""Port {self.port}
 ListenAddress 127.0.0.1
 HostKey {self.root / 'host_ed25519'}
@@ -91,7 +99,7 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin yes
 PubkeyAuthentication yes
-SetEnv PATH={self.bin_dir}:/usr/local/bin:/usr/bin:/bin OPTUI_TEST_RUN={marker}
+SetEnv PATH={self.bin_dir}:/usr/local/bin:/usr/bin:/bin OPTUI_TEST_RUN={marker} SHLVL=1 {extra}
 MaxSessions 20
 LogLevel ERROR
 """)
@@ -151,3 +159,59 @@ LogLevel ERROR
             pass
         self.proc.wait(5)
         self.proc = None
+
+
+@contextlib.contextmanager
+def running_sshd(root: Path, env: dict[str, str] | None = None) -> Iterator[Sshd]:
+    """A started :class:`Sshd` under ``root`` (``env``: more variables for remote
+    commands), stopped (connections included) on exit."""
+    server = Sshd(root, env=dict(env or {}))
+    server.setup()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def ssh_host(sshd: Sshd, name: str = "rack1", **kw):
+    """An (unstarted) SshHost to ``sshd`` through its ssh_config alias ``rack1``."""
+    from optui.adapters.ssh import SshHost
+
+    kw.setdefault("known_hosts", sshd.known_hosts)
+    kw.setdefault("connect_timeout_s", 5)
+    return SshHost(name, "rack1", config=sshd.ssh_config, client_keys=[sshd.client_key], **kw)
+
+
+async def until(predicate, timeout: float = 20.0, step: float = 0.05, what=None):
+    """Poll ``predicate()`` until it returns something truthy (returned); AssertionError
+    after ``timeout`` seconds (with ``what()`` in the message when given)."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(step)
+    raise AssertionError("condition not reached in time" + (f": {what()}" if what else ""))
+
+
+def host_config(sshd: Sshd, name: str = "rack1", *, interval_s: float = 0.5, extra: str = "") -> str:
+    """An ``optui.toml`` ``[hosts.NAME]`` section for ``sshd``."""
+    return (f'[hosts.{name}]\nssh = "rack1"\nssh_config = "{sshd.ssh_config}"\nknown_hosts = "{sshd.known_hosts}"\n'
+            f'identity_file = "{sshd.client_key}"\ninterval_s = {interval_s}\n{extra}\n')
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of group ``pgid`` on this machine (the sshd's host)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[2] == str(pgid) and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found

@@ -4,6 +4,11 @@ stdout and stderr are read in 64 KiB chunks (a tool may print a 1 MB line or inv
 UTF-8) and split by :class:`~optui.core.textstream.LineSplitter`: ``\\r`` progress bars come
 out as one updating progress line, ANSI is stripped. The command runs in its own process
 group, so an abort or a stall kills the tool *and* whatever it spawned.
+
+Where it runs is its :class:`~optui.adapters.shell.Shell`: this machine, or an SSH host
+(the output streams back over the connection, the remote group is killed by a separate
+``kill`` command; a dropped link ends the run as "aborted" and the remote group kills
+itself when its channel closes).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from optui.adapters import proc
+from optui.adapters.shell import LocalShell, Shell, ShellError
 from optui.core.textstream import LineSplitter
 
 CHUNK = 64 * 1024
@@ -37,6 +42,7 @@ class CommandRun:
     ``on_line(stream, line)`` gets every complete line ("stdout"/"stderr");
     ``on_progress(line)`` the current carriage-return line. The stall watchdog fires when
     nothing was printed for ``stall_s`` seconds *and* ``server_healthy()`` is False.
+    ``shell``: where it runs (default: this machine).
     """
 
     def __init__(
@@ -50,8 +56,10 @@ class CommandRun:
         stall_s: float = 120.0,
         server_healthy: Callable[[], bool] = lambda: True,
         kill_timeout_s: float = 3.0,
+        shell: Shell | None = None,
     ) -> None:
         self.argv = list(argv)
+        self.shell: Shell = shell or LocalShell()
         self.on_line = on_line
         self.on_progress = on_progress
         self.cwd = cwd
@@ -73,7 +81,8 @@ class CommandRun:
     async def run(self) -> CommandOutcome:
         """Start, stream, wait. Raises OSError when the program cannot be started."""
         start = time.monotonic()
-        child = await proc.spawn_piped(self.argv, cwd=self.cwd, env=self.env)
+        shell = self.shell
+        child = await shell.spawn_piped(self.argv, cwd=self.cwd, env=self.env)
         self.pid = child.pid
         readers = [
             asyncio.create_task(self._read(child.stdout, "stdout")),
@@ -84,20 +93,27 @@ class CommandRun:
         stopper = asyncio.create_task(self._stop.wait())
         try:
             await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if not waiter.done():
-                await proc.stop_group(child.pid, timeout_s=self.kill_timeout_s, proc=child)
-            else:
+            lost = getattr(child, "lost", None)
+            if lost:
+                self._abort_reason = self._abort_reason or f"{lost} (the remote command is stopped with its channel)"
+            elif not waiter.done():
+                await shell.stop_group(child.pid, timeout_s=self.kill_timeout_s, handle=child)
+            elif await shell.group_pids(child.pid):
                 # the leader exited; make sure nothing it spawned lingers
-                if proc.group_alive(child.pid):
-                    await proc.stop_group(child.pid, timeout_s=self.kill_timeout_s)
+                await shell.stop_group(child.pid, timeout_s=self.kill_timeout_s)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.gather(*readers), 5.0)
+        except ShellError as exc:  # the host cannot be asked any more (link down)
+            self._abort_reason = self._abort_reason or f"cannot stop the command: {exc}"
         except asyncio.CancelledError:
-            proc.kill_group_now(child.pid)
+            shell.kill_group_now(child.pid)
             raise
         finally:
             for task in (*readers, watchdog, stopper, waiter):
                 task.cancel()
+            close = getattr(child, "close", None)
+            if close is not None:
+                close()  # a remote channel: closing it also stops whatever is left of the group
         duration = time.monotonic() - start
         if self._stall_reason:
             return CommandOutcome("stalled", child.returncode, duration, self._stall_reason)
@@ -105,7 +121,7 @@ class CommandRun:
             return CommandOutcome("aborted", child.returncode, duration, self._abort_reason)
         return CommandOutcome("exited", child.returncode, duration)
 
-    async def _read(self, stream: asyncio.StreamReader | None, name: str) -> None:
+    async def _read(self, stream, name: str) -> None:
         if stream is None:
             return
         splitter = LineSplitter()

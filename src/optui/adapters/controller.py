@@ -136,10 +136,10 @@ class ProcessController:
         self.env = env or {}
         self.shell: Shell = shell or LocalShell()
         self.pidfile = state_dir / "servers" / f"{name}.json"
-        self.log_path = str(log_file) if log_file else str(state_dir / "logs" / f"{name}.log")
+        self.log_path = str(log_file) if log_file else self.shell.default_log_path(name, state_dir)
         self.launch: Launch | None = None
         self._proc: Spawned | None = None
-        self._alive = False
+        self._alive: bool | None = False  # None: the host cannot be asked now
 
     def command(self, argv: list[str]) -> list[str]:
         """The argv actually executed for the server argv ``argv``."""
@@ -152,11 +152,13 @@ class ProcessController:
         if not argv:
             raise ControllerError(f"{self.name}: empty argv")
         command = self.command(argv)
-        await self.shell.rotate_file(self.log_path)
         try:
+            await self.shell.rotate_file(self.log_path)
             child = await self.shell.spawn_to_log(command, self.log_path, cwd=self.cwd, env=self.env)
         except OSError as exc:
             raise ControllerError(f"{self.name}: {exc.strerror or exc}") from exc
+        except ShellError as exc:
+            raise ControllerError(f"{self.name}: {exc}") from exc
         self._proc = child
         self._alive = True
         self.launch = Launch(child.pid, tuple(argv), self.log_path, 0, time.time(),
@@ -171,14 +173,25 @@ class ProcessController:
     async def stop(self, timeout_s: float) -> proc.StopOutcome:
         if self.launch is None:
             return proc.StopOutcome("exited", 0.0, None)
-        outcome = await self.shell.stop_group(self.launch.pid, timeout_s=timeout_s, handle=self._proc)
+        try:
+            outcome = await self.shell.stop_group(self.launch.pid, timeout_s=timeout_s, handle=self._proc)
+        except ShellError as exc:
+            raise ControllerError(f"{self.name}: cannot stop: {exc}") from exc
         self._alive = False
         self._clear_pidfile()
         return outcome
 
     async def refresh(self) -> None:
-        if self.launch is not None and self._proc is None:
-            self._alive = await self.shell.pid_alive(self.launch.pid)
+        if self.launch is None:
+            return
+        try:
+            if self._proc is None:
+                self._alive = await self.shell.pid_alive(self.launch.pid)
+            elif hasattr(self._proc, "poll"):  # a remote launch: ask the host
+                await self._proc.poll()
+        except ShellError:
+            if self._proc is None:
+                self._alive = None  # the host cannot be asked (link down): say so, decide later
 
     def process_state(self) -> str:
         if self.launch is None:
@@ -186,6 +199,8 @@ class ProcessController:
         if self._proc is not None:
             # asyncio's child watcher sets returncode as soon as the leader exits
             return "exited" if self._proc.returncode is not None else "running"
+        if self._alive is None:
+            return "unknown"
         return "running" if self._alive else "exited"
 
     def returncode(self) -> int | None:
@@ -211,19 +226,20 @@ class ProcessController:
         launch = read_pidfile(self.pidfile)
         if launch is None:
             return None
-        if not await self.shell.pid_alive(launch.pid):
+        try:
+            alive: bool | None = await self.shell.pid_alive(launch.pid)
+        except ShellError:
+            alive = None  # the host is unreachable now: keep the launch, the monitor decides later
+        if alive is False:
             self._clear_pidfile()
             return None
-        self.launch, self._proc, self._alive = launch, None, True
+        self.launch, self._proc, self._alive = launch, None, alive
         return launch
 
     def open_log(self, on_line: Callable[[str], None], *, resume: bool = False) -> LogSource | None:
         if self.launch is None:
             return None
-        offset = self.launch.log_offset
-        if resume:
-            with contextlib.suppress(OSError):
-                offset = os.path.getsize(self.launch.log_path)
+        offset = None if resume else self.launch.log_offset  # None: only what comes next
         return self.shell.follow_file(self.launch.log_path, on_line, offset=offset)
 
     async def pids(self) -> set[int]:

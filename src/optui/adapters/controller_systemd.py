@@ -222,7 +222,6 @@ class JournalFollower:
         self.from_now = from_now
         self.retry_s = retry_s
         self._stopped = False
-        self._last_line_at = time.monotonic()
 
     def _argv(self) -> list[str]:
         if self.cursor:
@@ -233,7 +232,6 @@ class JournalFollower:
 
     def deliver(self, json_line: str) -> None:
         """Handle one line of journalctl's output."""
-        self._last_line_at = time.monotonic()
         entry = parse_journal_line(json_line)
         if entry is None:
             if json_line.strip() and not json_line.startswith("-- "):
@@ -269,14 +267,21 @@ class JournalFollower:
     def flush(self) -> None:
         return None
 
-    async def settle(self, quiet_s: float = 0.3, max_s: float = 2.0) -> None:
-        """Wait until journalctl has been quiet for ``quiet_s`` since the call and since its
-        last line (at most ``max_s``): the unit's last lines (e.g. argparse's complaint)
-        reach the journal a little after the process has gone, and a crash is classified
-        from them."""
-        start = time.monotonic()
-        while not self._stopped and time.monotonic() - start < max_s:
-            now = time.monotonic()
-            if now - start >= quiet_s and now - self._last_line_at >= quiet_s:
-                return
-            await asyncio.sleep(0.05)
+    async def drain(self, timeout_s: float = 5.0) -> None:
+        """Stop following and deliver every entry journald has after the last one seen
+        (``journalctl ... --after-cursor`` without ``-f``): the lines a unit wrote just
+        before it exited, which the follow stream may not have passed on yet."""
+        self._stopped = True
+        where = [f"--after-cursor={self.cursor}"] if self.cursor else ["-n", "0" if self.from_now else "all"]
+        try:
+            result = await self.shell.run(self.journalctl("-o", "json", "--no-pager", *where), timeout_s=timeout_s)
+        except ShellError:
+            return
+        entries = [(line, parse_journal_line(line)) for line in result.stdout.splitlines()]
+        seen = self.cursor  # the stream may have delivered some of them meanwhile: skip up to its cursor
+        if seen and any(e is not None and e.cursor == seen for _, e in entries):
+            while entries and not (entries[0][1] is not None and entries[0][1].cursor == seen):
+                entries.pop(0)
+            entries.pop(0)
+        for line, _ in entries:
+            self.deliver(line)

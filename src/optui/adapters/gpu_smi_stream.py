@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from optui.adapters.ssh import SshError, SshHost, SshState
@@ -55,6 +56,8 @@ class SshNvidiaSmiSource:
         self._procs_task: asyncio.Task | None = None
         self.ticks = 0
         self.restarts = 0
+        #: called after each new tick (the poller reads at once instead of at its interval)
+        self.on_fresh: Callable[[], None] | None = None
 
     def _argv(self) -> list[str]:
         argv = nvidia_smi_argv(self.fields, loop_ms=int(self.interval_s * 1000))
@@ -162,6 +165,8 @@ class SshNvidiaSmiSource:
             self._received_at = time.monotonic()
             self._error = None
             self.ticks += 1
+        if self.on_fresh is not None:
+            self.on_fresh()
 
     async def _poll_procs(self) -> None:
         argv = [self.nvidia_smi, f"--query-compute-apps={','.join(DEFAULT_APPS_FIELDS)}", "--format=csv,noheader,nounits"]

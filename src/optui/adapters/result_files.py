@@ -5,6 +5,11 @@ Before the run :func:`mark` notes what is already there (an SGLang ``--output-fi
 appended to, so its size; a vLLM ``--result-dir`` may hold older results, so their
 mtimes); after the run :func:`read_new` parses only what the run added. Formats:
 :mod:`optui.core.bench_files`.
+
+A benchmark that ran on an SSH host left its file there: :func:`mark_remote` /
+:func:`read_new_remote` do the same through its Shell for an exact file (SGLang
+``--output-file``, vLLM ``--result-filename``); a vLLM result *directory* is not scanned
+remotely (the parsed output is used).
 """
 
 from __future__ import annotations
@@ -12,11 +17,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from optui.core.bench_canon import BenchParseError
 from optui.core.bench_cmd import ResultFileSpec
 from optui.core.bench_files import parse_result_file_text
 from optui.core.bench_result import BenchResult
+
+if TYPE_CHECKING:
+    from optui.adapters.shell import Shell
 
 MAX_BYTES = 256 * 1024 * 1024  # --output-details files carry per-request arrays; refuse absurd ones
 
@@ -102,7 +111,49 @@ def _parse(path: Path, offset: int) -> FileRead:
         return FileRead([], str(path), f"{path}: {exc.strerror or exc}")
     if len(data) > MAX_BYTES:
         return FileRead([], str(path), f"{path}: larger than {MAX_BYTES >> 20} MiB, not read")
+    return _parse_text(data.decode("utf-8", errors="replace"), str(path))
+
+
+def _parse_text(text: str, path: str) -> FileRead:
     try:
-        return FileRead(parse_result_file_text(data.decode("utf-8", errors="replace"), str(path)), str(path))
+        return FileRead(parse_result_file_text(text, path), path)
     except BenchParseError as exc:
-        return FileRead([], str(path), str(exc))
+        return FileRead([], path, str(exc))
+
+
+def _remote_path(path: str, cwd: str | None) -> str:
+    """``path`` on the remote host: relative to ``cwd``, else to the home (``~/`` dropped:
+    remote commands start there)."""
+    full = path if path.startswith(("/", "~")) or not cwd else f"{cwd.rstrip('/')}/{path}"
+    return full[2:] if full.startswith("~/") else full
+
+
+async def mark_remote(shell: Shell, spec: ResultFileSpec, cwd: str | None) -> FileMark:
+    """:func:`mark` on ``shell``'s host (size only). Raises ShellError."""
+    if spec.path is None:
+        return FileMark()
+    return FileMark(await shell.file_size(_remote_path(spec.path, cwd)))
+
+
+async def read_new_remote(shell: Shell, spec: ResultFileSpec, cwd: str | None, before: FileMark) -> FileRead:
+    """:func:`read_new` on ``shell``'s host: what the run appended (or the whole rewritten
+    file). Never raises: problems come back in ``error``."""
+    from optui.adapters.shell import ShellError
+
+    if spec.path is None:
+        return FileRead([], None, f"{spec.directory}: result directories on {shell.host} are not scanned")
+    path = _remote_path(spec.path, cwd)
+    where = f"{shell.host}:{path}"
+    try:
+        size = await shell.file_size(path)
+        if size == 0 or size == before.size:
+            return FileRead([], None, f"{where}: not written by this run")
+        offset = before.size if spec.append and size > before.size else 0
+        if size - offset > MAX_BYTES:
+            return FileRead([], where, f"{where}: larger than {MAX_BYTES >> 20} MiB, not read")
+        done = await shell.run(["tail", "-c", f"+{offset + 1}", "--", path], timeout_s=60.0)
+    except ShellError as exc:
+        return FileRead([], where, f"{where}: {exc}")
+    if not done.ok:
+        return FileRead([], where, f"{where}: {done.stderr.strip() or f'tail exited {done.returncode}'}")
+    return _parse_text(done.stdout, where)

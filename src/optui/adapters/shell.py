@@ -1,9 +1,11 @@
 """Where commands run: the :class:`Shell` interface and its local implementation.
 
-Controllers (process, script, systemd) and the flag catalogue never call ``subprocess``
-or touch files directly; they go through a Shell, so the same code drives a remote host
-once an SSH implementation exists. Everything is an argv list: a remote Shell joins it with
-``shlex.join`` at the SSH boundary and nowhere else (never ``shell=True`` locally).
+Controllers (process, script, systemd), the flag catalogue and benchmark commands never
+call ``subprocess`` or touch files directly; they go through a Shell, so the same code
+drives this machine (:class:`LocalShell`) and an SSH host
+(:class:`optui.adapters.shell_ssh.SshShell`, chosen by :func:`shell_for`). Everything is an
+argv list: the SSH shell joins it with ``shlex.join`` at the SSH boundary and nowhere else
+(never ``shell=True`` locally).
 
 :class:`LocalShell` runs on this machine; ``env`` is merged into every command's
 environment (tests put fake ``systemctl``/``journalctl`` scripts first on ``PATH``).
@@ -18,11 +20,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from optui.adapters import proc
 from optui.adapters.log_follow import LogFollower
 from optui.core.textstream import LineSplitter
+
+if TYPE_CHECKING:
+    from optui.adapters.ssh import SshHost
 
 
 class ShellError(Exception):
@@ -80,10 +85,31 @@ class LogSource(Protocol):
         ...
 
 
+class Piped(Protocol):
+    """A command started with :meth:`Shell.spawn_piped`: ``pid`` (= its process group),
+    ``stdout``/``stderr`` readers (``await read(n)`` → bytes, ``b""`` at the end) and the
+    exit status once :meth:`wait` returned."""
+
+    pid: int
+    returncode: int | None
+    stdout: object
+    stderr: object
+
+    async def wait(self) -> int | None:
+        """Wait for the exit; the exit status."""
+        ...
+
+
 class Shell(Protocol):
-    """Commands and files on one host (see module doc). ``host`` is its config name."""
+    """Commands and files on one host (see module doc). ``host`` is its config name;
+    ``local`` is True for this machine (paths and PIDs are this machine's)."""
 
     host: str
+    local: bool
+
+    def default_log_path(self, name: str, state_dir: Path) -> str:
+        """Where server ``name``'s log goes when the config names none (on that host)."""
+        ...
 
     async def run(self, argv: Sequence[str], *, timeout_s: float = 30.0, env: Mapping[str, str] | None = None,
                   cwd: str | None = None) -> CommandResult:
@@ -97,14 +123,20 @@ class Shell(Protocol):
         ``PYTHONUNBUFFERED=1``, stdout+stderr appended to ``log_path``. Raises OSError."""
         ...
 
+    async def spawn_piped(self, argv: Sequence[str], *, cwd: str | None = None,
+                          env: Mapping[str, str] | None = None) -> Piped:
+        """Start ``argv`` in its own process group, stdin closed, stdout and stderr
+        streamed back separately (a benchmark). Raises OSError when it cannot start."""
+        ...
+
     def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
         """Run ``argv`` and yield its output lines (stdout and stderr) until it exits or
         the iterator is closed (then its process group is killed). Raises OSError when it
         cannot start."""
         ...
 
-    def follow_file(self, path: str, on_line: Callable[[str], None], *, offset: int = 0) -> LogSource:
-        """``tail -F`` of ``path`` from byte ``offset``."""
+    def follow_file(self, path: str, on_line: Callable[[str], None], *, offset: int | None = 0) -> LogSource:
+        """``tail -F`` of ``path`` from byte ``offset`` (None: from its end now)."""
         ...
 
     async def file_size(self, path: str) -> int:
@@ -143,6 +175,8 @@ class Shell(Protocol):
 class LocalShell:
     """:class:`Shell` on this machine."""
 
+    local = True
+
     def __init__(self, host: str = "local", env: Mapping[str, str] | None = None) -> None:
         self.host = host
         self.env = dict(env or {})
@@ -179,11 +213,18 @@ class LocalShell:
         self._log(argv, result.returncode, result.duration_s, "run")
         return result
 
+    def default_log_path(self, name: str, state_dir: Path) -> str:
+        return str(state_dir / "logs" / f"{name}.log")
+
     async def spawn_to_log(self, argv: Sequence[str], log_path: str, *, cwd: str | None = None,
                            env: Mapping[str, str] | None = None) -> Spawned:
         spawned = await proc.spawn_to_log(list(argv), Path(log_path), cwd=cwd, env=self._env(env))
         self._log(argv, None, 0.0, "server start")
         return spawned
+
+    async def spawn_piped(self, argv: Sequence[str], *, cwd: str | None = None,
+                          env: Mapping[str, str] | None = None) -> Piped:
+        return await proc.spawn_piped([str(a) for a in argv], cwd=cwd, env=self._env(env))  # type: ignore[return-value]
 
     async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
         argv = [str(a) for a in argv]
@@ -209,7 +250,12 @@ class LocalShell:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(child.wait(), 2.0)
 
-    def follow_file(self, path: str, on_line: Callable[[str], None], *, offset: int = 0) -> LogSource:
+    def follow_file(self, path: str, on_line: Callable[[str], None], *, offset: int | None = 0) -> LogSource:
+        if offset is None:
+            try:
+                offset = os.path.getsize(path)
+            except OSError:
+                offset = 0
         return LogFollower(Path(path), on_line, offset=offset)
 
     async def file_size(self, path: str) -> int:
@@ -257,8 +303,11 @@ class LocalShell:
         proc.kill_group_now(pgid)
 
 
-def shell_for(host: str, ssh: str | None = None) -> Shell:
-    """The shell of a configured host. Only this machine is implemented: an SSH host
-    (``ssh`` set) gets its remote implementation here (argv joined with ``shlex.join`` at
-    that boundary only); until then its commands run locally."""
-    return LocalShell(host)
+def shell_for(host: str, ssh: SshHost | None = None) -> Shell:
+    """The shell of a configured host: over ``ssh`` (the session's one shared connection to
+    it) for an SSH host, else this machine."""
+    if ssh is None:
+        return LocalShell(host)
+    from optui.adapters.shell_ssh import SshShell
+
+    return SshShell(host, ssh)

@@ -47,10 +47,10 @@ class SshError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class RemoteResult:
-    """Outcome of a remote command: exit status (None when killed by a signal), output
+    """Outcome of a remote command: exit status (``-N`` when killed by signal N), output
     (bytes decoded as UTF-8 with replacement), wall time in s."""
 
-    returncode: int | None
+    returncode: int
     stdout: str
     stderr: str
     duration_s: float
@@ -268,42 +268,67 @@ class SshHost:
     # ---------------------------------------------------------- commands
     async def connection(self, timeout_s: float) -> asyncssh.SSHClientConnection:
         """The live connection, waiting up to ``timeout_s``; SshError otherwise."""
+        self.start()
+        if self._live.is_set() and self._conn is not None:
+            return self._conn
         try:
-            await asyncio.wait_for(self._live.wait(), timeout_s)
+            await asyncio.wait_for(self._live.wait(), max(timeout_s, 0.001))
         except TimeoutError:
             raise SshError(f"{self.name}: not connected ({self.state.value}: {self.error or 'no answer'})") from None
         if self._conn is None:
             raise SshError(f"{self.name}: connection lost")
         return self._conn
 
-    async def run(self, argv: Sequence[str], *, timeout_s: float = 30.0, stdin: str | None = None) -> RemoteResult:
+    def is_down(self) -> bool:
+        """True while the host is known to be unreachable (lost, untrusted, failed): a
+        caller that only polls should not wait for it (see ``wait_s`` below)."""
+        return self.state in (SshState.LOST, SshState.UNTRUSTED, SshState.FAILED)
+
+    async def run(self, argv: Sequence[str], *, timeout_s: float = 30.0, stdin: str | bytes | None = None,
+                  wait_s: float | None = None, log_argv: Sequence[str] | None = None) -> RemoteResult:
         """Run ``argv`` on the host (joined with shlex.join) and wait for it; SshError when
-        not connected or on timeout (the remote process gets SIGHUP with the channel)."""
-        conn = await self.connection(min(timeout_s, self.connect_timeout_s))
+        not connected or on timeout (the remote process is not killed by that: callers
+        wrap long commands in ``timeout``). ``stdin`` is sent then closed (no stdin: EOF at
+        once). ``wait_s``: how long to wait for the connection (default: up to the connect
+        timeout). ``log_argv``: what the command log shows (default ``argv``)."""
+        wait = min(timeout_s, self.connect_timeout_s) if wait_s is None else wait_s
+        conn = await self.connection(wait)
+        shown = list(log_argv if log_argv is not None else argv)
         command = shlex.join(list(argv))
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        io = {"input": data} if data is not None else {"stdin": asyncssh.DEVNULL}
         t0 = time.monotonic()
         try:
-            done = await asyncio.wait_for(conn.run(command, check=False, input=stdin, encoding=None), timeout_s)
+            done = await asyncio.wait_for(conn.run(command, check=False, encoding=None, **io), timeout_s)
         except TimeoutError:
-            self._log(argv, None, time.monotonic() - t0)
-            raise SshError(f"{self.name}: {argv[0]} timed out after {timeout_s:.0f}s") from None
+            self._log(shown, None, time.monotonic() - t0)
+            raise SshError(f"{self.name}: {shown[0]} timed out after {timeout_s:.0f}s") from None
         except (OSError, asyncssh.Error) as exc:
-            self._log(argv, None, time.monotonic() - t0)
-            raise SshError(f"{self.name}: {argv[0]}: {exc}") from exc
+            self._log(shown, None, time.monotonic() - t0)
+            raise SshError(f"{self.name}: {shown[0]}: {exc}") from exc
         duration = time.monotonic() - t0
-        self._log(argv, done.exit_status, duration)
+        if done.exit_status is None and done.exit_signal is None:  # the channel died with the link
+            self._log(shown, None, duration)
+            raise SshError(f"{self.name}: {shown[0]}: connection lost before it finished")
+        self._log(shown, done.returncode, duration)
 
         def text(data) -> str:
             return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else (data or "")
 
-        return RemoteResult(done.exit_status, text(done.stdout), text(done.stderr), duration)
+        return RemoteResult(done.returncode, text(done.stdout), text(done.stderr), duration)
 
-    async def create_process(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> asyncssh.SSHClientProcess:
-        """Start a long-running remote command (bytes mode, stderr merged into stdout)."""
+    async def create_process(self, argv: Sequence[str], *, timeout_s: float = 10.0, merge_stderr: bool = True,
+                             keep_stdin: bool = False, log_argv: Sequence[str] | None = None) -> asyncssh.SSHClientProcess:
+        """Start a long-running remote command in bytes mode. ``merge_stderr``: stderr joins
+        stdout (else it is ``process.stderr``); ``keep_stdin``: the remote stdin stays open
+        (never written: it reaches EOF when the channel closes), else EOF at once."""
         conn = await self.connection(timeout_s)
-        self._log(argv, None, 0.0)
+        self._log(list(log_argv if log_argv is not None else argv), None, 0.0)
+        options: dict = {"stderr": asyncssh.STDOUT} if merge_stderr else {}
+        if not keep_stdin:
+            options["stdin"] = asyncssh.DEVNULL
         try:
-            return await conn.create_process(shlex.join(list(argv)), stderr=asyncssh.STDOUT, encoding=None)
+            return await conn.create_process(shlex.join(list(argv)), encoding=None, **options)
         except (OSError, asyncssh.Error) as exc:
             raise SshError(f"{self.name}: {argv[0]}: {exc}") from exc
 

@@ -117,3 +117,4 @@ class ServerStatus:
     version: str | None = None
     managed: bool = False  # optui started this process (vs. observed only)
     last_good_argv: tuple[str, ...] | None = None
+    host_problem: str | None = None  # the host's connection problem (SSH lost, untrusted...)

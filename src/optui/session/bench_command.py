@@ -1,6 +1,10 @@
 """One run of an external benchmark command: stream it, then read its results — from the
 tool's own result file when the argv asks for one (SGLang ``--output-file``, vLLM
 ``--save-result``), completed by and falling back to the parsed stdout/stderr.
+
+The command runs through a :class:`~optui.adapters.shell.Shell`: this machine, or the SSH
+host of the preset (``[benchmarks.X] host``) — same streaming, progress and parsing; the
+result file is then read on that host.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from dataclasses import dataclass
 
 from optui.adapters import result_files
 from optui.adapters.bench_runner import CommandRun
+from optui.adapters.shell import LocalShell, Shell
 from optui.core.bench_cmd import merge_results, result_file_spec, workload_args
 from optui.core.bench_parse import parse_bench_output
 from optui.core.bench_result import BenchResult
@@ -33,13 +38,15 @@ class PointOutcome:
 
 class CommandPoint:
     """Run ``argv`` once (see module doc). ``on_line(stream, line)`` gets every output
-    line, ``on_progress(line)`` every ``\\r`` progress redraw. :meth:`abort` from anywhere."""
+    line, ``on_progress(line)`` every ``\\r`` progress redraw. :meth:`abort` from anywhere.
+    ``shell``: where it runs (default: this machine)."""
 
     def __init__(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None, stall_s: float,
                  server_healthy: Callable[[], bool], on_line: Callable[[str, str], None],
-                 on_progress: Callable[[str], None], tool: str = "auto") -> None:
+                 on_progress: Callable[[str], None], tool: str = "auto", shell: Shell | None = None) -> None:
         self.argv = list(argv)
         self.cwd = cwd
+        self.shell: Shell = shell or LocalShell()
         self.tool = tool
         self.capture = ResultCapture()
         self._on_line = on_line
@@ -49,7 +56,7 @@ class CommandPoint:
             on_line(stream, text)
 
         self.command = CommandRun(self.argv, on_line=line, on_progress=on_progress, cwd=cwd, env=env,
-                                  stall_s=stall_s, server_healthy=server_healthy)
+                                  stall_s=stall_s, server_healthy=server_healthy, shell=self.shell)
 
     @property
     def pid(self) -> int | None:
@@ -63,13 +70,13 @@ class CommandPoint:
     async def run(self) -> PointOutcome:
         """Start, stream, wait, read results. Raises OSError when the program cannot start."""
         spec = result_file_spec(self.argv, self.tool)
-        before = await asyncio.to_thread(result_files.mark, spec, self.cwd) if spec else None
+        before = await self._mark(spec) if spec else None
         outcome = await self.command.run()
         log_results = await asyncio.to_thread(parse_bench_output, self.capture.text())
         notes: list[str] = []
         results = log_results
         if spec is not None and outcome.status == "exited":
-            read = await asyncio.to_thread(result_files.read_new, spec, self.cwd, before)
+            read = await self._read_new(spec, before)
             if read.results:
                 results = merge_results(read.results, log_results, workload_args(self.argv))
                 notes.append(f"optui: {len(read.results)} result(s) read from {read.path}")
@@ -84,3 +91,18 @@ class CommandPoint:
             error = next((r.error for r in results if r.error), None) or f"no result block (exit code {outcome.returncode})"
         return PointOutcome(status, error, outcome.returncode, outcome.duration_s, tuple(results), tuple(notes))
 
+
+    async def _mark(self, spec) -> result_files.FileMark:
+        if self.shell.local:
+            return await asyncio.to_thread(result_files.mark, spec, self.cwd)
+        from optui.adapters.shell import ShellError
+
+        try:
+            return await result_files.mark_remote(self.shell, spec, self.cwd)
+        except ShellError:
+            return result_files.FileMark()
+
+    async def _read_new(self, spec, before) -> result_files.FileRead:
+        if self.shell.local:
+            return await asyncio.to_thread(result_files.read_new, spec, self.cwd, before)
+        return await result_files.read_new_remote(self.shell, spec, self.cwd, before)

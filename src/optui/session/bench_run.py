@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import islice
 
+from optui.adapters.shell import LocalShell, Shell
 from optui.config import BenchmarkConfig
 from optui.core.bench_cmd import point_argv
 from optui.core.bench_result import BenchResult
@@ -62,13 +63,15 @@ class BenchView:
 class BenchRun:
     """A run of benchmark preset ``name`` against ``server`` (see module doc).
 
-    ``sweep`` overrides one knob per point; ``repeats`` runs each point that many times.
+    ``sweep`` overrides one knob per point; ``repeats`` runs each point that many times;
+    ``shell`` is where an argv command runs (the preset's ``host``).
     """
 
     def __init__(self, name: str, cfg: BenchmarkConfig, *, base_url: str, max_lines: int,
                  on_change: Callable[[], None], server_healthy: Callable[[], bool], api_key: str | None = None,
-                 sweep: SweepSpec | None = None, repeats: int = 1) -> None:
+                 sweep: SweepSpec | None = None, repeats: int = 1, shell: Shell | None = None) -> None:
         self.name = name
+        self.shell: Shell = shell or LocalShell(cfg.host)  # where an argv command runs
         self.cfg = cfg
         self.base_url = base_url
         self.on_change = on_change
@@ -183,12 +186,12 @@ class BenchRun:
 
     async def _run_command(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
         argv = point_argv(self.cfg.argv or [], concurrency=point.concurrency, request_rate=point.request_rate)
-        self.add_line("$ " + " ".join(argv))
+        self.add_line(("$ " if self.shell.local else f"{self.shell.host}$ ") + " ".join(argv))
         self.tracker = ProgressTracker()
         self._update(progress=self.tracker.state)
         self._command = CommandPoint(argv, cwd=self.cfg.cwd, env=self.cfg.env, stall_s=self.cfg.stall_s,
                                      server_healthy=self.server_healthy, on_line=self._on_output,
-                                     on_progress=self._on_progress, tool=self.cfg.tool)
+                                     on_progress=self._on_progress, tool=self.cfg.tool, shell=self.shell)
         if self._aborted:
             self._command.abort()
         outcome = await self._command.run()

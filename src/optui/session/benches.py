@@ -62,8 +62,8 @@ class BenchService:
         api_key = os.environ.get(rt.cfg.api_key_env) if rt.cfg.api_key_env else None
         run = BenchRun(name, cfg, base_url=rt.cfg.url, max_lines=s.config.log_max_lines, on_change=s.touch,
                        server_healthy=lambda: rt.status.state.is_up, api_key=api_key, sweep=sweep,
-                       repeats=max(1, repeats))
-        run.on_command = lambda argv, rc, dt: s.command_log.add(getattr(cfg, "host", "local"), argv, rc, dt, "bench")
+                       repeats=max(1, repeats), shell=s.shell(cfg.host))
+        run.on_command = lambda argv, rc, dt: s.command_log.add(cfg.host, argv, rc, dt, "bench")
         self.current = run
         self._task = asyncio.create_task(self._run(run, rt), name=f"bench-{name}")
         s.touch()
@@ -223,11 +223,16 @@ class BenchService:
                     await asyncio.wait_for(asyncio.shield(self._task), 5.0)
 
     def kill_leftovers(self) -> None:
-        """SIGKILL a running benchmark's process group (no event loop needed)."""
+        """SIGKILL a running benchmark's process group (no event loop needed; a remote one
+        also dies with its SSH channel when optui exits)."""
         from optui.adapters import proc as procs
 
         run = self.current
-        if run is not None and run.pid and procs.group_alive(run.pid):
+        if run is None or not run.pid:
+            return
+        if not run.shell.local:
+            run.shell.kill_group_now(run.pid)
+        elif procs.group_alive(run.pid):
             procs.kill_group_now(run.pid)
 
 

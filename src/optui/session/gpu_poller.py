@@ -1,6 +1,8 @@
 """Polling every host's GPU source and keeping a short per-GPU history.
 
-One task per host calls ``source.read()`` every ``interval_s``. A read that takes longer
+One task per host calls ``source.read()`` every ``interval_s`` — or as soon as a streaming
+source (one with an ``on_fresh`` hook, e.g. the SSH ``nvidia-smi -lms`` stream) says a new
+tick arrived, so a change reaches the screen within one tick. A read that takes longer
 than 3 intervals leaves the last snapshot marked ``stale`` (with its age) instead of
 freezing anything; the history gets a gap (None) for every missed tick, so sparklines
 show missing data honestly instead of interpolating.
@@ -62,12 +64,13 @@ class GpuPoller:
         points = int(HISTORY_S / max(0.25, min(intervals.values(), default=1.0)))
         self.history = GpuHistory(points)
         self.paused = False
-        self._wake = asyncio.Event()
+        self._wake = {h: asyncio.Event() for h in sources}
         self._last_ok: dict[str, float] = {}
 
     def refresh_now(self) -> None:
         """Read every host at once (ctrl+l)."""
-        self._wake.set()
+        for event in self._wake.values():
+            event.set()
 
     async def run(self) -> None:
         """Poll all hosts until cancelled."""
@@ -84,12 +87,17 @@ class GpuPoller:
     async def _poll_host(self, host: str) -> None:
         source = self.sources[host]
         interval = self.intervals.get(host, 1.0)
+        wake = self._wake[host]
+        timeout = interval
+        if hasattr(source, "on_fresh"):  # a streaming source paces the reads itself
+            source.on_fresh = wake.set
+            timeout = 1.5 * interval  # only to refresh the age shown when its ticks stop
         while True:
             if not self.paused:
                 await self._read(host, source, interval)
-            self._wake.clear()
+            wake.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), interval)
+                await asyncio.wait_for(wake.wait(), timeout)
 
     async def _read(self, host: str, source: GpuSource, interval: float) -> None:
         try:

@@ -1,21 +1,32 @@
 """The rack's SSH side: one :class:`~optui.adapters.ssh.SshHost` per configured SSH host,
-shared by everything that talks to that host (GPU stream, controllers, benchmarks)."""
+shared by everything that talks to that host (GPU stream, controllers, log followers,
+benchmarks), and the connection problems shown on those hosts' servers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from optui.adapters.ssh import SshHost
 from optui.config import Config
+from optui.core.server_state import ServerStatus
+
+if TYPE_CHECKING:
+    from optui.adapters.ssh import SshHost
+    from optui.session.server_runtime import ServerRuntime
 
 
 def make_ssh_hosts(config: Config, *, on_state: Callable[[], None] | None = None,
                    on_command: Callable[[str, list[str], int | None, float], None] | None = None) -> dict[str, SshHost]:
-    """An (unstarted) SshHost for every host with ``ssh`` set; started on first use."""
-    hosts = {}
+    """An (unstarted) SshHost for every host with ``ssh`` set; started on first use.
+    asyncssh is only imported when the config has an SSH host."""
+    hosts: dict[str, SshHost] = {}
     for name, hcfg in config.hosts.items():
         if not hcfg.ssh:
             continue
+        from optui.adapters.ssh import SshHost
+
         hosts[name] = SshHost(
             name,
             hcfg.ssh,
@@ -27,3 +38,30 @@ def make_ssh_hosts(config: Config, *, on_state: Callable[[], None] | None = None
             on_command=on_command,
         )
     return hosts
+
+
+def host_problem(ssh: SshHost | None, now: float | None = None) -> str | None:
+    """One line on what is wrong with the connection to a host, None when it is live (or
+    not an SSH host): ``"ssh lost: connection closed; retry in 4s"``, ``"ssh untrusted:
+    host key unknown: SHA256:…"``, ``"ssh connecting"``."""
+    if ssh is None:
+        return None
+    state = ssh.state.value
+    if state == "live":
+        return None
+    if state == "connecting":
+        return "ssh connecting"
+    text = f"ssh {state}: {ssh.error or 'no answer'}"
+    if state == "lost" and ssh.next_retry_at:
+        text += f"; retry in {max(0.0, ssh.next_retry_at - (now or time.time())):.0f}s"
+    return text
+
+
+def with_host_problems(runtimes: Iterable[ServerRuntime], ssh_hosts: Mapping[str, SshHost]) -> tuple[ServerStatus, ...]:
+    """The servers' statuses, each with its host's connection problem (``host_problem``)."""
+    now = time.time()
+    out = []
+    for rt in runtimes:
+        problem = host_problem(ssh_hosts.get(rt.cfg.host), now)
+        out.append(rt.status if problem == rt.status.host_problem else replace(rt.status, host_problem=problem))
+    return tuple(out)

@@ -235,10 +235,11 @@ class ServerRuntime(RestartFlow):
             return
         rc = self.controller.returncode()
         if self._log is not None:
+            drain = getattr(self._log, "drain", None)  # a journal or remote log lags the exit: fetch the rest
+            if drain is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(drain(), 10.0)
             self._log.flush()
-            settle = getattr(self._log, "settle", None)  # followers whose lines can lag the exit
-            if settle is not None:
-                await settle()
         if self.status.state in (ServerState.DOWN, ServerState.CRASHED):
             return
         note = self.controller.exit_note()
@@ -342,9 +343,14 @@ class ServerRuntime(RestartFlow):
             await self._set_state(ServerState.DOWN, actor=actor, pid=None)
             return
         self._stopping = True
+        before = self.status.state
         try:
             await self._set_state(ServerState.STOPPING, actor=actor)
-            outcome = await self.controller.stop(self.cfg.stop_timeout_s)
+            try:
+                outcome = await self.controller.stop(self.cfg.stop_timeout_s)
+            except ControllerError as exc:  # e.g. the SSH link to its host is down
+                await self._set_state(before, actor=actor, message=str(exc))
+                raise RestartError(str(exc)) from exc
             if self._log is not None:
                 self._log.flush()
             self._stop_follower()

@@ -31,6 +31,7 @@ from optui.session.gpu_poller import GpuPoller
 from optui.session.gpu_release import gpu_holders
 from optui.session.inventory import InventoryRecorder
 from optui.session.locks import ServerLock
+from optui.session.rack import with_host_problems
 from optui.session.server_runtime import RestartError, ServerRuntime
 from optui.session.state import SessionState
 from optui.session.todo_runner import ExperimentRunner
@@ -100,22 +101,23 @@ class Session:
         self.todo_follow = TodoFollowService(self)
         self.todo_runs = ExperimentRunner(self)
         self.paused = False
+        from optui.session.rack import make_ssh_hosts
+
+        # one connection per SSH host, shared by its GPU stream, controllers, logs and benchmarks
+        self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch,
+                                        on_command=lambda host, argv, rc, dt: self.command_log.add(host, argv, rc, dt, "ssh"))
         self.servers: dict[str, ServerRuntime] = {}
         catalogs = CatalogStore(self.state_dir)
         for name, cfg in self.config.servers.items():
-            controller = build_controller(name, cfg, self.state_dir, shell_for(cfg.host, self.config.host(cfg.host).ssh))
+            controller = build_controller(name, cfg, self.state_dir, self.shell(cfg.host))
             self.servers[name] = ServerRuntime(name, cfg, controller, self.journal, on_change=self.touch,
                                                journal_failed=self.journal_failed, on_journal=self.sync_journal,
                                                restarting_elsewhere=ServerLock(self.state_dir, name).held_by_other,
                                                gpu_holders=lambda after, host=cfg.host: gpu_holders(self.gpus, host, after),
                                                catalogs=catalogs)
             shell = getattr(controller, "shell", None)
-            if shell is not None:
+            if shell is not None and shell.local:  # remote commands are logged by their SSH connection
                 shell.on_command = self.command_log.add
-        from optui.session.rack import make_ssh_hosts
-
-        self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch,
-                                        on_command=lambda host, argv, rc, dt: self.command_log.add(host, argv, rc, dt, "ssh"))
         sources = {}
         intervals = {}
         for host in self.config.host_names():
@@ -150,7 +152,7 @@ class Session:
             self._snapshot = SessionState(
                 version=self.version,
                 hosts=tuple(self.gpus.snapshots.values()),
-                servers=tuple(rt.status for rt in self.servers.values()),
+                servers=with_host_problems(self.servers.values(), self.ssh_hosts),
                 todos=self._todos,
                 events=tuple(self._events),
                 bench=self.benches.current.view if self.benches.current else None,
@@ -277,10 +279,16 @@ class Session:
         if self.stop_servers_on_exit:
             for rt in self.servers.values():
                 kill = getattr(rt.controller, "kill_now", None)
-                if kill is not None and rt.controller.launch is not None and procs.pid_alive(rt.controller.launch.pid):
+                local = getattr(getattr(rt.controller, "shell", None), "local", True)  # no loop left for a remote kill
+                if kill is not None and local and rt.controller.launch is not None and procs.pid_alive(rt.controller.launch.pid):
                     kill()
 
     # ---------------------------------------------------------- servers
+    def shell(self, host: str):
+        """The :class:`~optui.adapters.shell.Shell` of ``host`` (over its shared SSH
+        connection for an SSH host)."""
+        return shell_for(host, self.ssh_hosts.get(host))
+
     def server(self, name: str) -> ServerRuntime:
         """The runtime of server ``name``; SessionError when unknown."""
         rt = self.servers.get(name)
@@ -330,8 +338,12 @@ class Session:
     async def stop_server(self, name: str, *, actor: str | None = None) -> None:
         """Stop ``name`` (SIGTERM, wait, SIGKILL the group)."""
         self.check_writable("stopping a server")
-        await self.server(name).stop(actor=actor or self.actor)
-        self.sync_journal()
+        try:
+            await self.server(name).stop(actor=actor or self.actor)
+        except RestartError as exc:
+            raise SessionError(str(exc)) from exc
+        finally:
+            self.sync_journal()
 
     # ---------------------------------------------------------- experiments
     def current_experiment(self, server: str | None = None) -> str | None:

@@ -75,6 +75,8 @@ class ServerPanel(CursorList):
             row.append(f" {fmt_duration(now - (s.started_at or s.state_since))}")
         if s.busy:
             row.append(f" [{s.busy}]", style=style(app, "warning"))
+        if s.host_problem:  # the host's link, not the server, is the problem: say so on its row
+            row.append(f"  ⚠ {s.host}: {s.host_problem}", style=style(app, "warning"))
         if compact:
             detail = self._detail(s)
             if detail:
