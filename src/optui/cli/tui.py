@@ -61,9 +61,8 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
 
         session = Session(load(), actor="tui", read_only=read_only or None, stop_servers_on_exit=stop_servers_on_exit)
         built.append(session)
-        if seed_todos and not session.journal.todos(include_deleted=True):
-            for text, priority, *experiment in seed_todos:
-                session.todos.add(text, priority, experiment[0] if experiment else None)
+        if seed_todos:
+            seed_todo_list(session, seed_todos)
         return session
 
     app = OptuiApp(loader=loader, theme_name=theme, keymap=keymap, title=title)
@@ -169,6 +168,15 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
         return load_config(config_path)
 
     _run_app(load, theme=theme, read_only=read_only, stop_servers_on_exit=True, title="demo", seed_todos=DEMO_TODOS)
+
+
+def seed_todo_list(session, todos: list[tuple]) -> None:
+    """Add ``todos`` — (text, priority[, experiment spec dict]) — to a campaign whose todo
+    list has never had an item (a restarted demo keeps the operator's edits)."""
+    if session.journal.todos(include_deleted=True):
+        return
+    for text, priority, *experiment in todos:
+        session.todos.add(text, priority, experiment[0] if experiment else None)
 
 
 _GLOBAL_VALUED = {"-c": "config_path", "--config": "config_path", "--theme": "theme"}
