@@ -3,8 +3,6 @@ journal): restart with a new flag via keys, run a benchmark, todo edits that per
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from optui.cli.tui import write_demo_config
@@ -12,6 +10,7 @@ from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import free_port
+from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -21,14 +20,6 @@ def make_app(directory, port=None, speed=20.0) -> OptuiApp:
     session = Session(load_config(cfg), stop_servers_on_exit=True)
     return OptuiApp(session, title="test")
 
-
-async def wait_for(pilot, predicate, timeout=30.0, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await pilot.pause(step)
-    raise AssertionError("condition not reached in time")
 
 
 def event_types(session, target="demo"):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 import httpx
 import pytest
@@ -17,6 +16,7 @@ from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import free_port
+from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,14 +31,6 @@ def make_app(directory, *, extra: str = "", env: str = "") -> OptuiApp:
     cfg.write_text(text)
     return OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
 
-
-async def wait_for(pilot, predicate, timeout=30.0, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await pilot.pause(step)
-    raise AssertionError("condition not reached in time")
 
 
 def text_of(app, selector: str) -> str:

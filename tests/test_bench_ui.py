@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from optui.adapters import proc
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
+from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 TOOL = [sys.executable, str(Path(__file__).parent / "helpers" / "fake_tools" / "sglang" / "bench_serving.py")]
@@ -27,14 +27,6 @@ def make_app(tmp_path: Path, *extra: str) -> OptuiApp:
         f'[benchmarks.fake]\nserver = "s"\nargv = {json.dumps([*TOOL, "--num-prompts", "8", *extra])}\n')
     return OptuiApp(Session(load_config(tmp_path / "optui.toml")), title="test")
 
-
-async def wait_for(pilot, predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 @pytest.mark.parametrize("key", ["ctrl+c", "x"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from optui.core.todo import TodoStatus
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import free_port
+from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,14 +37,6 @@ argv = [{sys.executable!r}, "-m", "optui.demo.bench_client", "--base-url", "http
 def make_app(cfg) -> OptuiApp:
     return OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
 
-
-async def wait_for(pilot, predicate, timeout=40.0, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await pilot.pause(step)
-    raise AssertionError("condition not reached in time")
 
 
 def shown(app) -> list[str]:

@@ -19,6 +19,7 @@ from optui.core.todo import TodoStatus
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import stop_process_group, subprocess_env
+from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 LONG = ("Measure whether --enable-mixed-chunk together with --chunked-prefill-size 8192 helps p99 TTFT at "
@@ -46,14 +47,6 @@ def capture_notes(app) -> list[str]:
     app.notify = notify
     return notes
 
-
-async def wait_for(pilot, predicate, timeout=10.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await pilot.pause(step)
-    raise AssertionError("condition not reached in time")
 
 
 def rows(app) -> list[tuple[str, str, str]]:

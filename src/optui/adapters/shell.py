@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from optui.adapters import proc
 from optui.adapters.log_follow import LogFollower
-from optui.core.textstream import LineSplitter
+from optui.core.textstream import iter_lines
 
 if TYPE_CHECKING:
     from optui.adapters.ssh import SshHost
@@ -234,16 +234,9 @@ class LocalShell:
                 env=proc.child_env(self._env(env)), start_new_session=True)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
-        splitter = LineSplitter()
         try:
             assert child.stdout is not None
-            while True:
-                chunk = await child.stdout.read(64 * 1024)
-                if not chunk:
-                    break
-                for line in splitter.feed(chunk).lines:
-                    yield line
-            for line in splitter.close().lines:
+            async for line in iter_lines(lambda: child.stdout.read(64 * 1024)):
                 yield line
         finally:
             proc.kill_group_now(child.pid)

@@ -47,7 +47,7 @@ from optui.adapters import proc
 from optui.adapters.shell import CommandResult, LogSource, ShellError
 from optui.adapters.ssh import SshError, SshHost
 from optui.adapters.ssh_procs import CHUNK, RemoteFileFollower, RemotePiped, RemoteSpawned, reap
-from optui.core.textstream import LineSplitter
+from optui.core.textstream import iter_lines
 
 PGID_MARK = b"optui-pgid:"
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -219,18 +219,15 @@ class SshShell:
 
     async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
         process, pgid = await self.start_stream(argv, env=env)
-        splitter = LineSplitter()
+
+        async def read_chunk() -> bytes:
+            try:
+                return await process.stdout.read(CHUNK)
+            except (asyncssh.Error, OSError):
+                return b""  # the link died: the stream ends like an exited command
+
         try:
-            while True:
-                try:
-                    chunk = await process.stdout.read(CHUNK)
-                except (asyncssh.Error, OSError):
-                    break  # the link died: the stream ends like an exited command
-                if not chunk:
-                    break
-                for line in splitter.feed(chunk).lines:
-                    yield line
-            for line in splitter.close().lines:
+            async for line in iter_lines(read_chunk):
                 yield line
         finally:
             process.close()  # the remote watcher kills the group when the channel closes

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -115,3 +116,15 @@ class LineSplitter:
         self._current, self._current_len, self._dropped = [], 0, 0
         self._after_cr = False
         return line
+
+
+async def iter_lines(read_chunk: Callable[[], Awaitable[bytes]]) -> AsyncIterator[str]:
+    """The display lines of a byte stream read by ``read_chunk()`` until it returns ``b""``
+    (a subprocess's or an SSH channel's stdout), through one :class:`LineSplitter`; the
+    unterminated last line comes out at the end."""
+    splitter = LineSplitter()
+    while chunk := await read_chunk():
+        for line in splitter.feed(chunk).lines:
+            yield line
+    for line in splitter.close().lines:
+        yield line
