@@ -4,6 +4,7 @@ write lock, and reading the journal back from another connection."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -35,7 +36,21 @@ def demo_config(directory: Path, *, server_extra: str = "", env: str = "", bench
 
 def demo_app(directory: Path, **kwargs) -> OptuiApp:
     """The real app on :func:`demo_config` (the demo server is stopped when it quits)."""
-    return OptuiApp(Session(load_config(demo_config(directory, **kwargs)), stop_servers_on_exit=True), title="faults")
+    return app_on(demo_config(directory, **kwargs))
+
+
+def app_on(config: Path) -> OptuiApp:
+    """The real app on the campaign ``config`` (demo servers stopped when it quits)."""
+    return OptuiApp(Session(load_config(config), stop_servers_on_exit=True), title="faults")
+
+
+def small_client(config: Path, name: str = "client") -> None:
+    """Add preset ``name`` to the demo ``config``: the bundled SGLang-style client, 8 requests."""
+    url = load_config(config).config.servers["demo"].url
+    argv = [sys.executable, "-m", "optui.demo.bench_client", "--base-url", url, "--num-prompts", "8",
+            "--random-input-len", "32", "--random-output-len", "8", "--max-concurrency", "4"]
+    with open(config, "a") as fh:
+        fh.write(f'\n[benchmarks.{name}]\nserver = "demo"\nargv = {json.dumps(argv)}\n')
 
 
 class Heartbeat:
@@ -144,5 +159,6 @@ def db_bytes(db: Path) -> bytes:
     return b"".join(p.read_bytes() for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists())
 
 
-__all__ = ["FAKE_TOOLS", "Heartbeat", "Locker", "db_bytes", "demo_app", "demo_config", "gone", "page_limit", "ready",
+__all__ = ["FAKE_TOOLS", "Heartbeat", "Locker", "app_on", "db_bytes", "demo_app", "demo_config", "gone", "page_limit", "ready",
+           "small_client",
            "status_line", "stored_events", "wait_for"]

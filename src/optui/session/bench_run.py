@@ -28,6 +28,7 @@ from optui.core.bench_result import BenchResult
 from optui.core.bench_stream import ProgressTracker, StreamProgress
 from optui.core.bench_sweep import Point, SweepSpec, plan_points
 from optui.session.bench_command import CommandPoint
+from optui.session.command_log import hide_value
 
 #: Output lines longer than this are cut for display (the log panel never shows more).
 DISPLAY_MAX_CHARS = 2000
@@ -100,7 +101,8 @@ class BenchRun:
 
     # -------------------------------------------------------------- output
     def add_line(self, line: str) -> None:
-        """Append an output line (counted, bounded, cut for display)."""
+        """Append an output line (counted, bounded, cut for display; the API key hidden)."""
+        line = hide_value(line, self.api_key)
         if len(line) > DISPLAY_MAX_CHARS:
             line = f"{line[:DISPLAY_MAX_CHARS]} …[{len(line) - DISPLAY_MAX_CHARS} more characters]"
         self.lines.append(line)
