@@ -2,18 +2,19 @@
 SGLang server is a real subprocess), each fault ending with a journaled outcome, no process
 left behind, no UI freeze over 1 s (a 50 ms heartbeat timer of the app) and nothing lost.
 
-Covered elsewhere (see docs/faults.md): hung (tests/test_app_server_control.py), bad flag and
-OOM at startup (tests/test_app_flows.py, tests/test_app_server_control.py,
-tests/test_peer_server_control.py).
+The keys and dialogs of the same faults (rollback offer, log view): tests/test_app_flows.py,
+tests/test_app_server_control.py; against a real llama-server: tests/test_peer_server_control.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
 import socket
 
+import httpx
 import pytest
 
 from tests.helpers.faults import Heartbeat, demo_app, gone, ready, stored_events, wait_for
@@ -115,3 +116,56 @@ async def test_log_truncated_deleted_and_rotated_while_followed(tmp_path):
         assert gone(pid)
         assert beat.stop() < 1.0, beat.max_gap_s
         await pilot.press("q")
+
+
+@pytest.mark.parametrize("flags, crash", [(["--no-such-flag", "1"], "bad_flag"), (["--mem-fraction-static", "0.99"], "oom")])
+async def test_bad_flag_and_oom_at_startup_end_crashed_with_their_class(tmp_path, flags, crash):
+    app = demo_app(tmp_path)
+    session, rt = app.session, app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        beat = Heartbeat(app)
+        good = list(rt.status.argv)
+        before = {e.seq for e in stored_events(session.journal.path)}
+        status = await session.restart_server("demo", good + flags, reason=crash)
+        assert status.state.value == "crashed" and str(status.crash_class) == crash
+        failed = stored_events(session.journal.path, types=["server.failed"])[-1]
+        started = stored_events(session.journal.path, types=["server.starting"])[-1]
+        assert failed.data["class"] == crash and failed.data["lines"] and failed.seq > started.seq
+        assert gone(started.data["pid"])  # the failed launch left nothing behind
+        await wait_for(pilot, lambda: crash in servers_text(app), what="class on screen")
+        status = await session.rollback("demo", reason=f"after {crash}")
+        assert status.state.value == "ready" and list(rt.status.argv) == good
+        assert {e.seq for e in stored_events(session.journal.path)} >= before
+        assert beat.stop() < 1.0, beat.max_gap_s
+        await pilot.press("q")
+
+
+async def test_hung_server_health_200_no_tokens(tmp_path):
+    app = demo_app(tmp_path, server_extra="hung_after_s = 1.0",
+                   env='OPTUI_DEMO_HANG_AFTER = "0.5", SGLANG_HEALTH_CHECK_TIMEOUT = "60"')
+    session, rt = app.session, app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        beat = Heartbeat(app)
+        async with httpx.AsyncClient(base_url=rt.cfg.url, timeout=60) as client:
+
+            async def stuck_request():
+                async with client.stream("POST", "/v1/completions", json={"prompt": "x", "max_tokens": 20000, "stream": True}) as r:
+                    async for _ in r.aiter_lines():
+                        pass
+
+            request = asyncio.create_task(stuck_request())
+            try:
+                await wait_for(pilot, lambda: rt.status.state.value == "hung", timeout=40, what="hung")
+                assert (await client.get("/health")).status_code == 200  # health says fine
+                alert = stored_events(session.journal.path, types=["alert"])[-1]
+                assert alert.data["kind"] == "hung" and alert.data["running"] >= 1
+                await wait_for(pilot, lambda: "HUNG" in servers_text(app), what="hung on screen")
+            finally:
+                request.cancel()
+                await asyncio.gather(request, return_exceptions=True)
+        pid = rt.status.pid
+        assert beat.stop() < 1.0, beat.max_gap_s
+        await pilot.press("q")
+    assert gone(pid)  # the demo's server is stopped on exit
