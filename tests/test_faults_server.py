@@ -134,6 +134,9 @@ async def test_bad_flag_and_oom_at_startup_end_crashed_with_their_class(tmp_path
         assert failed.data["class"] == crash and failed.data["lines"] and failed.seq > started.seq
         assert gone(started.data["pid"])  # the failed launch left nothing behind
         await wait_for(pilot, lambda: crash in servers_text(app), what="class on screen")
+        kind = "oom" if crash == "oom" else "crashed"
+        await wait_for(pilot, lambda: [e for e in stored_events(session.journal.path, types=["alert"]) if e.data["kind"] == kind],
+                       what=f"alert {kind}")
         status = await session.rollback("demo", reason=f"after {crash}")
         assert status.state.value == "ready" and list(rt.status.argv) == good
         assert {e.seq for e in stored_events(session.journal.path)} >= before
