@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,8 +26,9 @@ from optui.core.todo_formats import (
 )
 from optui.core.todo_merge import plan_snapshot
 
-FUZZ = settings(max_examples=10_000 if os.environ.get("OPTUI_SLOW") == "1" else 200, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+SLOW = os.environ.get("OPTUI_SLOW") == "1"
+FUZZ = settings(max_examples=10_000 if SLOW else 200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+pytestmark = pytest.mark.timeout(1200 if SLOW else 120)
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
                     st.text(max_size=20))
