@@ -134,7 +134,7 @@ async def test_stall_is_detected_journaled_and_the_group_killed(tmp_path):
     assert view.status == "stalled" and "no output for" in view.error
     assert not proc.group_alive(bench.pid)
     alert = s.journal.events(types=["alert"])[-1].data
-    assert alert["kind"] == "bench.stalled" and "server down" in alert["message"] and "killed" in alert["message"]
+    assert alert["kind"] == "bench_stalled" and "server down" in alert["message"] and "killed" in alert["message"]
     finished = s.journal.events(types=["bench.finished"])[-1].data
     assert finished["status"] == "stalled" and "not healthy" in finished["error"]
     await s.close()

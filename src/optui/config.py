@@ -176,7 +176,8 @@ class BenchmarkConfig(_Model):
     builtin: BuiltinBench | None = None
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    stall_s: float = Field(120.0, gt=0)
+    stall_s: float = Field(120.0, gt=0, description="no output for this long while the server is unhealthy: stalled")
+    silent_s: float = Field(600.0, gt=0, description="no output for this long even with a healthy server: stalled")
     description: str = ""
     sweep: SweepConfig | None = None
     repeat: int = Field(3, ge=1, le=50, description="runs per point of the repeat action (R)")

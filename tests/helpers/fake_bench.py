@@ -1,7 +1,7 @@
 """A fake benchmark client for tests: SGLang ``bench_serving`` or vLLM ``benchmark_serving``
 flavoured output (Namespace line, tqdm bar on stderr, result block) and result files, with
 deterministic numbers that depend on ``--max-concurrency``, plus misbehaviour on demand
-(go silent, spawn a child, fail).
+(go silent, spawn a child, fail, print garbage).
 
 Run through the wrappers in ``tests/helpers/fake_tools/`` so optui detects the tool from
 the path (``.../sglang/bench_serving.py`` → SGLang, ``.../benchmark_serving.py`` → vLLM).
@@ -46,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--silent", type=float, default=0.0, help="after the Namespace line, sleep this long silently")
     p.add_argument("--child", action="store_true", help="spawn a grandchild (sleep 300) first")
     p.add_argument("--fail", action="store_true", help="every request fails (SGLang: IndexError, no block)")
+    p.add_argument("--garbage", action="store_true",
+                   help="before the results: binary noise, a 1 MB line, invalid UTF-8, escapes, a CR flood")
     return p
 
 
@@ -78,6 +80,24 @@ def sglang_json(args, r: BenchResult) -> dict:
                for stat in ("mean", "median", "p90", "p95", "p99")}}
 
 
+GARBAGE_SEED = 8
+
+
+def write_garbage() -> None:
+    """Hostile output (deterministic): random bytes, a 1 MB line, invalid UTF-8, terminal
+    escapes and NULs, 50k carriage-return redraws without a newline."""
+    import random
+
+    rnd = random.Random(GARBAGE_SEED)
+    out = sys.stdout.buffer
+    out.write(bytes(rnd.randrange(256) for _ in range(64 * 1024)) + b"\n")
+    out.write(b"Z" * 1_000_000 + b"\n")
+    out.write(b"invalid utf-8: \xff\xfe\xc3\x28 \xe2\x82 end\n")
+    out.write(b"\x1b[2J\x1b[31mred\x1b[0m \x1b]0;title\x07 nul:\x00: [bold]not markup[/bold]\n")
+    out.write(b"".join(b"\r spinner %d" % i for i in range(50_000)) + b"\n")
+    out.flush()
+
+
 def main(flavour: str) -> int:
     args = parser().parse_args()
     if args.child:
@@ -85,6 +105,8 @@ def main(flavour: str) -> int:
     print(f"{'benchmark_args=' if flavour == 'sglang' else ''}{format_namespace(vars(args))}", flush=True)
     if args.silent:
         time.sleep(args.silent)
+    if args.garbage:
+        write_garbage()
     print("Starting warmup with 1 sequences...", flush=True)
     print("Warmup completed with 1 sequences. Starting main benchmark run...", flush=True)
     n = args.num_prompts

@@ -41,8 +41,9 @@ class CommandRun:
 
     ``on_line(stream, line)`` gets every complete line ("stdout"/"stderr");
     ``on_progress(line)`` the current carriage-return line. The stall watchdog fires when
-    nothing was printed for ``stall_s`` seconds *and* ``server_healthy()`` is False.
-    ``shell``: where it runs (default: this machine).
+    nothing was printed for ``stall_s`` seconds *and* ``server_healthy()`` is False, or for
+    ``silent_s`` seconds whatever the server says (a client that hangs on its own, e.g.
+    vllm#27886; None: never). ``shell``: where it runs (default: this machine).
     """
 
     def __init__(
@@ -54,6 +55,7 @@ class CommandRun:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         stall_s: float = 120.0,
+        silent_s: float | None = None,
         server_healthy: Callable[[], bool] = lambda: True,
         kill_timeout_s: float = 3.0,
         shell: Shell | None = None,
@@ -65,6 +67,7 @@ class CommandRun:
         self.cwd = cwd
         self.env = env
         self.stall_s = stall_s
+        self.silent_s = silent_s
         self.server_healthy = server_healthy
         self.kill_timeout_s = kill_timeout_s
         self.pid: int | None = None
@@ -142,9 +145,13 @@ class CommandRun:
             self.on_progress(progress)
 
     async def _watchdog(self) -> None:
+        limits = [self.stall_s] + ([self.silent_s] if self.silent_s else [])
         while not self._stop.is_set():
-            await asyncio.sleep(min(1.0, self.stall_s / 4))
+            await asyncio.sleep(min(1.0, *(limit / 4 for limit in limits)))
             silent = time.monotonic() - self.last_output
             if silent >= self.stall_s and not self.server_healthy():
                 self._stall_reason = f"no output for {silent:.0f}s while the server is not healthy"
+                self._stop.set()
+            elif self.silent_s and silent >= self.silent_s:
+                self._stall_reason = f"no output for {silent:.0f}s although the server is healthy: the client seems stuck"
                 self._stop.set()

@@ -2,7 +2,7 @@
 the last good flags per server and the experiment index (``exp-NNNN`` ids per server).
 
 Several optui processes (full screen + tmux side pane + CLI) share one file: every write is
-one short ``BEGIN IMMEDIATE`` transaction (``busy_timeout`` 5 s), readers notice other
+one short ``BEGIN IMMEDIATE`` transaction (``busy_timeout`` 5 s by default), readers notice other
 writers through ``PRAGMA data_version`` (:meth:`Journal.changed`). A write that returned is
 durable across ``kill -9`` of the process (WAL + ``synchronous=NORMAL``).
 """
@@ -57,6 +57,11 @@ class JournalError(Exception):
     The message names the file and the cause; the session keeps running read-only."""
 
 
+class JournalBusy(JournalError):
+    """Another process held the journal's write lock longer than ``busy_timeout_s``
+    (transient: the same write may succeed a moment later)."""
+
+
 def _dumps(data) -> str:
     return json.dumps(data, default=str, allow_nan=False, separators=(",", ":"))
 
@@ -81,10 +86,11 @@ class Journal:
 
     Thread-safe: one connection guarded by a lock, so the session may write from its
     event loop while a worker thread reads. Raises JournalError when the file cannot be
-    opened or written.
+    opened or written; ``busy_timeout_s`` is how long a write waits for another process's
+    write lock before it raises JournalBusy.
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, busy_timeout_s: float = 5.0) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self.write_error: str | None = None
@@ -107,6 +113,8 @@ class Journal:
                 self._db.execute(
                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
                 )
+            # opening waits the full 5 s for a lock; writes afterwards wait ``busy_timeout_s``
+            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"{self.path}: cannot open journal: {exc}") from exc
         self._data_version = self._pragma_data_version()
@@ -139,6 +147,8 @@ class Journal:
                 if "full" in text or "readonly" in text or "read-only" in text or "disk I/O" in text:
                     self.write_error = text
                     self.read_only = True
+                if "locked" in text or "busy" in text:
+                    raise JournalBusy(f"{self.path}: cannot write journal: {text} (another process holds its write lock)") from exc
                 raise JournalError(f"{self.path}: cannot write journal: {text}") from exc
 
     def transaction(self):

@@ -38,6 +38,8 @@ EXPERIMENT_STARTED = "experiment.started"
 VERDICT = "verdict"
 #: the GPU inventory of a host (names, count, memory), recorded when first seen or changed
 HOSTS_SEEN = "hosts.seen"
+#: the config file was edited while optui ran: valid or not (applied at the next start only)
+CONFIG_CHANGED = "config.changed"
 
 #: Named groups of event types for the journal view's type filter (``t`` cycles them).
 TYPE_GROUPS: dict[str, frozenset[str]] = {
@@ -129,6 +131,9 @@ class Event:
             return f"{self.experiment} on {self.target}: {change}" + (f" ({d['reason']})" if d.get("reason") else "")
         if t == VERDICT:
             return f"{self.experiment}: {d.get('decision', '?')}" + (f" — {d['reason']}" if d.get("reason") else "")
+        if t == CONFIG_CHANGED:
+            first = (d.get("error") or "").split("\n")[0]
+            return f"config edited: {first}" if first else "config edited (valid; applied at the next start)"
         if t == HOSTS_SEEN:
             return ", ".join(f"{g.get('count')}× {g.get('name')}" for g in d.get("gpus_by_name") or []) or "no GPUs"
         return ", ".join(f"{k}={v}" for k, v in list(d.items())[:4])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--disable-tqdm", action="store_true")
     p.add_argument("--disable-ignore-eos", action="store_true")
-    p.add_argument("--api-key", default=None, help="Bearer token (SGLang reads OPENAI_API_KEY)")
+    p.add_argument("--api-key", default=None, help="Bearer token (default: $OPENAI_API_KEY, read like SGLang's client)")
     return p
 
 
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         output_len=args.random_output_len, num_prompts=args.num_prompts,
         concurrency=args.max_concurrency or 0, request_rate=args.request_rate,
         ignore_eos=not args.disable_ignore_eos, warmup=args.warmup_requests, random_lengths=random_lengths,
-        api_key=args.api_key, seed=args.seed, on_progress=progress,
+        api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or None, seed=args.seed, on_progress=progress,
     ))
     bar.close()
     sys.stdout.flush()

@@ -14,6 +14,8 @@ Environment:
 - ``OPTUI_DEMO_HANG_AFTER=N``: N seconds after ready the scheduler stops producing tokens;
   requests stay running, ``/health`` stays 200 for ``SGLANG_HEALTH_CHECK_TIMEOUT``
   (default 20) seconds, like SGLang's health check needing that long to fail, then 503.
+- ``OPTUI_DEMO_API_KEY=KEY``: the API key when ``--api-key`` is not given (like vLLM's
+  ``VLLM_API_KEY``): a key that comes from the environment, never from the argv.
 
 SIGTERM/SIGINT: uvicorn's shutdown lines, exit 0 within a second.
 """
@@ -68,6 +70,8 @@ class Runtime:
         self.health_timeout_s = _env_float("SGLANG_HEALTH_CHECK_TIMEOUT", 20.0) or 20.0
         self.hang_after_s = _env_float("OPTUI_DEMO_HANG_AFTER", None)
         self.state_path = os.environ.get("OPTUI_DEMO_STATE") or None
+        if args.api_key is None:
+            args.api_key = os.environ.get("OPTUI_DEMO_API_KEY") or None
 
     # --------------------------------------------------------------- health
     def health(self) -> tuple[bool, str | None]:

@@ -2,8 +2,10 @@
 
 Kinds: ``crashed`` (a server became crashed), ``oom`` (its crash class is oom), ``hung``
 (requests waiting, no tokens), ``gpu_memory`` (a GPU above ``mem_alert_pct`` %, re-armed
-when it drops 5 points below), ``bench_stalled`` (the watchdog stopped a benchmark),
-``host_lost`` (a rack host lost or untrusted). Each alert fires once per transition; the
+when it drops 5 points below), ``gpu_error`` (one GPU answers with an error, e.g. NVML's
+"GPU is lost", while the others keep reporting; re-armed when it reads again),
+``bench_stalled`` (the watchdog stopped a benchmark), ``host_lost`` (a rack host lost or
+untrusted). Each alert fires once per transition; the
 session journals it as an ``alert`` event and the UI shows it as a notification (and rings
 the terminal bell when ``bell = true``).
 """
@@ -38,6 +40,7 @@ class AlertWatcher:
         self.mem_alert_pct = mem_alert_pct
         self._server_states: dict[str, ServerState] = {}
         self._hot_gpus: set[tuple[str, int]] = set()
+        self._failed_gpus: set[tuple[str, int]] = set()
         self._lost_hosts: set[str] = set()
         self._bench_seen: tuple[str, float] | None = None
 
@@ -80,6 +83,11 @@ class AlertWatcher:
             for s in h.samples:
                 pct = s.mem_used_pct
                 key = (h.host, s.index)
+                if s.error and key not in self._failed_gpus:
+                    self._failed_gpus.add(key)
+                    out.append(Alert("gpu_error", f"{h.host}:{s.index}", f"{h.host} GPU {s.index}: {s.error}"))
+                elif not s.error:
+                    self._failed_gpus.discard(key)
                 if pct is None:
                     continue
                 if pct >= self.mem_alert_pct and key not in self._hot_gpus:

@@ -25,7 +25,7 @@ from optui.core.bench_stream import ResultCapture
 @dataclass(frozen=True, slots=True)
 class PointOutcome:
     """How one command run went: ``status`` "ok" | "failed" | "aborted" | "stalled",
-    ``error`` (why, for anything but ok), ``returncode``, ``duration_s``, ``results``,
+    ``error`` (why, for anything but ok; for ok: how many requests failed, if any), ``returncode``, ``duration_s``, ``results``,
     ``notes`` (lines for the output log: which source the results came from)."""
 
     status: str
@@ -42,7 +42,7 @@ class CommandPoint:
     ``shell``: where it runs (default: this machine)."""
 
     def __init__(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None, stall_s: float,
-                 server_healthy: Callable[[], bool], on_line: Callable[[str, str], None],
+                 silent_s: float | None = None, server_healthy: Callable[[], bool], on_line: Callable[[str, str], None],
                  on_progress: Callable[[str], None], tool: str = "auto", shell: Shell | None = None) -> None:
         self.argv = list(argv)
         self.cwd = cwd
@@ -56,7 +56,7 @@ class CommandPoint:
             on_line(stream, text)
 
         self.command = CommandRun(self.argv, on_line=line, on_progress=on_progress, cwd=cwd, env=env,
-                                  stall_s=stall_s, server_healthy=server_healthy, shell=self.shell)
+                                  stall_s=stall_s, silent_s=silent_s, server_healthy=server_healthy, shell=self.shell)
 
     @property
     def pid(self) -> int | None:
@@ -85,7 +85,9 @@ class CommandPoint:
         if outcome.status != "exited":
             status, error = outcome.status, outcome.reason
         elif any(r.status == "ok" for r in results):
-            status, error = "ok", None
+            lost = sum(r.failed or 0 for r in results if r.status == "ok")
+            total = lost + sum(r.completed or 0 for r in results if r.status == "ok")
+            status, error = "ok", f"{lost} of {total} requests failed" if lost else None
         else:
             status = "failed"
             error = next((r.error for r in results if r.error), None) or f"no result block (exit code {outcome.returncode})"

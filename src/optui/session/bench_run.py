@@ -28,6 +28,7 @@ from optui.core.bench_result import BenchResult
 from optui.core.bench_stream import ProgressTracker, StreamProgress
 from optui.core.bench_sweep import Point, SweepSpec, plan_points
 from optui.session.bench_command import CommandPoint
+from optui.session.command_log import hide_value
 
 #: Output lines longer than this are cut for display (the log panel never shows more).
 DISPLAY_MAX_CHARS = 2000
@@ -100,7 +101,8 @@ class BenchRun:
 
     # -------------------------------------------------------------- output
     def add_line(self, line: str) -> None:
-        """Append an output line (counted, bounded, cut for display)."""
+        """Append an output line (counted, bounded, cut for display; the API key hidden)."""
+        line = hide_value(line, self.api_key)
         if len(line) > DISPLAY_MAX_CHARS:
             line = f"{line[:DISPLAY_MAX_CHARS]} …[{len(line) - DISPLAY_MAX_CHARS} more characters]"
         self.lines.append(line)
@@ -151,6 +153,7 @@ class BenchRun:
         an abort or a stall ends it at once."""
         results: list[BenchResult] = []
         failures: list[str] = []
+        partial: list[str] = []
         status = error = None
         for done, point in enumerate(self.points):
             if self._aborted:
@@ -173,12 +176,16 @@ class BenchRun:
                 break
             if point_status != "ok":
                 failures.append(point_error or "failed")
+            elif point_error:  # numbers, but some requests failed (e.g. the server died mid-run)
+                partial.append(f"{point.label() or 'run'}: {point_error}" if len(self.points) > 1 else point_error)
         if status is None:
             if self._aborted:
                 status, error = "aborted", "aborted by operator"
             elif any(r.status == "ok" for r in results):
                 status = "ok"
                 error = f"{len(failures)} of {len(self.points)} runs failed: {failures[0]}" if failures else None
+                if partial:
+                    error = "; ".join(filter(None, [error, *partial]))
             else:
                 status, error = "failed", failures[0] if failures else "no result"
         self._update(status=status, error=error, finished_at=time.time())
@@ -190,7 +197,7 @@ class BenchRun:
         self.tracker = ProgressTracker()
         self._update(progress=self.tracker.state)
         self._command = CommandPoint(argv, cwd=self.cfg.cwd, env=self.cfg.env, stall_s=self.cfg.stall_s,
-                                     server_healthy=self.server_healthy, on_line=self._on_output,
+                                     silent_s=self.cfg.silent_s, server_healthy=self.server_healthy, on_line=self._on_output,
                                      on_progress=self._on_progress, tool=self.cfg.tool, shell=self.shell)
         if self._aborted:
             self._command.abort()

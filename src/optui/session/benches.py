@@ -103,7 +103,7 @@ class BenchService:
                 s.journal_failed(exc)
         if view.status == "stalled":
             s.record(ev.ALERT, run.cfg.server, {
-                "kind": "bench.stalled", "bench": run.name,
+                "kind": "bench_stalled", "bench": run.name,
                 "message": f"{view.error}; server {rt.status.state.value}; process group {run.pid} killed"})
         s.record(ev.BENCH_FINISHED, run.cfg.server, {
             "bench": run.name, "status": view.status, "error": view.error, "run_id": view.run_id,

@@ -3,6 +3,8 @@ remote, with host, argv, exit code and duration. Bounded; newest last.
 
 API keys never appear here: argv values of flags that carry secrets (``--api-key``,
 ``--admin-api-key``, ``--hf-token``, ``--token``...) are masked when recorded.
+:func:`hide_value` does the same for a known key value in free text (server log lines,
+benchmark output).
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ def mask_secrets(argv: Sequence[str]) -> list[str]:
             continue
         out.append(arg)
     return out
+
+
+def hide_value(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` (an API key read from the environment,
+    e.g. a server that logs its own arguments like SGLang's ``server_args=``) as ``***``."""
+    return text.replace(secret, "***") if secret and secret in text else text
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,10 +71,13 @@ class RestartFlow:
                 self._journal(ev.FLAGS_CHANGED, {"diff": diff, "old_argv": old, "new_argv": list(argv)}, actor=actor)
             old_pids = await self._server_pids()
             stopped_at = time.time()
+            ours_running = self.controller.process_state() == "running"
             await self.stop(actor=actor)
-            if not await self._wait_port_free(10.0):
+            # our own server may take a while to let go of its port; nothing of ours ran: someone else holds it
+            if not await self._wait_port_free(10.0 if ours_running else 1.0):
                 host, port = url_host_port(self.cfg.url)
-                return await self._fail_before_start(CrashClass.PORT_IN_USE, f"port {port} on {host} is still in use after stop",
+                who = "still in use after stop" if ours_running else "in use by another process"
+                return await self._fail_before_start(CrashClass.PORT_IN_USE, f"port {port} on {host} is {who}; not starting",
                                                      argv, actor)
             held, waited = await self._wait_gpu_released(old_pids, stopped_at)
             if held:

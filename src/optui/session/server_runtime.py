@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -29,6 +30,7 @@ from optui.core.flags import Flags
 from optui.core.server_fsm import Observation, next_state
 from optui.core.server_log import LogClassifier, phase_durations, process_relative_time
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
+from optui.session.command_log import hide_value
 from optui.session.flag_catalogs import CatalogError, CatalogStore
 from optui.session.server_load import LoadMonitor
 from optui.session.server_restart import RestartError, RestartFlow, port_open, url_host_port
@@ -86,6 +88,8 @@ class ServerRuntime(RestartFlow):
         self.catalog: FlagCatalog | None = None
         self.log_tail: deque[str] = deque(maxlen=500)
         self.log_lines_total = 0
+        # the key never enters optui's state, whatever the server logs (SGLang prints server_args)
+        self._api_key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
         self.status = ServerStatus(name=name, kind=cfg.kind, url=cfg.url, host=cfg.host, argv=tuple(cfg.argv),
                                    managed=cfg.control != "none", last_good_argv=None)
         self._classifier = LogClassifier(cfg.kind)
@@ -293,6 +297,7 @@ class ServerRuntime(RestartFlow):
         self._log = self._log_task = None
 
     def _on_log_line(self, line: str) -> None:
+        line = hide_value(line, self._api_key)
         self.log_tail.append(line)
         self.log_lines_total += 1
         self.load.feed_log(line)

@@ -17,6 +17,7 @@ from collections import deque
 from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
 from optui.adapters.journal import Journal, JournalError
+from optui.adapters.journal_defer import DeferringJournal
 from optui.adapters.shell import shell_for
 from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
@@ -25,11 +26,13 @@ from optui.core.todo import TodoItem
 from optui.session.alerts import Alert, AlertWatcher
 from optui.session.benches import BenchService
 from optui.session.command_log import CommandLog
+from optui.session.config_watch import ConfigWatcher
 from optui.session.errors import SessionError
 from optui.session.flag_catalogs import CatalogStore
 from optui.session.gpu_poller import GpuPoller
 from optui.session.gpu_release import gpu_holders
 from optui.session.inventory import InventoryRecorder
+from optui.session.journal_health import JournalHealth
 from optui.session.locks import ServerLock
 from optui.session.rack import with_host_problems
 from optui.session.server_runtime import RestartError, ServerRuntime
@@ -82,8 +85,11 @@ class Session:
         self.observer = observer
         if observer and not loaded.journal_path.exists():
             Journal(loaded.journal_path).close()  # an empty campaign DB, then read-only
-        self.journal = Journal(loaded.journal_path, read_only=observer)
-        self.journal_error: str | None = None
+        # writes wait at most 0.5 s for another process's lock; events wait in memory meanwhile
+        self.journal = Journal(loaded.journal_path, read_only=True) if observer else DeferringJournal(loaded.journal_path)
+        self.journal_health = JournalHealth(self.journal, self.touch)
+        self.read_only_reason: str | None = None  # why the session turned read-only while running
+        self.config_watch = ConfigWatcher(loaded.path)
         self.version = 0
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -158,18 +164,26 @@ class Session:
                 bench=self.benches.current.view if self.benches.current else None,
                 results=self._results,
                 journal_path=str(self.journal.path),
-                journal_error=self.journal_error,
+                journal_error=self.journal_health.status(),
                 read_only=self.read_only,
                 paused=self.paused,
+                config_error=self.config_watch.error,
             )
         return self._snapshot
 
+    @property
+    def journal_error(self) -> str | None:
+        """Why the journal cannot be written (None when it can)."""
+        return self.journal_health.error
+
     def journal_failed(self, exc: JournalError) -> None:
-        """The journal could not be written: show why (the session keeps running)."""
+        """The journal could not be written: show why (the session keeps running); when it
+        cannot be written any more (disk full...) the session turns read-only."""
         if self.observer:
             return
-        if self.journal_error != str(exc):
-            self.journal_error = str(exc)
+        if self.journal_health.failed(exc) and not self.read_only:
+            self.read_only = True
+            self.read_only_reason = f"the journal cannot be written: {self.journal.write_error}"
             self.touch()
 
     def record(self, type: str, target: str | None, data: dict, *, experiment: str | None = None) -> None:
@@ -228,15 +242,32 @@ class Session:
         while True:
             await asyncio.sleep(0.5)
             try:
+                if self.journal_health.tick():  # events that waited for another process's lock
+                    self.sync_journal()
+            except JournalError as exc:
+                self.journal_failed(exc)
+            try:
                 changed = self.journal.changed()
             except Exception:
                 changed = True
             if changed:
                 self.sync_journal()
+            self._check_config()
             with contextlib.suppress(Exception):  # GPU inventory for reports (hosts.seen)
                 for host, data in self._inventory.changes(self.gpus.snapshots.values()):
                     self.record(ev.HOSTS_SEEN, host, data)
             self._check_alerts()
+
+    def _check_config(self) -> None:
+        """The config file was edited: journal and show whether it still loads (it is
+        applied at the next start only, see :mod:`optui.session.config_watch`)."""
+        change = self.config_watch.check()
+        if change is None or self.observer:
+            return
+        self.record(ev.CONFIG_CHANGED, None, change.event_data())
+        self.alerts.append(Alert("config", change.path, change.message(), "information" if change.valid else "error"))
+        self.alert_count += 1
+        self.touch()
 
     def _check_alerts(self) -> None:
         """Turn new transitions into alerts: journaled (unless their producer already wrote
@@ -266,6 +297,7 @@ class Session:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        self.journal_health.flush_before_close()
         with contextlib.suppress(JournalError):
             self.journal.append(ev.SESSION_ENDED, None, {"pid": os.getpid()}, actor=self.actor)
         self.journal.close()
@@ -298,9 +330,10 @@ class Session:
         return rt
 
     def check_writable(self, what: str) -> None:
-        """Raise SessionError in read-only mode."""
+        """Raise SessionError in read-only mode (with the reason when it began while running)."""
         if self.read_only:
-            raise SessionError(f"read-only mode: {what} is disabled")
+            why = f" ({self.read_only_reason})" if self.read_only_reason else ""
+            raise SessionError(f"read-only mode: {what} is disabled{why}")
 
     async def restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
                              ready_timeout_s: float | None = None, todo_id: int | None = None):
@@ -327,6 +360,7 @@ class Session:
 
     async def rollback(self, name: str, *, reason: str = "operator", actor: str | None = None):
         """Restart ``name`` with its last good flags (journaled as ``rollback``)."""
+        self.check_writable("rolling back a server")  # before the rollback event is journaled
         rt = self.server(name)
         last_good = rt.status.last_good_argv or (self.journal.last_good(name) and tuple(self.journal.last_good(name)))
         if not last_good:

@@ -17,8 +17,10 @@ class SessionState:
     """Everything on screen at one moment.
 
     ``events`` are the newest journal events, oldest first; ``results`` the newest stored
-    bench results, newest first; ``journal_error`` is set when the journal became
-    read-only (disk full, locked) — the session keeps running.
+    bench results, newest first; ``journal_error`` is set when the journal cannot be
+    written (disk full: the session turned read-only; locked by another process: events
+    wait) — the session keeps running; ``config_error`` when the config file was edited
+    into something that does not load (the session keeps the config it started with).
     """
 
     version: int
@@ -32,6 +34,7 @@ class SessionState:
     journal_error: str | None
     read_only: bool
     paused: bool
+    config_error: str | None = None
 
     def server(self, name: str) -> ServerStatus | None:
         """The status of server ``name`` or None."""

@@ -257,6 +257,8 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             text.append("  PAUSED (p)", style="bold")
         if state.journal_error:
             text.append(f"  journal: {state.journal_error}", style="bold red")
+        if state.config_error:
+            text.append(f"  config: {state.config_error.splitlines()[0]}", style="bold red")
         if text.plain != self._keys.get("status-line"):  # unchanged: skip the layout pass
             self._keys["status-line"] = text.plain
             self.query_one("#status-line", Static).update(text)

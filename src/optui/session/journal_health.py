@@ -1,0 +1,74 @@
+"""How the session's journal is doing: the status line's ``journal:`` text, events waiting on
+another process's lock, and the switch to read-only when the journal cannot be written.
+
+- Another process holds the write lock (``JournalBusy``): events wait in memory
+  (:class:`~optui.adapters.journal_defer.DeferringJournal`) and :meth:`JournalHealth.tick`
+  writes them once it is free; the status line says so meanwhile; nothing is lost.
+- The journal cannot be written at all (disk full, file made read-only, I/O error): the
+  error stays on the status line and the session turns read-only (see
+  :meth:`~optui.session.session.Session.journal_failed`); what was written before is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+
+from optui.adapters.journal import Journal, JournalBusy, JournalError
+
+#: How long a failed write on a busy lock stays on the status line (s).
+BUSY_SHOWN_S = 5.0
+
+
+class JournalHealth:
+    """Tracks write failures of ``journal``; ``on_change()`` is called when the status changes."""
+
+    def __init__(self, journal: Journal, on_change: Callable[[], None]) -> None:
+        self.journal = journal
+        self.on_change = on_change
+        self.error: str | None = None  # a hard error (sticky)
+        self._busy_text = ""
+        self._busy_until = 0.0
+
+    def failed(self, exc: JournalError) -> bool:
+        """Note a failed write; True when the journal cannot be written any more."""
+        if isinstance(exc, JournalBusy):
+            self._busy_text, self._busy_until = str(exc), time.monotonic() + BUSY_SHOWN_S
+            self.on_change()
+            return False
+        if self.error != str(exc):
+            self.error = str(exc)
+            self.on_change()
+        return self.journal.read_only
+
+    def status(self) -> str | None:
+        """The status line's ``journal:`` text, or None when all is well."""
+        if self.error:
+            return self.error
+        waiting = getattr(self.journal, "deferred", 0)
+        if waiting:
+            return f"{self.journal.busy_error}; {waiting} event(s) waiting, written when the lock is free"
+        if time.monotonic() < self._busy_until:
+            return self._busy_text
+        return None
+
+    def tick(self) -> bool:
+        """Write events that waited for the lock; True when some were written now. Raises
+        JournalError when the journal fails otherwise."""
+        if not getattr(self.journal, "deferred", 0):
+            return False
+        if not self.journal.flush():
+            return False
+        self._busy_until = 0.0
+        self.on_change()
+        return True
+
+    def flush_before_close(self, wait_s: float = 5.0) -> None:
+        """Last chance for waiting events when the session closes: retry for ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        while getattr(self.journal, "deferred", 0) and time.monotonic() < deadline:
+            with contextlib.suppress(JournalError):
+                if self.journal.flush():
+                    return
+            time.sleep(0.1)
