@@ -148,7 +148,15 @@ class BenchPanel(Vertical):
     def append_lines(self, lines: list[str]) -> None:
         """Append a batch of output lines (one widget update; at most the log's capacity)."""
         if lines:
-            self.query_one(Log).write_lines(lines[-self.max_lines:])
+            log = self.query_one(Log)
+            batch = lines[-self.max_lines:]
+            full = log.line_count + len(batch) > self.max_lines
+            log.write_lines(batch)
+            if full:
+                # Textual's Log repaints only the lines it appended, by their index before the
+                # oldest were dropped: past the end once the log is full, so the panel froze
+                # on a long run. Every visible line moved up: repaint them all.
+                log.refresh()
 
     # ---------------------------------------------------------- status
     def show(self, view: BenchView | None, rows: list[Row]) -> None:
