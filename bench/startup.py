@@ -1,40 +1,35 @@
 #!/usr/bin/env python3
 """Startup to first frame: optui vs a bare Textual app that shows one Static.
 
-    .venv/bin/python bench/startup.py [--runs 10] [--size 120x40]
+    python bench/startup.py [--runs 10] [--size 120x40] [--only optui-demo,optui-nvml]
 
 Each command runs in a pseudo-terminal of the given size; the clock starts before the
 process is spawned and stops when the terminal output contains the command's first-frame
-marker (the bare app's text; optui's panel titles and first data). Runs alternate between
+marker (the bare app's text; the title of optui's last panel, ``[5] Journal``, as the
+whole first frame is written at once). Runs alternate between
 the commands (so drift on a noisy machine hits all of them alike); medians and the ratio
 optui / bare are printed. Target (issue 8): ratio <= 1.3.
 
 Commands:
-- bare: ``python -c`` a Textual app with one ``Static("ready")``.
+- bare: ``python -c`` a Textual app with one ``Static("ready-marker")``.
 - optui-demo: ``optui demo --dir TMP`` (simulated rack and server).
-- optui-nvml: ``optui -c optui.toml`` with ``[hosts.local] gpu_source = "nvml"`` (on a machine
+- optui-nvml: ``optui -c optui.toml`` with ``[hosts.local] gpu_source = "nvml"``, ``interval_s = 1`` (on a machine
   without NVIDIA driver the panel shows "no_gpu"; the frame still counts).
 """
 
 from __future__ import annotations
 
 import argparse
-import fcntl
-import os
-import pty
-import select
-import signal
 import statistics
-import struct
 import sys
 import tempfile
-import termios
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PY = str(ROOT / ".venv" / "bin" / "python")
-OPTUI = str(ROOT / ".venv" / "bin" / "optui")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ptyrun import PtyProcess, load_average, parse_size  # noqa: E402
+
+PY = sys.executable
 BARE = (
     "from textual.app import App\n"
     "from textual.widgets import Static\n"
@@ -46,59 +41,35 @@ BARE = (
 
 
 def time_to_marker(argv: list[str], marker: bytes, size: tuple[int, int], timeout: float = 20.0) -> float:
-    t0 = time.perf_counter()
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ["TERM"] = "xterm-256color"
-        os.execv(argv[0], argv)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-    seen = b""
-    elapsed = float("nan")
-    deadline = t0 + timeout
-    while time.perf_counter() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            try:
-                seen += os.read(fd, 65536)
-            except OSError:
-                break
-            if marker in seen:
-                elapsed = time.perf_counter() - t0
-                break
-    os.kill(pid, signal.SIGTERM)
-    end = time.perf_counter() + 5
-    while time.perf_counter() < end:  # drain so it can exit, then reap
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            try:
-                os.read(fd, 65536)
-            except OSError:
-                break
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    os.close(fd)
-    return elapsed
+    """Seconds from spawn until ``marker`` is on the terminal (nan after ``timeout``)."""
+    proc = PtyProcess(argv, size, keep=True)
+    try:
+        elapsed = proc.wait_for(marker, timeout)
+    finally:
+        proc.stop()
+    return float("nan") if elapsed is None else elapsed
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--size", default="120x40")
+    parser.add_argument("--only", default="bare,optui-demo,optui-nvml",
+                        help="comma-separated commands to time (bare is always timed)")
     args = parser.parse_args()
-    size = tuple(int(x) for x in args.size.split("x"))
+    size = parse_size(args.size)
+    print(f"# {args.runs} runs each, {args.size} pty, load before: {load_average()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "nvml" / "optui.toml"
         cfg.parent.mkdir()
-        cfg.write_text('[hosts.local]\ngpu_source = "nvml"\n')
+        cfg.write_text('refresh_s = 1.0\n\n[hosts.local]\ngpu_source = "nvml"\ninterval_s = 1.0\n')
         commands = {
             "bare": ([PY, "-c", BARE], b"ready-marker"),
-            "optui-demo": ([OPTUI, "demo", "--dir", str(Path(tmp) / "demo")], b"Servers"),
-            "optui-nvml": ([OPTUI, "-c", str(cfg)], b"Servers"),
+            "optui-demo": ([PY, "-m", "optui", "demo", "--dir", str(Path(tmp) / "demo")], b"[5] Journal"),
+            "optui-nvml": ([PY, "-m", "optui", "-c", str(cfg)], b"[5] Journal"),
         }
+        wanted = {"bare", *args.only.split(",")}
+        commands = {name: spec for name, spec in commands.items() if name in wanted}
         for argv, marker in commands.values():  # warm caches (bytecode, page cache)
             time_to_marker(argv, marker, size)
         times: dict[str, list[float]] = {name: [] for name in commands}
@@ -108,8 +79,10 @@ def main() -> int:
     bare = statistics.median(times["bare"])
     for name, values in times.items():
         med = statistics.median(values)
+        paired = statistics.median(v / b for v, b in zip(values, times["bare"]))
         print(f"{name:12s} median {med * 1000:7.1f} ms  min {min(values) * 1000:7.1f}  max {max(values) * 1000:7.1f}"
-              f"  ratio to bare {med / bare:.2f}")
+              f"  ratio to bare {med / bare:.2f} (median of run pairs {paired:.2f})")
+    print(f"# load after: {load_average()}")
     return 0
 
 

@@ -1,6 +1,8 @@
 """Pure core pieces: text stream splitting, log classifier, metrics mapping, state machine."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optui.core.metrics_map import MetricsParseError, load_view, parse_scrape
 from optui.core.server_fsm import HungDetector, Observation, next_state
@@ -26,6 +28,32 @@ def test_splitter_handles_split_utf8_long_lines_and_invalid_bytes():
     assert out.lines[0].startswith("x" * 100) and "900 more characters cut" in out.lines[0]
     assert out.lines[1] == "\ufffd\ufffd"
     assert strip_ansi("\x1b]0;title\x07a\x1b[1;31mb") == "ab"
+
+
+_PIECES = st.sampled_from(["a", "é", "xyz" * 7, "\n", "\r", "\r\n", "\x1b[31m", "\x1b]0;t\x07", "\t", "\x07", "\n\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=40), st.lists(st.integers(0, 400), max_size=6), st.sampled_from([4, 16, 1000]))
+def test_splitter_lines_do_not_depend_on_chunk_boundaries(pieces, cuts, max_line):
+    """Whole lines in one chunk take a fast path; byte by byte they take the general one:
+    both give the same lines, redraws and progress."""
+    data = "".join(pieces).encode() + b"\xff"
+
+    def split(chunks):
+        s = LineSplitter(max_line=max_line)
+        lines, last_progress = [], None
+        for chunk in chunks:
+            out = s.feed(chunk)
+            lines += out.lines
+            last_progress = out.progress if out.progress is not None else (None if out.lines else last_progress)
+        redraw = s.pending_redraw()
+        return lines + s.close().lines, redraw, last_progress
+
+    bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
+    whole = split([data])
+    assert split([data[a:b] for a, b in zip(bounds, bounds[1:])]) == whole
+    assert split([data[i:i + 1] for i in range(len(data))]) == whole
 
 
 SGLANG_LOG = """[2025-01-15 10:00:00] server_args=ServerArgs(model_path='m', tp_size=2)

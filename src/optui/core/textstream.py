@@ -64,21 +64,41 @@ class LineSplitter:
         out = Chunked()
         if not text:
             return out
-        start = 0
-        for m in re.finditer(r"\r\n|\r|\n", text):
-            self._append(text[start : m.start()])
-            start = m.end()
-            sep = m.group()
-            if sep == "\r":
-                # progress update: keep it as the current line, replaced by the next one
-                self._pending_cr = True
-                out.progress = self._peek()
-            else:
-                self._pending_cr = False
+        pieces = text.split("\n")
+        clean = _CONTROL_RE.search(text) is None  # no escape sequence or control character at all
+        last = len(pieces) - 1
+        for i, piece in enumerate(pieces):
+            if i == last:
+                self._feed_piece(piece, out)
+            elif "\r" in piece or self._current or self._pending_cr or self._dropped:
+                self._feed_piece(piece, out)
+                self._pending_cr = False  # the "\n" ends the line ("\r\n" is a plain newline)
                 out.lines.append(self._take())
                 out.progress = None
-        self._append(text[start:])
+            else:  # fast path: a whole plain line, nothing pending (most lines of a flood)
+                if len(piece) > self.max_line:
+                    line = self._clean(piece[: self.max_line], clean) + f" …[{len(piece) - self.max_line} more characters cut]"
+                else:
+                    line = self._clean(piece, clean)
+                out.lines.append(line)
+                out.progress = None
+                self._after_cr = False
         return out
+
+    @staticmethod
+    def _clean(line: str, clean: bool) -> str:
+        return line if clean else strip_ansi(line)
+
+    def _feed_piece(self, piece: str, out: Chunked) -> None:
+        """Text without ``\n``: lone ``\r`` redraws the current line."""
+        start = 0
+        while (cr := piece.find("\r", start)) >= 0:
+            self._append(piece[start:cr])
+            start = cr + 1
+            # progress update: keep it as the current line, replaced by the next one
+            self._pending_cr = True
+            out.progress = self._peek()
+        self._append(piece[start:])
 
     def _append(self, piece: str) -> None:
         if not piece:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -22,6 +23,7 @@ from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
 from optui.ui.intents.todo import todo_commands
+from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.bench_panel import PANEL_ROWS, BenchPanel
@@ -100,11 +102,15 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._session_closed = False
         self._alerts_seen = 0
         self._campaign = "loading…"
+        self._key_pressed = asyncio.Event()  # a key ends the render loop's pause between frames
         if title:
             self.sub_title = title
         self._theme_errors = self._apply_theme()
 
     # ---------------------------------------------------------- setup
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen(id="_default")
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(OPTUI_VARIABLES)
 
@@ -192,11 +198,19 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
 
     async def _render_loop(self) -> None:
         """Repaint from the session's snapshot whenever it changes (≤ 1/MIN_FRAME_S Hz),
-        and at least once a second (uptimes, ages)."""
+        and at least once a second (uptimes, ages). What a key changed is painted at
+        once, without waiting out the pause (a benchmark's stream keeps the loop busy)."""
         while True:
             self._seen_version = await self.session.wait_changed(self._seen_version, timeout=1.0)
             self.apply_state(self.session.snapshot())
-            await asyncio.sleep(MIN_FRAME_S)
+            self._key_pressed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._key_pressed.wait(), MIN_FRAME_S)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self._key_pressed.set()
+        await super().on_event(event)
 
     # ---------------------------------------------------------- rendering
     def apply_state(self, state: SessionState) -> None:

@@ -13,6 +13,8 @@ results view. The panel posts :class:`BenchAction`; the app carries it out.
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -29,6 +31,10 @@ from optui.ui.widgets.meters import fmt_value, pct_bar
 
 if TYPE_CHECKING:
     from optui.session.bench_run import BenchView
+
+#: the log is repainted at most this often (s): a flood scrolls the whole log on every
+#: repaint, the costliest frame of the app, and is unreadable at 10 Hz anyway
+LOG_FRAME_S = 0.25
 
 COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the rest
     ("bench", "bench", 10),
@@ -110,6 +116,9 @@ class BenchPanel(Vertical):
         self._rows_key: tuple = ()
         self._rows: list[Row] = []
         self._status_plain = ""
+        self._pending: deque[str] = deque(maxlen=max_lines)
+        self._flushed_at = 0.0
+        self._flush_timer = None
 
     def compose(self) -> ComposeResult:
         yield Static("no benchmark yet — press b", id="bench-status", markup=False)
@@ -143,12 +152,39 @@ class BenchPanel(Vertical):
         if run_id != self._run_id:
             self._run_id = run_id
             self.seen_lines = 0
+            self._pending.clear()
             self.query_one(Log).clear()
 
     def append_lines(self, lines: list[str]) -> None:
-        """Append a batch of output lines (one widget update; at most the log's capacity)."""
-        if lines:
-            self.query_one(Log).write_lines(lines[-self.max_lines:])
+        """Append a batch of output lines: shown at once when the log was last repainted
+        :data:`LOG_FRAME_S` ago or more, else with the next repaint (a timer); at most the
+        log's capacity is kept meanwhile."""
+        if not lines:
+            return
+        self._pending.extend(lines[-self.max_lines:])
+        wait = self._flushed_at + LOG_FRAME_S - time.monotonic()
+        if wait <= 0:
+            self._flush()
+        elif self._flush_timer is None:
+            self._flush_timer = self.set_timer(wait, self._flush)
+
+    def _flush(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        self._flushed_at = time.monotonic()
+        if not self._pending:
+            return
+        log = self.query_one(Log)
+        batch = list(self._pending)
+        self._pending.clear()
+        full = log.line_count + len(batch) > self.max_lines
+        log.write_lines(batch)
+        if full:
+            # Textual's Log repaints only the lines it appended, by their index before the
+            # oldest were dropped: past the end once the log is full, so the panel froze
+            # on a long run. Every visible line moved up: repaint them all.
+            log.refresh()
 
     # ---------------------------------------------------------- status
     def show(self, view: BenchView | None, rows: list[Row]) -> None:

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Key press to screen update while a benchmark streams 20k lines/s into the bench panel.
+
+    python bench/keypress_latency.py [--presses 40] [--rate 20000] [--mode focus|todo]
+                                     [--size 120x40] [--json]
+
+optui runs in a real pseudo-terminal (the real renderer and its writer thread) on a temporary
+campaign: no GPUs, one server it does not control, one todo item, and a benchmark preset
+that is a real subprocess printing ``--rate`` lines/s (200-line bursts every 10 ms; a tqdm
+``\\r`` redraw every 100th line) for ``--seconds``. ``b`` starts it, as an operator would.
+Then a key is typed ``--presses`` times, 0.2-0.6 s apart (random, so the presses land at
+every phase of the render loop), and the time from writing the key to the terminal until
+the terminal output (escape sequences stripped) shows what the key changed is recorded:
+
+- ``focus``: ``3`` and ``4`` in turn: the todo / bench panel takes the focus, seen when the
+  key bar shows that panel's keys (``a Add`` / ``s Sweep``).
+- ``todo``: the todo list has the focus; space cycles the item's status (through the
+  session and the journal), seen when the item's row shows the next status icon.
+
+Prints median / p95 / max in ms and the lines/s the client achieved. ``--rate 0``: no
+benchmark (the baseline). Target (issue 8): <= 50 ms while streaming 20k lines/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ptyrun import PtyProcess, load_average, parse_size, strip_escapes  # noqa: E402
+
+FLOOD = r"""
+import json, sys, time
+rate, seconds, stats = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+out = sys.stdout
+t0 = time.perf_counter()
+i = 0
+while time.perf_counter() - t0 < seconds:
+    chunk = []
+    for _ in range(200):
+        if i % 100 == 99:
+            chunk.append(f"\r{i % 10000 // 100:3d}%|#####     | {i}/1000000 [00:01<00:01, 20000.00it/s]\n")
+        else:
+            chunk.append(f"[bench] request {i} done: 96 output tokens, ttft 12.3 ms, itl 4.5 ms\n")
+        i += 1
+    out.write("".join(chunk))
+    out.flush()
+    if i % 20000 == 0:  # every second: what was printed so far
+        json.dump({"lines": i, "seconds": time.perf_counter() - t0}, open(stats, "w"))
+    ahead = i / rate - (time.perf_counter() - t0)
+    if ahead > 0:
+        time.sleep(ahead)
+json.dump({"lines": i, "seconds": time.perf_counter() - t0, "done": True}, open(stats, "w"))
+"""
+
+ITEM = "keypress probe item"
+TODO_ICONS = ["○", "◐", "✔"]  # pending → in progress → completed → pending (core/todo cycle)
+
+
+class Watch:
+    """Looks for a marker in the terminal output that arrives after :meth:`arm`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._marker: bytes | None = None
+        self._tail = b""
+        self.found_at: float | None = None
+        self.event = threading.Event()
+
+    def arm(self, marker: bytes) -> None:
+        with self._lock:
+            self._marker, self._tail, self.found_at = marker, b"", None
+            self.event.clear()
+
+    def feed(self, when: float, chunk: bytes) -> None:
+        with self._lock:
+            if self._marker is None or self.found_at is not None:
+                return
+            window = self._tail + chunk
+            if self._marker in strip_escapes(window):
+                self.found_at = when
+                self.event.set()
+            self._tail = window[-512:]  # a marker or escape split across reads
+
+
+def write_campaign(root: Path, rate: float, seconds: float) -> Path:
+    (root / "flood.py").write_text(FLOOD)
+    bench = "" if rate <= 0 else f'''
+[benchmarks.flood]
+server = "s"
+argv = [{sys.executable!r}, {str(root / "flood.py")!r}, "{rate}", "{seconds}", {str(root / "flood.json")!r}]
+'''
+    cfg = root / "optui.toml"
+    cfg.write_text(f'''[hosts.local]
+gpu_source = "none"
+
+[servers.s]
+url = "http://127.0.0.1:9"
+control = "none"
+{bench}''')
+    subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), "todo", "add", ITEM], check=True,
+                   stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    return cfg
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--rate", type=float, default=20000.0, help="benchmark lines/s (0: no benchmark)")
+    parser.add_argument("--seconds", type=float, default=60.0, help="how long the benchmark prints")
+    parser.add_argument("--mode", choices=["focus", "todo"], default="focus")
+    parser.add_argument("--size", default="120x40")
+    parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    watch = Watch()
+    latencies: list[float] = []
+    missed = 0
+    with tempfile.TemporaryDirectory(prefix="optui-keys-") as tmp:
+        root = Path(tmp)
+        cfg = write_campaign(root, args.rate, args.seconds)
+        proc = PtyProcess([sys.executable, "-m", "optui", "-c", str(cfg)], parse_size(args.size), keep=True,
+                          on_output=watch.feed)
+        try:
+            if proc.wait_for(ITEM.encode(), 30) is None:
+                raise SystemExit("optui did not show the campaign within 30 s")
+            time.sleep(1.0)
+            if args.rate > 0:
+                proc.send(b"b")
+                if proc.wait_for(b"[bench] request ", 20) is None:
+                    raise SystemExit("the benchmark output did not appear within 20 s")
+                time.sleep(1.0)
+            load = load_average()
+            if args.mode == "todo":
+                proc.send(b"3")
+                time.sleep(1.0)
+            t_start = time.monotonic()
+            for n in range(args.presses):
+                if args.mode == "focus":
+                    key, marker = (b"3", b"a Add") if n % 2 == 0 else (b"4", b"s Sweep")
+                else:
+                    key, marker = b" ", f"{TODO_ICONS[(n + 1) % 3]} M {ITEM}".encode()  # M: medium priority
+                watch.arm(marker)
+                t0 = time.monotonic()
+                proc.send(key)
+                if watch.event.wait(5.0):
+                    latencies.append((watch.found_at - t0) * 1000)
+                else:
+                    missed += 1
+                time.sleep(rng.uniform(0.2, 0.6))
+            elapsed = time.monotonic() - t_start
+            stats = root / "flood.json"
+            still_streaming = args.rate <= 0 or (stats.exists() and not json.loads(stats.read_text()).get("done"))
+        finally:
+            proc.stop()
+        flood = json.loads((root / "flood.json").read_text()) if (root / "flood.json").exists() else None
+    ordered = sorted(latencies)
+    result = {
+        "mode": args.mode,
+        "rate_asked": args.rate,
+        "presses": args.presses,
+        "seen": len(latencies),
+        "missed": missed,
+        "median_ms": round(statistics.median(ordered), 1) if ordered else None,
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1) if ordered else None,
+        "max_ms": round(max(ordered), 1) if ordered else None,
+        "presses_s": round(elapsed, 1),
+        "streaming_throughout": still_streaming,
+        "client_lines_per_s": round(flood["lines"] / flood["seconds"]) if flood else None,
+        "load_during": load,
+        "size": args.size,
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{args.mode}: {len(latencies)}/{args.presses} presses seen ({missed} missed) while streaming "
+              f"{args.rate:.0f} lines/s; key -> screen median {result['median_ms']} ms, p95 {result['p95_ms']} ms, "
+              f"max {result['max_ms']} ms; client printed {result['client_lines_per_s']} lines/s; "
+              f"streaming throughout: {still_streaming}; load {load}")
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The dashboard's screen: Textual's default screen with cheaper focus changes.
+
+A focus change (keys ``1``-``5``, tab) cost ~75 ms on a 2-core VM at 120x40 with Textual's
+default screen, for two reasons, both removed here:
+
+- ``Screen.focused`` is a reactive that repaints the whole screen (every widget rendered
+  again). Nothing needs that: the widgets that lose and gain the focus refresh themselves
+  (``Focus`` / ``Blur`` handlers and their ``:focus`` styles), and the key bar redraws its
+  own line.
+- For ``:focus-within`` rules the screen restyles the panel *and every widget inside it*
+  (a dozen nodes per panel, each ~0.5 ms, and each then re-rendered). Only the panels
+  themselves have such a rule (``.panel:focus-within`` in ``optui.tcss``: border colours),
+  so only the nodes that have one are restyled; their children keep their render caches.
+  A rule that styles a descendant by its ancestor's focus (``.panel:focus-within Log``)
+  would not be applied here: style the panel itself instead.
+"""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.dom import DOMNode
+from textual.reactive import Reactive
+from textual.screen import Screen
+from textual.widget import Widget
+
+from optui.ui.widgets.key_bar import KeyBar
+
+
+class MainScreen(Screen):
+    """The default screen of :class:`~optui.ui.app.OptuiApp` (pushed screens are Textual's)."""
+
+    # Screen's own keys, with ids (remappable through [keymap])
+    BINDINGS = [
+        Binding("tab", "app.focus_next", "Focus next", show=False, id="app.focus_next"),
+        Binding("shift+tab", "app.focus_previous", "Focus previous", show=False, id="app.focus_previous"),
+        Binding("ctrl+c,super+c", "screen.copy_text", "Copy selected text", show=False, id="app.copy_text"),
+    ]
+
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+
+    def _update_focus_styles(self, focused: Widget | None = None, blurred: Widget | None = None) -> None:
+        nodes: set[DOMNode] = set()
+        for widget in (focused, blurred):
+            if widget is not None:
+                nodes.update(node for node in widget.ancestors_with_self if node._has_focus_within)
+        if nodes:
+            self.app.stylesheet.update_nodes(nodes, animate=True)
+
+    def set_focus(self, widget: Widget | None, scroll_visible: bool = True, from_app_focus: bool = False) -> None:
+        """Focus ``widget`` and show its keys in the key bar in the same frame (not one
+        frame later, after the focus events went round)."""
+        super().set_focus(widget, scroll_visible, from_app_focus)
+        for bar in self.query(KeyBar):
+            bar.update_keys()
