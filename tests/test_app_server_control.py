@@ -91,7 +91,8 @@ async def test_failed_restart_offers_rollback_and_the_log_shows_the_class(tmp_pa
         await pilot.press("2", "r")
         await edit(pilot, app, "--mem-fraction-static 0.99")
         await pilot.press("ctrl+s", "y")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title"))
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title")
+                       and bool(app.screen.query("#confirm-body")))  # the body mounts after the title
         assert str(rt.status.crash_class) == "oom"
         assert "The restart failed: oom" in text_of(app, "#confirm-body")
         await pilot.press("n")  # not now: look at the log first
@@ -107,7 +108,8 @@ async def test_failed_restart_offers_rollback_and_the_log_shows_the_class(tmp_pa
         await pilot.press("r")
         await edit(pilot, app, "--mem-fraction-static 0.99")
         await pilot.press("ctrl+s", "y")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title"))
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title")
+                       and bool(app.screen.query("#confirm-body")))  # the body mounts after the title
         await pilot.press("y")
         await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready" and list(rt.status.argv) == good,
                        timeout=40)
