@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 from collections import deque
 
@@ -239,7 +240,7 @@ class Session:
             await rt.restart(list(rt.cfg.argv), actor=self.actor, reason="autostart")
 
     async def _watch_journal(self) -> None:
-        while True:
+        for tick in itertools.count(1):
             await asyncio.sleep(0.5)
             try:
                 if self.journal_health.tick():  # events that waited for another process's lock
@@ -252,7 +253,8 @@ class Session:
                 changed = True
             if changed:
                 self.sync_journal()
-            self._check_config()
+            if tick % 4 == 0:  # every 2 s: a stat of the config file
+                self._check_config()
             with contextlib.suppress(Exception):  # GPU inventory for reports (hosts.seen)
                 for host, data in self._inventory.changes(self.gpus.snapshots.values()):
                     self.record(ev.HOSTS_SEEN, host, data)
