@@ -51,3 +51,48 @@ async def test_log_repaints_are_spaced_and_nothing_is_left_behind(tmp_path):
         assert list(log.lines) == ["first", "second", "third"]
         assert "third" in screen_text(app)
         await pilot.press("q")
+
+
+async def test_log_follows_the_stream_when_its_view_gets_shorter(tmp_path):
+    """A line wider than the panel adds a horizontal scrollbar, and a results table growing
+    above the log shortens it: either way Textual's Log no longer thinks it is at the end
+    and stopped following the stream."""
+    (tmp_path / "optui.toml").write_text('log_max_lines = 500\n[hosts.local]\ngpu_source = "none"\n')
+    app = OptuiApp(Session(load_config(tmp_path / "optui.toml")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        panel = app.query_one("#bench")
+        log = app.query_one("#bench-log")
+        for batch in range(5):
+            lines = [f"line {batch * 30 + i:04d}" for i in range(30)]
+            lines[5] += " " + "x" * 300  # wider than any panel
+            panel.append_lines(lines)
+            if batch == 2:  # the results table grows above the log: the log gets shorter
+                log.styles.max_height = 6
+            await pilot.pause(LOG_FRAME_S + 0.1)
+            newest = f"line {batch * 30 + 29:04d}"
+            assert newest in screen_text(app), f"batch {batch}: {newest} not on screen (scroll_y {log.scroll_y} of {log.max_scroll_y})"
+        await pilot.press("q")
+
+
+async def test_log_stays_where_the_operator_scrolled(tmp_path):
+    """Scrolled up to read: new output does not pull the view back to the end; scrolled
+    back to the end: it follows again."""
+    (tmp_path / "optui.toml").write_text('log_max_lines = 500\n[hosts.local]\ngpu_source = "none"\n')
+    app = OptuiApp(Session(load_config(tmp_path / "optui.toml")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        panel = app.query_one("#bench")
+        log = app.query_one("#bench-log")
+        panel.append_lines([f"line {i:04d}" for i in range(100)])
+        await pilot.pause(LOG_FRAME_S + 0.1)
+        assert log.scroll_y == log.max_scroll_y > 0
+        log.scroll_to(y=10, animate=False, immediate=True)
+        panel.append_lines([f"more {i:04d}" for i in range(50)])
+        await pilot.pause(LOG_FRAME_S + 0.1)
+        assert log.scroll_y == 10 and "more 0049" not in screen_text(app)
+        log.scroll_end(animate=False, immediate=True)
+        panel.append_lines([f"last {i:04d}" for i in range(50)])
+        await pilot.pause(LOG_FRAME_S + 0.1)
+        assert "last 0049" in screen_text(app)
+        await pilot.press("q")

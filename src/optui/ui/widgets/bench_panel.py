@@ -96,6 +96,42 @@ def spread_cell(s: Sample) -> str:
     return f"{s.n}" if spread is None else f"{s.n} ±{spread:.1f}%"
 
 
+class StreamLog(Log):
+    """The benchmark's output: follows the stream unless the operator scrolled up.
+
+    Textual's own auto-scroll follows only while the log is exactly at its end, which it
+    stops being whenever its view gets shorter (a results row above it, a horizontal
+    scrollbar for a long line): here "following" means "not scrolled up since we last
+    scrolled to the end", and a resize keeps a following log at its end."""
+
+    def __init__(self, *, max_lines: int, id: str | None = None) -> None:
+        super().__init__(max_lines=max_lines, id=id, auto_scroll=False)
+        self._left_at: float | None = None  # scroll_y after the last scroll to the end
+
+    def clear(self) -> StreamLog:
+        self._left_at = None
+        super().clear()
+        return self
+
+    def append(self, lines: list[str]) -> None:
+        """Write ``lines`` (already split, ANSI-free) and keep following if we were."""
+        follow = self._following()
+        self.write_lines(lines, scroll_end=False)
+        if follow:
+            self._to_end()
+
+    def _following(self) -> bool:
+        return self._left_at is None or self.scroll_y >= self._left_at or self.is_vertical_scroll_end
+
+    def _to_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._left_at = self.scroll_y
+
+    def on_resize(self) -> None:
+        if self._following():
+            self.call_after_refresh(self._to_end)
+
+
 class BenchPanel(Vertical):
     """Progress + results + output log of the current benchmark run."""
 
@@ -124,7 +160,7 @@ class BenchPanel(Vertical):
         yield Static("no benchmark yet — press b", id="bench-status", markup=False)
         table = DataTable(id="bench-results", cursor_type="row", zebra_stripes=True)
         yield table
-        yield Log(max_lines=self.max_lines, id="bench-log", auto_scroll=True)
+        yield StreamLog(max_lines=self.max_lines, id="bench-log")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -175,11 +211,11 @@ class BenchPanel(Vertical):
         self._flushed_at = time.monotonic()
         if not self._pending:
             return
-        log = self.query_one(Log)
+        log = self.query_one(StreamLog)
         batch = list(self._pending)
         self._pending.clear()
         full = log.line_count + len(batch) > self.max_lines
-        log.write_lines(batch)
+        log.append(batch)
         if full:
             # Textual's Log repaints only the lines it appended, by their index before the
             # oldest were dropped: past the end once the log is full, so the panel froze
