@@ -104,6 +104,19 @@ class StreamLog(Log):
     scrollbar for a long line): here "following" means "not scrolled up since we last
     scrolled to the end", and a resize keeps a following log at its end."""
 
+    BINDINGS = [  # Textual's scroll keys, with ids so that [keymap] can remap them
+        Binding("up", "scroll_up", "Scroll up", show=False, id="bench_log.up"),
+        Binding("down", "scroll_down", "Scroll down", show=False, id="bench_log.down"),
+        Binding("left", "scroll_left", "Scroll left", show=False, id="bench_log.left"),
+        Binding("right", "scroll_right", "Scroll right", show=False, id="bench_log.right"),
+        Binding("home", "scroll_home", "Oldest output", show=False, id="bench_log.top"),
+        Binding("end", "scroll_end", "Newest output", show=False, id="bench_log.bottom"),
+        Binding("pageup", "page_up", "Page up", show=False, id="bench_log.page_up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="bench_log.page_down"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="bench_log.page_left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="bench_log.page_right"),
+    ]
+
     def __init__(self, *, max_lines: int, id: str | None = None) -> None:
         super().__init__(max_lines=max_lines, id=id, auto_scroll=False)
         self._left_at: float | None = None  # scroll_y after the last scroll to the end
