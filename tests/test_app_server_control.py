@@ -95,6 +95,9 @@ async def test_failed_restart_offers_rollback_and_the_log_shows_the_class(tmp_pa
                        and bool(app.screen.query("#confirm-body")))  # the body mounts after the title
         assert str(rt.status.crash_class) == "oom"
         assert "The restart failed: oom" in text_of(app, "#confirm-body")
+        await pilot.pause(1.2)  # the session's alert watcher ticks every 0.5 s
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert errors == [], f"toasts over the rollback dialog: {errors}"
         await pilot.press("n")  # not now: look at the log first
         await pilot.press("l")
         assert type(app.screen).__name__ == "DetailsScreen"

@@ -98,6 +98,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._user_keymap = dict(config.keymap if config else {}, **(keymap or {}))
         self._log_max_lines = config.log_max_lines if config else log_max_lines
         self._seen_version = -1
+        self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
         self._key_bar_for: tuple | None = None  # (focus, screen, read-only) the key bar was drawn for
         self._keys: dict[str, object] = {}
         self._bench_run_id: int | None = None
@@ -250,7 +251,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._alerts_seen = session.alert_count
         for alert in list(session.alerts)[-new:]:
             rt = session.servers.get(alert.target)
-            if alert.kind in ("crashed", "oom") and rt is not None and rt.status.busy:
+            if alert.kind in ("crashed", "oom") and rt is not None and (rt.status.busy or alert.target in self.restarts_reporting):
                 continue
             self.notify(alert.message, title=alert.kind.replace("_", " "), severity=alert.severity, timeout=15)
             if session.config.bell:

@@ -101,6 +101,15 @@ class ServerIntents(IntentBase):
 
     async def _restart(self, name: str, argv: list[str], reason: str) -> None:
         self.notify(f"restarting {name}…")
+        # this restart reports its own outcome: the session's crash alert for it is not shown
+        # again as a second toast (see OptuiApp._show_alerts)
+        self.restarts_reporting.add(name)
+        try:
+            await self._restart_and_report(name, argv, reason)
+        finally:
+            self.set_timer(5.0, lambda: self.restarts_reporting.discard(name))
+
+    async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
         rt = self.session.servers[name]
         try:
             status = await self.session.restart_server(name, argv, reason=reason)
@@ -115,10 +124,11 @@ class ServerIntents(IntentBase):
         if status.state is ServerState.READY:  # rollback = "auto" already restored the last good flags
             self.notify(f"{name} failed ({klass}); rolled back to the last good flags: ready", severity="warning", timeout=15)
             return
+        if rt.cfg.rollback == "offer" and status.last_good_argv and list(status.last_good_argv) != list(argv):
+            self.confirm_rollback(name, after=str(status.crash_class))  # its body says why: no toast over it
+            return
         lines = "\n".join(status.crash_lines[-3:])
         self.notify(f"{name} failed: {status.crash_class}\n{lines}", severity="error", timeout=15)
-        if rt.cfg.rollback == "offer" and status.last_good_argv and list(status.last_good_argv) != list(argv):
-            self.confirm_rollback(name, after=str(status.crash_class))
 
     def action_rollback(self) -> None:
         name = self._selected_server()
