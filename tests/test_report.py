@@ -68,6 +68,8 @@ def test_markdown_findings_report(campaign):
     assert "`~ --max-running-requests: 16 → 64`" in row and "+28.9%" in row and "better" in row
     assert "### exp-0003 (qwen):" in md and "**failed, oom**: torch.OutOfMemoryError: CUDA out of memory" in md
     assert "- Rolled back to the last good flags." in md
+    # how long each phase lasted (marks at 2.0 and 20.0 s, ready at 31.5 s), not when it began
+    assert "- Outcome: ready in 31.5 s (phases: loading_weights 18.0 s, cuda_graph 11.5 s)." in md
     assert "- Note: 64 looks better; check p99 TTFT" in md
     failures = section(md, "Failures")
     assert "| exp-0003 | qwen | oom |" in failures

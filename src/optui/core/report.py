@@ -31,6 +31,8 @@ from optui.core.experiments import (
     build_experiments,
     crash_summary,
 )
+from optui.core.server_log import phase_durations
+from optui.core.server_state import PhaseMark
 from optui.core.todo import TodoItem, TodoStatus
 
 FORMATS = ("md", "jsonl", "csv")
@@ -252,7 +254,8 @@ def _experiment_section(x: Experiment) -> list[str]:
     if x.diff_prev and list(x.diff_prev) != list(x.diff_vs_baseline):
         out.append(f"- Change vs the previous configuration: {_changes(x.diff_prev)}.")
     if x.outcome == "ready":
-        phases = ", ".join(f"{p} {t:.1f} s" for p, t in x.phases)
+        marks = [PhaseMark(p, t) for p, t in x.phases]  # start offsets → how long each lasted
+        phases = ", ".join(f"{d['phase']} {d['dur']:.1f} s" for d in phase_durations(marks, x.ready_s) if d["dur"] is not None)
         out.append("- Outcome: ready" + (f" in {x.ready_s:.1f} s" if x.ready_s is not None else "")
                    + (f" (phases: {phases})" if phases else "") + ".")
     elif x.outcome == "failed":
