@@ -83,7 +83,8 @@ class Event:
         d = self.data
         t = self.type
         if t == SERVER_STATE:
-            phase = f" ({d['phase']})" if d.get("phase") else ""
+            starting = d.get("new") in ("starting", "warming")  # a phase left over from before says nothing
+            phase = f" ({d['phase']})" if d.get("phase") and starting else ""
             return f"{d.get('old', '?')} → {d.get('new', '?')}{phase}"
         if t == SERVER_PHASE:
             return f"phase {d.get('phase')} at {d.get('t', 0):.1f}s"
@@ -119,7 +120,9 @@ class Event:
             after = d.get("after") or {}
             before = d.get("before") or {}
             content = after.get("content") or before.get("content") or ""
-            return f"{d.get('op', 'edit')}: {content[:60]}"
+            moves = [f"{k} {before[k]} → {after[k]}" for k in ("status", "priority")
+                     if before.get(k) is not None and after.get(k) is not None and before[k] != after[k]]
+            return f"{d.get('op', 'edit')}: {content}" + (f" ({', '.join(moves)})" if moves else "")
         if t == NOTE:
             return d.get("text", "")
         if t.startswith("todo.run.") and "message" in d:

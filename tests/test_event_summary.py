@@ -1,0 +1,24 @@
+"""The one-line timeline text of journal events (journal panel, ``optui journal tail``)."""
+
+from __future__ import annotations
+
+from optui.core import events as ev
+from optui.core.events import Event
+
+
+def line(type_: str, data: dict) -> str:
+    return Event(seq=1, ts=0.0, type=type_, target="demo", data=data).summary()
+
+
+def test_server_state_shows_the_phase_only_while_starting():
+    assert line(ev.SERVER_STATE, {"old": "down", "new": "starting", "phase": "loading_weights"}) == "down → starting (loading_weights)"
+    # the phase of the last start says nothing about a stop
+    assert line(ev.SERVER_STATE, {"old": "stopping", "new": "down", "phase": "ready"}) == "stopping → down"
+
+
+def test_todo_change_keeps_the_whole_text_and_says_what_moved():
+    long = "Try --chunked-prefill-size 4096 with --max-running-requests 64 and pin it as the new baseline if better"
+    text = line(ev.TODO_CHANGED, {"op": "status", "before": {"content": long, "status": "pending", "priority": "high"},
+                                  "after": {"content": long, "status": "in_progress", "priority": "high"}})
+    assert text == f"status: {long} (status pending → in_progress)"
+    assert line(ev.TODO_CHANGED, {"op": "add", "after": {"content": "x", "status": "pending"}}) == "add: x"
