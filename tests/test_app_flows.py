@@ -3,8 +3,11 @@ journal): restart with a new flag via keys, run a benchmark, todo edits that per
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from optui.adapters.journal import Journal
 from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.session import Session
@@ -119,3 +122,21 @@ async def test_todo_edits_persist_across_restart(tmp_path):
         lines = app2.query_one("#todo-list").render().plain
         assert "try tp" in lines
         await pilot.press("q")
+
+
+async def test_quitting_the_demo_stops_its_server_and_says_so(tmp_path):
+    """optui started the server and stops it on exit (demo): the journal records the stop."""
+    app = make_app(tmp_path)
+    session, rt = app.session, app.session.servers["demo"]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+        pid = rt.status.pid
+        await pilot.press("q")
+    journal = Journal(session.journal.path, read_only=True)
+    try:
+        stops = list(journal.events(target="demo", types=["server.stopped"]))
+    finally:
+        journal.close()
+    assert stops and stops[-1].data["reason"] == "optui exited", [e.data for e in stops]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

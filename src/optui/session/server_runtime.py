@@ -393,4 +393,6 @@ class ServerRuntime(RestartFlow):
         """Called when the session closes: stop the server only when asked (demo)."""
         if stop_server and isinstance(self.controller, ProcessController) and self.controller.launch is not None:
             self._stopping = True
-            await self.controller.stop(min(self.cfg.stop_timeout_s, 5.0))
+            outcome = await self.controller.stop(min(self.cfg.stop_timeout_s, 5.0))
+            self._journal(ev.SERVER_STOPPED, {"how": outcome.how, "waited_s": round(outcome.waited_s, 3),
+                                              "returncode": outcome.returncode, "reason": "optui exited"})
