@@ -36,6 +36,9 @@ COLUMNS = (
     ("decision", "decision", None),
 )
 _SORTABLE = [c for c in COLUMNS if c[2]]
+#: below this many columns the numbers and the verdict come first, the names and the change last
+NARROW_BELOW = 100
+_NARROW_ORDER = ("id", "outcome", "tput", "delta", "verdict", "ttft", "ttft_delta", "ready", "decision", "server", "change")
 _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-failed", "baseline": "primary"}
 
 
@@ -61,7 +64,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
     ExperimentsScreen { align: center middle; }
     ExperimentsScreen > Vertical { width: 98%; height: 90%; border: thick $primary; background: $surface; }
     ExperimentsScreen #experiments-title { text-style: bold; height: 1; }
-    ExperimentsScreen #experiments-help { color: $text-muted; height: 1; }
+    ExperimentsScreen #experiments-help { color: $text-muted; height: auto; }
     ExperimentsScreen DataTable { height: 1fr; }
     """
 
@@ -78,13 +81,18 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self._seen_version = -1
 
     def compose(self) -> ComposeResult:
+        width = self.app.size.width
+        narrow = width < NARROW_BELOW
+        self._order = _NARROW_ORDER if narrow else tuple(key for key, _, _ in COLUMNS)
+        self._change_w = max(16, min(48, width - 100))  # the diff can be long: the rest stays visible
         with Vertical():
             yield Static("Experiments", id="experiments-title", markup=False)
-            yield Static("s/S sort  Enter details  k keep  x reject  i inconclusive  f show in journal  Esc close",
+            yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close",
                          id="experiments-help", markup=False)
             table = DataTable(id="experiments-table", cursor_type="row", zebra_stripes=True)
-            for key, header, _ in COLUMNS:
-                table.add_column(header, key=key)
+            headers = {key: header for key, header, _ in COLUMNS}
+            for key in self._order:
+                table.add_column(headers[key], key=key, width=self._change_w if key == "change" else None)
             yield table
 
     def on_mount(self) -> None:
@@ -122,14 +130,15 @@ class ExperimentsScreen(ModalScreen[str | None]):
         outcome = x.outcome if x.outcome != "failed" else f"failed: {x.crash_class or '?'}"
         change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
         verdict_var = _VERDICT_VAR.get(x.verdict)
-        return [
-            x.id, x.server, Text(change, no_wrap=True, overflow="ellipsis"),
-            Text(outcome, style=style(app, "state-failed") if x.outcome == "failed" else ""),
-            _num(x.ready_s, 1), _num(tput.value if tput else None, 1),
-            self._delta(tput, x), _num(ttft.value if ttft else None, 1), self._delta(ttft, x),
-            Text(x.verdict, style=style(app, verdict_var) if verdict_var else ""),
-            x.decision or "",
-        ]
+        cells = {
+            "id": x.id, "server": x.server, "change": Text(change, no_wrap=True, overflow="ellipsis"),
+            "outcome": Text(outcome, style=style(app, "state-failed") if x.outcome == "failed" else ""),
+            "ready": _num(x.ready_s, 1), "tput": _num(tput.value if tput else None, 1),
+            "delta": self._delta(tput, x), "ttft": _num(ttft.value if ttft else None, 1), "ttft_delta": self._delta(ttft, x),
+            "verdict": Text(x.verdict, style=style(app, verdict_var) if verdict_var else ""),
+            "decision": x.decision or "",
+        }
+        return [cells[key] for key in self._order]
 
     def _delta(self, d, x: Experiment) -> Text:
         if d is None or d.rel_pct is None or x.is_baseline:
