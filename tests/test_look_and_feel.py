@@ -141,6 +141,7 @@ async def test_palette_lists_every_action_with_its_target(tmp_path):
                          "Show experiments", "Add note to the journal"):
             assert any(t.startswith(expected) for t in titles), (expected, titles)
         assert len(titles) == len(set(titles)), titles  # each action once
+        assert "Abort benchmark" not in titles  # only while a benchmark runs
         await pilot.press("q")
 
 

@@ -150,7 +150,8 @@ def bench_palette_commands(app) -> Iterator[SystemCommand]:
                                 partial(app.ask_sweep, name))
             yield SystemCommand(f"Repeat benchmark {name} x{bench.repeat}", "Median and spread of several runs",
                                 partial(app.start_repeats, name))
-        yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
+        if app.session.benches.running:  # the palette is built when it opens
+            yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
         yield SystemCommand("Pin selected result as baseline", "The selected row of the bench results table",
                             lambda: app.pin_baseline(app.query_one("#bench").selected_row()))
     yield SystemCommand("Show benchmark results", "All results: deltas vs baseline, repeats, scaling, chart",
