@@ -12,6 +12,13 @@ from optui.ui.app import OptuiApp
 from optui.ui.widgets.bench_panel import LOG_FRAME_S
 
 
+def bench_app(tmp_path, *, log_max_lines: int | None = None) -> OptuiApp:
+    """The app on a campaign with no GPUs and no servers (only the bench panel matters)."""
+    cap = f"log_max_lines = {log_max_lines}\n" if log_max_lines else ""
+    (tmp_path / "optui.toml").write_text(cap + '[hosts.local]\ngpu_source = "none"\n')
+    return OptuiApp(Session(load_config(tmp_path / "optui.toml")))
+
+
 def screen_text(app: OptuiApp) -> str:
     """The text of what the terminal shows (the compositor's own render, caches included)."""
     svg = app.export_screenshot()
@@ -19,8 +26,7 @@ def screen_text(app: OptuiApp) -> str:
 
 
 async def test_full_log_still_shows_the_newest_lines(tmp_path):
-    (tmp_path / "optui.toml").write_text('log_max_lines = 100\n[hosts.local]\ngpu_source = "none"\n')
-    app = OptuiApp(Session(load_config(tmp_path / "optui.toml")))
+    app = bench_app(tmp_path, log_max_lines=100)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         panel = app.query_one("#bench")
@@ -36,8 +42,7 @@ async def test_full_log_still_shows_the_newest_lines(tmp_path):
 async def test_log_repaints_are_spaced_and_nothing_is_left_behind(tmp_path):
     """Batches arriving faster than LOG_FRAME_S are shown together with the next repaint;
     the last batch of a stream appears without any further output."""
-    (tmp_path / "optui.toml").write_text('[hosts.local]\ngpu_source = "none"\n')
-    app = OptuiApp(Session(load_config(tmp_path / "optui.toml")))
+    app = bench_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         panel = app.query_one("#bench")
@@ -57,8 +62,7 @@ async def test_log_follows_the_stream_when_its_view_gets_shorter(tmp_path):
     """A line wider than the panel adds a horizontal scrollbar, and a results table growing
     above the log shortens it: either way Textual's Log no longer thinks it is at the end
     and stopped following the stream."""
-    (tmp_path / "optui.toml").write_text('log_max_lines = 500\n[hosts.local]\ngpu_source = "none"\n')
-    app = OptuiApp(Session(load_config(tmp_path / "optui.toml")))
+    app = bench_app(tmp_path, log_max_lines=500)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         panel = app.query_one("#bench")
@@ -78,8 +82,7 @@ async def test_log_follows_the_stream_when_its_view_gets_shorter(tmp_path):
 async def test_log_stays_where_the_operator_scrolled(tmp_path):
     """Scrolled up to read: new output does not pull the view back to the end; scrolled
     back to the end: it follows again."""
-    (tmp_path / "optui.toml").write_text('log_max_lines = 500\n[hosts.local]\ngpu_source = "none"\n')
-    app = OptuiApp(Session(load_config(tmp_path / "optui.toml")))
+    app = bench_app(tmp_path, log_max_lines=500)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         panel = app.query_one("#bench")
