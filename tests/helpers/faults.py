@@ -17,6 +17,7 @@ from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import free_port, subprocess_env
+from tests.helpers.pilot import wait_for as pilot_wait_for
 
 FAKE_TOOLS = Path(__file__).resolve().parent / "fake_tools"
 
@@ -77,12 +78,7 @@ class Heartbeat:
 
 async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1, what: str = "condition"):
     """Poll ``predicate`` while the app runs; AssertionError naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await pilot.pause(step)
-    raise AssertionError(f"{what} not reached in {timeout} s")
+    await pilot_wait_for(pilot, predicate, timeout, step, what)
 
 
 async def ready(pilot, rt, timeout: float = 40.0) -> None:

@@ -5,13 +5,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from textual.css.query import NoMatches
 
-async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 40.0, step: float = 0.05) -> bool:
-    """Pause the app in ``step`` s slices until ``predicate()`` is true; AssertionError after
-    ``timeout`` s (a bound for slow machines, not an expected duration)."""
+
+async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 40.0, step: float = 0.05,
+                   what: str = "condition") -> bool:
+    """Pause the app in ``step`` s slices until ``predicate()`` is true; AssertionError naming
+    ``what`` after ``timeout`` s (a bound for slow machines, not an expected duration). A
+    widget the predicate queries that is not mounted yet (the panels mount just after the
+    first frame) counts as "not yet"."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():
-            return True
+        try:
+            if predicate():
+                return True
+        except NoMatches:
+            pass
         await pilot.pause(step)
-    raise AssertionError("condition not reached in time")
+    raise AssertionError(f"{what} not reached in {timeout} s")

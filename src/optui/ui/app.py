@@ -27,12 +27,7 @@ from optui.ui.intents.todo import todo_commands
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.themes import DEFAULT_THEME, load_themes
-from optui.ui.widgets.bench_panel import PANEL_ROWS, BenchPanel
-from optui.ui.widgets.gpu_panel import GpuPanel
-from optui.ui.widgets.journal_panel import JournalPanel
 from optui.ui.widgets.key_bar import KeyBar
-from optui.ui.widgets.server_panel import ServerPanel
-from optui.ui.widgets.todo_panel import TodoPanel
 
 if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
     from optui.session import Session
@@ -98,6 +93,8 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._user_keymap = dict(config.keymap if config else {}, **(keymap or {}))
         self._log_max_lines = config.log_max_lines if config else log_max_lines
         self._seen_version = -1
+        self.panels_mounted = False  # True once the panels replaced the first frame's placeholders
+        self._early_keys: list[events.Key] = []
         self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
         self._key_bar_for: tuple | None = None  # (focus, screen, read-only) the key bar was drawn for
         self._keys: dict[str, object] = {}
@@ -118,25 +115,44 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         return dict(OPTUI_VARIABLES)
 
     def compose(self) -> ComposeResult:
+        """The first frame: the dashboard's frame (status line, the five panels' borders and
+        titles, the key bar) with a placeholder in each panel. The panels' widgets (and the
+        DataTable, Log and core modules they import) mount right after it, in
+        :meth:`_mount_panels`; the campaign loads after that."""
         yield Static("", id="status-line", markup=False)
         with Horizontal(id="top"):
-            with PanelBox(id="gpus-box", classes="panel") as box:
-                box.border_title = "[1] GPUs"
-                yield GpuPanel(id="gpus")
-            with PanelBox(id="servers-box", classes="panel") as box:
-                box.border_title = "[2] Servers"
-                yield ServerPanel(id="servers")
+            yield self._panel_box("gpus", "[1] GPUs")
+            yield self._panel_box("servers", "[2] Servers")
         with Horizontal(id="middle"):
-            with PanelBox(id="todo-box", classes="panel") as box:
-                box.border_title = "[3] Todo"
-                yield TodoPanel(id="todo")
-            with PanelBox(id="bench-box", classes="panel") as box:
-                box.border_title = "[4] Bench"
-                yield BenchPanel(id="bench", max_lines=self._log_max_lines)
-        with PanelBox(id="journal-box", classes="panel") as box:
-            box.border_title = "[5] Journal"
-            yield JournalPanel(id="journal")
+            yield self._panel_box("todo", "[3] Todo")
+            yield self._panel_box("bench", "[4] Bench")
+        yield self._panel_box("journal", "[5] Journal")
         yield KeyBar(id="keys")
+
+    @staticmethod
+    def _panel_box(name: str, title: str) -> PanelBox:
+        box = PanelBox(Static("loading…", classes="placeholder", markup=False), id=f"{name}-box", classes="panel")
+        box.border_title = title
+        return box
+
+    async def _mount_panels(self) -> None:
+        """Replace the placeholders of the first frame by the panels (see :meth:`compose`)."""
+        from optui.ui.widgets.bench_panel import BenchPanel
+        from optui.ui.widgets.gpu_panel import GpuPanel
+        from optui.ui.widgets.journal_panel import JournalPanel
+        from optui.ui.widgets.server_panel import ServerPanel
+        from optui.ui.widgets.todo_panel import TodoPanel
+
+        panels = {"gpus": GpuPanel(id="gpus"), "servers": ServerPanel(id="servers"), "todo": TodoPanel(id="todo"),
+                  "bench": BenchPanel(id="bench", max_lines=self._log_max_lines), "journal": JournalPanel(id="journal")}
+        with self.batch_update():
+            for name, panel in panels.items():
+                box = self.query_one(PANELS[name])
+                await box.query(".placeholder").remove()
+                await box.mount(panel)
+        self.panels_mounted = True
+        if self.focused is None:
+            focus_now(self.query_one("#servers"))
 
     def _apply_theme(self) -> list[str]:
         """Register the theme files and select the configured theme before the first frame
@@ -155,7 +171,6 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self.notify("\n".join(self._theme_errors), title="themes", severity="warning", timeout=10)
         if self._user_keymap:
             self.set_keymap(self._user_keymap)
-        focus_now(self.query_one("#servers"))
         self._exit_on_signals()
         self.query_one("#status-line", Static).update("optui  loading campaign…")
 
@@ -166,9 +181,14 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         with contextlib.suppress(Exception):
             self.query_one(KeyBar).update_keys()
 
-    def on_ready(self) -> None:
-        """The first frame is on screen: now load the campaign (heavy imports, config
-        validation, journal) and start the session."""
+    async def on_ready(self) -> None:
+        """The first frame is on screen: mount the panels, replay the keys typed meanwhile,
+        then load the campaign (heavy imports, config validation, journal) and start the
+        session in a worker."""
+        await self._mount_panels()
+        for key in self._early_keys:
+            self.post_message(events.Key(key.key, key.character))
+        self._early_keys.clear()
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
 
     def _exit_on_signals(self) -> None:
@@ -194,7 +214,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._campaign = loaded.path.resolve().parent.name if loaded.path else "(no optui.toml)"
         if session.config.keymap:
             self.set_keymap(dict(session.config.keymap, **self._user_keymap))
-        self.query_one("#gpus", GpuPanel).mem_alert_pct = session.config.mem_alert_pct
+        self.query_one("#gpus").mem_alert_pct = session.config.mem_alert_pct
         self.refresh_bindings()
         await session.start()
         await self._render_loop()
@@ -219,6 +239,9 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
+            if not self.panels_mounted:  # typed ahead during the first frame: replayed once they are
+                self._early_keys.append(event)
+                return
             self._key_pressed.set()
         await super().on_event(event)
 
@@ -227,10 +250,10 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         """Push one snapshot into the panels (each panel skips unchanged input)."""
         with self.batch_update():
             self._apply_if_changed("hosts", tuple(map(id, state.hosts)),
-                                   lambda: self.query_one("#gpus", GpuPanel).show(state.hosts, self.session.gpus.history))
-            self.query_one("#servers", ServerPanel).show(state.servers)
+                                   lambda: self.query_one("#gpus").show(state.hosts, self.session.gpus.history))
+            self.query_one("#servers").show(state.servers)
             self._show_alerts()
-            self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo", TodoPanel).show(state.todos))
+            self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo").show(state.todos))
             self.apply_todo_extras()
             last_seq = state.events[-1].seq if state.events else 0
             self._apply_if_changed("events", last_seq, lambda: self.show_journal(state))
@@ -263,7 +286,9 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             apply()
 
     def _apply_bench(self, state: SessionState) -> None:
-        panel = self.query_one("#bench", BenchPanel)
+        from optui.ui.widgets.bench_panel import PANEL_ROWS
+
+        panel = self.query_one("#bench")
         run = self.session.benches.current
         if run is not None:
             panel.new_run(id(run))
@@ -301,7 +326,8 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         return allowed(self, action, parameters)  # False: hidden from the footer and refused
 
     def action_focus_panel(self, name: str) -> None:
-        focus_now(self.query_one(_FOCUS_TARGET[name]))
+        if self.panels_mounted:  # a key in the first frame's few ms: nothing to focus yet
+            focus_now(self.query_one(_FOCUS_TARGET[name]))
 
     def action_zoom(self) -> None:
         if self.screen.maximized is not None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from optui.ui.widgets.server_panel import ServerPanel
-
 
 class IntentBase:
     """Helpers every intent mixin of :class:`~optui.ui.app.OptuiApp` uses."""
 
     def _selected_server(self) -> str | None:
-        key = self.query_one("#servers", ServerPanel).current_key
+        key = self.query_one("#servers").current_key
         if key is None and self.session.servers:
             key = next(iter(self.session.servers))
         return key

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
 from optui.session.errors import SessionError
 from optui.ui.colors import focus_now
 from optui.ui.intents.base import IntentBase
-from optui.ui.widgets.bench_panel import BenchAction
+
+if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
+    from optui.ui.widgets.bench_panel import BenchAction
 
 
 class BenchIntents(IntentBase):

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from optui.core.events import Event, EventFilter
 from optui.session.errors import SessionError
 from optui.ui.intents.base import IntentBase
-from optui.ui.widgets.journal_panel import EventChosen, JournalFilterChanged, JournalPanel
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
+    from optui.core.events import Event, EventFilter
     from optui.session.state import SessionState
+    from optui.ui.widgets.journal_panel import EventChosen, JournalFilterChanged
 
 #: how many matching events a filtered journal view loads
 FILTERED_LIMIT = 500
@@ -29,7 +29,7 @@ class JournalIntents(IntentBase):
         """Push the journal into its panel: the snapshot's events, or — with a filter — the
         matching events from the DB (newest :data:`FILTERED_LIMIT`), extended as the
         journal grows by searching only what is new."""
-        panel = self.query_one("#journal", JournalPanel)
+        panel = self.query_one("#journal")
         panel.servers = tuple(self.session.servers)
         flt = panel.filter
         if not flt.active:
@@ -59,7 +59,7 @@ class JournalIntents(IntentBase):
 
     def filter_journal(self, **changes) -> None:
         """Set journal filter fields (e.g. ``experiment="exp-0003"``) and focus the panel."""
-        panel = self.query_one("#journal", JournalPanel)
+        panel = self.query_one("#journal")
         panel.set_filter(replace(panel.filter, **changes))
         panel.focus()
 

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from optui.core.flags import Flags
-from optui.core.server_state import ServerState
 from optui.session.errors import SessionError
 from optui.ui.intents.base import IntentBase
 
@@ -30,6 +28,7 @@ class ServerIntents(IntentBase):
     def open_flag_editor(self, name: str) -> None:
         """Open the flag editor for ``name`` (with the flag catalogue, learned from the
         server's ``--help`` in the background the first time); on apply, confirm, restart."""
+        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.flag_editor import FlagEditorScreen
 
         rt = self.session.servers[name]
@@ -64,6 +63,8 @@ class ServerIntents(IntentBase):
 
     def restart_with_preset(self, name: str, preset: str) -> None:
         """Confirm and restart ``name`` with a configured preset applied."""
+        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+
         rt = self.session.servers[name]
         p = rt.cfg.presets[preset]
         argv = Flags.parse(rt.status.argv).apply(p.set, p.unset).to_argv()
@@ -72,6 +73,7 @@ class ServerIntents(IntentBase):
     def confirm_restart(self, name: str, argv: list[str], reason: str = "flag editor") -> None:
         """Show host, controller, diff, the catalogue's warnings and exactly what will run;
         restart on confirmation."""
+        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
         rt = self.session.servers[name]
@@ -110,6 +112,8 @@ class ServerIntents(IntentBase):
             self.set_timer(5.0, lambda: self.restarts_reporting.discard(name))
 
     async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
+        from optui.core.server_state import ServerState  # after the first frame (see OptuiApp.compose)
+
         rt = self.session.servers[name]
         try:
             status = await self.session.restart_server(name, argv, reason=reason)
@@ -138,6 +142,7 @@ class ServerIntents(IntentBase):
     def confirm_rollback(self, name: str, *, after: str | None = None) -> None:
         """Confirm and restart ``name`` with its last good flags; ``after`` (a crash class)
         makes it the offer that follows a failed restart."""
+        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
         rt = self.session.servers[name]

@@ -8,14 +8,17 @@ import json
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import SystemCommand
 
-from optui.core.todo import TodoItem
 from optui.session.errors import SessionError
 from optui.ui.intents.base import IntentBase
-from optui.ui.widgets.todo_panel import TodoIntent, TodoPanel
+
+if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
+    from optui.core.todo import TodoItem
+    from optui.ui.widgets.todo_panel import TodoIntent
 
 
 class TodoIntents(IntentBase):
@@ -203,7 +206,7 @@ class TodoIntents(IntentBase):
         key = (tuple(sorted(running.items())), subtitle)
         if key != self._todo_extras_key:
             self._todo_extras_key = key
-            self.query_one("#todo", TodoPanel).show(s.snapshot().todos, running, subtitle)
+            self.query_one("#todo").show(s.snapshot().todos, running, subtitle)
         for outcome in runner.outcomes[self._todo_seen_outcomes:]:
             severity = "information" if outcome.status == "ok" else ("warning" if outcome.status in ("aborted", "skipped") else "error")
             self.notify(outcome.summary[:400], title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity,
