@@ -11,6 +11,7 @@ import pytest
 from optui.adapters.gpu_smi_stream import SshNvidiaSmiSource
 from optui.adapters.ssh import SshError, SshState
 from optui.core.gpu import HostStatus
+from tests.helpers.pilot import wait_for
 from tests.helpers.sshd import Sshd, running_sshd, ssh_host, until
 
 pytestmark = pytest.mark.timeout(120)
@@ -134,9 +135,7 @@ interval_s = 0.5
 ''')
     app = OptuiApp(Session(load_config(cfg)))
     async with app.run_test(size=(160, 40)) as pilot:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "untrusted" not in app.query_one("#gpus").render().plain:
-            await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "untrusted" in app.query_one("#gpus").render().plain, 20, what="key refused")
         assert "SHA256:" in app.query_one("#gpus").render().plain
         await pilot.press("ctrl+p")
         await pilot.press(*"Trust host key")
@@ -145,8 +144,7 @@ interval_s = 0.5
         await pilot.pause(0.3)
         assert type(app.screen).__name__ == "ConfirmScreen"
         await pilot.press("y")
-        while time.monotonic() < deadline and "H200" not in app.query_one("#gpus").render().plain:
-            await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "H200" in app.query_one("#gpus").render().plain, 20, what="GPUs after trust")
         assert "41.0G/140G" in app.query_one("#gpus").render().plain
         assert "127.0.0.1" in known.read_text()
         await pilot.press("q")
