@@ -226,6 +226,7 @@ class SshHost:
         """(host, port) after ssh_config (``HostName``, ``Port``, ``HostKeyAlias``): the name
         known_hosts entries are checked against."""
         options = self._options()
+        # only resolves ssh_config; these options never reach a connection (no key is accepted here)
         resolved = asyncssh.SSHClientConnectionOptions(
             config=options.get("config", ()), host=self.host, port=options.get("port", ()), known_hosts=None)
         name = resolved.host_key_alias or resolved.host or self.host
