@@ -52,3 +52,13 @@ class MainScreen(Screen):
         super().set_focus(widget, scroll_visible, from_app_focus)
         for bar in self.query(KeyBar):
             bar.update_keys()
+
+    def on_mount(self) -> None:
+        """Apply the app's size breakpoints (``-narrow``, ``-short``...) before the first
+        frame: Textual sets them on the first resize, which comes after it, so a side pane
+        showed the wide layout for a moment."""
+        width, height = self.app.size
+        for breakpoints, size in ((self.app.HORIZONTAL_BREAKPOINTS or [], width), (self.app.VERTICAL_BREAKPOINTS or [], height)):
+            reached = [name for threshold, name in sorted(breakpoints) if size >= threshold]
+            for _, name in breakpoints:
+                self.set_class(bool(reached) and name == reached[-1], name)
