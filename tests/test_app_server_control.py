@@ -11,24 +11,17 @@ import re
 import httpx
 import pytest
 
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
-from tests.helpers.demo import free_port
+from tests.helpers.faults import demo_config
 from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def make_app(directory, *, extra: str = "", env: str = "") -> OptuiApp:
-    cfg = write_demo_config(directory, port=free_port(), speed=20.0)
-    text = cfg.read_text()
-    if env:
-        text = text.replace("env = { OPTUI_DEMO_STATE", "env = { " + env + ", OPTUI_DEMO_STATE")
-    if extra:
-        text = text.replace("[servers.demo.presets.big-batch]", extra + "\n\n[servers.demo.presets.big-batch]")
-    cfg.write_text(text)
+    cfg = demo_config(directory, server_extra=extra, env=env)
     return OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
 
 
