@@ -26,6 +26,7 @@ Commands:
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
@@ -56,7 +57,8 @@ def time_to_marker(argv: list[str], marker: bytes, size: tuple[int, int], timeou
     times: list[float] = []
     try:
         for m in (marker, *then):
-            t = proc.wait_for(m, timeout) if not times or times[-1] == times[-1] else None
+            missed = bool(times) and math.isnan(times[-1])  # an earlier marker never came: stop waiting
+            t = None if missed else proc.wait_for(m, timeout)
             times.append(float("nan") if t is None else t)
     finally:
         proc.stop()

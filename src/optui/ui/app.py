@@ -98,7 +98,6 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
         self._key_bar_for: tuple | None = None  # (focus, screen, read-only) the key bar was drawn for
         self._keys: dict[str, object] = {}
-        self._bench_run_id: int | None = None
         self._session_closed = False
         self._alerts_seen = 0
         self._campaign = "loading…"

@@ -22,12 +22,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Log, Static
+from textual.widgets import DataTable, Static
 
 from optui.core.bench_compare import Delta, Row, Sample
 from optui.ui.colors import style
 from optui.ui.policy import allowed
 from optui.ui.widgets.meters import fmt_value, pct_bar
+from optui.ui.widgets.stream_log import StreamLog
 
 if TYPE_CHECKING:
     from optui.session.bench_run import BenchView
@@ -96,55 +97,6 @@ def spread_cell(s: Sample) -> str:
     return f"{s.n}" if spread is None else f"{s.n} ±{spread:.1f}%"
 
 
-class StreamLog(Log):
-    """The benchmark's output: follows the stream unless the operator scrolled up.
-
-    Textual's own auto-scroll follows only while the log is exactly at its end, which it
-    stops being whenever its view gets shorter (a results row above it, a horizontal
-    scrollbar for a long line): here "following" means "not scrolled up since we last
-    scrolled to the end", and a resize keeps a following log at its end."""
-
-    BINDINGS = [  # Textual's scroll keys, with ids so that [keymap] can remap them
-        Binding("up", "scroll_up", "Scroll up", show=False, id="bench_log.up"),
-        Binding("down", "scroll_down", "Scroll down", show=False, id="bench_log.down"),
-        Binding("left", "scroll_left", "Scroll left", show=False, id="bench_log.left"),
-        Binding("right", "scroll_right", "Scroll right", show=False, id="bench_log.right"),
-        Binding("home", "scroll_home", "Oldest output", show=False, id="bench_log.top"),
-        Binding("end", "scroll_end", "Newest output", show=False, id="bench_log.bottom"),
-        Binding("pageup", "page_up", "Page up", show=False, id="bench_log.page_up"),
-        Binding("pagedown", "page_down", "Page down", show=False, id="bench_log.page_down"),
-        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="bench_log.page_left"),
-        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="bench_log.page_right"),
-    ]
-
-    def __init__(self, *, max_lines: int, id: str | None = None) -> None:
-        super().__init__(max_lines=max_lines, id=id, auto_scroll=False)
-        self._left_at: float | None = None  # scroll_y after the last scroll to the end
-
-    def clear(self) -> StreamLog:
-        self._left_at = None
-        super().clear()
-        return self
-
-    def append(self, lines: list[str]) -> None:
-        """Write ``lines`` (already split, ANSI-free) and keep following if we were."""
-        follow = self._following()
-        self.write_lines(lines, scroll_end=False)
-        if follow:
-            self._to_end()
-
-    def _following(self) -> bool:
-        return self._left_at is None or self.scroll_y >= self._left_at or self.is_vertical_scroll_end
-
-    def _to_end(self) -> None:
-        self.scroll_end(animate=False, immediate=True, x_axis=False)
-        self._left_at = self.scroll_y
-
-    def on_resize(self) -> None:
-        if self._following():
-            self.call_after_refresh(self._to_end)
-
-
 class BenchPanel(Vertical):
     """Progress + results + output log of the current benchmark run."""
 
@@ -202,7 +154,7 @@ class BenchPanel(Vertical):
             self._run_id = run_id
             self.seen_lines = 0
             self._pending.clear()
-            self.query_one(Log).clear()
+            self.query_one(StreamLog).clear()
 
     def append_lines(self, lines: list[str]) -> None:
         """Append a batch of output lines: shown at once when the log was last repainted
@@ -227,13 +179,7 @@ class BenchPanel(Vertical):
         log = self.query_one(StreamLog)
         batch = list(self._pending)
         self._pending.clear()
-        full = log.line_count + len(batch) > self.max_lines
         log.append(batch)
-        if full:
-            # Textual's Log repaints only the lines it appended, by their index before the
-            # oldest were dropped: past the end once the log is full, so the panel froze
-            # on a long run. Every visible line moved up: repaint them all.
-            log.refresh()
 
     # ---------------------------------------------------------- status
     def show(self, view: BenchView | None, rows: list[Row]) -> None:
