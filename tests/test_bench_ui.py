@@ -15,6 +15,7 @@ from optui.adapters import proc
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
+from optui.ui.widgets.key_bar import KeyBar
 from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(90)
@@ -39,9 +40,10 @@ async def test_abort_keys_in_the_bench_panel_kill_the_group_and_keep_the_app(tmp
         run = benches.current
         grandchild = _grandchild_of(run.pid)
         assert app.focused.id == "bench-log" and proc.pid_alive(grandchild)
+        await wait_for(pilot, lambda: "x Abort" in app.query_one(KeyBar)._text.plain)  # offered while it runs
         await pilot.press(key)
         await wait_for(pilot, lambda: run.view.status == "aborted")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "Abort" not in app.query_one(KeyBar)._text.plain)  # and only then
         assert app.is_running and app.return_value is None  # ctrl+c did not quit
         assert not proc.group_alive(run.pid) and not proc.pid_alive(grandchild)
         assert "ABORTED" in str(app.query_one("#bench-status").render())

@@ -96,7 +96,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self.panels_mounted = False  # True once the panels replaced the first frame's placeholders
         self._early_keys: list[events.Key] = []
         self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
-        self._key_bar_for: tuple | None = None  # (focus, screen, read-only) the key bar was drawn for
+        self._key_bar_for: tuple | None = None  # (focus, screen, read-only, bench running) the key bar was drawn for
         self._keys: dict[str, object] = {}
         self._session_closed = False
         self._alerts_seen = 0
@@ -258,8 +258,8 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self._apply_if_changed("events", last_seq, lambda: self.show_journal(state))
             self._apply_bench(state)
             self._apply_status_line(state)
-            keys = (self.focused, self.screen, self.session.read_only)
-            if keys != self._key_bar_for:  # the bar depends on these only (see ui.policy)
+            keys = (self.focused, self.screen, self.session.read_only, self.session.benches.running)
+            if keys != self._key_bar_for:  # the bar depends on these only (ui.policy, abort)
                 self._key_bar_for = keys
                 self.query_one(KeyBar).update_keys()
 

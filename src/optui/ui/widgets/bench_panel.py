@@ -134,6 +134,10 @@ class BenchPanel(Vertical):
             table.add_column(label, key=key, width=width)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "bench" and parameters == ("abort",):  # only while a benchmark runs
+            session = getattr(self.app, "session", None)
+            if session is None or not session.benches.running:
+                return False
         return allowed(self.app, action, parameters)
 
     def action_bench(self, op: str) -> None:
