@@ -25,6 +25,10 @@ from optui.core.server_state import CrashClass, ServerState, ServerStatus
 #: After /health said ready, how long to let the log catch up (llama.cpp logs from a
 #: thread, so its phase lines can trail HTTP) before the phases are journaled.
 LOG_CATCH_UP_S = 2.0
+#: a server that left READY in its stability window: how long the exit handler may take to
+#: see an exit (s), and to drain a journal or remote log once it did (its own limit is 10 s)
+UNSTABLE_GRACE_S = 1.5
+EXIT_DRAIN_S = 11.0
 _KINDS_WITH_READY_LINE = ("sglang", "vllm", "llamacpp")
 
 
@@ -176,6 +180,12 @@ class RestartFlow:
     async def _unstable(self, actor: str) -> ServerStatus:
         """The server left READY inside the stability window: a failed restart."""
         self._starting = False
+        # A process that exits is usually first seen as degraded (its health check fails
+        # before the exit is reaped and its log drained): let the exit handler classify it.
+        crashed = lambda s: s is ServerState.CRASHED  # noqa: E731
+        await self._wait_state(crashed, time.monotonic() + UNSTABLE_GRACE_S)
+        if self.status.state is not ServerState.CRASHED and self.controller.process_state() == "exited":
+            await self._wait_state(crashed, time.monotonic() + EXIT_DRAIN_S)
         if self.status.state is ServerState.CRASHED:
             return self.status  # _on_exit journaled it with its class
         msg = f"became {self.status.state} within the {self.cfg.stability_s:.0f}s stability window"
