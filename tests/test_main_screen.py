@@ -104,3 +104,32 @@ async def test_a_key_is_painted_without_waiting_for_the_next_frame(tmp_path, mon
         assert "PAUSED" in str(status.render()), "the status line was not repainted within 3 s of the key"
         await pilot.press("q")
     assert MIN_FRAME_S == 0.1
+
+
+async def test_a_focus_change_is_painted_in_one_frame(tmp_path, monkeypatch):
+    """The key bar, both panels' borders and the widgets that lost and got the focus are
+    painted by the same frame: each widget hands its repaint over from its own message loop,
+    so they used to arrive in two frames 20-30 ms apart (a focus change took 45-60 ms)."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        screen = app.screen
+        frames: list[set[str]] = []
+        on_timer_update = screen._on_timer_update
+
+        def spy_frame():
+            frames.append({f"#{w.id}" for w in screen._dirty_widgets if w.id})
+            return on_timer_update()
+
+        monkeypatch.setattr(screen, "_on_timer_update", spy_frame)
+        screen._update_timer._callback = spy_frame
+        for key, expected in (("3", {"#keys", "#servers-box", "#todo-box", "#servers", "#todo-list"}),
+                              ("4", {"#keys", "#todo-box", "#bench-box", "#todo-list", "#bench-log"})):
+            frames.clear()
+            await pilot.press(key)
+            await pilot.pause(0.2)
+            touched = [frame & expected for frame in frames if frame & expected]
+            assert touched and touched[0] == expected, (key, frames)
+        await pilot.press("q")

@@ -13,6 +13,13 @@ default screen, for two reasons, both removed here:
   so only the nodes that have one are restyled; their children keep their render caches.
   A rule that styles a descendant by its ancestor's focus (``.panel:focus-within Log``)
   would not be applied here: style the panel itself instead.
+
+And a focus change is painted in one frame (it took two, ~30 ms apart: 45-60 ms from key to
+screen). Each widget hands its repaint to the screen from its own message loop, so the
+screen painted the widgets that handled their ``Focus`` / ``Blur`` first and the rest (the
+panels' borders, the key bar) one or two frame periods later. Here the new ``:focus``
+state is applied at once and every widget the change touched hands its repaint over before
+the key's handler returns (Textual 8.2's ``Widget._check_refresh``; textual is pinned).
 """
 
 from __future__ import annotations
@@ -47,11 +54,39 @@ class MainScreen(Screen):
             self.app.stylesheet.update_nodes(nodes, animate=True)
 
     def set_focus(self, widget: Widget | None, scroll_visible: bool = True, from_app_focus: bool = False) -> None:
-        """Focus ``widget`` and show its keys in the key bar in the same frame (not one
-        frame later, after the focus events went round)."""
+        """Focus ``widget``; the next frame paints the whole change: the two panels' borders,
+        the widgets' ``:focus`` styles and the new keys in the key bar."""
+        blurred = self.focused
         super().set_focus(widget, scroll_visible, from_app_focus)
+        focused = self.focused
+        if focused is blurred:
+            return
+        touched: list[Widget] = []
+        for node, has_focus in ((blurred, False), (focused, True)):
+            if node is not None:
+                node.has_focus = has_focus  # its :focus styles now; the Focus / Blur event finds it done
+                touched.append(node)
         for bar in self.query(KeyBar):
             bar.update_keys()
+            touched.append(bar)
+        for node in (blurred, focused):
+            for panel in node.ancestors if node is not None else ():
+                if isinstance(panel, Widget) and panel._has_focus_within:  # restyled: its border
+                    touched.append(panel)
+                    touched.extend(panel.children)  # the border title's colour repaints these
+        self._hand_over_repaints(touched)
+
+    def _hand_over_repaints(self, widgets: list[Widget]) -> None:
+        """Mark the pending repaints of ``widgets`` on the screen now, so that the next frame
+        paints them all (Textual 8.2: what ``Widget._check_refresh`` and the screen's
+        ``Update`` handler do, a few ms later and one widget at a time)."""
+        for widget in dict.fromkeys(widgets):
+            if widget._layout_required or widget._refresh_styles_required:
+                widget._check_refresh()  # rare here: let Textual lay out / restyle its way
+            elif widget._repaint_required and widget.display and widget in self._compositor:
+                widget._repaint_required = False
+                self._dirty_widgets.add(widget)
+        self.check_idle()
 
     def on_mount(self) -> None:
         """Apply the app's size breakpoints (``-narrow``, ``-short``...) before the first
