@@ -27,9 +27,11 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.dom import DOMNode
 from textual.reactive import Reactive
-from textual.screen import Screen
+from textual.screen import UPDATE_PERIOD, Screen
+from textual.timer import Timer
 from textual.widget import Widget
 
+from optui.ui.frame_timer import FrameTimer
 from optui.ui.widgets.key_bar import KeyBar
 
 
@@ -44,6 +46,18 @@ class MainScreen(Screen):
     ]
 
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+
+    _frame_timer: FrameTimer | None = None
+
+    @property
+    def _update_timer(self) -> Timer:
+        """The timer that paints this screen: a :class:`~optui.ui.frame_timer.FrameTimer`
+        (a frame within one period of a repaint, not up to two)."""
+        if self._frame_timer is None:
+            self._frame_timer = FrameTimer(self, UPDATE_PERIOD, name="screen_update", callback=self._on_timer_update, pause=True)
+            self._frame_timer._start()
+            self._timers.add(self._frame_timer)  # stopped with the screen, as set_interval's are
+        return self._frame_timer
 
     def _update_focus_styles(self, focused: Widget | None = None, blurred: Widget | None = None) -> None:
         nodes: set[DOMNode] = set()
