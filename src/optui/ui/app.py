@@ -108,7 +108,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
 
     # ---------------------------------------------------------- setup
     def get_default_screen(self) -> MainScreen:
-        return MainScreen(id="_default")
+        return MainScreen.for_app(self)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(OPTUI_VARIABLES)
@@ -162,7 +162,14 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         name = self._theme_name if self._theme_name in self.available_themes else DEFAULT_THEME
         if name != self._theme_name:
             errors.append(f"unknown theme {self._theme_name!r}; using {DEFAULT_THEME}")
-        self.theme = name
+        # what setting App.theme does, less its CSS refresh (a reparse and a restyle of every
+        # widget, ~10 ms before the first frame): the stylesheet is not parsed yet, and will
+        # be with this theme's variables (Textual 8.2's App._watch_theme; textual is pinned)
+        self.set_reactive(App.theme, name)
+        dark = self.current_theme.dark
+        self.update_classes({f"-theme-{name}": True, "-dark-mode": dark, "-light-mode": not dark}, update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
+        self.stylesheet.set_variables(self.get_css_variables())
         return errors
 
     def on_mount(self) -> None:
