@@ -54,6 +54,18 @@ def test_demo_in_tmux_keys_resize_quit(tmux_demo):
     tmux("send-keys", "-t", "t", "-l", "hello from tmux")
     tmux("send-keys", "-t", "t", "Enter")
     wait_for("hello from tmux")
+    # a lone Escape is a key (the input thread waits for the parser's escape deadline,
+    # optui.ui.driver), and the arrow keys' escape sequences are not Escapes
+    tmux("send-keys", "-t", "t", "C-p")
+    wait_for("Search for commands")
+    tmux("send-keys", "-t", "t", "Down", "Up")
+    time.sleep(0.3)
+    assert "Search for commands" in capture(), "an arrow key's sequence closed the palette like an Escape"
+    tmux("send-keys", "-t", "t", "Escape")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and "Search for commands" in capture():
+        time.sleep(0.1)
+    assert "Search for commands" not in capture(), "Escape did not close the command palette"
     tmux("resize-window", "-t", "t", "-x", "60", "-y", "40")
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # wait for the side-pane layout (compact server row)
@@ -66,7 +78,9 @@ def test_demo_in_tmux_keys_resize_quit(tmux_demo):
     assert any("demo READY" in line for line in lines), screen
     assert "[3] Todo" in screen
     tmux("send-keys", "-t", "t", "q")
+    quit_at = time.monotonic()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and "t" in tmux("list-sessions", "-F", "#{session_name}", check=False).split():
         time.sleep(0.2)
     assert "t" not in tmux("list-sessions", "-F", "#{session_name}", check=False).split(), "optui did not quit on q"
+    assert time.monotonic() - quit_at < 5, "quitting waited on the input thread"

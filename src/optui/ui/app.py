@@ -107,6 +107,16 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._theme_errors = self._apply_theme()
 
     # ---------------------------------------------------------- setup
+    def get_driver_class(self):
+        """Textual's driver, or on Linux/macOS terminals :class:`~optui.ui.driver.QuietLinuxDriver`
+        (no input polling while idle). ``TEXTUAL_DRIVER`` still picks another one."""
+        driver = super().get_driver_class()
+        if (driver.__module__, driver.__name__) == ("textual.drivers.linux_driver", "LinuxDriver"):
+            from optui.ui.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
+
     def get_default_screen(self) -> MainScreen:
         return MainScreen.for_app(self)
 

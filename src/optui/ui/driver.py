@@ -1,0 +1,94 @@
+"""The terminal driver: Textual's Linux driver, with an input thread that sleeps while idle.
+
+Textual 8.2's input thread wakes ten times a second (``select`` with a 0.1 s timeout) to see
+whether the app is stopping and whether a lone Escape has waited long enough to be a key.
+That alone cost ~0.2% of a core on a 2-core VM, about half of optui's idle CPU with the
+dashboard at 1 s. :class:`QuietLinuxDriver` waits without a timeout instead, except while
+the key parser waits for the rest of an escape sequence (then until the parser's
+deadline, ``ESCDELAY``), and is woken by a pipe when the app stops reading input
+(quit, suspend). Everything else is Textual's driver (textual is pinned; this replaces
+``LinuxDriver.run_input_thread`` and reads the parser's ``_timeout_time``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import threading
+from codecs import getincrementaldecoder
+
+from textual._time import get_time
+from textual._xterm_parser import XTermParser
+from textual.drivers.linux_driver import LinuxDriver
+
+
+class _WakingEvent(threading.Event):
+    """A ``threading.Event`` whose ``set()`` also writes a byte to ``wake_fd`` (so that a
+    thread blocked in ``select`` on the other end sees it at once)."""
+
+    def __init__(self, wake_fd: int) -> None:
+        super().__init__()
+        self._wake_fd = wake_fd
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):  # full (already awake) or closed (driver closed)
+            os.write(self._wake_fd, b"x")
+
+
+class QuietLinuxDriver(LinuxDriver):
+    """Textual's ``LinuxDriver`` whose input thread blocks until input arrives, the key
+    parser's escape deadline passes, or input is disabled (no polling while idle)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
+        self.exit_event = _WakingEvent(self._wake_write)
+
+    def run_input_thread(self) -> None:
+        """Read the terminal and post its events (keys, mouse, resize, paste) to the app."""
+        fileno, wake = self.fileno, self._wake_read
+        selector = selectors.SelectSelector()  # as Textual's driver
+        selector.register(fileno, selectors.EVENT_READ)
+        selector.register(wake, selectors.EVENT_READ)
+        parser = XTermParser(self._debug)
+        decode = getincrementaldecoder("utf-8")().decode
+
+        def process(ready: list, final: bool = False) -> None:
+            if any(key.fd == wake for key, _ in ready):
+                with contextlib.suppress(OSError):
+                    os.read(wake, 1024)
+            for key, mask in ready:
+                if key.fd != fileno or not mask & selectors.EVENT_READ:
+                    continue
+                data = decode(os.read(fileno, 1024 * 4), final=final)
+                if not data:  # stdin is a pipe that was closed
+                    break
+                for event in parser.feed(data):
+                    self.process_message(event)
+            for event in parser.tick():  # a lone Escape whose deadline passed
+                self.process_message(event)
+
+        def timeout() -> float | None:
+            deadline = parser._timeout_time  # set while an escape sequence is incomplete
+            return None if deadline is None else max(0.0, deadline - get_time())
+
+        try:
+            while not self.exit_event.is_set():
+                process(selector.select(timeout()))
+            selector.unregister(fileno)
+            process(selector.select(0.1), final=True)  # what Textual's driver does last
+        finally:
+            selector.close()
+            with contextlib.suppress(Exception):
+                for _ in parser.feed(""):
+                    pass
+
+    def close(self) -> None:
+        """Stop the writer thread (Textual) and close the wake pipe."""
+        super().close()
+        for fd in (self._wake_read, self._wake_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
