@@ -7,8 +7,12 @@ running. Survivors are listed, killed, and fail the run: a leak is a bug, not no
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
 import signal
+import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -56,6 +60,31 @@ def no_leaked_processes():
         except OSError:
             pass
     assert not leaked, "processes left running by the test suite:\n" + "\n".join(f"  {pid}: {cmd}" for pid, cmd in leaked)
+
+
+def _dump_pending_tasks(test: str) -> None:
+    tasks = [o for o in gc.get_objects() if isinstance(o, asyncio.Task) and not o.done()]
+    print(f"\n--- {test}: near its timeout; {len(tasks)} pending asyncio tasks ---", file=sys.stderr)
+    for task in tasks:
+        print(f"{task.get_name()}:", file=sys.stderr)
+        task.print_stack(limit=12, file=sys.stderr)
+
+
+@pytest.fixture(autouse=True)
+def pending_tasks_before_timeout(request):
+    """A test stalled on an await shows, under pytest-timeout, only an event loop waiting
+    in ``select``: 10 s before the test's limit, print the stack of every pending asyncio
+    task (stderr, in the test's report) so that the await that never ended is named."""
+    marker = request.node.get_closest_marker("timeout")
+    limit = float(marker.args[0] if marker and marker.args else request.config.getini("timeout") or 0)
+    if limit <= 20:
+        yield
+        return
+    timer = threading.Timer(limit - 10, _dump_pending_tasks, args=(request.node.nodeid,))
+    timer.daemon = True
+    timer.start()
+    yield
+    timer.cancel()
 
 
 SNAPSHOT_NOW = 1_790_003_600.0  # the wall clock snapshot tests see (2026-09-21 13:33:20 UTC)
