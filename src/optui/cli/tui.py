@@ -65,7 +65,7 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
             seed_todo_list(session, seed_todos)
         return session
 
-    app = OptuiApp(loader=loader, theme_name=theme, keymap=keymap, title=title)
+    app = OptuiApp(loader=loader, theme_name=theme, keymap=keymap, title=title, freeze_gc=True)
     try:
         code = app.run()
     finally:
