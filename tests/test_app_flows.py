@@ -54,6 +54,27 @@ async def test_restart_with_new_flag_via_keys(tmp_path):
         await pilot.press("q")
 
 
+async def test_a_cancelled_review_returns_to_the_flag_editor_with_the_edit_kept(tmp_path):
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+        argv_before = tuple(rt.status.argv)
+        await pilot.press("2", "r", *"--max-running-requests 16", "enter")
+        for cancel in ("escape", "n"):
+            await pilot.press("ctrl+s")
+            assert type(app.screen).__name__ == "ConfirmScreen"
+            await pilot.press(cancel)
+            await pilot.pause(0.1)
+            assert type(app.screen).__name__ == "FlagEditorScreen", cancel
+            assert "--max-running-requests: 4 → 16" in str(app.screen.query_one("#flags-diff").render()), cancel
+        assert tuple(rt.status.argv) == argv_before and rt.status.busy is None  # nothing restarted
+        await pilot.press("escape")  # the editor itself: cancelled, nothing changes
+        await pilot.pause(0.1)
+        assert type(app.screen).__name__ == "MainScreen" and tuple(rt.status.argv) == argv_before
+        await pilot.press("q")
+
+
 async def test_bad_flag_shows_crash_class_and_rollback(tmp_path):
     app = make_app(tmp_path)
     session = app.session

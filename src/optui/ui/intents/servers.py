@@ -4,6 +4,7 @@ failed restart), stop, show the log; notifications when a server hangs or crashe
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -41,11 +42,12 @@ class ServerIntents(IntentBase):
         editor = FlagEditorScreen(name, rt.cfg.host, rt.cfg.control, list(rt.status.argv), presets=rt.cfg.presets,
                                   catalog=catalog, catalog_note=note,
                                   relearn=lambda: self.run_worker(self._learn_catalog(name, editor, refresh=True),
-                                                                  group=f"catalog-{name}", exit_on_error=False))
+                                                                  group=f"catalog-{name}", exit_on_error=False),
+                                  review=lambda argv, answered: self.confirm_restart(name, argv, answered=answered))
 
-        def edited(argv: list[str] | None) -> None:
+        def edited(argv: list[str] | None) -> None:  # the review was confirmed
             if argv is not None:
-                self.confirm_restart(name, argv)
+                self.start_restart(name, argv, "flag editor")
 
         self.push_screen(editor, edited)
         if catalog is None:
@@ -70,9 +72,10 @@ class ServerIntents(IntentBase):
         argv = Flags.parse(rt.status.argv).apply(p.set, p.unset).to_argv()
         self.confirm_restart(name, argv, reason=f"preset {preset}")
 
-    def confirm_restart(self, name: str, argv: list[str], reason: str = "flag editor") -> None:
+    def confirm_restart(self, name: str, argv: list[str], reason: str = "flag editor",
+                        answered: Callable[[bool], None] | None = None) -> None:
         """Show host, controller, diff, the catalogue's warnings and exactly what will run;
-        restart on confirmation."""
+        restart on confirmation, or tell ``answered`` (True: confirmed) and let it restart."""
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
@@ -96,10 +99,16 @@ class ServerIntents(IntentBase):
         body.append(rt.controller.preview(argv) + "\n")
 
         def confirmed(ok: bool | None) -> None:
-            if ok:
-                self.run_worker(self._restart(name, argv, reason), group=f"restart-{name}", exit_on_error=False)
+            if answered is not None:
+                answered(bool(ok))
+            elif ok:
+                self.start_restart(name, argv, reason)
 
         self.push_screen(ConfirmScreen(f"Restart {name}?", body, "Restart"), confirmed)
+
+    def start_restart(self, name: str, argv: list[str], reason: str) -> None:
+        """Restart ``name`` with ``argv`` in a worker (one restart per server at a time)."""
+        self.run_worker(self._restart(name, argv, reason), group=f"restart-{name}", exit_on_error=False)
 
     async def _restart(self, name: str, argv: list[str], reason: str) -> None:
         self.notify(f"restarting {name}…")

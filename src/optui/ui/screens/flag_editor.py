@@ -112,7 +112,9 @@ class FlagList(CursorList):
 
 
 class FlagEditorScreen(ModalScreen[list[str] | None]):
-    """Returns the new argv, or None when cancelled."""
+    """Returns the new argv, or None when cancelled. With ``review(argv, answered)``, ctrl+s
+    first shows that review over the editor: confirmed, the editor returns ``argv``;
+    cancelled, the operator is back in the editor with the edit kept."""
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="flags.cancel"),
@@ -135,9 +137,11 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
     def __init__(self, server: str, host: str, control: str, argv: list[str], *, presets: dict[str, Preset] | None = None,
                  known_flags: list[str] | None = None, booleans: list[str] | None = None,
                  catalog: FlagCatalog | None = None, catalog_note: str | None = None,
-                 relearn: Callable[[], None] | None = None) -> None:
+                 relearn: Callable[[], None] | None = None,
+                 review: Callable[[list[str], Callable[[bool], None]], None] | None = None) -> None:
         super().__init__()
         self.relearn = relearn
+        self.review = review
         self.server = server
         self.host = host
         self.control = control
@@ -303,7 +307,11 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         if errors:
             self.query_one("#flags-error", Static).update("fix before restarting: " + "; ".join(map(str, errors)))
             return
-        self.dismiss(self.flags.to_argv())
+        argv = self.flags.to_argv()
+        if self.review is None:
+            self.dismiss(argv)
+        else:
+            self.review(argv, lambda confirmed: self.dismiss(argv) if confirmed else None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
