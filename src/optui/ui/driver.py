@@ -8,6 +8,15 @@ the key parser waits for the rest of an escape sequence (then until the parser's
 deadline, ``ESCDELAY``), and is woken by a pipe when the app stops reading input
 (quit, suspend). Everything else is Textual's driver (textual is pinned; this replaces
 ``LinuxDriver.run_input_thread`` and reads the parser's ``_timeout_time``).
+
+Three more differences, each a way Textual's driver could crash or hang:
+- A ``SIGCONT`` that does not follow optui's own suspend (``ctrl+z``) is ignored. Textual's
+  driver restarted application mode on any ``SIGCONT`` and so ran a second input thread;
+  a terminal that hangs up sends ``SIGHUP`` and ``SIGCONT`` together.
+- Bytes that are not UTF-8 (an 8-bit meta key, line noise) become U+FFFD instead of an
+  exception that ended the app.
+- End of input (the terminal is gone but no ``SIGHUP`` came) asks the app to exit instead of
+  spinning on ``select``.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import contextlib
 import os
 import selectors
 import threading
+import weakref
 from codecs import getincrementaldecoder
 
 from textual._time import get_time
@@ -33,7 +43,7 @@ class _WakingEvent(threading.Event):
 
     def set(self) -> None:
         super().set()
-        with contextlib.suppress(OSError):  # full (already awake) or closed (driver closed)
+        with contextlib.suppress(OSError):  # the pipe is full: readers are awake anyway
             os.write(self._wake_fd, b"x")
 
 
@@ -44,8 +54,20 @@ class QuietLinuxDriver(LinuxDriver):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
+        # open as long as the driver: it is stopped and started again around a suspend
+        weakref.finalize(self, _close_fds, self._wake_read, self._wake_write)
         self.exit_event = _WakingEvent(self._wake_write)
+
+    def _sigtstp_application(self, *args) -> None:
+        self._suspended_by_us = True
+        super()._sigtstp_application(*args)
+
+    def _sigcont_application(self, *args) -> None:
+        if getattr(self, "_suspended_by_us", False):  # not a stray SIGCONT (hang-up, kill -CONT)
+            self._suspended_by_us = False
+            super()._sigcont_application(*args)
 
     def run_input_thread(self) -> None:
         """Read the terminal and post its events (keys, mouse, resize, paste) to the app."""
@@ -54,19 +76,25 @@ class QuietLinuxDriver(LinuxDriver):
         selector.register(fileno, selectors.EVENT_READ)
         selector.register(wake, selectors.EVENT_READ)
         parser = XTermParser(self._debug)
-        decode = getincrementaldecoder("utf-8")().decode
+        decode = getincrementaldecoder("utf-8")(errors="replace").decode
+        reading = True
 
         def process(ready: list, final: bool = False) -> None:
-            if any(key.fd == wake for key, _ in ready):
-                with contextlib.suppress(OSError):
+            nonlocal reading
+            if not self.exit_event.is_set() and any(key.fd == wake for key, _ in ready):
+                with contextlib.suppress(OSError):  # a byte left from an earlier stop
                     os.read(wake, 1024)
+            # (once stopping, the byte stays: every thread waiting on the pipe sees it)
             for key, mask in ready:
-                if key.fd != fileno or not mask & selectors.EVENT_READ:
+                if key.fd != fileno or not reading or not mask & selectors.EVENT_READ:
                     continue
-                data = decode(os.read(fileno, 1024 * 4), final=final)
-                if not data:  # stdin is a pipe that was closed
-                    break
-                for event in parser.feed(data):
+                data = os.read(fileno, 1024 * 4)
+                if not data:  # end of input: the terminal is gone
+                    reading = False
+                    selector.unregister(fileno)
+                    self._loop.call_soon_threadsafe(self._app.exit)
+                    continue
+                for event in parser.feed(decode(data, final=final)):
                     self.process_message(event)
             for event in parser.tick():  # a lone Escape whose deadline passed
                 self.process_message(event)
@@ -78,7 +106,8 @@ class QuietLinuxDriver(LinuxDriver):
         try:
             while not self.exit_event.is_set():
                 process(selector.select(timeout()))
-            selector.unregister(fileno)
+            if reading:
+                selector.unregister(fileno)
             process(selector.select(0.1), final=True)  # what Textual's driver does last
         finally:
             selector.close()
@@ -86,9 +115,8 @@ class QuietLinuxDriver(LinuxDriver):
                 for _ in parser.feed(""):
                     pass
 
-    def close(self) -> None:
-        """Stop the writer thread (Textual) and close the wake pipe."""
-        super().close()
-        for fd in (self._wake_read, self._wake_write):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)

@@ -1,0 +1,178 @@
+"""optui's terminal driver (``optui.ui.driver``) in a real pseudo-terminal: the real app, a
+real pty, bytes written by the test. The input thread sleeps while idle, so what could make
+it miss a wake-up is tested here: signals (stop/continue, a stray SIGCONT), bytes that are
+not UTF-8, end of input."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.tty, pytest.mark.timeout(60)]
+ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
+
+
+class PtyApp:
+    """``python -m optui -c CONFIG`` on a pty (120x40); ``screen()`` is everything it drew
+    since the last ``clear()``, escape sequences removed."""
+
+    def __init__(self, config: Path) -> None:
+        master, slave = pty.openpty()
+        os.set_inheritable(slave, True)
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        env = dict(os.environ, TERM="xterm-256color")
+        env.pop("COLUMNS", None)
+        env.pop("LINES", None)
+        self.proc = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(config)], stdin=slave, stdout=slave,
+                                     stderr=slave, env=env, start_new_session=True, close_fds=True)
+        os.close(slave)
+        self.master = master
+        self._out = bytearray()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self._out += data
+
+    def screen(self) -> str:
+        with self._lock:
+            return ANSI.sub(b"", bytes(self._out)).decode("utf-8", "replace")
+
+    def clear(self) -> None:
+        with self._lock:
+            self._out.clear()
+
+    def send(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.screen():
+            assert self.proc.poll() is None, f"optui exited ({self.proc.returncode}) before showing {text!r}"
+            assert time.monotonic() < deadline, f"{text!r} not on screen within {timeout} s"
+            time.sleep(0.05)
+
+    def wait_exit(self, timeout: float = 5.0) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+        os.close(self.master)
+
+
+@pytest.fixture
+def app(tmp_path):
+    config = tmp_path / "optui.toml"
+    config.write_text('[hosts.local]\ngpu_source = "none"\n')
+    running = PtyApp(config)
+    try:
+        running.wait_for("campaign ")
+        yield running
+    finally:
+        running.kill()
+
+
+def palette_opens_and_escape_closes_it(app: PtyApp) -> None:
+    """ctrl+p opens the command palette, a lone Escape closes it. (The caller's next key,
+    ``q``, quits only if it did: in the palette it would be typed into the search box.)"""
+    app.clear()
+    app.send(b"\x10")  # ctrl+p
+    app.wait_for("Search for commands")
+    app.send(b"\x1b")  # a lone Escape: a key once the parser's deadline (ESCDELAY, 100 ms) passes
+    time.sleep(0.4)  # and a key sooner after it would make it alt+key, as in any terminal
+
+
+def test_stop_and_continue_then_keys_and_quit(app):
+    os.kill(app.proc.pid, signal.SIGTSTP)  # as ctrl+z from a shell would: the driver stops itself
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Path(f"/proc/{app.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+        time.sleep(0.05)
+    os.kill(app.proc.pid, signal.SIGCONT)
+    palette_opens_and_escape_closes_it(app)
+    app.send(b"q")
+    assert app.wait_exit() == 0, "optui did not quit after a stop / continue"
+
+
+def test_a_stray_sigcont_starts_no_second_input_thread(app):
+    """A terminal that hangs up sends SIGHUP and SIGCONT; Textual's driver answered any
+    SIGCONT by starting another input thread, and a quit then waited on it for good."""
+    for _ in range(3):
+        os.kill(app.proc.pid, signal.SIGCONT)
+    time.sleep(0.3)
+    palette_opens_and_escape_closes_it(app)
+    app.send(b"q")
+    assert app.wait_exit() == 0, "optui did not quit after a stray SIGCONT"
+
+
+def test_bytes_that_are_not_utf8_do_not_end_the_app(app):
+    app.send(b"\xff")
+    app.send(b"a\xe1b")  # an 8-bit meta key
+    time.sleep(0.3)
+    assert app.proc.poll() is None, app.screen()[-2000:]
+    palette_opens_and_escape_closes_it(app)
+    app.send(b"q")
+    assert app.wait_exit() == 0
+
+
+def test_the_input_thread_sleeps_while_idle(app):
+    """Textual's input thread woke 10 times a second; this one only on input."""
+    tasks = Path(f"/proc/{app.proc.pid}/task")
+
+    def switches() -> dict[str, int]:
+        out = {}
+        for task in tasks.iterdir():
+            with contextlib_suppress():
+                status = (task / "status").read_text()
+                out[task.name] = int(re.search(r"voluntary_ctxt_switches:\s+(\d+)", status).group(1))
+        return out
+
+    time.sleep(1.0)
+    before = switches()
+    time.sleep(3.0)
+    after = switches()
+    woke = {t: after[t] - before[t] for t in before if t in after}
+    print(woke)
+    assert max(woke.values()) <= 15, woke  # Textual's input thread alone: ~30 in 3 s
+    app.send(b"q")
+    assert app.wait_exit() == 0
+
+
+def contextlib_suppress():
+    import contextlib
+
+    return contextlib.suppress(OSError, AttributeError)
+
+
+def test_end_of_input_ends_the_app(app):
+    """The terminal is gone and no SIGHUP came (this pty is not the app's controlling
+    terminal): Textual's input thread spun on select at 100% of a core; optui exits."""
+    os.close(app.master)
+    app.master = os.open("/dev/null", os.O_RDONLY)  # for kill()'s close
+    code = app.wait_exit(10)
+    assert code is not None, "optui did not exit at the end of its input"
