@@ -118,6 +118,12 @@ async def test_question_mark_lists_focused_panel_and_global_keys(tmp_path):
         await pilot.press("question_mark")
         await pilot.pause(0.1)
         assert not app.screen.query("HelpPanel")
+        await pilot.press("question_mark")
+        await pilot.pause(0.1)
+        assert app.screen.query("HelpPanel")
+        await pilot.press("escape")  # Escape closes it too, as it closes every dialog
+        await pilot.pause(0.1)
+        assert not app.screen.query("HelpPanel")
         await pilot.press("q")
 
 

@@ -74,6 +74,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("escape", "close_help", "Close help", show=False, id="app.close_help"),
         Binding("1", "focus_panel('gpus')", "GPUs", show=False, id="app.focus_gpus"),
         Binding("2", "focus_panel('servers')", "Servers", show=False, id="app.focus_servers"),
         Binding("3", "focus_panel('todo')", "Todo", show=False, id="app.focus_todo"),
@@ -357,6 +358,8 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             yield from todo_commands(self)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close_help":
+            return bool(self.screen.query("HelpPanel"))
         return allowed(self, action, parameters)  # False: hidden from the footer and refused
 
     def action_focus_panel(self, name: str) -> None:
@@ -373,6 +376,10 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             if focused is not None and (focused is box or box in focused.ancestors):
                 self.screen.maximize(box, container=False)
                 return
+
+    def action_close_help(self) -> None:
+        """Escape closes the help panel (when it is not open, Escape is not bound here)."""
+        self.action_hide_help_panel()
 
     def action_help(self) -> None:
         if self.screen.query("HelpPanel"):
