@@ -70,7 +70,8 @@ async def test_config_edited_with_an_error_while_running(tmp_path):
         await ready(pilot, rt)
         beat = Heartbeat(app)
         path.write_text(good.replace("stop_timeout_s = 10", 'stop_timeout_s = "ten"'))
-        where = f"{path}:20: servers.demo.stop_timeout_s: Input should be a valid number"
+        line = good.splitlines().index("stop_timeout_s = 10") + 1
+        where = f"{path}:{line}: servers.demo.stop_timeout_s: Input should be a valid number"
         await wait_for(pilot, lambda: f"config: {where}" in status_line(app), what="error on the status line")
         event = stored_events(session.journal.path, types=["config.changed"])[-1]
         assert event.data["valid"] is False and event.data["applied"] is False and event.data["error"].startswith(where)
