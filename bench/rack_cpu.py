@@ -103,8 +103,10 @@ async def measure_latency(config: Path, sshd: Sshd, interval: float, samples: in
     app = OptuiApp(Session(load_config(config)))
     out = []
     async with app.run_test(size=(200, 50)) as pilot:
-        panel = app.query_one("#gpus")
         deadline = time.monotonic() + 30
+        while not app.panels_mounted and time.monotonic() < deadline:  # they mount after the first frame
+            await pilot.pause(0.05)
+        panel = app.query_one("#gpus")
         while time.monotonic() < deadline and panel.render().plain.count("8×H200") < 8:
             await pilot.pause(0.05)
         for n in range(samples):
