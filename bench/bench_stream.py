@@ -86,6 +86,8 @@ argv = [{sys.executable!r}, {str(script)!r}, "{lines}", "{rate}"]
         app = OptuiApp(Session(load_config(cfg)))
         async with app.run_test(size=size) as pilot:
             await pilot.pause(0.5)
+            while not app.panels_mounted:  # they mount after the first frame
+                await pilot.pause(0.05)
             lags: list[float] = []
             stop = asyncio.Event()
 
