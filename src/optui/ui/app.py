@@ -26,6 +26,7 @@ from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIn
 from optui.ui.intents.todo import todo_commands
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
+from optui.ui.runtime import freeze_long_lived_objects, quiet_driver
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.key_bar import KeyBar
 
@@ -42,20 +43,6 @@ class PanelBox(Vertical):
 PANELS = {"gpus": "#gpus-box", "servers": "#servers-box", "todo": "#todo-box", "bench": "#bench-box", "journal": "#journal-box"}
 _FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "bench": "#bench-log", "journal": "#journal"}
 MIN_FRAME_S = 0.1
-
-
-def freeze_long_lived_objects() -> None:
-    """Collect garbage once, then move every object still alive (modules, widgets, styles,
-    the loaded campaign: ~90k) out of the garbage collector's reach (``gc.freeze``).
-
-    A full collection traverses every tracked object: with those it took 40-50 ms on the
-    2-core VM, every ~3 s while a benchmark streamed, and a key pressed then waited for it
-    (most key presses over 60 ms); without them 5-8 ms. Objects made later are collected as
-    usual; the frozen ones are never freed, so this is done once, after startup."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
 
 
 class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackIntents, App):
@@ -98,7 +85,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
                  theme_name: str | None = None, keymap: dict[str, str] | None = None, title: str | None = None,
                  log_max_lines: int = 10_000, freeze_gc: bool = False) -> None:
         super().__init__()
-        self._freeze_gc = freeze_gc  # see freeze_long_lived_objects (the CLI's app; not in tests)
+        self._freeze_gc = freeze_gc  # see optui.ui.runtime.freeze_long_lived_objects (the CLI sets it)
         if (session is None) == (loader is None):
             raise ValueError("give a session or a loader")
         self.session: Session | None = session
@@ -126,12 +113,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
     def get_driver_class(self):
         """Textual's driver, or on Linux/macOS terminals :class:`~optui.ui.driver.QuietLinuxDriver`
         (no input polling while idle). ``TEXTUAL_DRIVER`` still picks another one."""
-        driver = super().get_driver_class()
-        if (driver.__module__, driver.__name__) == ("textual.drivers.linux_driver", "LinuxDriver"):
-            from optui.ui.driver import QuietLinuxDriver
-
-            return QuietLinuxDriver
-        return driver
+        return quiet_driver(super().get_driver_class())
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen.for_app(self)

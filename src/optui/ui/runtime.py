@@ -1,0 +1,29 @@
+"""Process-wide choices for the TUI that are not widgets: the terminal driver and the
+garbage collector (what they cost and why: ``bench/RESULTS.md``, issue 8)."""
+
+from __future__ import annotations
+
+
+def quiet_driver(driver: type) -> type:
+    """``driver`` (the one Textual picked), or :class:`~optui.ui.driver.QuietLinuxDriver`
+    in its place when it is Textual's ``LinuxDriver`` (Linux and macOS terminals; no input
+    polling while idle). A ``TEXTUAL_DRIVER`` other than that one is kept."""
+    if (driver.__module__, driver.__name__) == ("textual.drivers.linux_driver", "LinuxDriver"):
+        from optui.ui.driver import QuietLinuxDriver
+
+        return QuietLinuxDriver
+    return driver
+
+
+def freeze_long_lived_objects() -> None:
+    """Collect garbage once, then move every object still alive (modules, widgets, styles,
+    the loaded campaign: ~90k) out of the garbage collector's reach (``gc.freeze``).
+
+    A full collection traverses every tracked object: with those it took 40-50 ms on the
+    2-core VM, every ~3 s while a benchmark streamed, and a key pressed then waited for it
+    (most key presses over 60 ms); without them 5-8 ms. Objects made later are collected as
+    usual; the frozen ones are never freed, so this is done once, after startup."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
