@@ -169,9 +169,15 @@ def test_status_reports_everything_and_writes_nothing(campaign):
 
 
 def test_journal_tail_follow_prints_new_events_within_a_second(campaign):
-    follower = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(campaign), "journal", "tail", "-f", "-n", "1",
-                                 "--json"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=subprocess_env(), start_new_session=True)
+    # ctrl-c reaches a command run in the foreground; a test suite started in the background
+    # by a shell (`pytest &`) ignores SIGINT, and a child would inherit that: not here
+    previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        follower = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(campaign), "journal", "tail", "-f", "-n",
+                                     "1", "--json"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=subprocess_env(), start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         json.loads(follower.stdout.readline())  # the newest event: it is following now
         j = journal_of(campaign)
