@@ -52,7 +52,8 @@ async def test_editor_checks_values_against_the_learned_help_and_confirm_lists_w
         await wait_for(pilot, lambda: "ready in" in app.query_one("#journal").render().plain)
         assert re.search(r"ready in \d+\.\ds \((\w+ \d+\.\ds(, )?)+\)", app.query_one("#journal").render().plain)
         await pilot.press("2", "r")
-        await wait_for(pilot, lambda: "flags known from" in text_of(app, "#flags-help"))
+        await wait_for(pilot, lambda: "flags known from" in text_of(app, "#flags-help"),
+                       what=lambda: (type(app.screen).__name__, text_of(app, "#flags-help")))
         await edit(pilot, app, "--kv-cache-dtype fp7")
         assert "invalid choice: 'fp7'" in text_of(app, "#flags-error")
         assert "fp7" not in " ".join(app.screen.flags.to_argv())

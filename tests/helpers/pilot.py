@@ -9,9 +9,10 @@ from textual.css.query import NoMatches
 
 
 async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 40.0, step: float = 0.05,
-                   what: str = "condition") -> bool:
+                   what: str | Callable[[], object] = "condition") -> bool:
     """Pause the app in ``step`` s slices until ``predicate()`` is true; AssertionError naming
-    ``what`` after ``timeout`` s (a bound for slow machines, not an expected duration). A
+    ``what`` after ``timeout`` s (a bound for slow machines, not an expected duration);
+    ``what`` may be a callable, called then, to show the state that was found instead. A
     widget the predicate queries that is not mounted yet (the panels mount just after the
     first frame) counts as "not yet"."""
     deadline = time.monotonic() + timeout
@@ -22,4 +23,9 @@ async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 40.0
         except NoMatches:
             pass
         await pilot.pause(step)
+    if callable(what):
+        try:
+            what = f"condition (found: {what()!r})"
+        except Exception as exc:  # noqa: BLE001 - only describes a failure already certain
+            what = f"condition (state unreadable: {exc!r})"
     raise AssertionError(f"{what} not reached in {timeout} s")

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -170,7 +170,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
                 yield Button("Review & restart (ctrl+s)", id="apply", variant="warning")
 
     def on_mount(self) -> None:
-        self._refresh()
+        self._show_catalog()
         focus_now(self.query_one(Input))
 
     def _suggestions(self) -> list[str]:
@@ -194,10 +194,15 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
             self._booleans |= set(catalog.booleans())
             self.original = Flags.parse(self.original.to_argv(), self._booleans)
             self.flags = Flags.parse(self.flags.to_argv(), self._booleans)
-        if self.is_mounted:
-            self.query_one(Input).suggester = SuggestFromList(self._suggestions(), case_sensitive=False)
-            self.query_one("#flags-help", Static).update(self._catalog_line())
-            self._refresh()
+        # Not ``is_mounted``: that turns true only after on_mount, and a catalogue learned
+        # while the children mount would be dropped from the screen (on_mount shows it too).
+        if self.query("#flags-help"):
+            self._show_catalog()
+
+    def _show_catalog(self) -> None:
+        self.query_one(Input).suggester = SuggestFromList(self._suggestions(), case_sensitive=False)
+        self.query_one("#flags-help", Static).update(self._catalog_line())
+        self._refresh()
 
     # ------------------------------------------------------------ rendering
     def _refresh(self) -> None:
@@ -235,8 +240,16 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         self._show_help(edited_name(event.value))
 
     def on_cursor_list_highlighted(self, event: CursorList.Highlighted) -> None:
-        if event.list is not self.query_one(FlagList):
-            return
+        # Only while the operator moves through the list: the list's own first highlight
+        # (at mount) must not replace the catalogue line under the input.
+        if event.list is self.query_one(FlagList) and event.list.has_focus:
+            self._show_selected_help()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, FlagList):
+            self._show_selected_help()
+
+    def _show_selected_help(self) -> None:
         arg = self._selected()
         if arg is not None and arg.name:
             self._show_help(arg.name)
