@@ -102,6 +102,18 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         assert all(f"c={c}" in chart for c in (1, 2, 4))
         await pilot.press("escape")
         assert type(app.screen).__name__ != "ResultsScreen"
+        # a resize to a side pane keeps the newest row in view (2 rows fit of 4)
+        await pilot.resize_terminal(60, 40)
+        await wait_for(pilot, lambda: table.size.height <= 4, what=lambda: table.size)
+        await pilot.pause(0.2)
+        assert 0 < table.max_scroll_y and table.scroll_y == table.max_scroll_y, (table.scroll_y, table.max_scroll_y)
+        # `4` focuses the results table once there are rows: arrows choose the row B pins
+        await pilot.press("4")
+        assert app.focused is table
+        await pilot.press("up", "up", "B")  # c=2
+        await wait_for(pilot, lambda: 2 in [r.result.max_concurrency for r in session.journal.results() if r.baseline])
+        await pilot.press("tab")
+        assert app.focused is app.query_one("#bench-log")
         await pilot.press("q")
 
 

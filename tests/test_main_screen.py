@@ -54,7 +54,7 @@ async def test_focus_change_repaints_only_the_panels_concerned(tmp_path, monkeyp
         for key in ("4", "3", "4"):
             await pilot.press(key)
             await pilot.pause(0.05)
-        assert app.focused is app.query_one("#bench-log")
+        assert app.focused is app.query_one("#bench-results")  # the campaign has results
         # painted: the todo and bench panels (rows 10-29) and the key bar (row 39), nothing else
         middle = app.query_one("#middle").region
         bar = app.query_one(KeyBar).region
@@ -65,7 +65,7 @@ async def test_focus_change_repaints_only_the_panels_concerned(tmp_path, monkeyp
         # restyled: the two panels (their :focus-within border) and the widgets that got or
         # lost the focus (their :focus style), not every widget inside the panels
         ids = {node.id for call in restyled for node in call[0]}
-        assert ids <= {"todo-box", "bench-box", "todo-list", "bench-log"}, ids
+        assert ids <= {"todo-box", "bench-box", "todo-list", "bench-results"}, ids
         # the focused panel's border is the theme's primary colour, the other one is not
         primary = app.theme_variables["primary"].lower()
         assert app.query_one("#bench-box").styles.border_top[1].hex.lower() == primary
@@ -126,7 +126,7 @@ async def test_a_focus_change_is_painted_in_one_frame(tmp_path, monkeypatch):
         monkeypatch.setattr(screen, "_on_timer_update", spy_frame)
         screen._update_timer._callback = spy_frame
         for key, expected in (("3", {"#keys", "#servers-box", "#todo-box", "#servers", "#todo-list"}),
-                              ("4", {"#keys", "#todo-box", "#bench-box", "#todo-list", "#bench-log"})):
+                              ("4", {"#keys", "#todo-box", "#bench-box", "#todo-list", "#bench-results"})):
             frames.clear()
             await pilot.press(key)
             await pilot.pause(0.2)

@@ -41,7 +41,7 @@ class PanelBox(Vertical):
 
 
 PANELS = {"gpus": "#gpus-box", "servers": "#servers-box", "todo": "#todo-box", "bench": "#bench-box", "journal": "#journal-box"}
-_FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "bench": "#bench-log", "journal": "#journal"}
+_FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "bench": "#bench", "journal": "#journal"}
 MIN_FRAME_S = 0.1
 
 
@@ -346,7 +346,8 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
 
     def action_focus_panel(self, name: str) -> None:
         if self.panels_mounted:  # a key in the first frame's few ms: nothing to focus yet
-            focus_now(self.query_one(_FOCUS_TARGET[name]))
+            target = self.query_one(_FOCUS_TARGET[name])
+            focus_now(target.focus_target() if hasattr(target, "focus_target") else target)
 
     def action_zoom(self) -> None:
         if self.screen.maximized is not None:

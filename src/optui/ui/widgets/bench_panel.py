@@ -8,7 +8,9 @@ baseline, green/red by direction, ``~`` when inside the noise (inconclusive).
 
 Keys (anywhere in the panel): ``x`` / ``ctrl+c`` abort the run (ctrl+c never quits the
 app here), ``s`` sweep, ``R`` repeat, ``B`` pin the selected row as baseline, ``v`` the
-results view. The panel posts :class:`BenchAction`; the app carries it out.
+results view. Its number key focuses the results table once there are results (arrows
+select the row ``B`` pins; Tab moves on to the output log), else the log. The panel posts
+:class:`BenchAction`; the app carries it out.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from optui.core.bench_compare import Delta, Row, Sample
@@ -97,6 +100,20 @@ def spread_cell(s: Sample) -> str:
     return f"{s.n}" if spread is None else f"{s.n} ±{spread:.1f}%"
 
 
+class ResultsTable(DataTable):
+    """The panel's results table: keeps the cursor row (the newest unless moved) in view
+    when its height changes (a resize to a side pane shrinks it to two rows and would
+    otherwise keep showing the oldest ones)."""
+
+    # DataTable's own keys, with ids so that a keymap can move them
+    BINDINGS = [Binding(b.key, b.action, b.description, show=False, id=f"bench.table_{b.action}")
+                for b in DataTable.BINDINGS if isinstance(b, Binding)]
+
+    def on_resize(self) -> None:
+        if self.row_count:
+            self.call_after_refresh(self.move_cursor, row=self.cursor_row)
+
+
 class BenchPanel(Vertical):
     """Progress + results + output log of the current benchmark run."""
 
@@ -123,7 +140,7 @@ class BenchPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("no benchmark yet — press b", id="bench-status", markup=False)
-        table = DataTable(id="bench-results", cursor_type="row", zebra_stripes=True)
+        table = ResultsTable(id="bench-results", cursor_type="row", zebra_stripes=True)
         yield table
         yield StreamLog(max_lines=self.max_lines, id="bench-log")
 
@@ -142,6 +159,12 @@ class BenchPanel(Vertical):
 
     def action_bench(self, op: str) -> None:
         self.post_message(BenchAction(op, self.selected_row() if op == "pin" else None))
+
+    def focus_target(self) -> Widget:
+        """What the panel's number key focuses: the results table once it has rows (arrows
+        pick the row ``B`` pins), else the output log (Tab moves between them)."""
+        table = self.query_one(ResultsTable)
+        return table if table.display and table.row_count else self.query_one(StreamLog)
 
     def selected_row(self) -> Row | None:
         """The results row under the table's cursor (the newest when never moved)."""
