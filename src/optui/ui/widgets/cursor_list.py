@@ -118,6 +118,10 @@ class CursorList(Widget, can_focus=True):
         self._top = min(self._top, self.cursor)
         while sum(heights[self._top : self.cursor + 1]) > height and self._top < self.cursor:
             self._top += 1
+        # grown taller (resize) or rows removed: fill the window instead of leaving the
+        # rows above hidden behind a stale offset
+        while self._top > 0 and sum(heights[self._top - 1 :]) <= height:
+            self._top -= 1
         out = Text(no_wrap=True, overflow="ellipsis")
         used = 0
         highlight = (style(self.app, "block-cursor-foreground", "block-cursor-background", bold=True) if self.has_focus
