@@ -22,7 +22,7 @@ from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from optui.ui.themes import DEFAULT_THEME, builtin_theme_dir
-from optui.ui.widgets.key_bar import ESSENTIAL, KeyBar
+from optui.ui.widgets.key_bar import ESSENTIAL, KeyBar, fit_items
 from tests.helpers.demo import subprocess_env
 from tests.helpers.snapshot_campaign import make_app, make_campaign, settle
 
@@ -200,6 +200,17 @@ async def test_resize_keeps_focus_and_cursor(tmp_path):
         await pilot.press("q")
 
 
+DESCRIPTIONS = ("Quit", "Help", "Zoom", "Restart", "Bench", "Add", "Edit", "Status", "Delete", "experiment", "palette")
+
+
+def test_fit_items_leaves_out_whole_keys_from_the_end_never_quit_or_help():
+    items = [("a", "Add", "todo.add"), ("e", "Edit", "todo.edit"), ("q", "Quit", "app.quit"),
+             ("?", "Help", "app.help"), ("z", "Zoom", "app.zoom")]
+    assert fit_items(items, 100) == items
+    assert fit_items(items, 30) == items[:4]  # "a Add  e Edit  q Quit  ? Help" is 29 wide
+    assert fit_items(items, 10) == items[2:4]  # q and ? even when they do not fit
+
+
 async def test_narrow_side_pane_zoom_and_essential_keys(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=(60, 40)) as pilot:
@@ -213,6 +224,15 @@ async def test_narrow_side_pane_zoom_and_essential_keys(tmp_path):
                  if a.binding.show and a.binding.id not in ESSENTIAL} - essential
         assert "Add" in narrow_bar and "Quit" in narrow_bar
         assert not [d for d in other if f" {d}" in narrow_bar], (narrow_bar, other)
+        # what does not fit is left out whole, q and ? always stay (the bar used to end in "…")
+        for width in (60, 80, 100):
+            await pilot.resize_terminal(width, 40)
+            await pilot.pause(0.1)
+            bar = app.query_one(KeyBar)._text.plain.rstrip()
+            assert len(bar) <= width and "…" not in bar and bar.endswith(tuple(DESCRIPTIONS)), (width, bar)
+            assert "q Quit" in bar and "? Help" in bar, (width, bar)
+        await pilot.resize_terminal(60, 40)
+        await pilot.pause(0.1)
         box = app.query_one("#todo-box")
         await pilot.press("z")
         await pilot.pause(0.1)

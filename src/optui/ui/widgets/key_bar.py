@@ -2,7 +2,9 @@
 line (one widget, cheap to redraw).
 
 In a narrow terminal (tmux side pane) only the essential keys are shown; ``?`` lists them
-all. Bindings hidden by the policy (read-only, loading) disappear from the bar.
+all. Keys that do not fit the width are left out whole, from the end of the line (the
+global keys after the panel's), never ``q`` and ``?``: no key is cut in the middle.
+Bindings hidden by the policy (read-only, loading) disappear from the bar.
 """
 
 from __future__ import annotations
@@ -15,6 +17,26 @@ from optui.ui.colors import style
 #: binding ids kept in a narrow terminal
 ESSENTIAL = frozenset({"app.quit", "app.help", "app.zoom", "server.restart", "bench.run", "todo.add",
                        "todo.cycle", "bench.panel_abort", "journal.open"})
+#: binding ids never left out for want of width
+ALWAYS = frozenset({"app.quit", "app.help"})
+SEPARATOR = "  "
+
+
+def fit_items(items: list[tuple[str, str, str | None]], width: int) -> list[tuple[str, str, str | None]]:
+    """``items`` — (key, description, binding id) in display order — less the last ones
+    (but never those in :data:`ALWAYS`) until ``key description`` joined by two spaces fits
+    ``width`` columns."""
+    kept = list(items)
+
+    def length() -> int:
+        return sum(len(k) + 1 + len(d) for k, d, _ in kept) + len(SEPARATOR) * max(0, len(kept) - 1)
+
+    while length() > width:
+        droppable = [i for i, (_, _, bid) in enumerate(kept) if bid not in ALWAYS]
+        if not droppable:
+            break
+        del kept[droppable[-1]]
+    return kept
 
 
 class KeyBar(Widget):
@@ -43,20 +65,20 @@ class KeyBar(Widget):
             if narrow and binding.id not in ESSENTIAL:
                 continue
             seen.add(binding.action)
-            items.append((self.app.get_key_display(binding), binding.description))
+            items.append((self.app.get_key_display(binding), binding.description, binding.id))
         signature = (narrow, tuple(items), self.size.width)
         if signature == self._key:
             return
         self._key = signature
-        self._text = self._render_items(items)
+        self._text = self._render_items(fit_items(items, self.size.width) if self.size.width else items)
         self.refresh()
 
-    def _render_items(self, items: list[tuple[str, str]]) -> Text:
+    def _render_items(self, items: list[tuple[str, str, str | None]]) -> Text:
         key_style = style(self.app, "accent", bold=True)
         text = Text(no_wrap=True, overflow="ellipsis")
-        for i, (key, description) in enumerate(items):
+        for i, (key, description, _) in enumerate(items):
             if i:
-                text.append("  ")
+                text.append(SEPARATOR)
             text.append(key, style=key_style)
             text.append(f" {description}")
         hint = Text("^p palette", style="dim")
