@@ -118,6 +118,9 @@ def test_restart_refused_while_another_process_restarts(campaign):
 
 
 def test_bench_run_repeats_and_stores_under_the_experiment(campaign):
+    j = journal_of(campaign)
+    before = j.last_seq()
+    j.close()
     res = optui(campaign, "bench", "run", "demo", "sweep", "--repeat", "2", "--json")
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
@@ -130,9 +133,18 @@ def test_bench_run_repeats_and_stores_under_the_experiment(campaign):
     assert len(j.results(experiment=exp)) == 2
     finished = j.events(types=["bench.finished"], experiment=exp)
     assert len(finished) == 2 and all(e.actor == "cli" for e in finished)
-    j.close()
+    # Each session journals the server's state only where it differs from what the journal
+    # last said, from that state: the chain of transitions has no gap (the --no-wait
+    # restart above left "starting"; this session found it ready), and no session journals
+    # its own initial "down" (each CLI session used to add a spurious "down → ready").
+    states = [e.data for e in j.events(types=["server.state"])]
+    assert all(a["new"] == b["old"] for a, b in zip(states, states[1:], strict=False)), states
+    assert [e.data["old"] for e in j.events(since_seq=before, types=["server.state"])] in ([], ["starting"])
+    before = j.last_seq()
     text = optui(campaign, "bench", "run", "demo", "sweep")
     assert text.returncode == 0 and "run 1/1: ok" in text.stdout and f"{exp}:" in text.stdout
+    assert j.events(since_seq=before, types=["server.state"]) == []  # found ready, as journaled
+    j.close()
 
 
 def test_bench_run_bad_input(campaign, tmp_path):

@@ -104,6 +104,7 @@ class ServerRuntime(RestartFlow):
         self._log_ready = asyncio.Event()
         self._state_changed = asyncio.Condition()
         self._start_mono = time.monotonic()
+        self._first_state_seen = False
 
     # ------------------------------------------------------------ plumbing
     def _journal(self, type: str, data: dict, *, actor: str = "optui") -> None:
@@ -124,11 +125,25 @@ class ServerRuntime(RestartFlow):
         if state is not old:
             changes["state_since"] = time.time()
             phase = changes["phase"] if "phase" in changes else self.status.phase
-            if not self.restarting_elsewhere():  # the restarting process journals its own transitions
-                self._journal(ev.SERVER_STATE, {"old": str(old), "new": str(state), "phase": phase}, actor=actor)
+            journaled = self._journaled_state()
+            if journaled != str(state) and not self.restarting_elsewhere():  # the restarting process journals its own
+                self._journal(ev.SERVER_STATE, {"old": journaled or str(old), "new": str(state), "phase": phase}, actor=actor)
         self._set(state=state, **changes)
         async with self._state_changed:
             self._state_changed.notify_all()
+
+    def _journaled_state(self) -> str | None:
+        """At this session's first state change, the state the journal last recorded for
+        the server (None when none): a session that finds the server as the journal left it
+        (a CLI command, a TUI opened on a running server) has no transition to journal, and
+        one that finds it changed journals it from the recorded state, not from its own
+        initial "down". Later changes: None (this session saw the old state itself)."""
+        if self._first_state_seen:
+            return None
+        self._first_state_seen = True
+        found = self._safe(lambda: self.journal.events(target=self.name, types=[ev.SERVER_STATE], limit=1,
+                                                      newest_first=True))
+        return found[0].data.get("new") if found else None
 
     def wake(self) -> None:
         """Probe now instead of at the next interval."""
