@@ -17,6 +17,7 @@ from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.campaign import standard_campaign
 from tests.helpers.demo import subprocess_env
+from tests.helpers.faults import app_on, demo_config
 from tests.test_app_flows import make_app, wait_for
 from tests.test_cli_headless import kill_demo_server
 
@@ -233,3 +234,33 @@ async def _drive_from_the_cli(app, session, rt, cfg) -> None:
         status = await asyncio.wait_for(restart, 60)
         assert status.state.value == "ready"
         await pilot.press("q")
+
+
+@pytest.mark.parametrize("poll_s", ["0.5", "3.0"], ids=["tui-sees-the-stop", "tui-sees-only-the-end"])
+async def test_a_failed_cli_restart_shows_in_the_tui_with_its_crash_class(tmp_path, poll_s):
+    """The TUI either saw the old process stop while the CLI held the restart lock (it then
+    showed DOWN for good) or noticed only after the CLI was done (it then classified and
+    journaled the crash a second time). Both: the CLI's journaled failure, shown once."""
+    cfg = demo_config(tmp_path)
+    text = cfg.read_text()
+    assert "poll_interval_s = 1.0" in text
+    cfg.write_text(text.replace("poll_interval_s = 1.0", f"poll_interval_s = {poll_s}"))
+    app = app_on(cfg)
+    rt = app.session.servers["demo"]
+    try:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+            before = app.session.journal.last_seq()
+            bad = await run_cli(cfg, "restart", "demo", "--set", "--no-such-flag=1")
+            await asyncio.wait_for(bad.wait(), 60)
+            assert bad.returncode == 1, (await bad.stdout.read()).decode()
+            await wait_for(pilot, lambda: rt.status.state.value == "crashed" and str(rt.status.crash_class) == "bad_flag",
+                           timeout=20, what=lambda: (rt.status.state, rt.status.crash_class, rt.status.message))
+            assert any("unrecognized arguments" in line for line in rt.status.crash_lines), rt.status.crash_lines
+            await wait_for(pilot, lambda: "bad_flag" in app.query_one("#servers").render().plain)
+            await pilot.pause(float(poll_s) + 0.5)  # a poll after the crash was shown
+            failures = app.session.journal.events(since_seq=before, types=[ev.SERVER_FAILED])
+            assert [e.data["class"] for e in failures] == ["bad_flag"], [(e.actor, e.data) for e in failures]
+            await pilot.press("q")
+    finally:
+        kill_demo_server(cfg)

@@ -32,6 +32,7 @@ from optui.core.server_log import LogClassifier, phase_durations, process_relati
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.command_log import hide_value
 from optui.session.flag_catalogs import CatalogError, CatalogStore
+from optui.session.server_history import crash_class_of, failure_journaled_since, last_journaled_state
 from optui.session.server_load import LoadMonitor
 from optui.session.server_restart import RestartError, RestartFlow, port_open, url_host_port
 
@@ -81,6 +82,9 @@ class ServerRuntime(RestartFlow):
         #: another optui process holds this server's restart lock (see _adopt_relaunch)
         self.restarting_elsewhere = restarting_elsewhere
         self._adopted = False  # following a launch another optui process made
+        #: since when (Unix s) the launch being followed is another optui process's: its
+        #: failure is journaled by that process (see _show_failure_journaled_elsewhere)
+        self._elsewhere_since: float | None = None
         self.gpu_holders = gpu_holders
         self.catalogs = catalogs
         self.probe = ServerProbe(cfg.url, api_key_env=cfg.api_key_env, health_timeout_s=health_timeout_s(cfg))
@@ -118,7 +122,7 @@ class ServerRuntime(RestartFlow):
         self.status = replace(self.status, **changes)
         self.on_change()
 
-    async def _set_state(self, state: ServerState, *, actor: str = "optui", **changes) -> None:
+    async def _set_state(self, state: ServerState, *, actor: str = "optui", journal: bool = True, **changes) -> None:
         old = self.status.state
         if state is old and not changes:
             return
@@ -126,24 +130,19 @@ class ServerRuntime(RestartFlow):
             changes["state_since"] = time.time()
             phase = changes["phase"] if "phase" in changes else self.status.phase
             journaled = self._journaled_state()
-            if journaled != str(state) and not self.restarting_elsewhere():  # the restarting process journals its own
+            if journal and journaled != str(state) and not self.restarting_elsewhere():  # the restarting process journals its own
                 self._journal(ev.SERVER_STATE, {"old": journaled or str(old), "new": str(state), "phase": phase}, actor=actor)
         self._set(state=state, **changes)
         async with self._state_changed:
             self._state_changed.notify_all()
 
     def _journaled_state(self) -> str | None:
-        """At this session's first state change, the state the journal last recorded for
-        the server (None when none): a session that finds the server as the journal left it
-        (a CLI command, a TUI opened on a running server) has no transition to journal, and
-        one that finds it changed journals it from the recorded state, not from its own
-        initial "down". Later changes: None (this session saw the old state itself)."""
+        """At this session's first state change, the state the journal last recorded (see
+        :func:`last_journaled_state`); later: None (this session saw the old state itself)."""
         if self._first_state_seen:
             return None
         self._first_state_seen = True
-        found = self._safe(lambda: self.journal.events(target=self.name, types=[ev.SERVER_STATE], limit=1,
-                                                      newest_first=True))
-        return found[0].data.get("new") if found else None
+        return self._safe(lambda: last_journaled_state(self.journal, self.name))
 
     def wake(self) -> None:
         """Probe now instead of at the next interval."""
@@ -250,7 +249,7 @@ class ServerRuntime(RestartFlow):
         return ServerState.HUNG if self.load.hung else state
 
     async def _on_exit(self) -> None:
-        if await self._adopt_relaunch():
+        if await self._adopt_relaunch() or await self._show_failure_journaled_elsewhere():
             return
         rc = self.controller.returncode()
         if self._log is not None:
@@ -279,8 +278,10 @@ class ServerRuntime(RestartFlow):
         exit is accounted for that way."""
         recorded = getattr(self.controller, "recorded", lambda: None)()
         current = self.controller.launch
-        if recorded is not None and current is not None and recorded.pid != current.pid \
-                and await self.controller.attach() is not None:
+        relaunched = recorded is not None and current is not None and recorded.pid != current.pid
+        if relaunched:
+            self._elsewhere_since = min(self._elsewhere_since or recorded.started_at, recorded.started_at)
+        if relaunched and await self.controller.attach() is not None:
             self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
                       ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
             self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
@@ -288,10 +289,26 @@ class ServerRuntime(RestartFlow):
             self._follow()
             return True
         if self.restarting_elsewhere():
+            self._elsewhere_since = self._elsewhere_since or time.time()
             if self.status.state is not ServerState.DOWN:
                 self._set(state=ServerState.DOWN, pid=None, message="being restarted by another optui process")
             return True
         return False
+
+    async def _show_failure_journaled_elsewhere(self) -> bool:
+        """A launch another optui process made (adopted, or made while this session showed
+        DOWN) has ended and that process journaled its failure: show that failure (class,
+        lines, message) and journal nothing. True when shown (or shown already)."""
+        if self._elsewhere_since is None or self.status.state is ServerState.CRASHED:
+            return self._elsewhere_since is not None
+        failure = self._safe(lambda: failure_journaled_since(self.journal, self.name, self._elsewhere_since))
+        if failure is None:
+            return False
+        self._stop_follower()
+        await self._set_state(ServerState.CRASHED, journal=False, crash_class=crash_class_of(failure.data.get("class")),
+                              crash_lines=tuple(map(str, failure.data.get("lines") or ())), pid=None,
+                              message=failure.data.get("message"))
+        return True
 
     # ------------------------------------------------------------ logs
     def _follow(self, *, resume: bool = False) -> None:
@@ -336,6 +353,7 @@ class ServerRuntime(RestartFlow):
         """Start with ``argv`` (default: the current one) without the ready gate."""
         argv = list(argv or self.status.argv)
         self._adopted = False
+        self._elsewhere_since = None
         self._start_mono = time.monotonic()
         self.load.reset()
         self._failures = 0
