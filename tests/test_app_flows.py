@@ -161,3 +161,28 @@ async def test_quitting_the_demo_stops_its_server_and_says_so(tmp_path):
     assert stops and stops[-1].data["reason"] == "optui exited", [e.data for e in stops]
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_new_session_autostarting_the_same_flags_continues_the_experiment(tmp_path):
+    """The demo stops its server on quit and autostarts it at the next start: the same flags
+    are the same experiment (the experiments list used to gain an entry per session)."""
+    port = free_port()
+    experiments = []
+    for _ in range(2):
+        app = make_app(tmp_path, port=port)
+        rt = app.session.servers["demo"]
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda rt=rt: rt.status.state.value == "ready" and rt.status.busy is None)
+            experiments.append(app.session.journal.current_experiment("demo"))
+            restarts = [e.data["reason"] for e in app.session.journal.events(types=["server.restart"])]
+            await pilot.press("q")
+    assert experiments == ["exp-0001", "exp-0001"] and restarts == ["autostart", "autostart"]
+    # a restart with other flags opens the next one, as before
+    app = make_app(tmp_path, port=port)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+        argv = [*rt.status.argv, "--disable-radix-cache"]
+        status = await app.session.restart_server("demo", argv, reason="flag editor")
+        assert status.state.value == "ready" and app.session.journal.current_experiment("demo") == "exp-0002"
+        await pilot.press("q")

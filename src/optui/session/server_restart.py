@@ -68,7 +68,9 @@ class RestartFlow:
         self._set(busy="restarting")
         try:
             extra_exp = {} if todo_id is None else {"todo_id": todo_id}
-            self._safe(lambda: self.journal.new_experiment(self.name, experiment_start(old, argv, reason, **extra_exp), actor=actor))
+            if not self._continues_current_experiment(argv, reason):
+                self._safe(lambda: self.journal.new_experiment(self.name, experiment_start(old, argv, reason, **extra_exp),
+                                                               actor=actor))
             self._journal(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv)}, actor=actor)
             diff = [c.describe() for c in Flags.parse(old).diff(Flags.parse(argv))]
             if diff:
@@ -94,6 +96,16 @@ class RestartFlow:
         finally:
             self._starting = False
             self._set(busy=None)
+
+    def _continues_current_experiment(self, argv: list[str], reason: str) -> bool:
+        """An autostart with the flags the server's current experiment started with continues
+        that experiment: a new optui session (the demo stops its server on quit) is not a
+        new configuration, and the experiments list would fill with identical entries."""
+        if reason != "autostart":
+            return False
+        exp = self._safe(lambda: self.journal.current_experiment(self.name))
+        started = exp and self._safe(lambda: self.journal.events(experiment=exp, types=[ev.EXPERIMENT_STARTED], limit=1))
+        return bool(started) and started[0].data.get("argv") == list(argv)
 
     async def _fail_before_start(self, crash: CrashClass, msg: str, argv: list[str], actor: str) -> ServerStatus:
         await self._set_state(ServerState.CRASHED, crash_class=crash, crash_lines=(msg,), message=msg)
