@@ -5,6 +5,7 @@ group, re-attach from the pidfile after an optui restart."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -83,6 +84,27 @@ async def test_reattach_after_an_optui_restart(tmp_path):
         assert (await second.stop(5)).how == "term"
         await second.refresh()
         assert second.process_state() == "exited" and await ProcessController("s", tmp_path).attach() is None
+    finally:
+        await first.stop(1)
+
+
+async def test_a_pidfile_of_another_host_is_not_attached(tmp_path):
+    """The server's host was changed in the config: the recorded pid belongs to the old
+    host, so the new one must not adopt (and later stop) whatever has that pid there."""
+    first = ProcessController("s", tmp_path, shell=LocalShell(host="node-1"))
+    launch = await first.start([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"])
+    try:
+        await wait_line(launch.log_path, "up")
+        assert json.loads(first.pidfile.read_text())["host"] == "node-1"
+        moved = ProcessController("s", tmp_path, shell=LocalShell(host="node-2"))
+        assert moved.recorded() is None and await moved.attach() is None and moved.launch is None
+        same = ProcessController("s", tmp_path, shell=LocalShell(host="node-1"))
+        assert (await same.attach()).pid == launch.pid
+        # a pidfile written before the host was recorded is still attached
+        data = json.loads(first.pidfile.read_text())
+        del data["host"]
+        first.pidfile.write_text(json.dumps(data))
+        assert (await ProcessController("s", tmp_path, shell=LocalShell(host="node-2")).attach()).pid == launch.pid
     finally:
         await first.stop(1)
 

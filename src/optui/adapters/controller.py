@@ -42,7 +42,8 @@ class Launch:
     argv, the log file and the byte offset where this start's output begins, Unix start
     time; ``command`` the argv actually executed when it differs (script); ``invocation``,
     ``cursor`` and ``n_restarts`` for systemd (InvocationID, journal cursor before the
-    start, NRestarts at the start)."""
+    start, NRestarts at the start); ``host`` the host it runs on ("" in pidfiles written
+    before optui recorded it)."""
 
     pid: int
     argv: tuple[str, ...]
@@ -53,6 +54,7 @@ class Launch:
     invocation: str = ""
     cursor: str = ""
     n_restarts: int | None = None
+    host: str = ""
 
 
 class Controller(Protocol):
@@ -162,7 +164,7 @@ class ProcessController:
         self._proc = child
         self._alive = True
         self.launch = Launch(child.pid, tuple(argv), self.log_path, 0, time.time(),
-                             command=tuple(command) if command != list(argv) else None)
+                             command=tuple(command) if command != list(argv) else None, host=self.shell.host)
         write_pidfile(self.pidfile, self.launch)
         return self.launch
 
@@ -219,11 +221,16 @@ class ProcessController:
 
     def recorded(self) -> Launch | None:
         """The launch the pidfile names (possibly another optui process's), without
-        attaching to it; None when there is no readable pidfile."""
-        return read_pidfile(self.pidfile)
+        attaching to it; None when there is no readable pidfile, or when it names a launch
+        on another host (the server's ``host`` was changed in the config since: its pid
+        means nothing here, and stopping it would signal an unrelated process group)."""
+        launch = read_pidfile(self.pidfile)
+        if launch is not None and launch.host and launch.host != self.shell.host:
+            return None
+        return launch
 
     async def attach(self) -> Launch | None:
-        launch = read_pidfile(self.pidfile)
+        launch = self.recorded()
         if launch is None:
             return None
         try:
