@@ -46,6 +46,19 @@ def controller(shell, units, tmp_path, **kw) -> SystemdController:
     return SystemdController("qwen", UNIT, tmp_path / "state", shell=shell, unit_dir=str(units), **kw)
 
 
+async def test_a_user_units_drop_in_is_under_the_home_of_its_host(tmp_path, monkeypatch):
+    """``~`` is left to the shell: over SSH it is the remote user's home (it used to be
+    expanded to the local one before the path went to the host)."""
+    ctl = SystemdController("qwen", UNIT, tmp_path / "state", user=True)
+    assert ctl.dropin_path == f"~/.config/systemd/user/{UNIT}.d/optui.conf"
+    assert f"write ~/.config/systemd/user/{UNIT}.d/optui.conf on local" in ctl.preview(["/usr/bin/x", "--a"])
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    shell = LocalShell()
+    await shell.write_file(ctl.dropin_path, "[Service]\n")
+    written = tmp_path / "home" / ".config" / "systemd" / "user" / f"{UNIT}.d" / "optui.conf"
+    assert written.read_text() == "[Service]\n" and await shell.read_file(ctl.dropin_path) == "[Service]\n"
+
+
 def test_exec_start_quoting_round_trips():
     argv = ["/usr/bin/python3", "-m", "sglang.launch_server", *NASTY]
     line = render_exec_start(argv)

@@ -9,8 +9,10 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +109,14 @@ async def test_files(shell, tmp_path):
     assert not target.exists() and (tmp_path / "sub dir" / "it's.conf.1").exists()
     with pytest.raises(ShellError):
         await shell.write_file("/proc/optui-cannot-write/x", "x")
+    # "~/" is the remote user's home (the systemd user units' drop-ins go there)
+    relative = f"optui-test-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        await shell.write_file(f"~/{relative}/u.d/optui.conf", "[Service]\n")
+        assert (Path.home() / relative / "u.d" / "optui.conf").read_text() == "[Service]\n"
+        assert await shell.read_file(f"~/{relative}/u.d/optui.conf") == "[Service]\n"
+    finally:
+        shutil.rmtree(Path.home() / relative, ignore_errors=True)
 
 
 async def test_detached_launch_survives_a_dropped_link_then_stops_by_group(shell, sshd, tmp_path):

@@ -51,7 +51,9 @@ class SystemdController:
         self.shell: Shell = shell or LocalShell()
         self.user = user
         base = unit_dir or (USER_UNIT_DIR if user else SYSTEM_UNIT_DIR)
-        self.dropin_path = str(Path(base).expanduser() / f"{unit}.d" / "optui.conf")
+        # "~" stays: the shell resolves it on the unit's host (the local home is not the
+        # remote one)
+        self.dropin_path = f"{base.rstrip('/')}/{unit}.d/optui.conf"
         self.cwd = cwd
         self.env = env or {}
         self.pidfile = state_dir / "servers" / f"{name}.json"

@@ -144,11 +144,13 @@ class Shell(Protocol):
         ...
 
     async def read_file(self, path: str) -> str | None:
-        """Text of ``path``, None when it does not exist. Raises ShellError otherwise."""
+        """Text of ``path`` (``~/`` is the host's home), None when it does not exist.
+        Raises ShellError otherwise."""
         ...
 
     async def write_file(self, path: str, text: str) -> None:
-        """Write ``path`` atomically (parents created). Raises ShellError (e.g. permission)."""
+        """Write ``path`` (``~/`` is the host's home) atomically, parents created. Raises
+        ShellError (e.g. permission)."""
         ...
 
     async def rotate_file(self, path: str) -> None:
@@ -259,14 +261,14 @@ class LocalShell:
 
     async def read_file(self, path: str) -> str | None:
         try:
-            return Path(path).read_text(encoding="utf-8", errors="replace")
+            return Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise ShellError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
     async def write_file(self, path: str, text: str) -> None:
-        target = Path(path)
+        target = Path(path).expanduser()
         tmp = target.with_name(f".{target.name}.optui-tmp")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
