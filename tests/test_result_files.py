@@ -66,3 +66,32 @@ def test_malformed_file_gives_an_error_naming_it(tmp_path):
     (tmp_path / "r.jsonl").write_text('{"completed": \n')
     read = read_new(spec, str(tmp_path), before)
     assert read.results == [] and "r.jsonl:1: invalid JSON" in read.error
+
+
+async def test_a_vllm_result_dir_on_an_ssh_host_is_scanned_there(tmp_path):
+    """The run's newest new *.json in the remote --result-dir (it used to be "not scanned":
+    the rounded stdout summary was used instead of the file)."""
+    from optui.adapters.result_files import mark_remote, read_new_remote
+    from optui.adapters.shell_ssh import SshShell
+    from tests.helpers.sshd import running_sshd, ssh_host
+
+    spec = result_file_spec([*VLLM, "--result-dir", "out dir"])
+    out = tmp_path / "out dir"
+    with running_sshd(tmp_path / "sshd") as sshd:
+        host = ssh_host(sshd)
+        shell = SshShell("rack1", host)
+        try:
+            before = await mark_remote(shell, spec, str(tmp_path))
+            assert before.seen == {}  # no directory yet
+            out.mkdir()
+            (out / "old.json").write_text("{}")
+            before = await mark_remote(shell, spec, str(tmp_path))
+            assert set(before.seen) == {"old.json"}
+            (out / "new.pytorch.json").write_text("[]")  # vLLM's sibling file is not a result
+            (out / "new.json").write_text((FIXTURES / "vllm_save_result.json").read_text())
+            read = await read_new_remote(shell, spec, str(tmp_path), before)
+            assert read.error is None and read.path == f"rack1:{out}/new.json" and read.results[0].tool == "vllm"
+            again = await read_new_remote(shell, spec, str(tmp_path), await mark_remote(shell, spec, str(tmp_path)))
+            assert again.results == [] and "no new *.json" in again.error
+        finally:
+            await host.close()

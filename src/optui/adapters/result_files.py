@@ -7,9 +7,9 @@ mtimes); after the run :func:`read_new` parses only what the run added. Formats:
 :mod:`optui.core.bench_files`.
 
 A benchmark that ran on an SSH host left its file there: :func:`mark_remote` /
-:func:`read_new_remote` do the same through its Shell for an exact file (SGLang
-``--output-file``, vLLM ``--result-filename``); a vLLM result *directory* is not scanned
-remotely (the parsed output is used).
+:func:`read_new_remote` do the same through its Shell, for an exact file (SGLang
+``--output-file``, vLLM ``--result-filename``) and for a vLLM ``--result-dir`` (listed
+with GNU ``find -printf``: the hosts are Linux).
 """
 
 from __future__ import annotations
@@ -129,10 +129,27 @@ def _remote_path(path: str, cwd: str | None) -> str:
 
 
 async def mark_remote(shell: Shell, spec: ResultFileSpec, cwd: str | None) -> FileMark:
-    """:func:`mark` on ``shell``'s host (size only). Raises ShellError."""
+    """:func:`mark` on ``shell``'s host (the file's size, or the directory's ``*.json``
+    files with their mtimes). Raises ShellError."""
     if spec.path is None:
-        return FileMark()
+        return FileMark(seen=await _remote_json_files(shell, _remote_path(spec.directory, cwd)))
     return FileMark(await shell.file_size(_remote_path(spec.path, cwd)))
+
+
+async def _remote_json_files(shell: Shell, directory: str) -> dict[str, int]:
+    """name → mtime (ns) of the ``*.json`` result files in ``directory`` on ``shell``'s host
+    (vLLM's ``*.pytorch.json`` siblings left out); empty when the directory is missing.
+    Raises ShellError when the host cannot be asked."""
+    done = await shell.run(["find", directory or ".", "-maxdepth", "1", "-type", "f", "-name", "*.json",
+                            "!", "-name", "*.pytorch.json", "-printf", "%T@ %f\\0"], timeout_s=30.0)
+    out = {}
+    for entry in done.stdout.split("\0"):
+        stamp, _, name = entry.partition(" ")
+        try:
+            out[name] = int(float(stamp) * 1e9)
+        except ValueError:
+            continue
+    return out
 
 
 async def read_new_remote(shell: Shell, spec: ResultFileSpec, cwd: str | None, before: FileMark) -> FileRead:
@@ -140,20 +157,27 @@ async def read_new_remote(shell: Shell, spec: ResultFileSpec, cwd: str | None, b
     file). Never raises: problems come back in ``error``."""
     from optui.adapters.shell import ShellError
 
-    if spec.path is None:
-        return FileRead([], None, f"{spec.directory}: result directories on {shell.host} are not scanned")
-    path = _remote_path(spec.path, cwd)
-    where = f"{shell.host}:{path}"
     try:
-        size = await shell.file_size(path)
-        if size == 0 or size == before.size:
-            return FileRead([], None, f"{where}: not written by this run")
-        offset = before.size if spec.append and size > before.size else 0
+        if spec.path is None:
+            directory = _remote_path(spec.directory, cwd)
+            now = await _remote_json_files(shell, directory)
+            fresh = [name for name, mtime in now.items() if before.seen.get(name) != mtime]
+            if not fresh:
+                return FileRead([], None, f"{shell.host}:{directory}: no new *.json result file")
+            path, offset = f"{directory.rstrip('/')}/{max(fresh, key=lambda name: now[name])}", 0
+            size = await shell.file_size(path)
+        else:
+            path = _remote_path(spec.path, cwd)
+            size = await shell.file_size(path)
+            if size == 0 or size == before.size:
+                return FileRead([], None, f"{shell.host}:{path}: not written by this run")
+            offset = before.size if spec.append and size > before.size else 0
+        where = f"{shell.host}:{path}"
         if size - offset > MAX_BYTES:
             return FileRead([], where, f"{where}: larger than {MAX_BYTES >> 20} MiB, not read")
         done = await shell.run(["tail", "-c", f"+{offset + 1}", "--", path], timeout_s=60.0)
     except ShellError as exc:
-        return FileRead([], where, f"{where}: {exc}")
+        return FileRead([], None, f"{shell.host}: {exc}")
     if not done.ok:
         return FileRead([], where, f"{where}: {done.stderr.strip() or f'tail exited {done.returncode}'}")
     return _parse_text(done.stdout, where)
