@@ -54,6 +54,12 @@ def test_demo_in_tmux_keys_resize_quit(tmux_demo):
     tmux("send-keys", "-t", "t", "-l", "hello from tmux")
     tmux("send-keys", "-t", "t", "Enter")
     wait_for("hello from tmux")
+    # several keys in one write (one read for optui): the key that opens an input, the text
+    # and Enter; the text used to go to the widget focused before the input opened
+    tmux("send-keys", "-t", "t", "-l", "nnote sent in one burst\r")
+    wait_for("note sent in one burst")
+    tmux("send-keys", "-t", "t", "-l", "3atodo sent in one burst\r")
+    wait_for("todo sent in one burst")
     # a lone Escape is a key (the input thread waits for the parser's escape deadline,
     # optui.ui.driver), and the arrow keys' escape sequences are not Escapes
     tmux("send-keys", "-t", "t", "C-p")

@@ -24,6 +24,7 @@ from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
 from optui.ui.intents.todo import todo_commands
+from optui.ui.key_order import KeySequencer
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.runtime import freeze_long_lived_objects, quiet_driver
@@ -97,7 +98,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._log_max_lines = config.log_max_lines if config else log_max_lines
         self._seen_version = -1
         self.panels_mounted = False  # True once the panels replaced the first frame's placeholders
-        self._early_keys: list[events.Key] = []
+        self._key_order = KeySequencer(self, lambda: self.panels_mounted and self.screen.is_mounted)
         self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
         self._key_bar_for: tuple | None = None  # (focus, screen, read-only, bench running) the key bar was drawn for
         self._keys: dict[str, object] = {}
@@ -199,10 +200,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         """The first frame is on screen: mount the panels, replay the keys typed meanwhile,
         then load the campaign (heavy imports, config validation, journal) and start the
         session in a worker."""
-        await self._mount_panels()
-        for key in self._early_keys:
-            self.post_message(events.Key(key.key, key.character))
-        self._early_keys.clear()
+        await self._mount_panels()  # keys typed meanwhile were held (ui/key_order.py): they go now
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
 
     def _exit_on_signals(self) -> None:
@@ -255,12 +253,18 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
                 self.call_after_refresh(freeze_long_lived_objects)
 
     async def on_event(self, event: events.Event) -> None:
+        if not isinstance(event, events.Key | events.Paste):
+            await super().on_event(event)
+            return
+        # one at a time, in order (ui/key_order.py): also keys typed ahead during the first frame
+        back = event.is_forwarded  # bubbled back up from the widget it was forwarded to
+        if not back and not self._key_order.admit(event):
+            return
         if isinstance(event, events.Key):
-            if not self.panels_mounted:  # typed ahead during the first frame: replayed once they are
-                self._early_keys.append(event)
-                return
             self._key_pressed.set()
         await super().on_event(event)
+        if back or not event.is_forwarded:  # its bindings have run, or a priority binding took it
+            self._key_order.handled(event)
 
     # ---------------------------------------------------------- rendering
     def apply_state(self, state: SessionState) -> None:
