@@ -16,8 +16,11 @@ pytestmark = [pytest.mark.tty, pytest.mark.timeout(120)]
 OPTUI = Path(sys.executable).with_name("optui")
 
 
+SOCKET = f"optui-test-{os.getpid()}"  # a tmux server of this run only (two suites may run at once)
+
+
 def tmux(*args: str, check: bool = True) -> str:
-    return subprocess.run(["tmux", "-L", "optui-test", *args], check=check, capture_output=True, text=True).stdout
+    return subprocess.run(["tmux", "-L", SOCKET, *args], check=check, capture_output=True, text=True).stdout
 
 
 def capture() -> str:
