@@ -5,22 +5,32 @@ terminal driver posts them, all at once (Pilot.press waits between keys and hide
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from textual import events
+from textual.keys import _character_to_key
 
+from optui.config import load_config
 from optui.core import events as ev
+from optui.session import Session
+from optui.ui.app import OptuiApp
 from tests.helpers.pilot import wait_for
-from tests.helpers.snapshot_campaign import make_app, settle
+from tests.helpers.snapshot_campaign import make_app, make_campaign, settle
 
 pytestmark = pytest.mark.usefixtures("snapshot_clock")
 
-NAMED = {"enter": "\r", "escape": "\x1b", "space": " "}
+NAMED = {"enter": "\r", "escape": "\x1b"}
 
 
 def post_at_once(app, keys: list[str]) -> None:
-    """What the driver does with one read holding ``keys``."""
+    """What the driver does with one read holding ``keys`` (characters, or key names such
+    as "enter"): Key events named as Textual's parser names them ("+" is "plus")."""
     for key in keys:
-        app.post_message(events.Key(key, NAMED.get(key, key if len(key) == 1 else None)))
+        if key in NAMED:
+            app.post_message(events.Key(key, NAMED[key]))
+        else:
+            app.post_message(events.Key(_character_to_key(key), key))
 
 
 def todo_texts(app) -> list[str]:
@@ -44,12 +54,39 @@ async def test_a_key_that_opens_an_input_then_text_then_enter(tmp_path):
         await pilot.press("q")
 
 
-async def test_keys_typed_before_the_panels_mount_are_kept_in_order(tmp_path):
+async def test_a_key_right_after_the_enter_that_closes_an_input(tmp_path):
+    """Enter's binding (submit) runs at the app; the input closes only when its Submitted
+    message is handled: a key right after it used to be typed into the closing input."""
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
-        typed_ahead = not app.panels_mounted
-        post_at_once(app, ["3", "a", *"typed ahead", "enter"])
         await settle(pilot)
-        await wait_for(pilot, lambda: "typed ahead" in todo_texts(app), timeout=10, what=lambda: todo_texts(app)[-2:])
-        assert typed_ahead, "the panels were already mounted: this test no longer types ahead"
+        post_at_once(app, ["3", "a", *"fast item", "enter", "+"])  # + raises the new item's priority
+        item = lambda: next((t for t in app.session.journal.todos() if t.content.startswith("fast item")), None)  # noqa: E731
+        await wait_for(pilot, lambda: item() is not None and str(item().priority) == "high", timeout=5,
+                       what=lambda: item())
+        assert item().content == "fast item"
+        post_at_once(app, ["5", "/", *"bench", "enter", "t"])  # filter the journal, then cycle its type filter
+        journal_box = app.query_one("#journal-box")
+        await wait_for(pilot, lambda: "type:server /bench/" in str(journal_box.border_title),
+                       timeout=5, what=lambda: str(journal_box.border_title))
+        assert type(app.screen).__name__ == "MainScreen"
+        await pilot.press("q")
+
+
+async def test_keys_typed_while_the_campaign_loads_wait_for_it(tmp_path):
+    """The first frame shows "loading campaign…" while the session is built in a thread:
+    keys typed then (typing ahead) go to the loaded app, in order."""
+    config = make_campaign(tmp_path)
+
+    def slow_loader() -> Session:
+        time.sleep(0.8)
+        return Session(load_config(config), actor="tui")
+
+    app = OptuiApp(loader=slow_loader)
+    async with app.run_test(size=(160, 45)) as pilot:
+        post_at_once(app, ["3", "a", *"typed ahead", "enter"])
+        typed_ahead = app.session is None
+        await wait_for(pilot, lambda: app.session is not None and "typed ahead" in todo_texts(app), timeout=15,
+                       what=lambda: app.session and todo_texts(app)[-2:])
+        assert typed_ahead, "the campaign was already loaded: this test no longer types ahead"
         await pilot.press("q")

@@ -24,7 +24,7 @@ from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
 from optui.ui.intents.todo import todo_commands
-from optui.ui.key_order import KeySequencer
+from optui.ui.key_order import KeyBarrier, KeySequencer
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.runtime import freeze_long_lived_objects, quiet_driver
@@ -98,7 +98,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._log_max_lines = config.log_max_lines if config else log_max_lines
         self._seen_version = -1
         self.panels_mounted = False  # True once the panels replaced the first frame's placeholders
-        self._key_order = KeySequencer(self, lambda: self.panels_mounted and self.screen.is_mounted)
+        self._key_order = KeySequencer(self, lambda: self.panels_mounted and self.session is not None)
         self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
         self._key_bar_for: tuple | None = None  # (focus, screen, read-only, bench running) the key bar was drawn for
         self._keys: dict[str, object] = {}
@@ -265,6 +265,11 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         await super().on_event(event)
         if back or not event.is_forwarded:  # its bindings have run, or a priority binding took it
             self._key_order.handled(event)
+        else:
+            self._key_order.forwarded(event)
+
+    def on_key_barrier(self, barrier: KeyBarrier) -> None:
+        self._key_order.barrier_back(barrier)
 
     # ---------------------------------------------------------- rendering
     def apply_state(self, state: SessionState) -> None:

@@ -1,106 +1,162 @@
-"""Keys handled one at a time, in order, even when several arrive in one read.
+"""Keys handled one at a time, in order, even when several arrive together.
 
 Textual hands a key to the focused widget and takes the next one at once; the key's binding
-runs only when the key has bubbled back up to the app. Several keys in one read of the
-terminal (tmux ``send-keys``, a paste of commands, a fast typist, keys typed during
-start-up) therefore all go to the widget that had the focus *before* the first one was
-acted on: ``a`` then ``try tp 8`` lost the text (the todo input opened after it had gone
-to the list), ``n`` + text + Enter lost the note (the prompt screen was not mounted yet).
+runs only when the key has bubbled back up to the app, and what the binding starts (an
+Input's ``Submitted``, a pushed screen's mount) runs later still. Several keys in one read
+of the terminal (tmux ``send-keys``, a paste of commands, a fast typist, keys typed during
+start-up) therefore went to the widget that had the focus *before* the previous key was
+acted on: ``a`` then ``try tp 8`` lost the text (the todo input opened after it had gone to
+the list), ``n`` + text + Enter lost the note (the prompt was not mounted yet), text +
+Enter + ``+`` typed the ``+`` into the closing input.
 
-:class:`KeySequencer` holds a key (or a paste) while the previous one is still on its way
-(not yet back at the app, not consumed by a widget) or while the screen it would go to is
-not ready (pushed but not mounted, panels not mounted yet), and re-posts it when that is
-over: the order is kept, nothing is dropped. A key is never held longer than
-:data:`MAX_WAIT_S` behind another (a widget that swallows keys without stopping them must
-not freeze the keyboard), nor longer than :data:`MAX_READY_WAIT_S` for a screen. A single
-key pressed alone is never held.
+:class:`KeySequencer` admits a key (or a paste) only when the previous one is done, and
+holds it otherwise (re-posted later: the order is kept, nothing is dropped). "Done" is
+proved by a :class:`KeyBarrier`, a message that bubbles from the focused widget up to the
+app: it is posted right behind the key (so it comes back once the key was consumed by a
+widget or has bubbled up and its bindings ran) and, when the key's bindings ran, once more
+from the widget focused then (so it comes back once what the binding posted there, and a
+screen it pushed, has been handled), and again (up to :data:`MAX_ROUNDS` times) while the
+handlers it reached keep posting messages on the focus chain. A key alone is never delayed; a held key waits at most
+:data:`MAX_WAIT_S` for the previous one (a widget removed with a key in its queue must not
+freeze the keyboard) and :data:`MAX_READY_WAIT_S` for the app to be ready (start-up).
 
-Relies on Textual 8.2's key path (``App.on_event`` forwards raw keys, a key bubbles back to
-the app unless a widget stops it; ``Message._stop_propagation``), pinned in pyproject.
+Relies on Textual 8.2's key path (``App.on_event`` forwards raw keys; a key bubbles back
+to the app unless a widget stops it; one queue per widget, first in first out), pinned in
+pyproject.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable
 
 from textual import events
 from textual.app import App
+from textual.message import Message
 
 #: the longest a key waits for the previous one (s)
 MAX_WAIT_S = 0.5
-#: the longest a key waits for its screen to be ready (s): start-up on a slow machine
-MAX_READY_WAIT_S = 10.0
-#: how often a held key checks again (s)
-RECHECK_S = 0.005
+#: the longest a key waits for the app to be ready (s): the campaign loading on a slow machine
+MAX_READY_WAIT_S = 5.0
+#: extra barriers after a key while its handlers keep posting messages on the focus chain
+MAX_ROUNDS = 3
+#: how often held keys check whether the app is ready (s), during start-up only
+READY_POLL_S = 0.02
 
 Input = events.Key | events.Paste
 
 
+class KeyBarrier(Message, bubble=True):
+    """Bubbles from a widget up to the app; ``seq`` names the key it follows."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__()
+        self.seq = seq
+
+
 class KeySequencer:
     """Admit raw keys and pastes to ``app`` one at a time (see module doc). ``ready()``
-    says whether the app can take input now (its panels and the active screen mounted)."""
+    says whether the app can take input at all (panels mounted, session loaded). The app
+    calls :meth:`admit` for each raw key, :meth:`handled` when one is back after bubbling
+    (or was taken by a priority binding), :meth:`barrier_back` for each KeyBarrier."""
 
     def __init__(self, app: App, ready: Callable[[], bool]) -> None:
         self.app = app
         self.ready = ready
         self.held: deque[Input] = deque()
-        self._in_flight: Input | None = None
-        self._in_flight_since = 0.0
-        self._held_since = 0.0
+        self._seq = itertools.count(1)
+        self._waiting: int | None = None  # seq of the barrier the next key waits for
+        self._waiting_since = 0.0
+        self._in_flight = False  # a key was admitted and its first barrier is not sent yet
         self._released: Input | None = None  # re-posted, not admitted yet
+        self._held_since = 0.0
+        self._rounds = 0  # extra barriers sent for the key in flight
         self._timer = None
 
+    # ------------------------------------------------------------ the app's calls
     def admit(self, event: Input) -> bool:
-        """True when ``event`` (raw, not forwarded yet) is to be handled now; False when it
+        """True when ``event`` (raw, not forwarded yet) is to be handled now, False when it
         was held (it comes back through the app's queue later)."""
         if event is self._released:
             self._released = None
+            if self._busy():  # a key's binding ran between the release and now: wait for it
+                self.held.appendleft(event)
+                self._arm_timer()
+                return False
         elif self.held or self._busy():
             if not self.held:
                 self._held_since = time.monotonic()
             self.held.append(event)
-            self._schedule()
+            self._arm_timer()
             return False
-        self._in_flight, self._in_flight_since = event, time.monotonic()
+        self._in_flight = True
+        self._rounds = 0
         return True
 
+    def forwarded(self, event: Input) -> None:
+        """``event`` was handed to the focused widget: a barrier follows it there."""
+        self._send_barrier()
+
     def handled(self, event: Input) -> None:
-        """``event`` is done: handled by a priority binding (not forwarded), or back at the
-        app after bubbling (its bindings have run)."""
-        if event is self._in_flight:
-            self._in_flight = None
-            if self.held:
-                self._release()
+        """``event`` is back at the app and its bindings ran (or a priority binding took
+        it): wait once more, for what they posted to the now focused widget."""
+        self._send_barrier()
+
+    def barrier_back(self, barrier: KeyBarrier) -> None:
+        """A barrier reached the app: the key it follows is done when it is the awaited one
+        and nothing was posted on the focus chain meanwhile (a handler's own message: the
+        todo input's Submitted posts the "add" intent); else one more barrier follows that."""
+        if barrier.seq != self._waiting:
+            return
+        if self._rounds < MAX_ROUNDS and self._chain_busy():
+            self._rounds += 1
+            self._send_barrier()
+            return
+        self._waiting = None
+        self._release()
+
+    def _chain_busy(self) -> bool:
+        node = self.app.focused or self.app.screen
+        while node is not None and node is not self.app:
+            if node.message_queue_size:
+                return True
+            node = node.parent
+        return False
+
+    # ------------------------------------------------------------ internals
+    def _send_barrier(self) -> None:
+        self._in_flight = False
+        self._waiting = next(self._seq)
+        self._waiting_since = time.monotonic()
+        target = self.app.focused or self.app.screen
+        target.post_message(KeyBarrier(self._waiting))
 
     def _busy(self) -> bool:
-        if not self.ready():
-            return True
-        flying = self._in_flight
-        if flying is None or flying._stop_propagation:  # consumed by a widget (typed into an Input)
-            return False
-        return time.monotonic() - self._in_flight_since < MAX_WAIT_S
+        if not self.ready():  # start-up: wait for it, but never keep q from quitting a stuck load
+            return not self.held or time.monotonic() - self._held_since < MAX_READY_WAIT_S
+        if self._waiting is not None and time.monotonic() - self._waiting_since > MAX_WAIT_S:
+            self._waiting = None  # lost with a removed widget: do not wait for it any more
+        return self._in_flight or self._waiting is not None or self._released is not None
 
-    def _schedule(self) -> None:
+    def _arm_timer(self) -> None:
+        """A held key is re-checked when its barrier comes back; the timer covers start-up
+        (not ready yet) and a barrier that never comes back."""
         if self._timer is None:
-            self._timer = self.app.set_timer(RECHECK_S, self._recheck, name="key-order")
+            wait = READY_POLL_S if not self.ready() else MAX_WAIT_S + 0.01
+            self._timer = self.app.set_timer(wait, self._on_timer, name="key-order")
 
-    def _recheck(self) -> None:
+    def _on_timer(self) -> None:
         self._timer = None
-        if self.held:
-            self._release()
+        self._release()
 
     def _release(self) -> None:
-        """Re-post the oldest held input when nothing is in its way (or it waited long
-        enough); else check again shortly."""
-        waited = time.monotonic() - self._held_since
-        limit = MAX_WAIT_S if self.ready() else MAX_READY_WAIT_S
-        if self._released is not None or (self._busy() and waited < limit):
-            self._schedule()
+        """Re-post the oldest held input when nothing is in its way."""
+        if not self.held:
+            return
+        if self._busy():
+            self._arm_timer()
             return
         self._released = self.held.popleft()
-        self._held_since = time.monotonic()
         self.app.post_message(self._released)
-        if self.held:
-            self._schedule()
