@@ -20,7 +20,7 @@ from tests.helpers.snapshot_campaign import make_app, make_campaign, settle
 
 pytestmark = pytest.mark.usefixtures("snapshot_clock")
 
-NAMED = {"enter": "\r", "escape": "\x1b"}
+NAMED = {"enter": "\r", "escape": "\x1b", "ctrl+p": "\x10"}
 
 
 def post_at_once(app, keys: list[str]) -> None:
@@ -71,6 +71,27 @@ async def test_a_key_right_after_the_enter_that_closes_an_input(tmp_path):
                        timeout=5, what=lambda: str(journal_box.border_title))
         assert type(app.screen).__name__ == "MainScreen"
         await pilot.press("q")
+
+
+async def test_keys_after_the_enter_that_dismisses_a_prompt(tmp_path):
+    """The prompt's screen is removed with what was queued for it: the next key (one that
+    opens another prompt, or the palette) used to be dropped, or to open over the closing
+    prompt, which then crashed the app on its next Enter (a second dismiss)."""
+    app = make_app(tmp_path)
+    notes = lambda: [e.data["text"] for e in app.session.journal.events(types=[ev.NOTE])]  # noqa: E731
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        post_at_once(app, ["n", *"first", "enter", "n", *"second", "enter", "3", "a", *"T1", "enter", "a", *"T2", "enter"])
+        await wait_for(pilot, lambda: "T2" in todo_texts(app), timeout=10, what=lambda: (notes()[-3:], todo_texts(app)[-3:]))
+        assert notes()[-2:] == ["first", "second"] and todo_texts(app)[-2:] == ["T1", "T2"]
+        post_at_once(app, ["n", *"W5", "enter", "ctrl+p"])
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", timeout=5,
+                       what=lambda: [type(s).__name__ for s in app.screen_stack])
+        assert notes()[-1] == "W5" and [type(s).__name__ for s in app.screen_stack] == ["MainScreen", "CommandPalette"]
+        await pilot.press("escape")
+        assert type(app.screen).__name__ == "MainScreen"
+        await pilot.press("q")
+    assert app.return_code in (0, None)
 
 
 async def test_keys_typed_while_the_campaign_loads_wait_for_it(tmp_path):

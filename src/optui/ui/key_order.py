@@ -17,8 +17,9 @@ widget or has bubbled up and its bindings ran) and, when the key's bindings ran,
 from the widget focused then (so it comes back once what the binding posted there, and a
 screen it pushed, has been handled), and again (up to :data:`MAX_ROUNDS` times) while the
 handlers it reached keep posting messages on the focus chain. A key alone is never delayed; a held key waits at most
-:data:`MAX_WAIT_S` for the previous one (a widget removed with a key in its queue must not
-freeze the keyboard) and :data:`MAX_READY_WAIT_S` for the app to be ready (start-up).
+:data:`MAX_WAIT_S` for the previous one (a barrier can be lost), and :data:`MAX_READY_WAIT_S`
+for the app to be ready (start-up). A barrier whose widget is removed (a dismissed prompt)
+is replaced by one from the new focus.
 
 Relies on Textual 8.2's key path (``App.on_event`` forwards raw keys; a key bubbles back
 to the app unless a widget stops it; one queue per widget, first in first out), pinned in
@@ -42,8 +43,9 @@ MAX_WAIT_S = 0.5
 MAX_READY_WAIT_S = 5.0
 #: extra barriers after a key while its handlers keep posting messages on the focus chain
 MAX_ROUNDS = 3
-#: how often held keys check whether the app is ready (s), during start-up only
-READY_POLL_S = 0.02
+#: how often held keys look for what no barrier reports: the app becoming ready (start-up),
+#: a barrier's widget removed (s)
+POLL_S = 0.02
 
 Input = events.Key | events.Paste
 
@@ -71,6 +73,7 @@ class KeySequencer:
         self._waiting_since = 0.0
         self._in_flight = False  # a key was admitted and its first barrier is not sent yet
         self._released: Input | None = None  # re-posted, not admitted yet
+        self._barrier_at = None  # the widget the awaited barrier was posted to
         self._held_since = 0.0
         self._rounds = 0  # extra barriers sent for the key in flight
         self._timer = None
@@ -130,22 +133,23 @@ class KeySequencer:
         self._in_flight = False
         self._waiting = next(self._seq)
         self._waiting_since = time.monotonic()
-        target = self.app.focused or self.app.screen
-        target.post_message(KeyBarrier(self._waiting))
+        self._barrier_at = self.app.focused or self.app.screen
+        self._barrier_at.post_message(KeyBarrier(self._waiting))
 
     def _busy(self) -> bool:
         if not self.ready():  # start-up: wait for it, but never keep q from quitting a stuck load
             return not self.held or time.monotonic() - self._held_since < MAX_READY_WAIT_S
-        if self._waiting is not None and time.monotonic() - self._waiting_since > MAX_WAIT_S:
-            self._waiting = None  # lost with a removed widget: do not wait for it any more
+        if self._waiting is not None and not self._barrier_at.is_attached:
+            self._send_barrier()  # its widget was removed (a prompt dismissed): follow from the new focus
+        elif self._waiting is not None and time.monotonic() - self._waiting_since > MAX_WAIT_S:
+            self._waiting = None  # lost: do not wait for it any more
         return self._in_flight or self._waiting is not None or self._released is not None
 
     def _arm_timer(self) -> None:
         """A held key is re-checked when its barrier comes back; the timer covers start-up
         (not ready yet) and a barrier that never comes back."""
         if self._timer is None:
-            wait = READY_POLL_S if not self.ready() else MAX_WAIT_S + 0.01
-            self._timer = self.app.set_timer(wait, self._on_timer, name="key-order")
+            self._timer = self.app.set_timer(POLL_S, self._on_timer, name="key-order")
 
     def _on_timer(self) -> None:
         self._timer = None
