@@ -239,11 +239,22 @@ async def test_narrow_side_pane_zoom_and_essential_keys(tmp_path):
         assert app.screen.maximized is box and box.size.height >= 35  # the whole pane
         await pilot.press("z")
         assert app.screen.maximized is None
+        # every panel zooms to the whole pane, also those of a fixed or content height
+        for key, selector in (("5", "#journal-box"), ("1", "#gpus-box"), ("4", "#bench-box")):
+            await pilot.press(key, "z")
+            await pilot.pause(0.1)
+            zoomed = app.query_one(selector)
+            assert app.screen.maximized is zoomed and zoomed.size == (58, 38), (selector, zoomed.size)
+            await pilot.press("z")
+        await pilot.press("3")
         await pilot.resize_terminal(200, 50)
         await pilot.pause(0.1)
         wide_bar = app.query_one(KeyBar)._text.plain
         assert [d for d in other if f" {d}" in wide_bar]  # wide shows the rest again
-        await pilot.press("q")
+        await pilot.press("1", "z")
+        await pilot.pause(0.1)
+        assert app.query_one("#gpus-box").size == (196, 48)  # 3fr of a row in the layout: not 3x the screen
+        await pilot.press("z", "q")
 
 
 async def test_pause_and_forced_refresh(tmp_path):
