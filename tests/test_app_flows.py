@@ -186,3 +186,23 @@ async def test_a_new_session_autostarting_the_same_flags_continues_the_experimen
         status = await app.session.restart_server("demo", argv, reason="flag editor")
         assert status.state.value == "ready" and app.session.journal.current_experiment("demo") == "exp-0002"
         await pilot.press("q")
+
+
+def test_the_demo_keeps_its_port_from_one_start_to_the_next(tmp_path):
+    """The port is in the server's argv: a new port each start made each demo session a new
+    experiment ("~ --port: 50787 → 38211")."""
+    import socket
+
+    from optui.cli.tui import free_port as pick_port
+    from optui.cli.tui import previous_demo_port
+
+    assert previous_demo_port(tmp_path) is None
+    (tmp_path / "optui.toml").write_text("not toml [")
+    assert previous_demo_port(tmp_path) is None
+    port = pick_port()
+    write_demo_config(tmp_path, port=port)
+    assert previous_demo_port(tmp_path) == port and pick_port(port) == port
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        assert pick_port(port) not in (port, 0)  # in use now: another free one

@@ -79,11 +79,28 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
     del code
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
+def free_port(preferred: int | None = None) -> int:
+    """A TCP port on 127.0.0.1 that is free right now: ``preferred`` when it is."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        try:
+            s.bind(("127.0.0.1", preferred or 0))
+        except OSError:
+            s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def previous_demo_port(directory: Path) -> int | None:
+    """The port the demo campaign in ``directory`` used last time (its optui.toml), None
+    when there is none or it cannot be read. Reusing it keeps the server's argv, and so
+    its experiment, the same from one ``optui demo`` to the next."""
+    import tomllib
+    from urllib.parse import urlsplit
+
+    try:
+        url = tomllib.loads((directory / "optui.toml").read_text())["servers"]["demo"]["url"]
+        return urlsplit(url).port
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def write_demo_config(directory: Path, *, port: int, speed: float = 1.0) -> Path:
@@ -97,8 +114,9 @@ def write_demo_config(directory: Path, *, port: int, speed: float = 1.0) -> Path
     py = sys.executable
     state = directory / "demo-server.state.json"
     url = f"http://127.0.0.1:{port}"
-    text = f'''# optui demo campaign, written again by every `optui demo` start (the server gets a new
-# free port): edits here are lost then. Copy this file elsewhere to keep your changes.
+    text = f'''# optui demo campaign, written again by every `optui demo` start (the server keeps its
+# port while it is free, and starts with the flags below): edits here are lost then.
+# Copy this file elsewhere to keep your changes.
 theme = "optui-dark"
 
 [hosts.gpu-node-1]
@@ -161,7 +179,7 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
     base = Path(directory) if directory else Path(user_state_dir("optui", appauthor=False)) / "demo"
     if fresh and base.exists():
         shutil.rmtree(base)
-    config_path = write_demo_config(base, port=free_port(), speed=speed)
+    config_path = write_demo_config(base, port=free_port(previous_demo_port(base)), speed=speed)
 
     def load():
         from optui.config import load_config
