@@ -84,6 +84,8 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         await pilot.press("B")  # pin the selected (newest) row: c=4
         await wait_for(pilot, lambda: any(r.baseline for r in session.journal.results()))
         assert [r.result.max_concurrency for r in session.journal.results() if r.baseline] == [4]
+        pinned = session.journal.events(types=["bench.baseline"])[-1]
+        assert pinned.experiment is not None and pinned.data["concurrency"] == 4
         await wait_for(pilot, lambda: str(table.get_row_at(2)[4]) == "baseline")
         await pilot.press("R")  # the preset x3 (repeat = 3 by default)
         await wait_for(pilot, lambda: session.benches.current.view.plan == "repeat x3"

@@ -22,3 +22,12 @@ def test_todo_change_keeps_the_whole_text_and_says_what_moved():
                                   "after": {"content": long, "status": "in_progress", "priority": "high"}})
     assert text == f"status: {long} (status pending → in_progress)"
     assert line(ev.TODO_CHANGED, {"op": "add", "after": {"content": "x", "status": "pending"}}) == "add: x"
+
+
+def test_baseline_pin_and_alerts_read_as_sentences():
+    assert line(ev.BENCH_BASELINE, {"result_id": 2, "bench": "sweep", "workload": "8af096e88750", "concurrency": 16,
+                                    "output_throughput_tok_s": 677.94}) == \
+        "baseline pinned: bench sweep c=16, 677.9 out tok/s (result #2)"
+    assert line(ev.BENCH_BASELINE, {"result_id": 7}) == "baseline pinned: bench ? (result #7)"  # older events
+    assert line(ev.ALERT, {"kind": "crashed", "message": "demo crashed (bad_flag)"}) == "demo crashed (bad_flag)"
+    assert line(ev.ALERT, {"kind": "hung", "message": "no tokens for 30 s"}) == "hung: no tokens for 30 s"

@@ -26,6 +26,8 @@ SERVER_FAILED = "server.failed"
 ROLLBACK = "rollback"
 BENCH_STARTED = "bench.started"
 BENCH_FINISHED = "bench.finished"
+#: a stored result pinned as the baseline of its workload
+BENCH_BASELINE = "bench.baseline"
 TODO_CHANGED = "todo.changed"
 NOTE = "note"
 ALERT = "alert"
@@ -116,6 +118,11 @@ class Event:
             if ttft is not None:
                 parts.append(f"TTFT p50 {ttft:.1f} ms")
             return ", ".join(parts)
+        if t == BENCH_BASELINE:
+            conc = f" c={d['concurrency']}" if d.get("concurrency") is not None else ""
+            tput = d.get("output_throughput_tok_s")
+            return (f"baseline pinned: bench {d.get('bench') or '?'}{conc}"
+                    + (f", {tput:.1f} out tok/s" if isinstance(tput, int | float) else "") + f" (result #{d.get('result_id')})")
         if t == TODO_CHANGED:
             after = d.get("after") or {}
             before = d.get("before") or {}
@@ -128,7 +135,8 @@ class Event:
         if t.startswith("todo.run.") and "message" in d:
             return str(d["message"])
         if t == ALERT:
-            return f"{d.get('kind', 'alert')}: {d.get('message', '')}"
+            kind, message = d.get("kind", "alert"), d.get("message", "")
+            return message if kind in message else f"{kind}: {message}"  # not "crashed: demo crashed (oom)"
         if t == EXPERIMENT_STARTED:
             change = "; ".join(d.get("diff") or []) or "same flags"
             return f"{self.experiment} on {self.target}: {change}" + (f" ({d['reason']})" if d.get("reason") else "")

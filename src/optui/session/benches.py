@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from optui.session.session import Session
 
 #: Journal event: a result was pinned as the baseline of its workload.
-BENCH_BASELINE = "bench.baseline"
+BENCH_BASELINE = ev.BENCH_BASELINE
 #: Journal event: results were imported from files (``optui bench import``).
 BENCH_IMPORTED = "bench.imported"
 #: Stored results the comparisons look at (newest first).
@@ -155,8 +155,10 @@ class BenchService:
         data = {"result_id": result_id}
         if stored is not None:
             data.update(bench=stored.bench, workload=stored.result.workload.key(),
+                        concurrency=stored.result.max_concurrency,
                         output_throughput_tok_s=stored.result.output_throughput_tok_s)
-        s.record(BENCH_BASELINE, stored.server if stored else None, data)
+        s.record(BENCH_BASELINE, stored.server if stored else None, data,
+                 experiment=stored.experiment if stored else None)
         self.forget_baselines()
         s.sync_journal()
         s.touch()
