@@ -93,3 +93,47 @@ def test_demo_in_tmux_keys_resize_quit(tmux_demo):
         time.sleep(0.2)
     assert "t" not in tmux("list-sessions", "-F", "#{session_name}", check=False).split(), "optui did not quit on q"
     assert time.monotonic() - quit_at < 5, "quitting waited on the input thread"
+
+
+def journaled_notes(campaign) -> list[str]:
+    """The notes in the demo campaign's journal (read-only: optui keeps writing it)."""
+    from optui.adapters.journal import Journal, JournalError
+
+    db = campaign / ".optui" / "optui.db"
+    if not db.exists():
+        return []
+    try:
+        journal = Journal(db, read_only=True)
+    except JournalError:
+        return []
+    try:
+        return [e.data["text"] for e in journal.events(types=["note"])]
+    finally:
+        journal.close()
+
+
+def test_keys_typed_at_launch_and_the_terminal_mode_after_quit(tmp_path):
+    """Keys typed in the ~0.3 s before the driver starts are not line-edited by the
+    terminal (Enter stays Enter: optui.cli.terminal), and the shell gets its terminal mode
+    back after quit."""
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (.ci/run installs it)")
+    env = f"env -u COLUMNS -u LINES TERM=xterm-256color OPTUI_TEST_RUN={os.environ.get('OPTUI_TEST_RUN', '')}"
+    stty = tmp_path / "stty.txt"
+    try:
+        tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40",
+             f"{env} {OPTUI} demo --fresh --dir {tmp_path / 'demo'} --speed 10; stty -a > {stty}; sleep 30")
+        time.sleep(0.1)
+        tmux("send-keys", "-t", "t", "-l", "nnote typed at launch\r")
+        deadline = time.monotonic() + 40  # in the journal (the screen could show the terminal's echo)
+        while time.monotonic() < deadline and not journaled_notes(tmp_path / "demo"):
+            time.sleep(0.2)
+        assert journaled_notes(tmp_path / "demo") == ["note typed at launch"], capture()
+        tmux("send-keys", "-t", "t", "q")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (stty.exists() and stty.read_text()):
+            time.sleep(0.1)
+        modes = stty.read_text().split()
+        assert {"icanon", "echo", "icrnl", "isig"} <= set(modes), modes
+    finally:
+        tmux("kill-server", check=False)

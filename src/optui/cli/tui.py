@@ -239,12 +239,15 @@ def parse_fast(argv: list[str]) -> tuple[str, dict] | None:
 
 def run_fast(parsed: tuple[str, dict]) -> None:
     """Start what :func:`parse_fast` recognised."""
+    from optui.cli.terminal import keys_kept_from_the_start
+
     mode, opts = parsed
     globals_ = {"theme": opts.get("theme"), "read_only": opts.get("read_only", False)}
-    if mode == "demo":
-        if opts.get("config_path"):
-            print("optui: error: demo writes its own config; do not give -c", file=sys.stderr)
-            sys.exit(2)
-        run_demo(opts.get("directory"), fresh=opts.get("fresh", False), speed=opts.get("speed", 1.0), **globals_)
-    else:
-        run_tui(opts.get("config_path"), **globals_)
+    if mode == "demo" and opts.get("config_path"):
+        print("optui: error: demo writes its own config; do not give -c", file=sys.stderr)
+        sys.exit(2)
+    with keys_kept_from_the_start():
+        if mode == "demo":
+            run_demo(opts.get("directory"), fresh=opts.get("fresh", False), speed=opts.get("speed", 1.0), **globals_)
+        else:
+            run_tui(opts.get("config_path"), **globals_)
