@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -135,5 +136,28 @@ def test_keys_typed_at_launch_and_the_terminal_mode_after_quit(tmp_path):
             time.sleep(0.1)
         modes = stty.read_text().split()
         assert {"icanon", "echo", "icrnl", "isig"} <= set(modes), modes
+    finally:
+        tmux("kill-server", check=False)
+
+
+@pytest.mark.parametrize("signal_name", ["TERM", "HUP"])
+def test_sigterm_or_sighup_quits_like_q_and_stops_the_demo_server(tmp_path, signal_name):
+    """A tmux pane killed or a terminal closed: optui closes its session (the demo server it
+    started is stopped), it does not just die."""
+    import json
+
+    env = f"env -u COLUMNS -u LINES TERM=xterm-256color OPTUI_TEST_RUN={os.environ.get('OPTUI_TEST_RUN', '')}"
+    campaign = tmp_path / "demo"
+    try:
+        tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40", f"{env} {OPTUI} demo --fresh --dir {campaign} --speed 10")
+        wait_for("READY")
+        server_pid = json.loads((campaign / ".optui" / "servers" / "demo.json").read_text())["pid"]
+        optui_pid = int(tmux("display", "-p", "-t", "t", "#{pane_pid}").strip())
+        os.kill(optui_pid, getattr(signal, f"SIG{signal_name}"))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (Path(f"/proc/{optui_pid}").exists() or Path(f"/proc/{server_pid}").exists()):
+            time.sleep(0.1)
+        assert not Path(f"/proc/{server_pid}").exists(), "the demo server outlived optui"
+        assert not Path(f"/proc/{optui_pid}").exists(), "optui did not exit"
     finally:
         tmux("kill-server", check=False)

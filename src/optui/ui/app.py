@@ -27,7 +27,7 @@ from optui.ui.intents.todo import todo_commands
 from optui.ui.key_order import KeyBarrier, KeySequencer
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
-from optui.ui.runtime import freeze_long_lived_objects, quiet_driver
+from optui.ui.runtime import exit_on_signals, freeze_long_lived_objects, quiet_driver
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.key_bar import KeyBar
 
@@ -186,7 +186,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self.notify("\n".join(self._theme_errors), title="themes", severity="warning", timeout=10)
         if self._user_keymap:
             self.set_keymap(self._user_keymap)
-        self._exit_on_signals()
+        exit_on_signals(self.exit)  # tmux pane killed, terminal closed: quit like q
         self.query_one("#status-line", Static).update("optui  loading campaign…")
 
     def on_descendant_focus(self) -> None:
@@ -202,16 +202,6 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         session in a worker."""
         await self._mount_panels()  # keys typed meanwhile were held (ui/key_order.py): they go now
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
-
-    def _exit_on_signals(self) -> None:
-        """SIGTERM / SIGHUP (tmux pane killed, terminal closed) quit like ``q``: the session
-        is closed, so a demo server or a benchmark never outlives optui."""
-        import signal
-
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.exit)
 
     async def _start_session(self) -> None:
         if self.session is None:

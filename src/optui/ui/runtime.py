@@ -1,7 +1,23 @@
-"""Process-wide choices for the TUI that are not widgets: the terminal driver and the
-garbage collector (what they cost and why: ``bench/RESULTS.md``, issue 8)."""
+"""Process-wide choices for the TUI that are not widgets: the terminal driver, the
+garbage collector (what they cost and why: ``bench/RESULTS.md``, issue 8) and signals."""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+
+def exit_on_signals(exit_app: Callable[[], None]) -> None:
+    """SIGTERM / SIGHUP (tmux pane killed, terminal closed) call ``exit_app`` like ``q``:
+    the session is closed, so a demo server or a benchmark never outlives optui. Call from
+    the running event loop."""
+    import signal
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, exit_app)
 
 
 def quiet_driver(driver: type) -> type:
