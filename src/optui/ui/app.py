@@ -197,10 +197,10 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self.query_one(KeyBar).update_keys()
 
     async def on_ready(self) -> None:
-        """The first frame is on screen: mount the panels, replay the keys typed meanwhile,
-        then load the campaign (heavy imports, config validation, journal) and start the
-        session in a worker."""
-        await self._mount_panels()  # keys typed meanwhile were held (ui/key_order.py): they go now
+        """The first frame is on screen: mount the panels, then load the campaign (heavy
+        imports, config validation, journal) and start the session in a worker. Keys typed
+        meanwhile are held until the campaign is loaded (ui/key_order.py)."""
+        await self._mount_panels()
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
 
     async def _start_session(self) -> None:

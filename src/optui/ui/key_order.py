@@ -16,10 +16,10 @@ app: it is posted right behind the key (so it comes back once the key was consum
 widget or has bubbled up and its bindings ran) and, when the key's bindings ran, once more
 from the widget focused then (so it comes back once what the binding posted there, and a
 screen it pushed, has been handled), and again (up to :data:`MAX_ROUNDS` times) while the
-handlers it reached keep posting messages on the focus chain. A key alone is never delayed; a held key waits at most
-:data:`MAX_WAIT_S` for the previous one (a barrier can be lost), and :data:`MAX_READY_WAIT_S`
-for the app to be ready (start-up). A barrier whose widget is removed (a dismissed prompt)
-is replaced by one from the new focus.
+handlers it reached keep posting messages on the focus chain. A key pressed alone is never
+delayed; a held key waits at most :data:`MAX_WAIT_S` for the previous one (a barrier can be
+lost) and :data:`MAX_READY_WAIT_S` for the app to be ready (start-up). A barrier whose widget
+is removed (a dismissed prompt) is replaced by one from the new focus.
 
 Relies on Textual 8.2's key path (``App.on_event`` forwards raw keys; a key bubbles back
 to the app unless a widget stops it; one queue per widget, first in first out), pinned in
@@ -47,7 +47,7 @@ MAX_ROUNDS = 3
 #: a barrier's widget removed (s)
 POLL_S = 0.02
 
-Input = events.Key | events.Paste
+KeyInput = events.Key | events.Paste
 
 
 class KeyBarrier(Message, bubble=True):
@@ -67,19 +67,19 @@ class KeySequencer:
     def __init__(self, app: App, ready: Callable[[], bool]) -> None:
         self.app = app
         self.ready = ready
-        self.held: deque[Input] = deque()
+        self.held: deque[KeyInput] = deque()
         self._seq = itertools.count(1)
         self._waiting: int | None = None  # seq of the barrier the next key waits for
         self._waiting_since = 0.0
         self._in_flight = False  # a key was admitted and its first barrier is not sent yet
-        self._released: Input | None = None  # re-posted, not admitted yet
+        self._released: KeyInput | None = None  # re-posted, not admitted yet
         self._barrier_at = None  # the widget the awaited barrier was posted to
         self._held_since = 0.0
         self._rounds = 0  # extra barriers sent for the key in flight
         self._timer = None
 
     # ------------------------------------------------------------ the app's calls
-    def admit(self, event: Input) -> bool:
+    def admit(self, event: KeyInput) -> bool:
         """True when ``event`` (raw, not forwarded yet) is to be handled now, False when it
         was held (it comes back through the app's queue later)."""
         if event is self._released:
@@ -98,11 +98,11 @@ class KeySequencer:
         self._rounds = 0
         return True
 
-    def forwarded(self, event: Input) -> None:
+    def forwarded(self, event: KeyInput) -> None:
         """``event`` was handed to the focused widget: a barrier follows it there."""
         self._send_barrier()
 
-    def handled(self, event: Input) -> None:
+    def handled(self, event: KeyInput) -> None:
         """``event`` is back at the app and its bindings ran (or a priority binding took
         it): wait once more, for what they posted to the now focused widget."""
         self._send_barrier()
