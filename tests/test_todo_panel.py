@@ -91,6 +91,9 @@ async def test_every_key(tmp_path):
         assert rows(app)[1][2] == "high"
         await pilot.press("minus", "minus")
         assert rows(app)[1][2] == "low"
+        journaled = len(app.session.journal.events(types=["todo.changed"]))
+        await pilot.press("minus")  # low already: no change, nothing journaled
+        assert rows(app)[1][2] == "low" and len(app.session.journal.events(types=["todo.changed"])) == journaled
         # K / J move
         await pilot.press("K")
         assert [r[0] for r in rows(app)] == ["bench c16", "try tp 8", "write the report"]

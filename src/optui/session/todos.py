@@ -91,8 +91,11 @@ class TodoService:
         return self.update(item, op="status", status=status, raw_status=None)
 
     def bump_priority(self, item: TodoItem, up: bool) -> TodoItem:
-        """Raise (``up``) or lower the priority one step."""
+        """Raise (``up``) or lower the priority one step; at the top (bottom) already,
+        nothing changes and nothing is journaled."""
         new = raise_priority(item.priority) if up else lower_priority(item.priority)
+        if new == item.priority:
+            return item
         return self.update(item, op="priority", priority=new)
 
     def move(self, item: TodoItem, delta: int) -> TodoItem:
