@@ -111,3 +111,16 @@ async def test_keys_typed_while_the_campaign_loads_wait_for_it(tmp_path):
                        what=lambda: app.session and todo_texts(app)[-2:])
         assert typed_ahead, "the campaign was already loaded: this test no longer types ahead"
         await pilot.press("q")
+
+
+async def test_a_multi_line_paste_into_a_prompt_keeps_every_line(tmp_path):
+    """Textual's Input keeps the first line of a paste and drops the rest silently."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        post_at_once(app, ["n"])
+        app.post_message(events.Paste("TTFT p99 doubled\r\n  at c=16 \n\nsee bench #4"))
+        post_at_once(app, ["enter"])
+        notes = lambda: [e.data["text"] for e in app.session.journal.events(types=[ev.NOTE])]  # noqa: E731
+        await wait_for(pilot, lambda: "TTFT p99 doubled at c=16 see bench #4" in notes(), timeout=5, what=notes)
+        await pilot.press("q")

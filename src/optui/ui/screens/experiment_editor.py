@@ -25,6 +25,7 @@ from optui.core.experiment import ExperimentSpec, benches_for, build_experiment,
 from optui.core.flags import FlagError, Flags
 from optui.core.todo import TodoItem
 from optui.ui.colors import style
+from optui.ui.widgets.one_line_input import OneLineInput
 
 if TYPE_CHECKING:
     from optui.config import Config
@@ -98,7 +99,7 @@ class ExperimentScreen(ModalScreen[dict | None]):
             for name in FIELDS:
                 with Horizontal(classes="row"):
                     yield Label(name)
-                    yield Input(value=self.initial[name], placeholder=hints[name], id=f"exp-{name}",
+                    yield OneLineInput(value=self.initial[name], placeholder=hints[name], id=f"exp-{name}",
                                 suggester=SuggestFromList(suggest[name], case_sensitive=False) if suggest[name] else None)
             yield Static("", id="exp-preview", markup=False)
             with Horizontal(classes="buttons"):

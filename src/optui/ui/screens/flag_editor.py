@@ -33,6 +33,7 @@ from optui.core.flag_catalog import FlagCatalog, Issue
 from optui.core.flags import Arg, FlagError, Flags, canonical_name, is_flag_token, parse_assignment
 from optui.ui.colors import focus_now, style
 from optui.ui.widgets.cursor_list import CursorList
+from optui.ui.widgets.one_line_input import OneLineInput
 
 if TYPE_CHECKING:
     from optui.config import Preset
@@ -158,7 +159,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         with Vertical():
             yield Static(f"Restart {self.server} on {self.host} ({self.control}) with new flags", id="flags-title", markup=False)
             yield Static(" ".join(self.original.program), id="flags-program", markup=False)
-            yield Input(placeholder="--flag value | --flag=value | !--flag | toggle --flag | preset NAME  (Enter applies)",
+            yield OneLineInput(placeholder="--flag value | --flag=value | !--flag | toggle --flag | preset NAME  (Enter applies)",
                         id="flags-input", suggester=SuggestFromList(self._suggestions(), case_sensitive=False))
             yield Static(self._catalog_line(), id="flags-help", markup=False)
             yield Static("", id="flags-error", markup=False)

@@ -9,6 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from optui.ui.colors import focus_now
+from optui.ui.widgets.one_line_input import OneLineInput
 
 
 class TextPrompt(ModalScreen[str | None]):
@@ -30,7 +31,7 @@ class TextPrompt(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(self.title_text, markup=False)
-            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield OneLineInput(value=self.value, placeholder=self.placeholder, id="prompt-input")
 
     def on_mount(self) -> None:
         focus_now(self.query_one(Input))

@@ -27,6 +27,7 @@ from optui.core.todo import TodoItem, TodoStatus
 from optui.ui.colors import focus_now, style
 from optui.ui.policy import allowed
 from optui.ui.widgets.cursor_list import CursorList
+from optui.ui.widgets.one_line_input import OneLineInput
 
 STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
 PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
@@ -91,7 +92,7 @@ class TodoPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield TodoList(empty_text="no todo items — press a to add one", id="todo-list")
-        yield Input(id="todo-input")
+        yield OneLineInput(id="todo-input")
 
     @property
     def list(self) -> TodoList:

@@ -1,0 +1,24 @@
+"""The one-line text field of optui's prompts and editors."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.widgets import Input
+
+
+class OneLineInput(Input):
+    """A Textual ``Input`` that keeps a multi-line paste whole: its non-blank lines joined by
+    single spaces (Textual's keeps the first line and drops the rest without a word, so a
+    note pasted from a log lost all but its first line)."""
+
+    def _on_paste(self, event: events.Paste) -> None:
+        lines = [line.strip() for line in event.text.splitlines() if line.strip()]
+        if len(lines) < 2:
+            return  # Input's own handler (next in the class chain) takes it as it is
+        event.prevent_default()  # not Input's handler as well: it would insert the first line again
+        event.stop()
+        text = " ".join(lines)
+        if self.selection.is_empty:
+            self.insert_text_at_cursor(text)
+        else:
+            self.replace(text, *self.selection)
