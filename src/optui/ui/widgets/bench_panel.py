@@ -28,6 +28,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from optui.core.bench_compare import Delta, Row, Sample
+from optui.ui.binding_ids import with_ids
 from optui.ui.colors import style
 from optui.ui.policy import allowed
 from optui.ui.widgets.meters import fmt_value, pct_bar
@@ -106,8 +107,7 @@ class ResultsTable(DataTable):
     otherwise keep showing the oldest ones)."""
 
     # DataTable's own keys, with ids so that a keymap can move them
-    BINDINGS = [Binding(b.key, b.action, b.description, show=False, id=f"bench.table_{b.action}")
-                for b in DataTable.BINDINGS if isinstance(b, Binding)]
+    BINDINGS = with_ids(DataTable.BINDINGS, "bench.table")
 
     def on_resize(self) -> None:
         if self.row_count:

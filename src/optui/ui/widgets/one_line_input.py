@@ -5,11 +5,15 @@ from __future__ import annotations
 from textual import events
 from textual.widgets import Input
 
+from optui.ui.binding_ids import with_ids
+
 
 class OneLineInput(Input):
     """A Textual ``Input`` that keeps a multi-line paste whole: its non-blank lines joined by
     single spaces (Textual's keeps the first line and drops the rest without a word, so a
     note pasted from a log lost all but its first line)."""
+
+    BINDINGS = with_ids(Input.BINDINGS, "input")
 
     def _on_paste(self, event: events.Paste) -> None:
         lines = [line.strip() for line in event.text.splitlines() if line.strip()]
