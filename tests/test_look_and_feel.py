@@ -268,17 +268,3 @@ async def test_pause_and_forced_refresh(tmp_path):
         await pilot.pause(0.1)
         assert not app.session.paused
         await pilot.press("q")
-
-
-async def test_a_notification_in_a_side_pane_takes_its_width(tmp_path):
-    """At 60 columns a toast was 30 wide: a path in it (the exported report) was cut."""
-    from textual.widgets._toast import Toast, ToastRack
-
-    app = make_app(tmp_path)
-    async with app.run_test(size=(60, 40), notifications=True) as pilot:
-        await settle(pilot)
-        app.notify("findings report written to /home/op/.local/state/optui/demo/findings-20261130-0821.md")
-        await pilot.pause(0.3)
-        toasts = list(app.screen.get_child_by_type(ToastRack).query(Toast))
-        assert toasts and all(t.size.width >= 50 for t in toasts), [t.size for t in toasts]  # the rack keeps a margin
-        await pilot.press("q")

@@ -161,3 +161,27 @@ def test_sigterm_or_sighup_quits_like_q_and_stops_the_demo_server(tmp_path, sign
         assert not Path(f"/proc/{optui_pid}").exists(), "optui did not exit"
     finally:
         tmux("kill-server", check=False)
+
+
+def test_a_path_in_a_notification_in_a_side_pane_is_folded_not_cut(tmp_path):
+    """At 60 columns a toast is ~26 wide: the exported report's path in it was cut ("…")."""
+    env = f"env -u COLUMNS -u LINES TERM=xterm-256color OPTUI_TEST_RUN={os.environ.get('OPTUI_TEST_RUN', '')}"
+    campaign = tmp_path / "a-rather-long-directory-name" / "for-the-demo-campaign"
+    try:
+        tmux("new-session", "-d", "-s", "t", "-x", "60", "-y", "40", f"{env} {OPTUI} demo --fresh --dir {campaign} --speed 10")
+        wait_for("READY")
+        tmux("send-keys", "-t", "t", "C-p")
+        wait_for("Search for commands")
+        tmux("send-keys", "-t", "t", "-l", "Export findings")
+        time.sleep(0.5)
+        tmux("send-keys", "-t", "t", "Enter")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not list(campaign.glob("findings-*.md")):
+            time.sleep(0.1)
+        report = next(campaign.glob("findings-*.md"))
+        time.sleep(0.5)
+        toast = [line[line.index("▌") + 1:] for line in capture().splitlines() if "▌" in line]
+        shown = "".join(part.rstrip("│╮╯─ ").strip().removesuffix("…").strip() for part in toast)
+        assert str(report) in shown, toast
+    finally:
+        tmux("kill-server", check=False)
