@@ -10,13 +10,17 @@ process reads them here instead of journaling them twice or inventing its own:
   made (a TUI following a CLI restart shows that crash class instead of DOWN).
 
 Both raise :class:`~optui.adapters.journal.JournalError` when the journal cannot be read.
+:class:`OtherProcesses` is the part of :class:`~optui.session.server_runtime.ServerRuntime`
+that uses them, with the adoption of a launch another optui process made.
 """
 
 from __future__ import annotations
 
+import time
+
 from optui.adapters.journal import Event, Journal
 from optui.core import events as ev
-from optui.core.server_state import CrashClass
+from optui.core.server_state import CrashClass, ServerState
 
 
 def last_journaled_state(journal: Journal, server: str) -> str | None:
@@ -42,3 +46,55 @@ def crash_class_of(value: object) -> CrashClass:
         return CrashClass(str(value))
     except ValueError:
         return CrashClass.UNKNOWN
+
+
+class OtherProcesses:
+    """What other optui processes did to this server (mixed into ServerRuntime): the
+    journal's last state at this session's first observation, a relaunch by another process
+    followed instead of called a crash, and that process's journaled failure shown as is."""
+
+    def _journaled_state(self) -> str | None:
+        """At this session's first state change, the state the journal last recorded (see
+        :func:`last_journaled_state`); later: None (this session saw the old state itself)."""
+        if self._first_state_seen:
+            return None
+        self._first_state_seen = True
+        return self._safe(lambda: last_journaled_state(self.journal, self.name))
+
+    async def _adopt_relaunch(self) -> bool:
+        """Another optui process (the CLI, a second window) restarted this server: follow
+        its new launch instead of calling the old process's exit a crash. True when the
+        exit is accounted for that way."""
+        recorded = getattr(self.controller, "recorded", lambda: None)()
+        current = self.controller.launch
+        relaunched = recorded is not None and current is not None and recorded.pid != current.pid
+        if relaunched:
+            self._elsewhere_since = min(self._elsewhere_since or recorded.started_at, recorded.started_at)
+        if relaunched and await self.controller.attach() is not None:
+            self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
+                      ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
+            self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
+            self._adopted = True  # its phases are journaled by the process that launched it
+            self._follow()
+            return True
+        if self.restarting_elsewhere():
+            self._elsewhere_since = self._elsewhere_since or time.time()
+            if self.status.state is not ServerState.DOWN:
+                self._set(state=ServerState.DOWN, pid=None, message="being restarted by another optui process")
+            return True
+        return False
+
+    async def _show_failure_journaled_elsewhere(self) -> bool:
+        """A launch another optui process made (adopted, or made while this session showed
+        DOWN) has ended and that process journaled its failure: show that failure (class,
+        lines, message) and journal nothing. True when shown (or shown already)."""
+        if self._elsewhere_since is None or self.status.state is ServerState.CRASHED:
+            return self._elsewhere_since is not None
+        failure = self._safe(lambda: failure_journaled_since(self.journal, self.name, self._elsewhere_since))
+        if failure is None:
+            return False
+        self._stop_follower()
+        await self._set_state(ServerState.CRASHED, journal=False, crash_class=crash_class_of(failure.data.get("class")),
+                              crash_lines=tuple(map(str, failure.data.get("lines") or ())), pid=None,
+                              message=failure.data.get("message"))
+        return True

@@ -32,7 +32,7 @@ from optui.core.server_log import LogClassifier, phase_durations, process_relati
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.command_log import hide_value
 from optui.session.flag_catalogs import CatalogError, CatalogStore
-from optui.session.server_history import crash_class_of, failure_journaled_since, last_journaled_state
+from optui.session.server_history import OtherProcesses
 from optui.session.server_load import LoadMonitor
 from optui.session.server_restart import RestartError, RestartFlow, port_open, url_host_port
 
@@ -55,7 +55,7 @@ def health_timeout_s(cfg: ServerConfig) -> float:
     return cfg.health_timeout_s
 
 
-class ServerRuntime(RestartFlow):
+class ServerRuntime(RestartFlow, OtherProcesses):
     """Monitor and control one configured server (see module doc)."""
 
     def __init__(
@@ -135,14 +135,6 @@ class ServerRuntime(RestartFlow):
         self._set(state=state, **changes)
         async with self._state_changed:
             self._state_changed.notify_all()
-
-    def _journaled_state(self) -> str | None:
-        """At this session's first state change, the state the journal last recorded (see
-        :func:`last_journaled_state`); later: None (this session saw the old state itself)."""
-        if self._first_state_seen:
-            return None
-        self._first_state_seen = True
-        return self._safe(lambda: last_journaled_state(self.journal, self.name))
 
     def wake(self) -> None:
         """Probe now instead of at the next interval."""
@@ -271,44 +263,6 @@ class ServerRuntime(RestartFlow):
         self._journal(ev.SERVER_FAILED, {"class": str(crash), "returncode": rc, "phase": self.status.phase, "message": message,
                                          "lines": list(lines), "argv": list(self.status.argv),
                                          "phases": self._phases(self._elapsed())})
-
-    async def _adopt_relaunch(self) -> bool:
-        """Another optui process (the CLI, a second window) restarted this server: follow
-        its new launch instead of calling the old process's exit a crash. True when the
-        exit is accounted for that way."""
-        recorded = getattr(self.controller, "recorded", lambda: None)()
-        current = self.controller.launch
-        relaunched = recorded is not None and current is not None and recorded.pid != current.pid
-        if relaunched:
-            self._elsewhere_since = min(self._elsewhere_since or recorded.started_at, recorded.started_at)
-        if relaunched and await self.controller.attach() is not None:
-            self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
-                      ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
-            self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
-            self._adopted = True  # its phases are journaled by the process that launched it
-            self._follow()
-            return True
-        if self.restarting_elsewhere():
-            self._elsewhere_since = self._elsewhere_since or time.time()
-            if self.status.state is not ServerState.DOWN:
-                self._set(state=ServerState.DOWN, pid=None, message="being restarted by another optui process")
-            return True
-        return False
-
-    async def _show_failure_journaled_elsewhere(self) -> bool:
-        """A launch another optui process made (adopted, or made while this session showed
-        DOWN) has ended and that process journaled its failure: show that failure (class,
-        lines, message) and journal nothing. True when shown (or shown already)."""
-        if self._elsewhere_since is None or self.status.state is ServerState.CRASHED:
-            return self._elsewhere_since is not None
-        failure = self._safe(lambda: failure_journaled_since(self.journal, self.name, self._elsewhere_since))
-        if failure is None:
-            return False
-        self._stop_follower()
-        await self._set_state(ServerState.CRASHED, journal=False, crash_class=crash_class_of(failure.data.get("class")),
-                              crash_lines=tuple(map(str, failure.data.get("lines") or ())), pid=None,
-                              message=failure.data.get("message"))
-        return True
 
     # ------------------------------------------------------------ logs
     def _follow(self, *, resume: bool = False) -> None:
