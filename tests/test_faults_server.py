@@ -163,7 +163,10 @@ async def test_hung_server_health_200_no_tokens(tmp_path):
                 await wait_for(pilot, lambda: rt.status.state.value == "hung", timeout=40, what="hung")
                 assert (await client.get("/health")).status_code == 200  # health says fine
                 alerts = [e.data for e in stored_events(session.journal.path, types=["alert"])]
-                assert alerts and alerts[-1]["kind"] == "hung" and alerts[-1]["running"] >= 1, alerts
+                # the stuck request is counted as running or as waiting, depending on when the
+                # scheduler's step met it (it failed 3 of 5 runs on a loaded machine asking "running")
+                assert alerts and alerts[-1]["kind"] == "hung", alerts
+                assert (alerts[-1]["running"] or 0) + (alerts[-1]["waiting"] or 0) >= 1, alerts
                 await wait_for(pilot, lambda: "HUNG" in servers_text(app), what="hung on screen")
             finally:
                 request.cancel()

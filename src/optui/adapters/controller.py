@@ -43,7 +43,8 @@ class Launch:
     time; ``command`` the argv actually executed when it differs (script); ``invocation``,
     ``cursor`` and ``n_restarts`` for systemd (InvocationID, journal cursor before the
     start, NRestarts at the start); ``host`` the host it runs on ("" in pidfiles written
-    before optui recorded it)."""
+    before optui recorded it); ``proc_start`` the process's start identity
+    (:meth:`Shell.process_start`: "" when unknown), so a reused PID is never taken for it."""
 
     pid: int
     argv: tuple[str, ...]
@@ -55,6 +56,7 @@ class Launch:
     cursor: str = ""
     n_restarts: int | None = None
     host: str = ""
+    proc_start: str = ""
 
 
 class Controller(Protocol):
@@ -140,6 +142,10 @@ class ProcessController:
         self.pidfile = state_dir / "servers" / f"{name}.json"
         self.log_path = str(log_file) if log_file else self.shell.default_log_path(name, state_dir)
         self.launch: Launch | None = None
+        #: a launch the pidfile recorded whose process is gone (or whose PID now names
+        #: another process), found by :meth:`attach`: it ended while no optui process
+        #: watched it. Cleared by :meth:`forget_lost` once that is journaled.
+        self.lost: Launch | None = None
         self._proc: Spawned | None = None
         self._alive: bool | None = False  # None: the host cannot be asked now
 
@@ -163,8 +169,14 @@ class ProcessController:
             raise ControllerError(f"{self.name}: {exc}") from exc
         self._proc = child
         self._alive = True
+        self.lost = None
+        try:
+            identity = await self.shell.process_start(child.pid) or ""
+        except ShellError:
+            identity = ""
         self.launch = Launch(child.pid, tuple(argv), self.log_path, 0, time.time(),
-                             command=tuple(command) if command != list(argv) else None, host=self.shell.host)
+                             command=tuple(command) if command != list(argv) else None, host=self.shell.host,
+                             proc_start=identity)
         write_pidfile(self.pidfile, self.launch)
         return self.launch
 
@@ -189,6 +201,8 @@ class ProcessController:
         try:
             if self._proc is None:
                 self._alive = await self.shell.pid_alive(self.launch.pid)
+                if self._alive and self.launch.proc_start:  # the PID may have been reused meanwhile
+                    self._alive = await self.shell.process_start(self.launch.pid) == self.launch.proc_start
             elif hasattr(self._proc, "poll"):  # a remote launch: ask the host
                 await self._proc.poll()
         except ShellError:
@@ -230,18 +244,32 @@ class ProcessController:
         return launch
 
     async def attach(self) -> Launch | None:
+        """Re-attach to the launch the pidfile records when its process still runs: the same
+        PID *and* the same process start identity (a PID reused by an unrelated process —
+        after a reboot, or long after the server died — is not the server, and stopping it
+        would signal that process's group). A recorded launch whose process is gone is kept
+        in :attr:`lost` (and its pidfile left) for the session to journal; returns None then."""
         launch = self.recorded()
         if launch is None:
             return None
         try:
             alive: bool | None = await self.shell.pid_alive(launch.pid)
+            if alive and launch.proc_start:
+                alive = await self.shell.process_start(launch.pid) == launch.proc_start
         except ShellError:
             alive = None  # the host is unreachable now: keep the launch, the monitor decides later
         if alive is False:
-            self._clear_pidfile()
+            self.lost = launch
             return None
         self.launch, self._proc, self._alive = launch, None, alive
         return launch
+
+    def forget_lost(self) -> None:
+        """The lost launch is accounted for (journaled): drop it and its pidfile, unless the
+        pidfile names a newer launch by now."""
+        lost, self.lost = self.lost, None
+        if lost is not None and self.recorded() == lost:
+            self._clear_pidfile()
 
     def open_log(self, on_line: Callable[[str], None], *, resume: bool = False) -> LogSource | None:
         if self.launch is None:

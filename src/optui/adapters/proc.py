@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,30 +30,88 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+class DetachedProcess:
+    """A server started by :func:`spawn_to_log`: ``pid`` (= its process group id) and
+    ``returncode`` (None while it runs; negative: killed by that signal).
+
+    Deliberately a plain :class:`subprocess.Popen`, not an asyncio subprocess: an asyncio
+    transport that is still open when the interpreter exits is closed by the GC, and closing
+    it SIGKILLs the child (Python >= 3.12 does this at every exit; 3.11 only when the
+    transport happens to be collected). A server must outlive the optui process that started
+    it (CLI, TUI, ``todo run``), so nothing of its lifetime may hang on such an object: a
+    ``Popen`` never signals its child, and after optui exits the server is re-parented to
+    init (which reaps it) and re-attached from the pidfile by the next optui process.
+    ``returncode`` reaps the child when it has exited (``waitpid(WNOHANG)``), so no zombie
+    stays while optui runs.
+    """
+
+    __slots__ = ("_popen", "pid")
+
+    def __init__(self, popen: subprocess.Popen) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the process has exited (and been reaped), else None."""
+        return self._popen.poll()
+
+    async def wait(self, poll_s: float = 0.05) -> int:
+        """Wait for the exit (polling, so no thread or child watcher is involved); the exit
+        status."""
+        while (rc := self._popen.poll()) is None:
+            await asyncio.sleep(poll_s)
+        return rc
+
+    def forget(self) -> None:
+        """Stop tracking the process without touching it (it keeps running): the Popen is
+        marked finished so neither the GC nor ``-X dev`` complains at exit."""
+        if self._popen.returncode is None:
+            self._popen.returncode = 0  # not an exit status: nothing reads it after forget()
+
+
+def spawn_detached_sync(
+    argv: Sequence[str],
+    log_path: Path,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> DetachedProcess:
+    """Start ``argv`` (a list, never a shell line) in a new session and process group, stdin
+    closed, stdout and stderr appended to ``log_path`` (mode 0600: a server may print its API
+    key). The process does not depend on the caller's lifetime (see
+    :class:`DetachedProcess`). Raises OSError (e.g. FileNotFoundError for an unknown
+    program) with the program name in the message."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        popen = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            cwd=cwd,
+            env=child_env(env),
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    return DetachedProcess(popen)
+
+
 async def spawn_to_log(
     argv: Sequence[str],
     log_path: Path,
     *,
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> asyncio.subprocess.Process:
-    """Start ``argv`` (a list, never a shell line) in a new process group with stdout and
-    stderr appended to ``log_path``. Raises OSError (e.g. FileNotFoundError for an unknown
-    program) with the program name in the message."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        try:
-            return await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd=cwd,
-                env=child_env(env),
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise OSError(exc.errno, f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
+) -> DetachedProcess:
+    """:func:`spawn_detached_sync` for async callers (a ``fork``+``exec`` takes well under a
+    millisecond, so it runs on the loop)."""
+    return spawn_detached_sync(argv, log_path, cwd=cwd, env=env)
 
 
 async def spawn_piped(
@@ -92,6 +151,17 @@ def pid_alive(pid: int) -> bool:
         return state != b"Z"
     except (OSError, IndexError):
         return True
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22);
+    None when it does not exist or cannot be read. With the PID, this names one process for
+    good: a PID the kernel hands to a new process later comes with another start time."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def group_pids(pgid: int) -> set[int]:
@@ -154,7 +224,7 @@ async def stop_group(
     pgid: int,
     *,
     timeout_s: float,
-    proc: asyncio.subprocess.Process | None = None,
+    proc: asyncio.subprocess.Process | DetachedProcess | None = None,
     poll_s: float = 0.05,
 ) -> StopOutcome:
     """SIGTERM the group, wait up to ``timeout_s`` for every member to exit, then SIGKILL
@@ -183,7 +253,7 @@ async def stop_group(
     return StopOutcome(how, time.monotonic() - start, rc)
 
 
-async def _reap(proc: asyncio.subprocess.Process | None) -> int | None:
+async def _reap(proc: asyncio.subprocess.Process | DetachedProcess | None) -> int | None:
     if proc is None:
         return None
     with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):

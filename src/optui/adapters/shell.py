@@ -161,6 +161,12 @@ class Shell(Protocol):
         """True when ``pid`` exists and is not a zombie."""
         ...
 
+    async def process_start(self, pid: int) -> str | None:
+        """An opaque identity of when process ``pid`` started (local: clock ticks since boot;
+        SSH: ``ps -o lstart``), None when no such process. A pidfile's PID is the same
+        process only while this matches what was recorded at launch (PIDs are reused)."""
+        ...
+
     async def group_pids(self, pgid: int) -> set[int]:
         """PIDs of the live members of process group ``pgid``."""
         ...
@@ -287,6 +293,10 @@ class LocalShell:
 
     async def pid_alive(self, pid: int) -> bool:
         return proc.pid_alive(pid)
+
+    async def process_start(self, pid: int) -> str | None:
+        ticks = proc.process_start_ticks(pid)
+        return None if ticks is None else str(ticks)
 
     async def group_pids(self, pgid: int) -> set[int]:
         return proc.group_pids(pgid)

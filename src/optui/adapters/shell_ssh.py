@@ -267,6 +267,12 @@ class SshShell:
             raise ShellError(f"ps failed on {self.host} (exit {done.returncode}): {done.stderr.strip()}")
         return done.returncode == 0 and bool(state) and not state.startswith("Z")
 
+    async def process_start(self, pid: int) -> str | None:
+        done = await self._call(["ps", "-o", "lstart=", "-p", str(int(pid))], poll=True)
+        if done.returncode not in (0, 1):
+            raise ShellError(f"ps failed on {self.host} (exit {done.returncode}): {done.stderr.strip()}")
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
     async def group_pids(self, pgid: int) -> set[int]:
         done = await self._call(["ps", "-A", "-o", "pid=", "-o", "pgid=", "-o", "stat="], poll=True)
         if done.returncode != 0:

@@ -39,6 +39,22 @@ def failure_journaled_since(journal: Journal, server: str, since_ts: float) -> E
     return found[0] if found and found[0].type == ev.SERVER_FAILED else None
 
 
+def end_journaled_since(journal: Journal, server: str, since_ts: float) -> Event | None:
+    """The ``server.failed`` or ``server.stopped`` event of ``server`` written at or after
+    ``since_ts`` (Unix seconds): a launch made then has had its end journaled. None when
+    there is none."""
+    found = journal.events(target=server, types=[ev.SERVER_FAILED, ev.SERVER_STOPPED], since_ts=since_ts, limit=1,
+                           newest_first=True)
+    return found[0] if found else None
+
+
+def last_seen_alive(journal: Journal, server: str, since_ts: float) -> float | None:
+    """Unix time of the newest event about ``server`` since ``since_ts`` (its launch): the
+    last moment an optui process recorded it as running. None when there is none."""
+    found = journal.events(target=server, since_ts=since_ts, limit=1, newest_first=True)
+    return found[0].ts if found else None
+
+
 def crash_class_of(value: object) -> CrashClass:
     """The :class:`CrashClass` named by a journaled ``class`` field (``UNKNOWN`` for a name
     this version does not know)."""

@@ -32,7 +32,7 @@ from optui.core.server_log import LogClassifier, phase_durations, process_relati
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.command_log import hide_value
 from optui.session.flag_catalogs import CatalogError, CatalogStore
-from optui.session.server_history import OtherProcesses
+from optui.session.server_history import OtherProcesses, end_journaled_since, last_seen_alive
 from optui.session.server_load import LoadMonitor
 from optui.session.server_restart import RestartError, RestartFlow, port_open, url_host_port
 
@@ -40,6 +40,8 @@ __all__ = ["RestartError", "ServerRuntime", "health_timeout_s", "port_open", "ur
 
 #: SGLang's /health generates a token and may need its 20 s health-check window.
 SGLANG_MIN_HEALTH_TIMEOUT_S = 25.0
+#: How much of a lost launch's log end is read to classify how it ended (characters).
+LOST_LOG_TAIL_CHARS = 256 * 1024
 #: How long a hung verdict's confirming 1-token generation may take.
 CONFIRM_TIMEOUT_S = 30.0
 
@@ -153,6 +155,8 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         if launch is not None:
             self._set(argv=launch.argv or self.status.argv, pid=launch.pid, started_at=launch.started_at)
             self._follow(resume=True)
+        elif getattr(self.controller, "lost", None) is not None:
+            await self._account_for_lost_launch(self.controller.lost)
         self.attached.set()
         last_good = self._safe(lambda: self.journal.last_good(self.name))
         if last_good:
@@ -175,6 +179,37 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         except (ControllerError, OSError) as exc:
             self._set(message=f"cannot re-attach: {exc}")
             return None
+
+    async def _account_for_lost_launch(self, lost) -> None:
+        """The pidfile names a launch whose process is gone: it ended while no optui process
+        watched it (the CLI that started it exited, the TUI was closed, the host rebooted).
+        Show it CRASHED with what its log says, and journal it once, as such: its pid, when
+        an optui process last saw it alive, its log's last lines and crash class (the exit
+        status is unknown: the server was not this process's child). An observer session
+        (``optui status``) only shows it; the next writing session journals it."""
+        ended = self._safe(lambda: end_journaled_since(self.journal, self.name, lost.started_at))
+        if ended is not None:  # another process journaled its end (a stop, a failure)
+            if not self.journal.read_only:
+                self.controller.forget_lost()
+            return
+        classifier = LogClassifier(self.cfg.kind)
+        with contextlib.suppress(Exception):
+            text = await self.shell.read_file(lost.log_path) if lost.log_path else None
+            for line in (text or "")[lost.log_offset:][-LOST_LOG_TAIL_CHARS:].splitlines():
+                classifier.feed(hide_value(line, self._api_key), 0.0)
+        crash = classifier.crash_class(None)
+        lines = tuple(classifier.relevant_lines())
+        seen = self._safe(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
+        message = f"pid {lost.pid} ended while no optui process watched it (last seen alive {when}; exit status unknown)"
+        await self._set_state(ServerState.CRASHED, journal=not self.journal.read_only, crash_class=crash, crash_lines=lines,
+                              pid=None, argv=lost.argv or self.status.argv, started_at=lost.started_at, message=message)
+        if self.journal.read_only:
+            return
+        self._journal(ev.SERVER_FAILED, {"class": str(crash), "returncode": None, "pid": lost.pid, "unwatched": True,
+                                         "last_seen_alive": round(seen, 3), "message": message, "lines": list(lines),
+                                         "argv": list(lost.argv), "log": lost.log_path})
+        self.controller.forget_lost()
 
     def _safe(self, fn):
         try:
