@@ -17,7 +17,7 @@ import math
 
 import click
 
-from optui.cli.common import echo_json, fail, load_config_or_exit
+from optui.cli.common import echo, echo_json, fail, load_config_or_exit
 from optui.core.bench_parse import BenchParseError, parse_any
 from optui.core.bench_result import LATENCY_METRICS, STATS, BenchResult
 
@@ -52,8 +52,8 @@ def parse(file: str, as_json: bool) -> None:
     else:
         for index, result in enumerate(results):
             if index:
-                click.echo()
-            click.echo(format_result(result, f"[{index + 1}/{len(results)}] " if len(results) > 1 else ""))
+                echo()
+            echo(format_result(result, f"[{index + 1}/{len(results)}] " if len(results) > 1 else ""))
     if not results:
         fail(f"{file}: no benchmark result found", code=1)
 
@@ -106,15 +106,15 @@ def import_(ctx: click.Context, files: tuple[str, ...], server: str | None, benc
     if as_json:
         echo_json(stored)
         return
-    click.echo(f"stored {len(stored)} result(s) in {loaded.journal_path}")
+    echo(f"stored {len(stored)} result(s) in {loaded.journal_path}")
     for item in stored:
         r = BenchResult.from_json(item["result"])
         wl = r.workload
         mark = "  [baseline]" if item["baseline"] else ""
-        click.echo(f"  #{item['id']} {item['bench']} {r.tool} {r.status}  workload {item['workload_key']} "
-                   f"({wl.dataset or '?'} {_num(wl.input_len)}/{_num(wl.output_len)} x{_num(wl.num_prompts)} "
-                   f"c={_num(r.max_concurrency)} rate={_num(r.request_rate)})  out {_num(r.output_throughput_tok_s)} tok/s"
-                   f"{mark}")
+        echo(f"  #{item['id']} {item['bench']} {r.tool} {r.status}  workload {item['workload_key']} "
+             f"({wl.dataset or '?'} {_num(wl.input_len)}/{_num(wl.output_len)} x{_num(wl.num_prompts)} "
+             f"c={_num(r.max_concurrency)} rate={_num(r.request_rate)})  out {_num(r.output_throughput_tok_s)} tok/s"
+             f"{mark}")
 
 
 def format_result(result: BenchResult, prefix: str = "") -> str:

@@ -18,7 +18,7 @@ import time
 import click
 
 from optui.cli.bench import bench
-from optui.cli.common import actor, echo_json, fail, load_config_or_exit
+from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
 
 UP_STATES = ("ready", "degraded")
 
@@ -120,16 +120,16 @@ def _print(data: dict) -> None:
     from optui.core.bench_result import BenchResult
 
     if data.get("error"):
-        click.echo(f"optui: error: {data['error']}", err=True)
+        echo(f"optui: error: {data['error']}", err=True)
         return
     for i, r in enumerate(data["runs"], start=1):
-        click.echo(f"run {i}/{len(data['runs'])}: {r['status']} ({r['duration_s']:.1f} s)" + (f" — {r['error']}" if r["error"] else ""))
+        echo(f"run {i}/{len(data['runs'])}: {r['status']} ({r['duration_s']:.1f} s)" + (f" — {r['error']}" if r["error"] else ""))
         for res in r["results"]:
-            click.echo(format_result(BenchResult.from_json(res), "  "))
+            echo(format_result(BenchResult.from_json(res), "  "))
             delta = res["vs_baseline"]["output_throughput_tok_s"]["delta_pct"]
             if delta is not None:
-                click.echo(f"  out tok/s vs baseline: {delta:+.1f}%")
+                echo(f"  out tok/s vs baseline: {delta:+.1f}%")
     s = data.get("experiment_summary")
     if s:
         rel = f" {s['delta_pct']:+.1f}% out tok/s vs {s['baseline']}" if s["delta_pct"] is not None and s["verdict"] != "baseline" else ""
-        click.echo(f"{data['experiment']}: {s['verdict']}{rel}")
+        echo(f"{data['experiment']}: {s['verdict']}{rel}")

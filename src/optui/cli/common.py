@@ -1,4 +1,8 @@
-"""Helpers shared by CLI commands: config loading with clean errors, JSON output."""
+"""Helpers shared by CLI commands: config loading with clean errors, the printers.
+
+Every line a command prints goes through :func:`echo` or :func:`echo_json` (checked by
+``tests/test_safe_output.py``): untrusted text (todo items, notes, server responses, log
+lines) reaches the terminal with its escape sequences written visibly, never raw."""
 
 from __future__ import annotations
 
@@ -8,13 +12,15 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from optui.core.safe_text import safe_text
+
 if TYPE_CHECKING:
     from optui.config import LoadedConfig
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``message`` to stderr (prefixed ``optui: error:``) and exit with ``code``."""
-    click.echo(f"optui: error: {message}", err=True)
+    echo(f"optui: error: {message}", err=True)
     sys.exit(code)
 
 
@@ -31,13 +37,22 @@ def load_config_or_exit(ctx: click.Context | None = None) -> LoadedConfig:
     try:
         return load_config(path)
     except ConfigError as exc:
-        click.echo(str(exc), err=True)
+        echo(str(exc), err=True)
         sys.exit(2)
 
 
+def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print ``message`` (``str()`` of it) to stdout, or stderr with ``err``, through
+    :func:`~optui.core.safe_text.safe_text`: control characters and bidi overrides shown as
+    ``\\x1b`` / ``\\u202e``, lines kept."""
+    click.echo(safe_text(str(message)), err=err, nl=nl)
+
+
 def echo_json(data) -> None:
-    """Print ``data`` as indented strict JSON (inf → "inf")."""
-    click.echo(json.dumps(data, indent=2, allow_nan=False, default=str))
+    """Print ``data`` as indented strict JSON (inf → "inf"). ASCII-only (``ensure_ascii``):
+    every control or bidi character is a ``\\uXXXX`` escape, so nothing reaches the
+    terminal raw and the value stays exact."""
+    click.echo(json.dumps(data, indent=2, allow_nan=False, default=str, ensure_ascii=True))
 
 
 def actor() -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from optui.cli.common import echo_json, fail
+from optui.cli.common import echo, echo_json, fail
 from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
 
 NVIDIA_SMI_TIMEOUT_S = 10.0
@@ -142,12 +142,12 @@ def _report(snapshot: HostSnapshot, as_json: bool) -> None:
             echo_json({"error": message, "host": snapshot.host})
             sys.exit(1)
         if snapshot.samples:
-            click.echo("\n".join(_table(snapshot)))
+            echo("\n".join(_table(snapshot)))
         fail(message)
     if as_json:
         echo_json([s.to_json(snapshot.host) for s in snapshot.samples])
     else:
-        click.echo("\n".join(_table(snapshot)))
+        echo("\n".join(_table(snapshot)))
     if failed:
-        click.echo("optui: error: " + "; ".join(failed), err=True)
+        echo("optui: error: " + "; ".join(failed), err=True)
         sys.exit(1)

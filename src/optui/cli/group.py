@@ -5,8 +5,12 @@ and is imported lazily, so ``optui --help`` stays fast."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
+
+from optui.core.safe_text import safe_text
 
 # name -> "module:attribute" of a click command or group
 _COMMANDS = {
@@ -21,8 +25,27 @@ _COMMANDS = {
 }
 
 
+@contextmanager
+def _visible_usage_errors() -> Iterator[None]:
+    """click's usage errors quote the argument they refuse (``Invalid value for
+    '--status': '\\x1b]2;…'``) and print it raw: escape the message first."""
+    try:
+        yield
+    except click.ClickException as exc:
+        exc.message = safe_text(exc.message)
+        raise
+
+
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported only when used."""
+
+    def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
+        with _visible_usage_errors():
+            return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: click.Context):
+        with _visible_usage_errors():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_COMMANDS)

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import click
 
-from optui.cli.common import actor, echo_json, fail, load_config_or_exit
+from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter, iso_time, parse_since
+from optui.core.safe_text import safe_json
 
 
 def _open(ctx: click.Context, *, must_exist: bool = True):
@@ -64,7 +65,7 @@ def event_line(e: Event) -> str:
 def _event_json(e: Event) -> str:
     obj = e.to_json()
     obj["time"] = iso_time(e.ts)
-    return json.dumps(obj, default=str, allow_nan=False, ensure_ascii=False)
+    return safe_json(json.dumps(obj, default=str, allow_nan=False, ensure_ascii=False))
 
 
 @click.group()
@@ -92,13 +93,13 @@ def tail(ctx, count, follow, as_json, types, server, experiment, text, since, in
         events = list(reversed(j.query(flt, limit=count))) if count else []
         last = j.last_seq()
         for e in events:
-            click.echo(emit(e))
+            echo(emit(e))
         while follow:
             time.sleep(interval)
             if not j.changed():
                 continue
             for e in reversed(j.query(flt, since_seq=last, limit=None)):
-                click.echo(emit(e))
+                echo(emit(e))
             last = j.last_seq()
             sys.stdout.flush()
     except KeyboardInterrupt:
@@ -130,7 +131,7 @@ def show(ctx, seq: int, as_json: bool) -> None:
         base = j.baseline_for(r.workload.key())
         if base is not None:
             baselines[r.workload.key()] = base.result
-    click.echo(render_text(event_sections(e, baselines)), nl=False)
+    echo(render_text(event_sections(e, baselines)), nl=False)
 
 
 @journal.command()
@@ -151,9 +152,9 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         echo_json([experiment_json(x) for x in rows])
         return
     if not rows:
-        click.echo("no experiments yet")
+        echo("no experiments yet")
         return
-    click.echo(f"{'experiment':<11}{'server':<10}{'outcome':<18}{'ready s':>8}{'out tok/s':>11}{'Δ':>8}  {'verdict':<14}change vs baseline")
+    echo(f"{'experiment':<11}{'server':<10}{'outcome':<18}{'ready s':>8}{'out tok/s':>11}{'Δ':>8}  {'verdict':<14}change vs baseline")
     for x in rows:
         d = x.primary_delta
         outcome = x.outcome if x.outcome != "failed" else f"failed:{x.crash_class or '?'}"
@@ -162,7 +163,7 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         rel = f"{d.rel_pct:+.1f}%" if d and d.rel_pct is not None and not x.is_baseline else "-"
         ready = f"{x.ready_s:.1f}" if x.ready_s is not None else "-"
         change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
-        click.echo(f"{x.id:<11}{x.server:<10}{outcome:<18}{ready:>8}{tput:>11}{rel:>8}  {verdict:<14}{change}")
+        echo(f"{x.id:<11}{x.server:<10}{outcome:<18}{ready:>8}{tput:>11}{rel:>8}  {verdict:<14}{change}")
 
 
 def experiment_json(x) -> dict:
@@ -198,13 +199,13 @@ def export(ctx, fmt: str, since: str | None, server: str | None, output: str | N
         fail(f"unknown server {server!r} (known: {', '.join(loaded.config.servers) or 'none'})", 2)
     text = render(fmt, report_input(j, loaded, fmt, since_ts=_since(since), server=server))
     if output is None:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
         return
     try:
         path = write_atomic(output, text)
     except OSError as exc:
         fail(f"{output}: {exc.strerror or exc}", 2)
-    click.echo(f"wrote {path}", err=True)
+    echo(f"wrote {path}", err=True)
 
 
 @journal.command()
@@ -223,7 +224,7 @@ def note(ctx, text: str, server: str | None) -> None:
         e = j.append(ev.NOTE, server, {"text": text.strip()}, actor=actor(), experiment=exp)
     except JournalError as exc:
         fail(str(exc), 2)
-    click.echo(f"#{e.seq} note" + (f" ({exp})" if exp else ""))
+    echo(f"#{e.seq} note" + (f" ({exp})" if exp else ""))
 
 
 @journal.command()
@@ -243,4 +244,4 @@ def verdict(ctx, experiment: str, decision: str, reason: str) -> None:
         e = j.append(ev.VERDICT, server, {"decision": decision, "reason": reason}, actor=actor(), experiment=experiment)
     except JournalError as exc:
         fail(str(exc), 2)
-    click.echo(f"#{e.seq} {experiment}: {decision}")
+    echo(f"#{e.seq} {experiment}: {decision}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from optui.cli.common import echo_json, fail
+from optui.cli.common import echo, echo_json, fail
 
 KINDS = ("sglang", "vllm", "llamacpp", "openai")
 
@@ -43,11 +43,11 @@ def classify(file: str, kind: str | None, returncode: int | None, as_json: bool)
         echo_json({"final": result["final"], "class": result["class"], "phases": result["phases"], "lines": result["lines"]})
         return
     label = result["final"] + (f" ({result['class']})" if result["class"] else "")
-    click.echo(f"{file}: {label}  [{result['kind']} log]")
+    echo(f"{file}: {label}  [{result['kind']} log]")
     marks = [PhaseMark(p["phase"], float("nan") if p["t"] is None else p["t"]) for p in result["phases"]]
     for row in phase_durations(marks):
         t = "?" if row["t"] is None else f"{row['t']:.1f}s"
         dur = "" if row["dur"] is None else f"  ({row['dur']:.1f}s)"
-        click.echo(f"  {t:>8}  {row['phase']}{dur}")
+        echo(f"  {t:>8}  {row['phase']}{dur}")
     for line in result["lines"]:
-        click.echo(f"  | {line}")
+        echo(f"  | {line}")

@@ -19,7 +19,7 @@ import time
 
 import click
 
-from optui.cli.common import actor, echo_json, fail, load_config_or_exit
+from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
 
 
 def _result_json(r) -> dict:
@@ -89,25 +89,25 @@ def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
         echo_json(data)
         return
     for h in data["hosts"]:
-        click.echo(f"host {h['host']}: {h['status']}" + (f" ({h['error']})" if h["error"] else ""))
+        echo(f"host {h['host']}: {h['status']}" + (f" ({h['error']})" if h["error"] else ""))
         for g in h["gpus"]:
-            click.echo(f"  gpu {g['index']} {g['name']}: {_n(g['mem_used_mib'])}/{_n(g['mem_total_mib'])} MiB, "
-                       f"util {_n(g['util_gpu_pct'])}%, {_n(g['power_w'])} W")
+            echo(f"  gpu {g['index']} {g['name']}: {_n(g['mem_used_mib'])}/{_n(g['mem_total_mib'])} MiB, "
+                 f"util {_n(g['util_gpu_pct'])}%, {_n(g['power_w'])} W")
     for s in data["servers"]:
-        click.echo(f"server {s['name']}: {s['state']}" + (f" [{s['phase']}]" if s["phase"] else "") + f"  {s['url']}"
-                   + (f"  {s['experiment']}" if s["experiment"] else "") + (f"  ({s['crash_class']})" if s["crash_class"] else ""))
-        click.echo(f"  {shlex.join(s['argv'])}")
+        echo(f"server {s['name']}: {s['state']}" + (f" [{s['phase']}]" if s["phase"] else "") + f"  {s['url']}"
+             + (f"  {s['experiment']}" if s["experiment"] else "") + (f"  ({s['crash_class']})" if s["crash_class"] else ""))
+        echo(f"  {shlex.join(s['argv'])}")
         load = s["load"]
         if load["running"] is not None or load["gen_tok_s"] is not None:
-            click.echo(f"  load: running {_n(load['running'])}, waiting {_n(load['waiting'])}, "
-                       f"KV {_n(load['kv_cache_pct'])}%, gen {_n(load['gen_tok_s'])} tok/s")
+            echo(f"  load: running {_n(load['running'])}, waiting {_n(load['waiting'])}, "
+                 f"KV {_n(load['kv_cache_pct'])}%, gen {_n(load['gen_tok_s'])} tok/s")
         elif load["hint"]:
-            click.echo(f"  load: {load['hint']}")
+            echo(f"  load: {load['hint']}")
     for t in data["todo"]:
-        click.echo(f"todo {t['id']} [{t['status']}] ({t['priority']}) {t['content']}")
+        echo(f"todo {t['id']} [{t['status']}] ({t['priority']}) {t['content']}")
     for r in data["results"]:
-        click.echo(f"result {r['id']} {r['bench']} on {r['server']} ({r['experiment'] or '-'}): {r['status']}, "
-                   f"{_n(r['output_throughput_tok_s'])} out tok/s, TTFT p50 {_n(r['ttft_ms']['median'])} ms")
+        echo(f"result {r['id']} {r['bench']} on {r['server']} ({r['experiment'] or '-'}): {r['status']}, "
+             f"{_n(r['output_throughput_tok_s'])} out tok/s, TTFT p50 {_n(r['ttft_ms']['median'])} ms")
 
 
 def _n(value) -> str:
@@ -188,11 +188,11 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
     if as_json:
         echo_json(result)
     else:
-        click.echo(f"{server}: {result['state']}" + (f" ({result['crash_class']})" if result["crash_class"] else "")
-                   + (f" in {result['ready_s']:.1f}s" if result["ready_s"] else "")
-                   + (f"  {result['experiment']}" if result["experiment"] else ""))
+        echo(f"{server}: {result['state']}" + (f" ({result['crash_class']})" if result["crash_class"] else "")
+             + (f" in {result['ready_s']:.1f}s" if result["ready_s"] else "")
+             + (f"  {result['experiment']}" if result["experiment"] else ""))
         for line in result["lines"]:
-            click.echo(f"  {line}")
+            echo(f"  {line}")
     sys.exit(0 if ok else 1)
 
 

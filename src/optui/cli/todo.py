@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from optui.cli.common import echo_json, fail, load_config_or_exit
+from optui.cli.common import echo, echo_json, fail, load_config_or_exit
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
 STATUSES = [s.value for s in TodoStatus]
@@ -84,7 +84,7 @@ def list_(ctx: click.Context, as_json: bool, open_only: bool) -> None:
         echo_json([{**t.to_json(), "meta": t.meta} for t in items])
     else:
         for t in items:
-            click.echo(_line(t))
+            echo(_line(t))
 
 
 @todo.command()
@@ -120,7 +120,7 @@ def add(ctx: click.Context, text: str, priority: str, server: str | None, sets: 
     if as_json:
         echo_json(item.to_json())
     else:
-        click.echo(f"added #{item.id}: {item.content}")
+        echo(f"added #{item.id}: {item.content}")
 
 
 @todo.command("set")
@@ -153,7 +153,7 @@ def set_(ctx: click.Context, todo_id: int, status: str | None, priority: str | N
     if as_json:
         echo_json(after.to_json())
     else:
-        click.echo(_line(after))
+        echo(_line(after))
 
 
 @todo.command("import")
@@ -196,11 +196,11 @@ def import_(ctx: click.Context, source: str, kind: str, dry_run: bool, as_json: 
         echo_json([t.to_json(origin) for t in items])
     else:
         for t in items:
-            click.echo(f"{t.status.value:<11} {t.priority.value:<6} {t.content}" + (f"  [!{t.raw_status}]" if t.raw_status else ""))
+            echo(f"{t.status.value:<11} {t.priority.value:<6} {t.content}" + (f"  [!{t.raw_status}]" if t.raw_status else ""))
     if plan is not None:
         verb = "would change" if dry_run else "imported"
-        click.echo(f"{verb}: {len(plan.adds)} new, {len(plan.updates)} changed, {len(plan.removes)} dropped by the agent,"
-                   f" {plan.unchanged} unchanged ({origin})", err=True)
+        echo(f"{verb}: {len(plan.adds)} new, {len(plan.updates)} changed, {len(plan.removes)} dropped by the agent,"
+             f" {plan.unchanged} unchanged ({origin})", err=True)
 
 
 @todo.command()
@@ -212,24 +212,26 @@ def export(ctx: click.Context, fmt: str, output: str | None, open_only: bool) ->
     """Export the list as todowrite JSON ({"todos": [...]}) or a Markdown checklist."""
     import json
 
+    from optui.core.safe_text import safe_json, safe_text
     from optui.core.todo_formats import to_markdown, to_todowrite
 
     loaded, journal = _journal(ctx)
     items = [t for t in journal.todos() if not (open_only and t.done)]
     if fmt == "todowrite":
-        text = json.dumps(to_todowrite(items), indent=2, ensure_ascii=False) + "\n"
+        text = safe_json(json.dumps(to_todowrite(items), indent=2, ensure_ascii=False)) + "\n"
     else:
         name = loaded.path.resolve().parent.name if loaded.path else "optui"
-        text = to_markdown(items, f"Todo — {name}")
+        # the checklist's items are raw text: escape sequences made visible for the file too
+        text = safe_text(to_markdown(items, f"Todo — {name}"))
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:
                 fh.write(text)
         except OSError as exc:
             fail(f"{output}: cannot write: {exc.strerror or exc}")
-        click.echo(f"wrote {len(items)} items to {output}", err=True)
+        echo(f"wrote {len(items)} items to {output}", err=True)
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
 
 
 @todo.command()
@@ -250,7 +252,7 @@ def history(ctx: click.Context, todo_id: int, as_json: bool) -> None:
     for e in events:
         when = _time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(e.ts))
         flag = "  ⚠ conflict: " + ", ".join(e.data["conflict"]) if e.data.get("conflict") else ""
-        click.echo(f"{when}  {e.actor:<14} {e.type:<20} {e.summary()}{flag}")
+        echo(f"{when}  {e.actor:<14} {e.type:<20} {e.summary()}{flag}")
 
 
 @todo.command()
@@ -293,5 +295,5 @@ def run(ctx: click.Context, todo_ids: tuple[int, ...], as_json: bool, actor: str
         echo_json([o.to_json() for o in outcomes])
     else:
         for o in outcomes:
-            click.echo(f"#{o.todo_id} {o.run_id or ''} {o.status}: {o.summary}")
+            echo(f"#{o.todo_id} {o.run_id or ''} {o.status}: {o.summary}")
     sys.exit(0 if all(o.status == "ok" for o in outcomes) else 1)

@@ -12,6 +12,8 @@ import socket
 import sys
 from pathlib import Path
 
+from optui.core.safe_text import safe_text
+
 # (text, priority, experiment or None): select an item with ⚗ and press x to run it
 DEMO_TODOS = [
     ("Baseline: run bench 'sweep' with the default flags and pin it", "high", {"server": "demo", "bench": ["sweep"]}),
@@ -37,7 +39,7 @@ def run_tui(config_path: str | None, *, theme: str | None = None, read_only: boo
         path = find_config(config_path)
         ui = peek_ui_settings(path)
     except ConfigError as exc:  # missing file / TOML syntax
-        print(str(exc), file=sys.stderr)
+        print(safe_text(str(exc)), file=sys.stderr)
         sys.exit(2)
 
     def load():
@@ -72,7 +74,7 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
         for session in built:
             session.kill_leftovers()
     if app.startup_error:
-        print(app.startup_error, file=sys.stderr)
+        print(safe_text(app.startup_error), file=sys.stderr)
         sys.exit(app.return_code or 2)
     if app.return_code:
         sys.exit(app.return_code)

@@ -31,6 +31,7 @@ from optui.core.experiments import (
     build_experiments,
     crash_summary,
 )
+from optui.core.safe_text import csv_cell, markdown_block_line, markdown_code, markdown_inline, safe_json
 from optui.core.server_log import phase_durations
 from optui.core.server_state import PhaseMark
 from optui.core.todo import TodoItem, TodoStatus
@@ -91,12 +92,12 @@ class ReportInput:
 # ------------------------------------------------------------------ JSONL / CSV
 def render_jsonl(inp: ReportInput) -> str:
     """One JSON object per event (oldest first): :meth:`Event.to_json` plus ``time``
-    (local ISO-8601)."""
+    (local ISO-8601); control and bidi characters as ``\\uXXXX`` escapes (same values)."""
     lines = []
     for e in inp.listed_events():
         obj = e.to_json()
         obj["time"] = iso_time(e.ts)
-        lines.append(json.dumps(obj, default=str, allow_nan=False, ensure_ascii=False))
+        lines.append(safe_json(json.dumps(obj, default=str, allow_nan=False, ensure_ascii=False)))
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -109,7 +110,8 @@ CSV_COLUMNS = (
 
 def render_csv(inp: ReportInput) -> str:
     """One row per experiment (columns :data:`CSV_COLUMNS`; metrics of its primary
-    workload, means over repeats; deltas in % vs the baseline)."""
+    workload, means over repeats; deltas in % vs the baseline). Text cells go through
+    :func:`~optui.core.safe_text.csv_cell`: one line, no control characters, no formula."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -117,12 +119,12 @@ def render_csv(inp: ReportInput) -> str:
         w = x.primary
         values = [w.values.get(m.key) if w else None for m in KEY_METRICS]
         deltas = [_round(d.rel_pct, 2) if (d := x.metric(m.key)) is not None else None for m in KEY_METRICS]
-        writer.writerow([
+        writer.writerow([csv_cell(v) for v in (
             x.id, x.server, iso_time(x.started_ts), x.actor, x.reason, "; ".join(x.diff_vs_baseline), x.outcome,
             x.crash_class or "", _blank(x.ready_s), w.label if w else "", (w.bench or "") if w else "",
             w.n_ok if w else 0, *(_blank(_round(v, 3)) for v in values), *(_blank(d) for d in deltas),
             x.verdict, x.decision or "", x.baseline_id or "", shlex.join(x.argv),
-        ])
+        )])
     return buf.getvalue()
 
 
@@ -136,17 +138,19 @@ def _blank(value):
 
 # ------------------------------------------------------------------ Markdown
 def render_markdown(inp: ReportInput) -> str:
-    """The findings report (see module doc) as GitHub-flavoured Markdown."""
+    """The findings report (see module doc) as GitHub-flavoured Markdown. Every text from
+    the journal is escaped for where it lands (:mod:`optui.core.safe_text`): inline text and
+    table cells, code spans, code blocks; no control character is written raw."""
     experiments = inp.all_experiments()
     listed = inp.listed(experiments)
     servers = sorted({x.server for x in listed} | ({inp.server} if inp.server else set())) or \
         sorted({x.server for x in experiments})
-    out: list[str] = [f"# Findings: {inp.title}", ""]
+    out: list[str] = [f"# Findings: {markdown_inline(inp.title)}", ""]
     period = _period(inp.listed_events())
-    out.append(f"_Generated {_when(inp.generated_ts or time.time())} by optui from `{inp.source or 'the journal'}`."
+    out.append(f"_Generated {_when(inp.generated_ts or time.time())} by optui from `{markdown_code(inp.source or 'the journal')}`."
                + (f" Period: {period}." if period else "")
                + (f" Listing experiments since {_when(inp.since_ts)}." if inp.since_ts else "")
-               + (f" Server: {inp.server}." if inp.server else "") + "_")
+               + (f" Server: {markdown_inline(inp.server)}." if inp.server else "") + "_")
     out.append("")
     out += _summary(listed, experiments, servers)
     out += _setup(inp, experiments, servers)
@@ -169,19 +173,19 @@ def _summary(listed: list[Experiment], experiments: list[Experiment], servers: l
     for x in listed:
         counts[x.verdict] = counts.get(x.verdict, 0) + 1
     order = ("baseline", "better", "same", "worse", "failed", "untested", "incomplete")
-    out.append(f"- {len(listed)} experiment{'s' if len(listed) != 1 else ''} on {', '.join(servers)}: "
+    out.append(f"- {len(listed)} experiment{'s' if len(listed) != 1 else ''} on {markdown_inline(', '.join(servers))}: "
                + ", ".join(f"{counts[k]} {k}" for k in order if counts.get(k)) + ".")
     for server in servers:
         best = best_experiment(experiments, server)
         if best is not None and not best.is_baseline:
             d = best.primary_delta
-            out.append(f"- Best configuration of **{server}**: {best.id}, {_pct(d.rel_pct)} {d.metric.label} vs baseline "
-                       f"{best.baseline_id} ({best.primary.label}): {_changes(best.diff_vs_baseline)}.")
+            out.append(f"- Best configuration of **{markdown_inline(server)}**: {best.id}, {_pct(d.rel_pct)} {d.metric.label} "
+                       f"vs baseline {best.baseline_id} ({markdown_inline(best.primary.label)}): {_changes(best.diff_vs_baseline)}.")
         elif best is not None:
-            out.append(f"- **{server}**: nothing beat the baseline {best.id} yet.")
+            out.append(f"- **{markdown_inline(server)}**: nothing beat the baseline {best.id} yet.")
     failed = [x for x in listed if x.verdict == "failed"]
     if failed:
-        out.append("- Failed: " + ", ".join(f"{x.id} ({x.crash_class or 'unknown'}: {_changes(x.diff_vs_baseline)})"
+        out.append("- Failed: " + ", ".join(f"{x.id} ({markdown_inline(x.crash_class or 'unknown')}: {_changes(x.diff_vs_baseline)})"
                                             for x in failed) + ".")
     return out + [""]
 
@@ -219,10 +223,11 @@ def _baselines(experiments: list[Experiment], servers: list[str]) -> list[str]:
     for server in servers:
         base = next((x for x in experiments if x.server == server and x.is_baseline), None)
         if base is None:
-            out += [f"**{server}**: no baseline yet (no experiment became ready).", ""]
+            out += [f"**{markdown_inline(server)}**: no baseline yet (no experiment became ready).", ""]
             continue
         ready = f"ready in {base.ready_s:.1f} s" if base.ready_s is not None else base.outcome
-        out += [f"**{server}: {base.id}** ({base.reason or 'start'}, {ready})", "", "```bash", shlex.join(base.argv), "```", ""]
+        out += [f"**{markdown_inline(server)}: {base.id}** ({markdown_inline(base.reason or 'start')}, {ready})", "",
+                "```bash", *_block(shlex.join(base.argv)), "```", ""]
         if base.workloads:
             out += _metrics_table(base, with_delta=False)
         else:
@@ -239,8 +244,8 @@ def _experiment_table(listed: list[Experiment]) -> list[str]:
     for x in listed:
         tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
         outcome = x.outcome if x.outcome != "failed" else f"failed ({x.crash_class or 'unknown'})"
-        verdict = x.verdict + (f" / {x.decision}" if x.decision else "")
-        out.append(f"| {x.id} | {_cell(x.server)} | {_cell(_changes(x.diff_vs_baseline, baseline=x.is_baseline))} | "
+        verdict = x.verdict + (f" / {markdown_inline(x.decision)}" if x.decision else "")
+        out.append(f"| {x.id} | {_cell(x.server)} | {_changes(x.diff_vs_baseline, baseline=x.is_baseline, cell=True)} | "
                    f"{_cell(outcome)} | {_num(x.ready_s, 1)} | {_num(tput.value if tput else None, 1)} | "
                    f"{_pct(tput.rel_pct if tput and not x.is_baseline else None)} | {_num(ttft.value if ttft else None, 1)} | "
                    f"{_pct(ttft.rel_pct if ttft and not x.is_baseline else None)} | {verdict} |")
@@ -249,8 +254,9 @@ def _experiment_table(listed: list[Experiment]) -> list[str]:
 
 def _experiment_section(x: Experiment) -> list[str]:
     title = "baseline" if x.is_baseline else _changes(x.diff_vs_baseline)
-    out = [f"### {x.id} ({x.server}): {_md_inline(title)}", ""]
-    out.append(f"- Started {_when(x.started_ts)} by {x.actor}" + (f" ({x.reason})" if x.reason else "") + ".")
+    out = [f"### {x.id} ({markdown_inline(x.server)}): {title}", ""]  # _changes: already escaped
+    out.append(f"- Started {_when(x.started_ts)} by {markdown_inline(x.actor)}"
+               + (f" ({markdown_inline(x.reason)})" if x.reason else "") + ".")
     if x.diff_prev and list(x.diff_prev) != list(x.diff_vs_baseline):
         out.append(f"- Change vs the previous configuration: {_changes(x.diff_prev)}.")
     if x.outcome == "ready":
@@ -260,7 +266,7 @@ def _experiment_section(x: Experiment) -> list[str]:
                    + (f" (phases: {phases})" if phases else "") + ".")
     elif x.outcome == "failed":
         why = crash_summary(x.crash_lines, x.crash_message)
-        out.append(f"- Outcome: **failed, {x.crash_class or 'unknown'}**" + (f": {_md_inline(why)}" if why else "") + ".")
+        out.append(f"- Outcome: **failed, {markdown_inline(x.crash_class or 'unknown')}**" + (f": {_md_inline(why)}" if why else "") + ".")
     else:
         out.append(f"- Outcome: {x.outcome}.")
     if x.rolled_back:
@@ -271,18 +277,18 @@ def _experiment_section(x: Experiment) -> list[str]:
         verdict += f" ({_pct(d.rel_pct)} {d.metric.label} vs {x.baseline_id}"
         verdict += f", noise ±{x.primary.cv_pct:.1f}%)" if x.primary.cv_pct is not None else ")"
     if x.decision:
-        verdict += f"; decision: **{x.decision}**" + (f" ({_md_inline(x.decision_reason)})" if x.decision_reason else "")
+        verdict += f"; decision: **{markdown_inline(x.decision)}**" + (f" ({_md_inline(x.decision_reason)})" if x.decision_reason else "")
     out.append(verdict + ".")
     failed_runs = [r for r in x.bench_runs if r.status != "ok"]
     for r in failed_runs:
-        out.append(f"- Benchmark {r.bench} {r.status}" + (f": {_md_inline(r.error)}" if r.error else "") + ".")
+        out.append(f"- Benchmark {markdown_inline(r.bench)} {markdown_inline(r.status)}" + (f": {_md_inline(r.error)}" if r.error else "") + ".")
     for _, text in x.notes:
         out.append(f"- Note: {_md_inline(text)}")
     out.append("")
     if x.workloads and not x.is_baseline:
         out += _metrics_table(x, with_delta=True)
     if x.crash_lines:
-        out += ["```text", *[line.replace("```", "'''") for line in x.crash_lines[-12:]], "```", ""]
+        out += ["```text", *[markdown_block_line(line) for line in x.crash_lines[-12:]], "```", ""]
     return out
 
 
@@ -290,7 +296,7 @@ def _metrics_table(x: Experiment, *, with_delta: bool) -> list[str]:
     out = []
     for w in x.workloads:
         runs = f"{w.n_ok}/{len(w.runs)} ok run{'s' if len(w.runs) != 1 else ''}"
-        out.append(f"Workload {_md_inline(w.label)}" + (f" (bench {w.bench})" if w.bench else "") + f", {runs}"
+        out.append(f"Workload {_md_inline(w.label)}" + (f" (bench {markdown_inline(w.bench)})" if w.bench else "") + f", {runs}"
                    + (f", CV {w.cv_pct:.1f}%" if w.cv_pct is not None else "") + ":")
         out.append("")
         if with_delta:
@@ -313,7 +319,7 @@ def _failures(listed: list[Experiment]) -> list[str]:
     for x in failed:
         message = crash_summary(x.crash_lines, x.crash_message)
         out.append(f"| {x.id} | {_cell(x.server)} | {_cell(x.crash_class or 'unknown')} | "
-                   f"{_cell(_changes(x.diff_vs_baseline))} | {_cell(message)} |")
+                   f"{_changes(x.diff_vs_baseline, cell=True)} | {_cell(message)} |")
     return out + [""]
 
 
@@ -325,19 +331,20 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
         if best is None:
             last_ready = next((x for x in reversed(experiments) if x.server == server and x.outcome == "ready"), None)
             if last_ready is None:
-                out += [f"**{server}**: no configuration became ready.", ""]
+                out += [f"**{markdown_inline(server)}**: no configuration became ready.", ""]
                 continue
-            out += [f"**{server}**: nothing compared yet; the last configuration that became ready is {last_ready.id}:", ""]
+            out += [f"**{markdown_inline(server)}**: nothing compared yet; the last configuration that became ready is "
+                    f"{last_ready.id}:", ""]
             best = last_ready
         else:
             d = best.primary_delta
             gain = "the baseline itself" if best.is_baseline else f"{_pct(d.rel_pct)} {d.metric.label} vs {best.baseline_id}"
             other = [f"{m.metric.label} {_pct(m.rel_pct)}" for m in best.primary.deltas[1:] if m.rel_pct is not None and not best.is_baseline]
-            out += [f"**{server}: {best.id}** ({gain}" + (f"; {', '.join(other)}" if other else "")
+            out += [f"**{markdown_inline(server)}: {best.id}** ({gain}" + (f"; {', '.join(other)}" if other else "")
                     + f"; workload {_md_inline(best.primary.label)}):", ""]
-        out += ["```bash", shlex.join(best.argv), "```"]
+        out += ["```bash", *_block(shlex.join(best.argv)), "```"]
         if env.get(server):
-            out.append(f"The server's environment in optui.toml also sets: {', '.join(env[server])}.")
+            out.append(f"The server's environment in optui.toml also sets: {markdown_inline(', '.join(env[server]))}.")
         out.append("")
     return out
 
@@ -363,19 +370,27 @@ def _loose_notes(inp: ReportInput) -> list[str]:
 
 
 # ------------------------------------------------------------------ formatting
-def _changes(lines: Sequence[str], *, baseline: bool = False) -> str:
+def _changes(lines: Sequence[str], *, baseline: bool = False, cell: bool = False) -> str:
+    """Flag diff lines as code spans (``cell``: inside a table, where a pipe ends the cell
+    even in a code span unless escaped)."""
     if baseline:
         return "baseline"
-    return "; ".join(f"`{line}`" if "`" not in line else line for line in lines) or "same flags"
+    spans = (markdown_code(line) for line in lines)
+    return "; ".join(f"`{span.replace('|', chr(92) + '|') if cell else span}`" for span in spans) or "same flags"
 
 
 def _cell(text) -> str:
-    """A Markdown table cell: pipes escaped, one line."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A Markdown table cell: literal text on one line (pipes escaped)."""
+    return markdown_inline(str(text).replace("\n", " "))
 
 
 def _md_inline(text) -> str:
-    return str(text).replace("\n", " ")
+    return markdown_inline(str(text).replace("\n", " "))
+
+
+def _block(text: str) -> list[str]:
+    """``text`` as the lines of a fenced code block (none of them can close it)."""
+    return [markdown_block_line(line) for line in text.split("\n")]
 
 
 def _num(value, digits: int) -> str:

@@ -20,6 +20,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
+from optui.core.safe_text import safe_line, safe_text
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
@@ -28,6 +29,7 @@ from optui.ui.key_order import KeyBarrier, KeySequencer
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.runtime import exit_on_signals, freeze_long_lived_objects, quiet_driver
+from optui.ui.safe_screen import UnsafeCharFilter
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.key_bar import KeyBar
 
@@ -109,8 +111,21 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         if title:
             self.sub_title = title
         self._theme_errors = self._apply_theme()
+        self._unsafe_filter = UnsafeCharFilter()  # one instance: Textual caches filtered lines per filter
 
     # ---------------------------------------------------------- setup
+    def get_line_filters(self):
+        """Textual's filters, then :class:`~optui.ui.safe_screen.UnsafeCharFilter`: no control
+        character of any text on screen reaches the terminal."""
+        return [*super().get_line_filters(), self._unsafe_filter]
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """Textual's toast, its text escaped visibly (alerts quote servers' and agents' text)
+        and without markup by default (a ``[/x]`` in such text raised ``MarkupError``)."""
+        super().notify(safe_text(str(message)), title=safe_line(str(title)), severity=severity, timeout=timeout,
+                       markup=markup)
+
     def get_driver_class(self):
         """Textual's driver, or on Linux/macOS terminals :class:`~optui.ui.driver.QuietLinuxDriver`
         (no input polling while idle). ``TEXTUAL_DRIVER`` still picks another one."""
@@ -317,16 +332,16 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("optui ", style="bold")
         if self.sub_title:
-            text.append(f"{self.sub_title}  ")
+            text.append(f"{safe_line(self.sub_title)}  ")
         text.append(f"campaign {self._campaign}", style="dim")
         if state.read_only:
             text.append("  READ-ONLY", style="bold")
         if state.paused:
             text.append("  PAUSED (p)", style="bold")
         if state.journal_error:
-            text.append(f"  journal: {state.journal_error}", style="bold red")
+            text.append(f"  journal: {safe_line(state.journal_error)}", style="bold red")
         if state.config_error:
-            text.append(f"  config: {state.config_error.splitlines()[0]}", style="bold red")
+            text.append(f"  config: {safe_line(state.config_error.splitlines()[0])}", style="bold red")
         if text.plain != self._keys.get("status-line"):  # unchanged: skip the layout pass
             self._keys["status-line"] = text.plain
             self.query_one("#status-line", Static).update(text)

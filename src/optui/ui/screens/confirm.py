@@ -10,7 +10,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from optui.core.safe_text import safe_line, safe_text
 from optui.ui.colors import focus_now
+from optui.ui.safe_screen import visible_text
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -32,8 +34,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def __init__(self, title: str, body: str | Text, confirm_label: str = "Confirm") -> None:
         super().__init__()
-        self.title_text = title
-        self.body = body
+        self.title_text = safe_line(title)
+        self.body = visible_text(body) if isinstance(body, Text) else safe_text(body)
         self.confirm_label = confirm_label
 
     def compose(self) -> ComposeResult:

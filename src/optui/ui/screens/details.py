@@ -9,9 +9,13 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from optui.core.safe_text import safe_line, safe_text
+from optui.ui.safe_screen import visible_text
+
 
 class DetailsScreen(ModalScreen[None]):
-    """Show ``body`` (plain text or Rich Text, never markup) under ``title``."""
+    """Show ``body`` (plain text or Rich Text, never markup; control characters shown
+    escaped) under ``title`` (one line)."""
 
     BINDINGS = [Binding("escape,q,enter", "close", "Close", id="details.close")]
     DEFAULT_CSS = """
@@ -22,8 +26,8 @@ class DetailsScreen(ModalScreen[None]):
 
     def __init__(self, title: str, body: str | Text) -> None:
         super().__init__()
-        self.title_text = title
-        self.body = body
+        self.title_text = safe_line(title)
+        self.body = visible_text(body) if isinstance(body, Text) else safe_text(body)
 
     def compose(self) -> ComposeResult:
         with Vertical():

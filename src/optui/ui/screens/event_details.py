@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from optui.core.event_details import Section
 from optui.core.events import Event
+from optui.core.safe_text import safe_line
 from optui.ui.colors import style
 from optui.ui.screens.details import DetailsScreen
 
@@ -34,7 +35,7 @@ def sections_text(app: App, sections: list[Section]) -> Text:
             else:
                 var = _TONE_VAR.get(tone)
                 line_style = style(app, var) if var else ""
-            out.append("  " + text + "\n", style=line_style)
+            out.append("  " + safe_line(text) + "\n", style=line_style)
     return out
 
 

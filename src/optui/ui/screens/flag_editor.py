@@ -31,6 +31,7 @@ from textual.widgets import Button, Input, Static
 
 from optui.core.flag_catalog import FlagCatalog, Issue
 from optui.core.flags import Arg, FlagError, Flags, canonical_name, is_flag_token, parse_assignment
+from optui.core.safe_text import safe_line
 from optui.ui.colors import focus_now, style
 from optui.ui.widgets.cursor_list import CursorList
 from optui.ui.widgets.one_line_input import OneLineInput
@@ -210,7 +211,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         rows, keys = [], []
         for i, arg in enumerate(self.flags.args):
             keys.append(i)
-            rows.append(Text(" ".join(arg.to_argv())))
+            rows.append(Text(safe_line(" ".join(arg.to_argv()))))
         self.query_one(FlagList).set_rows(keys, rows)
         diff = self.original.diff(self.flags)
         text = Text()
@@ -218,7 +219,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
             text.append("no changes yet", style="dim")
         for change in diff:
             var = {"added": "delta-good", "removed": "delta-bad"}.get(change.kind, "warning")
-            text.append(change.describe() + "\n", style=style(self.app, var))
+            text.append(safe_line(change.describe()) + "\n", style=style(self.app, var))
         self.query_one("#flags-diff", Static).update(text)
         issues = self.issues()
         self.query_one("#flags-warnings", Static).update("\n".join(f"! {i}" for i in issues))

@@ -28,6 +28,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from optui.core.bench_compare import Delta, Row, Sample
+from optui.core.safe_text import safe_line
 from optui.ui.binding_ids import with_ids
 from optui.ui.colors import style
 from optui.ui.policy import allowed
@@ -254,7 +255,7 @@ class BenchPanel(Vertical):
             if p.eta_s is not None and p.phase != "results":
                 t.append(f"  ETA {_clock(p.eta_s)}")
             if not p.total and p.text:
-                t.append("  " + p.text[-60:], style="dim")
+                t.append("  " + safe_line(p.text[-60:]), style="dim")
             if view.points_total > 1:
                 t.append(f"  run {view.points_done + 1}/{view.points_total}")
             if view.point:
@@ -266,7 +267,7 @@ class BenchPanel(Vertical):
             if view.plan:
                 t.append(f"  {view.plan}", style="dim")
             if view.error:
-                t.append(f"  {view.error[:160]}", style=style(app, "error"))
+                t.append(f"  {safe_line(view.error[:160])}", style=style(app, "error"))
         return t
 
     def _cells(self, row: Row) -> list:

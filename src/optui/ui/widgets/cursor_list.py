@@ -1,7 +1,8 @@
 """A focusable list of pre-rendered rows with a cursor (used by servers, todo, journal).
 
 Rows are Rich ``Text`` objects (one or more lines each), so untrusted text (log lines,
-flags, todo content) never goes through markup. Only the visible window is rendered; the
+flags, todo content) never goes through markup, and its control characters are shown
+escaped. Only the visible window is rendered; the
 cursor stays visible when the list scrolls, and setting new rows keeps the cursor on the
 same *key* (so live updates never make the selection jump).
 """
@@ -17,6 +18,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from optui.ui.colors import style
+from optui.ui.safe_screen import visible_text
 
 
 class CursorList(Widget, can_focus=True):
@@ -59,7 +61,10 @@ class CursorList(Widget, can_focus=True):
 
     # ------------------------------------------------------------ data
     def set_rows(self, keys: Sequence[Hashable], rows: Sequence[Text]) -> None:
-        """Replace the rows; the cursor follows its key when it still exists."""
+        """Replace the rows; the cursor follows its key when it still exists. Control and
+        bidi characters in them are shown escaped (:func:`~optui.ui.safe_screen.visible_text`);
+        a panel puts one-line fields in with :func:`~optui.core.safe_text.safe_line`."""
+        rows = [visible_text(r) for r in rows]
         current = self.current_key
         at_top = self.follow_top and self.cursor == 0
         if list(keys) == self._keys and [r.plain for r in rows] == [r.plain for r in self._rows] and \

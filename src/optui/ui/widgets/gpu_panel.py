@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.binding import Binding
 
 from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
+from optui.core.safe_text import safe_line
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
 from optui.ui.widgets.meters import fmt_mib, fmt_value, pct_bar, resample, sparkline, stacked_bar, truncate
@@ -121,7 +122,7 @@ class GpuPanel(CursorList):
         if host.status is HostStatus.CONNECTING:
             return Text("connecting…", style="dim")
         age = f" {time.time() - host.taken_at:.0f}s" if host.status is HostStatus.STALE and host.taken_at else ""
-        return Text(f"{host.status.value}{age}: {host.error or ''}", style=style(self.app, "warning"))
+        return Text(f"{host.status.value}{age}: {safe_line(host.error or '')}", style=style(self.app, "warning"))
 
     def _host_line(self, host: HostSnapshot, width: int) -> Text:
         line = Text()
@@ -144,7 +145,7 @@ class GpuPanel(CursorList):
         name = (s.name or "").replace("NVIDIA ", "")
         if s.error:
             line.append(f"{s.index:>2} {truncate(name, 10):<10} ", style=style(app, "error"))
-            line.append(s.error, style=style(app, "error"))
+            line.append(safe_line(s.error), style=style(app, "error"))
             return line
         empty = style(app, "meter-empty")
         mem_pct = s.mem_used_pct

@@ -19,6 +19,7 @@ from textual.message import Message
 
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter
+from optui.core.safe_text import safe_line
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
 
@@ -96,12 +97,12 @@ class JournalPanel(CursorList):
             var = {"ready": "state-ready", "crashed": "state-failed", "hung": "state-failed"}.get(e.data.get("new"))
         row.append(f"{e.type:<15}", style=style(self.app, var) if var else "")
         if e.target:
-            row.append(f" {e.target}", style="bold")
+            row.append(f" {safe_line(e.target)}", style="bold")
         if width >= 60:
-            row.append(f" [{e.actor}]", style="dim")
+            row.append(f" [{safe_line(e.actor)}]", style="dim")
         if width >= 100 and e.experiment:
             row.append(f" {e.experiment}", style="dim")
-        row.append(" " + e.summary())
+        row.append(" " + safe_line(e.summary()))  # a note or a log line: one row
         return row
 
     @property

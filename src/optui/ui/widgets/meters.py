@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from rich.style import Style
 from rich.text import Text
 
+from optui.core.safe_text import safe_line
+
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
 
@@ -113,9 +115,12 @@ def resample(values: Iterable[float | None], width: int, span: int) -> list[floa
 
 
 def truncate(text: str, width: int) -> str:
-    """``text`` cut to ``width`` cells with an ellipsis."""
+    """``text`` on one line (:func:`~optui.core.safe_text.safe_line`: a newline or an
+    escape sequence in a name or a flag value shows as ``⏎`` / ``\\x1b``) cut to
+    ``width`` cells with an ellipsis."""
     if width <= 0:
         return ""
+    text = safe_line(text)
     if len(text) <= width:
         return text
     return text[: max(0, width - 1)] + "…"

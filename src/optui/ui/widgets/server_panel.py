@@ -12,6 +12,7 @@ import time
 from rich.text import Text
 
 from optui.core.server_log import phase_durations
+from optui.core.safe_text import safe_line
 from optui.core.server_state import ServerState, ServerStatus
 from optui.ui.colors import STATE_VARIABLE, style
 from optui.ui.widgets.cursor_list import CursorList
@@ -74,16 +75,16 @@ class ServerPanel(CursorList):
         elif s.state.is_transitional and s.state_since:
             row.append(f" {fmt_duration(now - (s.started_at or s.state_since))}")
         if s.busy:
-            row.append(f" [{s.busy}]", style=style(app, "warning"))
+            row.append(f" [{safe_line(s.busy)}]", style=style(app, "warning"))
         if s.host_problem:  # the host's link, not the server, is the problem: say so on its row
-            row.append(f"  ⚠ {s.host}: {s.host_problem}", style=style(app, "warning"))
+            row.append(f"  ⚠ {safe_line(s.host)}: {safe_line(s.host_problem)}", style=style(app, "warning"))
         if compact:
             detail = self._detail(s)
             if detail:
                 row.append("  ")
                 row.append_text(detail)
             return row
-        row.append(f"  {s.kind}  {s.url}", style="dim")
+        row.append(f"  {safe_line(s.kind)}  {safe_line(s.url)}", style="dim")
         if s.model:
             row.append(f"  {truncate(s.model, 32)}")
         row.append("\n  ")
@@ -103,14 +104,14 @@ class ServerPanel(CursorList):
         t = Text()
         if s.state is ServerState.CRASHED or (s.crash_class and s.state is not ServerState.READY):
             t.append(f"{s.crash_class or 'failed'}: ", style=style(app, "state-failed", bold=True))
-            t.append((s.crash_lines[-1] if s.crash_lines else s.message or "")[:200])
+            t.append(safe_line((s.crash_lines[-1] if s.crash_lines else s.message or "")[:200]))
             if s.last_good_argv and tuple(s.last_good_argv) != tuple(s.argv):
                 t.append("  (ctrl+r: roll back to last good)", style=style(app, "warning"))
             t.append("  (l: log)", style="dim")
             return t
         if s.state in (ServerState.STARTING, ServerState.WARMING):
             phase = s.phase or ("warming" if s.state is ServerState.WARMING else "launching")
-            t.append(f"phase {phase}", style=style(app, "state-busy"))
+            t.append(f"phase {safe_line(phase)}", style=style(app, "state-busy"))
             if s.phases and s.started_at:
                 current = time.time() - s.started_at - s.phases[-1].t
                 if current == current and current >= 0:
@@ -134,7 +135,7 @@ class ServerPanel(CursorList):
             if load.source == "log":
                 t.append("  (from log lines)", style="dim")
         elif load.hint:
-            t.append(load.hint, style="dim")
+            t.append(safe_line(load.hint), style="dim")
         if s.state is ServerState.READY:
             steps = phase_steps(s.phases)
             if steps:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import Log
 
+from optui.core.safe_text import safe_line
+
 
 class StreamLog(Log):
     """The benchmark's output: follows the stream unless the operator scrolled up.
@@ -38,7 +40,9 @@ class StreamLog(Log):
         return self
 
     def append(self, lines: list[str]) -> None:
-        """Write ``lines`` (already split, ANSI-free) and keep following if we were."""
+        """Write ``lines`` (already split; what ANSI stripping left of an escape sequence
+        shown escaped, :func:`~optui.core.safe_text.safe_line`) and keep following if we were."""
+        lines = [safe_line(line) for line in lines]
         follow = self._following()
         full = self.line_count + len(lines) > (self.max_lines or 0) > 0
         self.write_lines(lines, scroll_end=False)

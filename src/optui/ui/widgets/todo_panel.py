@@ -23,6 +23,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input
 
+from optui.core.safe_text import safe_line
 from optui.core.todo import TodoItem, TodoStatus
 from optui.ui.colors import focus_now, style
 from optui.ui.policy import allowed
@@ -157,7 +158,7 @@ class TodoPanel(Vertical):
             row.append(text + " ", style=style(app, var, bold=var != "accent"))
         prefix = len(row.plain)
         body_style = "dim strike" if item.status is TodoStatus.CANCELLED else ("dim" if done else "")
-        content = item.content.replace("\n", " ")
+        content = safe_line(item.content.replace("\n", " "))
         room = max(5, width - prefix)
         if wrap and len(content) > room:
             chunks = Text(content).wrap(app.console, room)
@@ -168,7 +169,7 @@ class TodoPanel(Vertical):
         else:
             row.append(content if len(content) <= room else content[: room - 1] + "…", style=body_style)
         if wrap and item.note:
-            note = "↳ " + item.note.splitlines()[0]
+            note = "↳ " + safe_line(item.note.splitlines()[0])
             row.append("\n" + " " * prefix)
             row.append(note if len(note) <= room else note[: room - 1] + "…", style="dim")
         return row
@@ -179,7 +180,7 @@ class TodoPanel(Vertical):
         if item.conflict:
             out.append(("⚠", "warning"))
         if item.raw_status:
-            out.append((f"!{item.raw_status}", "warning"))
+            out.append((f"!{safe_line(item.raw_status)}", "warning"))
         mark = {"added": "A+", "changed": "A~", "removed": "A-"}.get(item.agent_mark or "")
         if mark:
             out.append((mark, "state-down" if mark == "A-" else "accent"))
