@@ -75,3 +75,63 @@ def test_cli_bad_config_exits_2_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert f"{bad}:4: servers.q.stop_timeout_s" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+SERVER = '[servers.q]\nurl = "http://127.0.0.1:1"\nargv = ["x"]\n'
+BENCH = SERVER + '[benchmarks.b]\nserver = "q"\n'
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # inf / nan timeouts: a restart or a stop would wait forever
+        (SERVER + "ready_timeout_s = inf\n", "optui.toml:4: servers.q.ready_timeout_s: Input should be a finite number (got inf)"),
+        (SERVER + "stop_timeout_s = nan\n", "optui.toml:4: servers.q.stop_timeout_s: Input should be a finite number (got nan)"),
+        (SERVER + "stop_timeout_s = 1e9\n", "optui.toml:4: servers.q.stop_timeout_s: Input should be less than or equal to 3600"),
+        (BENCH + "argv = ['y']\nsilent_s = inf\n", "optui.toml:7: benchmarks.b.silent_s: Input should be a finite number"),
+        # booleans and strings are not numbers
+        ("refresh_s = true\n", "optui.toml:1: refresh_s: Input should be a valid number (got True)"),
+        (SERVER + 'poll_interval_s = "1"\n', "optui.toml:4: servers.q.poll_interval_s: Input should be a valid number (got '1')"),
+        ('log_max_lines = "1000"\n', "optui.toml:1: log_max_lines: Input should be a valid integer (got '1000')"),
+        ("[hosts.h]\ndemo_gpus = true\n", "optui.toml:2: hosts.h.demo_gpus: Input should be a valid integer (got True)"),
+        (SERVER + 'autostart = "yes"\n', "optui.toml:4: servers.q.autostart: Input should be a valid boolean (got 'yes')"),
+        # ranges of the built-in generator: negative concurrency, a prompt that freezes the window
+        (BENCH + "builtin = { concurrency = [4, -1] }\n",
+         "optui.toml:6: benchmarks.b.builtin.concurrency.1: Input should be greater than or equal to 1 (got -1)"),
+        (BENCH + "builtin = { concurrency = true }\n", "optui.toml:6: benchmarks.b.builtin.concurrency"),
+        (BENCH + "builtin = { input_len = 3000000 }\n",
+         "optui.toml:6: benchmarks.b.builtin.input_len: Input should be less than or equal to 262144 (got 3000000)"),
+        (BENCH + "builtin = { request_rate = nan }\n", "optui.toml:6: benchmarks.b.builtin.request_rate: Input should be greater than 0"),
+        (BENCH + "argv = ['y']\nsweep = { request_rate = [1, nan] }\n", "optui.toml:7: benchmarks.b.sweep.request_rate.1: Input should be greater than 0"),
+        (BENCH + "argv = ['y']\nsweep = { concurrency = [1, 100000] }\n", "optui.toml:7: benchmarks.b.sweep.concurrency.1: Input should be less than or equal to 10000"),
+        ("[todo]\nmax_in_progress = -1\n", "optui.toml:2: todo.max_in_progress: Input should be greater than or equal to 0"),
+        # names become file names under .optui/ (pidfile, lock, log)
+        ('[servers."../../x"]\nurl = "http://127.0.0.1:1"\nargv = ["x"]\n',
+         "optui.toml:1: servers.../../x: bad name '../../x': use at most 64 letters, digits, '-', '_' and '.' (not first)"),
+        ('[hosts.".hidden"]\n', "optui.toml:1: hosts..hidden: bad name '.hidden'"),
+        (SERVER + '[benchmarks."a/b"]\nserver = "q"\nargv = ["y"]\n', "optui.toml:4: benchmarks.a/b: bad name 'a/b'"),
+        ('[servers."q\\nr"]\nurl = "http://127.0.0.1:1"\nargv = ["x"]\n', "bad name 'q\\nr'"),
+    ],
+)
+def test_numbers_are_strict_finite_and_bounded_and_names_are_file_safe(text, expected):
+    with pytest.raises(ConfigError) as info:
+        parse_config_text(text)
+    assert expected in str(info.value)
+
+
+def test_inf_request_rate_and_every_default_are_still_valid():
+    cfg = parse_config_text(BENCH + "builtin = { request_rate = inf, concurrency = 8 }\n"
+                            '[servers."llama-3.1_8b"]\nurl = "http://127.0.0.1:2"\nargv = ["x"]\nready_timeout_s = 600\n')
+    assert cfg.benchmarks["b"].builtin.request_rate == float("inf") and cfg.benchmarks["b"].builtin.concurrency == [8]
+    assert cfg.servers["llama-3.1_8b"].ready_timeout_s == 600.0
+    parse_config_text(GOOD)
+
+
+def test_a_bad_server_name_creates_nothing_outside_the_state_dir(tmp_path):
+    camp = tmp_path / "a" / "b"
+    camp.mkdir(parents=True)
+    (camp / "optui.toml").write_text('[servers."../../x"]\nurl = "http://127.0.0.1:1"\nargv = ["sleep", "60"]\n')
+    proc = subprocess.run([sys.executable, "-m", "optui", "-c", str(camp / "optui.toml"), "status", "--wait", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "bad name '../../x'" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "optui.toml"]

@@ -32,13 +32,14 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optui.config_file import (  # noqa: F401  (re-exported: optui.config is the public place)
     CONFIG_FILE_NAME,
     ENV_CONFIG,
+    STATE_DIR_NAME,
     ConfigError,
     default_state_dir,
     find_config,
@@ -47,7 +48,35 @@ from optui.config_file import (  # noqa: F401  (re-exported: optui.config is the
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a number is a TOML number (``true`` or ``"1"`` is refused, not converted)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+#: A finite real number (a TOML int or float; ``inf`` and ``nan`` refused: a timeout of inf
+#: would make a restart or a stop wait forever). Every number below also has bounds.
+Real = Annotated[float, AllowInfNan(False)]
+#: A real number where ``inf`` means "no limit" (a request rate); ``nan`` fails its ``gt`` bound.
+RealOrInf = Annotated[float, AllowInfNan(True)]
+DAY_S = 86_400.0
+#: Concurrency of a benchmark point (requests in flight).
+Concurrency = Annotated[int, Field(ge=1, le=10_000)]
+#: Tokens per prompt / per output of the built-in generator: it builds its prompts in memory
+#: (3,000,000 froze the window for 1.9 s); longer prompts need an external client.
+MAX_TOKENS = 262_144
+#: Names of hosts, servers and benchmarks name files under ``.optui/`` (pidfile, lock, log).
+NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+
+
+def check_names(section: str, value):
+    """Refuse a ``[section.NAME]`` whose NAME is not letters, digits, ``-_.`` (not starting
+    with ``.``, at most 64 characters): ``../../x`` would put its files outside ``.optui/``.
+    Raises the located error; returns ``value`` unchanged."""
+    if isinstance(value, dict):
+        for name in value:
+            if not NAME_RE.fullmatch(str(name)):
+                raise _RefError((section, str(name)), f"bad name {name!r}: use at most 64 letters, digits, '-', '_' "
+                                f"and '.' (not first): it names files under .optui/")
+    return value
 
 
 class HostConfig(_Model):
@@ -59,7 +88,7 @@ class HostConfig(_Model):
     identity_file: str | None = Field(None, description="private key to use (default: ssh_config / agent)")
     nvidia_smi: str = Field("nvidia-smi", description="the nvidia-smi program on that host")
     gpu_source: Literal["nvml", "nvidia-smi", "demo", "replay", "none"] | None = None
-    interval_s: float | None = Field(None, ge=0.25, le=60, description="GPU refresh; default: refresh_s")
+    interval_s: Real | None = Field(None, ge=0.25, le=60, description="GPU refresh; default: refresh_s")
     demo_gpus: int = Field(8, ge=1, le=16, description="GPUs of a simulated (demo) host")
     demo_state: str | None = Field(None, description="demo only: state file of a simulated server on this host")
     replay_file: str | None = Field(None, description="gpu_source = 'replay': a saved nvidia-smi --query-gpu capture")
@@ -103,12 +132,12 @@ class ServerConfig(_Model):
     api_key_env: str | None = None
     model: str | None = None
     autostart: bool = False
-    ready_timeout_s: float = Field(900.0, gt=0)
-    stop_timeout_s: float = Field(30.0, gt=0)
-    health_timeout_s: float = Field(25.0, gt=0)
-    poll_interval_s: float = Field(2.0, ge=0.1)
-    hung_after_s: float = Field(30.0, gt=0)
-    stability_s: float = Field(0.0, ge=0)
+    ready_timeout_s: Real = Field(900.0, gt=0, le=7 * DAY_S)
+    stop_timeout_s: Real = Field(30.0, gt=0, le=3600)
+    health_timeout_s: Real = Field(25.0, gt=0, le=3600)
+    poll_interval_s: Real = Field(2.0, ge=0.1, le=3600)
+    hung_after_s: Real = Field(30.0, gt=0, le=DAY_S)
+    stability_s: Real = Field(0.0, ge=0, le=DAY_S)
     generate_probe: bool = False
     rollback: Literal["offer", "auto", "off"] = "offer"
     presets: dict[str, Preset] = Field(default_factory=dict)
@@ -134,14 +163,14 @@ class ServerConfig(_Model):
 class BuiltinBench(_Model):
     """The built-in load generator (no tool needed on the GPU host)."""
 
-    concurrency: list[int] = Field(default_factory=lambda: [1])
-    input_len: int = Field(128, ge=1)
-    output_len: int = Field(128, ge=1)
-    prompts: int = Field(32, ge=1)
-    request_rate: float = Field(math.inf, gt=0)
+    concurrency: list[Concurrency] = Field(default_factory=lambda: [1], min_length=1, max_length=1000)
+    input_len: int = Field(128, ge=1, le=MAX_TOKENS)
+    output_len: int = Field(128, ge=1, le=MAX_TOKENS)
+    prompts: int = Field(32, ge=1, le=1_000_000)
+    request_rate: RealOrInf = Field(math.inf, gt=0, description="req/s; inf: all at once")
     endpoint: Literal["completions", "chat"] = "completions"
     ignore_eos: bool = True
-    warmup: int = Field(1, ge=0)
+    warmup: int = Field(1, ge=0, le=10_000)
     random_lengths: bool = False
     model: str | None = None
 
@@ -154,8 +183,10 @@ class BuiltinBench(_Model):
 class SweepConfig(_Model):
     """The default sweep of a preset (the ``s`` key): one result per point."""
 
-    concurrency: list[int] | None = Field(None, description="--max-concurrency values, e.g. [1, 2, 4, 8, 16]")
-    request_rate: list[float] | None = Field(None, description="--request-rate values in req/s (inf allowed)")
+    concurrency: list[Concurrency] | None = Field(None, max_length=1000,
+                                                  description="--max-concurrency values, e.g. [1, 2, 4, 8, 16]")
+    request_rate: list[Annotated[RealOrInf, Field(gt=0)]] | None = Field(
+        None, max_length=1000, description="--request-rate values in req/s (inf allowed)")
 
     @model_validator(mode="after")
     def _one_knob(self) -> SweepConfig:
@@ -176,8 +207,8 @@ class BenchmarkConfig(_Model):
     builtin: BuiltinBench | None = None
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    stall_s: float = Field(120.0, gt=0, description="no output for this long while the server is unhealthy: stalled")
-    silent_s: float = Field(600.0, gt=0, description="no output for this long even with a healthy server: stalled")
+    stall_s: Real = Field(120.0, gt=0, le=7 * DAY_S, description="no output for this long while the server is unhealthy: stalled")
+    silent_s: Real = Field(600.0, gt=0, le=7 * DAY_S, description="no output for this long even with a healthy server: stalled")
     description: str = ""
     sweep: SweepConfig | None = None
     repeat: int = Field(3, ge=1, le=50, description="runs per point of the repeat action (R)")
@@ -202,8 +233,8 @@ class TodoConfig(_Model):
     """
 
     follow: list[str] = Field(default_factory=list)
-    poll_s: float = Field(0.5, ge=0.1, le=60, description="how often followed files are checked")
-    max_in_progress: int = Field(1, ge=0, description="warn when more items are in progress (0: never)")
+    poll_s: Real = Field(0.5, ge=0.1, le=60, description="how often followed files are checked")
+    max_in_progress: int = Field(1, ge=0, le=10_000, description="warn when more items are in progress (0: never)")
 
     @field_validator("follow")
     @classmethod
@@ -223,16 +254,21 @@ class Config(_Model):
 
     theme: str = "optui-dark"
     journal: str | None = None
-    refresh_s: float = Field(1.0, ge=0.25, le=60)
+    refresh_s: Real = Field(1.0, ge=0.25, le=60)
     read_only: bool = False
     bell: bool = False
-    log_max_lines: int = Field(10_000, ge=100)
-    mem_alert_pct: float = Field(95.0, gt=0, le=100)
+    log_max_lines: int = Field(10_000, ge=100, le=1_000_000)
+    mem_alert_pct: Real = Field(95.0, gt=0, le=100)
     keymap: dict[str, str] = Field(default_factory=dict)
     hosts: dict[str, HostConfig] = Field(default_factory=dict)
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     benchmarks: dict[str, BenchmarkConfig] = Field(default_factory=dict)
     todo: TodoConfig = Field(default_factory=TodoConfig)
+
+    @field_validator("hosts", "servers", "benchmarks", mode="before")
+    @classmethod
+    def _check_names(cls, value, info):
+        return check_names(info.field_name, value)
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
@@ -297,7 +333,7 @@ def load_config(path: str | os.PathLike | None = None, *, search: bool = True) -
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: cannot read: {exc}") from exc
     config = parse_config_text(text, str(file))
-    journal = Path(config.journal) if config.journal else Path(".optui") / "optui.db"
+    journal = Path(config.journal) if config.journal else Path(STATE_DIR_NAME) / "optui.db"
     if not journal.is_absolute():
         journal = file.resolve().parent / journal
     return LoadedConfig(config, file, journal)

@@ -14,6 +14,8 @@ import tomllib
 from pathlib import Path
 
 CONFIG_FILE_NAME = "optui.toml"
+#: The campaign's state directory beside its config (journal, logs, pidfiles, locks).
+STATE_DIR_NAME = ".optui"
 ENV_CONFIG = "OPTUI_CONFIG"
 
 
