@@ -4,6 +4,7 @@ The TUI's first frame must not wait for the config's full validation (pydantic i
 heaviest import of optui): the CLI finds the file and reads the few UI settings the first
 frame needs (theme, keymap) with ``tomllib`` here; :mod:`optui.config` validates the whole
 file right after. A TOML syntax error is reported here already, with its line.
+:func:`toml_string` quotes a value for a TOML file optui writes (the demo campaign's).
 """
 
 from __future__ import annotations
@@ -22,6 +23,25 @@ ENV_CONFIG = "OPTUI_CONFIG"
 class ConfigError(Exception):
     """A configuration file that cannot be used; ``str()`` is the operator-facing message
     (``FILE:LINE: FIELD: problem``, one line per problem)."""
+
+
+def toml_string(value: str) -> str:
+    """``value`` as a TOML basic string, quotes included, that reads back as exactly
+    ``value`` (``"``, ``\\``, newlines and every other control character escaped). Raises
+    ValueError for text TOML cannot hold (a lone surrogate: an undecodable file name)."""
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            raise ValueError(f"{value!r} holds bytes that are not UTF-8 text (TOML cannot store it)")
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
 
 
 def find_config(explicit: str | os.PathLike | None = None) -> Path | None:

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
+from optui.adapters.private_files import private_dir, private_file, tighten_file
+from optui.config_file import STATE_DIR_NAME
 from optui.core import events as ev
 from optui.core.bench_result import BenchResult
 from optui.core.events import Event, EventFilter
@@ -62,6 +66,24 @@ class JournalBusy(JournalError):
     (transient: the same write may succeed a moment later)."""
 
 
+def _read_only_uri(path: Path) -> str:
+    """The SQLite URI that opens ``path`` read-only. On a read-only filesystem the WAL's
+    ``-shm`` file cannot be created, so SQLite could not open the file at all: there the
+    file is opened ``immutable`` (nothing can change it through this mount, so nothing needs
+    the shared memory that tracks other writers)."""
+    uri = "file:" + quote(str(path.absolute())) + "?mode=ro"
+    return uri + "&immutable=1" if on_read_only_fs(path) else uri
+
+
+def on_read_only_fs(path: str | Path) -> bool:
+    """True when the directory of ``path`` is on a filesystem mounted read-only (the
+    journal there can be read, never written); False when it is writable or unknown."""
+    try:
+        return bool(os.statvfs(Path(path).parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def _dumps(data) -> str:
     return json.dumps(data, default=str, allow_nan=False, separators=(",", ":"))
 
@@ -97,12 +119,17 @@ class Journal:
         self._lock = threading.RLock()
         try:
             if read_only:
-                uri = f"file:{self.path}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+                self._db = sqlite3.connect(_read_only_uri(self.path), uri=True, check_same_thread=False,
+                                           isolation_level=None)
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # the campaign's own state dir is made private; a directory the user chose is left alone
+                private_dir(self.path.parent, tighten=self.path.parent.name == STATE_DIR_NAME)
+                private_file(self.path)  # before SQLite: its -wal and -shm copy the DB file's mode
+                for companion in ("-wal", "-shm"):
+                    tighten_file(f"{self.path}{companion}")
                 self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
             self._db.execute("PRAGMA busy_timeout=5000")
+            self._check_schema()
             if not read_only:
                 # small pages: a commit appends every page it touched (row + 3 index leaves) to
                 # the WAL, so 1 KiB pages write a quarter of the bytes per event (new files only)
@@ -115,9 +142,37 @@ class Journal:
                 )
             # opening waits the full 5 s for a lock; writes afterwards wait ``busy_timeout_s``
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        except JournalError:
+            self._db.close()
+            raise
         except (sqlite3.Error, OSError) as exc:
-            raise JournalError(f"{self.path}: cannot open journal: {exc}") from exc
+            hint = ""
+            if not read_only and on_read_only_fs(self.path):
+                hint = " (it is on a read-only filesystem: --read-only reads it)"
+            raise JournalError(f"{self.path}: cannot open journal: {exc}{hint}") from exc
         self._data_version = self._pragma_data_version()
+
+    def _check_schema(self) -> None:
+        """Refuse a journal written by a newer optui (its tables may mean something else:
+        writing there could corrupt it, reading could mislead). The version is ``meta.schema``
+        (and ``PRAGMA user_version`` when set); a new, empty file has neither."""
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            row = None
+        text = row[0] if row else "0"
+        try:
+            found = int(str(text).strip())
+        except ValueError:
+            raise JournalError(f"{self.path}: not an optui journal this optui can read "
+                               f"(schema version {text!r} is not a number); nothing was written") from None
+        found = max(found, self._db.execute("PRAGMA user_version").fetchone()[0])
+        if found > SCHEMA_VERSION:
+            raise JournalError(f"{self.path}: journal schema {found} is newer than this optui knows "
+                               f"({SCHEMA_VERSION}): it was written by a newer optui; upgrade optui to use it "
+                               f"(nothing was written)")
 
     # ------------------------------------------------------------ plumbing
     def close(self) -> None:

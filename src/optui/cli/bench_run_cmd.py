@@ -18,7 +18,7 @@ import time
 import click
 
 from optui.cli.bench import bench
-from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
+from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, fail, load_config_or_exit
 
 UP_STATES = ("ready", "degraded")
 
@@ -28,7 +28,7 @@ UP_STATES = ("ready", "degraded")
 @click.argument("preset")
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, help="Run the preset N times.")
 @click.option("--wait", is_flag=True, help="Wait for the server to become ready first (up to --timeout).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=900.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=FiniteFloatRange(1, 7 * 86400), default=900.0, show_default=True,
               help="--wait: how long to wait for ready (s).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context

@@ -7,6 +7,7 @@ lines) reaches the terminal with its escape sequences written visibly, never raw
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
@@ -16,6 +17,25 @@ from optui.core.safe_text import safe_text
 
 if TYPE_CHECKING:
     from optui.config import LoadedConfig
+
+
+#: SQLite integers are 64-bit: a larger id or count reaches it as an OverflowError.
+SQLITE_INT_MAX = 2**63 - 1
+#: An event seq or todo id on the command line (``journal show 118``, ``todo set 3``).
+ID = click.IntRange(1, SQLITE_INT_MAX)
+#: A count of rows (``journal tail -n``): as many as SQLite can count.
+COUNT = click.IntRange(0, SQLITE_INT_MAX)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses ``nan`` and ``inf`` (``--wait inf`` or
+    ``--timeout nan`` would wait forever: nan passes every range comparison)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -46,6 +66,15 @@ def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
     :func:`~optui.core.safe_text.safe_text`: control characters and bidi overrides shown as
     ``\\x1b`` / ``\\u202e``, lines kept."""
     click.echo(safe_text(str(message)), err=err, nl=nl)
+
+
+def read_only_open(ctx: click.Context | None, path) -> bool:
+    """Whether a command that only reads opens the journal read-only: ``--read-only`` was
+    given or the journal lies on a read-only filesystem (a snapshot or ro mount can be read)."""
+    from optui.adapters.journal import on_read_only_fs
+
+    root = (ctx.find_root().obj or {}) if ctx is not None else {}
+    return bool(root.get("read_only")) or on_read_only_fs(path)
 
 
 def echo_json(data) -> None:

@@ -19,14 +19,15 @@ from pathlib import Path
 
 import click
 
-from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
+from optui.cli.common import COUNT, ID, actor, echo, echo_json, fail, load_config_or_exit, read_only_open
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter, iso_time, parse_since
 from optui.core.safe_text import safe_json
 
 
-def _open(ctx: click.Context, *, must_exist: bool = True):
-    """The campaign's Journal (exit 2 with the path when it is missing or unreadable)."""
+def _open(ctx: click.Context, *, must_exist: bool = True, reading: bool = True):
+    """The campaign's Journal (exit 2 with the path when it is missing or unreadable);
+    ``reading`` commands open it read-only under ``--read-only`` or on a read-only filesystem."""
     from optui.adapters.journal import Journal, JournalError
 
     loaded = load_config_or_exit(ctx)
@@ -34,7 +35,7 @@ def _open(ctx: click.Context, *, must_exist: bool = True):
     if must_exist and not Path(path).exists():
         fail(f"{path}: no journal yet (start optui or `optui demo` on this campaign first)", 2)
     try:
-        return loaded, Journal(path)
+        return loaded, Journal(path, read_only=reading and read_only_open(ctx, path))
     except JournalError as exc:
         fail(str(exc), 2)
 
@@ -74,7 +75,7 @@ def journal() -> None:
 
 
 @journal.command()
-@click.option("-n", "--lines", "count", type=click.IntRange(0), default=20, show_default=True, help="How many recent events.")
+@click.option("-n", "--lines", "count", type=COUNT, default=20, show_default=True, help="How many recent events.")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events (Ctrl-C stops).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line (JSONL).")
 @click.option("--type", "types", multiple=True, help="Event type or group (server, flags, failures, bench, todo, notes, experiments).")
@@ -111,7 +112,7 @@ def tail(ctx, count, follow, as_json, types, server, experiment, text, since, in
 
 
 @journal.command()
-@click.argument("seq", type=int)
+@click.argument("seq", type=ID)
 @click.option("--json", "as_json", is_flag=True, help="The raw event as JSON.")
 @click.pass_context
 def show(ctx, seq: int, as_json: bool) -> None:
@@ -216,7 +217,7 @@ def note(ctx, text: str, server: str | None) -> None:
     """Add a free-text note, linked to the current experiment."""
     from optui.adapters.journal import JournalError
 
-    _, j = _open(ctx, must_exist=False)
+    _, j = _open(ctx, must_exist=False, reading=False)
     if not text.strip():
         fail("empty note", 2)
     exp = j.current_experiment(server) if server else j.latest_experiment()
@@ -236,7 +237,7 @@ def verdict(ctx, experiment: str, decision: str, reason: str) -> None:
     """Record a decision on EXPERIMENT: keep, reject or inconclusive."""
     from optui.adapters.journal import JournalError
 
-    _, j = _open(ctx)
+    _, j = _open(ctx, reading=False)
     server = j.experiment_server(experiment)
     if server is None:
         fail(f"unknown experiment {experiment!r}", 2)

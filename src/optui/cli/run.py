@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from optui.cli.common import FiniteFloatRange
 from optui.cli.tui import run_demo
 
 
@@ -11,7 +12,7 @@ from optui.cli.tui import run_demo
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
               help="Where the demo campaign lives (default: the user state dir).")
 @click.option("--fresh", is_flag=True, help="Start from an empty journal.")
-@click.option("--speed", type=float, default=1.0, show_default=True, help="Startup speed of the simulated server.")
+@click.option("--speed", type=FiniteFloatRange(0.01, 1000), default=1.0, show_default=True, help="Startup speed of the simulated server.")
 @click.pass_context
 def demo(ctx: click.Context, directory: str | None, fresh: bool, speed: float) -> None:
     """Run optui against a simulated rack and SGLang-style server (no GPU needed).

@@ -19,7 +19,7 @@ import time
 
 import click
 
-from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
+from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, fail, load_config_or_exit
 
 
 def _result_json(r) -> dict:
@@ -79,7 +79,7 @@ def _server_json(session, s, experiments) -> dict:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--wait", "wait_s", type=float, default=1.5, show_default=True, help="Seconds to observe before printing.")
+@click.option("--wait", "wait_s", type=FiniteFloatRange(0, 600), default=1.5, show_default=True, help="Seconds to observe before printing.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     """Hosts/GPUs, servers (state, phase, flags, load), todo, last results, experiments."""
@@ -123,7 +123,7 @@ def _n(value) -> str:
 @click.option("--preset", default=None, help="Apply a configured preset.")
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="Wait until ready or failed (exit 0 only when ready); --no-wait returns once the new process started.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None, help="Ready timeout in s (default: the server's ready_timeout_s).")
+@click.option("--timeout", "timeout_s", type=FiniteFloatRange(1, 7 * 86400), default=None, help="Ready timeout in s (default: the server's ready_timeout_s).")
 @click.option("--reason", default="cli", show_default=True, help="Why (journaled with the experiment).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
 @click.pass_context

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from optui.cli.common import echo, echo_json, fail, load_config_or_exit
+from optui.cli.common import ID, echo, echo_json, fail, load_config_or_exit, read_only_open
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
 STATUSES = [s.value for s in TodoStatus]
@@ -25,12 +25,14 @@ def _actor_option(fn):
                         help="Who makes the change, as journaled (e.g. agent:claude).")(fn)
 
 
-def _journal(ctx: click.Context):
+def _journal(ctx: click.Context, *, reading: bool = False):
+    """The config and the campaign's Journal (exit 1 when it cannot be opened); ``reading``
+    commands open it read-only under ``--read-only`` or on a read-only filesystem."""
     from optui.adapters.journal import Journal, JournalError
 
     loaded = load_config_or_exit(ctx)
     try:
-        return loaded, Journal(loaded.journal_path)
+        return loaded, Journal(loaded.journal_path, read_only=reading and read_only_open(ctx, loaded.journal_path))
     except JournalError as exc:
         fail(str(exc))
 
@@ -78,7 +80,7 @@ def todo() -> None:
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool, open_only: bool) -> None:
     """List the items in display order."""
-    _, journal = _journal(ctx)
+    _, journal = _journal(ctx, reading=True)
     items = [t for t in journal.todos() if not (open_only and t.done)]
     if as_json:
         echo_json([{**t.to_json(), "meta": t.meta} for t in items])
@@ -124,7 +126,7 @@ def add(ctx: click.Context, text: str, priority: str, server: str | None, sets: 
 
 
 @todo.command("set")
-@click.argument("todo_id", type=int)
+@click.argument("todo_id", type=ID)
 @click.option("--status", "-s", type=click.Choice(STATUSES), default=None)
 @click.option("--priority", "-p", type=click.Choice(PRIORITIES), default=None)
 @click.option("--content", default=None, help="New text.")
@@ -215,7 +217,7 @@ def export(ctx: click.Context, fmt: str, output: str | None, open_only: bool) ->
     from optui.core.safe_text import safe_json, safe_text
     from optui.core.todo_formats import to_markdown, to_todowrite
 
-    loaded, journal = _journal(ctx)
+    loaded, journal = _journal(ctx, reading=True)
     items = [t for t in journal.todos() if not (open_only and t.done)]
     if fmt == "todowrite":
         text = safe_json(json.dumps(to_todowrite(items), indent=2, ensure_ascii=False)) + "\n"
@@ -224,9 +226,10 @@ def export(ctx: click.Context, fmt: str, output: str | None, open_only: bool) ->
         # the checklist's items are raw text: escape sequences made visible for the file too
         text = safe_text(to_markdown(items, f"Todo — {name}"))
     if output:
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
+        from optui.session.export import write_atomic
+
+        try:  # like journal export: a full disk keeps the previous file, a symlink is replaced, not followed
+            write_atomic(output, text)
         except OSError as exc:
             fail(f"{output}: cannot write: {exc.strerror or exc}")
         echo(f"wrote {len(items)} items to {output}", err=True)
@@ -235,14 +238,14 @@ def export(ctx: click.Context, fmt: str, output: str | None, open_only: bool) ->
 
 
 @todo.command()
-@click.argument("todo_id", type=int)
+@click.argument("todo_id", type=ID)
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
 @click.pass_context
 def history(ctx: click.Context, todo_id: int, as_json: bool) -> None:
     """Every change of an item (who, when, before → after, flagged conflicts)."""
     import time as _time
 
-    _, journal = _journal(ctx)
+    _, journal = _journal(ctx, reading=True)
     if journal.todo(todo_id) is None:
         fail(f"no todo item #{todo_id}")
     events = journal.events(target=f"todo:{todo_id}")
@@ -256,7 +259,7 @@ def history(ctx: click.Context, todo_id: int, as_json: bool) -> None:
 
 
 @todo.command()
-@click.argument("todo_ids", type=int, nargs=-1, required=True)
+@click.argument("todo_ids", type=ID, nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcomes as JSON.")
 @_actor_option
 @click.pass_context

@@ -111,10 +111,14 @@ def write_demo_config(directory: Path, *, port: int, speed: float = 1.0) -> Path
     Two simulated hosts (the server's GPUs follow the simulated SGLang server through its
     state file), one managed demo server, two benchmarks (the bundled SGLang-style command
     and the built-in load generator), presets that change throughput or make it crash.
+    Paths are written as TOML strings that read back exactly (quotes, newlines); raises
+    ValueError, before writing anything, for a directory name TOML cannot hold.
     """
+    from optui.config_file import toml_string as q
+
+    py = q(sys.executable)
+    state = q(str(directory.absolute() / "demo-server.state.json"))
     directory.mkdir(parents=True, exist_ok=True)
-    py = sys.executable
-    state = directory / "demo-server.state.json"
     url = f"http://127.0.0.1:{port}"
     text = f'''# optui demo campaign, written again by every `optui demo` start (the server keeps its
 # port while it is free, and starts with the flags below): edits here are lost then.
@@ -124,7 +128,7 @@ theme = "optui-dark"
 [hosts.gpu-node-1]
 gpu_source = "demo"
 demo_gpus = 4
-demo_state = {str(state)!r}
+demo_state = {state}
 
 [hosts.gpu-node-2]
 gpu_source = "demo"
@@ -139,10 +143,10 @@ autostart = true
 ready_timeout_s = 120
 stop_timeout_s = 10
 poll_interval_s = 1.0
-argv = [{py!r}, "-m", "optui.demo.fake_server", "--model-path", "demo/Llama-3.1-8B-Instruct",
+argv = [{py}, "-m", "optui.demo.fake_server", "--model-path", "demo/Llama-3.1-8B-Instruct",
         "--port", "{port}", "--tp-size", "2", "--max-running-requests", "4", "--enable-metrics",
         "--demo-speed", "{speed}"]
-env = {{ OPTUI_DEMO_STATE = {str(state)!r} }}
+env = {{ OPTUI_DEMO_STATE = {state} }}
 
 [servers.demo.presets.big-batch]
 description = "more concurrent requests per decode batch"
@@ -159,7 +163,7 @@ set = {{ "--mem-fraction-static" = "0.99" }}
 [benchmarks.sweep]
 server = "demo"
 description = "bundled SGLang-style bench_serving, concurrency 16"
-argv = [{py!r}, "-m", "optui.demo.bench_client", "--base-url", "{url}", "--num-prompts", "64",
+argv = [{py}, "-m", "optui.demo.bench_client", "--base-url", "{url}", "--num-prompts", "64",
         "--random-input-len", "256", "--random-output-len", "96", "--max-concurrency", "16"]
 
 [benchmarks.loadgen]
@@ -181,7 +185,11 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
     base = Path(directory) if directory else Path(user_state_dir("optui", appauthor=False)) / "demo"
     if fresh and base.exists():
         shutil.rmtree(base)
-    config_path = write_demo_config(base, port=free_port(previous_demo_port(base)), speed=speed)
+    try:
+        config_path = write_demo_config(base, port=free_port(previous_demo_port(base)), speed=speed)
+    except ValueError as exc:
+        print(safe_text(f"optui: error: --dir {exc}"), file=sys.stderr)
+        sys.exit(2)
 
     def load():
         from optui.config import load_config
@@ -235,6 +243,8 @@ def parse_fast(argv: list[str]) -> tuple[str, dict] | None:
         try:
             opts["speed"] = float(opts["speed"])
         except ValueError:
+            return None
+        if not 0.01 <= opts["speed"] <= 1000:  # nan and inf too: click says what is wrong
             return None
     return mode, opts
 

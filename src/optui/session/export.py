@@ -73,8 +73,10 @@ def render(fmt: str, inp: ReportInput) -> str:
 
 def write_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same directory and
-    ``os.replace`` (readers see the old file or the new one, never half of it). Raises
-    OSError."""
+    ``os.replace`` (readers see the old file or the new one, never half of it; a full disk
+    keeps the old one). The file is 0600 (exports hold flag values); a symlink at ``path`` is
+    replaced, its target never written. Shared by every export (journal, todo list, TUI).
+    Raises OSError."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -16,6 +16,7 @@ import os
 import time
 from pathlib import Path
 
+from optui.adapters.private_files import private_dir, private_file
 from optui.adapters.shell import Shell, ShellError
 from optui.core.flag_catalog import FlagCatalog
 from optui.core.flags import Flags
@@ -85,8 +86,8 @@ class CatalogStore:
     def _save(self, host: str, program: tuple[str, ...], kind: str, catalog: FlagCatalog) -> None:
         path = self._path(host, program, kind)
         with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
+            private_dir(path.parent)
+            tmp = private_file(path.with_suffix(".tmp"))
             tmp.write_text(json.dumps({"host": host, "program": list(program), "kind": kind, "learned_at": time.time(),
                                        "catalog": catalog.to_json()}))
             os.replace(tmp, path)

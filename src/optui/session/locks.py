@@ -11,6 +11,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from optui.adapters.private_files import FILE_MODE, private_dir, tighten_file
+
 
 class ServerLock:
     """A non-blocking exclusive lock for restarting one server."""
@@ -21,8 +23,9 @@ class ServerLock:
 
     def acquire(self) -> bool:
         """Take the lock; False when another process holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        private_dir(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        tighten_file(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

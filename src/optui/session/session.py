@@ -17,7 +17,7 @@ from collections import deque
 
 from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
-from optui.adapters.journal import Journal, JournalError
+from optui.adapters.journal import Journal, JournalError, on_read_only_fs
 from optui.adapters.journal_defer import DeferringJournal
 from optui.adapters.shell import shell_for
 from optui.config import HostConfig, LoadedConfig
@@ -87,9 +87,19 @@ class Session:
         if observer and not loaded.journal_path.exists():
             Journal(loaded.journal_path).close()  # an empty campaign DB, then read-only
         # writes wait at most 0.5 s for another process's lock; events wait in memory meanwhile
-        self.journal = Journal(loaded.journal_path, read_only=True) if observer else DeferringJournal(loaded.journal_path)
-        self.journal_health = JournalHealth(self.journal, self.touch)
         self.read_only_reason: str | None = None  # why the session turned read-only while running
+        if observer:
+            self.journal = Journal(loaded.journal_path, read_only=True)
+        elif on_read_only_fs(loaded.journal_path):
+            # a campaign on a read-only filesystem (a snapshot, a ro mount) can still be watched
+            self.journal = Journal(loaded.journal_path, read_only=True)
+            self.journal.write_error = "it is on a read-only filesystem"
+            self.read_only, self.read_only_reason = True, "the journal is on a read-only filesystem"
+        else:
+            self.journal = DeferringJournal(loaded.journal_path)
+        self.journal_health = JournalHealth(self.journal, self.touch)
+        if self.read_only_reason:  # the status line says why from the first frame
+            self.journal_health.error = f"{loaded.journal_path}: journal is read-only ({self.journal.write_error})"
         self.config_watch = ConfigWatcher(loaded.path)
         self.version = 0
         self._changed = asyncio.Event()

@@ -172,12 +172,13 @@ class TodoIntents(IntentBase):
     def export_todos(self, fmt: str) -> None:
         """Write the list beside the journal (``todo.md`` / ``todo.json``)."""
         from optui.core.todo_formats import to_markdown, to_todowrite
+        from optui.session.export import write_atomic
 
         items = self.session.todos.items
         path = Path(self.session.state_dir) / ("todo.md" if fmt == "markdown" else "todo.json")
         text = to_markdown(items, f"Todo — {self._campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
         try:
-            path.write_text(text, encoding="utf-8")
+            write_atomic(path, text)  # 0600, never half a file, a symlink at the path replaced (not followed)
         except OSError as exc:
             self._fail(exc)
             return
