@@ -130,3 +130,21 @@ def test_add_with_an_experiment(campaign):
         r = todo(campaign, "add", "x", *args)
         assert r.exit_code == 2 and why in r.stderr, r.stderr
     assert len(journal(campaign).todos()) == 1
+
+
+def test_import_of_a_600_level_list_is_a_clear_error_without_traceback(campaign, tmp_path):
+    """The real command in its own process (no CliRunner between it and the terminal)."""
+    import subprocess
+    import sys
+
+    from tests.helpers.demo import subprocess_env
+
+    src = tmp_path / "plan.json"
+    src.write_text('{"todos": [\n  {"content": "A", "status": "pending", "x": ' + "[" * 600 + "]" * 600 + "}]}\n")
+    for source, name in ((str(src), str(src.resolve())), ("-", "<stdin>")):
+        r = subprocess.run([sys.executable, "-m", "optui", "-c", str(campaign), "todo", "import", source],
+                           input=src.read_text(), capture_output=True, text=True, env=subprocess_env(), timeout=60)
+        assert r.returncode == 1
+        assert r.stderr == f"optui: error: {name}:2: nested deeper than 64 levels (column 107) (nothing imported)\n"
+        assert "Traceback" not in r.stdout + r.stderr
+    assert journal(campaign).todos() == []

@@ -242,3 +242,78 @@ def test_two_processes_applying_the_same_snapshots_add_each_item_once(tmp_path):
         assert p.wait(timeout=60) == 0
     contents = [t.content for t in Journal(db).todos()]
     assert sorted(contents) == sorted(f"item {i}" for i in range(40))
+
+
+async def test_an_unchanged_file_is_never_parsed_again(tmp_path, monkeypatch):
+    """A real file and a real follower refreshing every 20 ms: one parse for the file,
+    none for a touch that keeps the content (new mtime), one for each new content."""
+    import optui.adapters.todo_follow as tf
+
+    parses, polls = [], []
+    real_parse, real_signature = tf.parse_todo_json, tf.signature
+    monkeypatch.setattr(tf, "parse_todo_json", lambda *a: parses.append(1) or real_parse(*a))
+    monkeypatch.setattr(tf, "signature", lambda spec: polls.append(1) or real_signature(spec))
+    path = tmp_path / "plan.json"
+    path.write_text(claude_list(*[(f"item {i}", "pending") for i in range(200)]))
+    snapshots = []
+    follower = TodoFollower(parse_follow_spec(f"todowrite:{path}"), on_snapshot=lambda o, i: snapshots.append(i),
+                            on_error=lambda msg, missing: None, poll_s=0.01, refresh_s=0.02)
+    task = asyncio.create_task(follower.run())
+    try:
+        await until(lambda: len(polls) >= 30)
+        assert (len(parses), len(snapshots)) == (1, 1)
+        os.utime(path, ns=(time.time_ns() + 10**9,) * 2)  # touched: new mtime, same bytes
+        seen = len(polls)
+        await until(lambda: len(polls) >= seen + 30)
+        assert len(parses) == 1
+        path.write_text(claude_list(("item 0", "completed")))
+        await until(lambda: len(snapshots) == 2)
+        seen = len(polls)
+        await until(lambda: len(polls) >= seen + 30)
+        assert len(parses) == 2 and follower.parses == 2
+    finally:
+        task.cancel()
+
+
+async def test_a_deep_list_is_an_error_on_screen_and_the_next_valid_write_recovers(tmp_path):
+    """600 levels of nesting used to kill the follower (RecursionError) while the status
+    kept saying ok; now the status is the error and the follower goes on."""
+    path = tmp_path / "plan.json"
+    path.write_text(claude_list(("A", "pending")))
+    session = make_session(tmp_path, [f"todowrite:{path}"])
+    await session.start()
+    key = f"todowrite:{path}"
+    try:
+        await until(lambda: len(session.snapshot().todos) == 1 and session.todo_follow.statuses[key].state == "ok")
+        text = '{"todos": [{"content": "A", "status": "pending", "x": ' + "[" * 600 + "]" * 600 + "}]}"
+        path.write_text(text)
+        await until(lambda: session.todo_follow.statuses[key].state == "error")
+        column = text.index("[[") + 62  # the bracket that opens level 65 (3 levels before "x")
+        assert session.todo_follow.statuses[key].error == f"{path.resolve()}:1: nested deeper than 64 levels (column {column})"
+        path.write_text(claude_list(("A", "completed"), ("B", "pending")))
+        await until(lambda: len(session.snapshot().todos) == 2)
+        assert session.todo_follow.statuses[key].state == "ok" and session.todo_follow.statuses[key].error is None
+    finally:
+        await session.close()
+
+
+async def test_an_unexpected_failure_is_reported_and_the_follower_goes_on(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(claude_list(("A", "pending")))
+    errors, snapshots = [], []
+
+    def on_snapshot(origin, items):
+        if not snapshots:
+            snapshots.append(None)
+            raise RuntimeError("disk on fire")
+        snapshots.append(items)
+
+    follower = TodoFollower(parse_follow_spec(f"todowrite:{path}"), on_snapshot=on_snapshot,
+                            on_error=lambda msg, missing: errors.append(msg), poll_s=0.01, refresh_s=0.05)
+    task = asyncio.create_task(follower.run())
+    try:
+        await until(lambda: len(snapshots) == 2)  # the same content delivered again at the next refresh
+        assert errors == [f"todowrite:{path}: cannot follow: RuntimeError: disk on fire"]
+        assert not task.done()
+    finally:
+        task.cancel()

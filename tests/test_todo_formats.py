@@ -237,3 +237,95 @@ def test_demo_todos_carry_valid_experiments():
 
     specs = [ExperimentSpec.from_dict(e) for _, _, e in DEMO_TODOS if e]
     assert len(specs) == 4 and all(s.server == "demo" and s.bench == ("sweep",) for s in specs)
+
+
+# ------------------------------------------------------------------ big and deep lists (issue 15)
+class CountingText(str):
+    """A str that adds up how many characters its ``count``/``find`` calls scan (the old
+    parser counted newlines from the start of the file for every object: quadratic)."""
+
+    scanned = 0
+
+    def count(self, sub, start=0, end=None):
+        CountingText.scanned += (len(self) if end is None else end) - (start or 0)
+        return str.count(self, sub, start, end if end is not None else len(self))
+
+    def find(self, sub, start=0, end=None):
+        CountingText.scanned += (len(self) if end is None else end) - (start or 0)
+        return str.find(self, sub, start, end if end is not None else len(self))
+
+
+def big_list(n: int, bad_last: bool = False) -> str:
+    items = [{"content": f"Try tensor parallel {i} with chunked prefill {i * 64}", "status": "pending"} for i in range(n)]
+    if bad_last:
+        items[-1]["status"] = 5
+    return json.dumps({"todos": items}, indent=2)
+
+
+@pytest.mark.parametrize("n", [6000, 24000])  # ~1 MB and ~4 MB
+def test_parsing_is_linear_and_still_names_the_line(n):
+    """An error in the last item of a 1 MB / 4 MB list: its line is found with a number of
+    scanned characters proportional to the file (the old parser scanned ~n²/2)."""
+    text = big_list(n, bad_last=True)
+    CountingText.scanned = 0
+    with pytest.raises(TodoFormatError) as err:
+        parse_todo_json(CountingText(text), "plan.json")
+    line = text.count("\n", 0, text.rindex('"status": 5')) + 1
+    assert str(err.value) == f"plan.json:{line - 2}: todos[{n - 1}].status: expected a string, got 5"
+    assert CountingText.scanned <= 2 * len(text)
+    assert len(parse_todo_json(big_list(n))) == n
+
+
+def test_line_index_is_a_bisect():
+    from optui.core.todo_formats import LineIndex
+
+    text = "a\nbb\n\nccc"
+    index = LineIndex(text)
+    assert [index.line(i) for i in range(len(text))] == [1, 1, 2, 2, 2, 3, 4, 4, 4]
+    assert [text.count("\n", 0, i) + 1 for i in range(len(text))] == [index.line(i) for i in range(len(text))]
+    assert index.column(text.index("ccc") + 1) == 2
+
+
+@pytest.mark.parametrize("levels", [600, 100_000])
+def test_deep_nesting_is_refused_with_line_and_limit(levels):
+    MAX_DEPTH = 64  # noqa: N806 - the documented limit (core.todo_formats.MAX_DEPTH)
+    text = '{"todos": [\n{"content": "a", "status": "pending",\n "x": ' + "[" * levels + "]" * levels + "}]}"
+    with pytest.raises(TodoFormatError) as err:
+        parse_todo_json(text, "plan.json")
+    assert str(err.value) == f"plan.json:3: nested deeper than {MAX_DEPTH} levels (column {7 + MAX_DEPTH - 3})"  # the 65th bracket
+    deep_line = json.dumps({"message": {"content": [{"type": "tool_use"}]}, "x": "[" * 10}) + "\n" + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(TodoFormatError, match=rf"t.jsonl:2: nested deeper than {MAX_DEPTH} levels"):
+        parse_claude_transcript(deep_line, "t.jsonl")
+
+
+def test_size_and_item_limits(monkeypatch):
+    import optui.core.todo_formats as tf
+
+    monkeypatch.setattr(tf, "MAX_ITEMS", 10)
+    with pytest.raises(TodoFormatError, match=r"^plan.json: todos: 11 items \(limit 10; not a todo list\?\)$"):
+        parse_todo_json(big_list(11), "plan.json")
+    monkeypatch.setattr(tf, "MAX_CHARS", 1000)
+    with pytest.raises(TodoFormatError, match=r"^plan.json: file too large: 2,\d{3} characters \(limit 1,000"):
+        parse_todo_json(big_list(20), "plan.json")
+
+
+def test_a_rewritten_big_list_costs_bounded_similarity_work(monkeypatch):
+    """300 items the agent reworded, none with numbers: comparing every pair was 90,000
+    SequenceMatcher ratios; the similarity pass stops at its budget."""
+    import optui.core.todo_merge as tm
+
+    made = []
+
+    class Counting(tm.SequenceMatcher):
+        def __init__(self, *a, **kw):
+            made.append(1)
+            super().__init__(*a, **kw)
+
+    monkeypatch.setattr(tm, "SequenceMatcher", Counting)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    old = [item(i + 1, f"check {words[i % 8]} {words[i // 8 % 8]} {words[i // 64 % 8]} path",
+                upstream=up(f"check {words[i % 8]} {words[i // 8 % 8]} {words[i // 64 % 8]} path")) for i in range(300)]
+    new = [agent(f"verify {w} logs") for w in (f"{a}{b}" for a in words for b in words * 5)][:300]
+    plan = tm.plan_snapshot(old, new)
+    assert len(made) <= tm.FUZZY_BUDGET
+    assert len(plan.adds) + len(plan.updates) + plan.unchanged == 300

@@ -8,10 +8,14 @@ ORDER BY position``; the DB is found from ``$OPENCODE_DB`` or the newest
 TodoWrite call of a session transcript ``~/.claude/projects/*/<session>.jsonl``) and any
 todowrite-style JSON file. A path may be a glob: the newest matching file is followed.
 
-:class:`TodoFollower` polls cheap file signatures (size + mtime of the file, and of the
-``-wal`` file for SQLite) every ``poll_s`` and re-reads on a change (and every
-``refresh_s`` anyway). Agents rewrite files in place, so a file that fails to parse is
-re-read once before the error is reported (a half-written file is not an error).
+:class:`TodoFollower` polls cheap file signatures (size, mtime and inode of the file, and of
+the ``-wal`` file for SQLite) every ``poll_s`` and re-reads on a change (and every
+``refresh_s`` anyway, for filesystems whose mtime is coarse or wrong). A JSON file is
+parsed only when its content hash differs from the last one parsed, so an unchanged list
+of any size costs one read and one hash per ``refresh_s``, never a parse. Agents rewrite
+files in place, so a file that fails to parse is re-read once before the error is reported
+(a half-written file is not an error); any failure, even an unexpected one, is reported
+through ``on_error`` and the follower keeps polling: the next valid write recovers it.
 No new dependency: stat polling works on every filesystem, inotify does not over NFS.
 """
 
@@ -20,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import glob
+import hashlib
+import inspect
 import os
 import sqlite3
 import time
@@ -30,6 +36,7 @@ from optui.core.todo_formats import (
     AgentTodo,
     FollowSpec,
     TodoFormatError,
+    check_size,
     origin_of,
     parse_claude_transcript,
     parse_todo_json,
@@ -84,8 +91,9 @@ def resolve_path(spec: FollowSpec) -> Path:
 
 
 def signature(spec: FollowSpec) -> tuple:
-    """A cheap fingerprint that changes when the source is written: path, size and mtime
-    of the file (and of its ``-wal`` for SQLite). Never raises."""
+    """A cheap fingerprint that changes when the source is written: path, size, mtime
+    and inode of the file (and of its ``-wal`` for SQLite; the inode catches a rename over
+    it). Never raises."""
     try:
         path = resolve_path(spec)
     except FollowError as exc:
@@ -94,24 +102,47 @@ def signature(spec: FollowSpec) -> tuple:
     for p in (path, Path(str(path) + "-wal")) if spec.is_sqlite else (path,):
         try:
             st = p.stat()
-            out += [st.st_size, st.st_mtime_ns]
+            out += [st.st_size, st.st_mtime_ns, st.st_ino]
         except OSError:
-            out += [None, None]
+            out += [None, None, None]
     return tuple(out)
 
 
 def read_snapshot(spec: FollowSpec) -> tuple[str, list[AgentTodo]]:
     """Read the agent's whole list now: ``(origin, items)``. Blocking (call it in a
-    thread). Raises FollowError or TodoFormatError (file, line, field)."""
+    thread). Raises FollowError or TodoFormatError (file, line, field; also a file over
+    the size, item or depth limits of :mod:`optui.core.todo_formats`)."""
+    path, raw = read_raw(spec)
+    return parse_raw(spec, path, raw)
+
+
+def read_raw(spec: FollowSpec) -> tuple[Path, bytes | None]:
+    """The source's file and its bytes (None for an opencode DB, which
+    :func:`parse_raw` queries). Blocking. A JSON file over ``MAX_CHARS`` bytes is refused
+    before it is read (TodoFormatError); transcripts are not limited (they grow all session)."""
     path = resolve_path(spec)
     if spec.is_sqlite:
+        return path, None
+    try:
+        with path.open("rb") as fh:
+            if path.suffix != ".jsonl":
+                check_size(os.fstat(fh.fileno()).st_size, str(path))
+            return path, fh.read()
+    except FileNotFoundError:
+        raise FollowError(f"{path}: no such file (yet)", missing=True) from None
+    except OSError as exc:
+        raise FollowError(f"{path}: cannot read: {exc}") from None
+
+
+def parse_raw(spec: FollowSpec, path: Path, raw: bytes | None) -> tuple[str, list[AgentTodo]]:
+    """What :func:`read_raw` returned → ``(origin, items)`` (an opencode DB is queried
+    now). Blocking. Raises FollowError or TodoFormatError."""
+    if raw is None:
         session, items = _read_opencode_db(path, spec.session)
         return origin_of("opencode", str(path), session), items
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FollowError(f"{path}: no such file (yet)", missing=True) from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise FollowError(f"{path}: cannot read: {exc}") from None
     if path.suffix == ".jsonl":
         items = parse_claude_transcript(text, str(path))
@@ -157,9 +188,13 @@ def _has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
 class TodoFollower:
     """Poll one source and report snapshots (see module doc).
 
-    ``on_snapshot(origin, items)`` runs on the event loop for every *new* list content;
+    ``on_snapshot(origin, items)`` runs on the event loop for every *new* list content
+    (it may return an awaitable, awaited before the next poll);
     ``on_error(message, missing)`` when the source cannot be read (a parse error only once
-    the file stopped changing); ``on_ok()`` when it can be read again.
+    the file stopped changing); ``on_ok()`` when it can be read again. An exception from
+    these callbacks is reported through ``on_error`` too; the follower keeps going.
+    Counters for tests and benchmarks: ``polls`` (signature checks), ``reads`` (reads of
+    the source), ``parses`` (JSON parses or DB queries).
     """
 
     def __init__(self, spec: FollowSpec, *, on_snapshot: Callable[[str, list[AgentTodo]], None],
@@ -171,33 +206,73 @@ class TodoFollower:
         self.on_ok = on_ok
         self.poll_s = poll_s
         self.refresh_s = refresh_s
-        self.reads = 0
+        self.polls = self.reads = self.parses = 0
         self._last: tuple[str, list[AgentTodo]] | None = None
+        self._seen: tuple[str, bytes] | None = None  # (path, hash) of the content last parsed to an end
 
     async def run(self) -> None:
         """Follow until cancelled."""
         last_sig, error_sig, last_read = None, None, 0.0
         while True:
+            self.polls += 1
             sig = await asyncio.to_thread(signature, self.spec)
             if sig != last_sig or time.monotonic() - last_read >= self.refresh_s:
                 last_read = time.monotonic()
                 try:
                     self.reads += 1
-                    snapshot = await asyncio.to_thread(read_snapshot, self.spec)
-                except (TodoFormatError, FollowError) as exc:
+                    snapshot, seen = await asyncio.to_thread(self._read)
+                except Exception as exc:  # noqa: BLE001 - RecursionError, MemoryError...: reported, never fatal
                     missing = isinstance(exc, FollowError) and exc.missing
                     if missing or sig == error_sig:
-                        self.on_error(str(exc), missing)
+                        self._seen = getattr(exc, "seen", None)  # an unchanged broken file is not parsed again
+                        self._report(_message(exc, self.spec), missing)
                         last_sig = sig  # reported: wait for the next change
                     else:
                         error_sig, last_sig = sig, None  # maybe mid-write: read once more
                 else:
                     error_sig, last_sig = None, sig
-                    self.on_ok()
-                    if snapshot != self._last:
-                        self._last = snapshot
-                        self.on_snapshot(*snapshot)
+                    if snapshot is not None:  # None: the content is the one parsed last time
+                        self._seen = seen
+                        await self._deliver(snapshot)
             await asyncio.sleep(self.poll_s)
+
+    def _read(self) -> tuple[tuple[str, list[AgentTodo]] | None, tuple[str, bytes] | None]:
+        """(snapshot, content key) in a worker thread; snapshot None when the content is
+        unchanged since the last parse. A parse error carries the key as ``exc.seen``."""
+        path, raw = read_raw(self.spec)
+        seen = None if raw is None else (str(path), hashlib.blake2b(raw, digest_size=16).digest())
+        if seen is not None and seen == self._seen:
+            return None, seen
+        self.parses += 1
+        try:
+            return parse_raw(self.spec, path, raw), seen
+        except Exception as exc:
+            exc.seen = seen
+            raise
+
+    async def _deliver(self, snapshot: tuple[str, list[AgentTodo]]) -> None:
+        try:
+            self.on_ok()
+            if snapshot != self._last:
+                done = self.on_snapshot(*snapshot)
+                if inspect.isawaitable(done):
+                    await done
+                self._last = snapshot
+        except Exception as exc:  # a follower that dies silently would show ✓ for ever
+            self._seen = None  # try this content again at the next refresh
+            self._report(_message(exc, self.spec), False)
+
+    def _report(self, message: str, missing: bool) -> None:
+        with contextlib.suppress(Exception):
+            self.on_error(message, missing)
+
+
+def _message(exc: BaseException, spec: FollowSpec) -> str:
+    """What the operator is told: our errors say file/line/field themselves; anything
+    else is named with its type and the entry followed."""
+    if isinstance(exc, TodoFormatError | FollowError):
+        return str(exc)
+    return f"{spec.text or spec.path}: cannot follow: {type(exc).__name__}: {exc}"
 
 
 async def cancel(task: asyncio.Task | None) -> None:

@@ -22,9 +22,11 @@ the line and the field, and nothing is imported.
 
 from __future__ import annotations
 
+import bisect
 import json
 import json.decoder
 import json.scanner
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -146,21 +148,93 @@ def origin_of(kind: str, path: str, session: str | None = None) -> str:
 
 
 # ------------------------------------------------------------------ JSON files
+#: The most a todo file may hold: characters of text, items, levels of nesting. A real agent
+#: list has tens of items three levels deep; past these the file is refused with the limit
+#: named (a bigger or deeper one is an attack or a bug, and would stall the window).
+MAX_CHARS = 64 * 1024 * 1024
+MAX_ITEMS = 100_000
+MAX_DEPTH = 64
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+class LineIndex:
+    """Offsets of every newline of ``text``, built once (linear): :meth:`line` is then a
+    bisect, so numbering every object of a file costs O(n log n), never O(n²)."""
+
+    def __init__(self, text: str) -> None:
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line(self, offset: int) -> int:
+        """1-based line of the character at ``offset``."""
+        return bisect.bisect_left(self.newlines, offset) + 1
+
+    def column(self, offset: int) -> int:
+        """1-based column of the character at ``offset``."""
+        n = bisect.bisect_left(self.newlines, offset)
+        return offset - (self.newlines[n - 1] + 1 if n else 0) + 1
+
+
 def _load_with_lines(text: str) -> tuple[object, dict[int, int]]:
     """``json.loads`` that also returns the line (1-based) where every object starts,
-    keyed by ``id(obj)`` (the pure-Python scanner lets us see object starts)."""
-    lines: dict[int, int] = {}
+    keyed by ``id(obj)`` (the pure-Python scanner lets us see object starts). Slower than
+    ``json.loads``, so only used to name the line of an error; ``text`` must be valid JSON
+    no deeper than :data:`MAX_DEPTH` (the scanner recurses)."""
+    offsets: dict[int, int] = {}
     decoder = json.JSONDecoder()
 
     def parse_object(s_and_end, *args, **kwargs):
-        s, end = s_and_end
         obj, new_end = json.decoder.JSONObject(s_and_end, *args, **kwargs)
-        lines[id(obj)] = s.count("\n", 0, end) + 1
+        offsets[id(obj)] = s_and_end[1]
         return obj, new_end
 
     decoder.parse_object = parse_object
     decoder.scan_once = json.scanner.py_make_scanner(decoder)
-    return decoder.decode(text), lines
+    data = decoder.decode(text)
+    index = LineIndex(text)
+    return data, {key: index.line(offset) for key, offset in offsets.items()}
+
+
+def _too_deep(data: object, limit: int) -> bool:
+    """True when ``data`` nests containers deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ():
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
+
+
+def _deep_at(text: str, limit: int) -> tuple[int, int] | None:
+    """(line, column) of the bracket that opens level ``limit + 1`` of ``text`` (strings
+    skipped), or None. Linear; for the error message only."""
+    bare = _STRING.sub(lambda m: " " * len(m.group()), text)  # same offsets, no brackets in strings
+    depth = 0
+    for m in _BRACKET.finditer(bare):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > limit:
+            index = LineIndex(text)
+            return index.line(m.start()), index.column(m.start())
+    return None
+
+
+def check_size(size: int, source: str, unit: str = "bytes") -> None:
+    """Refuse a todo file of ``size`` bytes (``unit``: or characters) over
+    :data:`MAX_CHARS`, before it is read. Raises :class:`TodoFormatError`."""
+    if size > MAX_CHARS:
+        raise TodoFormatError(source, None, None, f"file too large: {size:,} {unit} (limit {MAX_CHARS:,}; not a todo list?)")
+
+
+def _depth_error(source: str, text: str, first_line: int = 1) -> TodoFormatError:
+    """The error for ``text`` (starting at line ``first_line`` of ``source``) nested
+    deeper than :data:`MAX_DEPTH`, naming where."""
+    at = _deep_at(text, MAX_DEPTH)
+    line, where = (at[0] + first_line - 1, f" (column {at[1]})") if at else (first_line, "")
+    return TodoFormatError(source, line, None, f"nested deeper than {MAX_DEPTH} levels{where}")
 
 
 def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
@@ -168,13 +242,27 @@ def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
     Claude Code ``~/.claude/todos/*.json``) or an object with a ``todos`` array (the
     todowrite / TodoWrite tool input). Each object needs ``content`` (non-empty string) and
     ``status`` (string); ``priority``, ``activeForm`` and ``id`` are optional; other keys
-    are ignored. Raises :class:`TodoFormatError` (``FILE:LINE: todos[2].status: ...``)."""
+    are ignored. Raises :class:`TodoFormatError` (``FILE:LINE: todos[2].status: ...``),
+    also for a file over :data:`MAX_CHARS`, :data:`MAX_ITEMS` or :data:`MAX_DEPTH`.
+    Linear in the size of ``text`` (the C decoder; lines are only looked up for an error)."""
+    check_size(len(text), source, "characters")
     if not text.strip():
         raise TodoFormatError(source, None, None, "empty file (expected a JSON array of todo objects)")
     try:
-        data, lines = _load_with_lines(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TodoFormatError(source, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise _depth_error(source, text) from None
+    if _too_deep(data, MAX_DEPTH):
+        raise _depth_error(source, text)
+    try:
+        return _items(data, source, lambda obj: None)
+    except TodoFormatError as exc:
+        if exc.line is not None:
+            raise
+    # the same error again, now with its line (this scan is slower, so only on the error path)
+    data, lines = _load_with_lines(text)
     return _items(data, source, lambda obj: lines.get(id(obj)))
 
 
@@ -188,6 +276,8 @@ def _items(data: object, source: str, line_of, prefix: str = "") -> list[AgentTo
             raise TodoFormatError(source, None, prefix, f"expected an array, got {type(data).__name__}")
     elif not isinstance(data, list):
         raise TodoFormatError(source, 1, None, f"expected a JSON array of todo objects, got {type(data).__name__}")
+    if len(data) > MAX_ITEMS:
+        raise TodoFormatError(source, None, prefix or None, f"{len(data):,} items (limit {MAX_ITEMS:,}; not a todo list?)")
     out = []
     for i, obj in enumerate(data):
         where = f"{prefix}[{i}]"
@@ -216,6 +306,8 @@ def parse_claude_transcript(text: str, source: str = "<transcript>") -> list[Age
             if n == len(lines):  # no trailing newline: mid-write
                 break
             raise TodoFormatError(source, n, None, f"invalid JSON line: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise _depth_error(source, line, n) from None
         message = obj.get("message") if isinstance(obj, dict) else None
         parts = message.get("content") if isinstance(message, dict) else None
         for part in parts if isinstance(parts, list) else ():

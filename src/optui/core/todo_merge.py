@@ -85,34 +85,37 @@ def _agent_meta(item_meta: dict, todo: AgentTodo, mark: str) -> dict:
 
 def plan_snapshot(existing: Iterable[TodoItem], snapshot: Sequence[AgentTodo], *, deleted: Iterable[int] = ()) -> SyncPlan:
     """Diff ``snapshot`` (the agent's whole list, in order) against ``existing`` (every
-    optui item of that origin, deleted ones included, with ``deleted`` naming their ids)."""
+    optui item of that origin, deleted ones included, with ``deleted`` naming their ids).
+
+    Cost: exact matches through a dict (linear); the similarity pass compares an
+    unmatched item only with unmatched items carrying the same numbers, at most
+    :data:`FUZZY_BUDGET` comparisons per snapshot (past it, an unmatched item is new), so
+    a 15,000-item list rewritten by the agent never stalls the session."""
     deleted = frozenset(deleted)
     candidates = list(existing)
-    keys = {c.id: {normalize_content(_upstream(c)["content"]), normalize_content(c.content)} for c in candidates}
+    by_key: dict[str, list[TodoItem]] = {}  # normalised content → candidates, in order
+    keys: dict[int, list[str]] = {}
+    for c in candidates:
+        keys[c.id] = list(dict.fromkeys((normalize_content(_upstream(c)["content"]), normalize_content(c.content))))
+        for k in keys[c.id]:
+            by_key.setdefault(k, []).append(c)
     matched: dict[int, TodoItem] = {}  # snapshot index → item
     used: set[int] = set()
-    for i, todo in enumerate(snapshot):
-        key = normalize_content(todo.content)
-        for c in candidates:
-            if c.id not in used and key in keys[c.id]:
-                matched[i] = c
-                used.add(c.id)
-                break
-    for i, todo in enumerate(snapshot):
-        if i in matched:
+    snapshot_keys = [normalize_content(todo.content) for todo in snapshot]
+    start: dict[str, int] = {}  # per key: candidates before this index are used (so duplicates stay linear)
+    for i, key in enumerate(snapshot_keys):
+        same = by_key.get(key)
+        if not same:
             continue
-        key = normalize_content(todo.content)
-        best, best_ratio = None, FUZZY_RATIO
-        for c in candidates:
-            if c.id in used:
-                continue
-            ratio = max((SequenceMatcher(None, key, k).ratio() for k in keys[c.id] if _numbers(k) == _numbers(key)), default=0)
-            if ratio >= best_ratio:
-                best, best_ratio = c, ratio
-        if best is not None:
-            matched[i] = best
-            used.add(best.id)
-
+        j = start.get(key, 0)
+        while j < len(same) and same[j].id in used:
+            j += 1
+        if j < len(same):
+            matched[i] = same[j]
+            used.add(same[j].id)
+            j += 1
+        start[key] = j
+    _match_similar(candidates, keys, snapshot_keys, matched, used)
     adds, updates, unchanged, kept_deleted = [], [], 0, 0
     for i, todo in enumerate(snapshot):
         item = matched.get(i)
@@ -129,6 +132,47 @@ def plan_snapshot(existing: Iterable[TodoItem], snapshot: Sequence[AgentTodo], *
             updates.append(update)
     removes = [c for c in candidates if c.id not in used and c.id not in deleted and c.agent_mark != "removed"]
     return SyncPlan(tuple(adds), tuple(updates), tuple(removes), unchanged, kept_deleted, deleted)
+
+
+#: Most similarity comparisons (``SequenceMatcher.ratio``) one snapshot may cost.
+FUZZY_BUDGET = 20_000
+
+
+def _match_similar(candidates: list[TodoItem], keys: dict[int, list[str]], snapshot_keys: list[str],
+                   matched: dict[int, TodoItem], used: set[int]) -> None:
+    """The similarity pass of :func:`plan_snapshot`: fills ``matched``/``used`` in place.
+    Same choice as comparing every pair (the best ratio ≥ :data:`FUZZY_RATIO`, the later
+    candidate on a tie), but only pairs with the same numbers, each bounded first by the
+    cheap upper bounds of the ratio."""
+    if len(matched) == len(snapshot_keys) or len(used) == len(candidates):
+        return
+    by_numbers: dict[tuple[str, ...], dict[int, list[str]]] = {}  # numbers → candidate id → its keys
+    for c in candidates:
+        if c.id not in used:
+            for k in keys[c.id]:
+                by_numbers.setdefault(tuple(_numbers(k)), {}).setdefault(c.id, []).append(k)
+    by_id = {c.id: c for c in candidates}
+    budget = FUZZY_BUDGET
+    for i, key in enumerate(snapshot_keys):
+        if i in matched:
+            continue
+        group = by_numbers.get(tuple(_numbers(key)))
+        if not group:
+            continue
+        best, best_ratio = None, FUZZY_RATIO
+        for cid, ks in group.items():
+            if cid in used:
+                continue
+            for k in ks:
+                if budget <= 0:
+                    return
+                budget -= 1
+                m = SequenceMatcher(None, key, k)
+                if m.real_quick_ratio() >= best_ratio and m.quick_ratio() >= best_ratio and m.ratio() >= best_ratio:
+                    best, best_ratio = by_id[cid], m.ratio()
+        if best is not None:
+            matched[i] = best
+            used.add(best.id)
 
 
 def _update_for(item: TodoItem, todo: AgentTodo) -> Update | None:
