@@ -275,3 +275,36 @@ def test_kill_9_mid_writes_loses_nothing_committed(tmp_path):
     assert len(events) >= 2 * len(committed)
     # an add whose update did not make it is still a whole add (one transaction each)
     assert all(e.data["after"] is not None for e in events)
+
+
+async def test_a_followed_list_of_15000_items_shows_and_space_toggles(tmp_path, monkeypatch):
+    """The list arrives through the real follower; the panel builds only the rows it
+    shows (it rebuilt all 15,000, twice per key, so Space took seconds)."""
+    from optui.ui.widgets.todo_panel import TodoPanel
+
+    n = 15_000
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"todos": [{"content": f"Try tensor parallel {i} with prefill {i * 64}", "status": "pending"}
+                                          for i in range(n)]}))
+    built = []
+    real_row = TodoPanel._row
+    monkeypatch.setattr(TodoPanel, "_row", lambda self, item, *a: built.append(item.id) or real_row(self, item, *a))
+    app = make_app(campaign(tmp_path, f'[todo]\npoll_s = 0.1\nfollow = ["todowrite:{plan}"]\n'))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "Try tensor parallel 0 with prefill 0" in shown(app), timeout=80)
+        assert len(app.session.snapshot().todos) == n
+        assert len(built) < 500
+        await pilot.press("3", "end")
+        await wait_for(pilot, lambda: f"Try tensor parallel {n - 1} with" in shown(app))
+        built.clear()
+
+        def last_row() -> str:
+            return next(line for line in shown(app).splitlines() if f"Try tensor parallel {n - 1} " in line)
+
+        await pilot.press("space")
+        await wait_for(pilot, lambda: last_row().startswith("◐"), what=last_row)
+        last = app.session.journal.todos()[-1]
+        assert (last.content, last.status) == (f"Try tensor parallel {n - 1} with prefill {(n - 1) * 64}", TodoStatus.IN_PROGRESS)
+        assert len(built) < 100  # the rows on screen, not the list
+        await pilot.press("space")
+        await wait_for(pilot, lambda: last_row().startswith("✔"), what=last_row)

@@ -5,11 +5,15 @@ flags, todo content) never goes through markup, and its control characters are s
 escaped. Only the visible window is rendered; the
 cursor stays visible when the list scrolls, and setting new rows keeps the cursor on the
 same *key* (so live updates never make the selection jump).
+
+A long list (a followed agent list of 15,000 items) gives :meth:`CursorList.set_lazy_rows`
+a function that builds one row: only the rows on screen are built, and moving the cursor,
+scrolling or a new list cost what the window shows, not what the list holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from rich.text import Text
 from textual.binding import Binding
@@ -57,6 +61,7 @@ class CursorList(Widget, can_focus=True):
         self.cursor_when_blurred = True
         self._rows: list[Text] = []
         self._keys: list[Hashable] = []
+        self._build: Callable[[int], Text] | None = None  # lazy rows: index → row
         self._top = 0
 
     # ------------------------------------------------------------ data
@@ -65,14 +70,25 @@ class CursorList(Widget, can_focus=True):
         bidi characters in them are shown escaped (:func:`~optui.ui.safe_screen.visible_text`);
         a panel puts one-line fields in with :func:`~optui.core.safe_text.safe_line`."""
         rows = [visible_text(r) for r in rows]
+        if self._build is None and list(keys) == self._keys and [r.plain for r in rows] == [r.plain for r in self._rows] \
+                and [r.spans for r in rows] == [r.spans for r in self._rows]:
+            return
+        self._set_rows(keys, list(rows), None)
+
+    def set_lazy_rows(self, keys: Sequence[Hashable], build: Callable[[int], Text]) -> None:
+        """Replace the rows with ``len(keys)`` rows that ``build(index)`` makes when they
+        are drawn (it is called again at every repaint, so it should cache; the rows are
+        made visible like :meth:`set_rows` does). The cursor follows its key."""
+        self._set_rows(keys, None, build)
+
+    def _set_rows(self, keys: Sequence[Hashable], rows: list[Text] | None, build: Callable[[int], Text] | None) -> None:
         current = self.current_key
         at_top = self.follow_top and self.cursor == 0
-        if list(keys) == self._keys and [r.plain for r in rows] == [r.plain for r in self._rows] and \
-                [r.spans for r in rows] == [r.spans for r in self._rows]:
-            return
-        relayout = sum(map(self._row_height, rows)) != sum(map(self._row_height, self._rows))
+        limit = self._line_limit()
+        before = self._lines_upto(limit)
         self._keys = list(keys)
-        self._rows = list(rows)
+        self._rows, self._build = rows if rows is not None else [], build
+        relayout = self._lines_upto(limit) != before
         if at_top:
             self.cursor = 0
         elif current in self._keys:
@@ -80,6 +96,31 @@ class CursorList(Widget, can_focus=True):
         else:
             self.cursor = min(self.cursor, max(0, len(self._keys) - 1))
         self.refresh(layout=relayout)
+
+    def _row_at(self, index: int) -> Text:
+        """Row ``index`` (built now for a lazy list)."""
+        if self._build is None:
+            return self._rows[index]
+        return visible_text(self._build(index))
+
+    def _row_count(self) -> int:
+        return len(self._keys) if self._build is not None else len(self._rows)
+
+    def _line_limit(self) -> int:
+        """More lines than the list can ever show (the terminal's height)."""
+        try:
+            return max(self.app.size.height, self.size.height, 1) + 1
+        except Exception:  # noqa: BLE001 - not mounted: no app yet
+            return 200
+
+    def _lines_upto(self, limit: int) -> int:
+        """The rows' total height, counted only up to ``limit`` (bounded work for long lists)."""
+        total = 0
+        for i in range(self._row_count()):
+            total += self._row_height(self._row_at(i))
+            if total >= limit:
+                break
+        return total
 
     @property
     def current_key(self) -> Hashable | None:
@@ -108,39 +149,60 @@ class CursorList(Widget, can_focus=True):
 
     # ------------------------------------------------------------ render
     def get_content_height(self, container, viewport, width: int) -> int:
-        """All rows (so ``height: auto`` fits the list; max-height caps it)."""
-        return max(1, sum(self._row_height(r) for r in self._rows))
+        """All rows (so ``height: auto`` fits the list; max-height caps it), counted up to
+        what the container or the viewport can show."""
+        return max(1, self._lines_upto(max(container.height, viewport.height, 1) + 1))
 
     def _row_height(self, row: Text) -> int:
         return row.plain.count("\n") + 1
 
     def render(self) -> Text:
         height = max(1, self.size.height)
-        if not self._rows:
+        count = self._row_count()
+        if not count:
             return Text(self.empty_text, style="dim")
-        # keep the cursor row inside the window
-        heights = [self._row_height(r) for r in self._rows]
-        self._top = min(self._top, self.cursor)
-        while sum(heights[self._top : self.cursor + 1]) > height and self._top < self.cursor:
-            self._top += 1
+        rows: dict[int, Text] = {}
+
+        def row(i: int) -> Text:
+            if i not in rows:
+                rows[i] = self._row_at(i)
+            return rows[i]
+
+        def h(i: int) -> int:
+            return self._row_height(row(i))
+
+        # keep the cursor row inside the window: the lowest top from which it still shows
+        # (walked back from the cursor, so a jump to the end of a long list costs a window)
+        cursor = min(self.cursor, count - 1)
+        lowest, used = cursor, h(cursor)
+        while lowest > 0 and used + h(lowest - 1) <= height:
+            lowest -= 1
+            used += h(lowest)
+        self._top = max(min(self._top, cursor), lowest)
         # grown taller (resize) or rows removed: fill the window instead of leaving the
         # rows above hidden behind a stale offset
-        while self._top > 0 and sum(heights[self._top - 1 :]) <= height:
+        below = 0
+        for i in range(self._top, count):
+            below += h(i)
+            if below > height:
+                break
+        while self._top > 0 and below + h(self._top - 1) <= height:
             self._top -= 1
+            below += h(self._top)
         out = Text(no_wrap=True, overflow="ellipsis")
         used = 0
         highlight = (style(self.app, "block-cursor-foreground", "block-cursor-background", bold=True) if self.has_focus
                      else style(self.app, bg="block-cursor-blurred-background"))
-        for i in range(self._top, len(self._rows)):
+        for i in range(self._top, count):
             if used >= height:
                 break
-            row = self._rows[i]
+            r = row(i)
             if i == self.cursor and (self.has_focus or self.cursor_when_blurred):
-                row = self._highlighted(row, highlight)
+                r = self._highlighted(r, highlight)
             if used:
                 out.append("\n")
-            out.append_text(row)
-            used += heights[i]
+            out.append_text(r)
+            used += h(i)
         return out
 
     def _highlighted(self, row: Text, highlight) -> Text:

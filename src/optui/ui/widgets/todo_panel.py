@@ -90,6 +90,9 @@ class TodoPanel(Vertical):
         #: todo id → what the experiment runner is doing with it ("queued", "restart"...)
         self.running: dict[int, str] = {}
         self.subtitle = ""
+        #: item id → (item, how it was drawn, row): a row is built again only when its item
+        #: or its look changed, and only when it is on screen (15,000 items draw ~40 rows)
+        self._row_cache: dict[int, tuple[TodoItem, tuple, Text]] = {}
 
     def compose(self) -> ComposeResult:
         yield TodoList(empty_text="no todo items — press a to add one", id="todo-list")
@@ -135,7 +138,22 @@ class TodoPanel(Vertical):
         width = max(20, self.size.width or 60)
         wrap = self.screen.has_class("-wide")
         items = self._visible()
-        self.list.set_rows([t.id for t in items], [self._row(t, width, wrap) for t in items])
+        look = (width, wrap, self.app.theme)
+        if len(self._row_cache) > 2 * len(self._items) + 100:  # items gone for good
+            ids = {t.id for t in self._items}
+            self._row_cache = {k: v for k, v in self._row_cache.items() if k in ids}
+
+        def build(index: int) -> Text:
+            item = items[index]
+            key = (*look, self.running.get(item.id))
+            cached = self._row_cache.get(item.id)
+            if cached is not None and cached[1] == key and cached[0] == item:
+                return cached[2]
+            row = self._row(item, width, wrap)
+            self._row_cache[item.id] = (item, key, row)
+            return row
+
+        self.list.set_lazy_rows([t.id for t in items], build)
         title = "[3] Todo"
         if self.filter_text:
             title += f"  /{self.filter_text}"
