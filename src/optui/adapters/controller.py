@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from optui.adapters import proc
+from optui.adapters.private_files import private_dir, private_file
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError, Spawned
 from optui.core.flags import Flags
 
@@ -120,8 +121,8 @@ def read_pidfile(path: Path) -> Launch | None:
 
 def write_pidfile(path: Path, launch: Launch) -> None:
     """Record ``launch`` atomically (a small local JSON file in the state dir)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    private_dir(path.parent)
+    tmp = private_file(path.with_suffix(".tmp"))
     tmp.write_text(json.dumps(asdict(launch)))
     os.replace(tmp, path)
 

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from optui.adapters.private_files import open_private_append
+
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a child: ours + ``PYTHONUNBUFFERED=1`` + ``extra``."""
@@ -82,8 +84,7 @@ def spawn_detached_sync(
     key). The process does not depend on the caller's lifetime (see
     :class:`DetachedProcess`). Raises OSError (e.g. FileNotFoundError for an unknown
     program) with the program name in the message."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = open_private_append(log_path)  # 0600 in a 0700 folder
     try:
         popen = subprocess.Popen(
             list(argv),

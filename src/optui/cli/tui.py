@@ -105,6 +105,43 @@ def previous_demo_port(directory: Path) -> int | None:
         return None
 
 
+def _surviving_demo_launch(directory: Path):
+    """The demo server launch recorded in ``directory`` whose process still runs (same PID
+    and start time), else None."""
+    from optui.adapters import proc
+    from optui.adapters.controller import read_pidfile
+
+    launch = read_pidfile(directory / ".optui" / "servers" / "demo.json")
+    if launch is None or not proc.pid_alive(launch.pid):
+        return None
+    if launch.proc_start and str(proc.process_start_ticks(launch.pid)) != launch.proc_start:
+        return None  # the PID belongs to another process by now
+    return launch
+
+
+def surviving_demo_port(directory: Path) -> int | None:
+    """The port of a demo server that outlived its ``optui demo`` (SIGKILL, a closed
+    terminal): the next start keeps that port and re-attaches to the server instead of
+    writing a new port into the config and waiting for a server that never answers there."""
+    launch = _surviving_demo_launch(directory)
+    if launch is None:
+        return None
+    argv = list(launch.argv)
+    try:
+        return int(argv[argv.index("--port") + 1])
+    except (ValueError, IndexError):
+        return None
+
+
+def stop_surviving_demo_server(directory: Path) -> None:
+    """SIGKILL the process group of a surviving demo server (``--fresh`` starts over)."""
+    from optui.adapters import proc
+
+    launch = _surviving_demo_launch(directory)
+    if launch is not None:
+        proc.kill_group_now(launch.pid)
+
+
 def write_demo_config(directory: Path, *, port: int, speed: float = 1.0) -> Path:
     """Write the demo campaign's ``optui.toml`` into ``directory``; returns its path.
 
@@ -183,13 +220,19 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
     from platformdirs import user_state_dir
 
     base = Path(directory) if directory else Path(user_state_dir("optui", appauthor=False)) / "demo"
-    if fresh and base.exists():
-        shutil.rmtree(base)
-    try:
-        config_path = write_demo_config(base, port=free_port(previous_demo_port(base)), speed=speed)
-    except ValueError as exc:
-        print(safe_text(f"optui: error: --dir {exc}"), file=sys.stderr)
-        sys.exit(2)
+    config_path = base / "optui.toml"
+    if read_only and config_path.exists():
+        pass  # read-only starts, stops and rewrites nothing: the campaign as another window left it
+    else:
+        if fresh and base.exists():
+            stop_surviving_demo_server(base)
+            shutil.rmtree(base)
+        survivor = surviving_demo_port(base)  # a demo killed with SIGKILL left its server running
+        try:
+            config_path = write_demo_config(base, port=survivor or free_port(previous_demo_port(base)), speed=speed)
+        except ValueError as exc:
+            print(safe_text(f"optui: error: --dir {exc}"), file=sys.stderr)
+            sys.exit(2)
 
     def load():
         from optui.config import load_config

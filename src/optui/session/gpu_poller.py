@@ -92,12 +92,17 @@ class GpuPoller:
         if hasattr(source, "on_fresh"):  # a streaming source paces the reads itself
             source.on_fresh = wake.set
             timeout = 1.5 * interval  # only to refresh the age shown when its ticks stop
+        me = asyncio.current_task()
         while True:
             if not self.paused:
                 await self._read(host, source, interval)
             wake.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout)
+            if me is not None and me.cancelling():
+                # Python 3.11's wait_for drops a cancellation that arrives as the awaited
+                # read or wake-up completes; the loop then ran on and Session.close() hung
+                raise asyncio.CancelledError
 
     async def _read(self, host: str, source: GpuSource, interval: float) -> None:
         try:

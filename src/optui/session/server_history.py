@@ -70,12 +70,37 @@ class OtherProcesses:
     followed instead of called a crash, and that process's journaled failure shown as is."""
 
     def _journaled_state(self) -> str | None:
-        """At this session's first state change, the state the journal last recorded (see
-        :func:`last_journaled_state`); later: None (this session saw the old state itself)."""
-        if self._first_state_seen:
-            return None
-        self._first_state_seen = True
+        """The state the journal last recorded for this server (see
+        :func:`last_journaled_state`), asked at every state change: two windows (or a window
+        and the CLI) see the same transitions, and only the first to see one journals it."""
         return self._safe(lambda: last_journaled_state(self.journal, self.name))
+
+    async def _follow_launch_made_elsewhere(self) -> bool:
+        """The pidfile names a launch this session has not attached to while it has none
+        running (it showed the server DOWN or CRASHED when another optui process started it):
+        follow that launch from its first log line, so its phases, readiness and a later
+        crash are seen here too. True when it was adopted now."""
+        recorded_fn = getattr(self.controller, "recorded", None)
+        if recorded_fn is None or self._starting or self._stopping:
+            return False
+        recorded = recorded_fn()
+        current = self.controller.launch
+        if recorded is None or (current is not None and (recorded.pid == current.pid
+                                                         or self.controller.process_state() == "running")):
+            return False  # nothing new, or the old launch still runs (its exit adopts the new one)
+        if await self.controller.attach() is None:
+            return False
+        self._adopt(recorded)
+        return True
+
+    def _adopt(self, recorded) -> None:
+        """Follow ``recorded``, a launch another optui process made (see _adopt_relaunch)."""
+        self._elsewhere_since = min(self._elsewhere_since or recorded.started_at, recorded.started_at)
+        self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
+                  ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
+        self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
+        self._adopted = True  # its phases are journaled by the process that launched it
+        self._follow()
 
     async def _adopt_relaunch(self) -> bool:
         """Another optui process (the CLI, a second window) restarted this server: follow
@@ -87,11 +112,7 @@ class OtherProcesses:
         if relaunched:
             self._elsewhere_since = min(self._elsewhere_since or recorded.started_at, recorded.started_at)
         if relaunched and await self.controller.attach() is not None:
-            self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
-                      ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
-            self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
-            self._adopted = True  # its phases are journaled by the process that launched it
-            self._follow()
+            self._adopt(recorded)
             return True
         if self.restarting_elsewhere():
             self._elsewhere_since = self._elsewhere_since or time.time()

@@ -110,7 +110,6 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         self._log_ready = asyncio.Event()
         self._state_changed = asyncio.Condition()
         self._start_mono = time.monotonic()
-        self._first_state_seen = False
 
     # ------------------------------------------------------------ plumbing
     def _journal(self, type: str, data: dict, *, actor: str = "optui") -> None:
@@ -219,6 +218,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             return None
 
     async def _poll_once(self) -> None:
+        await self._follow_launch_made_elsewhere()
         await self.controller.refresh()
         if self.controller.process_state() == "exited" and not self._stopping:
             await self._on_exit()

@@ -79,6 +79,9 @@ class Session:
         self.config = loaded.config
         self.actor = actor
         self.read_only = self.config.read_only if read_only is None else read_only
+        #: read-only from the start (--read-only, the config): such a session never starts, stops or
+        #: rewrites anything, not even the demo's own server at exit (another window runs it)
+        self.started_read_only = self.read_only
         self.stop_servers_on_exit = stop_servers_on_exit
         self.autostart = autostart  # one-shot CLI commands never start servers on their own
         self.state_dir = loaded.journal_path.parent
@@ -246,8 +249,11 @@ class Session:
                 self._tasks.append(asyncio.create_task(self._autostart(rt), name=f"autostart-{rt.name}"))
 
     async def _autostart(self, rt: ServerRuntime) -> None:
-        with contextlib.suppress(RestartError):
-            await rt.restart(list(rt.cfg.argv), actor=self.actor, reason="autostart")
+        """Start an ``autostart`` server that runs nowhere, through the same per-server lock
+        as every other start: two windows opened in the same second must not both launch it
+        (the loser's process used to stay orphaned on the port)."""
+        with contextlib.suppress(RestartError, SessionError):
+            await self.restart_server(rt.name, list(rt.cfg.argv), reason="autostart", only_if_down=True)
 
     async def _watch_journal(self) -> None:
         for tick in itertools.count(1):
@@ -297,9 +303,9 @@ class Session:
         await self.todo_runs.close()
         await self.todo_follow.close()
         await self.benches.close()
-        for rt in self.servers.values():
+        for rt in self.servers.values():  # a read-only window never stops what another window runs
             with contextlib.suppress(Exception):
-                await rt.shutdown(self.stop_servers_on_exit)
+                await rt.shutdown(self.stop_servers_on_exit and not self.started_read_only)
         for ssh in self.ssh_hosts.values():
             with contextlib.suppress(Exception):
                 await ssh.close()
@@ -320,7 +326,7 @@ class Session:
         from optui.adapters import proc as procs
 
         self.benches.kill_leftovers()
-        if self.stop_servers_on_exit:
+        if self.stop_servers_on_exit and not self.started_read_only:
             for rt in self.servers.values():
                 kill = getattr(rt.controller, "kill_now", None)
                 local = getattr(getattr(rt.controller, "shell", None), "local", True)  # no loop left for a remote kill
@@ -348,16 +354,20 @@ class Session:
             raise SessionError(f"read-only mode: {what} is disabled{why}")
 
     async def restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
-                             ready_timeout_s: float | None = None, todo_id: int | None = None):
+                             ready_timeout_s: float | None = None, todo_id: int | None = None, only_if_down: bool = False):
         """Restart ``name`` with ``argv`` and wait for ready/failure (see
         :meth:`ServerRuntime.restart`). Raises SessionError when it cannot begin, e.g. another
-        optui process is restarting the same server."""
+        optui process is restarting the same server. ``only_if_down`` (autostart): once the
+        lock is held, do nothing when a launch is recorded by now (another process made it)
+        and return the current status."""
         self.check_writable("restarting a server")
         rt = self.server(name)
         lock = ServerLock(self.state_dir, name)
         if not lock.acquire():
             raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); try again when it is done")
         try:
+            if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
+                return rt.status
             status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s,
                                       todo_id=todo_id)
         except RestartError as exc:
@@ -384,11 +394,16 @@ class Session:
     async def stop_server(self, name: str, *, actor: str | None = None) -> None:
         """Stop ``name`` (SIGTERM, wait, SIGKILL the group)."""
         self.check_writable("stopping a server")
+        rt = self.server(name)
+        lock = ServerLock(self.state_dir, name)  # a stop during another process's restart would race it
+        if not lock.acquire():
+            raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); try again when it is done")
         try:
-            await self.server(name).stop(actor=actor or self.actor)
+            await rt.stop(actor=actor or self.actor)
         except RestartError as exc:
             raise SessionError(str(exc)) from exc
         finally:
+            lock.release()
             self.sync_journal()
 
     # ---------------------------------------------------------- experiments

@@ -1,0 +1,136 @@
+"""Every path that starts or stops a server takes the same per-server lock, and a read-only
+window starts, stops and rewrites nothing (issue 15, "Major").
+
+Real parts: the demo server as real subprocesses, two real Sessions on one campaign (the
+same flock a second optui process takes), the real SQLite journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from optui.adapters.journal import Journal
+from optui.adapters.proc import group_pids, pid_alive
+from optui.cli.tui import surviving_demo_port, write_demo_config
+from optui.config import load_config
+from optui.session import Session
+from tests.helpers.demo import free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def pidfile_pid(cfg) -> int | None:
+    try:
+        return json.loads((cfg.parent / ".optui" / "servers" / "demo.json").read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def fake_server_pids() -> set[int]:
+    """PIDs of every running demo server of this test run (by command line)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if b"optui.demo.fake_server" in cmd and pid_alive(int(entry)):
+                found.add(int(entry))
+    return found
+
+
+async def wait_ready(session: Session, name: str = "demo", timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while session.servers[name].status.state.value != "ready":
+        assert time.monotonic() < deadline, session.servers[name].status
+        await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+def campaign(tmp_path):
+    cfg = write_demo_config(tmp_path / "c", port=free_port(), speed=40.0)
+    yield cfg
+    pid = pidfile_pid(cfg)
+    if pid:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+async def test_two_windows_autostarting_at_once_launch_one_server(campaign):
+    before = fake_server_pids()
+    a, b = Session(load_config(campaign)), Session(load_config(campaign))
+    try:
+        await asyncio.gather(a.start(), b.start())
+        await asyncio.gather(wait_ready(a), wait_ready(b))
+        launched = fake_server_pids() - before
+        j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+        try:
+            starts = j.events(target="demo", types=["server.starting"])
+        finally:
+            j.close()
+        assert len(starts) == 1, [e.data for e in starts]
+        assert len(launched) == 1, f"two launches: {launched} (one orphaned on the port)"
+        assert a.servers["demo"].status.pid == b.servers["demo"].status.pid == pidfile_pid(campaign)
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_read_only_window_quitting_stops_nothing(campaign):
+    owner = Session(load_config(campaign))
+    await owner.start()
+    try:
+        await wait_ready(owner)
+        pid = owner.servers["demo"].status.pid
+        viewer = Session(load_config(campaign), read_only=True, stop_servers_on_exit=True)  # `optui --read-only demo`
+        await viewer.start()
+        await asyncio.sleep(1.0)
+        await viewer.close()
+        viewer.kill_leftovers()
+        assert pid_alive(pid) and group_pids(pid), "a read-only window stopped another window's server"
+    finally:
+        await owner.close()
+
+
+async def test_stop_waits_for_no_one_but_refuses_during_another_restart(campaign):
+    from optui.session.errors import SessionError
+    from optui.session.locks import ServerLock
+
+    s = Session(load_config(campaign), autostart=False)
+    await s.start()
+    try:
+        other = ServerLock(campaign.parent / ".optui", "demo")
+        assert other.acquire()  # another process restarting the server
+        try:
+            with pytest.raises(SessionError, match="being restarted by another optui process"):
+                await s.stop_server("demo")
+        finally:
+            other.release()
+    finally:
+        await s.close()
+
+
+async def test_a_demo_killed_with_sigkill_leaves_a_server_the_next_demo_keeps(campaign):
+    s = Session(load_config(campaign))
+    await s.start()
+    try:
+        await wait_ready(s)
+        port = int(campaign.read_text().split("http://127.0.0.1:")[1].split('"')[0])
+    finally:
+        await s.close()  # not a demo session: the server keeps running, as after SIGKILL of `optui demo`
+    assert surviving_demo_port(campaign.parent) == port
+    os.killpg(pidfile_pid(campaign), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while surviving_demo_port(campaign.parent) is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
