@@ -308,3 +308,21 @@ async def test_a_followed_list_of_15000_items_shows_and_space_toggles(tmp_path, 
         assert len(built) < 100  # the rows on screen, not the list
         await pilot.press("space")
         await wait_for(pilot, lambda: last_row().startswith("✔"), what=last_row)
+
+
+async def test_follow_status_shows_the_failure_of_a_deep_list_then_recovers(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([{"content": "A", "status": "pending"}]))
+    app = make_app(campaign(tmp_path, f'[todo]\npoll_s = 0.1\nfollow = ["todowrite:{plan}"]\n'))
+    notes = capture_notes(app)
+
+    def subtitle() -> str:
+        return str(app.query_one("#todo-box").border_subtitle)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "following plan.json ✓" in subtitle(), what=subtitle)
+        plan.write_text('[{"content": "A", "status": "pending", "x": ' + "[" * 600 + "]" * 600 + "}]")
+        await wait_for(pilot, lambda: "following plan.json ✗" in subtitle(), what=subtitle)
+        assert any("nested deeper than 64 levels" in n for n in notes)
+        plan.write_text(json.dumps([{"content": "A", "status": "completed"}]))
+        await wait_for(pilot, lambda: "following plan.json ✓" in subtitle() and "✔" in shown(app), what=subtitle)
