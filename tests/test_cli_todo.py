@@ -148,3 +148,12 @@ def test_import_of_a_600_level_list_is_a_clear_error_without_traceback(campaign,
         assert r.stderr == f"optui: error: {name}:2: nested deeper than 64 levels (column 107) (nothing imported)\n"
         assert "Traceback" not in r.stdout + r.stderr
     assert journal(campaign).todos() == []
+
+
+def test_import_from_an_endless_stdin_stops_at_the_size_limit(campaign, monkeypatch):
+    import optui.core.todo_formats as tf
+
+    monkeypatch.setattr(tf, "MAX_CHARS", 1000)
+    r = todo(campaign, "import", "-", input="[" + " " * 5000 + "]")
+    assert r.exit_code == 1 and r.stderr == (
+        "optui: error: <stdin>: file too large: 1,001 characters (limit 1,000; not a todo list?) (nothing imported)\n")

@@ -171,12 +171,14 @@ def import_(ctx: click.Context, source: str, kind: str, dry_run: bool, as_json: 
     opencode DB (PATH.db#SESSION), or - for stdin. Re-importing the same source diffs
     against what is there (items matched by content), it never duplicates."""
     from optui.adapters.todo_follow import FollowError, read_snapshot
-    from optui.core.todo_formats import FollowSpec, TodoFormatError, guess_kind, origin_of, parse_follow_spec, parse_todo_json
+    from optui.core.todo_formats import (MAX_CHARS, FollowSpec, TodoFormatError, guess_kind, origin_of, parse_follow_spec,
+                                         parse_todo_json)
 
     try:
         if source == "-":
             kind = "todowrite" if kind == "auto" else kind
-            origin, items = origin_of(kind, "stdin"), parse_todo_json(sys.stdin.read(), "<stdin>")
+            # one character past the limit is enough to refuse it (never all of an endless stdin)
+            origin, items = origin_of(kind, "stdin"), parse_todo_json(sys.stdin.read(MAX_CHARS + 1), "<stdin>")
         else:
             spec = parse_follow_spec(source)
             if kind != "auto":
