@@ -317,3 +317,34 @@ async def test_an_unexpected_failure_is_reported_and_the_follower_goes_on(tmp_pa
         assert not task.done()
     finally:
         task.cancel()
+
+
+async def test_an_edit_of_a_big_followed_list_reads_only_the_items_it_changed(tmp_path, monkeypatch):
+    """After the list is in, Space (cycle) and another process's writes re-read the items
+    their todo.changed events name; the list stays the one a full read gives, in order."""
+    from optui.adapters.journal import Journal
+
+    path = tmp_path / "plan.json"
+    path.write_text(claude_list(*[(f"item {i}", "pending") for i in range(3000)]))
+    session = make_session(tmp_path, [f"todowrite:{path}"])
+    await session.start()
+    try:
+        await until(lambda: len(session.snapshot().todos) == 3000, timeout=30)
+        full_reads = []
+        real_todos = Journal.todos
+        monkeypatch.setattr(Journal, "todos", lambda self, *a, **k: full_reads.append(1) or real_todos(self, *a, **k))
+        first, last = session.snapshot().todos[0], session.snapshot().todos[-1]
+        session.todos.cycle(first)
+        other = Journal(session.journal.path)  # another optui process on the same campaign
+        other.update_todo(last.id, status="completed", actor="cli")
+        other.add_todo("added elsewhere", actor="cli")
+        other.delete_todo(session.snapshot().todos[1].id, actor="cli")
+        session.sync_journal()
+        session.todos.move(session.snapshot().todos[-1], -1)  # the new item up one place
+        assert full_reads == []
+        shown = session.snapshot().todos
+        assert shown == tuple(real_todos(session.journal))
+        assert shown[0].status is TodoStatus.IN_PROGRESS and len(shown) == 3000
+        assert [(t.content, t.status.value) for t in shown[-2:]] == [("added elsewhere", "pending"), ("item 2999", "completed")]
+    finally:
+        await session.close()

@@ -338,6 +338,20 @@ class Journal:
             rows = self._db.execute(sql).fetchall()
         return [_todo_from_row(r) for r in rows]
 
+    def todos_now(self, ids: Iterable[int]) -> dict[int, TodoItem | None]:
+        """The items ``ids`` as they are now: id → item, None for a deleted or unknown id
+        (what a reader of the whole list needs after ``todo.changed`` events name them)."""
+        ids = sorted(set(ids))
+        out: dict[int, TodoItem | None] = dict.fromkeys(ids)
+        with self._lock:
+            for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+                chunk = ids[start:start + 500]
+                rows = self._db.execute(
+                    "SELECT id, content, status, priority, ord, origin, raw_status, experiment, note, meta, updated FROM todos "
+                    f"WHERE deleted = 0 AND id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                out.update((r[0], _todo_from_row(r)) for r in rows)
+        return out
+
     def todo(self, todo_id: int) -> TodoItem | None:
         """One item by id (also a deleted one), or None."""
         with self._lock:

@@ -111,6 +111,7 @@ class Session:
         self._events: deque[Event] = deque(maxlen=EVENTS_KEPT)
         self._last_seq = 0
         self._todos: tuple[TodoItem, ...] = ()
+        self._todos_read = False  # the whole list was read once (then only changed items)
         self._results = ()
         self.command_log = CommandLog(on_change=self.touch)
         self._alert_watcher = AlertWatcher(self.config.mem_alert_pct)
@@ -212,7 +213,7 @@ class Session:
         """Pull new events, todos and results from the DB (ours and other processes')."""
         try:
             new = self.journal.events(since_seq=self._last_seq)
-            todos = tuple(self.journal.todos())
+            todos = self._todos_after(new)
             results = tuple(self.journal.results(limit=50))
         except Exception as exc:  # sqlite3 errors while another process holds a lock
             self.journal_failed(JournalError(str(exc)))
@@ -228,6 +229,23 @@ class Session:
         if changed:
             self.touch()
 
+    def _todos_after(self, new: list) -> tuple[TodoItem, ...]:
+        """The todo list once ``new`` events are in: only the items they name are read again
+        (every todo write journals its ``todo.changed`` in the same transaction), so one edit
+        of a 15,000-item list reads one row, not 15,000 (0.25 s per key). The whole list at
+        the first read and after many changes."""
+        ids = {int(e.target[5:]) for e in new
+               if e.type == ev.TODO_CHANGED and e.target and e.target.startswith("todo:") and e.target[5:].isdigit()}
+        if not self._todos_read or len(ids) > 1000:
+            self._todos_read = True
+            return tuple(self.journal.todos())
+        if not ids:
+            return self._todos
+        now = self.journal.todos_now(ids)
+        items = [t for t in self._todos if t.id not in now] + [t for t in now.values() if t is not None]
+        items.sort(key=lambda t: (t.order, t.id))  # the journal's ORDER BY ord, id
+        return tuple(items)
+
     # ---------------------------------------------------------- lifecycle
     async def start(self) -> None:
         """Start polling and monitoring; autostart servers that are configured so."""
@@ -239,6 +257,14 @@ class Session:
         self._tasks.append(asyncio.create_task(self._watch_journal(), name="journal-watch"))
         if not self.read_only:
             self.todo_runs.recover()
+            try:
+                from optui.session.interrupted import close_interrupted
+
+                if close_interrupted(self.journal, actor=self.actor,
+                                     restart_locked=lambda server: ServerLock(self.state_dir, server).held_by_other()):
+                    self.sync_journal()
+            except JournalError as exc:
+                self.journal_failed(exc)
             self.todo_follow.start()
         autostart = [rt for rt in self.servers.values() if rt.cfg.autostart]
         if autostart:  # let monitors re-attach (systemd asks systemctl) before deciding on autostart
