@@ -134,3 +134,76 @@ async def test_a_demo_killed_with_sigkill_leaves_a_server_the_next_demo_keeps(ca
     while surviving_demo_port(campaign.parent) is not None:
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def _optui_popen(cfg, *args):
+    import subprocess
+    import sys
+
+    from tests.helpers.demo import subprocess_env
+
+    return subprocess.Popen([sys.executable, "-m", "optui", "-c", str(cfg), *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=subprocess_env(), start_new_session=True)
+
+
+def _events(cfg, types):
+    if not (cfg.parent / ".optui" / "optui.db").exists():
+        return []
+    j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        return j.events(types=types)
+    finally:
+        j.close()
+
+
+async def test_records_of_an_optui_killed_mid_way_are_closed_by_the_next_process(tmp_path):
+    """SIGKILL of `optui restart` during the ready gate and of `optui bench run` mid-run left
+    an experiment with no outcome and a bench.started with no bench.finished."""
+    from optui.session.export import load_experiments
+
+    cfg = write_demo_config(tmp_path / "k", port=free_port(), speed=1.0)  # ~6 s of startup phases
+    try:
+        cli = _optui_popen(cfg, "restart", "demo")
+        deadline = time.monotonic() + 60
+        while not _events(cfg, ["server.starting"]):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        cli.kill()
+        cli.wait(10)
+        s = Session(load_config(cfg), autostart=False)  # the next writing process
+        await s.start()
+        try:
+            await wait_ready(s)
+        finally:
+            await s.close()
+        interrupted = _events(cfg, ["server.restart.interrupted"])
+        assert len(interrupted) == 1 and interrupted[0].data["pid"] == cli.pid, [e.data for e in interrupted]
+        bench = _optui_popen(cfg, "bench", "run", "demo", "sweep")
+        deadline = time.monotonic() + 60
+        while not _events(cfg, ["bench.started"]):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        bench.kill()
+        bench.wait(10)
+        s = Session(load_config(cfg), autostart=False)
+        await s.start()
+        await s.close()
+        finished = _events(cfg, ["bench.finished"])
+        assert [e.data["status"] for e in finished] == ["interrupted"], [e.data for e in finished]
+        j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+        try:
+            exps = load_experiments(j)
+        finally:
+            j.close()
+        assert exps and exps[-1].outcome == "ready", exps  # it came up, as the next window saw
+        s = Session(load_config(cfg), autostart=False)  # closed once: a third process adds nothing
+        await s.start()
+        await s.close()
+        assert len(_events(cfg, ["server.restart.interrupted", "bench.finished"])) == 2
+    finally:
+        pid = pidfile_pid(cfg)
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -266,3 +266,44 @@ def kill_group_now(pgid: int) -> None:
     """SIGKILL a group without waiting (last resort at exit)."""
     with contextlib.suppress(OSError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def port_holders(port: int) -> dict[int, str]:
+    """Local processes listening on TCP ``port`` (IPv4 or IPv6): ``{pid: command line}``,
+    from ``/proc/net/tcp{,6}`` (state 0A = LISTEN) and each process's ``/proc/PID/fd``
+    socket links. Empty when nothing listens or it cannot be read (another user's process
+    is found only as root). Used to name who holds a port a restart needs."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f, None)
+                for row in f:
+                    fields = row.split()
+                    if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(fields[9])
+        except (OSError, ValueError):
+            continue
+    found: dict[int, str] = {}
+    if not inodes:
+        return found
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        links = set()
+        for fd in fds:  # one may close meanwhile (the listing's own descriptor does)
+            with contextlib.suppress(OSError):
+                links.add(os.readlink(f"/proc/{entry}/fd/{fd}"))
+        if links & wanted:
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            except OSError:
+                cmd = "?"
+            found[int(entry)] = cmd
+    return found

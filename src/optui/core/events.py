@@ -42,11 +42,14 @@ VERDICT = "verdict"
 HOSTS_SEEN = "hosts.seen"
 #: the config file was edited while optui ran: valid or not (applied at the next start only)
 CONFIG_CHANGED = "config.changed"
+#: a restart whose optui process ended (SIGKILL, a closed terminal) before its ready gate
+#: did: journaled by the next optui process, so the experiment has an outcome
+RESTART_INTERRUPTED = "server.restart.interrupted"
 
 #: Named groups of event types for the journal view's type filter (``t`` cycles them).
 TYPE_GROUPS: dict[str, frozenset[str]] = {
     "server": frozenset({SERVER_STATE, FLAGS_CHANGED, RESTART_REQUESTED, SERVER_STOPPED, SERVER_STARTING,
-                         SERVER_READY, SERVER_FAILED, ROLLBACK}),
+                         SERVER_READY, SERVER_FAILED, ROLLBACK, RESTART_INTERRUPTED}),
     "flags": frozenset({FLAGS_CHANGED, RESTART_REQUESTED, ROLLBACK}),
     "failures": frozenset({SERVER_FAILED, ALERT, ERROR, ROLLBACK}),
     "bench": frozenset({BENCH_STARTED, BENCH_FINISHED}),
@@ -94,6 +97,8 @@ class Event:
             return "; ".join(d.get("diff", [])) or "flags unchanged"
         if t == RESTART_REQUESTED:
             return f"restart requested{': ' + d['reason'] if d.get('reason') else ''}"
+        if t == RESTART_INTERRUPTED:
+            return f"restart interrupted: {d.get('message', 'its optui process ended before the ready gate')}"
         if t == SERVER_STOPPED:
             return f"stopped ({d.get('how', 'exit')}, rc={d.get('returncode')})"
         if t == SERVER_STARTING:

@@ -243,7 +243,7 @@ class Experiment:
     prev_argv: tuple[str, ...]
     diff_prev: tuple[str, ...]
     todo_id: int | None = None
-    outcome: str = "incomplete"  # ready | failed | incomplete | observed
+    outcome: str = "incomplete"  # ready | failed | incomplete | observed | interrupted
     crash_class: str | None = None
     crash_message: str | None = None
     crash_lines: tuple[str, ...] = ()
@@ -323,8 +323,11 @@ def _apply(draft: dict, e: Event) -> None:
         draft["todo_id"] = draft.get("todo_id") or d.get("todo_id")
     elif e.type == ev.SERVER_STATE:
         # a start nobody waited for (``restart --no-wait``, an interrupted gate) still counts
-        if d.get("new") == "ready" and draft["outcome"] in ("incomplete", "observed"):
+        if d.get("new") == "ready" and draft["outcome"] in ("incomplete", "observed", "interrupted"):
             draft["outcome"] = "ready"
+    elif e.type == ev.RESTART_INTERRUPTED:
+        if draft["outcome"] in ("incomplete", "observed"):
+            draft["outcome"] = "interrupted"
     elif e.type == ev.SERVER_READY:
         if draft["outcome"] != "failed":
             draft["outcome"] = "ready"

@@ -89,6 +89,7 @@ class BenchService:
         exp = s.ensure_experiment(run.cfg.server)  # results are compared per experiment
         s.record(ev.BENCH_STARTED, run.cfg.server, {
             "bench": run.name, "argv": run.cfg.argv, "run_id": run.view.run_id, "plan": run.view.plan or None,
+            "pid": os.getpid(),  # who runs it: a later process closes it as interrupted once that one is gone
             "builtin": run.cfg.builtin.model_dump() if run.cfg.builtin else None,
             "server_argv": list(rt.status.argv)}, experiment=exp)
         try:

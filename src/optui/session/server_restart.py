@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import time
 from collections.abc import Callable
@@ -71,7 +72,8 @@ class RestartFlow:
             if not self._continues_current_experiment(argv, reason):
                 self._safe(lambda: self.journal.new_experiment(self.name, experiment_start(old, argv, reason, **extra_exp),
                                                                actor=actor))
-            self._journal(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv)}, actor=actor)
+            self._journal(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv),
+                                                 "pid": os.getpid()}, actor=actor)
             diff = [c.describe() for c in Flags.parse(old).diff(Flags.parse(argv))]
             if diff:
                 self._journal(ev.FLAGS_CHANGED, {"diff": diff, "old_argv": old, "new_argv": list(argv)}, actor=actor)
@@ -83,6 +85,9 @@ class RestartFlow:
             if not await self._wait_port_free(10.0 if ours_running else 1.0):
                 host, port = url_host_port(self.cfg.url)
                 who = "still in use after stop" if ours_running else "in use by another process"
+                holders = await self._port_holders(port)
+                if holders:  # e.g. a child of the old server that left its process group
+                    who += " (" + "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in sorted(holders.items())) + ")"
                 return await self._fail_before_start(CrashClass.PORT_IN_USE, f"port {port} on {host} is {who}; not starting",
                                                      argv, actor)
             held, waited = await self._wait_gpu_released(old_pids, stopped_at)
@@ -135,6 +140,17 @@ class RestartFlow:
             if not still or waited >= self.cfg.stop_timeout_s:
                 return still, waited
             await asyncio.sleep(0.5)
+
+    async def _port_holders(self, port: int) -> dict[int, str]:
+        """``{pid: command line}`` of what listens on ``port`` when the server's host is this
+        machine (empty for an SSH host or when it cannot be told)."""
+        if not getattr(self.shell, "local", False):
+            return {}
+        from optui.adapters.proc import port_holders
+
+        with contextlib.suppress(Exception):
+            return await asyncio.to_thread(port_holders, port)
+        return {}
 
     async def _wait_port_free(self, timeout_s: float) -> bool:
         host, port = url_host_port(self.cfg.url)

@@ -191,13 +191,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             if not self.journal.read_only:
                 self.controller.forget_lost()
             return
-        classifier = LogClassifier(self.cfg.kind)
-        with contextlib.suppress(Exception):
-            text = await self.shell.read_file(lost.log_path) if lost.log_path else None
-            for line in (text or "")[lost.log_offset:][-LOST_LOG_TAIL_CHARS:].splitlines():
-                classifier.feed(hide_value(line, self._api_key), 0.0)
-        crash = classifier.crash_class(None)
-        lines = tuple(classifier.relevant_lines())
+        crash, lines = await self._classify_log_of(lost)
         seen = self._safe(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
         message = f"pid {lost.pid} ended while no optui process watched it (last seen alive {when}; exit status unknown)"
@@ -209,6 +203,17 @@ class ServerRuntime(RestartFlow, OtherProcesses):
                                          "last_seen_alive": round(seen, 3), "message": message, "lines": list(lines),
                                          "argv": list(lost.argv), "log": lost.log_path})
         self.controller.forget_lost()
+
+    async def _classify_log_of(self, launch) -> tuple[CrashClass, tuple[str, ...]]:
+        """Crash class and explaining lines of ``launch`` from the end of its log file (for
+        a launch that was not this process's child: no exit status, and this session may
+        have read none of its log)."""
+        classifier = LogClassifier(self.cfg.kind)
+        with contextlib.suppress(Exception):
+            text = await self.shell.read_file(launch.log_path) if launch.log_path else None
+            for line in (text or "")[launch.log_offset:][-LOST_LOG_TAIL_CHARS:].splitlines():
+                classifier.feed(hide_value(line, self._api_key), 0.0)
+        return classifier.crash_class(None), tuple(classifier.relevant_lines())
 
     def _safe(self, fn):
         try:
@@ -292,8 +297,11 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             self._classifier.feed(note, self._elapsed())
         crash = self._classifier.crash_class(rc)
         lines = tuple(self._classifier.relevant_lines())
+        launch = self.controller.launch
+        if rc is None and crash is CrashClass.UNKNOWN and launch is not None and getattr(launch, "log_path", ""):
+            crash, lines = await self._classify_log_of(launch)  # re-attached: its log from the start
         self._stop_follower()
-        message = f"exited rc={rc}" if rc is not None else "process gone"
+        message = f"exited rc={rc}" if rc is not None else "process gone (not optui's child here: exit status unknown)"
         await self._set_state(ServerState.CRASHED, crash_class=crash, crash_lines=lines, pid=None, message=message)
         self._journal(ev.SERVER_FAILED, {"class": str(crash), "returncode": rc, "phase": self.status.phase, "message": message,
                                          "lines": list(lines), "argv": list(self.status.argv),

@@ -257,6 +257,14 @@ class Session:
         self._tasks.append(asyncio.create_task(self._watch_journal(), name="journal-watch"))
         if not self.read_only:
             self.todo_runs.recover()
+            try:
+                from optui.session.interrupted import close_interrupted
+
+                if close_interrupted(self.journal, actor=self.actor,
+                                     restart_locked=lambda server: ServerLock(self.state_dir, server).held_by_other()):
+                    self.sync_journal()
+            except JournalError as exc:
+                self.journal_failed(exc)
             self.todo_follow.start()
         autostart = [rt for rt in self.servers.values() if rt.cfg.autostart]
         if autostart:  # let monitors re-attach (systemd asks systemctl) before deciding on autostart
