@@ -19,6 +19,10 @@ the terminal output (escape sequences stripped) shows what the key changed is re
 
 Prints median / p95 / max in ms and the lines/s the client achieved. ``--rate 0``: no
 benchmark (the baseline). Target (issue 8): <= 50 ms while streaming 20k lines/s.
+
+``--todo-items N`` (issue 15): the campaign also follows an agent's todowrite list of N items
+(``[todo] follow``, written before optui starts); the presses begin once its last item is
+in the list, the probe item staying first.
 """
 
 from __future__ import annotations
@@ -92,8 +96,16 @@ class Watch:
             self._tail = window[-512:]  # a marker or escape split across reads
 
 
-def write_campaign(root: Path, rate: float, seconds: float) -> Path:
+def write_campaign(root: Path, rate: float, seconds: float, todo_items: int = 0) -> Path:
     (root / "flood.py").write_text(FLOOD)
+    follow = ""
+    if todo_items:
+        plan = root / "plan.json"
+        plan.write_text(json.dumps({"todos": [{"content": f"Try tensor parallel {i} with chunked prefill {i * 64}",
+                                               "status": "pending", "priority": "medium"} for i in range(todo_items)]},
+                                   indent=2))
+        follow = f'\n[todo]\nfollow = ["todowrite:{plan}"]\n'
+
     bench = "" if rate <= 0 else f'''
 [benchmarks.flood]
 server = "s"
@@ -106,7 +118,7 @@ gpu_source = "none"
 [servers.s]
 url = "http://127.0.0.1:9"
 control = "none"
-{bench}''')
+{bench}{follow}''')
     subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), "todo", "add", ITEM], check=True,
                    stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     return cfg
@@ -120,6 +132,7 @@ def main() -> int:
     parser.add_argument("--mode", choices=["focus", "todo"], default="focus")
     parser.add_argument("--size", default="120x40")
     parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--todo-items", type=int, default=0, help="also follow an agent list of this many items")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -128,12 +141,19 @@ def main() -> int:
     missed = 0
     with tempfile.TemporaryDirectory(prefix="optui-keys-") as tmp:
         root = Path(tmp)
-        cfg = write_campaign(root, args.rate, args.seconds)
+        cfg = write_campaign(root, args.rate, args.seconds, args.todo_items)
         proc = PtyProcess([sys.executable, "-m", "optui", "-c", str(cfg)], parse_size(args.size), keep=True,
                           on_output=watch.feed)
         try:
             if proc.wait_for(ITEM.encode(), 30) is None:
                 raise SystemExit("optui did not show the campaign within 30 s")
+            if args.todo_items:
+                t_list = time.monotonic()
+                proc.send(b"3G")  # the end of the list: shown once the whole list is in
+                if proc.wait_for(f"Try tensor parallel {args.todo_items - 1} ".encode(), 300) is None:
+                    raise SystemExit("the followed list did not appear within 300 s")
+                list_s = time.monotonic() - t_list
+                proc.send(b"g")
             time.sleep(1.0)
             if args.rate > 0:
                 proc.send(b"b")
@@ -179,6 +199,8 @@ def main() -> int:
         "client_lines_per_s": round(flood["lines"] / flood["seconds"]) if flood else None,
         "load_during": load,
         "size": args.size,
+        "todo_items": args.todo_items,
+        "list_shown_s": round(list_s, 1) if args.todo_items else None,
     }
     if args.json:
         print(json.dumps(result))
@@ -186,7 +208,8 @@ def main() -> int:
         print(f"{args.mode}: {len(latencies)}/{args.presses} presses seen ({missed} missed) while streaming "
               f"{args.rate:.0f} lines/s; key -> screen median {result['median_ms']} ms, p95 {result['p95_ms']} ms, "
               f"max {result['max_ms']} ms; client printed {result['client_lines_per_s']} lines/s; "
-              f"streaming throughout: {still_streaming}; load {load}")
+              f"streaming throughout: {still_streaming}; load {load}"
+              + (f"; {args.todo_items} followed items, shown after {result['list_shown_s']} s" if args.todo_items else ""))
     return 0 if not missed else 1
 
 
