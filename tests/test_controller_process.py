@@ -123,3 +123,30 @@ async def test_missing_program_and_shell_errors(tmp_path):
         await shell.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout_s=0.3)
     lines = [line async for line in shell.stream_lines([sys.executable, "-c", "import sys; print('a'); print('b', file=sys.stderr)"])]
     assert sorted(lines) == ["a", "b"]
+
+
+async def test_a_pidfile_whose_pid_now_names_another_process_is_not_attached(tmp_path):
+    """A stale pidfile whose PID was reused (here: a `sleep` started afterwards gets it
+    written in): re-attach compares the recorded process start time, so `restart` never
+    signals that process (it SIGTERMed it before)."""
+    import dataclasses
+    import subprocess
+
+    from optui.adapters.controller import read_pidfile, write_pidfile
+
+    ctl = ProcessController("s", tmp_path)
+    launch = await ctl.start([sys.executable, "-c", "import time; time.sleep(30)"])
+    await ctl.stop(5.0)
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        write_pidfile(ctl.pidfile, dataclasses.replace(launch, pid=sleeper.pid))  # the old start time, the new PID
+        again = ProcessController("s", tmp_path)
+        assert await again.attach() is None
+        assert again.lost is not None and again.lost.pid == sleeper.pid  # kept for the session to journal
+        await again.stop(1.0)
+        assert sleeper.poll() is None, "the unrelated process was signalled"
+        again.forget_lost()
+        assert read_pidfile(ctl.pidfile) is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
