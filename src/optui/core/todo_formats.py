@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from optui.core.safe_text import markdown_inline
 from optui.core.todo import Priority, TodoItem, TodoStatus, parse_priority, parse_status
 
 KINDS = ("claude", "opencode", "todowrite")
@@ -377,18 +378,18 @@ def to_markdown(items: Iterable[TodoItem], title: str = "Todo") -> str:
     """The list as a Markdown checklist: ``- [ ]`` open, ``- [x]`` completed, ``- [-]``
     cancelled (struck through); priority and in-progress marks after the box, a result
     note (experiment summary) as an indented line."""
-    lines = [f"# {title}", ""]
-    for t in items:
-        text = t.content.replace("\n", " ")
+    lines = [f"# {markdown_inline(title)}", ""]
+    for t in items:  # an agent writes these: escaped so they stay one checklist item of plain text
+        text = markdown_inline(t.content.replace("\n", " "))
         if t.status is TodoStatus.CANCELLED:
             text = f"~~{text}~~"
         marks = [f"**{t.priority}**"] if t.priority is Priority.HIGH else ([f"({t.priority})"] if t.priority is Priority.LOW else [])
         if t.status is TodoStatus.IN_PROGRESS:
             marks.append("*(in progress)*")
         if t.raw_status:
-            marks.append(f"*({t.raw_status})*")
+            marks.append(f"*({markdown_inline(t.raw_status)})*")
         lines.append(f"- [{_MD_BOX.get(t.status, ' ')}] " + " ".join([*marks, text]))
         if t.note:
             for note_line in t.note.splitlines():
-                lines.append(f"  - {note_line}")
+                lines.append(f"  - {markdown_inline(note_line)}")
     return "\n".join(lines) + "\n"
