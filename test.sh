@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Run optui's test suite on a fresh Debian/Ubuntu machine: the README's test command and
+# what .ci/run runs.
+#
+#   ./test.sh [PYTEST ARGS...]        e.g. ./test.sh tests/test_cli_headless.py -x -q
+#   PYTHON=python3.12 ./test.sh       pick the interpreter (default python3)
+#   VENV=.venv-3.12 ./test.sh         pick the virtual environment (default .venv)
+#
+# 1. system packages the tests use: tmux (real-terminal smoke test), openssh-server and
+#    openssh-client (a real sshd on 127.0.0.1 for the SSH tests), cmake, ninja-build and g++
+#    (the llama.cpp peer's build; only while it is not cached), pythonX.Y-venv where the
+#    interpreter lacks venv/ensurepip. Installed with apt-get as root or with passwordless
+#    sudo; otherwise the missing ones are named and the script exits 1.
+# 2. the real llama.cpp `llama-server` peer, built once and cached outside the clone
+#    (.ci/peers.sh: ~4-7 min on 2 cores the first time, ~0.3 s after).
+# 3. the virtual environment with `pip install -e '.[test]'` (again only when pyproject.toml
+#    changed since the last install).
+# 4. pytest with the given arguments. Its exit status is this script's, except that
+#    "collected no tests" (5) is a failure: a suite that cannot fail proves nothing.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
+
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+say() { echo "test.sh: $*" >&2; }
+
+if ! command -v "$PYTHON" >/dev/null; then
+    say "no interpreter '$PYTHON' on PATH (set PYTHON=/path/to/python3.11-or-newer)"
+    exit 1
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    say "$PYTHON is Python $("$PYTHON" -c 'import platform; print(platform.python_version())'); optui needs >= 3.11"
+    exit 1
+fi
+pyver=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+# --- 1. system packages ---------------------------------------------------------------
+need=()
+command -v tmux >/dev/null || need+=(tmux)
+[[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
+command -v ssh-keygen >/dev/null || need+=(openssh-client)
+if ! "$PYTHON" tests/peers/llama_server.py --check >/dev/null 2>&1; then
+    command -v cmake >/dev/null || need+=(cmake)
+    command -v ninja >/dev/null || need+=(ninja-build)
+    command -v g++ >/dev/null || need+=(g++)
+fi
+if [[ ! -x $VENV/bin/python ]] && ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then
+    need+=("python$pyver-venv")
+fi
+if ((${#need[@]})); then
+    if [[ $(id -u) -eq 0 ]]; then
+        as_root() { "$@"; }
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        as_root() { sudo -n "$@"; }
+    else
+        as_root=no
+    fi
+    if [[ ${as_root-} == no ]] || ! command -v apt-get >/dev/null; then
+        say "missing system packages: ${need[*]}"
+        say "install them (as root), then run ./test.sh again:"
+        echo "    apt-get install -y ${need[*]}" >&2
+        exit 1
+    fi
+    say "installing ${need[*]} with apt-get"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# --- 2. the llama.cpp peer (cached) ----------------------------------------------------
+PYTHON="$PYTHON" .ci/peers.sh
+
+# --- 3. virtual environment -------------------------------------------------------------
+if [[ -x $VENV/bin/python ]]; then
+    have=$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo "a broken interpreter")
+    if [[ $have != "$pyver" ]]; then
+        say "$VENV has Python $have but $PYTHON is $pyver: remove $VENV, or set VENV=.venv-$pyver"
+        exit 1
+    fi
+else
+    say "creating $VENV with $PYTHON ($pyver)"
+    "$PYTHON" -m venv "$VENV"
+fi
+stamp=$VENV/.optui-test-install
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [[ $(cat "$stamp" 2>/dev/null) != "$want" ]] || ! "$VENV/bin/python" -c 'import optui, pytest' 2>/dev/null; then
+    "$VENV/bin/pip" install -q -e '.[test]'
+    echo "$want" >"$stamp"
+else
+    say "$VENV is up to date with pyproject.toml (no pip install)"
+fi
+
+# --- 4. the suite ------------------------------------------------------------------------
+rc=0
+"$VENV/bin/python" -m pytest "$@" || rc=$?
+if [[ $rc -eq 5 ]]; then
+    say "pytest collected no tests; a suite that cannot fail is a failure"
+    exit 1
+fi
+exit "$rc"
