@@ -135,7 +135,20 @@ async def test_kill_9_is_crashed_killed_and_metrics_hint_without_flag(tmp_path, 
         assert (rt.status.state.value, str(rt.status.crash_class)) == ("crashed", "killed")
         failed = events(session, "server.failed")[-1]
         assert failed["class"] == "killed" and failed["returncode"] == -9
-        assert rt.status.message == "exited rc=-9"
+        assert rt.status.message == rt.status.crash_cause == "killed by SIGKILL (rc=-9)"
+
+
+async def test_a_bad_gguf_fails_load_failed_naming_the_invalid_magic_line(tmp_path, llama_server_bin):
+    port = free_port()
+    bad = tmp_path / "bad.gguf"
+    bad.write_text("not a gguf file at all\n")
+    argv = llama_argv(llama_server_bin, bad, port, "-c", "256", "-np", "1")
+    async with session_for(tmp_path, argv, port) as (session, rt):
+        status = await session.restart_server("llama", argv)
+        assert (status.state.value, str(status.crash_class)) == ("crashed", "load_failed")
+        failed = events(session, "server.failed")[-1]
+        assert failed["cause"].endswith("gguf_init_from_reader: invalid magic characters: 'not ', expected 'GGUF'")
+        assert status.message == "exited rc=1: " + failed["cause"] and status.crash_cause == status.message
 
 
 async def test_flag_catalogue_learned_from_the_real_help(tmp_path, llama_server_bin, tiny_gguf):

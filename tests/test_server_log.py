@@ -4,13 +4,14 @@ llama.cpp timestamps, phase durations, the log-line load fallback and ``optui lo
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from optui.cli import cli
 from optui.core.log_load import LogLoad, parse_batch_line
-from optui.core.server_log import LogClassifier, classify_log, detect_kind, line_timestamp, phase_durations
+from optui.core.server_log import LogClassifier, classify_log, detect_kind, exit_description, line_timestamp, phase_durations
 from optui.core.server_state import CrashClass, PhaseMark
 
 TB = "Traceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py\", line 3012, in run\n    x()\n"
@@ -190,3 +191,34 @@ def test_cli_log_classify_json(tmp_path):
 def test_cli_log_classify_missing_file_is_a_clean_error(tmp_path):
     result = CliRunner().invoke(cli, ["log", "classify", str(tmp_path / "nope.log")])
     assert result.exit_code == 2 and "cannot read" in result.output and "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------ cause lines
+LLAMA_LOGS = Path(__file__).parent / "fixtures" / "llamacpp_logs"  # captured from the real llama-server 0.3.36 peer
+
+
+@pytest.mark.parametrize(("name", "cause"), [
+    ("bad_magic.log", "gguf_init_from_reader: invalid magic characters: 'not ', expected 'GGUF'"),
+    ("missing_model.log", "gguf_init_from_file: failed to open GGUF file '/nonexistent.gguf' (No such file or directory)"),
+])
+def test_llamacpp_load_failure_names_its_cause_line(name, cause):
+    classifier = LogClassifier("llamacpp")
+    for line in (LLAMA_LOGS / name).read_text().splitlines():
+        classifier.feed(line)
+    assert classifier.crash_class(1) is CrashClass.LOAD_FAILED
+    # the first line naming the cause, not "exiting due to model loading error"
+    assert classifier.cause(1).endswith(cause)
+    assert any(line.endswith(cause) for line in classifier.relevant_lines())
+    # a flag error's cause is its own signature line
+    bad_flag = LogClassifier("llamacpp")
+    bad_flag.feed("error: invalid argument: --no-such-flag")
+    assert bad_flag.cause(1) == "error: invalid argument: --no-such-flag"
+    assert LogClassifier("llamacpp").cause(-9) is None  # a bare kill -9 prints nothing
+
+
+@pytest.mark.parametrize(("rc", "text"), [
+    (-9, "killed by SIGKILL (rc=-9)"), (-15, "killed by SIGTERM (rc=-15)"), (137, "killed by SIGKILL (rc=137)"),
+    (1, "exited rc=1"), (0, "exited rc=0"), (None, "exit status unknown"),
+])
+def test_exit_description_names_the_signal(rc, text):
+    assert exit_description(rc) == text

@@ -10,6 +10,7 @@ timestamps don't matter.
 from __future__ import annotations
 
 import re
+import signal
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -98,8 +99,15 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             r"|(?i:failed to load model)|error loading model|exiting due to model loading error|FileNotFoundError|does not appear to have a file"
             r"|Repository Not Found|gguf_init_from_file|Scheduler hit an exception|WorkerProc failed to start"
             r"|scheduler died during initialization|scheduler is dead"
+            r"|invalid magic characters|failed to read magic|failed to open GGUF file"
         ),
     ),
+]
+# Lines that say *why* a load failed, not only that it did (llama.cpp prints "failed to load
+# model" four times after the one line naming the cause; tests/fixtures/llamacpp_*.log).
+_CAUSE_PATTERNS = [
+    _P(r"invalid magic characters|failed to read magic|failed to open GGUF file|does not appear to have a file"
+       r"|Repository Not Found|No such file or directory"),
 ]
 
 
@@ -291,6 +299,18 @@ class LogClassifier:
             return CrashClass.BAD_FLAG
         return CrashClass.UNKNOWN
 
+    def cause(self, returncode: int | None) -> str | None:
+        """The one line that names why the start/run failed: a cause line (a bad GGUF
+        magic, a missing file: the first one seen), else the first line of the winning
+        crash class's signature; None when no line explains it (a bare ``kill -9``)."""
+        hints = self.hints
+        for pattern in _CAUSE_PATTERNS:
+            found = next((h.line for h in hints if pattern.search(h.line)), None)
+            if found is not None:
+                return found
+        crash_class = self.crash_class(returncode)
+        return next((h.line for h in hints if h.crash_class is crash_class), None)
+
     def relevant_lines(self, limit: int = 12) -> list[str]:
         """The log lines that explain a failure, in log order: the matching signatures and
         the last traceback's final lines, else the last lines of the log."""
@@ -302,6 +322,22 @@ class LogClassifier:
         if not lines:
             lines = [line.strip() for line in list(self.tail)[-limit:] if line.strip()]
         return lines[-limit:]
+
+
+def exit_description(returncode: int | None) -> str:
+    """How a process ended, for a person: ``exited rc=1``, ``killed by SIGKILL (rc=-9)``
+    (a negative status is the signal; 128+N from a shell or container is reported as that
+    signal too), ``exit status unknown`` for None."""
+    if returncode is None:
+        return "exit status unknown"
+    signum = -returncode if returncode < 0 else (returncode - 128 if 128 < returncode < 128 + 65 else None)
+    if signum is not None:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        return f"killed by {name} (rc={returncode})"
+    return f"exited rc={returncode}"
 
 
 _KIND_SIGNS: list[tuple[str, re.Pattern[str]]] = [

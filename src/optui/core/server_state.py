@@ -118,3 +118,8 @@ class ServerStatus:
     managed: bool = False  # optui started this process (vs. observed only)
     last_good_argv: tuple[str, ...] | None = None
     host_problem: str | None = None  # the host's connection problem (SSH lost, untrusted...)
+    #: why the last start/run failed in one line (the cause line, "killed by SIGKILL (rc=-9)")
+    crash_cause: str | None = None
+    #: the flags the server does not run as credited ("--max-running-requests 8: server runs 32"),
+    #: from the ready gate's check of what it reports (:mod:`optui.core.effective_config`)
+    config_mismatch: tuple[str, ...] = ()

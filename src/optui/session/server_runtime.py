@@ -28,7 +28,7 @@ from optui.core import events as ev
 from optui.core.flag_catalog import FlagCatalog
 from optui.core.flags import Flags
 from optui.core.server_fsm import Observation, next_state
-from optui.core.server_log import LogClassifier, phase_durations, process_relative_time
+from optui.core.server_log import LogClassifier, exit_description, phase_durations, process_relative_time
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.command_log import hide_value
 from optui.session.flag_catalogs import CatalogError, CatalogStore
@@ -191,7 +191,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             if not self.journal.read_only:
                 self.controller.forget_lost()
             return
-        crash, lines = await self._classify_log_of(lost)
+        crash, lines, _cause = await self._classify_log_of(lost)
         seen = self._safe(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
         message = f"pid {lost.pid} ended while no optui process watched it (last seen alive {when}; exit status unknown)"
@@ -204,8 +204,8 @@ class ServerRuntime(RestartFlow, OtherProcesses):
                                          "argv": list(lost.argv), "log": lost.log_path})
         self.controller.forget_lost()
 
-    async def _classify_log_of(self, launch) -> tuple[CrashClass, tuple[str, ...]]:
-        """Crash class and explaining lines of ``launch`` from the end of its log file (for
+    async def _classify_log_of(self, launch) -> tuple[CrashClass, tuple[str, ...], str | None]:
+        """Crash class, explaining lines and cause line of ``launch`` from the end of its log file (for
         a launch that was not this process's child: no exit status, and this session may
         have read none of its log)."""
         classifier = LogClassifier(self.cfg.kind)
@@ -213,7 +213,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             text = await self.shell.read_file(launch.log_path) if launch.log_path else None
             for line in (text or "")[launch.log_offset:][-LOST_LOG_TAIL_CHARS:].splitlines():
                 classifier.feed(hide_value(line, self._api_key), 0.0)
-        return classifier.crash_class(None), tuple(classifier.relevant_lines())
+        return classifier.crash_class(None), tuple(classifier.relevant_lines()), classifier.cause(None)
 
     def _safe(self, fn):
         try:
@@ -297,14 +297,19 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             self._classifier.feed(note, self._elapsed())
         crash = self._classifier.crash_class(rc)
         lines = tuple(self._classifier.relevant_lines())
+        cause = self._classifier.cause(rc)
         launch = self.controller.launch
         if rc is None and crash is CrashClass.UNKNOWN and launch is not None and getattr(launch, "log_path", ""):
-            crash, lines = await self._classify_log_of(launch)  # re-attached: its log from the start
+            crash, lines, cause = await self._classify_log_of(launch)  # re-attached: its log from the start
         self._stop_follower()
-        message = f"exited rc={rc}" if rc is not None else "process gone (not optui's child here: exit status unknown)"
-        await self._set_state(ServerState.CRASHED, crash_class=crash, crash_lines=lines, pid=None, message=message)
+        message = exit_description(rc) if rc is not None else "process gone (not optui's child here: exit status unknown)"
+        if cause:  # the line that says why, not the last of the lines that say "failed"
+            message += f": {cause}"
+        why = message if cause or message.startswith("killed by") else None
+        await self._set_state(ServerState.CRASHED, crash_class=crash, crash_lines=lines, pid=None, message=message,
+                              crash_cause=why)
         self._journal(ev.SERVER_FAILED, {"class": str(crash), "returncode": rc, "phase": self.status.phase, "message": message,
-                                         "lines": list(lines), "argv": list(self.status.argv),
+                                         "cause": cause, "lines": list(lines), "argv": list(self.status.argv),
                                          "phases": self._phases(self._elapsed())})
 
     # ------------------------------------------------------------ logs
@@ -369,7 +374,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         self._journal(ev.SERVER_STARTING, data, actor=actor)
         await self._set_state(ServerState.STARTING, actor=actor, argv=tuple(argv), pid=launch.pid, started_at=launch.started_at,
                               ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None,
-                              model=None, load=LoadView())
+                              crash_cause=None, config_mismatch=(), model=None, load=LoadView())
         self._wake.set()
 
     async def stop(self, *, actor: str = "optui") -> None:

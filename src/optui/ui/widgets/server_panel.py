@@ -104,7 +104,7 @@ class ServerPanel(CursorList):
         t = Text()
         if s.state is ServerState.CRASHED or (s.crash_class and s.state is not ServerState.READY):
             t.append(f"{s.crash_class or 'failed'}: ", style=style(app, "state-failed", bold=True))
-            t.append(safe_line((s.crash_lines[-1] if s.crash_lines else s.message or "")[:200]))
+            t.append(safe_line((s.crash_cause or (s.crash_lines[-1] if s.crash_lines else s.message or ""))[:200]))
             if s.last_good_argv and tuple(s.last_good_argv) != tuple(s.argv):
                 t.append("  (ctrl+r: roll back to last good)", style=style(app, "warning"))
             t.append("  (l: log)", style="dim")
