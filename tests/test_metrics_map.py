@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from optui.core.metrics_map import load_view, missing_metrics_hint, parse_scrape
+from optui.core.metrics_map import (
+    SlotsParseError,
+    load_view,
+    missing_metrics_hint,
+    parse_scrape,
+    parse_slots,
+    progress_total,
+    with_slots,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
 
@@ -168,6 +176,40 @@ def test_llamacpp_real_scrape():
     view = load_view(later, first)
     assert view.running == 1.0 and view.gen_tok_s == pytest.approx(16.0)
     assert view.prefix_hit_pct == pytest.approx(100 * 38 / 40)  # cached / (processed + cached)
+
+
+def _busy(name: str, t: float, *, slots: bool = True):
+    scrape = parse_scrape((FIXTURES / f"llamacpp_0.3.36_busy_{name}.txt").read_text(), t)
+    return with_slots(scrape, parse_slots((FIXTURES / f"llamacpp_0.3.36_busy_{name}_slots.json").read_text())) if slots else scrape
+
+
+def test_llamacpp_tokens_of_running_requests_count_from_slots():
+    """Two requests streaming: llama.cpp's counter stays at 0 until they finish (the live
+    tok/s read 0, then a burst at the end); /slots n_decoded moves with every token."""
+    a, b = _busy("a", 0.0), _busy("b", 2.24)
+    view = load_view(b, a)
+    assert view.running == 2.0
+    assert view.generated_total == 25.0  # 0 finished + 12 + 13 decoded so far
+    assert view.gen_tok_s == pytest.approx(18 / 2.24)  # (12 + 13 - 3 - 4) / 2.24 s
+    # the request ends: its tokens move from the slot into the counter, the total does not jump
+    done = with_slots(parse_scrape((FIXTURES / "llamacpp_0.3.36_busy_b.txt").read_text()
+                                   .replace("llamacpp:tokens_predicted_total 0", "llamacpp:tokens_predicted_total 300"), 4.24),
+                      parse_slots('[{"id":0,"is_processing":false},{"id":1,"is_processing":true,'
+                                  '"next_token":[{"n_decoded":20}]}]'))
+    assert load_view(done, b).gen_tok_s == pytest.approx((300 + 20 - 25) / 2.0)
+    # without /slots (--no-slots) the decode-call counter still shows that it works
+    plain_a, plain_b = _busy("a", 0.0, slots=False), _busy("b", 2.24, slots=False)
+    assert load_view(plain_b, plain_a).generated_total == 0.0
+    assert progress_total(plain_b) > progress_total(plain_a)
+    assert progress_total(b) > progress_total(a)
+
+
+def test_parse_slots_idle_and_junk():
+    idle = parse_slots('[{"id":0,"n_ctx":512,"speculative":false,"is_processing":false}]')
+    assert (idle.processing, idle.decoded) == (0, 0)
+    for junk in ("not json", '{"id": 0}', "[1, 2]"):
+        with pytest.raises(SlotsParseError):
+            parse_slots(junk)
 
 
 def test_missing_metrics_hints():

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from optui.core.effective_config import RunningConfig, llamacpp_config, sglang_config, vllm_config
+
 
 @dataclass(frozen=True, slots=True)
 class HealthResult:
@@ -91,6 +93,15 @@ class ServerProbe:
         except httpx.HTTPError:
             return None, ""
 
+    async def slots(self) -> tuple[int | None, str]:
+        """GET llama.cpp's ``/slots``: ``(status, text)``; status None when unreachable
+        (501 with ``--no-slots``)."""
+        try:
+            resp = await self._client.get("/slots")
+            return resp.status_code, resp.text if resp.status_code == 200 else ""
+        except httpx.HTTPError:
+            return None, ""
+
     async def server_info(self) -> dict | None:
         """SGLang ``/server_info`` (falls back to ``/get_server_info``), vLLM ``/version``;
         None when neither answers."""
@@ -105,6 +116,42 @@ class ServerProbe:
                     return data if isinstance(data, dict) else None
                 except ValueError:
                     return None
+        return None
+
+    async def _get_json(self, path: str) -> tuple[int | None, object]:
+        """``(status, JSON body or None)`` of GET ``path``; status None when unreachable."""
+        try:
+            resp = await self._client.get(path)
+        except httpx.HTTPError:
+            return None, None
+        try:
+            return resp.status_code, resp.json() if resp.status_code == 200 else None
+        except ValueError:
+            return resp.status_code, None
+
+    async def running_config(self, kind: str) -> RunningConfig | None:
+        """What the server of ``kind`` says it runs (see :mod:`optui.core.effective_config`):
+        SGLang ``/server_info`` (``/get_server_info`` when that is 404), vLLM ``/v1/models``
+        + ``/metrics`` + ``/version``, llama.cpp ``/props`` + ``/v1/models``; None when it
+        reports nothing (unreachable, another kind). Never raises."""
+        if kind == "sglang":
+            status, body = await self._get_json("/server_info")
+            if status == 404:
+                status, body = await self._get_json("/get_server_info")
+                return sglang_config(body, "/get_server_info")
+            return sglang_config(body)
+        if kind == "llamacpp":
+            _, props = await self._get_json("/props")
+            if props is None:
+                return None
+            _, models = await self._get_json("/v1/models")
+            return llamacpp_config(props, models)
+        if kind == "vllm":
+            _, models = await self._get_json("/v1/models")
+            _, text = await self.metrics()
+            _, version = await self._get_json("/version")
+            version = version.get("version") if isinstance(version, dict) else None
+            return vllm_config(models, text, str(version) if version is not None else None)
         return None
 
     async def generate_one(self, model: str | None = None, *, timeout_s: float = 30.0) -> bool:

@@ -6,12 +6,21 @@ Names per server (``../shared/reference/servers_and_bench.md`` section 2,
 ``vllm:gpu_prefix_cache_*``) and ``llamacpp:*`` (needs ``--metrics``). Counters become rates
 between two scrapes; several series of one metric (TP/DP ranks, engines) are summed, except
 fractions, which are averaged. Parsing uses prometheus_client's text parser.
+
+llama.cpp adds ``tokens_predicted_total`` only when a request *finishes*, so between
+scrapes it says nothing about requests still streaming (a 40 s generation reads as 40 s of
+zero tok/s, then one burst). Its ``/slots`` endpoint (on by default; ``--no-slots`` turns it
+off) has ``next_token[0].n_decoded`` per processing slot: :func:`parse_slots` sums it, and
+:func:`with_slots` folds it into the scrape, so the generated-token count is "finished +
+decoded so far" and moves with every token. Without ``/slots`` the decode-call counter
+``llamacpp:n_decode_total`` still shows progress (:func:`progress_total`).
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -53,11 +62,16 @@ class MetricsParseError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Scrape:
-    """One parsed scrape: summed and averaged sample values by name, and its time (s)."""
+    """One parsed scrape: summed and averaged sample values by name, and its time (s).
+
+    ``in_flight_decoded``: tokens generated so far by requests still running that the
+    counters do not include yet (llama.cpp ``/slots``, see :func:`with_slots`); None when
+    not known."""
 
     t: float
     sums: dict[str, float] = field(default_factory=dict)
     means: dict[str, float] = field(default_factory=dict)
+    in_flight_decoded: float | None = None
 
     def first(self, names: tuple[str, ...], *, mean: bool = False) -> float | None:
         """The value of the first name present (mean over series when ``mean``)."""
@@ -97,6 +111,77 @@ def parse_scrape(text: str, t: float) -> Scrape:
     return Scrape(t, dict(sums), means)
 
 
+class SlotsParseError(ValueError):
+    """A llama.cpp ``/slots`` answer that is not a JSON list of slot objects."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlotsProgress:
+    """What llama.cpp's ``/slots`` says about requests in flight: ``processing`` slots
+    busy, ``decoded`` tokens generated so far by them (Σ ``next_token[0].n_decoded``)."""
+
+    processing: int
+    decoded: int
+
+
+def parse_slots(text: str) -> SlotsProgress:
+    """Parse a ``GET /slots`` body (a JSON list, one object per slot; an idle slot has no
+    ``next_token``). Raises SlotsParseError for anything else."""
+    try:
+        slots = json.loads(text)
+    except ValueError as exc:
+        raise SlotsParseError(f"/slots is not JSON: {exc}") from exc
+    if not isinstance(slots, list) or not all(isinstance(s, dict) for s in slots):
+        raise SlotsParseError("/slots is not a list of slot objects")
+    processing = decoded = 0
+    for slot in slots:
+        if not slot.get("is_processing"):
+            continue
+        processing += 1
+        tokens = slot.get("next_token")
+        first = tokens[0] if isinstance(tokens, list) and tokens and isinstance(tokens[0], dict) else {}
+        n = first.get("n_decoded")
+        if isinstance(n, int | float) and not isinstance(n, bool) and n >= 0:
+            decoded += int(n)
+    return SlotsProgress(processing, decoded)
+
+
+def with_slots(scrape: Scrape, slots: SlotsProgress | None) -> Scrape:
+    """``scrape`` with the in-flight decoded tokens of ``slots`` (None: unchanged)."""
+    return scrape if slots is None else replace(scrape, in_flight_decoded=float(slots.decoded))
+
+
+def generated_total(scrape: Scrape) -> float | None:
+    """Generated tokens so far: the server's counter plus, where known, the tokens of
+    requests still running (llama.cpp counts a request only when it finishes)."""
+    total = scrape.first(_COUNTERS["generated"])
+    if total is None or scrape.in_flight_decoded is None:
+        return total
+    return total + scrape.in_flight_decoded
+
+
+def progress_total(scrape: Scrape) -> float | None:
+    """A number that grows whenever the server makes progress (for the hung verdict, not a
+    count of anything): generated tokens (in-flight ones included) plus llama.cpp's
+    decode-call counter, which moves with every decode step even without ``/slots``."""
+    total = generated_total(scrape)
+    decodes = scrape.first(("llamacpp:n_decode_total",))
+    if total is None or decodes is None:
+        return total if decodes is None else decodes
+    return total + decodes
+
+
+def _generated_rate(prev: Scrape | None, cur: Scrape) -> float | None:
+    """Generated tok/s between two scrapes; None without a comparable pair (no previous,
+    a counter reset, or in-flight tokens known in one scrape only)."""
+    if prev is None or cur.t <= prev.t or (prev.in_flight_decoded is None) != (cur.in_flight_decoded is None):
+        return None
+    a, b = generated_total(prev), generated_total(cur)
+    if a is None or b is None or b < a:  # a reset, or a request that finished between /slots and /metrics
+        return None
+    return (b - a) / (cur.t - prev.t)
+
+
 def _rate(prev: Scrape | None, cur: Scrape, names: tuple[str, ...]) -> float | None:
     if prev is None or cur.t <= prev.t:
         return None
@@ -125,7 +210,7 @@ def load_view(cur: Scrape, prev: Scrape | None = None) -> LoadView:
     if not cur.has_server_metrics:
         return LoadView(source="metrics", hint="no server series in /metrics (stats disabled?)")
     kv = cur.first(_FRACTIONS["kv_cache_pct"], mean=True)
-    gen = _rate(prev, cur, _COUNTERS["generated"])
+    gen = _generated_rate(prev, cur)
     if gen is None:
         gen = cur.first(_GAUGE_FALLBACKS["gen_tok_s"])
     prefix = _prefix_hit_pct(prev, cur)
@@ -142,7 +227,7 @@ def load_view(cur: Scrape, prev: Scrape | None = None) -> LoadView:
         prompt_tok_s=_first_not_none(_rate(prev, cur, _COUNTERS["prompt"]), cur.first(_GAUGE_FALLBACKS["prompt_tok_s"])),
         prefix_hit_pct=prefix,
         accept_length=accept,
-        generated_total=cur.first(_COUNTERS["generated"]),
+        generated_total=generated_total(cur),
         source="metrics",
     )
 

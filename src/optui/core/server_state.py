@@ -73,7 +73,8 @@ class LoadView:
     Requests are counts; ``kv_cache_pct`` and ``prefix_hit_pct`` are 0..100 %;
     throughputs in tok/s (rates between two ``/metrics`` scrapes); ``source`` is
     "metrics", "log" or "" when nothing is known; ``hint`` explains a missing source
-    (e.g. "add --enable-metrics").
+    (e.g. "add --enable-metrics"); ``stale``: the server did not answer the last read, so
+    these are the numbers of the last read that it answered.
     """
 
     running: float | None = None
@@ -86,6 +87,7 @@ class LoadView:
     generated_total: float | None = None
     source: str = ""
     hint: str | None = None
+    stale: bool = False
 
 
 @dataclass(frozen=True, slots=True)
