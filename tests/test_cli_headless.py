@@ -249,3 +249,27 @@ def test_journal_commands(campaign, tmp_path):
     bad = optui(campaign, "journal", "export", "--since", "yesterday")
     assert bad.returncode == 2 and "expected a duration" in bad.stderr
     j.close()
+
+
+def test_a_flag_the_server_does_not_apply_is_unverified_in_every_listing(tmp_path):
+    cfg = small_demo_config(tmp_path)
+    ignore = {"OPTUI_DEMO_IGNORE": "--max-running-requests"}  # the demo accepts the flag but runs its default
+    try:
+        res = optui(cfg, "restart", "demo", "--set", "--max-running-requests=8", "--json", env=ignore)
+        assert res.returncode == 0, res.stderr
+        exp = json.loads(res.stdout)["experiment"]
+        line = "--max-running-requests 8: server runs max_running_requests=32 (expected 8)"
+        j = journal_of(cfg)
+        ready = j.events(types=["server.ready"], experiment=exp)[-1].data
+        j.close()
+        assert ready["config_check"]["status"] == "unverified"
+        listed = json.loads(optui(cfg, "journal", "experiments", "--json").stdout)
+        assert next(x for x in listed if x["id"] == exp)["unverified"] == [line]
+        assert f"UNVERIFIED {line}" in optui(cfg, "journal", "experiments").stdout
+        status = json.loads(optui(cfg, "status", "--json", "--wait", "0.5").stdout)
+        assert status["servers"][0]["config_mismatch"] == [line]
+        assert next(x for x in status["experiments"] if x["id"] == exp)["unverified"] == [line]
+        report = optui(cfg, "journal", "export", "--format", "md").stdout
+        assert "**Unverified**" in report and "max_running_requests=32" in report
+    finally:
+        kill_demo_server(cfg)

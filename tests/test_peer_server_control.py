@@ -95,6 +95,9 @@ async def test_restart_with_new_ctx_and_parallel_is_journaled_and_visible(tmp_pa
             props = (await client.get("/props")).json()
             slots = (await client.get("/slots")).json()
         assert props["total_slots"] == 2 and [s["n_ctx"] for s in slots] == [512, 512]
+        check = events(session, "server.ready")[-1]["config_check"]  # -c 1024 / -np 2 = 512 a slot, as /props says
+        assert (check["status"], check["checked"], check["source"]) == ("verified", ["total_slots", "n_ctx"], "/props + /v1/models")
+        assert events(session, "server.ready")[-1]["server_version"] == props["build_info"]
         stopped = events(session, "server.stopped")[-1]
         assert stopped["how"] == "term" and stopped["returncode"] == 0  # SIGTERM: clean exit 0
 
@@ -165,3 +168,20 @@ async def test_flag_catalogue_learned_from_the_real_help(tmp_path, llama_server_
             assert fresh.servers["llama"].cached_catalog() == catalog
         finally:
             fresh.journal.close()
+
+
+async def test_a_wrapper_that_overrides_np_makes_the_experiment_unverified(tmp_path, llama_server_bin, tiny_gguf):
+    port = free_port()
+    wrapper = tmp_path / "serve.sh"  # a launch script that "knows better": its -np comes last and wins
+    wrapper.write_text(f'#!/bin/sh\nexec "{llama_server_bin}" "$@" -np 1\n')
+    wrapper.chmod(0o755)
+    argv = [str(wrapper), *llama_argv(llama_server_bin, tiny_gguf, port, "-c", "2048", "-np", "4", "-a", "tiny")[1:]]
+    async with session_for(tmp_path, argv, port) as (session, rt):
+        assert (await session.restart_server("llama", argv)).state.value == "ready"
+        check = events(session, "server.ready")[-1]["config_check"]
+        assert check["status"] == "unverified"
+        # one slot of min(2048, n_ctx_train 512): n_ctx still reads 512, the slot count does not
+        assert check["mismatches"] == [{"flag": "-np 4", "field": "total_slots", "expected": 4, "actual": 1}]
+        assert rt.status.config_mismatch[0] == "-np 4: server runs total_slots=1 (expected 4)"
+        (exp,) = [x for x in session.experiments() if x.server == "llama"]
+        assert exp.unverified == rt.status.config_mismatch

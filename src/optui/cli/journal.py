@@ -165,6 +165,8 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         ready = f"{x.ready_s:.1f}" if x.ready_s is not None else "-"
         change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
         echo(f"{x.id:<11}{x.server:<10}{outcome:<18}{ready:>8}{tput:>11}{rel:>8}  {verdict:<14}{change}")
+        for line in x.unverified:  # the server does not run the flags this row is credited to
+            echo(f"{'':<11}UNVERIFIED {line}")
 
 
 def experiment_json(x) -> dict:
@@ -173,6 +175,7 @@ def experiment_json(x) -> dict:
     return {
         "id": x.id, "server": x.server, "started": iso_time(x.started_ts), "actor": x.actor, "reason": x.reason,
         "outcome": x.outcome, "crash_class": x.crash_class, "ready_s": x.ready_s, "verdict": x.verdict,
+        "unverified": list(x.unverified),
         "decision": x.decision, "baseline": x.baseline_id, "is_baseline": x.is_baseline,
         "change_vs_baseline": list(x.diff_vs_baseline), "change_vs_previous": list(x.diff_prev), "argv": list(x.argv),
         "workloads": [{"workload": o.label, "key": o.key, "bench": o.bench, "runs": len(o.runs), "ok": o.n_ok,

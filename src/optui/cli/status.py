@@ -52,6 +52,7 @@ async def _collect(loaded, wait_s: float) -> dict:
             "todo": [t.to_json() for t in state.todos],
             "results": [_result_json(r) for r in state.results[:5]],
             "experiments": [{"id": x.id, "server": x.server, "outcome": x.outcome, "verdict": x.verdict,
+                             "unverified": list(x.unverified),
                              "change_vs_baseline": list(x.diff_vs_baseline),
                              "delta_pct": x.primary_delta.rel_pct if x.primary_delta else None}
                             for x in experiments[-10:]],
@@ -70,7 +71,8 @@ def _server_json(session, s, experiments) -> dict:
         "model": s.model, "pid": s.pid, "busy": s.busy, "started_at": s.started_at, "ready_at": s.ready_at,
         "argv": list(s.argv), "flags": {k: list(v) for k, v in Flags.parse(s.argv).as_mapping().items()},
         "last_good_argv": list(s.last_good_argv) if s.last_good_argv else None,
-        "crash_class": s.crash_class and str(s.crash_class), "message": s.message,
+        "crash_class": s.crash_class and str(s.crash_class), "message": s.message, "crash_cause": s.crash_cause,
+        "config_mismatch": list(s.config_mismatch),
         "experiment": current, "baseline_experiment": base.id if base else None,
         "load": {k: getattr(s.load, k) for k in ("running", "waiting", "kv_cache_pct", "gen_tok_s", "prompt_tok_s",
                                                  "prefix_hit_pct", "source", "hint")},
@@ -97,6 +99,8 @@ def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
         echo(f"server {s['name']}: {s['state']}" + (f" [{s['phase']}]" if s["phase"] else "") + f"  {s['url']}"
              + (f"  {s['experiment']}" if s["experiment"] else "") + (f"  ({s['crash_class']})" if s["crash_class"] else ""))
         echo(f"  {shlex.join(s['argv'])}")
+        for line in s["config_mismatch"]:
+            echo(f"  UNVERIFIED {line}")
         load = s["load"]
         if load["running"] is not None or load["gen_tok_s"] is not None:
             echo(f"  load: running {_n(load['running'])}, waiting {_n(load['waiting'])}, "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from optui.core import events as ev
 from optui.core.bench_result import BenchResult
+from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
 from optui.core.experiments import Experiment, result_deltas, workload_label
 from optui.core.flags import Flags
@@ -136,6 +137,16 @@ def _ready(e: Event, _b) -> list[Section]:
         s.add(f"model {d['model']}")
     if d.get("server_version"):
         s.add(f"server version {d['server_version']}")
+    check = d.get("config_check") if isinstance(d.get("config_check"), dict) else None
+    if check is not None:  # what the server reported running, against the argv
+        mismatch = mismatch_lines(check)
+        for line in mismatch:
+            s.add(f"UNVERIFIED {line}", "bad")
+        if not mismatch:
+            checked = ", ".join(map(str, check.get("checked") or ()))
+            s.add(f"configuration {check.get('status')}" + (f": {checked}" if checked else "")
+                  + (f" ({check['reason']})" if check.get("reason") else "") + (f" from {check['source']}" if check.get("source") else ""),
+                  "good" if check.get("status") == "verified" else "dim")
     return [s, _phases(list(d.get("phases") or []), d.get("ready_s")), _argv_section("command", d.get("argv"))]
 
 
@@ -289,6 +300,8 @@ def experiment_sections(x: Experiment) -> list[Section]:
         head.add(f"failed: {x.crash_class or 'unknown'}" + (f" — {x.crash_message}" if x.crash_message else ""), "bad")
     else:
         head.add(x.outcome, "dim")
+    for line in x.unverified:
+        head.add(f"UNVERIFIED {line}", "bad")
     if x.rolled_back:
         head.add("rolled back to the last good flags", "warn")
     if x.decision_reason:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 from optui.core import events as ev
 from optui.core.bench_result import BenchResult, Workload
+from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
 from optui.core.flags import Flags
 
@@ -262,6 +263,9 @@ class Experiment:
     baseline_id: str | None = None
     diff_vs_baseline: tuple[str, ...] = ()
     verdict: str = "untested"
+    #: the flags the server reported running otherwise than the argv says (one line each,
+    #: :mod:`optui.core.effective_config`); empty: verified or not checkable
+    unverified: tuple[str, ...] = ()
 
     @property
     def primary(self) -> WorkloadOutcome | None:
@@ -335,6 +339,7 @@ def _apply(draft: dict, e: Event) -> None:
         draft["phases"] = tuple((p.get("phase", "?"), p.get("t", 0.0)) for p in d.get("phases") or ())
         draft["model"] = d.get("model")
         draft["server_version"] = d.get("server_version")
+        draft["unverified"] = mismatch_lines(d.get("config_check"))
     elif e.type == ev.SERVER_FAILED:
         draft["outcome"] = "failed"
         draft["crash_class"] = d.get("class")

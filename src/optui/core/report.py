@@ -244,6 +244,7 @@ def _experiment_table(listed: list[Experiment]) -> list[str]:
     for x in listed:
         tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
         outcome = x.outcome if x.outcome != "failed" else f"failed ({x.crash_class or 'unknown'})"
+        outcome += ", unverified" if x.unverified else ""
         verdict = x.verdict + (f" / {markdown_inline(x.decision)}" if x.decision else "")
         out.append(f"| {x.id} | {_cell(x.server)} | {_changes(x.diff_vs_baseline, baseline=x.is_baseline, cell=True)} | "
                    f"{_cell(outcome)} | {_num(x.ready_s, 1)} | {_num(tput.value if tput else None, 1)} | "
@@ -269,6 +270,9 @@ def _experiment_section(x: Experiment) -> list[str]:
         out.append(f"- Outcome: **failed, {markdown_inline(x.crash_class or 'unknown')}**" + (f": {_md_inline(why)}" if why else "") + ".")
     else:
         out.append(f"- Outcome: {x.outcome}.")
+    if x.unverified:
+        out.append("- **Unverified**: the server does not run the flags credited here: "
+                   + "; ".join(_md_inline(line) for line in x.unverified) + ".")
     if x.rolled_back:
         out.append("- Rolled back to the last good flags.")
     verdict = f"- Verdict: **{x.verdict}**"

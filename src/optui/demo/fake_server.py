@@ -16,6 +16,9 @@ Environment:
   (default 20) seconds, like SGLang's health check needing that long to fail, then 503.
 - ``OPTUI_DEMO_API_KEY=KEY``: the API key when ``--api-key`` is not given (like vLLM's
   ``VLLM_API_KEY``): a key that comes from the environment, never from the argv.
+- ``OPTUI_DEMO_IGNORE=--flag[,--flag...]``: accept these flags but do not apply them (they
+  keep their defaults, and ``/server_info`` shows what really runs): a server that does not
+  run the argv it was given.
 
 SIGTERM/SIGINT: uvicorn's shutdown lines, exit 0 within a second.
 """
@@ -227,7 +230,7 @@ class Runtime:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code (2 for bad flags, via argparse)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = parse_args(argv)
+    args = parse_args(argv, os.environ.get("OPTUI_DEMO_IGNORE", ""))
     runtime = Runtime(args, argv)
 
     def on_signal(signum: int, _frame) -> None:

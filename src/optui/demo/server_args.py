@@ -59,9 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Parse ``argv`` (exits 2 on a bad flag, like SGLang) and fill derived defaults."""
-    args = build_parser().parse_args(argv)
+def parse_args(argv: list[str] | None = None, ignore: str = "") -> argparse.Namespace:
+    """Parse ``argv`` (exits 2 on a bad flag, like SGLang) and fill derived defaults.
+
+    ``ignore``: comma-separated flags (``--max-running-requests,--tp-size``) accepted but not
+    applied: they keep their default, as a wrapper or a server that silently caps a value
+    would (``OPTUI_DEMO_IGNORE``, for tests of optui's running-configuration check)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for flag in filter(None, (f.strip() for f in ignore.split(","))):
+        action = next((a for a in parser._actions if flag in a.option_strings), None)  # noqa: SLF001 - argparse has no public lookup
+        if action is not None:
+            setattr(args, action.dest, action.default)
     if args.served_model_name is None:
         args.served_model_name = args.model_path
     if args.context_length is None:

@@ -2,8 +2,9 @@
 
     server.restart, flags.changed → stop (server.stopped) → port free → the old PIDs' GPU
     memory released → start (server.starting) → ready gate: /health 200 [+ 1-token
-    generation] [+ stability window] → server.ready (phases with durations; last good flags
-    stored) | server.failed (class, lines, phases)
+    generation] [+ stability window] → server.ready (phases with durations, the configuration
+    the server reports checked against the argv; last good flags stored) | server.failed
+    (class, lines, phases)
 
 :class:`RestartFlow` is a mixin: it uses the runtime's state, controller and journal.
 """
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from optui.core import events as ev
+from optui.core.effective_config import check_config
 from optui.core.experiments import experiment_start
 from optui.core.flags import Flags
 from optui.core.server_state import CrashClass, ServerState, ServerStatus
@@ -187,11 +189,15 @@ class RestartFlow:
                     return await self._unstable(actor)
             self._starting = False
             stable_s = self._elapsed()
-            info = await self.probe.server_info() or {}
+            # what the server really runs, against the argv this experiment is credited to
+            running = await self.probe.running_config(self.cfg.kind)
+            check = check_config(self.cfg.kind, list(self.status.argv), running)
+            version = running.version if running is not None else (await self.probe.server_info() or {}).get("version")
+            self._set(config_mismatch=check.describe())
             self._journal(ev.SERVER_READY, {"ready_s": round(ready_s, 3), "stable_s": round(stable_s, 3),
                                             "phases": self._phases(ready_s), "argv": list(self.status.argv),
                                             "model": self.status.model, "generate_probe": self._generated,
-                                            "server_version": info.get("version")}, actor=actor)
+                                            "server_version": version, "config_check": check.to_json()}, actor=actor)
             self._safe(lambda: self.journal.set_last_good(self.name, list(self.status.argv)))
             self._set(last_good_argv=self.status.argv)
             return self.status

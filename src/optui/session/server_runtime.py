@@ -25,6 +25,7 @@ from optui.adapters.probe import ServerProbe
 from optui.adapters.shell import LocalShell, LogSource, Shell
 from optui.config import ServerConfig
 from optui.core import events as ev
+from optui.core.effective_config import mismatch_lines
 from optui.core.flag_catalog import FlagCatalog
 from optui.core.flags import Flags
 from optui.core.server_fsm import Observation, next_state
@@ -137,6 +138,14 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         async with self._state_changed:
             self._state_changed.notify_all()
 
+    def show_config_check(self, ready: dict) -> None:
+        """Show the running-configuration check of a ``server.ready`` event's ``ready`` data
+        (this process's or another's) when it is about the argv running now."""
+        if list(ready.get("argv") or ()) == list(self.status.argv):
+            mismatch = mismatch_lines(ready.get("config_check"))
+            if mismatch != self.status.config_mismatch:
+                self._set(config_mismatch=mismatch)
+
     def wake(self) -> None:
         """Probe now instead of at the next interval."""
         self._wake.set()
@@ -157,6 +166,11 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         elif getattr(self.controller, "lost", None) is not None:
             await self._account_for_lost_launch(self.controller.lost)
         self.attached.set()
+        if launch is not None:  # what its ready gate found (issue 16), shown again by a new session
+            ready = self._safe(lambda: self.journal.events(target=self.name, types=[ev.SERVER_READY], limit=1,
+                                                           newest_first=True))
+            if ready:
+                self.show_config_check(ready[0].data)
         last_good = self._safe(lambda: self.journal.last_good(self.name))
         if last_good:
             self._set(last_good_argv=tuple(last_good))

@@ -221,6 +221,9 @@ class Session:
         if new:
             self._events.extend(new)
             self._last_seq = new[-1].seq
+            for e in new:  # a ready gate of another optui process (the CLI) checked what its server runs
+                if e.type == ev.SERVER_READY and e.target in self.servers:
+                    self.servers[e.target].show_config_check(e.data)
         results_changed = [(r.id, r.baseline) for r in results] != [(r.id, r.baseline) for r in self._results]
         changed = bool(new) or todos != self._todos or results_changed
         if results_changed or any(e.type.startswith("bench.") for e in new):

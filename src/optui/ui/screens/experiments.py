@@ -132,13 +132,19 @@ class ExperimentsScreen(ModalScreen[str | None]):
         verdict_var = _VERDICT_VAR.get(x.verdict)
         cells = {
             "id": x.id, "server": x.server, "change": Text(change, no_wrap=True, overflow="ellipsis"),
-            "outcome": Text(outcome, style=style(app, "state-failed") if x.outcome == "failed" else ""),
+            "outcome": self._outcome(outcome, x),
             "ready": _num(x.ready_s, 1), "tput": _num(tput.value if tput else None, 1),
             "delta": self._delta(tput, x), "ttft": _num(ttft.value if ttft else None, 1), "ttft_delta": self._delta(ttft, x),
             "verdict": Text(x.verdict, style=style(app, verdict_var) if verdict_var else ""),
             "decision": x.decision or "",
         }
         return [cells[key] for key in self._order]
+
+    def _outcome(self, outcome: str, x: Experiment) -> Text:
+        text = Text(outcome, style=style(self.app, "state-failed") if x.outcome == "failed" else "")
+        if x.unverified:  # the server reported running other flags than this row is credited to
+            text.append(" unverified", style=style(self.app, "warning"))
+        return text
 
     def _delta(self, d, x: Experiment) -> Text:
         if d is None or d.rel_pct is None or x.is_baseline:

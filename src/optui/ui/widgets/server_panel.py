@@ -78,6 +78,9 @@ class ServerPanel(CursorList):
             row.append(f" [{safe_line(s.busy)}]", style=style(app, "warning"))
         if s.host_problem:  # the host's link, not the server, is the problem: say so on its row
             row.append(f"  ⚠ {safe_line(s.host)}: {safe_line(s.host_problem)}", style=style(app, "warning"))
+        if s.config_mismatch and s.state is not ServerState.CRASHED:  # it does not run the flags shown below
+            more = f" (+{len(s.config_mismatch) - 1} more)" if len(s.config_mismatch) > 1 else ""
+            row.append(f"  ⚠ UNVERIFIED {safe_line(s.config_mismatch[0])}{more}", style=style(app, "warning"))
         if compact:
             detail = self._detail(s)
             if detail:
