@@ -127,6 +127,39 @@ def test_inf_request_rate_and_every_default_are_still_valid():
     parse_config_text(GOOD)
 
 
+@pytest.mark.parametrize(
+    "builtin, expected",
+    [
+        ('prefix = "shared"', 'optui.toml:6: benchmarks.b.builtin.prefix: must be "none", { shared_tokens = N } or '
+                              '{ dataset = "FILE" } (got \'shared\')'),
+        ("prefix = { shared = 3 }", 'optui.toml:6: benchmarks.b.builtin.prefix: must be "none", { shared_tokens = N }'),
+        ("prefix = { shared_tokens = 0 }",
+         "optui.toml:6: benchmarks.b.builtin.prefix.shared_tokens: Input should be greater than or equal to 1 (got 0)"),
+        ("input_len = 64, prefix = { shared_tokens = 64 }",
+         "optui.toml:6: benchmarks.b.builtin: prefix.shared_tokens (64) must be less than input_len (64)"),
+        ('prefix = { dataset = "" }', "optui.toml:6: benchmarks.b.builtin.prefix.dataset: String should have at least 1 character"),
+        ("seed = -1", "optui.toml:6: benchmarks.b.builtin.seed: Input should be greater than or equal to 0 (got -1)"),
+        ('seed = "7"', "optui.toml:6: benchmarks.b.builtin.seed: Input should be a valid integer (got '7')"),
+    ],
+)
+def test_builtin_prefix_and_seed_errors_name_the_field(builtin, expected):
+    with pytest.raises(ConfigError) as info:
+        parse_config_text(BENCH + f"builtin = {{ {builtin} }}\n")
+    assert expected in str(info.value) and len(str(info.value).splitlines()) == 1
+
+
+def test_builtin_prefix_forms_and_the_fresh_seed_default():
+    from optui.config import DatasetPrompts, SharedPrefix
+
+    def builtin(body: str):
+        return parse_config_text(BENCH + f"builtin = {{ {body} }}\n").benchmarks["b"].builtin
+
+    plain = builtin("input_len = 32")
+    assert plain.prefix == "none" and plain.seed is None  # fresh prompts every run unless a seed is given
+    assert builtin("prefix = { shared_tokens = 16 }, seed = 9").prefix == SharedPrefix(shared_tokens=16)
+    assert builtin('prefix = { dataset = "p.jsonl" }').prefix == DatasetPrompts(dataset="p.jsonl")
+
+
 def test_a_bad_server_name_creates_nothing_outside_the_state_dir(tmp_path):
     camp = tmp_path / "a" / "b"
     camp.mkdir(parents=True)

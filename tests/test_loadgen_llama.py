@@ -21,7 +21,7 @@ import re
 import httpx
 import pytest
 
-from optui.adapters.loadgen import build_payload, plan_requests, run_load
+from optui.adapters.loadgen import build_payload, plan_requests, plan_run, run_load
 from tests.peers.llama_server import LaunchPeer, LlamaPeer
 
 pytest_plugins = ["tests.peers.fixtures"]
@@ -48,13 +48,27 @@ async def test_token_counts_match_the_server_exactly(llama_server: LlamaPeer):
     # output: exactly the requested lengths (ignore_eos; the peer's model never samples EOS) ...
     assert result.total_output_tokens == sum(p.output_len for p in plan)
     assert result.extra["server_predicted_tokens"] == result.total_output_tokens
-    # ... and the server's own counter agrees, warmup requests (the first prompt) included
-    warm = 2 * plan[0].output_len
+    # ... and the server's own counter agrees, warmup requests (prompts of their own) included
+    warm = sum(p.output_len for p in plan_run(8, 40, 24, random_lengths=True, seed=7, warmup=2).warmup)
     assert after["tokens_predicted_total"] - before["tokens_predicted_total"] == result.total_output_tokens + warm
     # input: the server's usage, which /tokenize reproduces prompt by prompt
     assert result.total_input_tokens == sum(tokenized(url, p.prompt) for p in plan)
     assert result.extra["server_prompt_tokens"] == result.total_input_tokens
     assert len({p.input_len for p in plan}) > 1 and len({p.output_len for p in plan}) > 1
+
+
+async def test_fresh_prompts_miss_the_prompt_cache_and_a_seed_repeats_them(llama_server: LlamaPeer):
+    # The old generator sent seed 0's prompts every run (the warm-up reused the first one):
+    # llama.cpp's prompt cache then served ~99 % of the prompt tokens of any repeat.
+    kw = {"input_len": 48, "output_len": 4, "num_prompts": 8, "concurrency": 4, "warmup": 1}
+    first = await run_load(llama_server.url, **kw)
+    fresh = await run_load(llama_server.url, **kw)
+    for result in (first, fresh):
+        assert result.status == "ok" and result.extra["prefix_cache_source"] == "timings"
+        assert result.extra["prefix_cache_hit_pct"] < 3.0, result.extra  # at most a shared first token
+    assert first.workload.seed != fresh.workload.seed
+    again = await run_load(llama_server.url, **kw, seed=fresh.workload.seed)  # the same prompts again
+    assert again.extra["prefix_cache_hit_pct"] > 50.0, again.extra
 
 
 async def test_chat_endpoint_counts_from_the_usage_chunk(llama_server: LlamaPeer):

@@ -34,7 +34,17 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from optui.config_file import (  # noqa: F401  (re-exported: optui.config is the public place)
     CONFIG_FILE_NAME,
@@ -160,8 +170,43 @@ class ServerConfig(_Model):
         return self
 
 
+class SharedPrefix(_Model):
+    """``prefix = { shared_tokens = N }``: every prompt of a run starts with one N-token system prompt."""
+
+    shared_tokens: int = Field(ge=1, le=MAX_TOKENS)
+
+
+class DatasetPrompts(_Model):
+    """``prefix = { dataset = "prompts.jsonl" }``: prompts from a file (whatever prefixes they share)."""
+
+    dataset: str = Field(min_length=1, description="one prompt a line: {\"prompt\": ...}, a JSON string or text")
+
+
+def _prefix_kind(value) -> str | None:
+    if isinstance(value, str):
+        return "tag:none" if value == "none" else None
+    if isinstance(value, dict):
+        return "tag:shared" if "shared_tokens" in value else "tag:dataset" if "dataset" in value else None
+    return {SharedPrefix: "tag:shared", DatasetPrompts: "tag:dataset"}.get(type(value))
+
+
+#: The builtin generator's ``prefix``: "none", a shared system prompt or a dataset (tags: the
+#: member a value is checked against, so an error names only that member's problem).
+PrefixSharing = Annotated[
+    Annotated[Literal["none"], Tag("tag:none")] | Annotated[SharedPrefix, Tag("tag:shared")]
+    | Annotated[DatasetPrompts, Tag("tag:dataset")],
+    Discriminator(_prefix_kind, custom_error_type="prefix",
+                  custom_error_message='must be "none", { shared_tokens = N } or { dataset = "FILE" }'),
+]
+
+
 class BuiltinBench(_Model):
-    """The built-in load generator (no tool needed on the GPU host)."""
+    """The built-in load generator (no tool needed on the GPU host).
+
+    ``prefix`` states the intended prefix sharing: ``"none"`` (no two prompts share a first
+    token), a shared system prompt, or a dataset. ``seed`` None: every run draws fresh
+    prompts; a number reproduces a recorded run (point k of a sweep uses ``seed + k``).
+    """
 
     concurrency: list[Concurrency] = Field(default_factory=lambda: [1], min_length=1, max_length=1000)
     input_len: int = Field(128, ge=1, le=MAX_TOKENS)
@@ -173,11 +218,20 @@ class BuiltinBench(_Model):
     warmup: int = Field(1, ge=0, le=10_000)
     random_lengths: bool = False
     model: str | None = None
+    prefix: PrefixSharing = "none"
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="None: fresh prompts every run")
 
     @field_validator("concurrency", mode="before")
     @classmethod
     def _one_or_many(cls, value):
         return [value] if isinstance(value, int) else value
+
+    @model_validator(mode="after")
+    def _prefix_fits(self) -> BuiltinBench:
+        if isinstance(self.prefix, SharedPrefix) and self.prefix.shared_tokens >= self.input_len:
+            raise ValueError(f"prefix.shared_tokens ({self.prefix.shared_tokens}) must be less than input_len "
+                             f"({self.input_len}): every prompt needs at least one token of its own")
+        return self
 
 
 class SweepConfig(_Model):
@@ -369,7 +423,7 @@ def _format_validation(exc: ValidationError, text: str, filename: str) -> str:
             elif err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
                 message += f" (got {err['input']!r})"
         # drop pydantic's internal loc parts (union members, validator names)
-        loc = tuple(p for p in loc if p not in _TYPE_TAGS and not p.startswith(("function-", "union[", "list[", "dict[")))
+        loc = tuple(p for p in loc if p not in _TYPE_TAGS and not p.startswith(("function-", "union[", "list[", "dict[", "tag:")))
         if loc in seen:
             continue
         seen.add(loc)

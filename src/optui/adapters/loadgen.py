@@ -4,8 +4,17 @@ Measures what SGLang's ``bench_serving`` measures (definitions in
 :mod:`optui.core.bench_result`): per request TTFT (send → first chunk with text), every
 gap between text chunks (ITL), TPOT ``(e2e - ttft) / (tokens - 1)`` and E2E. The output
 token count is the server's ``usage.completion_tokens`` (``meta_info`` for ``/generate``)
-when it sends one, else the number of text chunks. Prompts are synthetic words (one word
-≈ one token). Only dependency: httpx.
+when it sends one, else the number of text chunks. Only dependency: httpx.
+
+Prompts measure the server, not its prefix cache. Synthetic prompts are words (one word
+≈ one token) drawn from a per-run seed (a fresh one unless given: recorded as
+``Workload.seed``, the same seed gives the same prompts); every request, warm-up ones
+included, starts with its own random word, so with ``shared_tokens = 0`` no two prompts share
+a first token; ``shared_tokens = N`` puts one N-token system prompt (drawn from the seed) in
+front of every prompt of the run, warm-up ones included. A dataset's prompts are sampled
+with the seed, the warm-up's from the rest. The server's cache share of the timed run is
+``extra["prefix_cache_hit_pct"]`` (llama.cpp's streamed ``timings``, else ``/metrics``
+counter deltas between the warm-up's end and the run's end).
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ from typing import Literal
 
 import httpx
 
-from optui.core.bench_result import BenchResult, Workload
+from optui.config import BuiltinBench, DatasetPrompts, SharedPrefix
+from optui.core.bench_result import CACHE_HIT_KEY, BenchResult, Workload
+from optui.core.metrics_map import MetricsParseError, Scrape, load_view, parse_scrape
 from optui.core.stats import summarize
 from optui.core.words import random_words
 
@@ -55,18 +66,102 @@ class Outcome:
     server_timings: dict | None = None
 
 
-def plan_requests(
-    num_prompts: int, input_len: int, output_len: int, *, random_lengths: bool = False, seed: int = 0
-) -> list[PlannedRequest]:
-    """The deterministic request list for a run. ``random_lengths`` draws each length
-    uniformly from 1..len (SGLang's default ``--random-range-ratio 0.0``)."""
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """The requests of one run: ``timed`` ones (measured) and ``warmup`` ones (sent before
+    the clock starts; no prompt of theirs is a timed prompt)."""
+
+    timed: list[PlannedRequest]
+    warmup: list[PlannedRequest]
+
+
+def new_seed() -> int:
+    """A fresh prompt seed (0 .. 2**31 - 1) from the OS's randomness."""
+    return random.SystemRandom().randrange(2**31)
+
+
+def _nonce(rng: random.Random, seen: set[str]) -> str:
+    """A random 8-hex-digit word not in ``seen`` (added to it): a prompt's first word."""
+    while True:
+        word = f"{rng.getrandbits(32):08x}"
+        if word not in seen:
+            seen.add(word)
+            return word
+
+
+def plan_run(
+    num_prompts: int, input_len: int, output_len: int, *, random_lengths: bool = False, seed: int = 0,
+    warmup: int = 0, shared_tokens: int = 0, dataset: list[str] | None = None,
+) -> RunPlan:
+    """The requests of a run, all determined by ``seed`` (see the module docstring).
+
+    ``random_lengths`` draws each length uniformly from 1..len (SGLang's default
+    ``--random-range-ratio 0.0``). ``shared_tokens`` (< ``input_len``) of every prompt are
+    the run's shared system prompt; the rest (at least one word) is the request's own.
+    ``dataset``: prompt texts to sample instead (lengths counted in words; needs at least
+    ``num_prompts + warmup`` of them, else ValueError)."""
     rng = random.Random(seed)
+    total = num_prompts + max(0, warmup)
+    if dataset is not None:
+        if len(dataset) < total:
+            raise ValueError(f"the dataset has {len(dataset)} prompts; this run needs {total} "
+                             f"({num_prompts} timed + {warmup} warm-up, none sent twice)")
+        picked = rng.sample(dataset, total)
+        out = [PlannedRequest(text, max(1, len(text.split())),
+                              rng.randint(1, output_len) if random_lengths else output_len) for text in picked]
+        return RunPlan(out[:num_prompts], out[num_prompts:])
+    seen: set[str] = set()
+    shared = [_nonce(rng, seen), *random_words(rng, shared_tokens - 1)] if shared_tokens > 0 else []
     out = []
-    for _ in range(num_prompts):
+    for _ in range(total):
         n_in = rng.randint(1, input_len) if random_lengths else input_len
         n_out = rng.randint(1, output_len) if random_lengths else output_len
-        out.append(PlannedRequest(" ".join(random_words(rng, max(1, n_in))), max(1, n_in), max(1, n_out)))
-    return out
+        own = max(1, n_in - len(shared))
+        words = [*shared, _nonce(rng, seen), *random_words(rng, own - 1)]
+        out.append(PlannedRequest(" ".join(words), len(words), max(1, n_out)))
+    return RunPlan(out[:num_prompts], out[num_prompts:])
+
+
+def plan_requests(
+    num_prompts: int, input_len: int, output_len: int, *, random_lengths: bool = False, seed: int = 0,
+    shared_tokens: int = 0,
+) -> list[PlannedRequest]:
+    """The timed requests of :func:`plan_run` (what ``run_load`` with this seed measures)."""
+    return plan_run(num_prompts, input_len, output_len, random_lengths=random_lengths, seed=seed,
+                    shared_tokens=shared_tokens).timed
+
+
+class DatasetError(ValueError):
+    """A prompt dataset that cannot be read; the message names the file (and line)."""
+
+
+def load_dataset(path: str) -> list[str]:
+    """Prompts of a dataset file: one per line, either a JSON object with a ``"prompt"``
+    string, a JSON string, or plain text (blank lines skipped). Raises DatasetError
+    (``FILE:LINE: ...``) for an unreadable file, a bad JSON line or no prompts at all."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: cannot read the prompt dataset: {exc}") from None
+    prompts = []
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text:
+            continue
+        if text[0] in "{\"":
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                raise DatasetError(f"{path}:{number}: not valid JSON: {exc}") from None
+            value = value.get("prompt") if isinstance(value, dict) else value
+            if not isinstance(value, str) or not value.strip():
+                raise DatasetError(f"{path}:{number}: expected a non-empty \"prompt\" string")
+            text = value
+        prompts.append(text)
+    if not prompts:
+        raise DatasetError(f"{path}: the prompt dataset has no prompts")
+    return prompts
 
 
 def build_payload(endpoint: Endpoint, model: str | None, req: PlannedRequest, ignore_eos: bool) -> dict:
@@ -213,7 +308,8 @@ def _server_timings(done: list[Outcome]) -> dict:
     HTTP), ``server_tpot_ms`` (median predicted_per_token_ms), ``server_decode_tok_s``
     (Σ predicted_n / Σ predicted_ms) and ``server_output_tok_s`` (Σ predicted_n /
     Σ (prompt_ms + predicted_ms): the output throughput of requests sent one at a time, as
-    the server timed them). Empty unless every ok request carried timings."""
+    the server timed them), ``prefix_cache_hit_pct`` (Σ cache_n / Σ (cache_n + prompt_n),
+    in %). Empty unless every ok request carried timings."""
     timings = [o.server_timings for o in done if o.server_timings]
     if not timings or len(timings) != len(done):
         return {}
@@ -223,7 +319,11 @@ def _server_timings(done: list[Outcome]) -> dict:
         predicted_ms = sum(float(t["predicted_ms"]) for t in timings)
         busy_ms = predicted_ms + sum(prompt_ms)
         predicted = sum(int(t["predicted_n"]) for t in timings)
+        cached = sum(int(t.get("cache_n") or 0) for t in timings)
+        prompt_total = cached + sum(int(t["prompt_n"]) for t in timings)
         return {
+            CACHE_HIT_KEY: 100.0 * cached / prompt_total if prompt_total else None,
+            "prefix_cache_source": "timings" if prompt_total else None,
             "server_prompt_tokens": sum(int(t["prompt_n"]) + int(t.get("cache_n") or 0) for t in timings),
             "server_predicted_tokens": predicted,
             "server_prompt_ms": summarize(prompt_ms)["median"],
@@ -233,6 +333,36 @@ def _server_timings(done: list[Outcome]) -> dict:
         }
     except (KeyError, TypeError, ValueError):
         return {}
+
+
+async def _scrape(client: httpx.AsyncClient) -> Scrape | None:
+    """The server's ``/metrics`` now, or None when it has none (404, no server series,
+    unparseable, unreachable)."""
+    try:
+        resp = await client.get("/metrics", timeout=10)
+        if resp.status_code != 200:
+            return None
+        scrape = parse_scrape(resp.text, time.monotonic())
+    except (httpx.HTTPError, OSError, MetricsParseError):
+        return None
+    return scrape if scrape.has_server_metrics else None
+
+
+def _metrics_cache_share(before: Scrape | None, after: Scrape | None) -> dict:
+    """``prefix_cache_hit_pct`` from the counters between two scrapes (vLLM
+    ``prefix_cache_hits/queries``, SGLang ``cached_tokens/prompt_tokens``, llama.cpp
+    ``prompt_tokens_cached/prompt_tokens``; SGLang's ``cache_hit_rate`` gauge as the last
+    resort); empty when either scrape is missing or nothing was counted."""
+    if before is None or after is None:
+        return {}
+    pct = load_view(after, before).prefix_hit_pct
+    return {} if pct is None else {CACHE_HIT_KEY: pct, "prefix_cache_source": "metrics"}
+
+
+def _prefix_label(shared_tokens: int, dataset: list[str] | None) -> str:
+    if dataset is not None:
+        return "dataset"
+    return f"shared:{shared_tokens}" if shared_tokens > 0 else "none"
 
 
 async def run_load(
@@ -249,27 +379,43 @@ async def run_load(
     warmup: int = 1,
     random_lengths: bool = False,
     api_key: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
+    shared_tokens: int = 0,
+    dataset: list[str] | None = None,
+    dataset_name: str = "random",
     on_progress: Callable[[int, int], None] | None = None,
     timeout_s: float = 600,
 ) -> BenchResult:
     """Benchmark ``base_url`` and return the result (never raises for server trouble).
 
     ``concurrency`` caps requests in flight (≤ 0: unlimited); ``request_rate`` in req/s
-    spaces the sends with seeded Poisson arrivals when finite. ``warmup`` requests (the
-    first prompt) run before the clock starts; when all of them fail the result has status
-    "failed", ``extra["failed_phase"] = "warmup"``. ``on_progress(done, total)`` is called
-    with ``(0, total)`` when the timed run starts, then after every finished request.
+    spaces the sends with seeded Poisson arrivals when finite. ``seed`` draws the prompts
+    (None: a fresh seed; recorded as ``result.workload.seed``); ``shared_tokens`` and
+    ``dataset`` (prompt texts, named ``dataset_name`` in the workload) as in
+    :func:`plan_run`. ``warmup`` requests, with prompts of their own, run before the clock
+    starts; when all of them fail the result has status "failed",
+    ``extra["failed_phase"] = "warmup"``. ``on_progress(done, total)`` is called with
+    ``(0, total)`` when the timed run starts, then after every finished request.
     ``timeout_s`` bounds each request's connect and each read (seconds). ``model`` None:
     the first id of ``/v1/models``. Cancelling the task cancels every request and closes
-    the HTTP client.
+    the HTTP client. A dataset too small for ``num_prompts + warmup`` gives a "failed"
+    result saying so.
     """
-    plan = plan_requests(num_prompts, input_len, output_len, random_lengths=random_lengths, seed=seed)
+    seed = new_seed() if seed is None else seed
     limit = concurrency if concurrency > 0 else max(1, num_prompts)
     workload = Workload(
-        tool=TOOL, dataset="random", input_len=input_len, output_len=output_len, num_prompts=num_prompts,
-        max_concurrency=concurrency if concurrency > 0 else None, request_rate=request_rate,
+        tool=TOOL, dataset=dataset_name if dataset is not None else "random", input_len=input_len,
+        output_len=output_len, num_prompts=num_prompts, max_concurrency=concurrency if concurrency > 0 else None,
+        request_rate=request_rate, prefix=_prefix_label(shared_tokens, dataset), seed=seed,
     )
+    try:
+        run_plan = plan_run(num_prompts, input_len, output_len, random_lengths=random_lengths, seed=seed,
+                            warmup=warmup, shared_tokens=shared_tokens, dataset=dataset)
+    except ValueError as exc:
+        result = summarize_run([], [], 0.0, workload, 0)
+        result.error = f"{dataset_name}: {exc}"
+        return result
+    plan = run_plan.timed
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limits = httpx.Limits(max_connections=limit + warmup, max_keepalive_connections=limit + warmup)
     async with httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, limits=limits,
@@ -277,13 +423,15 @@ async def run_load(
         if model is None and endpoint != "generate":
             model = await _resolve_model(client)
         payloads = [build_payload(endpoint, model, p, ignore_eos) for p in plan]
-        if warmup > 0 and payloads:
-            warm = await asyncio.gather(*(send_request(client, endpoint, payloads[0]) for _ in range(warmup)))
+        if run_plan.warmup and payloads:
+            warm = await asyncio.gather(*(send_request(client, endpoint, build_payload(endpoint, model, p, ignore_eos))
+                                          for p in run_plan.warmup))
             if not any(o.ok for o in warm):
                 result = summarize_run([], [], 0.0, workload, 0)
                 result.error = f"Warmup failed - Please make sure benchmark arguments are correctly specified. Error: {warm[0].error}"
                 result.extra["failed_phase"] = "warmup"
                 return result
+        before = await _scrape(client)
         outcomes: list[Outcome] = [Outcome() for _ in plan]
         semaphore = asyncio.Semaphore(limit)
         arrivals = random.Random(f"arrivals-{seed}")
@@ -310,6 +458,63 @@ async def run_load(
                     await asyncio.sleep(arrivals.expovariate(request_rate))
                 group.create_task(one(i))
         duration = time.perf_counter() - started
+        after = await _scrape(client) if before is not None else None
     result = summarize_run(plan, outcomes, duration, workload, state["peak"])
     result.extra["endpoint"] = PATHS[endpoint]
+    if result.extra.get(CACHE_HIT_KEY) is None:
+        result.extra.pop("prefix_cache_source", None)
+        result.extra.update(_metrics_cache_share(before, after))
     return result
+
+
+def describe_server_side(result: BenchResult) -> list[str]:
+    """Lines shown beside a load-generator result: its prompts (seed, prefix sharing),
+    the server's prefix-cache share, and the server's own timings where it sent them
+    (llama.cpp), each next to optui's client-side number."""
+    wl, extra = result.workload, result.extra
+    if wl.seed is None or result.status != "ok":
+        return [] if wl.seed is None else [f"Prompts: seed {wl.seed}, prefix {wl.prefix}"]
+    lines = [f"Prompts: seed {wl.seed}, prefix {wl.prefix} (seed = {wl.seed} sends the same prompts again)"]
+    pct = extra.get(CACHE_HIT_KEY)
+    if isinstance(pct, (int, float)):
+        source = "streamed timings" if extra.get("prefix_cache_source") == "timings" else "/metrics"
+        lines.append(f"Server prefix cache: {pct:.1f}% of prompt tokens served from cache ({source})")
+    else:
+        lines.append("Server prefix cache: not reported (no timings, no cache counters in /metrics)")
+    if extra.get("server_prompt_ms") is not None:
+        def ms(value) -> str:
+            return "-" if value is None else f"{value:.2f} ms"
+
+        parts = [f"prompt {ms(extra.get('server_prompt_ms'))} (client TTFT {ms(result.ttft_ms.get('median'))})",
+                 f"per token {ms(extra.get('server_tpot_ms'))} (client TPOT {ms(result.tpot_ms.get('median'))})"]
+        if extra.get("server_decode_tok_s") is not None:
+            parts.append(f"decode {extra['server_decode_tok_s']:.1f} tok/s")
+        lines.append("Server timings (medians): " + ", ".join(parts))
+    return lines
+
+
+async def run_builtin(
+    base_url: str, cfg: BuiltinBench, *, concurrency: int, request_rate: float, run_index: int = 0,
+    api_key: str | None = None, on_progress: Callable[[int, int], None] | None = None,
+) -> BenchResult:
+    """One run of a ``builtin`` benchmark preset: :func:`run_load` with the preset's
+    workload. ``run_index`` is the run's place in its plan (points × repeats): with a fixed
+    ``seed`` run k uses ``seed + k``, so every point and repeat still gets its own prompts.
+    A dataset that cannot be read gives a "failed" result whose error names the file."""
+    shared = cfg.prefix.shared_tokens if isinstance(cfg.prefix, SharedPrefix) else 0
+    dataset, name = None, "random"
+    if isinstance(cfg.prefix, DatasetPrompts):
+        name = cfg.prefix.dataset
+        try:
+            dataset = await asyncio.to_thread(load_dataset, name)
+        except DatasetError as exc:
+            result = summarize_run([], [], 0.0, Workload(tool=TOOL, dataset=name, prefix="dataset"), 0)
+            result.error = str(exc)
+            return result
+    return await run_load(
+        base_url, endpoint=cfg.endpoint, model=cfg.model, input_len=cfg.input_len, output_len=cfg.output_len,
+        num_prompts=cfg.prompts, concurrency=concurrency, request_rate=request_rate, ignore_eos=cfg.ignore_eos,
+        warmup=cfg.warmup, random_lengths=cfg.random_lengths, api_key=api_key,
+        seed=None if cfg.seed is None else cfg.seed + run_index, shared_tokens=shared, dataset=dataset,
+        dataset_name=name, on_progress=on_progress,
+    )

@@ -30,6 +30,10 @@ Per tool (sources: ``servers_and_bench.md`` section 3; the tools' request functi
   ``usage.completion_tokens`` (else the number of text chunks); ITL one gap per text chunk,
   like vLLM. Against llama.cpp it also records the server's own ``timings`` in ``extra``
   (``server_prompt_ms``, ``server_tpot_ms``, ``server_output_tok_s``...) for comparison.
+  ``extra["prefix_cache_hit_pct"]`` is the share of the run's prompt tokens the server
+  served from its prefix cache (0..100 %), ``extra["prefix_cache_source"]`` where it came
+  from (``"timings"``: llama.cpp's per-request ``cache_n``; ``"metrics"``: ``/metrics``
+  counter deltas over the timed run).
 """
 
 from __future__ import annotations
@@ -83,6 +87,11 @@ class Workload:
     """What a benchmark measured: comparisons only pair results of equal workloads.
 
     ``request_rate`` is req/s (``math.inf`` = all at once); lengths are tokens.
+    ``prefix`` is the intended prefix sharing of the prompts (optui's load generator:
+    ``"none"``, ``"shared:N"`` for a shared system prompt of N tokens, ``"dataset"`` for a
+    prompt file named in ``dataset``; None: not stated). ``seed`` drew the prompts (None: unknown). The key leaves ``seed``
+    out (runs with fresh prompts are the same workload) and ``prefix`` when it is None or
+    ``"none"`` (results stored before these fields existed keep their key).
     """
 
     tool: str = ""
@@ -92,16 +101,24 @@ class Workload:
     num_prompts: int | None = None
     max_concurrency: int | None = None
     request_rate: float | None = None
+    prefix: str | None = None
+    seed: int | None = None
 
     def key(self) -> str:
         """A short stable hash of the workload (equal workloads share it)."""
         return _workload_key(self)
 
 
+#: Workload fields outside the key (see :class:`Workload`).
+_UNKEYED = ("prefix", "seed")
+
+
 @lru_cache(maxsize=8192)
 def _workload_key(wl: Workload) -> str:
     # the fields of asdict(wl), without its deep copy (comparisons hash thousands of these)
-    data = {name: getattr(wl, name) for name in Workload.__slots__}
+    data = {name: getattr(wl, name) for name in Workload.__slots__ if name not in _UNKEYED}
+    if wl.prefix not in (None, "none"):
+        data["prefix"] = wl.prefix
     if data["request_rate"] is not None and math.isinf(data["request_rate"]):
         data["request_rate"] = "inf"
     blob = json.dumps(data, sort_keys=True)
@@ -190,6 +207,32 @@ class BenchResult:
             return getattr(self, base, {}).get(stat)
         value = getattr(self, name, None)
         return value if isinstance(value, (int, float)) else None
+
+
+#: ``extra`` key of the server's prefix-cache hit share of a run's prompt tokens (0..100 %).
+CACHE_HIT_KEY = "prefix_cache_hit_pct"
+#: Percentage points of cache share by which a run may differ from its baseline before the
+#: comparison is flagged: beyond it the two runs measured different amounts of prefill.
+CACHE_SHARE_TOLERANCE_PTS = 10.0
+
+
+def cache_hit_pct(result: BenchResult) -> float | None:
+    """The server's prefix-cache hit share of ``result``'s prompt tokens in % (0..100), or
+    None when the run did not measure it (external clients, a server without metrics)."""
+    value = result.extra.get(CACHE_HIT_KEY)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def cache_share_note(result: BenchResult, baseline: BenchResult,
+                     tolerance_pts: float = CACHE_SHARE_TOLERANCE_PTS) -> str | None:
+    """A warning when ``result`` and its ``baseline`` had prefix-cache hit shares more than
+    ``tolerance_pts`` percentage points apart (``"prefix cache 97% vs 0% in the baseline"``):
+    their throughput and TTFT then compare different amounts of prefill work. None when
+    they agree or either share is unknown."""
+    cur, base = cache_hit_pct(result), cache_hit_pct(baseline)
+    if cur is None or base is None or abs(cur - base) <= tolerance_pts:
+        return None
+    return f"prefix cache {cur:.0f}% vs {base:.0f}% in the baseline"
 
 
 def _json_number(value):

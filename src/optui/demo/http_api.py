@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from optui.core.words import WORDS, count_tokens
 from optui.demo import responses
+from optui.demo.prefix_cache import prefix_hashes
 from optui.demo.scheduler import SimRequest
 
 _OPEN_PREFIXES = ("/health", "/metrics", "/ready")
@@ -36,12 +37,13 @@ class ApiError(Exception):
 
 @dataclass(frozen=True)
 class GenSpec:
-    """A parsed generation request (token counts use the demo tokenizer: words)."""
+    """A parsed generation request (token counts use the demo tokenizer: words;
+    ``prefix_hashes`` identify the prompt's prefixes for the prefix cache)."""
 
     kind: str  # "completions" | "chat" | "generate"
     prompt_tokens: int
     max_new_tokens: int
-    prompt_key: str
+    prefix_hashes: tuple[int, ...]
     stream: bool
 
 
@@ -72,7 +74,7 @@ def parse_generation(kind: str, body: dict, context_len: int) -> GenSpec:
             f"messages and {max_new} tokens for the completion. Please reduce the number of tokens in the input "
             "messages or the completion to fit within the limit.",
         )
-    return GenSpec(kind, prompt_tokens, max_new, str(hash(text)), bool(body.get("stream", False)))
+    return GenSpec(kind, prompt_tokens, max_new, tuple(prefix_hashes(text.split())), bool(body.get("stream", False)))
 
 
 def _prompt_text(prompt) -> str:
@@ -271,7 +273,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(400, f"invalid JSON body: {exc}")
         except ApiError as exc:
             return self._error(exc.status, str(exc))
-        req = rt.scheduler.submit(SimRequest(spec.prompt_tokens, spec.max_new_tokens, spec.prompt_key))
+        req = rt.scheduler.submit(SimRequest(spec.prompt_tokens, spec.max_new_tokens, spec.prefix_hashes))
         shapes = _Shapes(spec, req, body.get("model") or rt.args.served_model_name)
         if not spec.stream:
             for _ in self._tokens(req):

@@ -10,6 +10,13 @@ chunks), then every decode step gives each running request one token. Costs (ms)
 - prefill chunk: ``(4 + 0.015 * tokens) / speedup`` per chunk, so TTFT grows with prompt
   length and with the number of chunks.
 
+Prefix cache (on unless ``--disable-radix-cache``, like SGLang's radix cache,
+:mod:`optui.demo.prefix_cache`): when a request is admitted, the leading tokens an earlier
+request already prefilled are skipped (all but the last, which yields the first token);
+a prompt's prefixes are remembered once its prefill is done. ``/metrics`` counts them like
+SGLang: ``sglang:cached_tokens_total`` of ``sglang:prompt_tokens_total`` (every prompt token,
+cached or not), ``sglang:cache_hit_rate`` of the last prefill batch.
+
 Each request has its own queue of events (a token count per token, ``None`` at the end),
 read by the HTTP thread streaming it. When nothing runs the thread blocks on a condition.
 """
@@ -21,9 +28,9 @@ import math
 import queue
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from optui.demo.prefix_cache import PrefixCache
 from optui.demo.sim_log import SimLog
 
 #: TTFT histogram bucket upper bounds in seconds (SGLang's defaults, shortened).
@@ -33,11 +40,12 @@ _ids = itertools.count(1)
 
 @dataclass(eq=False)
 class SimRequest:
-    """One generation request. Token counts are tokens; times are ``time.monotonic()``."""
+    """One generation request. Token counts are tokens; times are ``time.monotonic()``.
+    ``prefix_hashes``: :func:`optui.demo.prefix_cache.prefix_hashes` of its prompt."""
 
     prompt_tokens: int
     max_new_tokens: int
-    prompt_key: str = ""
+    prefix_hashes: tuple[int, ...] = ()
     rid: str = field(default_factory=lambda: f"{next(_ids):032x}")
     created: float = field(default_factory=time.monotonic)
     cached_tokens: int = 0
@@ -76,9 +84,9 @@ class CostModel:
 class Counters:
     """Cumulative and last-interval statistics (the ``/metrics`` source)."""
 
-    prompt_tokens: int = 0
+    prompt_tokens: int = 0  # every prompt token of prefilled requests, cached ones included
     generation_tokens: int = 0
-    cached_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache
     requests: int = 0
     aborted: int = 0
     gen_throughput: float = 0.0  # tok/s over the last decode-log interval
@@ -119,7 +127,7 @@ class Scheduler:
         self._cond = threading.Condition()
         self._waiting: list[SimRequest] = []
         self._running: list[SimRequest] = []
-        self._seen_prompts: OrderedDict[str, None] = OrderedDict()
+        self.prefix_cache = PrefixCache()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="scheduler", daemon=True)
 
@@ -147,15 +155,7 @@ class Scheduler:
             if self._stopping:
                 req.events.put(None)
                 return req
-            if self.radix_cache and req.prompt_key:
-                if req.prompt_key in self._seen_prompts:
-                    req.cached_tokens = max(0, req.prompt_tokens - 1)
-                    self._seen_prompts.move_to_end(req.prompt_key)
-                else:
-                    self._seen_prompts[req.prompt_key] = None
-                    if len(self._seen_prompts) > 4096:
-                        self._seen_prompts.popitem(last=False)
-            req.prefill_left = max(1, req.prompt_tokens - req.cached_tokens)
+            req.prefill_left = max(1, req.prompt_tokens)
             self._waiting.append(req)
             self._cond.notify_all()
         return req
@@ -219,6 +219,9 @@ class Scheduler:
                 break  # KV pool full: wait for running requests to finish
             self._running.append(self._waiting.pop(0))
             used += need
+            if self.radix_cache and nxt.prefix_hashes:
+                nxt.cached_tokens = min(self.prefix_cache.match(nxt.prefix_hashes), max(0, nxt.prompt_tokens - 1))
+                nxt.prefill_left = max(1, nxt.prompt_tokens - nxt.cached_tokens)
 
     def _sleep(self, seconds: float, started: float) -> None:
         left = seconds - (time.monotonic() - started)
@@ -242,7 +245,10 @@ class Scheduler:
         cached = sum(r.cached_tokens for r in done)
         with self._cond:
             c = self.counters
-            c.prompt_tokens += new_tokens
+            c.prompt_tokens += new_tokens + cached
+            if self.radix_cache:
+                for req in done:
+                    self.prefix_cache.insert(req.prefix_hashes)
             c.cached_tokens += cached
             c.cache_hit_rate = cached / max(1, cached + new_tokens)
             load_usage = sum(r.prompt_tokens + r.generated for r in self._running) / self.max_total_tokens

@@ -211,7 +211,7 @@ class BenchRun:
         return outcome.status, outcome.error, outcome.results
 
     async def _run_builtin(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
-        from optui.adapters.loadgen import run_load
+        from optui.adapters.loadgen import describe_server_side, run_builtin
         from optui.core.bench_format import format_sglang_block
 
         b = self.cfg.builtin
@@ -228,11 +228,8 @@ class BenchRun:
             self.tracker.set_counts(done, total, time.monotonic(), label)
             self._update(progress=self.tracker.state)
 
-        result = await run_load(
-            self.base_url, endpoint=b.endpoint, model=b.model, input_len=b.input_len, output_len=b.output_len,
-            num_prompts=b.prompts, concurrency=conc, request_rate=rate, ignore_eos=b.ignore_eos, warmup=b.warmup,
-            random_lengths=b.random_lengths, api_key=self.api_key, on_progress=progress,
-        )
-        for line in format_sglang_block(result, backend="optui-loadgen").splitlines():
+        result = await run_builtin(self.base_url, b, concurrency=conc, request_rate=rate, api_key=self.api_key,
+                                   run_index=point.index * point.repeats + point.repeat, on_progress=progress)
+        for line in format_sglang_block(result, backend="optui-loadgen").splitlines() + describe_server_side(result):
             self.add_line(line)
         return ("ok" if result.status == "ok" else "failed"), result.error, (result,)
