@@ -32,8 +32,10 @@ def pidfile_pid(cfg) -> int | None:
         return None
 
 
-def fake_server_pids() -> set[int]:
-    """PIDs of every running demo server of this test run (by command line)."""
+def fake_server_pids(cfg) -> set[int]:
+    """PIDs of the running demo servers of campaign ``cfg`` (by command line: its port;
+    other tests may run demo servers at the same time)."""
+    port = cfg.read_text().split("http://127.0.0.1:")[1].split('"')[0].encode()
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -42,7 +44,7 @@ def fake_server_pids() -> set[int]:
                     cmd = f.read()
             except OSError:
                 continue
-            if b"optui.demo.fake_server" in cmd and pid_alive(int(entry)):
+            if b"optui.demo.fake_server" in cmd and b"--port\0" + port + b"\0" in cmd and pid_alive(int(entry)):
                 found.add(int(entry))
     return found
 
@@ -67,12 +69,12 @@ def campaign(tmp_path):
 
 
 async def test_two_windows_autostarting_at_once_launch_one_server(campaign):
-    before = fake_server_pids()
+    before = fake_server_pids(campaign)
     a, b = Session(load_config(campaign)), Session(load_config(campaign))
     try:
         await asyncio.gather(a.start(), b.start())
         await asyncio.gather(wait_ready(a), wait_ready(b))
-        launched = fake_server_pids() - before
+        launched = fake_server_pids(campaign) - before
         j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
         try:
             starts = j.events(target="demo", types=["server.starting"])
