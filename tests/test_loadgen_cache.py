@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from optui.adapters.loadgen import load_dataset, plan_run, run_load
+from optui.adapters.loadgen import describe_server_side, load_dataset, plan_run, run_load
 from optui.config import load_config
 from optui.core.bench_result import BenchResult, Workload, cache_share_note
 from optui.core.bench_sweep import parse_sweep
@@ -92,6 +92,11 @@ async def test_a_shared_system_prompt_hits_the_cache(demo_url):
     # the warm-up prefilled the system prompt; every timed prompt reuses its 48 tokens
     assert result.extra["prefix_cache_hit_pct"] == pytest.approx(100.0 * 48 / IN_LEN)
     assert result.workload.prefix == "shared:48" and result.total_input_tokens == 6 * IN_LEN
+    # the server's own TTFT (its histogram over the timed run) lies inside optui's, which adds HTTP
+    assert 0 < result.extra["server_ttft_mean_ms"] <= result.ttft_ms["mean"]
+    lines = describe_server_side(result)
+    assert "Server prefix cache: 75.0% of prompt tokens served from cache (/metrics)" in lines
+    assert any(line.startswith("Server latency (/metrics means): TTFT ") for line in lines)
     none = Workload(tool="optui-loadgen", input_len=IN_LEN, prefix="none", seed=1)
     assert result.workload.key() != none.key()  # a different intended sharing is another workload
 

@@ -21,7 +21,7 @@ import re
 import httpx
 import pytest
 
-from optui.adapters.loadgen import build_payload, plan_requests, plan_run, run_load
+from optui.adapters.loadgen import build_payload, describe_server_side, plan_requests, plan_run, run_load
 from tests.peers.llama_server import LaunchPeer, LlamaPeer
 
 pytest_plugins = ["tests.peers.fixtures"]
@@ -67,6 +67,9 @@ async def test_fresh_prompts_miss_the_prompt_cache_and_a_seed_repeats_them(llama
         assert result.status == "ok" and result.extra["prefix_cache_source"] == "timings"
         assert result.extra["prefix_cache_hit_pct"] < 3.0, result.extra  # at most a shared first token
     assert first.workload.seed != fresh.workload.seed
+    lines = describe_server_side(fresh)  # the server's own view beside optui's
+    assert lines[1].startswith("Server prefix cache: ") and lines[1].endswith("(streamed timings)")
+    assert lines[2].startswith("Server timings (medians): prompt ") and "(client TTFT " in lines[2]
     again = await run_load(llama_server.url, **kw, seed=fresh.workload.seed)  # the same prompts again
     assert again.extra["prefix_cache_hit_pct"] > 50.0, again.extra
 

@@ -359,6 +359,34 @@ def _metrics_cache_share(before: Scrape | None, after: Scrape | None) -> dict:
     return {} if pct is None else {CACHE_HIT_KEY: pct, "prefix_cache_source": "metrics"}
 
 
+#: Server-side latency histograms (seconds) → the ``extra`` key of their mean over a run (ms).
+_SERVER_HISTOGRAMS = {
+    "server_ttft_mean_ms": ("sglang:time_to_first_token_seconds", "vllm:time_to_first_token_seconds"),
+    "server_itl_mean_ms": ("sglang:inter_token_latency_seconds", "vllm:inter_token_latency_seconds",
+                           "vllm:time_per_output_token_seconds"),
+    "server_e2e_mean_ms": ("sglang:e2e_request_latency_seconds", "vllm:e2e_request_latency_seconds"),
+}
+
+
+def _metrics_server_latency(before: Scrape | None, after: Scrape | None) -> dict:
+    """The server's own mean TTFT / ITL / E2E over the timed run (ms), from its histograms'
+    ``_sum`` / ``_count`` deltas (SGLang, vLLM); only the ones the server has and counted.
+    Another client's requests in the same window are counted too."""
+    if before is None or after is None:
+        return {}
+    out = {}
+    for key, names in _SERVER_HISTOGRAMS.items():
+        for name in names:
+            total, count = (after.sums.get(name + suffix) for suffix in ("_sum", "_count"))
+            total0, count0 = (before.sums.get(name + suffix) for suffix in ("_sum", "_count"))
+            if None in (total, count, total0, count0):
+                continue
+            if count - count0 > 0 and total >= total0:
+                out[key] = 1000.0 * (total - total0) / (count - count0)
+            break
+    return out
+
+
 def _prefix_label(shared_tokens: int, dataset: list[str] | None) -> str:
     if dataset is not None:
         return "dataset"
@@ -464,13 +492,15 @@ async def run_load(
     if result.extra.get(CACHE_HIT_KEY) is None:
         result.extra.pop("prefix_cache_source", None)
         result.extra.update(_metrics_cache_share(before, after))
+    result.extra.update(_metrics_server_latency(before, after))
     return result
 
 
 def describe_server_side(result: BenchResult) -> list[str]:
     """Lines shown beside a load-generator result: its prompts (seed, prefix sharing),
     the server's prefix-cache share, and the server's own timings where it sent them
-    (llama.cpp), each next to optui's client-side number."""
+    (llama.cpp's streamed ``timings``; SGLang/vLLM latency histograms from ``/metrics``),
+    each next to optui's client-side number."""
     wl, extra = result.workload, result.extra
     if wl.seed is None or result.status != "ok":
         return [] if wl.seed is None else [f"Prompts: seed {wl.seed}, prefix {wl.prefix}"]
@@ -490,6 +520,13 @@ def describe_server_side(result: BenchResult) -> list[str]:
         if extra.get("server_decode_tok_s") is not None:
             parts.append(f"decode {extra['server_decode_tok_s']:.1f} tok/s")
         lines.append("Server timings (medians): " + ", ".join(parts))
+    means = [(label, extra.get(key), getattr(result, client).get("mean")) for label, key, client in
+             (("TTFT", "server_ttft_mean_ms", "ttft_ms"), ("ITL", "server_itl_mean_ms", "itl_ms"),
+              ("E2E", "server_e2e_mean_ms", "e2e_ms"))]
+    shown = [f"{label} {value:.2f} ms (client {client:.2f} ms)" for label, value, client in means
+             if value is not None and client is not None]
+    if shown:
+        lines.append("Server latency (/metrics means): " + ", ".join(shown))
     return lines
 
 
