@@ -29,6 +29,13 @@ def make_app(tmp_path: Path, *extra: str) -> OptuiApp:
     return OptuiApp(Session(load_config(tmp_path / "optui.toml")), title="test")
 
 
+async def run_anyway(pilot) -> None:
+    """Confirm the dialog a benchmark on a server that is not READY asks first (the server
+    here is down)."""
+    await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen", what="not-ready confirm")
+    await pilot.press("y")
+
+
 
 @pytest.mark.parametrize("key", ["ctrl+c", "x"])
 async def test_abort_keys_in_the_bench_panel_kill_the_group_and_keep_the_app(tmp_path, key):
@@ -36,6 +43,7 @@ async def test_abort_keys_in_the_bench_panel_kill_the_group_and_keep_the_app(tmp
     benches = app.session.benches
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("b")
+        await run_anyway(pilot)
         await wait_for(pilot, lambda: benches.current is not None and any("Namespace(" in x for x in benches.current.lines))
         run = benches.current
         grandchild = _grandchild_of(run.pid)
@@ -73,6 +81,7 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         assert type(app.screen).__name__ == "TextPrompt"
         assert app.screen.query_one("Input").value == "concurrency 1,2,4,8,16"
         await pilot.press("ctrl+u", *"1,2,4", "enter")
+        await run_anyway(pilot)
         await wait_for(pilot, lambda: session.benches.current is not None and not session.benches.running)
         view = session.benches.current.view
         assert view.status == "ok" and view.plan == "sweep concurrency 1,2,4", view.error
@@ -88,6 +97,7 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         assert pinned.experiment is not None and pinned.data["concurrency"] == 4
         await wait_for(pilot, lambda: str(table.get_row_at(2)[4]) == "baseline")
         await pilot.press("R")  # the preset x3 (repeat = 3 by default)
+        await run_anyway(pilot)
         await wait_for(pilot, lambda: session.benches.current.view.plan == "repeat x3"
                        and not session.benches.running)
         await wait_for(pilot, lambda: table.row_count == 4)
@@ -124,6 +134,7 @@ async def test_quitting_during_a_run_leaves_nothing_running(tmp_path):
     benches = app.session.benches
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("b")
+        await run_anyway(pilot)
         await wait_for(pilot, lambda: benches.current is not None and any("Namespace(" in x for x in benches.current.lines))
         run = benches.current
         grandchild = _grandchild_of(run.pid)

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optui.core.metrics_map import MetricsParseError, load_view, parse_scrape
-from optui.core.server_fsm import HungDetector, Observation, next_state
+from optui.core.server_fsm import HungDetector, Observation, next_state, unhealthy_reason
 from optui.core.server_log import LogClassifier, classify_log
 from optui.core.server_state import CrashClass, ServerState
 from optui.core.textstream import LineSplitter, strip_ansi
@@ -145,6 +145,24 @@ def test_state_machine_transitions():
     assert next_state(S.STOPPING, Observation("exited", stopping=True), 1) is S.DOWN
     assert next_state(S.DOWN, Observation("unknown", None), 1) is S.DOWN
     assert next_state(S.READY, Observation("unknown", None), 3) is S.DOWN
+
+
+def test_degraded_says_why_and_escalates_to_hung_after_the_limit():
+    S = ServerState
+    stuck = Observation("running", None, unhealthy_s=5.0, hung_by_load=False)
+    assert next_state(S.READY, stuck, 1, escalate_after_s=30) is S.DEGRADED  # one slow probe is not a hang
+    assert next_state(S.DEGRADED, stuck, 2, escalate_after_s=30) is S.DEGRADED
+    late = Observation("running", None, unhealthy_s=31.0, hung_by_load=False)
+    assert next_state(S.DEGRADED, late, 4, escalate_after_s=30) is S.HUNG  # was DEGRADED for ever
+    assert next_state(S.DEGRADED, Observation("running", 503, unhealthy_s=31.0), 9, escalate_after_s=30) is S.HUNG
+    assert next_state(S.HUNG, late, 5, escalate_after_s=30) is S.HUNG
+    assert next_state(S.HUNG, Observation("running", 200, hung_by_load=False), 0, escalate_after_s=30) is S.READY
+    assert next_state(S.HUNG, Observation("running", 200, hung_by_load=True), 0, escalate_after_s=30) is S.HUNG
+    assert next_state(S.DEGRADED, Observation("exited", unhealthy_s=99.0), 4, escalate_after_s=30) is S.CRASHED
+    assert next_state(S.DEGRADED, Observation("unknown", None, unhealthy_s=99.0), 3, escalate_after_s=30) is S.DOWN
+    assert unhealthy_reason(None, "timeout", 3, 12.4) == "health: timeout (3 probes failing for 12 s)"
+    assert unhealthy_reason(503, None, 1, 0.0) == "health: HTTP 503 (1 probe failing for 0 s)"
+    assert unhealthy_reason(None, "refused", 2, 4.0).startswith("health: connection refused")
 
 
 def test_hung_detector():

@@ -25,6 +25,45 @@ from optui.core.textstream import LineSplitter
 CHUNK = 64 * 1024
 
 
+class StallWatch:
+    """The stall rule of every benchmark, external client or built-in generator.
+
+    :meth:`poke` on every sign of progress (a line printed, a token streamed); a run is
+    stalled when there was none for ``stall_s`` seconds *and* ``server_healthy()`` is False,
+    or for ``silent_s`` seconds whatever the server says (None: never). ``what`` names the
+    progress in the reason ("output", "token streamed").
+    """
+
+    def __init__(self, stall_s: float, silent_s: float | None, server_healthy: Callable[[], bool],
+                 what: str = "output") -> None:
+        self.stall_s = stall_s
+        self.silent_s = silent_s
+        self.server_healthy = server_healthy
+        self.what = what
+        self.last = time.monotonic()
+
+    def poke(self) -> None:
+        """Progress now."""
+        self.last = time.monotonic()
+
+    def verdict(self) -> str | None:
+        """Why the run is stalled now, or None."""
+        quiet = time.monotonic() - self.last
+        if quiet >= self.stall_s and not self.server_healthy():
+            return f"no {self.what} for {quiet:.0f}s while the server is not healthy"
+        if self.silent_s and quiet >= self.silent_s:
+            return f"no {self.what} for {quiet:.0f}s although the server is healthy: the client seems stuck"
+        return None
+
+    async def wait_stalled(self) -> str:
+        """Check a few times per limit until the run is stalled; return the reason."""
+        limits = [self.stall_s] + ([self.silent_s] if self.silent_s else [])
+        while True:
+            await asyncio.sleep(min(1.0, *(limit / 4 for limit in limits)))
+            if reason := self.verdict():
+                return reason
+
+
 @dataclass(frozen=True, slots=True)
 class CommandOutcome:
     """How a command ended: ``status`` "exited", "aborted" or "stalled"; ``returncode``;
@@ -40,10 +79,11 @@ class CommandRun:
     """One benchmark command. Call :meth:`run` once; :meth:`abort` from anywhere.
 
     ``on_line(stream, line)`` gets every complete line ("stdout"/"stderr");
-    ``on_progress(line)`` the current carriage-return line. The stall watchdog fires when
-    nothing was printed for ``stall_s`` seconds *and* ``server_healthy()`` is False, or for
-    ``silent_s`` seconds whatever the server says (a client that hangs on its own, e.g.
-    vllm#27886; None: never). ``shell``: where it runs (default: this machine).
+    ``on_progress(line)`` the current carriage-return line. The stall watchdog
+    (:class:`StallWatch`) fires when nothing was printed for ``stall_s`` seconds *and*
+    ``server_healthy()`` is False, or for ``silent_s`` seconds whatever the server says (a
+    client that hangs on its own, e.g. vllm#27886; None: never). ``shell``: where it runs
+    (default: this machine).
     """
 
     def __init__(
@@ -66,12 +106,9 @@ class CommandRun:
         self.on_progress = on_progress
         self.cwd = cwd
         self.env = env
-        self.stall_s = stall_s
-        self.silent_s = silent_s
-        self.server_healthy = server_healthy
+        self.watch = StallWatch(stall_s, silent_s, server_healthy)
         self.kill_timeout_s = kill_timeout_s
         self.pid: int | None = None
-        self.last_output = time.monotonic()
         self._abort_reason: str | None = None
         self._stall_reason: str | None = None
         self._stop = asyncio.Event()
@@ -132,7 +169,7 @@ class CommandRun:
             data = await stream.read(CHUNK)
             if not data:
                 break
-            self.last_output = time.monotonic()
+            self.watch.poke()
             self._emit(name, splitter.feed(data), splitter.pending_redraw())
             await asyncio.sleep(0)  # let the UI breathe during floods
         self._emit(name, splitter.close(), None)
@@ -145,13 +182,7 @@ class CommandRun:
             self.on_progress(progress)
 
     async def _watchdog(self) -> None:
-        limits = [self.stall_s] + ([self.silent_s] if self.silent_s else [])
-        while not self._stop.is_set():
-            await asyncio.sleep(min(1.0, *(limit / 4 for limit in limits)))
-            silent = time.monotonic() - self.last_output
-            if silent >= self.stall_s and not self.server_healthy():
-                self._stall_reason = f"no output for {silent:.0f}s while the server is not healthy"
-                self._stop.set()
-            elif self.silent_s and silent >= self.silent_s:
-                self._stall_reason = f"no output for {silent:.0f}s although the server is healthy: the client seems stuck"
-                self._stop.set()
+        reason = await self.watch.wait_stalled()
+        if not self._stop.is_set():  # an abort that came first keeps its own reason
+            self._stall_reason = reason
+            self._stop.set()

@@ -20,6 +20,7 @@ counter deltas between the warm-up's end and the run's end).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import random
@@ -192,9 +193,16 @@ def _chunk_text_and_usage(endpoint: Endpoint, chunk: dict, seen_text: str) -> tu
     return part or "", usage if isinstance(usage, dict) else None
 
 
+#: Called for every streamed chunk with text by the requests of this context (the bench
+#: run's stall watchdog sets it around a run: tasks inherit it, so no signature carries it).
+ON_TOKEN: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("optui_loadgen_on_token", default=None)
+
+
 async def send_request(client: httpx.AsyncClient, endpoint: Endpoint, payload: dict) -> Outcome:
-    """Send one streaming request and measure it; never raises except on cancellation."""
+    """Send one streaming request and measure it; never raises except on cancellation.
+    Every chunk with text calls :data:`ON_TOKEN`'s hook, if one is set."""
     out = Outcome()
+    on_token = ON_TOKEN.get()
     start = last = time.perf_counter()
     text, chunks, usage = "", 0, None
     try:
@@ -216,6 +224,8 @@ async def send_request(client: httpx.AsyncClient, endpoint: Endpoint, payload: d
                     out.server_timings = event["timings"]
                 if not part:
                     continue
+                if on_token is not None:
+                    on_token()
                 now = time.perf_counter()
                 if out.ttft_s is None:
                     out.ttft_s = now - start

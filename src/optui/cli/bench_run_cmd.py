@@ -4,8 +4,9 @@ under the server's current experiment, ``bench.*`` events journaled, a running T
 them within a second).
 
 The benchmark runs in this process and is killed with it (Ctrl-C aborts it). ``--wait``
-first waits for the server to become ready (e.g. right after ``optui restart --no-wait``);
-without it a server that is not ready is an error. Exit status: 0 every run ok, 1 a run
+first waits for the server to become READY (e.g. right after ``optui restart --no-wait``);
+a server that is not READY (DEGRADED included: the error says why) is refused unless
+``--force``, which runs anyway and says so (stderr, the bench log, ``bench.started``). Exit status: 0 every run ok, 1 a run
 failed or the server is not ready, 2 bad input (unknown server/preset, read-only).
 """
 
@@ -20,7 +21,7 @@ import click
 from optui.cli.bench import bench
 from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, fail, load_config_or_exit
 
-UP_STATES = ("ready", "degraded")
+READY = "ready"
 
 
 @bench.command("run")
@@ -30,9 +31,11 @@ UP_STATES = ("ready", "degraded")
 @click.option("--wait", is_flag=True, help="Wait for the server to become ready first (up to --timeout).")
 @click.option("--timeout", "timeout_s", type=FiniteFloatRange(1, 7 * 86400), default=900.0, show_default=True,
               help="--wait: how long to wait for ready (s).")
+@click.option("--force", is_flag=True, help="Benchmark the server even when it is not READY (e.g. DEGRADED).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def run(ctx: click.Context, server: str, preset: str, repeat: int, wait: bool, timeout_s: float, as_json: bool) -> None:
+def run(ctx: click.Context, server: str, preset: str, repeat: int, wait: bool, timeout_s: float, force: bool,
+        as_json: bool) -> None:
     """Run benchmark PRESET against SERVER (N times) and compare with the baseline."""
     from optui.session import Session, SessionError
 
@@ -54,9 +57,13 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int, wait: bool, t
         try:
             rt = session.server(server)
             state = await _wait_ready(rt, timeout_s if wait else 3.0)
-            if state not in UP_STATES:
-                hint = "" if wait else " (pass --wait to wait for it)"
-                return {"server": server, "bench": preset, "error": f"{server} is {state}{hint}", "runs": []}
+            why = f" ({rt.status.message})" if rt.status.message and state != READY else ""
+            if state != READY and not force:
+                hint = (" (--force benchmarks it anyway)" if wait else
+                        " (pass --wait to wait for it); --force benchmarks it anyway")
+                return {"server": server, "bench": preset, "error": f"{server} is {state}{why}{hint}", "runs": []}
+            if state != READY:
+                echo(f"optui: warning: {server} is {state}{why}: benchmarking it anyway (--force)", err=True)
             runs = []
             for _ in range(repeat):
                 bench_run = session.benches.run(preset)
@@ -84,10 +91,10 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int, wait: bool, t
 
 
 async def _wait_ready(rt, timeout_s: float) -> str:
-    """Poll the runtime's state until up (ready/degraded) or ``timeout_s``; the last state."""
+    """Poll the runtime's state until READY or ``timeout_s``; the last state."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if rt.status.state.value in UP_STATES and rt.status.busy is None:
+        if rt.status.state.value == READY and rt.status.busy is None:
             break
         await asyncio.sleep(0.1)
     return rt.status.state.value if rt.status.busy is None else str(rt.status.busy)

@@ -4,10 +4,18 @@
 new state and never performs I/O, so every transition is unit-testable. Hung detection is
 :class:`HungDetector` (requests waiting/running while the generated-token counter stands
 still for ``after_s`` seconds).
+
+DEGRADED does not last: a server that has not answered its health probe with 200 for
+``escalate_after_s`` seconds (the server's ``hung_after_s``) while its process is alive
+(timeouts, 503s, refused connections) is HUNG (:func:`unhealthy_reason` says why); a
+process that exits is CRASHED at once; an observed server (no process of ours to ask) that
+fails :data:`FAILS_TO_DOWN` probes in a row is DOWN. A HUNG reached that way ends with the
+next 200; one from the hung detector only when tokens move again.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from optui.core.server_state import ServerState
@@ -24,7 +32,9 @@ class Observation:
     ``health``: the HTTP status of the health probe, None when no answer;
     ``log_ready``: the log printed the readiness line of this start;
     ``stopping``: optui is stopping it on purpose; ``starting``: optui (re)started it and
-    the ready gate is open.
+    the ready gate is open; ``unhealthy_s``: seconds since the first of the health probes
+    failing now (0 when this one answered 200); ``hung_by_load``: the hung detector's
+    verdict stands (a HUNG it caused survives a 200).
     """
 
     process: str = "unknown"
@@ -32,11 +42,14 @@ class Observation:
     log_ready: bool = False
     stopping: bool = False
     starting: bool = False
+    unhealthy_s: float = 0.0
+    hung_by_load: bool = True
 
 
-def next_state(prev: ServerState, obs: Observation, failures: int) -> ServerState:
+def next_state(prev: ServerState, obs: Observation, failures: int, *, escalate_after_s: float = math.inf) -> ServerState:
     """The state after ``obs``; ``failures`` counts consecutive health failures including
-    this one (0 when this probe answered 200)."""
+    this one (0 when this probe answered 200); DEGRADED for ``escalate_after_s`` seconds of
+    failing probes becomes HUNG (module doc)."""
     if obs.stopping:
         return ServerState.DOWN if obs.process == "exited" else ServerState.STOPPING
     if obs.process == "exited":
@@ -45,14 +58,20 @@ def next_state(prev: ServerState, obs: Observation, failures: int) -> ServerStat
             return ServerState.DOWN
         return ServerState.CRASHED
     if obs.health == 200:
-        if prev is ServerState.HUNG:
-            return ServerState.HUNG  # only the hung detector clears it
+        if prev is ServerState.HUNG and obs.hung_by_load:
+            return ServerState.HUNG  # only the hung detector clears its own verdict
         return ServerState.READY
     answered = obs.health is not None
     if prev in (ServerState.READY, ServerState.DEGRADED, ServerState.HUNG):
         if failures < FAILS_TO_DOWN or obs.process == "running" and answered:
-            return ServerState.HUNG if prev is ServerState.HUNG else ServerState.DEGRADED
-        return ServerState.DEGRADED if obs.process == "running" else ServerState.DOWN
+            state = ServerState.HUNG if prev is ServerState.HUNG else ServerState.DEGRADED
+        elif obs.process == "running":
+            state = ServerState.DEGRADED
+        else:
+            return ServerState.DOWN
+        if state is ServerState.DEGRADED and prev is not ServerState.READY and obs.unhealthy_s >= escalate_after_s:
+            return ServerState.HUNG
+        return state
     if obs.process == "running" or obs.starting:
         # loading (connection refused) or warming (HTTP up, health not 200 yet)
         return ServerState.WARMING if answered else ServerState.STARTING
@@ -61,6 +80,20 @@ def next_state(prev: ServerState, obs: Observation, failures: int) -> ServerStat
             return ServerState.WARMING
         return ServerState.CRASHED if prev is ServerState.CRASHED else ServerState.DOWN
     return prev
+
+
+def unhealthy_reason(status: int | None, error: str | None, failures: int, unhealthy_s: float) -> str:
+    """Why a server is not healthy, for the status line, the panel and the journal:
+    ``status`` the last health answer's HTTP code (None: no answer, ``error`` "timeout",
+    "refused" or another short reason), ``failures`` probes in a row over ``unhealthy_s`` s.
+    E.g. ``"health: timeout (3 probes failing for 12 s)"``."""
+    if status is not None:
+        what = f"HTTP {status}"
+    elif error == "refused":
+        what = "connection refused"
+    else:
+        what = error or "no answer"
+    return f"health: {what} ({failures} probe{'s' if failures != 1 else ''} failing for {unhealthy_s:.0f} s)"
 
 
 class HungDetector:

@@ -13,6 +13,7 @@ fetches "lines since N" in batches; display lines are cut at :data:`DISPLAY_MAX_
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 import time
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import islice
 
+from optui.adapters.bench_runner import StallWatch
 from optui.adapters.shell import LocalShell, Shell
 from optui.config import BenchmarkConfig
 from optui.core.bench_cmd import point_argv
@@ -161,7 +163,7 @@ class BenchRun:
             self._update(point=point.label(), points_done=done)
             try:
                 if self.cfg.builtin is not None:
-                    point_status, point_error, got = await self._run_builtin(point)
+                    point_status, point_error, got = await self._watched_builtin(point)
                 else:
                     point_status, point_error, got = await self._run_command(point)
             except OSError as exc:
@@ -209,6 +211,35 @@ class BenchRun:
         why = f": {outcome.error}" if outcome.status in ("stalled", "aborted") and outcome.error else ""
         self.add_line(f"optui: benchmark {outcome.status}{why} (exit code {outcome.returncode}, {outcome.duration_s:.1f}s)")
         return outcome.status, outcome.error, outcome.results
+
+    async def _watched_builtin(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
+        """:meth:`_run_builtin` under the stall watchdog external clients have
+        (:class:`~optui.adapters.bench_runner.StallWatch`, the preset's ``stall_s`` /
+        ``silent_s``): every streamed token is progress; a point without any for that long
+        is cancelled (its requests with it) and ends "stalled"."""
+        from optui.adapters.loadgen import ON_TOKEN
+
+        watch = StallWatch(self.cfg.stall_s, self.cfg.silent_s, self.server_healthy, what="token streamed")
+        hook = ON_TOKEN.set(watch.poke)
+        try:
+            load = asyncio.ensure_future(self._run_builtin(point))  # the task copies the hook with its context
+        finally:
+            ON_TOKEN.reset(hook)
+        dog = asyncio.ensure_future(watch.wait_stalled())
+        try:
+            await asyncio.wait({load, dog}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not load.done():
+                load.cancel()  # cancelled from outside (abort), or stalled: no request outlives the run
+            dog.cancel()
+            await asyncio.gather(load, dog, return_exceptions=True)
+        if not load.cancelled() and load.exception() is None:
+            return load.result()
+        if load.cancelled() and dog.done() and not dog.cancelled():
+            reason = dog.result()
+            self.add_line(f"optui: benchmark stalled: {reason}; its requests were cancelled")
+            return "stalled", reason, ()
+        return load.result()  # re-raises what the load raised
 
     async def _run_builtin(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
         from optui.adapters.loadgen import describe_server_side, run_builtin

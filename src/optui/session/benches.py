@@ -16,6 +16,7 @@ from optui.core import events as ev
 from optui.core.bench_compare import Entry, Row, build_rows, group_entries
 from optui.core.bench_result import BenchResult
 from optui.core.bench_sweep import SweepSpec, sweep_spec
+from optui.core.server_state import ServerState
 from optui.session.bench_run import BenchRun
 from optui.session.errors import SessionError
 
@@ -87,11 +88,16 @@ class BenchService:
     async def _run(self, run: BenchRun, rt: ServerRuntime) -> None:
         s = self.session
         exp = s.ensure_experiment(run.cfg.server)  # results are compared per experiment
+        state = rt.status.state
+        if state is not ServerState.READY:  # asked first (TUI confirm, CLI --force); the run says so too
+            why = f" ({rt.status.message})" if rt.status.message else ""
+            run.add_line(f"optui: {run.cfg.server} is {state.value.upper()}{why}: these numbers are not a healthy server's")
         s.record(ev.BENCH_STARTED, run.cfg.server, {
             "bench": run.name, "argv": run.cfg.argv, "run_id": run.view.run_id, "plan": run.view.plan or None,
             "pid": os.getpid(),  # who runs it: a later process closes it as interrupted once that one is gone
             "builtin": run.cfg.builtin.model_dump() if run.cfg.builtin else None,
-            "server_argv": list(rt.status.argv)}, experiment=exp)
+            "server_argv": list(rt.status.argv), "server_state": str(state),
+            "server_message": rt.status.message if state is not ServerState.READY else None}, experiment=exp)
         try:
             view = await run.run()
         except asyncio.CancelledError:

@@ -28,7 +28,7 @@ from optui.core import events as ev
 from optui.core.effective_config import mismatch_lines
 from optui.core.flag_catalog import FlagCatalog
 from optui.core.flags import Flags
-from optui.core.server_fsm import Observation, next_state
+from optui.core.server_fsm import Observation, next_state, unhealthy_reason
 from optui.core.server_log import LogClassifier, exit_description, phase_durations, process_relative_time
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.command_log import hide_value
@@ -103,6 +103,8 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         self._log: LogSource | None = None
         self._log_task: asyncio.Task | None = None
         self._failures = 0
+        self._unhealthy_since: float | None = None  # monotonic s of the first failing health probe
+        self._health_reason: str | None = None  # the message that says why it is DEGRADED/HUNG now
         self._starting = False
         self._stopping = False
         self._generated = False  # the 1-token probe of this start passed
@@ -133,7 +135,10 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             phase = changes["phase"] if "phase" in changes else self.status.phase
             journaled = self._journaled_state()
             if journal and journaled != str(state) and not self.restarting_elsewhere():  # the restarting process journals its own
-                self._journal(ev.SERVER_STATE, {"old": journaled or str(old), "new": str(state), "phase": phase}, actor=actor)
+                data = {"old": journaled or str(old), "new": str(state), "phase": phase}
+                if changes.get("message") and state in (ServerState.DEGRADED, ServerState.HUNG):
+                    data["reason"] = changes["message"]  # why: health timeouts, 503s, refused, no tokens
+                self._journal(ev.SERVER_STATE, data, actor=actor)
         self._set(state=state, **changes)
         async with self._state_changed:
             self._state_changed.notify_all()
@@ -251,9 +256,15 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         if health.ok and self._starting and self.cfg.generate_probe and not self._generated:
             status = await self._generation_gate()
         self._failures = 0 if status == 200 else self._failures + 1
-        obs = Observation(process=process, health=status, log_ready=self._classifier.ready,
-                          stopping=self._stopping, starting=self._starting)
-        state = next_state(self.status.state, obs, self._failures)
+        if status == 200:
+            self._unhealthy_since = None
+        elif self._unhealthy_since is None:
+            self._unhealthy_since = time.monotonic()
+        unhealthy_s = 0.0 if self._unhealthy_since is None else time.monotonic() - self._unhealthy_since
+        obs = Observation(process=process, health=status, log_ready=self._classifier.ready, stopping=self._stopping,
+                          starting=self._starting, unhealthy_s=unhealthy_s, hung_by_load=self.load.hung)
+        before = self.status.state
+        state = next_state(before, obs, self._failures, escalate_after_s=self.cfg.hung_after_s)
         if state is ServerState.READY and self.status.model is None:
             self._set(model=await self.probe.model_name() or self.cfg.model)
         if state.is_up or state is ServerState.HUNG:
@@ -264,7 +275,23 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             await self._set_state(state, ready_at=time.time(), crash_class=None, phases=tuple(self._classifier.phases),
                                   phase=self._classifier.phase)
         else:
-            await self._set_state(state)
+            reason = None
+            if status != 200 and state in (ServerState.DEGRADED, ServerState.HUNG) and not self.load.hung:
+                reason = unhealthy_reason(status, health.error, self._failures, unhealthy_s)
+            await self._set_state(state, **self._health_message(before, state, reason))
+
+    def _health_message(self, before: ServerState, state: ServerState, reason: str | None) -> dict:
+        """The status ``message`` change for a health ``reason`` (None: healthy again), and
+        the alerts of a HUNG that the health rule entered or left (see core.server_fsm)."""
+        was, self._health_reason = self._health_reason, reason
+        if state is ServerState.HUNG and before is not ServerState.HUNG and reason:
+            self._journal(ev.ALERT, {"kind": "hung", "source": "health", "message": f"unhealthy for more than "
+                                     f"{self.cfg.hung_after_s:g} s: {reason}"})
+        elif before is ServerState.HUNG and state is ServerState.READY and was:
+            self._journal(ev.ALERT, {"kind": "recovered", "message": "health answers 200 again"})
+        if reason:
+            return {"message": reason}
+        return {"message": None} if was is not None and self.status.message == was else {}
 
     async def _generation_gate(self) -> int:
         """/health said 200 during a start: a 1-token completion must work too (else the
@@ -373,6 +400,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         self._start_mono = time.monotonic()
         self.load.reset()
         self._failures = 0
+        self._unhealthy_since = self._health_reason = None
         self._generated = False
         self._starting = True
         try:

@@ -46,10 +46,34 @@ class BenchIntents(IntentBase):
         self.push_screen(TextPrompt(f"{title} ({', '.join(preferred)}):", preferred[0]), chosen)
 
     def start_bench(self, name: str, *, sweep=None, repeats: int = 1) -> None:
-        """Start benchmark preset ``name`` (optionally a sweep / repeats). The bench panel
-        gets the focus first (its keys: x / ctrl+c abort) and the run starts after that
-        repaint, so the full-screen redraw of a focus change never competes with a flood
-        of output."""
+        """Start benchmark preset ``name`` (optionally a sweep / repeats). A server that is
+        not READY is asked about first (Cancel focused): its numbers would not be its own
+        (DEGRADED says why). The bench panel gets the focus first (its keys: x / ctrl+c
+        abort) and the run starts after that repaint, so the full-screen redraw of a focus
+        change never competes with a flood of output."""
+        from optui.core.server_state import ServerState
+        from optui.ui.screens.confirm import ConfirmScreen
+
+        try:
+            server = self.session.benches.preset(name).server
+            status = self.session.server(server).status
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        if status.state is not ServerState.READY:
+            why = f": {status.message}" if status.message else ""
+            body = (f"{server} is {status.state.value.upper()}{why}.\n\nA benchmark now measures a server that is not "
+                    f"healthy: its numbers are journaled with the state, and the run stops when the server stalls it.")
+
+            def confirmed(ok: bool | None) -> None:
+                if ok:
+                    self._focus_and_start(name, sweep, repeats)
+
+            self.push_screen(ConfirmScreen(f"Benchmark {name}: {server} is not ready", body, "Run anyway"), confirmed)
+            return
+        self._focus_and_start(name, sweep, repeats)
+
+    def _focus_and_start(self, name: str, sweep, repeats: int) -> None:
         log = self.query_one("#bench-log")
         if self.focused is log:
             self._start_bench_now(name, sweep, repeats)

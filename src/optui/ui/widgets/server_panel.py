@@ -126,8 +126,11 @@ class ServerPanel(CursorList):
         load = s.load
         if s.state is ServerState.HUNG:
             busy = (load.running or 0) + (load.waiting or 0)
-            t.append(f"HUNG: {busy:.0f} requests running/waiting, no tokens generated", style=style(app, "state-failed", bold=True))
+            why = safe_line(s.message) if s.message else f"{busy:.0f} requests running/waiting, no tokens generated"
+            t.append(f"HUNG: {why}", style=style(app, "state-failed", bold=True))
             return t
+        if s.state is ServerState.DEGRADED and s.message:  # why: timeouts, 503s, refused
+            t.append(f"{safe_line(s.message)}  ", style=style(app, "warning"))
         if load.running is not None or load.gen_tok_s is not None:
             t.append(f"run {fmt_value(load.running)}  wait {fmt_value(load.waiting)}  ")
             t.append(f"kv {fmt_value(load.kv_cache_pct)}%  gen {fmt_value(load.gen_tok_s, '{:,.0f}')} tok/s")
@@ -137,6 +140,8 @@ class ServerPanel(CursorList):
                 t.append(f"  accept {load.accept_length:.2f}")
             if load.source == "log":
                 t.append("  (from log lines)", style="dim")
+            if load.stale:
+                t.append("  (stale: the server did not answer)", style=style(app, "warning"))
         elif load.hint:
             t.append(safe_line(load.hint), style="dim")
         if s.state is ServerState.READY:
