@@ -10,9 +10,10 @@ State machine (see ``docs/architecture.md``)::
 - warming: HTTP answers but ``/health`` is not 200 yet (SGLang warmup 503, llama.cpp
   "Loading model" 503).
 - ready: ``/health`` 200 (and the optional 1-token probe passed).
-- degraded: was ready, health failing for fewer than N polls (SGLang 503s under long
-  prefills are normal).
-- hung: requests running/waiting while the generated-token counter does not move.
+- degraded: was ready, health failing (SGLang 503s under long prefills are normal); the
+  status ``message`` says why (timeout, HTTP 503, refused).
+- hung: requests running/waiting while the generated-token counter does not move, or
+  degraded for longer than ``hung_after_s`` while the process lives (``core.server_fsm``).
 - crashed: the process exited (or health failed N times); ``crash_class`` says why.
 """
 
