@@ -9,13 +9,16 @@ from optui.core.bench_compare import (
     Entry,
     Sample,
     build_rows,
-    compare,
+    compare_values,
     family_key,
     group_entries,
+    judge,
+    mann_whitney_p,
+    min_p,
     sample,
     sweep_series,
 )
-from optui.core.bench_result import BenchResult, Workload
+from optui.core.bench_result import BenchResult, Workload, apply_failure_threshold, comparable, requests_text
 
 
 def result(out: float, ttft: float = 10.0, conc: int = 1, run: str | None = None, status: str = "ok",
@@ -35,43 +38,99 @@ def test_sample_median_and_spread():
     assert sample([5.0]).spread_pct is None and sample([]) == Sample()
 
 
-@pytest.mark.parametrize("cur, base, sign, pct, verdict, good", [
-    # single runs: the noise is unknown, so no verdict — but a coloured delta
-    (Sample(110, 110, 110, 1), Sample(100, 100, 100, 1), +1, 10.0, None, True),
-    # repeats whose ranges overlap: inside the noise
-    (Sample(103, 98, 108, 3), Sample(100, 95, 105, 3), +1, 3.0, "inconclusive", True),
-    # a single new run inside the baseline's spread is inconclusive too
-    (Sample(102, 102, 102, 1), Sample(100, 97, 103, 3), +1, 2.0, "inconclusive", True),
-    # clear of the noise: better / worse by direction (latency up is bad)
-    (Sample(120, 118, 122, 3), Sample(100, 99, 101, 3), +1, 20.0, "better", True),
-    (Sample(120, 118, 122, 3), Sample(100, 99, 101, 3), -1, 20.0, "worse", False),
-    (Sample(80, 79, 81, 3), Sample(100, 99, 101, 3), -1, -20.0, "better", True),
+def test_mann_whitney_exact_p():
+    """Exact two-sided p of the U test: complete separation of 3 vs 3 is 2/C(6,3) = 0.10,
+    of 4 vs 4 2/70; interleaved samples are far from significant; ties count half."""
+    assert mann_whitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
+    assert mann_whitney_p([5, 6, 7, 8], [1, 2, 3, 4]) == pytest.approx(2 / 70)
+    assert mann_whitney_p([1, 3, 5], [2, 4, 6]) == pytest.approx(0.7)
+    assert mann_whitney_p([1, 1, 1], [1, 1, 1]) == 1.0
+    assert mann_whitney_p([], [1.0]) == 1.0
+    assert (min_p(3, 3), min_p(2, 2), min_p(1, 9)) == (pytest.approx(0.1), pytest.approx(1 / 3), pytest.approx(0.2))
+    big = mann_whitney_p(list(range(60)), [x + 100 for x in range(60)])  # normal approximation
+    assert big < 1e-10
+
+
+@pytest.mark.parametrize("values, base, sign, verdict, pct", [
+    # one run a side: the noise is unknown — never better/worse, however large the change
+    ([166.0], [100.0], +1, "untested noise", 66.0),
+    # one new run against three baseline runs: still untested
+    ([130.0], [100.0, 101.0, 99.0], +1, "untested noise", 30.0),
+    # 2 vs 2: the exact test can never reach p <= 0.10
+    ([130.0, 131.0], [100.0, 101.0], +1, "untested noise", 30.0 / 100.5 * 100),
+    # a same-flags repeat: overlapping runs are the same
+    ([100.5, 99.0, 101.5], [100.0, 101.0, 99.5], +1, "same", 0.5),
+    # a noisy change: +6 % medians but the runs overlap
+    ([106.0, 92.0, 118.0], [100.0, 88.0, 111.0], +1, "same", 6.0),
+    # separated but below the 2 % floor
+    ([101.6, 101.5, 101.7], [100.0, 99.9, 100.1], +1, "same", 1.6),
+    # a real improvement, clear of the noise; latency up is worse, down is better
+    ([120.0, 118.0, 122.0], [100.0, 99.0, 101.0], +1, "better", 20.0),
+    ([120.0, 118.0, 122.0], [100.0, 99.0, 101.0], -1, "worse", 20.0),
+    ([80.0, 79.0, 81.0], [100.0, 99.0, 101.0], -1, "better", -20.0),
 ])
-def test_compare(cur, base, sign, pct, verdict, good):
-    d = compare(cur, base, sign)
-    assert (round(d.pct, 6), d.verdict, d.good) == (pct, verdict, good)
+def test_judge(values, base, sign, verdict, pct):
+    j = judge(values, base, sign)
+    assert j.verdict == verdict and j.delta_pct == pytest.approx(pct)
+    assert (j.n, j.base_n) == (len(values), len(base))
 
 
-def test_compare_without_numbers():
-    assert compare(Sample(), Sample(1, 1, 1, 1), 1).pct is None
-    assert compare(Sample(1, 1, 1, 1), Sample(0, 0, 0, 1), 1).pct is None
+def test_judge_carries_its_evidence():
+    j = judge([120.0, 118.0, 122.0], [100.0, 99.0, 101.0], +1)
+    assert (j.n, j.base_n, j.p) == (3, 3, pytest.approx(0.1))
+    assert j.spread_pct == pytest.approx(100 * 2 / 120) and j.base_spread_pct == pytest.approx(1.0)
+    assert j.evidence() == "n=3 vs 3, ±1.7 % / ±1.0 %, p=0.10"
+    assert j.to_json()["statistic"].startswith("median of the repeats; exact two-sided Mann-Whitney U")
+    single = judge([166.0], [100.0], +1)
+    assert single.p is None and single.evidence() == "n=1 vs 1"
+
+
+def test_restart_spread_widens_the_noise():
+    """A +5 % change separated within one instance is still the same when restarts of the
+    same flags moved the level by 8 % (vllm#39903: levels shift between restarts)."""
+    values, base = [105.0, 105.2, 104.8], [100.0, 100.1, 99.9]
+    assert judge(values, base, +1).verdict == "better"
+    j = judge(values, base, +1, restart_spread_pct=8.0)
+    assert j.verdict == "same" and j.threshold_pct == 8.0 and "restarts ±4.0 %" in j.evidence()
+
+
+def test_compare_values_for_the_results_table():
+    assert compare_values([103, 98, 108], [100, 95, 105], +1).verdict == "inconclusive"
+    assert compare_values([110], [100], +1).verdict == "untested noise"
+    assert compare_values([], [1.0], 1).pct is None
+    assert compare_values([1.0], [0.0], 1).pct is None
+
+
+def test_failed_requests_above_the_threshold_are_never_compared():
+    """kill -9 of the server mid-run: 15 ok of 400 is 'degraded' with the count, not ok."""
+    r = BenchResult(tool="sglang", completed=15, failed=385, output_throughput_tok_s=1130.0)
+    assert not comparable(r)  # stored before the threshold existed: judged with the default 1 %
+    apply_failure_threshold(r, 1.0)
+    assert r.status == "degraded" and r.error == "385 of 400 requests failed (96.2 % > 1 %)"
+    assert requests_text((15, 400)) == "15/400 ok"
+    few = apply_failure_threshold(BenchResult(tool="sglang", completed=396, failed=4), 1.0)
+    assert few.status == "ok" and comparable(few)  # exactly 1 %: within
+    loose = apply_failure_threshold(BenchResult(tool="sglang", completed=90, failed=10), 15.0)
+    assert loose.status == "ok" and comparable(loose)  # the preset's own threshold travels with it
 
 
 def test_groups_baselines_and_deltas():
     entries = [
         Entry(1, result(100, run="a"), "b"), Entry(2, result(104, run="a"), "b"), Entry(3, result(96, run="a"), "b"),
         Entry(4, result(150, ttft=12, run="b"), "b"), Entry(5, result(151, ttft=12, run="b"), "b"),
+        Entry(8, result(149, ttft=12.1, run="b"), "b"),
         Entry(6, result(0, run="c", status="failed"), "b"),
         Entry(7, result(50, prompts=64), "other"),  # another workload, no run id: a group of its own
     ]
     groups = group_entries(entries)
-    assert [g.ids for g in groups] == [(1, 2, 3), (4, 5), (6,), (7,)]
+    assert [g.ids for g in groups] == [(1, 2, 3), (4, 5, 8), (6,), (7,)]
     rows = build_rows(groups)
     first, second, failed, other = rows
     assert first.is_baseline and first.baseline is None and first.deltas == {}
     assert first.samples["output_throughput_tok_s"].median == 100.0
     out = second.deltas["output_throughput_tok_s"]
-    assert (round(out.pct, 1), out.verdict, out.good) == (50.5, "better", True)
+    assert (round(out.pct, 1), out.verdict, out.good) == (50.0, "better", True)
+    assert (out.judgement.n, out.judgement.base_n) == (3, 3)
     ttft = second.deltas["ttft_ms.median"]
     assert (round(ttft.pct), ttft.verdict, ttft.good) == (20, "worse", False)
     assert failed.deltas["output_throughput_tok_s"].pct is None  # a failed group has no numbers

@@ -112,10 +112,38 @@ async def test_repeats_fold_into_one_group_and_a_pinned_baseline_gives_deltas(tm
     assert base.group.ids == (1, 2, 3) and base.samples["output_throughput_tok_s"].n == 3 and base.is_baseline
     s.benches.pin_baseline(2)
     assert s.journal.events(types=["bench.baseline"])[-1].data["result_id"] == 2
-    await run(s, "fast")  # same workload, 1.5x the throughput
-    _, new = s.benches.rows()
+    await run(s, "fast")  # same workload, 1.5x the throughput — one run: a number, never a verdict
+    _, once = s.benches.rows()
+    delta = once.deltas["output_throughput_tok_s"]
+    assert delta.pct == pytest.approx(50, abs=0.5) and delta.good and delta.verdict == "untested noise"
+    await run(s, "fast", repeats=3)  # three runs, clear of the baseline's: better, with n and spread
+    *_, new = s.benches.rows()
     delta = new.deltas["output_throughput_tok_s"]
     assert delta.pct == pytest.approx(50, abs=0.5) and delta.good and delta.verdict == "better"
+    assert (delta.judgement.n, delta.judgement.base_n, delta.judgement.p) == (3, 3, pytest.approx(0.1))
+    await s.close()
+
+
+async def test_a_run_that_lost_most_requests_is_degraded_never_compared(tmp_path):
+    """Issue 16: the server killed mid-run left 15 of 400 requests ok; that was stored ok and
+    shown +13.1 %. Now the result is 'degraded' with the count, the run failed, no delta."""
+    s = campaign(tmp_path, {"c": argv(SGLANG, "--num-prompts", "400", "--max-concurrency", "2"),
+                            "killed": argv(SGLANG, "--num-prompts", "400", "--max-concurrency", "2", "--scale", "1.13",
+                                           "--completed", "15"),
+                            "lossy": argv(SGLANG, "--num-prompts", "400", "--max-concurrency", "2", "--completed", "396")
+                            + "\nmax_failed_pct = 0.5"})
+    await run(s, "c", repeats=3)
+    bench = await run(s, "killed")
+    [r] = bench.view.results
+    assert (r.status, r.completed, r.failed) == ("degraded", 15, 385)
+    assert bench.view.status == "failed" and "385 of 400 requests failed (96.2 % > 1 %)" in bench.view.error
+    assert s.journal.results(limit=1)[0].result.status == "degraded"  # stored as such
+    base, killed = s.benches.rows()
+    assert killed.group.ok == () and killed.group.requests == (15, 400)
+    assert all(d.pct is None and d.verdict is None for d in killed.deltas.values())  # never compared
+    assert base.is_baseline and base.group.requests == (1200, 1200)
+    lossy = await run(s, "lossy")  # 1 % lost, above this preset's own 0.5 %
+    assert lossy.view.results[0].status == "degraded" and "(1.0 % > 0.5 %)" in lossy.view.error
     await s.close()
 
 

@@ -11,7 +11,14 @@ from optui.adapters.journal import Journal
 from optui.core import events as ev
 from optui.core.event_details import event_sections, experiment_sections, render_text
 from optui.core.events import EventFilter, parse_since
-from optui.core.experiments import best_experiment, build_experiments, crash_summary, sort_experiments
+from optui.core.experiments import (
+    best_experiment,
+    build_experiments,
+    crash_summary,
+    runs_text,
+    sort_experiments,
+    verdict_evidence,
+)
 from optui.session.export import load_experiments
 from tests.helpers.campaign import WL, CampaignWriter, flags, result, standard_campaign
 
@@ -53,20 +60,26 @@ def test_noise_threshold_uses_the_runs_spread(journal):
     base = w.restart(flags(), reason="autostart")
     w.bench(base, result(1000.0), result(1100.0), result(900.0))  # CV 10 %
     small = w.restart(flags(max_running_requests=20))
-    w.bench(small, result(1050.0))  # +5 %: inside the noise
+    w.bench(small, result(1050.0), result(1040.0), result(1060.0))  # +5 %: inside the baseline's runs
     big = w.restart(flags(max_running_requests=64))
-    w.bench(big, result(1300.0))  # +30 %: beyond twice the CV
+    w.bench(big, result(1300.0), result(1310.0), result(1290.0))  # +30 %: clear of every baseline run
+    one = w.restart(flags(max_running_requests=128))
+    w.bench(one, result(2600.0))  # +160 % from a single run: the noise is unknown
     xs = by_id(load_experiments(journal))
     assert xs[small].verdict == "same" and xs[small].primary.cv_pct == pytest.approx(10.0)
-    assert xs[big].verdict == "better"
+    j = xs[small].primary.judgement
+    assert (j.n, j.base_n, j.p) == (3, 3, pytest.approx(0.7)) and xs[small].primary.base_experiment == base
+    assert xs[big].verdict == "better" and xs[big].primary.judgement.evidence() == "n=3 vs 3, ±0.8 % / ±10.0 %, p=0.10"
+    assert xs[one].verdict == "untested noise" and xs[one].primary.judgement.evidence().startswith("n=1 vs 3")
+    assert best_experiment(list(xs.values()), "qwen").id == big  # never the +160 % single run
 
 
 def test_pinned_baseline_moves_the_reference(journal):
     w = CampaignWriter(journal)
     first = w.restart(flags(), reason="autostart")
-    w.bench(first, result(1000.0))
+    w.bench(first, result(1000.0), result(1001.0), result(999.0))
     second = w.restart(flags(max_running_requests=64))
-    [pinned] = w.bench(second, result(1300.0))
+    pinned, *_ = w.bench(second, result(1300.0), result(1301.0), result(1299.0))
     journal.set_baseline(pinned)
     xs = by_id(load_experiments(journal))
     assert xs[second].is_baseline and xs[first].verdict == "worse"
@@ -78,11 +91,13 @@ def test_results_without_experiment_are_assigned_by_time(journal):
     current on their server at their time."""
     w = CampaignWriter(journal)
     a = w.restart(flags(), reason="autostart")
-    journal.add_result(result(1000.0), server="qwen", bench="c16", ts=w.tick(10))
+    for v in (1000.0, 1001.0, 999.0):
+        journal.add_result(result(v), server="qwen", bench="c16", ts=w.tick(10))
     b = w.restart(flags(max_running_requests=64))
-    journal.add_result(result(1200.0), server="qwen", bench="c16", ts=w.tick(10))
+    for v in (1200.0, 1201.0, 1199.0):
+        journal.add_result(result(v), server="qwen", bench="c16", ts=w.tick(10))
     xs = by_id(load_experiments(journal))
-    assert [len(x.primary.runs) for x in (xs[a], xs[b])] == [1, 1]
+    assert [len(x.primary.runs) for x in (xs[a], xs[b])] == [3, 3]
     assert xs[b].verdict == "better"
 
 
@@ -194,3 +209,54 @@ def test_crash_summary_prefers_the_error_line():
     assert crash_summary(lines) == "torch.OutOfMemoryError: CUDA out of memory"
     assert crash_summary([], "not ready after 900s") == "not ready after 900s"
     assert crash_summary(["x" * 500]).endswith("…")
+
+
+def killed_mid_run(ok: int = 15, failed: int = 385, tput: float = 1140.0):
+    """What a ``kill -9`` of the server mid-run left: a result block with 15 of 400 ok."""
+    r = result(tput)
+    r.completed, r.failed = ok, failed
+    return r
+
+
+def test_a_96_percent_failed_run_is_never_compared(journal):
+    """Issue 16: 15/400 was stored ok and shown +13.1 %; now it is never compared, and the
+    experiment says how many requests were ok."""
+    w = CampaignWriter(journal)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1001.0), result(999.0))
+    killed = w.restart(flags(max_running_requests=64))
+    w.bench(killed, killed_mid_run(), killed_mid_run(16, 384), killed_mid_run(14, 386))
+    mixed = w.restart(flags(max_running_requests=32))
+    w.bench(mixed, result(1300.0), killed_mid_run(tput=9000.0), result(1301.0), result(1299.0))
+    xs = by_id(load_experiments(journal))
+    k = xs[killed]
+    assert k.verdict == "untested" and k.primary.n_ok == 0 and k.primary_delta.value is None
+    assert k.primary.requests == (45, 1200) and runs_text(k.primary) == "0/3 runs, 45/1200 ok"
+    assert best_experiment(list(xs.values()), "qwen").id == mixed
+    m = xs[mixed]  # the degraded run (9000 tok/s) is left out of the median and the test
+    assert m.verdict == "better" and m.primary.n_ok == 3 and m.primary_delta.value == pytest.approx(1300.0)
+    assert m.primary.judgement.n == 3 and verdict_evidence(m).endswith(f"vs {base}")
+    text = render_text(experiment_sections(m))  # the TUI's details of the experiment
+    assert f"evidence: n=3 vs 3, ±0.1 % / ±0.1 %, p=0.10, vs {base}" in text
+    assert "3/4 runs, 207/592 ok" in text and "degraded, 15/400 ok: never compared" in text
+
+
+def test_same_flags_repeat_is_same_and_restarts_widen_the_noise(journal):
+    """The same flags restarted and benched again: 'same' (noise); the level shift between
+    those restarts (vllm#39903) is the restart-to-restart spread every later change must
+    beat."""
+    w = CampaignWriter(journal)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1004.0), result(996.0))
+    again = w.restart(flags(), reason="same flags again")
+    w.bench(again, result(1060.0), result(1062.0), result(1058.0))  # +6 %: separated, but a restart did it
+    change = w.restart(flags(max_running_requests=64))
+    w.bench(change, result(1050.0), result(1052.0), result(1048.0))  # +5 %: inside the restart spread
+    xs = by_id(load_experiments(journal))
+    j = xs[again].primary.judgement
+    assert j.restart_spread_pct == pytest.approx(100 * 60 / 1030) and xs[again].verdict == "same"
+    assert xs[change].verdict == "same" and "restarts ±2.9 %" in verdict_evidence(xs[change])
+    assert best_experiment(list(xs.values()), "qwen").id == base
+    big = w.restart(flags(max_running_requests=128))
+    w.bench(big, result(1200.0), result(1201.0), result(1199.0))  # +20 %: beyond the restarts' 6 %
+    assert by_id(load_experiments(journal))[big].verdict == "better"

@@ -122,7 +122,7 @@ async def test_event_details_and_notes(seeded):
         await wait_for(pilot, lambda: "type:bench" in app.query_one("#journal-box").border_title)
         await pilot.press("home", "enter")  # the newest bench: chunked prefill, slower than the baseline
         body = app.screen.query_one("#details-body").render().plain
-        assert "out tok/s" in body and "-10.0%" in body
+        assert "out tok/s" in body and "-10.5%" in body  # its last run (895 tok/s) against the first baseline run
         await pilot.press("escape", "2")  # servers panel: the first server (qwen) is selected
         await pilot.press("n")
         assert f"linked to {ids['radix']} on qwen" in app.screen.query_one("Static").render().plain
@@ -143,7 +143,9 @@ async def test_experiments_view_sort_decide_and_export(seeded):
         table = app.screen.query_one("#experiments-table")
         await wait_for(pilot, lambda: table.row_count == 5)
         row = table.get_row(ids["big"])
-        assert str(row[6]) == "+28.9%" and str(row[9]) == "better" and "16 → 64" in str(row[2])
+        assert str(row[6]) == "+28.9%" and str(row[10]) == "better" and "16 → 64" in str(row[2])
+        # the verdict with its evidence: runs and ok requests, n per side, spreads, p, the baseline
+        assert str(row[9]) == "3/3 runs, 192/192 ok" and str(row[11]) == "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10, vs exp-0001"
         assert str(table.get_row(ids["oom"])[3]) == "failed: oom"
         for _ in range(6):  # id → server → change → outcome → ready → throughput → delta
             await pilot.press("s")
@@ -154,7 +156,7 @@ async def test_experiments_view_sort_decide_and_export(seeded):
         order = [table.coordinate_to_cell_key((r, 0)).row_key.value for r in range(table.row_count)]
         assert order[0] == ids["big"]
         await pilot.press(*["up"] * 5, "k")  # keep the first one
-        await wait_for(pilot, lambda: str(table.get_row(ids["big"])[10]) == "keep")
+        await wait_for(pilot, lambda: str(table.get_row(ids["big"])[12]) == "keep")
         verdict = app.session.journal.events(types=[ev.VERDICT])[-1]
         assert (verdict.experiment, verdict.data["decision"], verdict.actor) == (ids["big"], "keep", "tui")
         await pilot.press("enter")

@@ -15,7 +15,7 @@ from optui.config import load_config
 from optui.core import events as ev
 from optui.core.report import CSV_COLUMNS, ReportInput, render_csv, render_jsonl, render_markdown
 from optui.session.export import default_export_path, export, report_input, write_atomic
-from tests.helpers.campaign import T0, flags, standard_campaign
+from tests.helpers.campaign import T0, CampaignWriter, flags, result, standard_campaign
 
 CONFIG = '''
 [hosts.local]
@@ -66,6 +66,10 @@ def test_markdown_findings_report(campaign):
     table = section(md, "Experiments")
     row = next(line for line in table.splitlines() if line.startswith("| exp-0002 "))
     assert "`~ --max-running-requests: 16 → 64`" in row and "+28.9%" in row and "better" in row
+    # every verdict with its evidence, and the statistic named
+    assert "| 3/3 runs, 192/192 ok |" in row and "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10, vs exp-0001 |" in row
+    assert "- Verdicts: median of the repeats; exact two-sided Mann-Whitney U test" in section(md, "Summary")
+    assert "- Verdict: **better** (+28.9% out tok/s; n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10, vs exp-0001)." in md
     assert "### exp-0003 (qwen):" in md and "**failed, oom**: torch.OutOfMemoryError: CUDA out of memory" in md
     assert "- Rolled back to the last good flags." in md
     # how long each phase lasted (marks at 2.0 and 20.0 s, ready at 31.5 s), not when it began
@@ -102,7 +106,7 @@ def test_csv_one_row_per_experiment(campaign):
     big = rows[1]
     assert big["verdict"] == "better" and float(big["output_throughput_tok_s"]) == pytest.approx(1295.0)
     assert float(big["output_throughput_tok_s_delta_pct"]) == pytest.approx(28.86, abs=0.01)
-    assert big["runs_ok"] == "2" and shlex.split(big["argv"]) == flags(max_running_requests=64)
+    assert big["runs_ok"] == "3" and shlex.split(big["argv"]) == flags(max_running_requests=64)
     assert rows[2]["crash_class"] == "oom" and rows[2]["output_throughput_tok_s"] == ""
 
 
@@ -142,3 +146,27 @@ def test_export_writes_atomically(campaign, tmp_path):
         write_atomic(target, 42)  # a failed write leaves the old file and no temp file
     assert target.read_text() == "new text"
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.md"]
+
+
+def test_a_mostly_failed_run_is_never_compared_in_the_report(tmp_path):
+    """Issue 16: after kill -9 of the server mid-run, 15/400 was reported ok and +13.1 %;
+    the report shows its counts, never a delta, and picks no best configuration from it."""
+    j = Journal(tmp_path / "optui.db")
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1001.0), result(999.0))
+    killed = w.restart(flags(max_running_requests=64))
+    dead = result(1131.0)
+    dead.completed, dead.failed = 15, 385
+    w.bench(killed, dead)
+    one = w.restart(flags(max_running_requests=32))
+    w.bench(one, result(1500.0))  # one run: untested noise, whatever its +50 %
+    md = render_markdown(ReportInput("t", j.events(), j.results(limit=None)))
+    j.close()
+    row = next(line for line in section(md, "Experiments").splitlines() if line.startswith(f"| {killed} "))
+    assert "| 0/1 run, 15/400 ok |" in row and "+13.1%" not in row and "| untested |" in row
+    assert f"- Run #" in md and "degraded, 15/400 ok" in md and "never compared" in md
+    single = next(line for line in section(md, "Experiments").splitlines() if line.startswith(f"| {one} "))
+    assert "| untested noise | n=1 vs 3, ±? / ±0.1 %, vs exp-0001 |" in single
+    assert f"nothing beat the baseline {base} outside the noise yet" in md
+    assert f"**qwen: {base}** (the baseline itself: nothing beat it outside the noise" in section(md, "Best configuration")

@@ -230,7 +230,7 @@ def test_findings_report_and_csv_escape_a_hostile_model_id_and_flag(tmp_path):
     assert "<img" not in prose and "\n# Owned" not in prose and "\n# heading" not in prose
     for line in md.splitlines():
         if line.startswith("| exp-0002 "):
-            assert line.count(" | ") == 9  # the pipes of the flag are escaped: the row keeps its cells
+            assert line.count(" | ") == 11  # the pipes of the flag are escaped: the row keeps its cells
     text = render_csv(inp)
     rows = list(csv.reader(io.StringIO(text)))
     assert len(rows) == 3 and len({len(r) for r in rows}) == 1  # valid CSV, one row per experiment

@@ -109,7 +109,10 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
                          ("bench.finished", None), ("todo.run.step", "compare"), ("todo.run.finished", "compare")]:
             assert expected in kinds, expected
         stored = [r for r in s.journal.results(server="demo") if r.experiment == exp]
-        assert len(stored) == 1 and stored[0].bench == "tiny"
+        # a benchmark in an experiment is repeated (the top-level repeat, 3): a verdict needs the noise
+        assert len(stored) == 3 and {r.bench for r in stored} == {"tiny"}
+        assert sorted(r.result.extra["point"] for r in stored) == ["run 1/3", "run 2/3", "run 3/3"]
+        assert more.note.count("(median of 3 runs)") == 1 and f"{exp}: " in more.note, more.note
         fin = [e for e in s.journal.events(types=["todo.run.finished"]) if e.data["todo_id"] == oom.id][-1]
         assert fin.data["crash_class"] == "oom" and fin.data["lines"]
         await pilot.press("q")

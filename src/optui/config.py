@@ -265,7 +265,10 @@ class BenchmarkConfig(_Model):
     silent_s: Real = Field(600.0, gt=0, le=7 * DAY_S, description="no output for this long even with a healthy server: stalled")
     description: str = ""
     sweep: SweepConfig | None = None
-    repeat: int = Field(3, ge=1, le=50, description="runs per point of the repeat action (R)")
+    repeat: int | None = Field(None, ge=1, le=50, description="runs per point of the repeat action (R) and of this "
+                               "benchmark in an experiment (None: the top-level repeat)")
+    max_failed_pct: Real | None = Field(None, ge=0, le=100, description="a run with more failed requests (in % of those "
+                                        "sent) is degraded, never compared (None: the top-level max_failed_pct)")
     tool: Literal["auto", "sglang", "vllm"] = Field(
         "auto", description="which client argv runs (auto: from argv); decides how its result file is found")
 
@@ -313,6 +316,8 @@ class Config(_Model):
     bell: bool = False
     log_max_lines: int = Field(10_000, ge=100, le=1_000_000)
     mem_alert_pct: Real = Field(95.0, gt=0, le=100)
+    repeat: int = Field(3, ge=1, le=50, description="runs per benchmark point in an experiment and for R (verdicts need >= 3)")
+    max_failed_pct: Real = Field(1.0, ge=0, le=100, description="failed requests above this % make a run degraded")
     keymap: dict[str, str] = Field(default_factory=dict)
     hosts: dict[str, HostConfig] = Field(default_factory=dict)
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
@@ -345,6 +350,17 @@ class Config(_Model):
         if "local" not in names and (not names or uses_local):
             names.insert(0, "local")
         return names
+
+    def repeat_of(self, bench: str) -> int:
+        """Runs per point of benchmark preset ``bench``: its ``repeat``, else the top-level
+        ``repeat`` (also for an unknown name)."""
+        cfg = self.benchmarks.get(bench)
+        return cfg.repeat if cfg is not None and cfg.repeat is not None else self.repeat
+
+    def max_failed_pct_of(self, bench: str) -> float:
+        """Failed-request threshold (in %) of preset ``bench``: its own, else the top-level one."""
+        cfg = self.benchmarks.get(bench)
+        return cfg.max_failed_pct if cfg is not None and cfg.max_failed_pct is not None else self.max_failed_pct
 
     def host(self, name: str) -> HostConfig:
         """The host's config (``local`` defaults when not configured)."""

@@ -85,19 +85,20 @@ def flags(**changes) -> list[str]:
 
 
 def standard_campaign(journal: Journal) -> dict[str, str]:
-    """baseline (2 runs) → big batch (better, 2 runs) → OOM crash → chunked prefill
-    (worse) → radix off (ready, never benchmarked). Returns name → experiment id."""
+    """baseline (3 runs) → big batch (better, 3 runs) → OOM crash → chunked prefill
+    (worse, 3 runs) → radix off (ready, never benchmarked). Returns name → experiment id.
+    Three runs a side: the fewest the noise model (exact Mann-Whitney U) can judge."""
     w = CampaignWriter(journal)
     ids = {}
     ids["base"] = w.restart(list(BASE_ARGV), reason="autostart")
-    w.bench(ids["base"], result(1000.0, 100.0), result(1010.0, 102.0))
+    w.bench(ids["base"], result(1000.0, 100.0), result(1010.0, 102.0), result(1005.0, 101.0))
     ids["big"] = w.restart(flags(max_running_requests=64), reason="preset big-batch")
-    w.bench(ids["big"], result(1300.0, 90.0), result(1290.0, 91.0))
+    w.bench(ids["big"], result(1300.0, 90.0), result(1290.0, 91.0), result(1295.0, 90.5))
     journal.append(ev.NOTE, "qwen", {"text": "64 looks better; check p99 TTFT"}, actor="tui", experiment=ids["big"], ts=w.tick(5))
     ids["oom"] = w.restart(flags(max_running_requests=64, mem_fraction_static=0.99), reason="preset oom", crash="oom")
     journal.append(ev.ROLLBACK, "qwen", {"reason": "operator", "from_argv": w.argv, "to_argv": flags(max_running_requests=64)},
                    actor="tui", experiment=ids["oom"], ts=w.tick(2))
     ids["chunk"] = w.restart(flags(max_running_requests=64, chunked_prefill_size=512), reason="cli", actor="cli")
-    w.bench(ids["chunk"], result(900.0, 150.0))
+    w.bench(ids["chunk"], result(900.0, 150.0), result(905.0, 149.0), result(895.0, 151.0))
     ids["radix"] = w.restart(flags(max_running_requests=64, disable_radix_cache=True), reason="agent", actor="agent:claude")
     return ids

@@ -46,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--silent", type=float, default=0.0, help="after the Namespace line, sleep this long silently")
     p.add_argument("--child", action="store_true", help="spawn a grandchild (sleep 300) first")
     p.add_argument("--fail", action="store_true", help="every request fails (SGLang: IndexError, no block)")
+    p.add_argument("--completed", type=int, default=None,
+                   help="only this many requests completed (the server was killed mid-run); the rest failed")
     p.add_argument("--garbage", action="store_true",
                    help="before the results: binary noise, a 1 MB line, invalid UTF-8, escapes, a CR flood")
     return p
@@ -54,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
 def result_for(args) -> BenchResult:
     c = args.max_concurrency or 1
     out = 100.0 * c**0.8 * args.scale + 0.123456
-    r = BenchResult(tool="sglang", completed=args.num_prompts, duration_s=args.num_prompts * args.random_output_len / out,
+    done = args.num_prompts if args.completed is None else args.completed
+    r = BenchResult(tool="sglang", completed=done, duration_s=args.num_prompts * args.random_output_len / out,
                     max_concurrency=args.max_concurrency, request_rate=args.request_rate,
                     total_input_tokens=args.num_prompts * args.random_input_len,
                     total_output_tokens=args.num_prompts * args.random_output_len)

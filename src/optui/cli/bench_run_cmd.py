@@ -27,16 +27,18 @@ READY = "ready"
 @bench.command("run")
 @click.argument("server")
 @click.argument("preset")
-@click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, help="Run the preset N times.")
+@click.option("--repeat", type=click.IntRange(1, 50), default=None,
+              help="Runs per point (default: the preset's repeat, else the top-level repeat, 3). One run gives "
+                   "'untested noise', never better/worse.")
 @click.option("--wait", is_flag=True, help="Wait for the server to become ready first (up to --timeout).")
 @click.option("--timeout", "timeout_s", type=FiniteFloatRange(1, 7 * 86400), default=900.0, show_default=True,
               help="--wait: how long to wait for ready (s).")
 @click.option("--force", is_flag=True, help="Benchmark the server even when it is not READY (e.g. DEGRADED).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def run(ctx: click.Context, server: str, preset: str, repeat: int, wait: bool, timeout_s: float, force: bool,
+def run(ctx: click.Context, server: str, preset: str, repeat: int | None, wait: bool, timeout_s: float, force: bool,
         as_json: bool) -> None:
-    """Run benchmark PRESET against SERVER (N times) and compare with the baseline."""
+    """Run benchmark PRESET against SERVER (each point N times) and compare with the baseline."""
     from optui.session import Session, SessionError
 
     loaded = load_config_or_exit(ctx)
@@ -64,15 +66,14 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int, wait: bool, t
                 return {"server": server, "bench": preset, "error": f"{server} is {state}{why}{hint}", "runs": []}
             if state != READY:
                 echo(f"optui: warning: {server} is {state}{why}: benchmarking it anyway (--force)", err=True)
-            runs = []
-            for _ in range(repeat):
-                bench_run = session.benches.run(preset)
-                await session.benches.wait()
-                view = bench_run.view
-                session.benches.forget_baselines()
-                runs.append({"status": view.status, "error": view.error,
-                             "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
-                             "results": [_result(session, r) for r in view.results]})
+            repeats = repeat if repeat is not None else config.repeat_of(preset)
+            bench_run = session.benches.run(preset, repeats=repeats)  # one run: its repeats group as one
+            await session.benches.wait()
+            view = bench_run.view
+            session.benches.forget_baselines()
+            runs = [{"status": view.status, "error": view.error, "repeats": repeats,
+                     "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
+                     "results": [_result(session, r) for r in view.results]}]
             return {"server": server, "bench": preset, "experiment": session.current_experiment(server), "runs": runs,
                     "experiment_summary": _summary(session, session.current_experiment(server))}
         finally:
@@ -116,10 +117,13 @@ def _summary(session, exp_id: str | None) -> dict | None:
     x = next((x for x in load_experiments(session.journal) if x.id == exp_id), None)
     if x is None:
         return None
-    d = x.primary_delta
-    return {"verdict": x.verdict, "baseline": x.baseline_id, "workload": x.primary.label if x.primary else None,
+    from optui.core.experiments import runs_text, verdict_evidence
+
+    d, w = x.primary_delta, x.primary
+    return {"verdict": x.verdict, "baseline": x.baseline_id, "workload": w.label if w else None,
             "output_throughput_tok_s": d.value if d else None, "delta_pct": d.rel_pct if d else None,
-            "cv_pct": x.primary.cv_pct if x.primary else None}
+            "cv_pct": w.cv_pct if w else None, "runs": runs_text(w), "evidence_text": verdict_evidence(x),
+            "evidence": w.judgement.to_json() if w and w.judgement else None}
 
 
 def _print(data: dict) -> None:
@@ -129,14 +133,23 @@ def _print(data: dict) -> None:
     if data.get("error"):
         echo(f"optui: error: {data['error']}", err=True)
         return
+    from optui.core.bench_compare import STATISTIC
+    from optui.core.bench_result import request_counts, requests_text
+
     for i, r in enumerate(data["runs"], start=1):
         echo(f"run {i}/{len(data['runs'])}: {r['status']} ({r['duration_s']:.1f} s)" + (f" — {r['error']}" if r["error"] else ""))
         for res in r["results"]:
-            echo(format_result(BenchResult.from_json(res), "  "))
+            result = BenchResult.from_json(res)
+            echo(format_result(result, "  "))
+            echo(f"  requests {requests_text(request_counts(result))}" + ("" if result.status == "ok" else
+                                                                         f" — {result.status}, never compared"))
             delta = res["vs_baseline"]["output_throughput_tok_s"]["delta_pct"]
-            if delta is not None:
-                echo(f"  out tok/s vs baseline: {delta:+.1f}%")
+            if delta is not None and result.status == "ok":
+                echo(f"  out tok/s vs baseline: {delta:+.1f}% (this run alone: no verdict)")
     s = data.get("experiment_summary")
     if s:
-        rel = f" {s['delta_pct']:+.1f}% out tok/s vs {s['baseline']}" if s["delta_pct"] is not None and s["verdict"] != "baseline" else ""
-        echo(f"{data['experiment']}: {s['verdict']}{rel}")
+        evidence = f" ({s['evidence_text']})" if s.get("evidence_text") else f" vs {s['baseline']}"
+        rel = f" {s['delta_pct']:+.1f}% out tok/s" if s["delta_pct"] is not None and s["verdict"] != "baseline" else ""
+        evidence = evidence if rel else ""
+        echo(f"{data['experiment']}: {s['verdict']}{rel}{evidence}; {s['runs']}")
+        echo(f"verdict: {STATISTIC}")

@@ -143,7 +143,8 @@ def show(ctx, seq: int, as_json: bool) -> None:
 @click.pass_context
 def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     """One row per experiment: change vs baseline, ready time, out tok/s and Δ, verdict."""
-    from optui.core.experiments import sort_experiments
+    from optui.core.bench_compare import STATISTIC
+    from optui.core.experiments import runs_text, sort_experiments, verdict_evidence
     from optui.session.export import load_experiments
 
     _, j = _open(ctx)
@@ -155,7 +156,8 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     if not rows:
         echo("no experiments yet")
         return
-    echo(f"{'experiment':<11}{'server':<10}{'outcome':<18}{'ready s':>8}{'out tok/s':>11}{'Δ':>8}  {'verdict':<14}change vs baseline")
+    echo(f"{'experiment':<11}{'server':<10}{'outcome':<18}{'ready s':>8}{'out tok/s':>11}{'Δ':>8}  {'runs':<26}"
+         f"{'verdict':<16}{'evidence':<42}change vs baseline")
     for x in rows:
         d = x.primary_delta
         outcome = x.outcome if x.outcome != "failed" else f"failed:{x.crash_class or '?'}"
@@ -164,9 +166,12 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         rel = f"{d.rel_pct:+.1f}%" if d and d.rel_pct is not None and not x.is_baseline else "-"
         ready = f"{x.ready_s:.1f}" if x.ready_s is not None else "-"
         change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
-        echo(f"{x.id:<11}{x.server:<10}{outcome:<18}{ready:>8}{tput:>11}{rel:>8}  {verdict:<14}{change}")
+        evidence = verdict_evidence(x) or "-"
+        echo(f"{x.id:<11}{x.server:<10}{outcome:<18}{ready:>8}{tput:>11}{rel:>8}  {runs_text(x.primary):<26}"
+             f"{verdict:<16}{evidence:<42}{change}")
         for line in x.unverified:  # the server does not run the flags this row is credited to
             echo(f"{'':<11}UNVERIFIED {line}")
+    echo(f"verdicts: {STATISTIC}")
 
 
 def experiment_json(x) -> dict:
@@ -178,7 +183,12 @@ def experiment_json(x) -> dict:
         "unverified": list(x.unverified),
         "decision": x.decision, "baseline": x.baseline_id, "is_baseline": x.is_baseline,
         "change_vs_baseline": list(x.diff_vs_baseline), "change_vs_previous": list(x.diff_prev), "argv": list(x.argv),
+        "evidence": w.judgement.to_json() if w and w.judgement else None,
         "workloads": [{"workload": o.label, "key": o.key, "bench": o.bench, "runs": len(o.runs), "ok": o.n_ok,
+                       "requests_ok": o.requests[0] if o.requests else None,
+                       "requests_total": o.requests[1] if o.requests else None,
+                       "run_status": [r.result.status for r in o.runs],
+                       "evidence": o.judgement.to_json() if o.judgement else None,
                        "cv_pct": o.cv_pct, "baseline_experiment": o.base_experiment,
                        "metrics": {d.metric.key: {"value": d.value, "baseline": d.base, "delta_pct": d.rel_pct}
                                    for d in o.deltas}} for o in x.workloads] if w else [],

@@ -6,15 +6,23 @@ Definitions:
 
 - A *group* is the results of one point of one run (same ``extra["run_id"]``, same
   workload key): its repeats. Results stored without a run id are groups of one.
-- For each metric a group has a :class:`Sample`: median, min, max, n (ok results only).
+- For each metric a group has a :class:`Sample`: median, min, max, n (comparable results
+  only: status "ok" and failed requests within the threshold, see
+  :func:`~optui.core.bench_result.comparable`).
 - The *baseline* of a workload is the group holding its pinned result, else its first
-  group with an ok result (as ``Journal.baseline_for``).
+  group with a comparable result (as ``Journal.baseline_for``).
 - ``delta_pct = 100 * (median - base_median) / base_median``.
-- Verdict: "inconclusive" when the [min, max] ranges of the two groups overlap and at least
-  one of them has n >= 2 (the change is inside the noise of the repeats); otherwise
-  "better"/"worse" by the metric's direction (:data:`~optui.core.bench_result.DIRECTION`:
-  throughput up is good, latency up is bad); None (no verdict) when both groups are single
-  runs, since the noise is unknown.
+- Verdict (:func:`judge`, the one noise model of optui, also used by
+  :mod:`optui.core.experiments`; :data:`STATISTIC` names it): the *median of the repeats*
+  of each side, tested with the exact two-sided *Mann-Whitney U* test on the per-run
+  values. A change is "better"/"worse" (by the metric's direction,
+  :data:`~optui.core.bench_result.DIRECTION`) only when p <= :data:`ALPHA` (0.10) *and*
+  ``|delta_pct|`` exceeds the noise threshold: :data:`NOISE_FLOOR_PCT` (2 %) or the
+  restart-to-restart spread where measured, whichever is larger. Otherwise it is "same"
+  (shown "inconclusive" in the results table: inside the noise). "untested noise" when
+  either side has fewer than 2 runs, or too few for the test to ever reach ALPHA
+  (2 against 2 runs: the smallest p is 1/3; 3 against 3: 0.10, i.e. the two sets of
+  repeats must not overlap at all).
 - Scaling efficiency of a point at concurrency N: ``T(N) / (N * T(1))`` with T the median
   output throughput (tok/s), T(1) from the same run when it measured concurrency 1, else from
   the newest group of the same workload at concurrency 1. 1.0 = perfect linear scaling.
@@ -25,8 +33,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
-from optui.core.bench_result import DIRECTION, BenchResult, Workload
+from optui.core.bench_result import DIRECTION, BenchResult, Workload, comparable, request_totals
 from optui.core.stats import percentile
 
 #: Metrics compared in the results view, in column order (dotted: latency statistic).
@@ -85,29 +94,169 @@ def sample(values: Iterable[float | None]) -> Sample:
     return Sample(percentile(vals, 50.0), min(vals), max(vals), len(vals))
 
 
+#: Significance level of the Mann-Whitney U test (two-sided, exact): the smallest level
+#: 3 against 3 repeats can reach (p = 2 / C(6, 3) = 0.10).
+ALPHA = 0.10
+#: |delta| of a median below this many % is never a change, whatever the test says.
+NOISE_FLOOR_PCT = 2.0
+#: The statistic, as the README and the findings report name it.
+STATISTIC = ("median of the repeats; exact two-sided Mann-Whitney U test on the per-run values "
+             f"(p <= {ALPHA:.2f}), and |Δ median| above {NOISE_FLOOR_PCT:g} % or the restart-to-restart spread "
+             "where measured; fewer than 2 runs a side (or too few for p to reach "
+             f"{ALPHA:.2f}): untested noise")
+#: The verdicts of :func:`judge`.
+VERDICTS = ("better", "worse", "same", "untested noise")
+UNTESTED_NOISE = "untested noise"
+_EXACT_MAX = 2500  # n1 * n2 up to this: exact U distribution; above, the normal approximation
+
+
+@lru_cache(maxsize=256)
+def _u_counts(n1: int, n2: int) -> tuple[int, ...]:
+    """How many of the C(n1+n2, n1) orderings (no ties) give each U = 0 .. n1*n2."""
+    # f[i][j] = counts for sizes (i, j); f(i, j, u) = f(i-1, j, u-j) + f(i, j-1, u)
+    prev = [[1] for _ in range(n2 + 1)]  # i = 0: U is 0 whatever j
+    for i in range(1, n1 + 1):
+        cur = [[1]]  # j = 0: U is 0
+        for j in range(1, n2 + 1):
+            a, b = prev[j], cur[j - 1]  # a shifted by j, b as is
+            size = i * j + 1
+            row = [0] * size
+            for u, c in enumerate(a):
+                row[u + j] += c
+            for u, c in enumerate(b):
+                row[u] += c
+            cur.append(row)
+        prev = cur
+    return tuple(prev[n2])
+
+
+def mann_whitney_p(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test of samples ``x`` and ``y`` (any
+    units, same for both): exact from the U distribution without ties (ties count half)
+    for ``len(x) * len(y) <= 2500``, else the normal approximation. 1.0 when a side is
+    empty."""
+    n1, n2 = len(x), len(y)
+    if not n1 or not n2:
+        return 1.0
+    u = sum((1.0 if a > b else 0.5 if a == b else 0.0) for a in x for b in y)
+    mu = n1 * n2 / 2.0
+    dist = abs(u - mu)
+    if n1 * n2 > _EXACT_MAX:
+        sigma = math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12.0)
+        return min(1.0, math.erfc(max(0.0, dist - 0.5) / sigma / math.sqrt(2.0)))
+    counts = _u_counts(n1, n2)
+    total = sum(counts)
+    extreme = sum(c for k, c in enumerate(counts) if abs(k - mu) >= dist - 1e-9)
+    return min(1.0, extreme / total)
+
+
+def min_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p the exact test can give for sizes ``n1``, ``n2``:
+    ``2 / C(n1 + n2, n1)`` (1.0 when a side is empty)."""
+    if n1 < 1 or n2 < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A verdict with its evidence: ``verdict`` one of :data:`VERDICTS`; ``delta_pct`` the
+    change of the medians in % (None when not computable); ``n``/``base_n`` runs per side;
+    ``spread_pct``/``base_spread_pct`` half the min-max range around each median in % (None
+    below 2 runs); ``p`` the Mann-Whitney p-value (None when untested);
+    ``restart_spread_pct`` the restart-to-restart spread used (None: not measured);
+    ``threshold_pct`` the |delta| a change had to exceed; ``good`` the direction-adjusted
+    sign of the delta (True = improvement) for colouring."""
+
+    verdict: str
+    delta_pct: float | None = None
+    n: int = 0
+    base_n: int = 0
+    spread_pct: float | None = None
+    base_spread_pct: float | None = None
+    p: float | None = None
+    restart_spread_pct: float | None = None
+    threshold_pct: float = NOISE_FLOOR_PCT
+    good: bool | None = None
+
+    @property
+    def decided(self) -> bool:
+        """The change is outside the noise ("better" or "worse")."""
+        return self.verdict in ("better", "worse")
+
+    def evidence(self) -> str:
+        """``"n=3 vs 3, ±0.8 % / ±1.1 %, p=0.10"`` (+ ``", restarts ±2.0 %"`` when measured)."""
+        def spread(v: float | None) -> str:
+            return "±?" if v is None else f"±{v:.1f} %"
+        parts = [f"n={self.n} vs {self.base_n}"]
+        if self.n >= 2 or self.base_n >= 2:
+            parts.append(f"{spread(self.spread_pct)} / {spread(self.base_spread_pct)}")
+        if self.p is not None:
+            parts.append(f"p={self.p:.2f}")
+        if self.restart_spread_pct is not None:
+            parts.append(f"restarts ±{self.restart_spread_pct / 2:.1f} %")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict:
+        """The evidence as JSON (``verdict``, ``delta_pct``, ``n``, ``base_n``, ``spread_pct``,
+        ``base_spread_pct``, ``p``, ``restart_spread_pct``, ``threshold_pct``, ``statistic``)."""
+        return {"verdict": self.verdict, "delta_pct": self.delta_pct, "n": self.n, "base_n": self.base_n,
+                "spread_pct": self.spread_pct, "base_spread_pct": self.base_spread_pct, "p": self.p,
+                "restart_spread_pct": self.restart_spread_pct, "threshold_pct": self.threshold_pct,
+                "statistic": STATISTIC}
+
+
+def judge(values: Iterable[float | None], base_values: Iterable[float | None], sign: int, *,
+          restart_spread_pct: float | None = None, floor_pct: float = NOISE_FLOOR_PCT,
+          alpha: float = ALPHA) -> Judgement:
+    """The verdict of per-run ``values`` against the baseline's per-run ``base_values``
+    (same unit; None/nan skipped) for a metric of direction ``sign`` (+1 higher is better,
+    -1 lower is better): see the module doc. ``restart_spread_pct`` is the full range of
+    same-flags restarts' medians in % of their median (None: not measured)."""
+    values, base_values = _finite(values), _finite(base_values)
+    cur, base = sample(values), sample(base_values)
+    threshold = max(floor_pct, restart_spread_pct or 0.0)
+    common = dict(n=cur.n, base_n=base.n, spread_pct=cur.spread_pct, base_spread_pct=base.spread_pct,
+                  restart_spread_pct=restart_spread_pct, threshold_pct=threshold)
+    if cur.median is None or base.median is None or base.median == 0:
+        return Judgement(UNTESTED_NOISE, **common)
+    pct = 100.0 * (cur.median - base.median) / abs(base.median)
+    good = None if pct == 0 or sign == 0 else (pct * sign > 0)
+    if cur.n < 2 or base.n < 2 or min_p(cur.n, base.n) > alpha + 1e-12:
+        return Judgement(UNTESTED_NOISE, pct, good=good, **common)
+    p = mann_whitney_p(values, base_values)
+    if p <= alpha + 1e-12 and abs(pct) > threshold and sign != 0:
+        verdict = "better" if good else "worse"
+    else:
+        verdict = "same"
+    return Judgement(verdict, pct, p=p, good=good, **common)
+
+
+def _finite(values: Iterable[float | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
 @dataclass(frozen=True, slots=True)
 class Delta:
     """The change of a metric against the baseline: ``pct`` (None when not computable),
-    ``verdict`` "better" | "worse" | "inconclusive" | None, ``good`` True/False/None
-    for colouring (the direction-adjusted sign of ``pct``)."""
+    ``verdict`` "better" | "worse" | "inconclusive" (inside the noise) | "untested noise"
+    | None (nothing to compare), ``good`` True/False/None for colouring (the
+    direction-adjusted sign of ``pct``), ``judgement`` the evidence (None when nothing was
+    compared)."""
 
     pct: float | None = None
     verdict: str | None = None
     good: bool | None = None
+    judgement: Judgement | None = None
 
 
-def compare(current: Sample, base: Sample, sign: int) -> Delta:
-    """The :class:`Delta` of ``current`` against ``base`` for a metric of direction
-    ``sign`` (see module doc for the verdict rule)."""
-    if current.median is None or base.median is None or base.median == 0:
-        return Delta()
-    pct = 100.0 * (current.median - base.median) / abs(base.median)
-    good = None if pct == 0 or sign == 0 else (pct * sign > 0)
-    if current.n < 2 and base.n < 2:
-        return Delta(pct, None, good)
-    if current.lo <= base.hi and base.lo <= current.hi:
-        return Delta(pct, "inconclusive", good)
-    return Delta(pct, "better" if good else "worse", good)
+def compare_values(values: Sequence[float | None], base_values: Sequence[float | None], sign: int) -> Delta:
+    """The :class:`Delta` of per-run ``values`` against the baseline's (see :func:`judge`)."""
+    j = judge(values, base_values, sign)
+    if j.delta_pct is None:
+        return Delta(judgement=j)
+    verdict = "inconclusive" if j.verdict == "same" else j.verdict
+    return Delta(j.delta_pct, verdict, j.good, j)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +306,15 @@ class Group:
 
     @property
     def ok(self) -> tuple[BenchResult, ...]:
-        """The results with status "ok"."""
-        return tuple(e.result for e in self.entries if e.result.status == "ok")
+        """The comparable results: status "ok" and failed requests within the threshold
+        (:func:`~optui.core.bench_result.comparable`); the others are never compared."""
+        return tuple(e.result for e in self.entries if comparable(e.result))
+
+    @property
+    def requests(self) -> tuple[int, int] | None:
+        """``(ok, total)`` requests over the group's runs (``15/400 ok``); None when no
+        run counted them."""
+        return request_totals(e.result for e in self.entries)
 
     @property
     def concurrency(self) -> int | None:
@@ -166,9 +322,13 @@ class Group:
         r = self.result
         return r.max_concurrency if r.max_concurrency is not None else r.workload.max_concurrency
 
+    def values(self, metric: str) -> list[float | None]:
+        """``metric`` of each comparable result, oldest first (per-run values)."""
+        return [r.metric(metric) for r in self.ok]
+
     def sample(self, metric: str) -> Sample:
-        """The :class:`Sample` of ``metric`` over the group's ok results."""
-        return sample(r.metric(metric) for r in self.ok)
+        """The :class:`Sample` of ``metric`` over the group's comparable results."""
+        return sample(self.values(metric))
 
 
 def group_entries(entries: Iterable[Entry]) -> list[Group]:
@@ -233,8 +393,7 @@ def build_rows(groups: Sequence[Group], history: Sequence[Group] | None = None,
         samples = samples_of(group)
         deltas = {}
         if base is not None and not is_base:
-            base_samples = samples_of(base)
-            deltas = {m: compare(samples[m], base_samples[m], direction(m)) for m in metrics}
+            deltas = {m: compare_values(group.values(m), base.values(m), direction(m)) for m in metrics}
         rows.append(Row(group, None if is_base else base, is_base, samples, deltas,
                         scaling_efficiency(group, one_of, samples[THROUGHPUT], samples_of)))
     return rows

@@ -130,8 +130,9 @@ class BenchResult:
     """One benchmark result in canonical form (see module docstring for units).
 
     ``status`` is "ok" for a run with a result block, "failed" for a run that produced
-    none (e.g. SGLang's ``IndexError`` when every request failed), "stalled"/"aborted" for
-    runs optui stopped. ``extra`` holds tool-specific values (goodput, spec decoding...).
+    none (e.g. SGLang's ``IndexError`` when every request failed), "degraded" for one whose
+    failed requests exceed the threshold (:func:`apply_failure_threshold`; its numbers are
+    kept but never compared), "stalled"/"aborted" for runs optui stopped. ``extra`` holds tool-specific values (goodput, spec decoding...).
     """
 
     tool: str = "unknown"
@@ -233,6 +234,65 @@ def cache_share_note(result: BenchResult, baseline: BenchResult,
     if cur is None or base is None or abs(cur - base) <= tolerance_pts:
         return None
     return f"prefix cache {cur:.0f}% vs {base:.0f}% in the baseline"
+
+
+#: Failed requests above this share (in %) make a run "degraded" (``max_failed_pct``).
+DEFAULT_MAX_FAILED_PCT = 1.0
+
+
+def request_counts(result: BenchResult) -> tuple[int, int] | None:
+    """``(ok, total)`` requests of one run (``completed``, ``completed + failed``); None
+    when the tool counted neither."""
+    if result.completed is None and result.failed is None:
+        return None
+    ok, failed = int(result.completed or 0), int(result.failed or 0)
+    return ok, ok + failed
+
+
+def request_totals(results) -> tuple[int, int] | None:
+    """:func:`request_counts` summed over ``results``; None when no run counted them."""
+    counts = [c for r in results if (c := request_counts(r)) is not None]
+    if not counts:
+        return None
+    return sum(c[0] for c in counts), sum(c[1] for c in counts)
+
+
+def requests_text(counts: tuple[int, int] | None) -> str:
+    """``"15/400 ok"`` (``"-"`` when not counted)."""
+    return "-" if counts is None else f"{counts[0]}/{counts[1]} ok"
+
+
+def failed_pct(result: BenchResult) -> float | None:
+    """Failed requests in % of all sent (None when not counted or none sent)."""
+    counts = request_counts(result)
+    if counts is None or counts[1] == 0:
+        return None
+    return 100.0 * (counts[1] - counts[0]) / counts[1]
+
+
+def comparable(result: BenchResult) -> bool:
+    """The run may be compared: status "ok" and failed requests within its threshold
+    (``extra["max_failed_pct"]`` as stored, else :data:`DEFAULT_MAX_FAILED_PCT`, so results
+    stored before the threshold existed are judged too)."""
+    if result.status != "ok":
+        return False
+    share = failed_pct(result)
+    limit = result.extra.get("max_failed_pct")
+    limit = DEFAULT_MAX_FAILED_PCT if not isinstance(limit, (int, float)) else float(limit)
+    return share is None or share <= limit
+
+
+def apply_failure_threshold(result: BenchResult, max_failed_pct: float = DEFAULT_MAX_FAILED_PCT) -> BenchResult:
+    """Mark ``result`` (in place; returned) "degraded" when its failed requests exceed
+    ``max_failed_pct`` % of those sent, with ``error`` giving the count (``"385 of 400
+    requests failed (96.2 % > 1 %)"``); records the threshold in ``extra["max_failed_pct"]``."""
+    result.extra["max_failed_pct"] = float(max_failed_pct)
+    share = failed_pct(result)
+    if result.status == "ok" and share is not None and share > max_failed_pct:
+        ok, total = request_counts(result)
+        result.status = "degraded"
+        result.error = f"{total - ok} of {total} requests failed ({share:.1f} % > {max_failed_pct:g} %)"
+    return result
 
 
 def _json_number(value):

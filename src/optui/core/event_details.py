@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from optui.core import events as ev
-from optui.core.bench_result import BenchResult
+from optui.core.bench_result import BenchResult, comparable, request_counts, requests_text
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
-from optui.core.experiments import Experiment, result_deltas, workload_label
+from optui.core.experiments import Experiment, result_deltas, runs_text, verdict_evidence, workload_label
 from optui.core.flags import Flags
 
 #: line tones: "" plain, "good", "bad", "warn", "dim", "head" (a column header)
@@ -292,6 +292,9 @@ def experiment_sections(x: Experiment) -> list[Section]:
     """The details of one experiment: outcome, flag diffs, phases, numbers vs baseline,
     benchmark runs, notes."""
     head = Section(f"{x.id} on {x.server}: {x.verdict}" + (f" (decision: {x.decision})" if x.decision else ""))
+    evidence = verdict_evidence(x)
+    if evidence:  # a verdict never comes without what it rests on
+        head.add(f"evidence: {evidence}")
     head.add(f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(x.started_ts))} by {x.actor}"
              + (f" — {x.reason}" if x.reason else ""))
     if x.outcome == "ready":
@@ -325,8 +328,12 @@ def experiment_sections(x: Experiment) -> list[Section]:
         log.lines.extend((line, "") for line in x.crash_lines[-20:])
         out.append(log)
     for w in x.workloads:
-        s = Section(f"{w.label}: {w.n_ok}/{len(w.runs)} ok runs" + (f", bench {w.bench}" if w.bench else "")
+        s = Section(f"{w.label}: {runs_text(w)}" + (f", bench {w.bench}" if w.bench else "")
                     + (f", CV {w.cv_pct:.1f}%" if w.cv_pct is not None else ""))
+        for r in w.runs:
+            if not comparable(r.result):  # degraded / failed: its counts, never compared
+                s.add(f"run #{r.id} {r.result.status if r.result.status != 'ok' else 'degraded'}, "
+                      f"{requests_text(request_counts(r.result))}: never compared", "bad")
         s.add(f"{'metric':<12}{'this':>12}{'baseline':>12}{'Δ':>10}", "head")
         for d in w.deltas:
             rel = d.rel_pct

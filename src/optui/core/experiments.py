@@ -10,17 +10,28 @@ lasts until the next experiment of the same server begins. Every event of that s
 grouping key: todo items, exports and agents refer to experiments by it.
 
 **Baseline.** Per server and workload (``Workload.key()``), the reference result is the
-pinned one (``bench_results.baseline``), else the first ok result. The server's baseline
-experiment is the one holding the reference result of its most-measured workload, else its
-first experiment that became ready. Values are means over an experiment's ok runs of one
-workload (repeats), compared with the reference experiment's means.
+pinned one (``bench_results.baseline``), else the first comparable result. The server's
+baseline experiment is the one holding the reference result of its most-measured workload,
+else its first experiment that became ready. Values are *medians* over an experiment's
+comparable runs of one workload (repeats), compared with the reference experiment's.
+A run is comparable when its status is "ok" and its failed requests are within the
+threshold (:func:`~optui.core.bench_result.comparable`); a "degraded" or failed run is
+listed with its ok/total request counts and never compared.
 
 **Verdict** (computed): ``baseline``; ``failed`` (crashed, timed out, bad flag...);
-``better`` / ``worse`` when output throughput moved by more than the noise threshold
-(:data:`NOISE_FLOOR_PCT`, or twice the runs' coefficient of variation when repeats
-exist); ``same`` within it; ``untested`` (ready, no comparable result); ``incomplete``
-(neither ready nor failed). The operator's decision (``verdict`` event: keep | reject |
-inconclusive) is kept beside it. Pure: no I/O.
+``better`` / ``worse`` / ``same`` by :func:`optui.core.bench_compare.judge` on the primary
+metric's per-run values (median of the repeats, exact Mann-Whitney U at p <= 0.10, |Δ|
+above 2 % or the restart-to-restart spread: :data:`~optui.core.bench_compare.STATISTIC`);
+``untested noise`` when a side has fewer runs than the test needs (one run never gets
+better/worse); ``untested`` (ready, no comparable result); ``incomplete`` (neither ready
+nor failed). The baseline's own flags benchmarked again are ``same`` whatever the numbers
+say (nothing changed but the instance). The restart-to-restart spread of a workload is
+measured where the same flags
+were restarted and benchmarked more than once: the full range of those experiments'
+medians in % of their median (the largest over such flag sets). The evidence (n per side,
+spreads, p, baseline) is the workload's :class:`~optui.core.bench_compare.Judgement`.
+The operator's decision (``verdict`` event: keep | reject | inconclusive) is kept beside
+it. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -31,13 +42,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from optui.core import events as ev
-from optui.core.bench_result import BenchResult, Workload
+from optui.core.bench_compare import UNTESTED_NOISE, Judgement, judge, sample
+from optui.core.bench_result import BenchResult, Workload, comparable, request_totals
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
 from optui.core.flags import Flags
 
-#: |Δ| of the primary metric below this many % is "same" (single runs have no noise figure)
-NOISE_FLOOR_PCT = 2.0
 DECISIONS = ("keep", "reject", "inconclusive")
 #: the event types :func:`build_experiments` reads (the rest of an experiment is narrative)
 #: (``server.state`` too, but only for experiments without a ready/failed event: see
@@ -158,12 +168,8 @@ def result_deltas(result: BenchResult, base: BenchResult | None) -> tuple[Metric
 
 
 def _values(results: Sequence[BenchResult]) -> dict[str, float | None]:
-    """Mean of each key metric over ``results`` (None values skipped)."""
-    out: dict[str, float | None] = {}
-    for m in KEY_METRICS:
-        vals = [v for r in results if (v := r.metric(m.key)) is not None and math.isfinite(v)]
-        out[m.key] = sum(vals) / len(vals) if vals else None
-    return out
+    """Median of each key metric over ``results`` (None / nan values skipped)."""
+    return {m.key: sample(r.metric(m.key) for r in results).median for m in KEY_METRICS}
 
 
 def _cv_pct(results: Sequence[BenchResult], key: str) -> float | None:
@@ -192,8 +198,11 @@ def workload_label(w: Workload) -> str:
 class WorkloadOutcome:
     """An experiment's runs of one workload and their comparison with the baseline.
 
-    ``values``/``base_values`` are means over ok runs (None: no baseline for this workload);
-    ``cv_pct`` the primary metric's coefficient of variation over the runs (None below 2).
+    ``values``/``base_values`` are medians over comparable runs (None: no baseline for this
+    workload); ``cv_pct`` the primary metric's coefficient of variation over the runs (None
+    below 2); ``judgement`` the primary metric's verdict with its evidence (None: no
+    baseline, or this is the baseline); ``requests`` ``(ok, total)`` requests over all its
+    runs (None when not counted).
     """
 
     key: str
@@ -205,11 +214,13 @@ class WorkloadOutcome:
     base_experiment: str | None
     cv_pct: float | None
     deltas: tuple[MetricDelta, ...]
+    judgement: Judgement | None = None
+    requests: tuple[int, int] | None = None
 
     @property
     def n_ok(self) -> int:
-        """Runs with a result."""
-        return sum(1 for r in self.runs if r.result.status == "ok")
+        """Comparable runs (status ok, failed requests within the threshold)."""
+        return sum(1 for r in self.runs if comparable(r.result))
 
     @property
     def primary(self) -> MetricDelta:
@@ -378,9 +389,9 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]]) -> l
     by_workload: dict[str, list[StoredResult]] = {}
     for d in items:
         for r in runs.get(d["id"], ()):
-            if r.result.status == "ok":
+            if comparable(r.result):
                 by_workload.setdefault(key_of[r.id], []).append(r)
-    # the reference result of each workload: pinned, else the first ok one
+    # the reference result of each workload: pinned, else the first comparable one
     reference = {k: next((r for r in rs if r.baseline), rs[0]) for k, rs in by_workload.items()}
     main_key = max(by_workload, key=lambda k: (len(by_workload[k]), -by_workload[k][0].id)) if by_workload else None
     baseline_id = exp_of.get(reference[main_key].id) if main_key is not None else None
@@ -388,13 +399,13 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]]) -> l
         baseline_id = next((d["id"] for d in items if d["outcome"] == "ready"), items[0]["id"] if items else None)
     base_argv = next((d["argv"] for d in items if d["id"] == baseline_id), ())
     base_flags = Flags.parse(base_argv)
-    ctx = _Compare(runs, exp_of, key_of, reference, main_key)
+    ctx = _Compare(runs, exp_of, key_of, reference, main_key, _restart_spreads(items, runs, key_of))
     out = []
     for d in items:
         is_baseline = d["id"] == baseline_id
         diff = () if is_baseline else tuple(c.describe() for c in base_flags.diff(Flags.parse(d["argv"])))
         exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
-                            "workloads": ctx.workloads(runs.get(d["id"], [])), "is_baseline": is_baseline,
+                            "workloads": ctx.workloads(d["id"], runs.get(d["id"], [])), "is_baseline": is_baseline,
                             "baseline_id": baseline_id, "diff_vs_baseline": diff})
         out.append(_with_verdict(exp))
     return out
@@ -403,8 +414,9 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]]) -> l
 class _Compare:
     """One server's results indexed for comparisons (reference runs computed once)."""
 
-    def __init__(self, runs, exp_of, key_of, reference, main_key) -> None:
+    def __init__(self, runs, exp_of, key_of, reference, main_key, restart_spread) -> None:
         self.runs, self.exp_of, self.key_of, self.reference, self.main_key = runs, exp_of, key_of, reference, main_key
+        self.restart_spread: dict[str, float] = restart_spread
         self._base: dict[str, tuple[str | None, list[BenchResult]]] = {}
 
     def base(self, key: str) -> tuple[str | None, list[BenchResult]]:
@@ -412,28 +424,32 @@ class _Compare:
         if key not in self._base:
             ref = self.reference[key]
             exp = self.exp_of.get(ref.id)
-            rs = [r.result for r in self.runs.get(exp, ()) if r.result.status == "ok" and self.key_of[r.id] == key]
+            rs = [r.result for r in self.runs.get(exp, ()) if comparable(r.result) and self.key_of[r.id] == key]
             self._base[key] = (exp, rs or [ref.result])
         return self._base[key]
 
-    def workloads(self, mine: list[StoredResult]) -> tuple[WorkloadOutcome, ...]:
+    def workloads(self, exp_id: str, mine: list[StoredResult]) -> tuple[WorkloadOutcome, ...]:
         groups: dict[str, list[StoredResult]] = {}
         for r in mine:
             groups.setdefault(self.key_of[r.id], []).append(r)
         out = []
         for key, rs in groups.items():
-            ok = [r.result for r in rs if r.result.status == "ok"]
+            ok = [r.result for r in rs if comparable(r.result)]
             values = _values(ok)
-            base_values = base_exp = None
+            base_values = base_exp = judgement = None
             if key in self.reference:
                 base_exp, base_runs = self.base(key)
                 base_values = _values(base_runs)
                 cv = max(filter(None, (_cv_pct(ok, PRIMARY.key), _cv_pct(base_runs, PRIMARY.key))), default=None)
+                if base_exp != exp_id:
+                    judgement = judge([r.metric(PRIMARY.key) for r in ok], [r.metric(PRIMARY.key) for r in base_runs],
+                                      PRIMARY.direction, restart_spread_pct=self.restart_spread.get(key))
             else:
                 cv = _cv_pct(ok, PRIMARY.key)
             bench = next((r.bench for r in rs if r.bench), None)
             out.append(WorkloadOutcome(key, workload_label(rs[0].result.workload), bench, tuple(rs), values,
-                                       base_values, base_exp, cv, metric_deltas(values, base_values)))
+                                       base_values, base_exp, cv, metric_deltas(values, base_values), judgement,
+                                       request_totals(r.result for r in rs)))
         # primary first: the server's main workload, else the first with a baseline, else by first run
         out.sort(key=lambda w: (w.key != self.main_key, w.base_values is None, w.runs[0].id))
         return tuple(out)
@@ -449,21 +465,43 @@ def _with_verdict(exp: Experiment) -> Experiment:
     else:
         w = exp.primary
         rel = w.primary.rel_pct if w is not None and w.n_ok else None
-        if rel is None:
+        if rel is None or w.judgement is None:
             verdict = "untested"
+        elif w.judgement.decided and not exp.diff_vs_baseline:
+            verdict = "same"  # the baseline's own flags again: any change is noise (restart to restart)
         else:
-            threshold = max(NOISE_FLOOR_PCT, 2 * (w.cv_pct or 0.0))
-            if abs(rel) <= threshold:
-                verdict = "same"
-            else:
-                verdict = "better" if rel * PRIMARY.direction > 0 else "worse"
+            verdict = w.judgement.verdict  # better | worse | same | untested noise
     return replace(exp, verdict=verdict)
+
+
+def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key_of: dict[int, str]) -> dict[str, float]:
+    """Workload key → restart-to-restart spread in % (see module doc): the full range of
+    the primary metric's per-experiment medians over experiments with the same flags, in %
+    of their median; only where a flag set was benchmarked in 2 or more experiments."""
+    medians: dict[tuple[str, tuple[str, ...]], list[float]] = {}
+    for d in items:
+        argv = tuple(Flags.parse(d["argv"]).to_argv())
+        per_key: dict[str, list[float | None]] = {}
+        for r in runs.get(d["id"], ()):
+            if comparable(r.result):
+                per_key.setdefault(key_of[r.id], []).append(r.result.metric(PRIMARY.key))
+        for key, vals in per_key.items():
+            m = sample(vals).median
+            if m is not None:
+                medians.setdefault((key, argv), []).append(m)
+    out: dict[str, float] = {}
+    for (key, _argv), ms in medians.items():
+        s = sample(ms)
+        if s.n >= 2 and s.median:
+            out[key] = max(out.get(key, 0.0), 100.0 * (s.hi - s.lo) / abs(s.median))
+    return out
 
 
 def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:
     """The best configuration of ``server``: the highest primary-metric gain over the
-    baseline on the main workload among experiments that became ready and were not
-    rejected (the baseline counts as 0 %). None when nothing of ``server`` was compared."""
+    baseline on the main workload among experiments judged ``better`` (an advantage
+    outside the noise, see :func:`~optui.core.bench_compare.judge`) that were not rejected;
+    else the baseline itself (0 %). None when nothing of ``server`` was compared."""
     candidates = []
     for e in experiments:
         if e.server != server or e.outcome == "failed" or e.decision == "reject":
@@ -472,14 +510,34 @@ def best_experiment(experiments: Sequence[Experiment], server: str) -> Experimen
             candidates.append((0.0, e.started_ts, e))
             continue
         d = e.primary_delta
-        if d is not None and d.rel_pct is not None and e.primary.base_experiment == e.baseline_id:
+        if e.verdict == "better" and d is not None and d.rel_pct is not None and e.primary.base_experiment == e.baseline_id:
             candidates.append((d.rel_pct * PRIMARY.direction, e.started_ts, e))
     if not candidates:
         return None
     return max(candidates, key=lambda c: (c[0], -c[1]))[2]
 
 
-_VERDICT_RANK = {"better": 0, "baseline": 1, "same": 2, "untested": 3, "incomplete": 4, "worse": 5, "failed": 6}
+def verdict_evidence(x: Experiment) -> str:
+    """What the verdict rests on, for every place that shows it: ``"n=3 vs 3, ±0.8 % /
+    ±1.1 %, p=0.10, vs exp-0001"`` (:meth:`Judgement.evidence` + the baseline); ``""``
+    when nothing was compared (baseline, failed, untested)."""
+    w = x.primary
+    if x.is_baseline or w is None or w.judgement is None or x.verdict in ("failed", "untested", "incomplete"):
+        return ""
+    return f"{w.judgement.evidence()}, vs {w.base_experiment or x.baseline_id or '?'}"
+
+
+def runs_text(w: WorkloadOutcome | None) -> str:
+    """``"3/3 runs, 1200/1200 ok"``: comparable runs of all, and ok requests of all sent
+    (``"15/400 ok"`` shows a run that lost most of its requests); ``"-"`` without runs."""
+    if w is None:
+        return "-"
+    text = f"{w.n_ok}/{len(w.runs)} run{'s' if len(w.runs) != 1 else ''}"
+    return text + (f", {w.requests[0]}/{w.requests[1]} ok" if w.requests is not None else "")
+
+
+_VERDICT_RANK = {"better": 0, "baseline": 1, "same": 2, UNTESTED_NOISE: 3, "untested": 4, "incomplete": 5, "worse": 6,
+                 "failed": 7}
 
 
 def _sort_value(x: Experiment, key: str):

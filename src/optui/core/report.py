@@ -8,7 +8,9 @@ The Markdown report is what an engineer would write by hand after a day of tunin
 (hosts and GPUs from ``hosts.seen`` events, servers, model, server version), the baseline,
 every experiment with its flag diff, outcome, numbers and deltas, failures with their
 class, the best configuration as a ready-to-paste launch command (``shlex.join``), and the
-open todo items.
+open todo items. Every verdict is shown with its evidence (runs per side, spreads, p, the
+baseline) and the statistic is named (:data:`~optui.core.bench_compare.STATISTIC`); runs
+with too many failed requests are listed with their ok/total counts and never compared.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from optui.core import events as ev
+from optui.core.bench_compare import STATISTIC
+from optui.core.bench_result import comparable, request_counts, requests_text
 from optui.core.events import Event, iso_time
 from optui.core.experiments import (
     KEY_METRICS,
@@ -30,6 +34,8 @@ from optui.core.experiments import (
     best_experiment,
     build_experiments,
     crash_summary,
+    runs_text,
+    verdict_evidence,
 )
 from optui.core.safe_text import csv_cell, markdown_block_line, markdown_code, markdown_inline, safe_json
 from optui.core.server_log import phase_durations
@@ -172,7 +178,7 @@ def _summary(listed: list[Experiment], experiments: list[Experiment], servers: l
     counts: dict[str, int] = {}
     for x in listed:
         counts[x.verdict] = counts.get(x.verdict, 0) + 1
-    order = ("baseline", "better", "same", "worse", "failed", "untested", "incomplete")
+    order = ("baseline", "better", "same", "worse", "untested noise", "failed", "untested", "incomplete")
     out.append(f"- {len(listed)} experiment{'s' if len(listed) != 1 else ''} on {markdown_inline(', '.join(servers))}: "
                + ", ".join(f"{counts[k]} {k}" for k in order if counts.get(k)) + ".")
     for server in servers:
@@ -180,13 +186,15 @@ def _summary(listed: list[Experiment], experiments: list[Experiment], servers: l
         if best is not None and not best.is_baseline:
             d = best.primary_delta
             out.append(f"- Best configuration of **{markdown_inline(server)}**: {best.id}, {_pct(d.rel_pct)} {d.metric.label} "
-                       f"vs baseline {best.baseline_id} ({markdown_inline(best.primary.label)}): {_changes(best.diff_vs_baseline)}.")
+                       f"vs baseline {best.baseline_id} ({markdown_inline(best.primary.label)}; {verdict_evidence(best)}): "
+                       f"{_changes(best.diff_vs_baseline)}.")
         elif best is not None:
-            out.append(f"- **{markdown_inline(server)}**: nothing beat the baseline {best.id} yet.")
+            out.append(f"- **{markdown_inline(server)}**: nothing beat the baseline {best.id} outside the noise yet.")
     failed = [x for x in listed if x.verdict == "failed"]
     if failed:
         out.append("- Failed: " + ", ".join(f"{x.id} ({markdown_inline(x.crash_class or 'unknown')}: {_changes(x.diff_vs_baseline)})"
                                             for x in failed) + ".")
+    out.append(f"- Verdicts: {markdown_inline(STATISTIC)}.")
     return out + [""]
 
 
@@ -239,17 +247,18 @@ def _experiment_table(listed: list[Experiment]) -> list[str]:
     if not listed:
         return []
     out = ["## Experiments", "",
-           "| experiment | server | change vs baseline | outcome | ready s | out tok/s | Δ | TTFT p50 ms | Δ | verdict |",
-           "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+           "| experiment | server | change vs baseline | outcome | ready s | runs | out tok/s | Δ | TTFT p50 ms | Δ | verdict | evidence |",
+           "| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |"]
     for x in listed:
         tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
         outcome = x.outcome if x.outcome != "failed" else f"failed ({x.crash_class or 'unknown'})"
         outcome += ", unverified" if x.unverified else ""
         verdict = x.verdict + (f" / {markdown_inline(x.decision)}" if x.decision else "")
         out.append(f"| {x.id} | {_cell(x.server)} | {_changes(x.diff_vs_baseline, baseline=x.is_baseline, cell=True)} | "
-                   f"{_cell(outcome)} | {_num(x.ready_s, 1)} | {_num(tput.value if tput else None, 1)} | "
+                   f"{_cell(outcome)} | {_num(x.ready_s, 1)} | {_cell(runs_text(x.primary))} | "
+                   f"{_num(tput.value if tput else None, 1)} | "
                    f"{_pct(tput.rel_pct if tput and not x.is_baseline else None)} | {_num(ttft.value if ttft else None, 1)} | "
-                   f"{_pct(ttft.rel_pct if ttft and not x.is_baseline else None)} | {verdict} |")
+                   f"{_pct(ttft.rel_pct if ttft and not x.is_baseline else None)} | {verdict} | {_cell(verdict_evidence(x) or '-')} |")
     return out + [""]
 
 
@@ -278,8 +287,8 @@ def _experiment_section(x: Experiment) -> list[str]:
     verdict = f"- Verdict: **{x.verdict}**"
     d = x.primary_delta
     if d is not None and d.rel_pct is not None and not x.is_baseline:
-        verdict += f" ({_pct(d.rel_pct)} {d.metric.label} vs {x.baseline_id}"
-        verdict += f", noise ±{x.primary.cv_pct:.1f}%)" if x.primary.cv_pct is not None else ")"
+        evidence = verdict_evidence(x)
+        verdict += f" ({_pct(d.rel_pct)} {d.metric.label}" + (f"; {markdown_inline(evidence)})" if evidence else f" vs {x.baseline_id})")
     if x.decision:
         verdict += f"; decision: **{markdown_inline(x.decision)}**" + (f" ({_md_inline(x.decision_reason)})" if x.decision_reason else "")
     out.append(verdict + ".")
@@ -299,10 +308,16 @@ def _experiment_section(x: Experiment) -> list[str]:
 def _metrics_table(x: Experiment, *, with_delta: bool) -> list[str]:
     out = []
     for w in x.workloads:
-        runs = f"{w.n_ok}/{len(w.runs)} ok run{'s' if len(w.runs) != 1 else ''}"
+        runs = f"{w.n_ok}/{len(w.runs)} comparable run{'s' if len(w.runs) != 1 else ''}"
+        requests = f", requests {requests_text(w.requests)}" if w.requests is not None else ""
         out.append(f"Workload {_md_inline(w.label)}" + (f" (bench {markdown_inline(w.bench)})" if w.bench else "") + f", {runs}"
-                   + (f", CV {w.cv_pct:.1f}%" if w.cv_pct is not None else "") + ":")
+                   + requests + (f", CV {w.cv_pct:.1f}%" if w.cv_pct is not None else "") + ":")
         out.append("")
+        for r in w.runs:
+            if not comparable(r.result):
+                why = r.result.error or r.result.status
+                out += [f"- Run #{r.id}: {markdown_inline(r.result.status if r.result.status != 'ok' else 'degraded')}, "
+                        f"{requests_text(request_counts(r.result))} ({_md_inline(why)}): never compared.", ""]
         if with_delta:
             out += [f"| metric | baseline ({w.base_experiment or '-'}) | {x.id} | Δ |", "| --- | ---: | ---: | ---: |"]
             for d in w.deltas:
@@ -342,7 +357,8 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
             best = last_ready
         else:
             d = best.primary_delta
-            gain = "the baseline itself" if best.is_baseline else f"{_pct(d.rel_pct)} {d.metric.label} vs {best.baseline_id}"
+            gain = ("the baseline itself: nothing beat it outside the noise" if best.is_baseline else
+                    f"{_pct(d.rel_pct)} {d.metric.label} vs {best.baseline_id}; {markdown_inline(verdict_evidence(best))}")
             other = [f"{m.metric.label} {_pct(m.rel_pct)}" for m in best.primary.deltas[1:] if m.rel_pct is not None and not best.is_baseline]
             out += [f"**{markdown_inline(server)}: {best.id}** ({gain}" + (f"; {', '.join(other)}" if other else "")
                     + f"; workload {_md_inline(best.primary.label)}):", ""]

@@ -26,7 +26,7 @@ from optui.adapters.bench_runner import StallWatch
 from optui.adapters.shell import LocalShell, Shell
 from optui.config import BenchmarkConfig
 from optui.core.bench_cmd import point_argv
-from optui.core.bench_result import BenchResult
+from optui.core.bench_result import DEFAULT_MAX_FAILED_PCT, BenchResult, apply_failure_threshold
 from optui.core.bench_stream import ProgressTracker, StreamProgress
 from optui.core.bench_sweep import Point, SweepSpec, plan_points
 from optui.session.bench_command import CommandPoint
@@ -67,13 +67,17 @@ class BenchRun:
     """A run of benchmark preset ``name`` against ``server`` (see module doc).
 
     ``sweep`` overrides one knob per point; ``repeats`` runs each point that many times;
-    ``shell`` is where an argv command runs (the preset's ``host``).
+    ``shell`` is where an argv command runs (the preset's ``host``); a result whose failed
+    requests exceed ``max_failed_pct`` % is "degraded" (never compared) and its point counts
+    as failed.
     """
 
     def __init__(self, name: str, cfg: BenchmarkConfig, *, base_url: str, max_lines: int,
                  on_change: Callable[[], None], server_healthy: Callable[[], bool], api_key: str | None = None,
-                 sweep: SweepSpec | None = None, repeats: int = 1, shell: Shell | None = None) -> None:
+                 sweep: SweepSpec | None = None, repeats: int = 1, shell: Shell | None = None,
+                 max_failed_pct: float = DEFAULT_MAX_FAILED_PCT) -> None:
         self.name = name
+        self.max_failed_pct = max_failed_pct  # a result with more failed requests (%) is degraded
         self.shell: Shell = shell or LocalShell(cfg.host)  # where an argv command runs
         self.cfg = cfg
         self.base_url = base_url
@@ -171,6 +175,11 @@ class BenchRun:
                 point_status, point_error, got = "failed", str(exc), ()
             for result in got:
                 result.extra.update(run_id=self.view.run_id, point=point.label() or None, repeat=point.repeat)
+                apply_failure_threshold(result, self.max_failed_pct)
+            if point_status == "ok" and got and not any(r.status == "ok" for r in got):
+                # numbers, but too many requests failed: the point failed (e.g. the server was killed mid-run)
+                point_status, point_error = "failed", next((r.error for r in got if r.error), point_error)
+                self.add_line(f"optui: {point.label() or 'run'} degraded: {point_error} — never compared")
             results.extend(got)
             self._update(results=tuple(results), points_done=done + 1)
             if point_status in ("aborted", "stalled"):

@@ -63,7 +63,7 @@ class BenchService:
         api_key = os.environ.get(rt.cfg.api_key_env) if rt.cfg.api_key_env else None
         run = BenchRun(name, cfg, base_url=rt.cfg.url, max_lines=s.config.log_max_lines, on_change=s.touch,
                        server_healthy=lambda: rt.status.state.is_up, api_key=api_key, sweep=sweep,
-                       repeats=max(1, repeats), shell=s.shell(cfg.host))
+                       repeats=max(1, repeats), shell=s.shell(cfg.host), max_failed_pct=s.config.max_failed_pct_of(name))
         run.on_command = lambda argv, rc, dt: s.command_log.add(cfg.host, argv, rc, dt, "bench")
         self.current = run
         self._task = asyncio.create_task(self._run(run, rt), name=f"bench-{name}")

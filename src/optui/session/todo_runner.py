@@ -299,8 +299,10 @@ class ExperimentRunner:
                 self._check_stop()
                 if s.benches.running:
                     raise _Failed(step, f"benchmark {s.benches.current.name} is already running")
-                run = s.benches.run(name)
-                self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "bench", "bench": name, "message": f"benchmark {name}"})
+                repeats = s.config.repeat_of(name)  # a verdict needs repeats: one run is untested noise
+                run = s.benches.run(name, repeats=repeats)
+                self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "bench", "bench": name, "repeats": repeats,
+                                                             "message": f"benchmark {name} x{repeats}"})
                 try:
                     await self._race(s.benches.wait())
                 except _Stopped:
@@ -365,17 +367,40 @@ class ExperimentRunner:
         j = self.session.journal
         stored = sorted((r for r in j.results(server=server, limit=100) if r.id > results_after), key=lambda r: r.id)
         lines, out = [], []
-        multi = {r.bench for r in stored if sum(1 for o in stored if o.bench == r.bench) > 1}
+        groups: dict[tuple, list] = {}  # (bench, workload) → its repeats: one line each, the median run
+        for r in stored:
+            groups.setdefault((r.bench, r.result.workload.key()), []).append(r)
+        multi = {bench for bench, _ in groups if sum(1 for b, _ in groups if b == bench) > 1}
+        for (bench, key), rs in groups.items():
+            base = j.baseline_for(key)
+            is_base = base is not None and any(base.id == r.id for r in rs)
+            ranked = sorted(rs, key=lambda r: r.result.output_throughput_tok_s or 0.0)
+            mid = ranked[(len(ranked) - 1) // 2].result
+            label = bench or "bench"
+            if bench in multi:
+                label += f" c={mid.max_concurrency or mid.workload.max_concurrency}"
+            line = result_line(label, mid, None if base is None else base.result, is_base)
+            lines.append(line + (f" (median of {len(rs)} runs)" if len(rs) > 1 else ""))
         for r in stored:
             base = j.baseline_for(r.result.workload.key())
-            is_base = base is not None and base.id == r.id
-            label = r.bench or "bench"
-            if r.bench in multi:
-                label += f" c={r.result.max_concurrency or r.result.workload.max_concurrency}"
-            lines.append(result_line(label, r.result, None if base is None else base.result, is_base))
             out.append({"result_id": r.id, "bench": r.bench, "baseline_id": None if base is None else base.id,
                         "output_throughput_tok_s": r.result.output_throughput_tok_s,
                         "baseline_output_throughput_tok_s": None if base is None else base.result.output_throughput_tok_s,
                         "ttft_ms_median": r.result.ttft_ms.get("median")})
-        return ("; ".join(lines) or "no results"), out
+        verdict = self._verdict_line(server)
+        return ("; ".join([*lines, *([verdict] if verdict else [])]) or "no results"), out
+
+    def _verdict_line(self, server: str) -> str | None:
+        """``"exp-0004: better +12.3% out tok/s (n=3 vs 3, ±0.8 % / ±1.1 %, p=0.10, vs exp-0001)"``
+        for the experiment the run's restart opened (None when it is not known)."""
+        from optui.core.experiments import verdict_evidence
+        from optui.session.export import load_experiments
+
+        x = next((x for x in load_experiments(self.session.journal) if x.id == self._exp and x.server == server), None)
+        if x is None:
+            return None
+        d = x.primary_delta
+        rel = f" {d.rel_pct:+.1f}% {d.metric.label}" if d and d.rel_pct is not None and not x.is_baseline else ""
+        evidence = verdict_evidence(x)
+        return f"{x.id}: {x.verdict}{rel}" + (f" ({evidence})" if evidence else "")
 

@@ -122,7 +122,8 @@ class BenchIntents(IntentBase):
     def start_repeats(self, name: str) -> None:
         """Run preset ``name`` ``repeat`` times (config, default 3) for median and spread."""
         try:
-            repeats = self.session.benches.preset(name).repeat
+            self.session.benches.preset(name)  # an unknown name: SessionError
+            repeats = self.session.config.repeat_of(name)
         except SessionError as exc:
             self._fail(exc)
             return
@@ -175,7 +176,7 @@ def bench_palette_commands(app) -> Iterator[SystemCommand]:
                                 partial(app.start_bench, name))
             yield SystemCommand(f"Sweep benchmark {name}", "One result per concurrency or request rate",
                                 partial(app.ask_sweep, name))
-            yield SystemCommand(f"Repeat benchmark {name} x{bench.repeat}", "Median and spread of several runs",
+            yield SystemCommand(f"Repeat benchmark {name} x{config.repeat_of(name)}", "Median and spread of several runs",
                                 partial(app.start_repeats, name))
         if app.session.benches.running:  # the palette is built when it opens
             yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)

@@ -1,5 +1,5 @@
 """The experiments view: one row per experiment (change vs baseline, outcome, ready time,
-key metrics and deltas, verdict and decision), sortable.
+key metrics and deltas, runs and ok requests, verdict with its evidence, decision), sortable.
 
 Keys: ``s`` next sort column, ``S`` reverse (or click a column header), Enter details,
 ``k`` keep / ``x`` reject / ``i`` inconclusive (journaled ``verdict``), ``f`` show the
@@ -18,7 +18,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from optui.core.experiments import Experiment, sort_experiments
+from optui.core.bench_compare import STATISTIC
+from optui.core.experiments import Experiment, runs_text, sort_experiments, verdict_evidence
 from optui.ui.colors import style
 
 #: (column key, header, sort key for :func:`sort_experiments`)
@@ -32,13 +33,16 @@ COLUMNS = (
     ("delta", "Δ out", "delta"),
     ("ttft", "TTFT p50 ms", "ttft"),
     ("ttft_delta", "Δ TTFT", "ttft_delta"),
+    ("runs", "runs", None),
     ("verdict", "verdict", "verdict"),
+    ("evidence", "evidence", None),
     ("decision", "decision", None),
 )
 _SORTABLE = [c for c in COLUMNS if c[2]]
 #: below this many columns the numbers and the verdict come first, the names and the change last
 NARROW_BELOW = 100
-_NARROW_ORDER = ("id", "outcome", "tput", "delta", "verdict", "ttft", "ttft_delta", "ready", "decision", "server", "change")
+_NARROW_ORDER = ("id", "outcome", "tput", "delta", "verdict", "evidence", "runs", "ttft", "ttft_delta", "ready", "decision",
+                 "server", "change")
 _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-failed", "baseline": "primary"}
 
 
@@ -87,8 +91,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self._change_w = max(16, min(48, width - 100))  # the diff can be long: the rest stays visible
         with Vertical():
             yield Static("Experiments", id="experiments-title", markup=False)
-            yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close",
-                         id="experiments-help", markup=False)
+            yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close\n"
+                         f"verdicts: {STATISTIC}", id="experiments-help", markup=False)
             table = DataTable(id="experiments-table", cursor_type="row", zebra_stripes=True)
             headers = {key: header for key, header, _ in COLUMNS}
             for key in self._order:
@@ -136,6 +140,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
             "ready": _num(x.ready_s, 1), "tput": _num(tput.value if tput else None, 1),
             "delta": self._delta(tput, x), "ttft": _num(ttft.value if ttft else None, 1), "ttft_delta": self._delta(ttft, x),
             "verdict": Text(x.verdict, style=style(app, verdict_var) if verdict_var else ""),
+            "runs": runs_text(x.primary) if x.primary else "-",
+            "evidence": Text(verdict_evidence(x) or "-", style="" if verdict_evidence(x) else "dim"),
             "decision": x.decision or "",
         }
         return [cells[key] for key in self._order]

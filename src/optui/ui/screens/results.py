@@ -19,13 +19,15 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from optui.core.bench_chart import Chart, bar_chart
-from optui.core.bench_compare import METRIC_TITLES, METRICS, Row, family_key, sweep_series
+from optui.core.bench_compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
+from optui.core.bench_result import requests_text
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchAction, delta_cell, spread_cell
 from optui.ui.widgets.meters import fmt_value
 
 _FIXED = (("id", "#", 5), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
-          ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8), ("vs", "vs", 9))
+          ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8),
+          ("requests", "requests", 13), ("vs", "vs", 9))
 _FORMATS = {"output_throughput_tok_s": "{:,.1f}", "total_throughput_tok_s": "{:,.1f}", "request_throughput": "{:.2f}",
             "itl_ms.median": "{:.2f}", "tpot_ms.median": "{:.2f}", "e2e_ms.median": "{:.0f}"}
 CHART_WIDTH = 32
@@ -70,7 +72,8 @@ class ResultsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("Benchmark results — B pins the selected row as baseline of its workload; "
-                              "~ = change inside the noise of the repeats (inconclusive); scale = T(N) / (N·T(1))"),
+                              "✓/✗ = outside the noise, ~ = inside it (inconclusive), ? = too few runs (untested noise); "
+                              f"scale = T(N) / (N·T(1)); verdicts: {STATISTIC}"),
                          id="results-title")
             yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="results-chart")
@@ -110,7 +113,8 @@ class ResultsScreen(Screen[None]):
             str(g.ids[-1]), g.bench or "?", r.tool, workload_text(row), fmt_value(g.concurrency, na="-"),
             "inf" if rate is not None and math.isinf(rate) else fmt_value(rate, "{:g}", na="-"),
             spread_cell(row.samples["output_throughput_tok_s"]),
-            Text(r.status, style="" if g.ok else style(app, "error")),
+            Text(r.status if g.ok or r.status != "ok" else "degraded", style="" if g.ok else style(app, "error")),
+            requests_text(g.requests),
             _versus(row),
         ]
         for metric in METRICS:

@@ -28,6 +28,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from optui.core.bench_compare import Delta, Row, Sample
+from optui.core.bench_result import requests_text
 from optui.core.safe_text import safe_line
 from optui.ui.binding_ids import with_ids
 from optui.ui.colors import style
@@ -45,7 +46,7 @@ LOG_FRAME_S = 0.25
 COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the rest
     ("bench", "bench", 10),
     ("conc", "conc", 5),
-    ("ok", "ok/fail", 8),
+    ("ok", "requests", 11),
     ("out", "out tok/s", 10),
     ("delta", "Δ out", 11),
     ("ttft", "TTFT p50", 9),
@@ -80,7 +81,8 @@ def delta_pct(value: float | None, base: float | None) -> float | None:
 
 def delta_cell(app, row: Row, metric: str) -> Text:
     """The Δ cell of ``metric``: "baseline", "—" (no baseline), "n/a", or ``+3.2%``
-    green/red by direction; ``~`` marks a change inside the noise (inconclusive)."""
+    green/red by direction with ✓/✗ when outside the noise; ``~`` marks a change inside the
+    noise (inconclusive), ``?`` one with too few runs to judge (untested noise)."""
     if row.is_baseline:
         return Text("baseline", style="bold dim")
     d: Delta | None = row.deltas.get(metric)
@@ -90,6 +92,8 @@ def delta_cell(app, row: Row, metric: str) -> Text:
         return Text("n/a", style="dim")
     if d.verdict == "inconclusive":
         return Text(f"~{d.pct:+.1f}%", style=style(app, "state-busy"))
+    if d.verdict == "untested noise":  # too few runs to know the noise: a number, never a verdict
+        return Text(f"?{d.pct:+.1f}%", style="dim")
     if d.good is None:
         return Text(f"{d.pct:+.1f}%", style="dim")
     mark = {"better": " ✓", "worse": " ✗"}.get(d.verdict or "", "")
@@ -275,11 +279,10 @@ class BenchPanel(Vertical):
         g = row.group
         r = g.result
         conc = fmt_value(g.concurrency, na="-")
-        failed = sum(e.result.failed or 0 for e in g.entries)
-        completed = sum(e.result.completed or 0 for e in g.entries)
-        ok = f"{completed}/{failed}" if g.ok else f"{fmt_value(r.completed)}/{fmt_value(r.failed, na='-')}"
-        if not g.ok:
-            return [g.bench or "?", conc, Text(r.status, style=style(app, "error")), *[""] * (len(COLUMNS) - 3)]
+        ok = requests_text(g.requests)  # "15/400 ok": over the group's runs
+        if not g.ok:  # failed / degraded: its counts, never a number compared
+            status = r.status if r.status != "ok" else "degraded"
+            return [g.bench or "?", conc, Text(f"{ok} {status}", style=style(app, "error")), *[""] * (len(COLUMNS) - 3)]
         s = row.samples
         eff = "" if row.scaling is None else f"{row.scaling:.2f}"
         return [

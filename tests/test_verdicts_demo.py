@@ -1,0 +1,87 @@
+"""Verdicts with a noise model, end to end (issue 16): the real demo server (a subprocess on
+loopback) restarted and benchmarked through the headless CLI, results in a real SQLite
+journal. One run is ``untested noise``; the baseline's flags restarted and benched again
+are ``same``; a real improvement (4 running requests instead of 1 at concurrency 4) is
+``better`` with n, spread and the baseline it was judged against, in ``bench run``,
+``journal experiments`` (text and JSON) and the findings report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optui.cli.tui import write_demo_config
+from tests.helpers.demo import free_port
+from tests.test_cli_headless import kill_demo_server, optui
+
+pytestmark = pytest.mark.timeout(180)
+
+#: a quick load generator preset: 8 short requests at concurrency 4
+QUICK = """
+[benchmarks.quick]
+server = "demo"
+builtin = { concurrency = [4], input_len = 32, output_len = 12, prompts = 8 }
+"""
+
+
+@pytest.fixture
+def demo(tmp_path):
+    cfg = write_demo_config(tmp_path, port=free_port(), speed=20.0)
+    cfg.write_text(cfg.read_text() + QUICK)
+    try:
+        yield cfg
+    finally:
+        kill_demo_server(cfg)
+
+
+def restart(cfg, running: int) -> None:
+    res = optui(cfg, "restart", "demo", "--set", f"--max-running-requests={running}", "--json")
+    assert res.returncode == 0, res.stderr + res.stdout
+
+
+def bench(cfg, *args: str) -> dict:
+    res = optui(cfg, "bench", "run", "demo", "quick", "--json", *args)
+    assert res.returncode == 0, res.stderr + res.stdout
+    return json.loads(res.stdout)
+
+
+def test_single_run_same_flags_and_a_real_improvement(demo):
+    restart(demo, 1)  # the baseline: one request at a time, so concurrency 4 queues
+    base = bench(demo)  # the default: 3 runs (the top-level repeat)
+    assert base["runs"][0]["repeats"] == 3 and len(base["runs"][0]["results"]) == 3
+    assert base["experiment_summary"]["verdict"] == "baseline"
+
+    restart(demo, 1)  # the same flags again: whatever the numbers, nothing changed but the instance
+    again = bench(demo)
+    s = again["experiment_summary"]
+    assert s["verdict"] == "same" and (s["evidence"]["n"], s["evidence"]["base_n"]) == (3, 3), s
+    assert s["evidence_text"].endswith(f"vs {base['experiment']}") and s["runs"] == "3/3 runs, 24/24 ok"
+
+    restart(demo, 2)
+    once = bench(demo, "--repeat", "1")  # one run: a number, never a verdict
+    s = once["experiment_summary"]
+    assert s["verdict"] == "untested noise" and s["evidence_text"].startswith("n=1 vs 3"), s
+    assert s["delta_pct"] is not None
+
+    restart(demo, 4)  # 4 requests decode together: clearly faster at concurrency 4
+    text = optui(demo, "bench", "run", "demo", "quick")
+    assert text.returncode == 0, text.stderr
+    summary = next(line for line in text.stdout.splitlines() if line.startswith("exp-"))
+    assert " better +" in summary and "(n=3 vs 3, ±" in summary and ", p=0.10, " in summary, text.stdout
+    assert summary.endswith(f"vs {base['experiment']}); 3/3 runs, 24/24 ok")
+    assert "verdict: median of the repeats; exact two-sided Mann-Whitney U" in text.stdout
+    assert "  requests 8/8 ok" in text.stdout and "(this run alone: no verdict)" in text.stdout
+
+    listed = optui(demo, "journal", "experiments", "--json")
+    assert listed.returncode == 0, listed.stderr
+    xs = {x["id"]: x for x in json.loads(listed.stdout)}
+    better = xs[summary.split(":")[0]]
+    assert better["verdict"] == "better" and better["evidence"]["p"] == pytest.approx(0.1)
+    assert better["workloads"][0]["requests_ok"] == 24 and better["workloads"][0]["run_status"] == ["ok"] * 3
+    table = optui(demo, "journal", "experiments")
+    assert "untested noise" in table.stdout and "n=3 vs 3" in table.stdout and "3/3 runs, 24/24 ok" in table.stdout
+    report = optui(demo, "journal", "export")
+    assert "- Verdicts: median of the repeats" in report.stdout
+    best = report.stdout.split("## Best configuration")[1]
+    assert f"{better['id']}**" in best and "n=3 vs 3" in best  # the best names its evidence
