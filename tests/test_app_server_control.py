@@ -138,3 +138,37 @@ async def test_hung_server_is_shown_and_notified(tmp_path):
                     task.cancel()
                 await asyncio.gather(*streams, return_exceptions=True)
         await pilot.press("q")
+
+
+async def test_after_a_failed_restart_the_editor_starts_from_the_last_good_flags(tmp_path):
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        good = list(rt.status.argv)
+        await pilot.press("2", "r")
+        await edit(pilot, app, "--mem-fraction-static 0.99")
+        await pilot.press("ctrl+s", "y")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title"))
+        await pilot.press("n")  # no rollback now: the server stays crashed with the failed flags
+        assert rt.status.state.value == "crashed" and "0.99" in rt.status.argv
+        await pilot.press("r")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "FlagEditorScreen")
+        assert app.screen.original.to_argv() == good  # the CLI's base too (Session.restart_base)
+        await pilot.press("escape", "q")
+
+
+async def test_a_preset_with_a_bad_value_is_refused_before_the_server_stops(tmp_path):
+    app = make_app(tmp_path, extra='[servers.demo.presets.fp4]\nset = { "--kv-cache-dtype" = "fp4" }')
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        pid, seq = rt.status.pid, app.session.journal.last_seq()
+        app.restart_with_preset("demo", "fp4")  # the palette's "restart demo with preset fp4"
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any("invalid choice: 'fp4'" in n.message for n in app._notifications),
+                       what=lambda: [n.message for n in app._notifications])
+        assert rt.status.state.value == "ready" and rt.status.pid == pid
+        assert not app.session.journal.events(since_seq=seq, types=["server.restart", "server.stopped"])
+        await pilot.press("q")

@@ -185,3 +185,21 @@ async def test_a_wrapper_that_overrides_np_makes_the_experiment_unverified(tmp_p
         assert rt.status.config_mismatch[0] == "-np 4: server runs total_slots=1 (expected 4)"
         (exp,) = [x for x in session.experiments() if x.server == "llama"]
         assert exp.unverified == rt.status.config_mismatch
+
+
+async def test_np_abc_is_refused_by_the_real_help_before_the_server_stops(tmp_path, llama_server_bin, tiny_gguf):
+    from optui.session.restart_checks import RestartRefused
+
+    port = free_port()
+    argv = llama_argv(llama_server_bin, tiny_gguf, port, "-c", "2048", "-np", "4", "-a", "tiny")
+    async with session_for(tmp_path, argv, port) as (session, rt):
+        assert (await session.restart_server("llama", argv)).state.value == "ready"
+        pid, seq = rt.status.pid, session.journal.last_seq()
+        with pytest.raises(RestartRefused, match=r"-np: invalid int value: 'abc'.*the server was not stopped"):
+            await session.restart_checked("llama", sets=["-np=abc"], reason="cli")
+        assert rt.status.state.value == "ready" and rt.status.pid == pid
+        os.kill(pid, 0)
+        assert not session.journal.events(since_seq=seq, types=["server.restart", "server.stopped", "experiment.started"])
+        # a good value goes through the same door
+        outcome = await session.restart_checked("llama", sets=["-np=2"], reason="cli")
+        assert outcome.ok and outcome.plan.base_from == "running" and rt.status.pid != pid

@@ -4,9 +4,15 @@ line. Both drive the same :class:`~optui.session.Session` as the TUI, so a runni
 shows what they do within a second (shared journal) and a restart refuses to run while
 another optui process restarts the same server (per-server lock).
 
-Exit status of ``restart``: 0 the server is ready (or, with ``--no-wait``, started); 1 it
-failed (the crash class is printed); 2 the restart could not begin (unknown server or
-preset, bad flag, read-only, another optui process is restarting it).
+``restart`` goes through :meth:`~optui.session.Session.restart_checked`, like the TUI's flag
+editor: base flags (the running argv, or the last good flags when the server is down or
+crashed), the flag catalogue's checks before anything stops, the rollback policy.
+
+Exit status of ``restart``: 0 the server is ready with the new flags (or, with
+``--no-wait``, started); 1 it failed (the crash class is printed; also when ``rollback =
+"auto"`` brought the last good flags back, and with ``"offer"`` the command that rolls back
+is printed); 2 the restart could not begin and nothing was stopped (unknown server or
+preset, a flag value the catalogue refuses, read-only, another optui process is restarting it).
 """
 
 from __future__ import annotations
@@ -125,6 +131,7 @@ def _n(value) -> str:
 @click.option("--set", "sets", multiple=True, metavar="FLAG=VALUE", help="Set a flag (repeatable).")
 @click.option("--unset", "unsets", multiple=True, metavar="FLAG", help="Remove a flag (repeatable).")
 @click.option("--preset", default=None, help="Apply a configured preset.")
+@click.option("--rollback", "to_last_good", is_flag=True, help="Restart with the last good flags (the last that became ready).")
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="Wait until ready or failed (exit 0 only when ready); --no-wait returns once the new process started.")
 @click.option("--timeout", "timeout_s", type=FiniteFloatRange(1, 7 * 86400), default=None, help="Ready timeout in s (default: the server's ready_timeout_s).")
@@ -132,12 +139,18 @@ def _n(value) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
 @click.pass_context
 def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tuple[str, ...], preset: str | None,
-            wait: bool, timeout_s: float | None, reason: str, as_json: bool) -> None:
+            to_last_good: bool, wait: bool, timeout_s: float | None, reason: str, as_json: bool) -> None:
     """Restart SERVER with changed flags and wait until it is ready.
 
-    Exit code 0 only when the server is ready; otherwise 1 and the crash class; 2 when
-    the restart cannot begin (e.g. another optui process is restarting SERVER)."""
-    from optui.core.flags import FlagError, Flags, parse_assignment
+    The changes apply to the flags the server runs, or to its last good flags when it is
+    down or crashed; they are checked against the server's flag catalogue (its --help)
+    before anything stops. A failed restart is rolled back (rollback = "auto") or the way
+    back is printed (rollback = "offer").
+
+    Exit code 0 only when the server is ready with the new flags; otherwise 1 and the crash
+    class (also when it was rolled back); 2 when the restart cannot begin (bad flag value,
+    another optui process is restarting SERVER...): nothing was stopped."""
+    from optui.core.flags import FlagError
     from optui.session import Session, SessionError
 
     loaded = load_config_or_exit(ctx)
@@ -146,25 +159,29 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
         fail("read-only mode: restarting a server is disabled", 2)
     if server not in loaded.config.servers:
         fail(f"unknown server {server!r} (known: {', '.join(loaded.config.servers) or 'none'})", 2)
+    if to_last_good and (sets or unsets or preset):
+        fail("--rollback restarts with the last good flags: it takes no --set/--unset/--preset", 2)
 
     async def go() -> dict:
         session = Session(loaded, actor=actor(), autostart=False)
         await session.start()
         try:
-            await asyncio.sleep(0.3)
             rt = session.servers[server]
-            flags = Flags.parse(rt.status.argv)
-            if preset:
-                p = rt.cfg.presets.get(preset)
-                if p is None:
-                    raise SessionError(f"unknown preset {preset!r} (known: {', '.join(rt.cfg.presets) or 'none'})")
-                flags = flags.apply(p.set, p.unset)
-            for name in unsets:
-                flags = flags.unset(name)
-            for item in sets:
-                name, value = parse_assignment(item)
-                flags = flags.set(name, value)
-            task = asyncio.create_task(session.restart_server(server, flags.to_argv(), reason=reason, ready_timeout_s=timeout_s))
+            if to_last_good:
+                await rt.attached.wait()
+                task = asyncio.create_task(session.rollback(server, reason=f"cli ({reason})"))
+                plan = None
+            else:
+                plan = await session.plan_restart(server, sets=sets, unsets=unsets, preset=preset)
+                for issue in plan.warnings:
+                    echo(f"warning: {issue}", err=True)
+                if plan.unchecked:
+                    echo(f"warning: {plan.unchecked}", err=True)
+                if plan.base_from == "last good":
+                    echo(f"{server} is not running: the changes apply to its last good flags", err=True)
+                task = asyncio.create_task(session.restart_checked(server, plan=plan, reason=reason,
+                                                                   ready_timeout_s=timeout_s))
+            outcome = None
             if not wait:
                 await _until_started(rt, task)
                 if not task.done():
@@ -174,13 +191,20 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
                 elif task.exception() is not None:
                     raise task.exception()
             else:
-                await task
+                outcome = await task
             st = rt.status
+            rolled_back = bool(outcome is not None and plan is not None and outcome.rolled_back)
+            offer = outcome.offer if outcome is not None and plan is not None else None
             return {"server": server, "state": st.state.value, "experiment": session.current_experiment(server),
                     "crash_class": st.crash_class and str(st.crash_class), "message": st.message,
                     "lines": list(st.crash_lines), "argv": list(st.argv),
+                    "requested_argv": list(plan.argv) if plan else list(st.argv),
+                    "base": plan.base_from if plan else "last good",
                     "ready_s": round(st.ready_at - st.started_at, 3) if st.ready_at and st.started_at else None,
-                    "phases": [{"phase": p.phase, "t": p.t} for p in st.phases]}
+                    "phases": [{"phase": p.phase, "t": p.t} for p in st.phases],
+                    "warnings": [str(i) for i in plan.warnings] if plan else [],
+                    "rolled_back": rolled_back, "failed": _failed_class(session, server) if rolled_back else None,
+                    "rollback_command": _rollback_command(loaded.path, server) if offer else None}
         finally:
             await session.close()
 
@@ -188,16 +212,33 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
         result = asyncio.run(go())
     except (SessionError, FlagError) as exc:
         fail(str(exc), 2)
-    ok = result["state"] == "ready" or (not wait and result["state"] in ("starting", "warming", "ready"))
+    requested = result["argv"] == result["requested_argv"]
+    ok = requested and (result["state"] == "ready" or (not wait and result["state"] in ("starting", "warming", "ready")))
     if as_json:
         echo_json(result)
+    elif result["rolled_back"]:
+        echo(f"{server}: failed ({result['failed'] or 'unknown'}); rolled back to the last good flags: {result['state']}"
+             + (f"  {result['experiment']}" if result["experiment"] else ""))
     else:
         echo(f"{server}: {result['state']}" + (f" ({result['crash_class']})" if result["crash_class"] else "")
              + (f" in {result['ready_s']:.1f}s" if result["ready_s"] else "")
              + (f"  {result['experiment']}" if result["experiment"] else ""))
         for line in result["lines"]:
             echo(f"  {line}")
+        if result["rollback_command"]:
+            echo(f"  roll back to the last good flags: {result['rollback_command']}")
     sys.exit(0 if ok else 1)
+
+
+def _failed_class(session, server: str) -> str | None:
+    """The crash class of the newest failure of ``server`` (the one a rollback followed)."""
+    failed = session.journal.events(target=server, types=["server.failed"], limit=1, newest_first=True)
+    return failed[0].data.get("class") if failed else None
+
+
+def _rollback_command(config_path, server: str) -> str:
+    """The command line that restarts ``server`` with its last good flags."""
+    return shlex.join(["optui", *(["-c", str(config_path)] if config_path else []), "restart", server, "--rollback"])
 
 
 async def _until_started(rt, task: asyncio.Task, timeout_s: float = 120.0) -> None:

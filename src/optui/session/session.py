@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import os
 from collections import deque
+from collections.abc import Iterable
 
 from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
@@ -408,6 +409,53 @@ class Session:
                 and list(rt.status.last_good_argv) != list(argv):
             return await self.rollback(name, reason=f"auto after {status.crash_class}")
         return status
+
+    def restart_base(self, name: str) -> tuple[tuple[str, ...], str]:
+        """The argv a change of ``name``'s flags starts from and where it comes from
+        ("running", "last good", "config"): :func:`optui.session.restart_checks.base_argv`."""
+        from optui.session.restart_checks import base_argv
+
+        rt = self.server(name)
+        last_good = rt.status.last_good_argv or self._safe_last_good(name)
+        return base_argv(rt.status, running=rt.controller.process_state() == "running", last_good=last_good)
+
+    def _safe_last_good(self, name: str) -> list[str] | None:
+        try:
+            return self.journal.last_good(name)
+        except Exception:  # sqlite3 errors: no last good flags to start from
+            return None
+
+    async def restart_checked(self, name: str, *, argv: list[str] | None = None, sets: Iterable[str] = (),
+                              unsets: Iterable[str] = (), preset: str | None = None, reason: str = "",
+                              actor: str | None = None, ready_timeout_s: float | None = None,
+                              todo_id: int | None = None, plan=None):
+        """The restart every door uses (TUI flag editor and presets, ``optui restart``, agents):
+        base flags, the catalogue's checks before anything stops, the restart and the rollback
+        policy (:mod:`optui.session.restart_checks`). ``argv`` (already edited) or the changes
+        ``preset`` → ``unsets`` → ``sets`` on the base flags; ``plan``: one made by
+        :meth:`plan_restart` already. Returns a RestartOutcome; raises SessionError (and its
+        RestartRefused) when it cannot begin, FlagError for a malformed edit."""
+        from optui.session.restart_checks import RestartOutcome, rollback_offer
+
+        self.check_writable("restarting a server")
+        rt = self.server(name)
+        if rt.cfg.control == "none":
+            raise SessionError(f"{name}: control = 'none' (optui only observes this server)")
+        plan = plan or await self.plan_restart(name, argv=argv, sets=sets, unsets=unsets, preset=preset)
+        since = self.journal.last_seq()
+        status = await self.restart_server(name, list(plan.argv), reason=reason, actor=actor,
+                                           ready_timeout_s=ready_timeout_s, todo_id=todo_id)
+        rolled_back = any(e.type == ev.ROLLBACK for e in self.journal.events(target=name, since_seq=since))
+        offer = None if rolled_back else rollback_offer(rt.cfg.rollback, plan.argv, status)
+        return RestartOutcome(plan, status, rolled_back, offer)
+
+    async def plan_restart(self, name: str, *, argv: list[str] | None = None, sets: Iterable[str] = (),
+                           unsets: Iterable[str] = (), preset: str | None = None):
+        """What :meth:`restart_checked` would run, checked (RestartRefused on a catalogue
+        error), without restarting anything."""
+        from optui.session.restart_checks import plan_restart
+
+        return await plan_restart(self.server(name), argv=argv, sets=sets, unsets=unsets, preset=preset)
 
     async def rollback(self, name: str, *, reason: str = "operator", actor: str | None = None):
         """Restart ``name`` with its last good flags (journaled as ``rollback``)."""

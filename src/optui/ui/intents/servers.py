@@ -39,7 +39,10 @@ class ServerIntents(IntentBase):
         catalog = rt.cached_catalog()
         program = " ".join(Flags.parse(rt.status.argv).program)
         note = None if catalog else f"learning the flags from `{program} --help`…"
-        editor = FlagEditorScreen(name, rt.cfg.host, rt.cfg.control, list(rt.status.argv), presets=rt.cfg.presets,
+        base, base_from = self.session.restart_base(name)  # the CLI's base too: last good when it is down
+        if base_from == "last good" and tuple(base) != tuple(rt.status.argv):
+            self.notify(f"{name} is not running: editing its last good flags")
+        editor = FlagEditorScreen(name, rt.cfg.host, rt.cfg.control, list(base), presets=rt.cfg.presets,
                                   catalog=catalog, catalog_note=note,
                                   relearn=lambda: self.run_worker(self._learn_catalog(name, editor, refresh=True),
                                                                   group=f"catalog-{name}", exit_on_error=False),
@@ -69,7 +72,8 @@ class ServerIntents(IntentBase):
 
         rt = self.session.servers[name]
         p = rt.cfg.presets[preset]
-        argv = Flags.parse(rt.status.argv).apply(p.set, p.unset).to_argv()
+        base, _ = self.session.restart_base(name)
+        argv = Flags.parse(base).apply(p.set, p.unset).to_argv()
         self.confirm_restart(name, argv, reason=f"preset {preset}")
 
     def confirm_restart(self, name: str, argv: list[str], reason: str = "flag editor",
@@ -121,23 +125,24 @@ class ServerIntents(IntentBase):
             self.set_timer(5.0, lambda: self.restarts_reporting.discard(name))
 
     async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
-        from optui.core.server_state import ServerState  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags import FlagError  # after the first frame (see OptuiApp.compose)
 
-        rt = self.session.servers[name]
-        try:
-            status = await self.session.restart_server(name, argv, reason=reason)
-        except SessionError as exc:
+        try:  # the checks every door makes (flag catalogue before anything stops, rollback policy)
+            outcome = await self.session.restart_checked(name, argv=list(argv), reason=reason)
+        except (SessionError, FlagError) as exc:
             self._fail(exc)
             return
-        if status.state is ServerState.READY and list(status.argv) == list(argv):
+        status = outcome.status
+        if outcome.ok:
             self.notify(f"{name} is ready")
             return
         failed = next(iter(self.session.journal.events(target=name, types=["server.failed"], limit=1, newest_first=True)), None)
         klass = (failed.data.get("class") if failed else None) or status.crash_class
-        if status.state is ServerState.READY:  # rollback = "auto" already restored the last good flags
-            self.notify(f"{name} failed ({klass}); rolled back to the last good flags: ready", severity="warning", timeout=15)
+        if outcome.rolled_back:  # rollback = "auto" already restored the last good flags
+            self.notify(f"{name} failed ({klass}); rolled back to the last good flags: {status.state.value}",
+                        severity="warning", timeout=15)
             return
-        if rt.cfg.rollback == "offer" and status.last_good_argv and list(status.last_good_argv) != list(argv):
+        if outcome.offer is not None:
             self.confirm_rollback(name, after=str(status.crash_class))  # its body says why: no toast over it
             return
         lines = "\n".join(status.crash_lines[-3:])

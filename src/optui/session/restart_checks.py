@@ -1,0 +1,157 @@
+"""One set of checks for every door that restarts a server with changed flags.
+
+The TUI's flag editor and preset command, ``optui restart`` and (later) an agent interface
+all go through :meth:`optui.session.Session.restart_checked`, which uses this module:
+
+1. **Base flags** (:func:`base_argv`): the argv the server runs now, or — when nothing of it
+   runs (down, crashed after a failed restart) — its last good flags (the last argv that
+   passed the ready gate), else the configured argv. A failed ``-np=abc`` never becomes
+   the starting point of the next change.
+2. **Changes** (:func:`apply_changes`): preset, unsets, sets, in that order.
+3. **Flag checks before anything stops** (:func:`plan_restart`): the argv is checked against
+   the server program's learned flag catalogue (``--help``, cached); an error (a value of
+   the wrong type, a choice not offered, a value for an on/off flag) refuses the restart
+   with :class:`RestartRefused` while the old server keeps running; warnings (unknown flag,
+   abbreviation) are returned to be shown.
+4. **Rollback policy** (:func:`rollback_offer`, ``Session.restart_server``): ``rollback =
+   "auto"`` restarts with the last good flags after a failure; ``"offer"`` hands the last
+   good flags back to the caller, which asks (TUI) or says how (CLI); ``"off"`` does
+   neither.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from optui.core.flag_catalog import Issue
+from optui.core.flags import Flags, parse_assignment
+from optui.core.server_state import ServerState, ServerStatus
+from optui.session.errors import SessionError
+from optui.session.flag_catalogs import CatalogError
+
+#: How long a fresh session waits for its monitor to re-attach to a running server before
+#: it decides the base flags (s).
+ATTACH_WAIT_S = 10.0
+
+
+class RestartRefused(SessionError):
+    """The new flags fail the catalogue's checks; nothing was stopped. ``issues`` are the
+    errors."""
+
+    def __init__(self, message: str, issues: tuple[Issue, ...]) -> None:
+        super().__init__(message)
+        self.issues = issues
+
+
+@dataclass(frozen=True, slots=True)
+class RestartPlan:
+    """What a checked restart will run: ``argv``; the ``base`` argv it was derived from and
+    where that came from (``base_from``: "running", "last good", "config"); the catalogue's
+    ``warnings``; ``unchecked`` says why no catalogue checked it (None: checked)."""
+
+    server: str
+    argv: tuple[str, ...]
+    base: tuple[str, ...]
+    base_from: str
+    warnings: tuple[Issue, ...] = ()
+    unchecked: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RestartOutcome:
+    """How a checked restart ended: the final ``status``; ``rolled_back`` when ``rollback =
+    "auto"`` restored the last good flags after the new ones failed; ``offer``: the last good
+    argv to offer (``rollback = "offer"``, the new flags failed), else None."""
+
+    plan: RestartPlan
+    status: ServerStatus
+    rolled_back: bool = False
+    offer: tuple[str, ...] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The server is ready with the planned flags."""
+        return self.status.state is ServerState.READY and tuple(self.status.argv) == self.plan.argv
+
+
+def base_argv(status: ServerStatus, *, running: bool, last_good: Iterable[str] | None) -> tuple[tuple[str, ...], str]:
+    """``(argv, where from)`` a change starts from (see module doc, step 1): the running
+    argv while a process of the server runs and it has not crashed, else its last good flags,
+    else ``status.argv`` (the configured argv when nothing ever ran)."""
+    if running and status.state is not ServerState.CRASHED:
+        return tuple(status.argv), "running"
+    last_good = tuple(last_good or ())
+    if last_good:
+        return last_good, "last good"
+    return tuple(status.argv), "config"
+
+
+def apply_changes(base: Iterable[str], *, sets: Iterable[str] = (), unsets: Iterable[str] = (),
+                  preset: tuple[Mapping, Iterable[str]] | None = None) -> Flags:
+    """``base`` with ``preset`` (its set mapping and unset list), then ``unsets`` (flag
+    names), then ``sets`` (``FLAG=VALUE`` / ``FLAG VALUE`` / ``FLAG``) applied. Raises
+    FlagError for a malformed edit."""
+    flags = Flags.parse(base)
+    if preset is not None:
+        flags = flags.apply(preset[0], preset[1])
+    for name in unsets:
+        flags = flags.unset(name)
+    for item in sets:
+        name, value = parse_assignment(item)
+        flags = flags.set(name, value)
+    return flags
+
+
+def rollback_offer(policy: str, plan_argv: Iterable[str], status: ServerStatus) -> tuple[str, ...] | None:
+    """The last good argv to offer after a restart to ``plan_argv`` ended in ``status``
+    under rollback ``policy``; None when it became ready, the policy is not "offer", or
+    there is nothing different to go back to."""
+    if policy != "offer" or status.state is ServerState.READY or not status.last_good_argv:
+        return None
+    last_good = tuple(status.last_good_argv)
+    return last_good if last_good != tuple(plan_argv) else None
+
+
+async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[str] = (), unsets: Iterable[str] = (),
+                       preset: str | None = None, learn: bool = True) -> RestartPlan:
+    """Decide and check what a restart of runtime ``rt`` will run (module doc, steps 1-3):
+    ``argv`` given (the flag editor's result) is checked as it is; otherwise the changes are
+    applied to the base flags. The catalogue is learned first when ``learn`` and not cached.
+    Raises SessionError (unknown preset), FlagError (a malformed edit) or RestartRefused
+    (catalogue errors); never stops or starts anything."""
+    with contextlib.suppress(TimeoutError):  # a fresh session (the CLI) must know first whether it runs
+        await asyncio.wait_for(rt.attached.wait(), ATTACH_WAIT_S)
+    last_good = None
+    with contextlib.suppress(Exception):  # an unreadable journal: no last good flags to start from
+        last_good = rt.journal.last_good(rt.name)
+    last_good = last_good or rt.status.last_good_argv
+    running = rt.controller.process_state() == "running"
+    base, base_from = base_argv(rt.status, running=running, last_good=last_good)
+    if argv is None:
+        p = None
+        if preset is not None:
+            found = rt.cfg.presets.get(preset)
+            if found is None:
+                raise SessionError(f"unknown preset {preset!r} (known: {', '.join(rt.cfg.presets) or 'none'})")
+            p = (found.set, found.unset)
+        new = apply_changes(base, sets=sets, unsets=unsets, preset=p).to_argv()
+    else:
+        new = list(argv)
+    catalog, unchecked = rt.cached_catalog(), None
+    if catalog is None and learn:
+        try:
+            catalog = await rt.learn_catalog()
+        except CatalogError as exc:
+            unchecked = f"no flag catalogue ({exc}): names and values are not checked"
+    elif catalog is None:
+        unchecked = "no flag catalogue learned yet: names and values are not checked"
+    issues = tuple(catalog.check(Flags.parse(new, catalog.booleans()))) if catalog is not None else ()
+    errors = tuple(i for i in issues if i.level == "error")
+    if errors:
+        raise RestartRefused(f"{rt.name}: not restarted, the flags fail the checks of "
+                             f"`{' '.join(catalog.program) or 'the server'} --help`: " + "; ".join(map(str, errors))
+                             + " (the server was not stopped)", errors)
+    return RestartPlan(rt.name, tuple(new), base, base_from, tuple(i for i in issues if i.level != "error"), unchecked)

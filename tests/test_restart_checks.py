@@ -1,0 +1,35 @@
+"""The pure parts of the one restart door (issue 16): base flags, changes, rollback offer."""
+
+from __future__ import annotations
+
+from optui.core.server_state import ServerState, ServerStatus
+from optui.session.restart_checks import apply_changes, base_argv, rollback_offer
+
+RUNNING = ("srv", "--port", "1", "--max-running-requests", "8")
+GOOD = ("srv", "--port", "1", "--max-running-requests", "4")
+
+
+def status(state: ServerState, argv=RUNNING, last_good=GOOD) -> ServerStatus:
+    return ServerStatus(name="s", kind="sglang", url="http://127.0.0.1:1", state=state, argv=argv, last_good_argv=last_good)
+
+
+def test_base_is_the_running_argv_else_the_last_good_else_the_config():
+    assert base_argv(status(ServerState.READY), running=True, last_good=GOOD) == (RUNNING, "running")
+    assert base_argv(status(ServerState.CRASHED), running=True, last_good=GOOD) == (GOOD, "last good")
+    assert base_argv(status(ServerState.DOWN), running=False, last_good=GOOD) == (GOOD, "last good")
+    assert base_argv(status(ServerState.DOWN), running=False, last_good=None) == (RUNNING, "config")
+
+
+def test_changes_apply_preset_then_unsets_then_sets():
+    flags = apply_changes(GOOD, sets=["-np=2", "--max-running-requests=16"], unsets=["--port"],
+                          preset=({"--tp-size": "2"}, ()))
+    assert flags.to_argv() == ["srv", "--max-running-requests", "16", "--tp-size", "2", "-np", "2"]
+
+
+def test_rollback_is_offered_only_for_a_failure_under_offer_with_other_last_good_flags():
+    crashed = status(ServerState.CRASHED)
+    assert rollback_offer("offer", RUNNING, crashed) == GOOD
+    assert rollback_offer("auto", RUNNING, crashed) is None and rollback_offer("off", RUNNING, crashed) is None
+    assert rollback_offer("offer", RUNNING, status(ServerState.READY)) is None
+    assert rollback_offer("offer", GOOD, status(ServerState.CRASHED, argv=GOOD)) is None  # nothing else to go back to
+    assert rollback_offer("offer", RUNNING, status(ServerState.CRASHED, last_good=None)) is None
