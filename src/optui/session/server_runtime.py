@@ -247,6 +247,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         if self.controller.process_state() == "exited" and not self._stopping:
             await self._on_exit()
             return
+        asked = time.monotonic()  # a probe that times out was unhealthy since it was sent
         health = await self.probe.health()
         process = self.controller.process_state()
         if process == "exited" and not self._stopping:
@@ -259,7 +260,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         if status == 200:
             self._unhealthy_since = None
         elif self._unhealthy_since is None:
-            self._unhealthy_since = time.monotonic()
+            self._unhealthy_since = asked
         unhealthy_s = 0.0 if self._unhealthy_since is None else time.monotonic() - self._unhealthy_since
         obs = Observation(process=process, health=status, log_ready=self._classifier.ready, stopping=self._stopping,
                           starting=self._starting, unhealthy_s=unhealthy_s, hung_by_load=self.load.hung)
