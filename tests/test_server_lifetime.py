@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -29,11 +30,13 @@ from tests.helpers.demo import SRC, free_port, http_status, subprocess_env
 
 pytestmark = pytest.mark.timeout(150)
 REPO = SRC.parent
+#: the repo (for tests.helpers) and src first; what the environment had after (a target dir of wheels)
+CHILD_PATH = os.pathsep.join(filter(None, [str(REPO), str(SRC), os.environ.get("PYTHONPATH")]))
 
 
 def strict_optui(cfg: Path, *args: str, timeout: float = 90, report: Path | None = None) -> subprocess.CompletedProcess:
     """``optui -c CFG ARGS`` in a child interpreter that ends like Python 3.12 (module doc)."""
-    env = subprocess_env({"PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'src'}",
+    env = subprocess_env({"PYTHONPATH": CHILD_PATH,
                           **({"OPTUI_STRICT_EXIT_REPORT": str(report)} if report else {})})
     return subprocess.run([sys.executable, "-X", "dev", "-m", "tests.helpers.strict_exit", "-c", str(cfg), *args],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, env=env,
@@ -111,7 +114,7 @@ def test_cli_restart_server_outlives_the_cli_and_status_shows_it_ready(campaign,
 
 
 def test_sigkill_of_the_cli_mid_restart_leaves_the_server_running_and_attachable(campaign):
-    env = subprocess_env({"PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'src'}"})
+    env = subprocess_env({"PYTHONPATH": CHILD_PATH})
     cli = subprocess.Popen([sys.executable, "-m", "tests.helpers.strict_exit", "-c", str(campaign), "restart", "demo"],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                            start_new_session=True, cwd=REPO)
@@ -172,7 +175,7 @@ def test_server_started_by_the_tui_survives_its_quit_and_is_reattached(campaign)
         pytest.fail("tmux is not installed (.ci/run installs it)")
     text = campaign.read_text()  # a campaign (not `optui demo`): quitting must leave the server running
     assert "autostart = true" in text
-    env = (f"env -u COLUMNS -u LINES TERM=xterm-256color PYTHONPATH={REPO}:{REPO / 'src'} "
+    env = (f"env -u COLUMNS -u LINES TERM=xterm-256color PYTHONPATH={shlex.quote(CHILD_PATH)} "
            f"OPTUI_TEST_RUN={os.environ.get('OPTUI_TEST_RUN', '')}")
     try:
         tmux("new-session", "-d", "-s", "t", "-x", "200", "-y", "50", "-c", str(REPO),

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 pytestmark = [pytest.mark.tty, pytest.mark.timeout(120)]
-OPTUI = Path(sys.executable).with_name("optui")
+_SCRIPT = Path(sys.executable).with_name("optui")
+# the installed entry point; where optui runs from a source tree with its packages on PYTHONPATH
+# (the GPU machine: no venv, no console script), the same program as `python -m optui`
+OPTUI = str(_SCRIPT) if _SCRIPT.exists() else (
+    f"env PYTHONPATH={os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1] / 'src'), os.environ.get('PYTHONPATH')]))} "
+    f"{sys.executable} -m optui")
 
 
 SOCKET = f"optui-test-{os.getpid()}"  # a tmux server of this run only (two suites may run at once)
