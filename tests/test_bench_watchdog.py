@@ -38,7 +38,8 @@ async def _until(predicate, what: str, timeout_s: float = 60.0) -> None:
 
 async def test_stopped_server_is_degraded_with_its_reason_then_hung_and_its_builtin_bench_stalls(tmp_path):
     cfg = demo_config(tmp_path, server_extra=SERVER, benchmarks=BENCH)
-    cfg.write_text(cfg.read_text().replace('kind = "sglang"', 'kind = "openai"').replace("poll_interval_s = 1.0", "poll_interval_s = 0.2"))
+    text = cfg.read_text().replace('kind = "sglang"', 'kind = "openai"')
+    cfg.write_text(text.replace("poll_interval_s = 1.0", "poll_interval_s = 0.2"))
     session = Session(load_config(cfg), stop_servers_on_exit=True)
     await session.start()
     rt = session.servers["demo"]

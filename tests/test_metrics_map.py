@@ -180,7 +180,9 @@ def test_llamacpp_real_scrape():
 
 def _busy(name: str, t: float, *, slots: bool = True):
     scrape = parse_scrape((FIXTURES / f"llamacpp_0.3.36_busy_{name}.txt").read_text(), t)
-    return with_slots(scrape, parse_slots((FIXTURES / f"llamacpp_0.3.36_busy_{name}_slots.json").read_text())) if slots else scrape
+    if not slots:
+        return scrape
+    return with_slots(scrape, parse_slots((FIXTURES / f"llamacpp_0.3.36_busy_{name}_slots.json").read_text()))
 
 
 def test_llamacpp_tokens_of_running_requests_count_from_slots():
