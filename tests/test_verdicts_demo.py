@@ -85,3 +85,33 @@ def test_single_run_same_flags_and_a_real_improvement(demo):
     assert "- Verdicts: median of the repeats" in report.stdout
     best = report.stdout.split("## Best configuration")[1]
     assert f"{better['id']}**" in best and "n=3 vs 3" in best  # the best names its evidence
+
+
+def test_noisy_runs_overlap_and_are_judged_same(demo):
+    """The demo with noise you can set (--demo-noise 0.3: each burst of work 0.7-1.3x as
+    slow): a change that does nothing (another noise seed) gives overlapping runs, judged
+    'same' with the spreads that say why — not the better/worse one run each would claim.
+    Seeds 3 and 4: their draws overlap whichever burst each run starts at (0-5) and however
+    many bursts a run takes (2-4), so the outcome does not depend on timing."""
+    res = optui(demo, "restart", "demo", "--set", "--demo-noise=0.3", "--set", "--demo-noise-seed=3", "--json")
+    assert res.returncode == 0, res.stderr + res.stdout
+    base = bench(demo)
+    res = optui(demo, "restart", "demo", "--set", "--demo-noise=0.3", "--set", "--demo-noise-seed=4", "--json")
+    assert res.returncode == 0, res.stderr + res.stdout
+    noisy = bench(demo)
+    tputs = [[r["output_throughput_tok_s"] for r in b["runs"][0]["results"]] for b in (base, noisy)]
+    s = noisy["experiment_summary"]
+    e = s["evidence"]
+    assert s["verdict"] == "same" and e["p"] > 0.1, (s, tputs)
+    assert e["spread_pct"] > 2 and e["base_spread_pct"] > 2, (s, tputs)  # the noise is visible in the spread
+
+
+def test_demo_noise_option_is_checked_and_bounded():
+    from optui.demo.server_args import parse_args
+
+    args = parse_args(["--model-path", "m", "--demo-noise", "0.3", "--demo-noise-seed", "3"])
+    assert (args.demo_noise, args.demo_noise_seed) == (0.3, 3)
+    assert parse_args(["--model-path", "m"]).demo_noise == 0.0  # off by default
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--model-path", "m", "--demo-noise", "1.0"])
+    assert exc.value.code == 2

@@ -160,7 +160,7 @@ class Runtime:
         self.scheduler = Scheduler(
             log, max_running=a.max_running_requests, chunked_prefill=a.chunked_prefill_size,
             max_total_tokens=self.plan.kv_tokens, cost=cost, radix_cache=not a.disable_radix_cache,
-            decode_log_interval=a.decode_log_interval,
+            decode_log_interval=a.decode_log_interval, noise=a.demo_noise, noise_seed=a.demo_noise_seed,
         )
         self.scheduler.start()
         self.live.phase = "http_up"

@@ -17,6 +17,12 @@ a prompt's prefixes are remembered once its prefill is done. ``/metrics`` counts
 SGLang: ``sglang:cached_tokens_total`` of ``sglang:prompt_tokens_total`` (every prompt token,
 cached or not), ``sglang:cache_hit_rate`` of the last prefill batch.
 
+Noise (``--demo-noise F``, off by default): every burst of work (the loop waking from idle)
+runs all its steps ``slowdown`` times as long, drawn uniformly from ``[1 - F, 1 + F]`` by a
+generator seeded with ``--demo-noise-seed`` (default: fresh per process, so a restart moves
+the level too). A benchmark run at concurrency > 1 is one burst, so its throughput varies
+from run to run like a real server's; requests sent one at a time average it out.
+
 Each request has its own queue of events (a token count per token, ``None`` at the end),
 read by the HTTP thread streaming it. When nothing runs the thread blocks on a condition.
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 import queue
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -114,8 +121,13 @@ class Scheduler:
         cost: CostModel,
         radix_cache: bool = True,
         decode_log_interval: int = 40,
+        noise: float = 0.0,
+        noise_seed: int | None = None,
     ) -> None:
         self.log = log
+        self.noise = noise  # see module doc: per-burst slowdown in [1 - noise, 1 + noise]
+        self._noise_rng = random.Random(noise_seed)
+        self.slowdown = 1.0
         self.max_running = max(1, max_running)
         self.chunked_prefill = max(1, chunked_prefill)
         self.max_total_tokens = max(1, max_total_tokens)
@@ -184,10 +196,13 @@ class Scheduler:
         interval_start = time.monotonic()
         while True:
             with self._cond:
+                was_idle = not (self._waiting or self._running)
                 while not self._stopping and (self.hung or not (self._waiting or self._running)):
                     self._cond.wait()
                 if self._stopping:
                     return
+                if was_idle and self.noise:  # a new burst of work: a new speed level
+                    self.slowdown = self._noise_rng.uniform(1.0 - self.noise, 1.0 + self.noise)
                 self._drop_aborted()
                 self._admit()
                 prefill = [r for r in self._running if r.prefill_left > 0]
@@ -224,6 +239,7 @@ class Scheduler:
                 nxt.prefill_left = max(1, nxt.prompt_tokens - nxt.cached_tokens)
 
     def _sleep(self, seconds: float, started: float) -> None:
+        seconds *= self.slowdown
         left = seconds - (time.monotonic() - started)
         if left > 0:
             time.sleep(left)

@@ -23,6 +23,16 @@ def _positive_float(text: str) -> float:
 _positive_float.__name__ = "positive_float"  # argparse names the type in its error
 
 
+def _noise_fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(text)
+    return value
+
+
+_noise_fraction.__name__ = "noise_fraction"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The demo server's argparse parser (``prog="launch_server.py"``)."""
     p = argparse.ArgumentParser(prog="launch_server.py", description="optui demo: simulated SGLang server")
@@ -56,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="demo only: divide every startup phase duration by this factor",
     )
+    p.add_argument("--demo-noise", type=_noise_fraction, default=0.0,
+                   help="demo only: each burst of work runs 1 ± up to this fraction slower (0 <= F < 1; 0: off)")
+    p.add_argument("--demo-noise-seed", type=int, default=None,
+                   help="demo only: seed of the --demo-noise draws (default: fresh per process)")
     return p
 
 
