@@ -106,6 +106,8 @@ def test_csv_one_row_per_experiment(campaign):
     big = rows[1]
     assert big["verdict"] == "better" and float(big["output_throughput_tok_s"]) == pytest.approx(1295.0)
     assert float(big["output_throughput_tok_s_delta_pct"]) == pytest.approx(28.86, abs=0.01)
+    assert (big["n"], big["baseline_n"], big["p"], big["requests_ok"], big["requests_total"]) == ("3", "3", "0.1", "192", "192")
+    assert big["evidence"] == "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10, vs exp-0001" and rows[0]["evidence"] == ""
     assert big["runs_ok"] == "3" and shlex.split(big["argv"]) == flags(max_running_requests=64)
     assert rows[2]["crash_class"] == "oom" and rows[2]["output_throughput_tok_s"] == ""
 

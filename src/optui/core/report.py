@@ -111,12 +111,15 @@ CSV_COLUMNS = (
     "experiment", "server", "started", "actor", "reason", "change_vs_baseline", "outcome", "crash_class",
     "ready_s", "workload", "bench", "runs_ok", *(m.key for m in KEY_METRICS),
     *(f"{m.key}_delta_pct" for m in KEY_METRICS), "verdict", "decision", "baseline", "argv",
+    "runs", "requests_ok", "requests_total", "n", "baseline_n", "spread_pct", "baseline_spread_pct", "p",
+    "restart_spread_pct", "evidence",
 )
 
 
 def render_csv(inp: ReportInput) -> str:
     """One row per experiment (columns :data:`CSV_COLUMNS`; metrics of its primary
-    workload, means over repeats; deltas in % vs the baseline). Text cells go through
+    workload, medians over repeats; deltas in % vs the baseline; the verdict's evidence:
+    runs, ok/total requests, n per side, spreads in %, p, restart spread). Text cells go through
     :func:`~optui.core.safe_text.csv_cell`: one line, no control characters, no formula."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -130,8 +133,19 @@ def render_csv(inp: ReportInput) -> str:
             x.crash_class or "", _blank(x.ready_s), w.label if w else "", (w.bench or "") if w else "",
             w.n_ok if w else 0, *(_blank(_round(v, 3)) for v in values), *(_blank(d) for d in deltas),
             x.verdict, x.decision or "", x.baseline_id or "", shlex.join(x.argv),
+            len(w.runs) if w else 0, *(_blank(v) for v in (w.requests if w and w.requests else (None, None))),
+            *(_blank(_round(v, 4) if isinstance(v, float) else v) for v in _evidence_cells(w)),
+            verdict_evidence(x),
         )])
     return buf.getvalue()
+
+
+def _evidence_cells(w) -> tuple:
+    """n, baseline n, spreads (%), p, restart spread (%) of a workload's judgement (Nones without)."""
+    j = w.judgement if w is not None else None
+    if j is None:
+        return (None,) * 6
+    return (j.n, j.base_n, j.spread_pct, j.base_spread_pct, j.p, j.restart_spread_pct)
 
 
 def _round(value, digits):
