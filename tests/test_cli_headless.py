@@ -143,7 +143,7 @@ def test_bench_run_repeats_and_stores_under_the_experiment(campaign):
     assert [e.data["old"] for e in j.events(since_seq=before, types=["server.state"])] in ([], ["starting"])
     before = j.last_seq()
     text = optui(campaign, "bench", "run", "demo", "sweep", "--repeat", "1")
-    assert text.returncode == 0 and "run 1/1: ok" in text.stdout and f"{exp}:" in text.stdout
+    assert text.returncode == 0 and f"run 1/1 ({exp}): ok" in text.stdout and f"{exp}:" in text.stdout
     assert j.events(since_seq=before, types=["server.state"]) == []  # found ready, as journaled
     j.close()
 
@@ -260,6 +260,9 @@ def test_a_flag_the_server_does_not_apply_is_unverified_in_every_listing(tmp_pat
         assert res.returncode == 0, res.stderr
         exp = json.loads(res.stdout)["experiment"]
         line = "--max-running-requests 8: server runs max_running_requests=32 (expected 8)"
+        assert json.loads(res.stdout)["config_mismatch"] == [line]
+        again = optui(cfg, "restart", "demo", env=ignore)
+        assert again.returncode == 0 and f"  UNVERIFIED {line}" in again.stdout
         j = journal_of(cfg)
         ready = j.events(types=["server.ready"], experiment=exp)[-1].data
         j.close()

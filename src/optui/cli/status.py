@@ -203,6 +203,7 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
                     "ready_s": round(st.ready_at - st.started_at, 3) if st.ready_at and st.started_at else None,
                     "phases": [{"phase": p.phase, "t": p.t} for p in st.phases],
                     "warnings": [str(i) for i in plan.warnings] if plan else [],
+                    "config_mismatch": list(st.config_mismatch),
                     "rolled_back": rolled_back, "failed": _failed_class(session, server) if rolled_back else None,
                     "rollback_command": _rollback_command(loaded.path, server) if offer else None}
         finally:
@@ -225,6 +226,8 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
              + (f"  {result['experiment']}" if result["experiment"] else ""))
         for line in result["lines"]:
             echo(f"  {line}")
+        for line in result["config_mismatch"]:
+            echo(f"  UNVERIFIED {line}")
         if result["rollback_command"]:
             echo(f"  roll back to the last good flags: {result['rollback_command']}")
     sys.exit(0 if ok else 1)

@@ -133,6 +133,9 @@ class ServerIntents(IntentBase):
             self._fail(exc)
             return
         status = outcome.status
+        if outcome.ok and status.config_mismatch:  # ready, but not with the flags it will be credited with
+            self.notify(f"{name} is ready but UNVERIFIED: {status.config_mismatch[0]}", severity="warning", timeout=15)
+            return
         if outcome.ok:
             self.notify(f"{name} is ready")
             return
