@@ -200,3 +200,28 @@ async def test_a_run_cut_short_by_a_killed_optui_is_marked_interrupted(tmp_path)
         assert fin.data["run_id"] == "todo-1.1" and fin.data["status"] == "interrupted"
     finally:
         await session.close()
+
+
+async def test_an_experiment_with_a_bad_value_fails_before_the_server_stops(tmp_path):
+    """A todo experiment (an agent's) goes through the same checks as the TUI and the CLI."""
+    import asyncio
+
+    session = Session(load_config(demo_campaign(tmp_path)), stop_servers_on_exit=True)
+    await session.start()
+    try:
+        for _ in range(400):  # the demo autostarts
+            if ready(session):
+                break
+            await asyncio.sleep(0.1)
+        rt = session.servers["demo"]
+        assert ready(session)
+        pid, seq = rt.status.pid, session.journal.last_seq()
+        item = session.todos.add("fp4 KV cache", "high", {"server": "demo", "set": {"--kv-cache-dtype": "fp4"}, "bench": ["tiny"]})
+        outcome = await session.todo_runs.run_one(item.id)
+        assert (outcome.status, outcome.step) == ("failed", "restart")
+        assert "invalid choice: 'fp4'" in outcome.summary and "the server was not stopped" in outcome.summary
+        assert rt.status.state.value == "ready" and rt.status.pid == pid
+        assert not session.journal.events(since_seq=seq, types=["server.restart", "server.stopped"])
+    finally:
+        await session.close()
+        session.kill_leftovers()

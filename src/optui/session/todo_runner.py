@@ -288,7 +288,9 @@ class ExperimentRunner:
             if rt.status.busy:  # a restart (autostart, the operator) is in flight: let it end
                 await self._race(self._until_idle(rt))
             self._check_stop()
-            status = await self._race(s.restart_server(spec.server, argv, reason=f"experiment {run_id}", todo_id=todo_id))
+            # the door every restart uses: the flag catalogue refuses a bad value before anything stops
+            status = (await self._race(s.restart_checked(spec.server, argv=argv, reason=f"experiment {run_id}",
+                                                         todo_id=todo_id))).status
             self._exp = s.current_experiment(spec.server)
             if status.state.value != "ready" or list(status.argv) != argv:
                 raise _Failed("restart", *self._crash(spec.server, seq0, status))
