@@ -115,3 +115,19 @@ def test_demo_noise_option_is_checked_and_bounded():
     with pytest.raises(SystemExit) as exc:
         parse_args(["--model-path", "m", "--demo-noise", "1.0"])
     assert exc.value.code == 2
+
+
+def test_restarts_measure_the_restart_to_restart_spread(demo):
+    """bench run --restarts 3: the same flags restarted and benched 3 times (3 experiments);
+    their medians' range is the restart-to-restart spread, shown in every later verdict."""
+    restart(demo, 1)
+    data = bench(demo, "--restarts", "3")
+    exps = [r["experiment"] for r in data["runs"]]
+    assert len(set(exps)) == 3 and all(r["status"] == "ok" and len(r["results"]) == 3 for r in data["runs"])
+    s = data["experiment_summary"]
+    assert s["verdict"] == "same" and s["evidence"]["restart_spread_pct"] is not None, s
+    assert "restarts ±" in s["evidence_text"]
+    restart(demo, 4)
+    better = bench(demo)["experiment_summary"]
+    assert better["verdict"] == "better" and better["evidence"]["restart_spread_pct"] is not None, better
+    assert better["evidence"]["threshold_pct"] >= 2.0

@@ -1,4 +1,4 @@
-"""``optui bench run SERVER PRESET [--repeat N] [--wait] [--json]``: run a configured
+"""``optui bench run SERVER PRESET [--repeat N] [--restarts N] [--wait] [--json]``: run a configured
 benchmark from the command line, through the same session as the TUI (results stored
 under the server's current experiment, ``bench.*`` events journaled, a running TUI shows
 them within a second).
@@ -6,7 +6,9 @@ them within a second).
 The benchmark runs in this process and is killed with it (Ctrl-C aborts it). ``--wait``
 first waits for the server to become READY (e.g. right after ``optui restart --no-wait``);
 a server that is not READY (DEGRADED included: the error says why) is refused unless
-``--force``, which runs anyway and says so (stderr, the bench log, ``bench.started``). Exit status: 0 every run ok, 1 a run
+``--force``, which runs anyway and says so (stderr, the bench log, ``bench.started``).
+``--restarts N`` restarts the server with the same flags and benches again, N runs in all:
+the restart-to-restart spread every later verdict must beat. Exit status: 0 every run ok, 1 a run
 failed or the server is not ready, 2 bad input (unknown server/preset, read-only).
 """
 
@@ -30,14 +32,17 @@ READY = "ready"
 @click.option("--repeat", type=click.IntRange(1, 50), default=None,
               help="Runs per point (default: the preset's repeat, else the top-level repeat, 3). One run gives "
                    "'untested noise', never better/worse.")
+@click.option("--restarts", type=click.IntRange(1, 20), default=1, show_default=True,
+              help="Measure the restart-to-restart spread: restart the server with the same flags and bench again, "
+                   "N runs in all (each restart is an experiment of its own).")
 @click.option("--wait", is_flag=True, help="Wait for the server to become ready first (up to --timeout).")
 @click.option("--timeout", "timeout_s", type=FiniteFloatRange(1, 7 * 86400), default=900.0, show_default=True,
               help="--wait: how long to wait for ready (s).")
 @click.option("--force", is_flag=True, help="Benchmark the server even when it is not READY (e.g. DEGRADED).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def run(ctx: click.Context, server: str, preset: str, repeat: int | None, wait: bool, timeout_s: float, force: bool,
-        as_json: bool) -> None:
+def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restarts: int, wait: bool, timeout_s: float,
+        force: bool, as_json: bool) -> None:
     """Run benchmark PRESET against SERVER (each point N times) and compare with the baseline."""
     from optui.session import Session, SessionError
 
@@ -67,13 +72,22 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, wait: 
             if state != READY:
                 echo(f"optui: warning: {server} is {state}{why}: benchmarking it anyway (--force)", err=True)
             repeats = repeat if repeat is not None else config.repeat_of(preset)
-            bench_run = session.benches.run(preset, repeats=repeats)  # one run: its repeats group as one
-            await session.benches.wait()
-            view = bench_run.view
-            session.benches.forget_baselines()
-            runs = [{"status": view.status, "error": view.error, "repeats": repeats,
-                     "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
-                     "results": [_result(session, r) for r in view.results]}]
+            runs = []
+            for i in range(restarts):
+                if i:  # the same flags again: levels can shift between restarts (vllm#39903)
+                    status = await session.restart_server(server, list(rt.status.argv),
+                                                          reason=f"restart-to-restart spread {i + 1}/{restarts}")
+                    if status.state.value != READY:
+                        return {"server": server, "bench": preset, "runs": runs,
+                                "error": f"{server} is {status.state.value} after restart {i + 1}/{restarts}"}
+                bench_run = session.benches.run(preset, repeats=repeats)  # one run: its repeats group as one
+                await session.benches.wait()
+                view = bench_run.view
+                session.benches.forget_baselines()
+                runs.append({"status": view.status, "error": view.error, "repeats": repeats,
+                             "experiment": session.current_experiment(server),
+                             "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
+                             "results": [_result(session, r) for r in view.results]})
             return {"server": server, "bench": preset, "experiment": session.current_experiment(server), "runs": runs,
                     "experiment_summary": _summary(session, session.current_experiment(server))}
         finally:
@@ -132,12 +146,14 @@ def _print(data: dict) -> None:
 
     if data.get("error"):
         echo(f"optui: error: {data['error']}", err=True)
-        return
+        if not data.get("runs"):
+            return
     from optui.core.bench_compare import STATISTIC
     from optui.core.bench_result import request_counts, requests_text
 
     for i, r in enumerate(data["runs"], start=1):
-        echo(f"run {i}/{len(data['runs'])}: {r['status']} ({r['duration_s']:.1f} s)" + (f" — {r['error']}" if r["error"] else ""))
+        echo(f"run {i}/{len(data['runs'])} ({r.get('experiment') or '-'}): {r['status']} ({r['duration_s']:.1f} s)"
+             + (f" — {r['error']}" if r["error"] else ""))
         for res in r["results"]:
             result = BenchResult.from_json(res)
             echo(format_result(result, "  "))
