@@ -180,7 +180,8 @@ def test_a_real_terminal_gets_no_escape_sequence(campaign):
 
     import optui
 
-    env = dict(os.environ, PYTHONPATH=str(Path(optui.__file__).resolve().parents[1]))  # the optui under test
+    src = str(Path(optui.__file__).resolve().parents[1])  # the optui under test, then what the environment had
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])))
     base = [sys.executable, "-m", "optui", "-c", str(campaign)]
     subprocess.run([*base, "todo", "add", f"{TITLE} {CLIP} {FORGE}"], check=True, env=env, capture_output=True, timeout=60)
     master, slave = pty.openpty()
