@@ -208,3 +208,24 @@ async def test_tui_server_panel_and_experiments_view_say_unverified(tmp_path):
         await pilot.press("enter")
         assert f"UNVERIFIED {line}" in app.screen.query_one("#details-body").render().plain
         await pilot.press("escape", "q")
+
+
+def test_the_report_says_when_the_best_configuration_is_unverified(tmp_path):
+    from optui.core import events as ev
+    from optui.core.report import ReportInput, render_markdown
+    from tests.helpers.campaign import BASE_ARGV, CampaignWriter, flags, result
+
+    j = Journal(tmp_path / "j.db")
+    w = CampaignWriter(j)
+    base = w.restart(list(BASE_ARGV), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    big = w.restart(flags(max_running_requests=64))
+    check = check_config("sglang", flags(max_running_requests=64), sglang_config({**SGLANG_INFO, "max_running_requests": 32}))
+    j.append(ev.SERVER_READY, "qwen", {"ready_s": 30.0, "argv": flags(max_running_requests=64), "config_check": check.to_json()},
+             experiment=big, ts=w.tick(1))
+    w.bench(big, result(1300.0), result(1290.0), result(1295.0))
+    md = render_markdown(ReportInput(title="t", events=j.events(), results=j.results(limit=None)))
+    best = md[md.index("## Best configuration"):]
+    assert f"**qwen: {big}**" in best
+    assert "**Unverified**: the server did not run these flags as given: --max-running-requests 64: server runs " in best
+    j.close()

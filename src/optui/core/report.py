@@ -377,6 +377,9 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
             out += [f"**{markdown_inline(server)}: {best.id}** ({gain}" + (f"; {', '.join(other)}" if other else "")
                     + f"; workload {_md_inline(best.primary.label)}):", ""]
         out += ["```bash", *_block(shlex.join(best.argv)), "```"]
+        if best.unverified:  # its numbers belong to what the server ran, not to this argv
+            out.append("**Unverified**: the server did not run these flags as given: "
+                       + "; ".join(_md_inline(line) for line in best.unverified) + ".")
         if env.get(server):
             out.append(f"The server's environment in optui.toml also sets: {markdown_inline(', '.join(env[server]))}.")
         out.append("")
