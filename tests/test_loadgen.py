@@ -97,3 +97,27 @@ async def test_cancel_aborts_requests_on_the_server(server):
                 break
             await asyncio.sleep(0.05)
     assert load["num_running_reqs"] == 0
+
+
+async def test_a_server_killed_mid_run_stops_the_run_as_failed(tmp_path):
+    """kill -9 of the server during a long built-in run: the generator sent the rest of
+    100,000 requests into a closed port for 67 s and stored 8 ok / 99,992 failed as "ok"
+    (seen on the H200). Now the run stops after a streak of failures and is "failed"."""
+    import os
+    import signal
+
+    from optui.adapters.loadgen import UNREACHABLE_AFTER
+
+    with start_demo_server(tmp_path) as srv:
+        progress: list[int] = []
+
+        def on_progress(done: int, total: int) -> None:
+            progress.append(done)
+            if done == 8:
+                os.killpg(srv.proc.pid, signal.SIGKILL)
+
+        result = await asyncio.wait_for(run_load(srv.base_url, input_len=IN_LEN, output_len=OUT_LEN, num_prompts=100_000,
+                                                 concurrency=4, model=None, on_progress=on_progress, timeout_s=10), 60)
+    assert result.status == "failed", (result.status, result.error)
+    assert "in a row failed" in result.error and "not sent" in result.error, result.error
+    assert result.completed >= 8 and max(progress) < 8 + UNREACHABLE_AFTER + 10, max(progress)

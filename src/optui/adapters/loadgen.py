@@ -76,6 +76,11 @@ class RunPlan:
     warmup: list[PlannedRequest]
 
 
+#: Requests failing one after the other (at least this many, and twice the concurrency)
+#: after which the server is taken for gone and the rest of the run is not sent.
+UNREACHABLE_AFTER = 20
+
+
 def new_seed() -> int:
     """A fresh prompt seed (0 .. 2**31 - 1) from the OS's randomness."""
     return random.SystemRandom().randrange(2**31)
@@ -473,16 +478,24 @@ async def run_load(
         outcomes: list[Outcome] = [Outcome() for _ in plan]
         semaphore = asyncio.Semaphore(limit)
         arrivals = random.Random(f"arrivals-{seed}")
-        state = {"done": 0, "inflight": 0, "peak": 0}
+        state = {"done": 0, "inflight": 0, "peak": 0, "failed_in_a_row": 0}
+        unreachable_after = max(UNREACHABLE_AFTER, 2 * limit)
+        gone: list[str] = []  # why the server is taken for gone: the rest is not sent
 
         async def one(i: int) -> None:
             async with semaphore:
+                if gone:
+                    outcomes[i] = Outcome(error="not sent: " + gone[0])
+                    return
                 state["inflight"] += 1
                 state["peak"] = max(state["peak"], state["inflight"])
                 try:
                     outcomes[i] = await send_request(client, endpoint, payloads[i])
                 finally:
                     state["inflight"] -= 1
+            state["failed_in_a_row"] = 0 if outcomes[i].ok else state["failed_in_a_row"] + 1
+            if state["failed_in_a_row"] >= unreachable_after and not gone:
+                gone.append(f"{state['failed_in_a_row']} requests in a row failed (last: {outcomes[i].error})")
             state["done"] += 1
             if on_progress:
                 on_progress(state["done"], len(plan))
@@ -499,6 +512,10 @@ async def run_load(
         after = await _scrape(client) if before is not None else None
     result = summarize_run(plan, outcomes, duration, workload, state["peak"])
     result.extra["endpoint"] = PATHS[endpoint]
+    if gone:  # a server killed mid-run: never a run that measured something (99,992 of 100,000 failed: "ok")
+        result.status = "failed"
+        result.error = f"run stopped: {gone[0]}; {sum(o.error is not None and o.error.startswith('not sent') for o in outcomes)} requests not sent"
+        result.extra["stopped"] = "server unreachable"
     if result.extra.get(CACHE_HIT_KEY) is None:
         result.extra.pop("prefix_cache_source", None)
         result.extra.update(_metrics_cache_share(before, after))
