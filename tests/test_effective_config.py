@@ -228,4 +228,14 @@ def test_the_report_says_when_the_best_configuration_is_unverified(tmp_path):
     best = md[md.index("## Best configuration"):]
     assert f"**qwen: {big}**" in best
     assert "**Unverified**: the server did not run these flags as given: --max-running-requests 64: server runs " in best
+    import csv
+    import io
+
+    from optui.core.report import render_csv
+
+    rows = {r["experiment"]: r for r in csv.DictReader(io.StringIO(render_csv(ReportInput(title="t", events=j.events(),
+                                                                                          results=j.results(limit=None)))))}
+    # (a cell starting with "-" gets the CSV formula guard "'")
+    assert rows[big]["unverified"].lstrip("'").startswith("--max-running-requests 64: server runs max_running_requests=32")
+    assert rows[base]["unverified"] == ""
     j.close()

@@ -112,7 +112,7 @@ CSV_COLUMNS = (
     "ready_s", "workload", "bench", "runs_ok", *(m.key for m in KEY_METRICS),
     *(f"{m.key}_delta_pct" for m in KEY_METRICS), "verdict", "decision", "baseline", "argv",
     "runs", "requests_ok", "requests_total", "n", "baseline_n", "spread_pct", "baseline_spread_pct", "p",
-    "restart_spread_pct", "evidence",
+    "restart_spread_pct", "evidence", "unverified",
 )
 
 
@@ -135,7 +135,7 @@ def render_csv(inp: ReportInput) -> str:
             x.verdict, x.decision or "", x.baseline_id or "", shlex.join(x.argv),
             len(w.runs) if w else 0, *(_blank(v) for v in (w.requests if w and w.requests else (None, None))),
             *(_blank(_round(v, 4) if isinstance(v, float) else v) for v in _evidence_cells(w)),
-            verdict_evidence(x),
+            verdict_evidence(x), "; ".join(x.unverified),
         )])
     return buf.getvalue()
 
