@@ -76,6 +76,8 @@ def test_llamacpp_slots_or_context_not_applied_are_unverified():
     # without -np the slot count and unified mode are the server's own: -c alone is not judged
     alone = check_config("llamacpp", [*LLAMA, "-c", "2048"], llamacpp_config(props(2048, 4), models(2048)))
     assert alone.status == "unchecked" and alone.mismatches == ()
+    auto = check_config("llamacpp", [*LLAMA, "-c", "2048", "-np", "-1"], llamacpp_config(props(512, 4), models(2048)))
+    assert auto.status == "unchecked" and auto.mismatches == ()  # -np -1: "auto", the server's choice
 
 
 SGLANG_INFO = {  # /server_info of SGLang 0.5.23 (abridged: resolved ServerArgs + scheduler info)

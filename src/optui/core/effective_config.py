@@ -216,7 +216,7 @@ def check_config(kind: str, argv: Sequence[str], running: RunningConfig | None) 
                 continue
             expected = _parse(values[0], typ)
             written = f"{name} {values[0]}"
-            if expected is None:  # "auto", "-1": the server decides
+            if expected is None or (typ == "int" and expected < 0):  # "auto", -1 (llama.cpp, vLLM): the server decides
                 continue
         checked.append(field)
         actual = running.fields[field]
