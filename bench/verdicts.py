@@ -45,7 +45,8 @@ def instance_runs(args, slots: int, tmp: Path, k: int) -> list[float]:
     if not gguf.exists():
         make_tiny_gguf(gguf, **SIZES["medium"])
     port = free_port()
-    flags = [a if a != "4" or i == 0 or DEFAULT_ARGS[i - 1] != "-np" else str(slots) for i, a in enumerate(DEFAULT_ARGS)]
+    flags = list(DEFAULT_ARGS)
+    flags[flags.index("-np") + 1] = str(slots)
     with start_llama_server(build_llama_server(), gguf, port, flags, tmp / f"server{k}.log") as proc:
         url = f"http://127.0.0.1:{port}"
         wait_for_health(url, proc)
