@@ -107,6 +107,13 @@ async def test_files(shell, tmp_path):
     assert await shell.file_size(str(target)) == len(target.read_bytes())
     await shell.rotate_file(str(target))
     assert not target.exists() and (tmp_path / "sub dir" / "it's.conf.1").exists()
+    for n in range(2, 8):  # earlier starts' logs are kept, five of them (the oldest falls off)
+        target.write_text(f"start {n}\n")
+        await shell.rotate_file(str(target))
+    kept = sorted(p.name for p in (tmp_path / "sub dir").iterdir())
+    assert kept == [f"it's.conf.{n}" for n in range(1, 6)], kept
+    assert (tmp_path / "sub dir" / "it's.conf.1").read_text() == "start 7\n"
+    assert (tmp_path / "sub dir" / "it's.conf.5").read_text() == "start 3\n"
     with pytest.raises(ShellError):
         await shell.write_file("/proc/optui-cannot-write/x", "x")
     # "~/" is the remote user's home (the systemd user units' drop-ins go there)

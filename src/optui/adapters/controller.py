@@ -131,7 +131,7 @@ class ProcessController:
     """Runs the server in its own process group through ``shell`` (see module doc).
 
     ``state_dir`` holds ``servers/NAME.json`` (the pidfile) and ``logs/NAME.log`` (the
-    log; the previous start's log is kept as ``NAME.log.1``).
+    log; the five previous starts' logs are kept as ``NAME.log.1`` ... ``.5``).
     """
 
     def __init__(self, name: str, state_dir: Path, *, cwd: str | None = None, env: dict[str, str] | None = None,

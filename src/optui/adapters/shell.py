@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from optui.adapters.ssh import SshHost
 
 
+#: How many earlier server logs a start keeps beside the current one (``NAME.log.1`` newest).
+KEPT_LOGS = 5
+
+
 class ShellError(Exception):
     """A command that could not run (program missing, timeout) or failed when checked;
     the message names the command and ends with its stderr."""
@@ -154,7 +158,8 @@ class Shell(Protocol):
         ...
 
     async def rotate_file(self, path: str) -> None:
-        """Keep a non-empty ``path`` as ``path.1`` (previous start's log)."""
+        """Keep a non-empty ``path`` as ``path.1``, the earlier ones as ``.2`` ... ``.5``
+        (:data:`KEPT_LOGS` starts: a failed start's log survives the rollback after it)."""
         ...
 
     async def pid_alive(self, pid: int) -> bool:
@@ -289,6 +294,9 @@ class LocalShell:
     async def rotate_file(self, path: str) -> None:
         with contextlib.suppress(OSError):
             if os.path.getsize(path):
+                for n in range(KEPT_LOGS - 1, 0, -1):  # .4 -> .5 ... .1 -> .2: the oldest falls off
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(f"{path}.{n}", f"{path}.{n + 1}")
                 os.replace(path, path + ".1")
 
     async def pid_alive(self, pid: int) -> bool:

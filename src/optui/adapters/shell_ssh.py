@@ -44,7 +44,7 @@ from pathlib import Path
 import asyncssh
 
 from optui.adapters import proc
-from optui.adapters.shell import CommandResult, LogSource, ShellError
+from optui.adapters.shell import KEPT_LOGS, CommandResult, LogSource, ShellError
 from optui.adapters.ssh import SshError, SshHost
 from optui.adapters.ssh_procs import CHUNK, RemoteFileFollower, RemotePiped, RemoteSpawned, reap
 from optui.core.textstream import iter_lines
@@ -257,7 +257,9 @@ class SshShell:
             raise ShellError(f"cannot write {path} on {self.host}: {done.stderr.strip()}")
 
     async def rotate_file(self, path: str) -> None:
-        await self._sh('if [ -s "$1" ]; then mv -f -- "$1" "$1.1"; fi', remote_path(path), log_argv=["rotate", path])
+        script = ('if [ -s "$1" ]; then n=$2; while [ "$n" -gt 1 ]; do p=$((n - 1)); '
+                  '[ -e "$1.$p" ] && mv -f -- "$1.$p" "$1.$n"; n=$p; done; mv -f -- "$1" "$1.1"; fi')
+        await self._sh(script, remote_path(path), str(KEPT_LOGS), log_argv=["rotate", path])
 
     # ------------------------------------------------------------ processes
     async def pid_alive(self, pid: int) -> bool:
