@@ -229,7 +229,9 @@ argv = {json.dumps([*sglang, "--child", "--silent", "120"])}
     try:
         run = session.benches.run("remote")
         await until(lambda: run.view.progress.done and run.view.status == "running", timeout=30)  # live, mid-run
-        assert run.lines[0].startswith("rack1$ ") and any(line.startswith("benchmark_args=") for line in run.lines)
+        # the server of this campaign is not started: the run says so first, then the remote command
+        assert run.lines[0].startswith("optui: demo is DOWN"), run.lines[:2]
+        assert run.lines[1].startswith("rack1$ ") and any(line.startswith("benchmark_args=") for line in run.lines)
         await session.benches.wait()
         [result] = run.view.results
         assert run.view.status == "ok" and result.extra["source"] == "file"
