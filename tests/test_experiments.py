@@ -260,3 +260,36 @@ def test_same_flags_repeat_is_same_and_restarts_widen_the_noise(journal):
     big = w.restart(flags(max_running_requests=128))
     w.bench(big, result(1200.0), result(1201.0), result(1199.0))  # +20 %: beyond the restarts' 6 %
     assert by_id(load_experiments(journal))[big].verdict == "better"
+
+
+def cached(tput: float, pct: float):
+    """A result whose server said ``pct`` % of its prompt tokens came from the prefix cache."""
+    r = result(tput)
+    r.extra["prefix_cache_hit_pct"] = pct
+    return r
+
+
+def test_a_run_the_prefix_cache_served_otherwise_than_its_baseline_is_flagged_where_the_verdict_is_shown(journal):
+    """A warm repeat (98 % of prompt tokens from the cache) against a cold baseline (0 %)
+    measured different prefill work: the verdict's evidence says so (the experiments view,
+    `journal experiments`, the report all show verdict_evidence), and so does the results
+    table's delta cell (Row.cache_note)."""
+    from optui.core.bench_compare import Entry, build_rows, group_entries
+    from optui.core.experiments import verdict_evidence
+
+    w = CampaignWriter(journal)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, cached(1000.0, 0.0), cached(1010.0, 0.0), cached(990.0, 0.0))
+    warm = w.restart(flags(max_running_requests=64))
+    w.bench(warm, cached(2300.0, 98.0), cached(2310.0, 98.5), cached(2290.0, 97.9))
+    cold = w.restart(flags(max_running_requests=32))
+    w.bench(cold, cached(1200.0, 0.5), cached(1210.0, 0.0), cached(1190.0, 1.0))
+    xs = by_id(load_experiments(journal))
+    assert "⚠ prefix cache 98% vs 0% in the baseline" in verdict_evidence(xs[warm])
+    assert "prefix cache" not in verdict_evidence(xs[cold])  # within 10 points: compared as it is
+    entries = [Entry(i, r, "c16") for i, r in enumerate([cached(1000.0, 0.0), cached(2300.0, 98.0)])]
+    entries = [Entry(e.id, e.result, e.bench) for e in entries]
+    for e, run in zip(entries, ("r1", "r2")):
+        e.result.extra["run_id"] = run
+    rows = build_rows(group_entries(entries))
+    assert rows[0].cache_note is None and rows[1].cache_note == "prefix cache 98% vs 0% in the baseline"

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from optui.core.bench_result import DIRECTION, BenchResult, Workload, comparable, request_totals
+from optui.core.bench_result import DIRECTION, BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.stats import percentile
 
 #: Metrics compared in the results view, in column order (dotted: latency statistic).
@@ -351,6 +351,8 @@ class Row:
     samples: dict[str, Sample] = field(default_factory=dict)
     deltas: dict[str, Delta] = field(default_factory=dict)
     scaling: float | None = None
+    #: the prefix cache served this group and its baseline differently (a warning line)
+    cache_note: str | None = None
 
 
 def baselines(groups: Sequence[Group]) -> dict[str, Group]:
@@ -394,8 +396,9 @@ def build_rows(groups: Sequence[Group], history: Sequence[Group] | None = None,
         deltas = {}
         if base is not None and not is_base:
             deltas = {m: compare_values(group.values(m), base.values(m), direction(m)) for m in metrics}
+        note = cache_share_note(group.result, base.result) if deltas else None
         rows.append(Row(group, None if is_base else base, is_base, samples, deltas,
-                        scaling_efficiency(group, one_of, samples[THROUGHPUT], samples_of)))
+                        scaling_efficiency(group, one_of, samples[THROUGHPUT], samples_of), note))
     return rows
 
 

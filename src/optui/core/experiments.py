@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 
 from optui.core import events as ev
 from optui.core.bench_compare import UNTESTED_NOISE, Judgement, judge, sample
-from optui.core.bench_result import BenchResult, Workload, comparable, request_totals
+from optui.core.bench_result import BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
 from optui.core.flags import Flags
@@ -216,6 +216,9 @@ class WorkloadOutcome:
     deltas: tuple[MetricDelta, ...]
     judgement: Judgement | None = None
     requests: tuple[int, int] | None = None
+    #: the runs and the baseline's were served by the prefix cache differently
+    #: (:func:`~optui.core.bench_result.cache_share_note`): they compare different prefill work
+    cache_note: str | None = None
 
     @property
     def n_ok(self) -> int:
@@ -436,9 +439,11 @@ class _Compare:
         for key, rs in groups.items():
             ok = [r.result for r in rs if comparable(r.result)]
             values = _values(ok)
-            base_values = base_exp = judgement = None
+            base_values = base_exp = judgement = cache_note = None
             if key in self.reference:
                 base_exp, base_runs = self.base(key)
+                if base_exp != exp_id and ok and base_runs:
+                    cache_note = cache_share_note(ok[-1], base_runs[-1])
                 base_values = _values(base_runs)
                 cv = max(filter(None, (_cv_pct(ok, PRIMARY.key), _cv_pct(base_runs, PRIMARY.key))), default=None)
                 if base_exp != exp_id:
@@ -449,7 +454,7 @@ class _Compare:
             bench = next((r.bench for r in rs if r.bench), None)
             out.append(WorkloadOutcome(key, workload_label(rs[0].result.workload), bench, tuple(rs), values,
                                        base_values, base_exp, cv, metric_deltas(values, base_values), judgement,
-                                       request_totals(r.result for r in rs)))
+                                       request_totals(r.result for r in rs), cache_note))
         # primary first: the server's main workload, else the first with a baseline, else by first run
         out.sort(key=lambda w: (w.key != self.main_key, w.base_values is None, w.runs[0].id))
         return tuple(out)
@@ -519,12 +524,15 @@ def best_experiment(experiments: Sequence[Experiment], server: str) -> Experimen
 
 def verdict_evidence(x: Experiment) -> str:
     """What the verdict rests on, for every place that shows it: ``"n=3 vs 3, ±0.8 % /
-    ±1.1 %, p=0.10, vs exp-0001"`` (:meth:`Judgement.evidence` + the baseline); ``""``
-    when nothing was compared (baseline, failed, untested)."""
+    ±1.1 %, p=0.10, vs exp-0001"`` (:meth:`Judgement.evidence` + the baseline), then a
+    warning when the prefix cache served the runs and the baseline's differently
+    (``"; ⚠ prefix cache 97% vs 0% in the baseline"``); ``""`` when nothing was compared
+    (baseline, failed, untested)."""
     w = x.primary
     if x.is_baseline or w is None or w.judgement is None or x.verdict in ("failed", "untested", "incomplete"):
         return ""
-    return f"{w.judgement.evidence()}, vs {w.base_experiment or x.baseline_id or '?'}"
+    text = f"{w.judgement.evidence()}, vs {w.base_experiment or x.baseline_id or '?'}"
+    return text + (f"; ⚠ {w.cache_note}" if w.cache_note else "")
 
 
 def runs_text(w: WorkloadOutcome | None) -> str:

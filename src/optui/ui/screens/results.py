@@ -72,7 +72,8 @@ class ResultsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("Benchmark results — B pins the selected row as baseline of its workload; "
-                              "✓/✗ = outside the noise, ~ = inside it (inconclusive), ? = too few runs (untested noise); "
+                              "✓/✗ = outside the noise, ~ = inside it (inconclusive), ? = too few runs (untested noise), "
+                              "⚠ = the prefix cache served it otherwise than its baseline; "
                               f"scale = T(N) / (N·T(1)); verdicts: {STATISTIC}"),
                          id="results-title")
             yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)

@@ -82,7 +82,8 @@ def delta_pct(value: float | None, base: float | None) -> float | None:
 def delta_cell(app, row: Row, metric: str) -> Text:
     """The Δ cell of ``metric``: "baseline", "—" (no baseline), "n/a", or ``+3.2%``
     green/red by direction with ✓/✗ when outside the noise; ``~`` marks a change inside the
-    noise (inconclusive), ``?`` one with too few runs to judge (untested noise)."""
+    noise (inconclusive), ``?`` one with too few runs to judge (untested noise); a trailing
+    ``⚠`` a run the prefix cache served otherwise than its baseline (``Row.cache_note``)."""
     if row.is_baseline:
         return Text("baseline", style="bold dim")
     d: Delta | None = row.deltas.get(metric)
@@ -97,7 +98,10 @@ def delta_cell(app, row: Row, metric: str) -> Text:
     if d.good is None:
         return Text(f"{d.pct:+.1f}%", style="dim")
     mark = {"better": " ✓", "worse": " ✗"}.get(d.verdict or "", "")
-    return Text(f"{d.pct:+.1f}%{mark}", style=style(app, "delta-good" if d.good else "delta-bad"))
+    cell = Text(f"{d.pct:+.1f}%{mark}", style=style(app, "delta-good" if d.good else "delta-bad"))
+    if row.cache_note:  # the prefix cache served it and the baseline differently: not the same prefill work
+        cell.append(" ⚠", style=style(app, "warning"))
+    return cell
 
 
 def spread_cell(s: Sample) -> str:
