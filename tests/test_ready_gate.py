@@ -251,3 +251,38 @@ async def test_gpu_holders_reads_a_fresh_reading_of_the_host():
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+ESCAPER = (
+    "import os, subprocess, sys\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True)\n"
+    "open(sys.argv[1], 'a').write(f'{child.pid}\\n')\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'tests.helpers.toy_server', *sys.argv[2:]])\n"
+)
+
+
+@pytest.mark.parametrize("leftovers", ["refuse", "kill"])
+async def test_a_child_that_left_the_old_servers_group_is_named_and_refused_or_killed(tmp_path, leftovers):
+    """vllm#55510: a restarted server whose old worker (a child that left its process group)
+    still ran. The restart names it and refuses, or with ``leftovers = "kill"`` kills it."""
+    from optui.adapters.proc import pid_alive
+
+    pids = tmp_path / "escaped.txt"
+    port = free_port()
+    argv = [sys.executable, "-c", ESCAPER, str(pids), "--port", str(port)]
+    async with runtime(tmp_path, argv, kind="openai", leftovers=leftovers) as (rt, journal):
+        try:
+            assert (await rt.restart(argv)).state.value == "ready"
+            first = int(pids.read_text().split()[0])
+            status = await rt.restart(argv)
+            if leftovers == "refuse":
+                assert status.state.value == "crashed", status
+                assert f"pid {first}: " in status.message and "left its process group" in status.message, status.message
+                assert pid_alive(first) and "server.starting" not in [e.type for e in journal.events()][-3:]
+            else:
+                assert status.state.value == "ready", status.message
+                assert not pid_alive(first)
+        finally:
+            for pid in map(int, pids.read_text().split()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 9)

@@ -150,6 +150,9 @@ class ServerConfig(_Model):
     stability_s: Real = Field(0.0, ge=0, le=DAY_S)
     generate_probe: bool = False
     rollback: Literal["offer", "auto", "off"] = "offer"
+    #: a process of the old server still running after its stop (a child that left its
+    #: process group): "refuse" the restart naming it, or "kill" it (SIGKILL) and go on
+    leftovers: Literal["refuse", "kill"] = "refuse"
     presets: dict[str, Preset] = Field(default_factory=dict)
 
     @field_validator("url")

@@ -307,3 +307,41 @@ def port_holders(port: int) -> dict[int, str]:
                 cmd = "?"
             found[int(entry)] = cmd
     return found
+
+
+def descendants(pids: set[int]) -> set[int]:
+    """Every live descendant of ``pids`` (children, their children...), from the parent
+    PIDs in ``/proc/PID/stat``, ``pids`` not included. A child that left its parent's
+    process group (``setsid``, as vLLM's EngineCore workers can) is still found here."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if fields[0] != b"Z":
+                children.setdefault(int(fields[1]), []).append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    found: set[int] = set()
+    todo = list(pids)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found and child not in pids:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def command_line(pid: int) -> str:
+    """``/proc/PID/cmdline`` as one line ("?" when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip() or "?"
+    except OSError:
+        return "?"

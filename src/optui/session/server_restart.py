@@ -92,6 +92,12 @@ class RestartFlow:
                     who += " (" + "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in sorted(holders.items())) + ")"
                 return await self._fail_before_start(CrashClass.PORT_IN_USE, f"port {port} on {host} is {who}; not starting",
                                                      argv, actor)
+            left = await self._leftovers(old_pids)
+            if left:
+                listed = "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in sorted(left.items()))
+                msg = (f"the old server's processes outlived its stop (they left its process group): {listed}; "
+                       "not starting (leftovers = \"kill\" in the server's config stops them)")
+                return await self._fail_before_start(CrashClass.UNKNOWN, msg, argv, actor)
             held, waited = await self._wait_gpu_released(old_pids, stopped_at)
             if held:
                 pids = ", ".join(map(str, sorted(held)))
@@ -120,11 +126,37 @@ class RestartFlow:
         return self.status
 
     async def _server_pids(self) -> set[int]:
-        if self.gpu_holders is None or self.controller.launch is None:
+        """The old server's processes before its stop: its process group and, on this
+        machine, every descendant (a child that left the group is still the old server's)."""
+        if self.controller.launch is None:
             return set()
+        pids: set[int] = set()
         with contextlib.suppress(Exception):
-            return await self.controller.pids()
-        return set()
+            pids = await self.controller.pids()
+        if pids and getattr(self.shell, "local", False):
+            from optui.adapters.proc import descendants
+
+            pids |= await asyncio.to_thread(descendants, pids)
+        return pids
+
+    async def _leftovers(self, old_pids: set[int]) -> dict[int, str]:
+        """``{pid: command line}`` of the old server's processes still alive after its stop
+        (local servers); with ``leftovers = "kill"`` they are SIGKILLed first and only those
+        that survive 5 s are returned."""
+        if not old_pids or not getattr(self.shell, "local", False):
+            return {}
+        from optui.adapters import proc
+
+        alive = {pid for pid in old_pids if proc.pid_alive(pid)}
+        if alive and self.cfg.leftovers == "kill":
+            for pid in alive:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, 9)
+            deadline = time.monotonic() + 5.0
+            while alive and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+                alive = {pid for pid in alive if proc.pid_alive(pid)}
+        return {pid: proc.command_line(pid) for pid in sorted(alive)}
 
     async def _wait_gpu_released(self, pids: set[int], after: float) -> tuple[set[int], float | None]:
         """Wait until none of ``pids`` holds GPU memory (per a GPU reading taken after
