@@ -165,22 +165,33 @@ def process_start_ticks(pid: int) -> int | None:
         return None
 
 
-def group_pids(pgid: int) -> set[int]:
-    """PIDs of the live (non-zombie) members of process group ``pgid`` (from /proc)."""
-    found: set[int] = set()
+def _live_processes():
+    """``(pid, stat fields after the command name)`` of every non-zombie process in /proc
+    (field 0 is the state, 1 the parent PID, 2 the process group)."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return found
+        return
     for entry in entries:
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-            if int(fields[2]) == pgid and fields[0] != b"Z":
-                found.add(int(entry))
-        except (OSError, IndexError, ValueError):
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[0] != b"Z":
+            yield int(entry), fields
+
+
+def group_pids(pgid: int) -> set[int]:
+    """PIDs of the live (non-zombie) members of process group ``pgid`` (from /proc)."""
+    found: set[int] = set()
+    for pid, fields in _live_processes():
+        try:
+            if int(fields[2]) == pgid:
+                found.add(pid)
+        except ValueError:
             continue
     return found
 
@@ -314,19 +325,10 @@ def descendants(pids: set[int]) -> set[int]:
     PIDs in ``/proc/PID/stat``, ``pids`` not included. A child that left its parent's
     process group (``setsid``, as vLLM's EngineCore workers can) is still found here."""
     children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return set()
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    for pid, fields in _live_processes():
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            if fields[0] != b"Z":
-                children.setdefault(int(fields[1]), []).append(int(entry))
-        except (OSError, IndexError, ValueError):
+            children.setdefault(int(fields[1]), []).append(pid)
+        except ValueError:
             continue
     found: set[int] = set()
     todo = list(pids)
