@@ -313,7 +313,7 @@ def test_after_a_failed_restart_the_next_change_starts_from_the_last_good_flags(
         assert optui(cfg, "restart", "demo", "--set", "--max-running-requests=8").returncode == 0
         failed = optui(cfg, "restart", "demo", "--set", "--no-such-flag=1")
         assert failed.returncode == 1 and "roll back to the last good flags: optui -c" in failed.stdout
-        assert f"restart demo --rollback" in failed.stdout
+        assert "restart demo --rollback" in failed.stdout
         res = optui(cfg, "restart", "demo", "--set", "--chunked-prefill-size=4096", "--json")
         assert res.returncode == 0, res.stdout + res.stderr
         data = json.loads(res.stdout)

@@ -11,8 +11,8 @@ import time
 
 from rich.text import Text
 
-from optui.core.server_log import phase_durations
 from optui.core.safe_text import safe_line
+from optui.core.server_log import phase_durations
 from optui.core.server_state import ServerState, ServerStatus
 from optui.ui.colors import STATE_VARIABLE, style
 from optui.ui.widgets.cursor_list import CursorList
