@@ -102,11 +102,20 @@ class HostConfig(_Model):
     demo_gpus: int = Field(8, ge=1, le=16, description="GPUs of a simulated (demo) host")
     demo_state: str | None = Field(None, description="demo only: state file of a simulated server on this host")
     replay_file: str | None = Field(None, description="gpu_source = 'replay': a saved nvidia-smi --query-gpu capture")
+    fields: list[str] | None = Field(None, min_length=1, max_length=64,
+                                     description="gpu_source = 'replay': the --query-gpu= fields of a header-less "
+                                                 "replay_file, in order (default: a header, else a known layout)")
 
     @model_validator(mode="after")
     def _check_replay(self) -> HostConfig:
         if self.gpu_source == "replay" and not self.replay_file:
             raise ValueError("gpu_source = 'replay' needs replay_file (a saved nvidia-smi --query-gpu capture)")
+        if self.fields is not None:
+            if self.gpu_source != "replay":
+                raise ValueError("fields is for gpu_source = 'replay' (the fields of its replay_file)")
+            bad = [f for f in self.fields if not f.strip() or "," in f]
+            if bad:
+                raise ValueError(f"fields: each entry is one --query-gpu field name, got {bad[0]!r}")
         return self
 
     @property

@@ -51,8 +51,14 @@ def _read_nvidia_smi(host: str) -> HostSnapshot:
 
 
 def _read_file(host: str, path: str, fields: str | None) -> HostSnapshot:
-    from optui.core.nvsmi import snapshot_from_nvidia_smi
+    """Parse a saved capture; errors name ``path`` (``<stdin>`` for ``-``) and the line."""
+    from optui.core.nvsmi import NvidiaSmiError, normalize_fields, snapshot_from_nvidia_smi
 
+    if fields is not None:
+        try:
+            normalize_fields(fields)
+        except NvidiaSmiError as exc:
+            return _failure(host, f"--fields: {exc}", "file")
     try:
         if path == "-":
             text = click.get_text_stream("stdin").read()
@@ -60,7 +66,7 @@ def _read_file(host: str, path: str, fields: str | None) -> HostSnapshot:
             text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         return _failure(host, f"cannot read {path}: {exc.strerror or exc}", "file")
-    return snapshot_from_nvidia_smi(host, text, fields)
+    return snapshot_from_nvidia_smi(host, text, fields, source="<stdin>" if path == "-" else path)
 
 
 def _read_nvml(host: str) -> HostSnapshot:
@@ -99,9 +105,9 @@ def _table(snapshot: HostSnapshot) -> list[str]:
 
 def _row(s: GpuSample) -> tuple[str, ...]:
     if s.error:
-        return (str(s.index), s.name or "?", f"ERROR: {s.error}")
+        return (str(s.index), s.name or "n/a", f"ERROR: {s.error}")
     power = f"{_cell(s.power_w)}/{_cell(s.power_limit_w)}"
-    return (str(s.index), s.name or "?", _cell(s.mem_used_mib), _cell(s.mem_reserved_mib), _cell(s.mem_total_mib),
+    return (str(s.index), s.name or "n/a", _cell(s.mem_used_mib), _cell(s.mem_reserved_mib), _cell(s.mem_total_mib),
             _cell(s.util_gpu_pct), _cell(s.util_mem_pct), _cell(s.temp_c), power)
 
 
@@ -110,13 +116,16 @@ def _row(s: GpuSample) -> tuple[str, ...]:
 @click.option("--from-file", "from_file", metavar="FILE",
               help="Parse saved `nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]` output ('-': stdin).")
 @click.option("--fields", default=None, metavar="LIST",
-              help="Queried fields of a header-less --from-file (default: optui's query, see `optui.core.nvsmi`).")
+              help="The --query-gpu= list of a header-less --from-file, in order (default: its header, else a "
+                   "known layout such as optui's own query; see README).")
 @click.option("--source", type=click.Choice(["nvml", "nvidia-smi"]), default="nvml", show_default=True,
               help="Read the local GPUs through NVML or by running nvidia-smi once.")
 @click.option("--host", default="local", show_default=True, help="Host label for the output.")
 def gpus(as_json: bool, from_file: str | None, fields: str | None, source: str, host: str) -> None:
     """Show the GPUs once: memory used/reserved/total (MiB), utilization, memory-bandwidth
     utilization (%), temperature (°C), power draw/limit (W)."""
+    if fields is not None and from_file is None:
+        fail("--fields names the columns of a --from-file capture; give --from-file too")
     try:
         if from_file is not None:
             snapshot = _read_file(host, from_file, fields)

@@ -54,6 +54,34 @@ DEFAULT_QUERY_FIELDS: tuple[str, ...] = (
 #: commas. With ``--format=csv`` nvidia-smi names ``used_memory`` ``used_gpu_memory [MiB]``.
 DEFAULT_APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "used_memory", "process_name")
 
+#: Field lists of header-less captures that are read without being told the fields: optui's
+#: own query and the layouts NVIDIA's documentation and the project's GPU-monitor reference
+#: (``gpu_monitors.md`` §0.5, §3, §6.3) show, with where each comes from. A header-less text whose
+#: first row has the field count of exactly one layout whose values fit (an ``index`` is an
+#: integer, a ``uuid`` starts with ``GPU-``/``MIG-``, a number carries that field's unit...)
+#: is read with it; any other needs the queried fields (:func:`parse_query_gpu` ``fields``).
+KNOWN_LAYOUTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("optui's own query (DEFAULT_QUERY_FIELDS)", DEFAULT_QUERY_FIELDS),
+    ("gpu_monitors.md §3.1", ("index", "uuid", "name", "memory.used", "memory.total", "utilization.gpu",
+                              "utilization.memory", "temperature.gpu", "power.draw", "power.limit")),
+    ("gpu_monitors.md §0.5 (-lms 1000 stream)",
+     ("timestamp", "index", "uuid", "name", "memory.used", "memory.total", "utilization.gpu",
+      "utilization.memory", "temperature.gpu", "power.draw", "power.limit")),
+    ("gpu_monitors.md §6.3 (-lms 1000 stream with memory.reserved)",
+     ("timestamp", "index", "uuid", "name", "memory.used", "memory.total", "memory.reserved",
+      "utilization.gpu", "utilization.memory", "temperature.gpu", "power.draw", "power.limit")),
+    ("gpu_monitors.md §3 H200 captures",
+     ("index", "uuid", "name", "memory.used", "memory.total", "memory.reserved", "utilization.gpu",
+      "utilization.memory", "temperature.gpu", "power.draw", "power.limit", "clocks.sm", "clocks.mem", "pstate")),
+    ("gpu_monitors.md §3.1 (extra fields)",
+     ("memory.reserved", "memory.free", "fan.speed", "clocks.sm", "pcie.link.gen.current",
+      "ecc.errors.uncorrected.volatile.total", "mig.mode.current", "power.draw.instant")),
+    ("NVIDIA's 'Useful nvidia-smi Queries' (logging example)",
+     ("timestamp", "name", "pci.bus_id", "driver_version", "pstate", "pcie.link.gen.max",
+      "pcie.link.gen.current", "temperature.gpu", "utilization.gpu", "utilization.memory",
+      "memory.total", "memory.free", "memory.used")),
+)
+
 # query field -> (GpuSample attribute, unit nvidia-smi prints without ``nounits``)
 _GPU_FIELDS: dict[str, tuple[str, str | None]] = {
     "index": ("index", None),
@@ -111,10 +139,21 @@ class NvidiaSmiError(ValueError):
     ``status`` is what the host is: ``NO_GPU`` for "no driver / no devices", else ``ERROR``.
     """
 
-    def __init__(self, message: str, line: int | None = None, status: HostStatus = HostStatus.ERROR) -> None:
-        super().__init__(message if line is None else f"nvidia-smi output line {line}: {message}")
+    def __init__(self, message: str, line: int | None = None, status: HostStatus = HostStatus.ERROR,
+                 source: str | None = None) -> None:
+        if source is not None:
+            where = source if line is None else f"{source}:{line}"
+            super().__init__(f"{where}: {message}")
+        else:
+            super().__init__(message if line is None else f"nvidia-smi output line {line}: {message}")
+        self.detail = message
         self.line = line
         self.status = status
+        self.source = source
+
+    def at(self, source: str | None) -> NvidiaSmiError:
+        """The same error located in ``source`` (a file name: ``FILE:LINE: ...``); self if None."""
+        return self if source is None else NvidiaSmiError(self.detail, self.line, self.status, source)
 
 
 def normalize_fields(fields: str | Sequence[str]) -> tuple[str, ...]:
@@ -237,7 +276,9 @@ def _timestamp(cell: str | None) -> float | None:
 
 
 def _sample(row: dict[str, str], lineno: int, position: int) -> GpuSample:
-    values: dict[str, object] = {"index": position, "uuid": "", "name": ""}
+    # a GPU's place is its index (nvidia-smi lists GPUs in index order); a uuid or name that
+    # was not queried, or that nvidia-smi printed as [N/A], is None ("n/a"), never ""
+    values: dict[str, object] = {"index": position, "uuid": None, "name": None}
     for field, cell in row.items():
         target = _GPU_FIELDS.get(field)
         if target is None:
@@ -246,10 +287,78 @@ def _sample(row: dict[str, str], lineno: int, position: int) -> GpuSample:
         if attr == "index":
             values[attr] = _integer(field, cell, lineno)
         elif attr in ("uuid", "name"):
-            values[attr] = "" if _absent(cell) else cell
+            values[attr] = None if _absent(cell) else cell
         else:
             values[attr] = _number(field, cell, unit, lineno)
     return GpuSample(**values)  # type: ignore[arg-type]
+
+
+_UUID_RE = re.compile(r"(?:GPU|MIG)-[0-9A-Za-z-]{1,80}", re.ASCII)
+# shapes of fields optui does not model, so that a layout whose columns they are can be told apart
+_SHAPES: dict[str, re.Pattern[str]] = {
+    "pstate": re.compile(r"P[0-9]{1,2}", re.ASCII),
+    "pci.bus_id": re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]", re.ASCII),
+    "driver_version": re.compile(r"[0-9]{2,4}\.[0-9]{1,3}(?:\.[0-9]{1,3})?", re.ASCII),
+}
+
+
+def _fits(row: dict[str, str], lineno: int) -> bool:
+    """True if every cell of ``row`` has the shape of its field (numbers in the field's unit,
+    an integer index, a ``GPU-``/``MIG-`` uuid, a parseable timestamp, a ``P0`` pstate...)."""
+    try:
+        _sample(row, lineno, 0)
+    except NvidiaSmiError:
+        return False
+    for field, cell in row.items():
+        if _absent(cell):
+            continue
+        if field == "uuid" and _UUID_RE.fullmatch(cell) is None:
+            return False
+        if field == "name" and _NUMBER_RE.fullmatch(cell) is not None:
+            return False
+        if field == "timestamp" and _timestamp(cell) is None:
+            return False
+        shape = _SHAPES.get(field)
+        if shape is not None and shape.fullmatch(cell) is None:
+            return False
+    return True
+
+
+def infer_fields(text: str) -> tuple[str, ...] | None:
+    """The field list of a header-less ``--query-gpu`` capture, from :data:`KNOWN_LAYOUTS`.
+
+    Returns None when no inference is needed (the first non-blank, non-driver-error line is a
+    header, or there is no data line at all). Raises :class:`NvidiaSmiError` naming the first
+    data line when no known layout, or more than one, has its field count and fits its values;
+    the message says which field list to pass.
+    """
+    for n, raw in enumerate(text.split("\n"), 1):
+        line = raw.strip()
+        if not line or _driver_error(line, n) is not None:
+            continue
+        if _header(line) is not None:
+            return None
+        count = line.count(",") + 1
+        sized = [(where, layout) for where, layout in KNOWN_LAYOUTS if len(layout) == count]
+        fitting = [(where, layout) for where, layout in sized
+                   if _fits(dict(zip(layout, (c.strip() for c in line.split(",")))), n)]
+        if len(fitting) == 1:
+            return fitting[0][1]
+        how = ("pass the --query-gpu= list it was captured with (`optui gpus --fields LIST`; "
+               "a replay host: fields = [...])")
+        if len(fitting) > 1:
+            options = "; ".join(f"{','.join(layout)} ({where})" for where, layout in fitting)
+            raise NvidiaSmiError(f"{count} values without a header fit several known --query-gpu layouts: "
+                                 f"{options}; {how}", n)
+        known = ", ".join(sorted({str(len(layout)) for _, layout in KNOWN_LAYOUTS}, key=int))
+        seen = f"{count} value{'s' if count != 1 else ''} without a header"
+        if sized:
+            options = "; ".join(f"{','.join(layout)} ({where})" for where, layout in sized)
+            raise NvidiaSmiError(f"{seen} do not fit the known --query-gpu layout(s) of that count ({options}): "
+                                 f"{line[:120]!r}; {how}", n)
+        raise NvidiaSmiError(f"{seen} and no known --query-gpu layout has {count} field{'s' if count != 1 else ''} "
+                             f"(known counts: {known}): {line[:120]!r}; {how}", n)
+    return None
 
 
 def _ticks(text: str, fields: str | Sequence[str] | None) -> tuple[list[list[GpuSample]], list[NvidiaSmiError]]:
@@ -262,6 +371,14 @@ def _ticks(text: str, fields: str | Sequence[str] | None) -> tuple[list[list[Gpu
     current: list[GpuSample] = []
     keys: set[object] = set()
     first_ts: float | None = None
+    if fields is None:
+        try:
+            fields = infer_fields(text)
+        except NvidiaSmiError as exc:
+            # a driver message in the text says more than "unknown layout": it comes first
+            driver = [e for n, raw in enumerate(text.split("\n"), 1)
+                      if (e := _driver_error(raw.strip(), n)) is not None]
+            return [], sorted([*driver, exc], key=lambda e: e.line or 0)
 
     def close_tick() -> None:
         nonlocal current, first_ts
@@ -296,20 +413,23 @@ def _ticks(text: str, fields: str | Sequence[str] | None) -> tuple[list[list[Gpu
     return ticks, errors
 
 
-def parse_query_gpu(text: str, fields: str | Sequence[str] | None = None) -> list[GpuSample]:
+def parse_query_gpu(text: str, fields: str | Sequence[str] | None = None, *,
+                    source: str | None = None) -> list[GpuSample]:
     """The GPUs of the last tick in ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]``
     output (one-shot, or a ``-lms`` stream: earlier ticks are dropped).
 
-    ``fields``: the queried field names for header-less text (default
-    :data:`DEFAULT_QUERY_FIELDS`); a header line in the text takes precedence. Fields optui
-    does not model (``pstate``, ``clocks.mem``...) are ignored. Empty text gives ``[]``.
-    Raises :class:`NvidiaSmiError` (naming the line) on a driver error message, a row with the
+    ``fields``: the queried field names for header-less text; without them the layout is
+    inferred from the first row (:func:`infer_fields`, :data:`KNOWN_LAYOUTS`); a header line in
+    the text takes precedence. Fields optui does not model (``pstate``, ``clocks.mem``...) are
+    ignored; modelled fields that were not queried are None. Empty text gives ``[]``.
+    Raises :class:`NvidiaSmiError` (naming the line, and ``source`` - a file name - if given) on
+    a driver error message, a header-less capture of no single known layout, a row with the
     wrong number of values, or a value that is neither a number (in the field's unit) nor an
     N/A token.
     """
     ticks, errors = _ticks(text, fields)
     if errors:
-        raise errors[0]
+        raise errors[0].at(source)
     return ticks[-1] if ticks else []
 
 
@@ -339,7 +459,8 @@ def parse_compute_apps(text: str, fields: str | Sequence[str] | None = None) -> 
 
 
 def snapshot_from_nvidia_smi(host: str, text: str, fields: str | Sequence[str] | None = None, *,
-                             apps_text: str | None = None, taken_at: float | None = None) -> HostSnapshot:
+                             apps_text: str | None = None, taken_at: float | None = None,
+                             source: str | None = None) -> HostSnapshot:
     """A :class:`HostSnapshot` (``source="nvidia-smi"``) from ``--query-gpu`` output; never raises.
 
     - rows parsed, no problem: ``LIVE``;
@@ -350,11 +471,14 @@ def snapshot_from_nvidia_smi(host: str, text: str, fields: str | Sequence[str] |
 
     ``apps_text`` (optional ``--query-compute-apps`` output with :data:`DEFAULT_APPS_FIELDS` or a
     header) fills each sample's ``processes`` (``()`` = none); if it does not parse, processes
-    stay ``None`` and the problem is noted in ``extra["apps_error"]``.
+    stay ``None`` and the problem is noted in ``extra["apps_error"]``. ``fields`` and
+    ``source`` (the file a capture was read from, named in error messages) are as in
+    :func:`parse_query_gpu`.
     """
     when = time.time() if taken_at is None else taken_at
     try:
         ticks, errors = _ticks(text, fields)
+        errors = [e.at(source) for e in errors]
         samples = ticks[-1] if ticks else []
         extra: dict[str, object] = {}
         if apps_text is not None and samples:

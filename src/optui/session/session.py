@@ -65,7 +65,7 @@ def make_gpu_source(host: str, hcfg: HostConfig, ssh=None, interval_s: float = 1
     if source == "replay":
         from optui.adapters.gpu_replay import ReplayGpuSource
 
-        return ReplayGpuSource(host, hcfg.replay_file or "")
+        return ReplayGpuSource(host, hcfg.replay_file or "", hcfg.fields)
     if source == "none":
         return NoGpuSource(host)
     return NoGpuSource(host, f"gpu_source {source!r} is not available yet on this host")
