@@ -51,7 +51,6 @@ CASES = [
     # ---- load_failed
     ("sglang", "[2025-01-15 10:01:14] Initialization failed. warmup error: " + TB + "RuntimeError: boom", 1, "load_failed"),
     ("sglang", TB + "OSError: /models/qwen does not appear to have a file named config.json.", 1, "load_failed"),
-    ("vllm", "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}", 1, "load_failed"),
     ("llamacpp", "0.00.006.664 E gguf_init_from_file: failed to open GGUF file '/nonexistent.gguf' (No such file or directory)\n"
      "0.00.007.419 E srv  llama_server: exiting due to model loading error", 1, "load_failed"),
     # ---- nccl
@@ -68,6 +67,9 @@ CASES = [
     ("sglang", "[2025-01-15 11:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", -3, "timeout"),
     # ---- unknown
     ("sglang", "[2025-01-15 10:00:00] server_args=ServerArgs(model_path='m')", 1, "unknown"),
+    # vLLM's wrappers of any startup failure, without the exception below them (issue 18)
+    ("vllm", "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}", 1, "unknown"),
+    ("vllm", "(EngineCore_DP0 pid=812) ERROR 09-01 12:00:00 [core.py:708] EngineCore failed to start.", 1, "unknown"),
 ]
 
 
@@ -222,3 +224,90 @@ def test_llamacpp_load_failure_names_its_cause_line(name, cause):
 ])
 def test_exit_description_names_the_signal(rc, text):
     assert exit_description(rc) == text
+
+
+# ------------------------------------------------------------------ issue 18: real endings
+SERVER_LOGS = Path(__file__).parent / "fixtures" / "server_logs"  # see fixtures/server_logs/README.md
+
+
+def _log(name: str) -> str:
+    return (SERVER_LOGS / name).read_text()
+
+
+def test_an_uncaught_argument_check_traceback_is_a_bad_flag_crash_not_starting():
+    # vLLM 0.8.5 raises its max_model_len check at the top level: no crash signature, no rc
+    out = classify_log(_log("vllm_bad_max_model_len.log"))
+    assert out["kind"] == "vllm"
+    assert (out["final"], out["class"]) == ("crashed", "bad_flag")
+    assert out["lines"][-1].startswith("ValueError: User-specified max_model_len (200000)")
+
+
+@pytest.mark.parametrize(("exception", "expected"), [
+    ("torch.OutOfMemoryError: Tried to allocate 20.00 MiB", "oom"),
+    ("huggingface_hub.errors.GatedRepoError: 401 Client Error.", "load_failed"),
+    ("argparse.ArgumentTypeError: invalid choice", "bad_flag"),
+    ("AssertionError", "unknown"),
+    ("KeyError: 'qwen3_moe'", "unknown"),
+])
+def test_a_final_traceback_is_classified_by_its_exception(exception, expected):
+    text = "INFO 05-06 09:14:05 [api_server.py:1044] args: Namespace(model='m')\n" + TB + exception + "\n"
+    out = classify_log(text)
+    assert (out["final"], out["class"]) == ("crashed", expected)
+    live = LogClassifier("vllm")
+    for line in text.splitlines():
+        live.feed(line)
+    assert live.crash_class(1) is CrashClass(expected) and live.cause(1) == exception
+
+
+def test_a_traceback_followed_by_progress_is_not_the_end():
+    text = TB + "ValueError: a retried download\n[2025-01-15 10:00:07 TP0] Load weight begin. avail mem=78.90 GB\n"
+    assert classify_log(text, "sglang")["final"] == "starting"
+
+
+def test_a_prefixed_engine_core_traceback_gives_its_exception_not_the_wrappers():
+    # vLLM repeats the record prefix on every traceback line; the API server's
+    # "Engine core initialization failed" traceback that follows is only a wrapper
+    out = classify_log(_log("vllm_engine_core_validation.log"), returncode=1)
+    assert out["class"] == "bad_flag"
+    c = LogClassifier("vllm")
+    for line in _log("vllm_engine_core_validation.log").splitlines():
+        c.feed(line)
+    assert c.cause(1).startswith("pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig")
+
+
+@pytest.mark.parametrize("rc", [None, -9, 137])
+def test_sglang_killing_itself_after_a_child_failed_shows_the_childs_assertion(rc):
+    out = classify_log(_log("sglang_sigquit_cuda_graph_assert.log"), returncode=rc)
+    assert (out["final"], out["class"]) == ("crashed", "unknown")
+    assert "AssertionError" in out["lines"]
+    c = LogClassifier("sglang")
+    for line in _log("sglang_sigquit_cuda_graph_assert.log").splitlines():
+        c.feed(line)
+    assert c.self_killed and c.cause(rc) == "AssertionError"
+
+
+@pytest.mark.parametrize("rc", [None, -9, 137])
+def test_sglang_watchdog_timeout_wins_over_the_shells_killed(rc):
+    out = classify_log(_log("sglang_sigquit_watchdog.log"), returncode=rc)
+    assert (out["final"], out["class"]) == ("crashed", "timeout")
+
+
+def test_killed_from_outside_stays_killed():
+    text = "[2025-01-15 10:00:30 TP0] Load weight begin. avail mem=78.90 GB\nKilled\n"
+    assert classify_log(text, returncode=137)["class"] == "killed"
+    assert classify_log(text)["class"] == "killed"
+
+
+@pytest.mark.parametrize("name", ["llamacpp_b4000_text.log", "llamacpp_2024_json.log"])
+def test_older_llamacpp_logs_are_detected_and_reach_ready(name):
+    out = classify_log(_log(name))
+    assert (out["kind"], out["final"]) == ("llamacpp", "ready")
+    assert out["phases"][-1]["phase"] == "ready"
+
+
+def test_json_lines_alone_are_llamacpp():
+    json_only = "\n".join(line for line in _log("llamacpp_2024_json.log").splitlines() if line.startswith("{"))
+    assert detect_kind(json_only) == "llamacpp"
+    assert classify_log(json_only)["final"] == "ready"
+    # late-2024 text: "main: HTTP server is listening" comes before the model is loaded
+    assert classify_log("main: HTTP server is listening, hostname: 127.0.0.1, port: 8080, http threads: 15\nmain: loading model\n")["final"] == "starting"

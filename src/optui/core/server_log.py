@@ -41,7 +41,7 @@ _PHASE_PATTERNS: list[tuple[str, re.Pattern[str], frozenset[str] | None]] = [
     ("compile", _P(r"Dynamo bytecode transform|Compiling a graph|torch\.compile t"), None),
     ("kv_cache", _P(r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks|llama_kv_cache|llama_context: |load_model: initializing, n_slots"), None),
     ("cuda_graph", _P(r"(?i)capture cuda graph begin|Capturing batches|Capturing CUDA graphs|CUDA graph begin"), None),
-    ("http_up", _P(r"Uvicorn running on|Started server process|Starting vLLM (API )?server|Available routes are|HTTP server is listening|server is listening on"), None),
+    ("http_up", _P(r"Uvicorn running on|Started server process|Starting vLLM (API )?server|Available routes are|HTTP server is listening|server is listening on|\"msg\":\s?\"HTTP server listening"), None),
     ("warmup", _P(r"\"(GET /(get_)?model_info|POST /generate) HTTP"), frozenset({"sglang"})),
 ]
 # The line that means "ready" per server kind (None: any kind).
@@ -49,8 +49,11 @@ _READY_PATTERNS: list[tuple[re.Pattern[str], frozenset[str] | None]] = [
     (_P(r"The server is fired up and ready to roll!"), frozenset({"sglang", "openai"})),
     (_P(r"Application startup complete\."), frozenset({"vllm"})),
     # llama.cpp: "llama_server: listening on http://..." (0.3.36 vendored build, see
-    # tests/peers/NOTES.md); older builds: "server is listening on ... starting the main loop"
-    (_P(r"llama_server: listening on http|server is listening on .*starting the main loop|all slots are idle"), frozenset({"llamacpp"})),
+    # tests/peers/NOTES.md); older builds: "main: server is listening on ... - starting the
+    # main loop" (late 2024: "main: HTTP server is listening, hostname: ..." comes before the
+    # model loads, so it is not ready); 2024 JSON-lines builds: "msg":"all slots are idle"
+    (_P(r"llama_server: listening on http|^main: server is listening on |server is listening on .*starting the main loop"
+        r"|all slots are idle"), frozenset({"llamacpp"})),
 ]
 # Crash signatures, most specific class first.
 _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
@@ -95,14 +98,51 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
     (
         CrashClass.LOAD_FAILED,
         _P(
-            r"Initialization failed|EngineCore failed to start|Engine core initialization failed"
+            r"Initialization failed"
             r"|(?i:failed to load model)|error loading model|exiting due to model loading error|FileNotFoundError|does not appear to have a file"
-            r"|Repository Not Found|gguf_init_from_file|Scheduler hit an exception|WorkerProc failed to start"
+            r"|Repository Not Found|gguf_init_from_file"
             r"|scheduler died during initialization|scheduler is dead"
             r"|invalid magic characters|failed to read magic|failed to open GGUF file"
         ),
     ),
+    # Wrappers: vLLM's and SGLang's "a startup/worker failed, the exception follows" lines
+    # (vllm/v1/engine/core.py, v1/engine/utils.py, v1/executor/multiproc_executor.py;
+    # sglang managers/scheduler.py). They say that it failed, not why: the exception printed
+    # below them decides the class (:meth:`LogClassifier.crash_class`), alone they are unknown.
+    (
+        CrashClass.UNKNOWN,
+        _P(
+            r"EngineCore failed to start|Engine core initialization failed|EngineCore encountered (a fatal error|an issue)"
+            r"|WorkerProc failed to start|WorkerProc hit an exception|(Scheduler|TokenizerManager|DetokenizerManager) hit an exception"
+            r"|Received sigquit from a child process|Triggering SIGQUIT for cleanup"
+        ),
+    ),
 ]
+# SGLang's parent kills its own process tree (SIGKILL: rc -9, a shell prints "Killed") after a
+# child failed (sglang entrypoints/engine.py, utils/watchdog.py): then "killed" is not the cause.
+_SELF_KILL = _P(r"Received sigquit from a child process|Triggering SIGQUIT for cleanup")
+_BARE_KILLED = _P(r"^\s*Killed\s*$")
+# The class of a traceback's final exception when no signature in its message decided it,
+# by the exception's (unqualified) name: vLLM's argument and config checks raise ValueError
+# (pydantic ValidationError in the config classes), argparse ArgumentError/ArgumentTypeError.
+_EXCEPTION_CLASSES: dict[str, CrashClass] = {
+    "OutOfMemoryError": CrashClass.OOM,
+    "MemoryError": CrashClass.OOM,
+    "ValueError": CrashClass.BAD_FLAG,
+    "ValidationError": CrashClass.BAD_FLAG,
+    "ArgumentError": CrashClass.BAD_FLAG,
+    "ArgumentTypeError": CrashClass.BAD_FLAG,
+    "FileNotFoundError": CrashClass.LOAD_FAILED,
+    "RepositoryNotFoundError": CrashClass.LOAD_FAILED,
+    "GatedRepoError": CrashClass.LOAD_FAILED,
+    "RevisionNotFoundError": CrashClass.LOAD_FAILED,
+    "EntryNotFoundError": CrashClass.LOAD_FAILED,
+    "LocalEntryNotFoundError": CrashClass.LOAD_FAILED,
+    "HFValidationError": CrashClass.LOAD_FAILED,
+    "SafetensorError": CrashClass.LOAD_FAILED,
+    "DistBackendError": CrashClass.NCCL,
+}
+_EXCEPTION_NAME = _P(r"([A-Za-z_][\w.]*)")
 # Lines that say *why* a load failed, not only that it did (llama.cpp prints "failed to load
 # model" four times after the one line naming the cause; tests/fixtures/llamacpp_*.log).
 _CAUSE_PATTERNS = [
@@ -135,6 +175,7 @@ def _fast(pattern: re.Pattern[str]):
 _CRASH_PATTERNS = [(crash_class, _fast(pattern)) for crash_class, pattern in _CRASH_PATTERNS]
 _PHASE_PATTERNS = [(phase, _fast(pattern), kinds) for phase, pattern, kinds in _PHASE_PATTERNS]
 _TRACEBACK_END = _P(r"^\s*\w[\w.]*(Error|Exception|Interrupt)\b.*")
+_TRACEBACK_START = "Traceback (most recent call last)"
 _SGLANG_TS = _P(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})?)")
 _VLLM_TS = _P(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
 # llama.cpp: minutes.seconds.milliseconds.microseconds since process start (tests/peers/NOTES.md)
@@ -202,6 +243,10 @@ class LogClassifier:
         self._first_ts: float | None = None
         self._traceback: list[tuple[int, str]] = []
         self._in_traceback = False
+        self._tb_prefix = ""  # the log prefix every line of a logged traceback repeats (vLLM)
+        self._tb_end_phases = -1  # len(self.phases) when the last traceback finished
+        self.exception: tuple[int, str] | None = None  # (line number, text) of the last cause exception
+        self.self_killed = False  # SGLang's parent killed its tree after a child failed
         self._n = -1
         self._external = False  # a phase was marked from outside the log
 
@@ -225,6 +270,8 @@ class LogClassifier:
         for crash_class, pattern in _CRASH_PATTERNS:
             if pattern.search(line):
                 self.hints.append(CrashHint(crash_class, line.strip(), self._n))
+                if crash_class is CrashClass.UNKNOWN and "SIGQUIT" in line.upper() and _SELF_KILL.search(line):
+                    self.self_killed = True
                 break
         if not self.log_ready:
             for pattern, kinds in _READY_PATTERNS:
@@ -267,37 +314,85 @@ class LogClassifier:
         self.phases.append(PhaseMark(phase, t if t is not None else float("nan")))
         return phase
 
+    @property
+    def ended_in_traceback(self) -> bool:
+        """The log's last event is a finished Python traceback: one ended (its exception
+        line seen) and no startup phase came after it, before the readiness line. A process
+        that exited there died of it (an uncaught exception, or a fatal one logged)."""
+        return not self.ready and self._tb_end_phases == len(self.phases) and not self._in_traceback
+
     def _track_traceback(self, line: str) -> None:
-        if "Traceback (most recent call last)" in line:
+        at = line.find(_TRACEBACK_START)
+        if at >= 0:
             self._in_traceback = True
             self._traceback = [(self._n, line)]
+            # vLLM repeats the record's prefix on every line of a logged traceback
+            # ("(EngineCore_DP0 pid=1) ERROR 09-01 12:00:00 [core.py:708] "); a message
+            # before it (SGLang "Scheduler hit an exception: ") is not repeated.
+            self._tb_prefix = line[:at]
             return
         if self._in_traceback:
             self._traceback.append((self._n, line))
-            if _TRACEBACK_END.match(line) and not line.startswith((" ", "\t")):
+            body = line[len(self._tb_prefix):] if self._tb_prefix and line.startswith(self._tb_prefix) else line
+            if _TRACEBACK_END.match(body) and not body.startswith((" ", "\t")):
                 self._in_traceback = False
+                self._tb_end_phases = len(self.phases)
+                body = body.strip()
+                if not _is_wrapper(body):  # "RuntimeError: Engine core initialization failed. See root cause above."
+                    self.exception = (self._n, body)
+
+    def _exception_class(self) -> CrashClass:
+        """The class the last cause exception names: a signature in its message, else its
+        type (:data:`_EXCEPTION_CLASSES`), else unknown (also when there is none)."""
+        if self.exception is None:
+            return CrashClass.UNKNOWN
+        text = self.exception[1]
+        for crash_class, pattern in _CRASH_PATTERNS:
+            if pattern.search(text):
+                return crash_class
+        name = _EXCEPTION_NAME.match(text)
+        return _EXCEPTION_CLASSES.get(name.group(1).rpartition(".")[2], CrashClass.UNKNOWN) if name else CrashClass.UNKNOWN
 
     def crash_class(self, returncode: int | None) -> CrashClass:
         """Classify a failed start/run from the exit status and the lines seen.
 
         A specific log signature wins (argparse/llama.cpp flag errors, port, OOM, NCCL);
         then exit status -9/137 → ``killed`` (``kill -9``, the OOM killer: no text is
-        printed when optui spawns the process directly); then the weaker signatures
-        (``killed``/``timeout``/``load_failed`` lines); exit status 2 without a line →
-        ``bad_flag`` (argparse); else ``unknown``.
+        printed when optui spawns the process directly) unless SGLang killed itself after
+        a child failed (``Received sigquit from a child process``: then neither the status
+        nor the shell's ``Killed`` line counts); then the last traceback's exception
+        (:meth:`_exception_class`: ``ValueError`` → ``bad_flag``, ``OutOfMemoryError`` →
+        ``oom``...); then the weaker signatures (``killed``/``timeout``/``load_failed``
+        lines); exit status 2 without a line → ``bad_flag`` (argparse); else ``unknown``
+        (a wrapper such as vLLM's bare ``EngineCore failed to start.`` included).
         """
-        seen = {h.crash_class for h in self.hints}
+        return self._verdict(returncode)[0]
+
+    def _verdict(self, returncode: int | None) -> tuple[CrashClass, str | None]:
+        """``(crash class, the line that decided it or None)``, see :meth:`crash_class`."""
+        hints = self.hints
+        if self.self_killed:
+            hints = [h for h in hints if not (h.crash_class is CrashClass.KILLED and _BARE_KILLED.search(h.line))]
+        seen = {h.crash_class for h in hints}
+
+        def first(crash_class: CrashClass) -> tuple[CrashClass, str | None]:
+            return crash_class, next((h.line for h in hints if h.crash_class is crash_class), None)
+
         for crash_class in (CrashClass.BAD_FLAG, CrashClass.PORT_IN_USE, CrashClass.OOM, CrashClass.NCCL):
             if crash_class in seen:
-                return crash_class
-        if returncode in (-9, 137):
-            return CrashClass.KILLED
+                return first(crash_class)
+        if returncode in (-9, 137) and not self.self_killed:
+            return CrashClass.KILLED, None
+        from_exception = self._exception_class()
+        if from_exception is not CrashClass.UNKNOWN:
+            return from_exception, self.exception[1]
         for crash_class in (CrashClass.KILLED, CrashClass.TIMEOUT, CrashClass.LOAD_FAILED):
             if crash_class in seen:
-                return crash_class
+                return first(crash_class)
         if returncode == 2:
-            return CrashClass.BAD_FLAG
-        return CrashClass.UNKNOWN
+            return CrashClass.BAD_FLAG, None
+        # unknown: the cause exception (an AssertionError in CUDA-graph capture), else a wrapper line
+        return CrashClass.UNKNOWN, self.exception[1] if self.exception else first(CrashClass.UNKNOWN)[1]
 
     def cause(self, returncode: int | None) -> str | None:
         """The one line that names why the start/run failed: a cause line (a bad GGUF
@@ -308,8 +403,7 @@ class LogClassifier:
             found = next((h.line for h in hints if pattern.search(h.line)), None)
             if found is not None:
                 return found
-        crash_class = self.crash_class(returncode)
-        return next((h.line for h in hints if h.crash_class is crash_class), None)
+        return self._verdict(returncode)[1]
 
     def relevant_lines(self, limit: int = 12) -> list[str]:
         """The log lines that explain a failure, in log order: the matching signatures and
@@ -322,6 +416,12 @@ class LogClassifier:
         if not lines:
             lines = [line.strip() for line in list(self.tail)[-limit:] if line.strip()]
         return lines[-limit:]
+
+
+def _is_wrapper(exception_line: str) -> bool:
+    """``exception_line`` only says that a startup failed elsewhere (see the wrappers of
+    :data:`_CRASH_PATTERNS`)."""
+    return any(crash_class is CrashClass.UNKNOWN and pattern.search(exception_line) for crash_class, pattern in _CRASH_PATTERNS)
 
 
 def exit_description(returncode: int | None) -> str:
@@ -341,7 +441,12 @@ def exit_description(returncode: int | None) -> str:
 
 
 _KIND_SIGNS: list[tuple[str, re.Pattern[str]]] = [
-    ("llamacpp", _P(r"(?m)^\d+\.\d{2}\.\d{3}\.\d{3} [IWED] |llama_server: |^error: invalid argument: ")),
+    # llama.cpp: timestamped lines (2025 builds), "main: ..."/"srv  load_model: ..." lines
+    # (late-2024 builds), JSON lines {"tid":"...","timestamp":...,"level":...} (2024 builds,
+    # nlohmann ordered_json in server utils.hpp), the loader's own lines
+    ("llamacpp", _P(r"(?m)^\d+\.\d{2}\.\d{3}\.\d{3} [IWED] |llama_server: |^error: invalid argument: "
+                    r"|^main: (?:HTTP )?server is listening|^main: loading model|^llama_model_loader: "
+                    r"|^\{\"tid\":\"\d+\",\"timestamp\":\d+,")),
     ("vllm", _P(r"(?m)\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorkerProcess) pid=\d+\)|^(?:INFO|WARNING|ERROR|DEBUG) \d{2}-\d{2} |vllm serve: error")),
     ("sglang", _P(r"(?m)^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}|launch_server\.py: error|sglang")),
 ]
@@ -390,8 +495,10 @@ def classify_log(text: str, kind: str | None = None, returncode: int | None = No
         classifier.feed(line)
         if classifier.ready and len(classifier.hints) > n_hints:
             crash_after_ready = True
-    crashed = (bool(classifier.hints) and (not classifier.ready or crash_after_ready)) or (
-        returncode is not None and returncode != 0
+    crashed = (
+        (bool(classifier.hints) and (not classifier.ready or crash_after_ready))
+        or (returncode is not None and returncode != 0)
+        or classifier.ended_in_traceback  # a saved log ends where its process died
     )
     final = "crashed" if crashed else ("ready" if classifier.ready else "starting")
     phases = [
