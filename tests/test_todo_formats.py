@@ -95,7 +95,7 @@ def test_follow_specs():
     assert parse_follow_spec("plan.json").kind == "todowrite"
     legacy = parse_follow_spec("/data/opencode/storage/todo/ses_9.json")
     assert legacy.kind == "opencode" and not legacy.is_sqlite
-    for bad, why in [("bogus:x.json", "unknown kind"), ("claude:", "missing file path"),
+    for bad, why in [("bogus:x.json", "unknown kind"), ("todowrite:", "missing file path"),
                      ("claude:x.json#s", "only applies to an opencode database"), ("  ", "empty")]:
         with pytest.raises(ValueError, match=why):
             parse_follow_spec(bad)

@@ -6,10 +6,14 @@ ORDER BY position``; the DB is found from ``$OPENCODE_DB`` or the newest
 ``~/.local/share/opencode/opencode*.db`` when no path is given), opencode's legacy
 ``storage/todo/<session>.json``, Claude Code's ``~/.claude/todos/*.json`` (or the last
 TodoWrite call of a session transcript ``~/.claude/projects/*/<session>.jsonl``) and any
-todowrite-style JSON file. A path may be a glob: the newest matching file is followed.
+todowrite-style JSON file, and Claude Code's task list directories
+``~/.claude/tasks/<list-id>/`` (one ``<id>.json`` per task; ``claude:`` alone means the list
+``$CLAUDE_CODE_TASK_LIST_ID`` names, under ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``). A path
+may be a glob: the newest matching file (or directory) is followed.
 
 :class:`TodoFollower` polls cheap file signatures (size, mtime and inode of the file, and of
-the ``-wal`` file for SQLite) every ``poll_s`` and re-reads on a change (and every
+the ``-wal`` file for SQLite; of the directory and each task file of a task list) every
+``poll_s`` and re-reads on a change (and every
 ``refresh_s`` anyway, for filesystems whose mtime is coarse or wrong). A JSON file is
 parsed only when its content hash differs from the last one parsed, so an unchanged list
 of any size costs one read and one hash per ``refresh_s``, never a parse. Agents rewrite
@@ -38,6 +42,7 @@ from optui.core.todo_formats import (
     TodoFormatError,
     check_size,
     origin_of,
+    parse_claude_task_files,
     parse_claude_transcript,
     parse_todo_json,
     todos_from_rows,
@@ -73,9 +78,26 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def claude_task_dir() -> Path | None:
+    """``$CLAUDE_CONFIG_DIR``/``~/.claude`` ``/tasks/$CLAUDE_CODE_TASK_LIST_ID``, or None when
+    that variable is unset (Claude Code then names the list after the session)."""
+    list_id = os.environ.get("CLAUDE_CODE_TASK_LIST_ID", "").strip()
+    if not list_id:
+        return None
+    base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude").expanduser()
+    return base / "tasks" / list_id
+
+
 def resolve_path(spec: FollowSpec) -> Path:
-    """The file a spec means now: ``~`` expanded, a glob resolved to its newest match, an
-    empty opencode path discovered. Raises FollowError(missing=True) when there is none."""
+    """The file (or task list directory) a spec means now: ``~`` expanded, a glob resolved
+    to its newest match, an empty opencode path discovered, an empty claude path the
+    ``$CLAUDE_CODE_TASK_LIST_ID`` list. Raises FollowError(missing=True) when there is none."""
+    if not spec.path and spec.kind == "claude":
+        tasks = claude_task_dir()
+        if tasks is None:
+            raise FollowError("claude: no path and $CLAUDE_CODE_TASK_LIST_ID is not set"
+                              " (give claude:~/.claude/tasks/LIST-ID or a todos file)")
+        return tasks
     if not spec.path:
         db = discover_opencode_db()
         if db is None:
@@ -99,7 +121,13 @@ def signature(spec: FollowSpec) -> tuple:
     except FollowError as exc:
         return ("missing", str(exc))
     out: list = [str(path)]
-    for p in (path, Path(str(path) + "-wal")) if spec.is_sqlite else (path,):
+    paths: tuple | list = (path, Path(str(path) + "-wal")) if spec.is_sqlite else (path,)
+    if path.is_dir():  # a task list: a file rewritten in place changes no directory mtime
+        try:
+            paths = [path, *sorted(path.glob("*.json"))]
+        except OSError:
+            pass
+    for p in paths:
         try:
             st = p.stat()
             out += [st.st_size, st.st_mtime_ns, st.st_ino]
@@ -116,13 +144,19 @@ def read_snapshot(spec: FollowSpec) -> tuple[str, list[AgentTodo]]:
     return parse_raw(spec, path, raw)
 
 
-def read_raw(spec: FollowSpec) -> tuple[Path, bytes | None]:
+Raw = bytes | tuple[tuple[str, bytes], ...] | None
+
+
+def read_raw(spec: FollowSpec) -> tuple[Path, Raw]:
     """The source's file and its bytes (None for an opencode DB, which
-    :func:`parse_raw` queries). Blocking. A JSON file over ``MAX_CHARS`` bytes is refused
+    :func:`parse_raw` queries; ``((name, bytes), ...)`` of the ``*.json`` task files of a
+    task list directory). Blocking. A JSON file over ``MAX_CHARS`` bytes is refused
     before it is read (TodoFormatError); transcripts are not limited (they grow all session)."""
     path = resolve_path(spec)
     if spec.is_sqlite:
         return path, None
+    if path.is_dir():
+        return path, _read_task_dir(path)
     try:
         with path.open("rb") as fh:
             if path.suffix != ".jsonl":
@@ -134,12 +168,45 @@ def read_raw(spec: FollowSpec) -> tuple[Path, bytes | None]:
         raise FollowError(f"{path}: cannot read: {exc}") from None
 
 
-def parse_raw(spec: FollowSpec, path: Path, raw: bytes | None) -> tuple[str, list[AgentTodo]]:
+def _read_task_dir(path: Path) -> tuple[tuple[str, bytes], ...]:
+    """The ``*.json`` task files of a Claude Code task list (``.highwatermark``, ``.lock``
+    and other dot files are not tasks), by name. A file deleted between the listing and
+    its read is simply gone (the task was deleted)."""
+    try:
+        names = sorted(e.name for e in os.scandir(path) if e.name.endswith(".json") and not e.name.startswith("."))
+    except FileNotFoundError:
+        raise FollowError(f"{path}: no such task list (yet)", missing=True) from None
+    except OSError as exc:
+        raise FollowError(f"{path}: cannot read: {exc}") from None
+    out = []
+    for name in names:
+        try:
+            with open(path / name, "rb") as fh:
+                check_size(os.fstat(fh.fileno()).st_size, str(path / name))
+                out.append((name, fh.read()))
+        except FileNotFoundError:
+            continue
+        except IsADirectoryError:
+            continue
+        except OSError as exc:
+            raise FollowError(f"{path / name}: cannot read: {exc}") from None
+    return tuple(out)
+
+
+def parse_raw(spec: FollowSpec, path: Path, raw: Raw) -> tuple[str, list[AgentTodo]]:
     """What :func:`read_raw` returned → ``(origin, items)`` (an opencode DB is queried
     now). Blocking. Raises FollowError or TodoFormatError."""
     if raw is None:
         session, items = _read_opencode_db(path, spec.session)
         return origin_of("opencode", str(path), session), items
+    if isinstance(raw, tuple):
+        files = []
+        for name, data in raw:
+            try:
+                files.append((name, data.decode("utf-8")))
+            except UnicodeDecodeError as exc:
+                raise FollowError(f"{path / name}: cannot read: {exc}") from None
+        return origin_of("claude", str(path)), parse_claude_task_files(files, str(path))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -240,7 +307,7 @@ class TodoFollower:
         """(snapshot, content key) in a worker thread; snapshot None when the content is
         unchanged since the last parse. A parse error carries the key as ``exc.seen``."""
         path, raw = read_raw(self.spec)
-        seen = None if raw is None else (str(path), hashlib.blake2b(raw, digest_size=16).digest())
+        seen = None if raw is None else (str(path), _digest(raw))
         if seen is not None and seen == self._seen:
             return None, seen
         self.parses += 1
@@ -265,6 +332,19 @@ class TodoFollower:
     def _report(self, message: str, missing: bool) -> None:
         with contextlib.suppress(Exception):
             self.on_error(message, missing)
+
+
+def _digest(raw: bytes | tuple[tuple[str, bytes], ...]) -> bytes:
+    """Content hash of a file, or of a task directory's files (names and lengths framed,
+    so moving bytes from one file to the next changes it)."""
+    h = hashlib.blake2b(digest_size=16)
+    if isinstance(raw, bytes):
+        h.update(raw)
+    else:
+        for name, data in raw:
+            h.update(f"{len(name)}:{name}:{len(data)}:".encode())
+            h.update(data)
+    return h.digest()
 
 
 def _message(exc: BaseException, spec: FollowSpec) -> str:

@@ -44,8 +44,9 @@ def _item(journal, todo_id: int) -> TodoItem:
     return item
 
 
-def _line(t: TodoItem) -> str:
-    marks = []
+def _line(t: TodoItem, deps: str | None = None) -> str:
+    """One ``todo list`` line; ``deps`` is the item's ``blocked by #3`` (dependency_labels)."""
+    marks = [deps] if deps else []
     if t.raw_status:
         marks.append(f"!{t.raw_status}")
     if t.conflict:
@@ -81,12 +82,17 @@ def todo() -> None:
 def list_(ctx: click.Context, as_json: bool, open_only: bool) -> None:
     """List the items in display order."""
     _, journal = _journal(ctx, reading=True)
-    items = [t for t in journal.todos() if not (open_only and t.done)]
+    from optui.core.todo_formats import dependency_labels
+
+    every = journal.todos()
+    deps = dependency_labels(every)  # over every item: a hidden open blocker still blocks
+    items = [t for t in every if not (open_only and t.done)]
     if as_json:
-        echo_json([{**t.to_json(), "meta": t.meta} for t in items])
+        echo_json([{**t.to_json(), "meta": t.meta, **({"blocked": deps[t.id]} if t.id in deps else {})}
+                   for t in items])
     else:
         for t in items:
-            echo(_line(t))
+            echo(_line(t, deps.get(t.id)))
 
 
 @todo.command()
@@ -196,11 +202,14 @@ def import_(ctx: click.Context, source: str, kind: str, dry_run: bool, as_json: 
 
         _, journal = _journal(ctx)
         plan = _write(lambda: apply_snapshot(journal, origin, items, actor=actor, dry_run=dry_run))
-    if as_json:
-        echo_json([t.to_json(origin) for t in items])
+    if as_json:  # the warnings too, so a script sees what a person reads on stderr
+        echo_json([{**t.to_json(origin), **({"warnings": t.warnings} if t.warnings else {})} for t in items])
     else:
         for t in items:
             echo(f"{t.status.value:<11} {t.priority.value:<6} {t.content}" + (f"  [!{t.raw_status}]" if t.raw_status else ""))
+    for t in items:
+        for warning in t.warnings:
+            echo(f"warning: {t.content[:60]}: {warning}", err=True)
     if plan is not None:
         verb = "would change" if dry_run else "imported"
         echo(f"{verb}: {len(plan.adds)} new, {len(plan.updates)} changed, {len(plan.removes)} dropped by the agent,"

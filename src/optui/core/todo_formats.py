@@ -14,6 +14,12 @@ Formats read (``../shared/reference/bench_todo_ops.md`` §2):
   ``id`` and ``priority`` instead of ``activeForm``); or, when those files are not written,
   the last ``TodoWrite`` tool call of a session transcript ``*.jsonl``
   (:func:`parse_claude_transcript`).
+- **Claude Code tasks** (v2.1.16+, the TaskCreate/TaskUpdate tools that replaced TodoWrite):
+  one JSON file per task in ``~/.claude/tasks/<list-id>/`` (``<id>.json`` with ``id``,
+  ``subject``, ``description``, ``activeForm``, ``status``, ``blocks``, ``blockedBy``,
+  ``owner``, ``metadata``), beside a ``.highwatermark`` (the last id given) and a ``.lock``;
+  ``$CLAUDE_CODE_TASK_LIST_ID`` names a list several sessions share
+  (:func:`parse_claude_task_files`).
 
 Every upstream write is a whole-list snapshot; :mod:`optui.core.todo_merge` matches it
 against optui's items. Malformed input raises :class:`TodoFormatError` naming the file,
@@ -65,6 +71,7 @@ class AgentTodo:
     active_form: str | None = None
     upstream_id: str | None = None
     position: int = 0
+    blocked_by: tuple[str, ...] = ()
 
     @property
     def upstream(self) -> dict:
@@ -80,6 +87,19 @@ class AgentTodo:
             out["raw_status"] = self.raw_status
         if self.active_form:
             out["active_form"] = self.active_form
+        if self.upstream_id is not None and self.blocked_by:
+            out["id"], out["blocked_by"] = self.upstream_id, list(self.blocked_by)
+        return out
+
+    @property
+    def warnings(self) -> list[str]:
+        """What an import says about this item: an unknown status or priority kept
+        (``unknown status 'blocked' kept as pending``)."""
+        out = []
+        if self.raw_status:
+            out.append(f"unknown status {self.raw_status!r} kept as {self.status}")
+        if self.raw_priority:
+            out.append(f"unknown priority {self.raw_priority!r} kept as {self.priority}")
         return out
 
 
@@ -104,7 +124,9 @@ def parse_follow_spec(text: str) -> FollowSpec:
     """Parse a follow entry: ``KIND:PATH`` or a bare ``PATH`` (kind from the path), with
     ``#SESSION`` after an opencode DB path. Examples: ``claude:~/.claude/todos/abc.json``,
     ``opencode:~/.local/share/opencode/opencode.db#ses_123``, ``opencode:`` (discover the DB,
-    newest session), ``todowrite:plan.json``. Raises ValueError with the reason."""
+    newest session), ``claude:~/.claude/tasks/LIST-ID`` (a task list directory), ``claude:``
+    (the list ``$CLAUDE_CODE_TASK_LIST_ID`` names), ``todowrite:plan.json``. Raises
+    ValueError with the reason."""
     raw = text
     text = text.strip()
     if not text:
@@ -126,7 +148,7 @@ def parse_follow_spec(text: str) -> FollowSpec:
             raise ValueError("a #SESSION suffix only applies to an opencode database (opencode:PATH.db#ses_...)")
     if kind == "auto":
         kind = guess_kind(path)
-    if not path and kind != "opencode":
+    if not path and kind not in ("opencode", "claude"):  # claude: alone = $CLAUDE_CODE_TASK_LIST_ID's list
         raise ValueError(f"{kind}: missing file path")
     return FollowSpec(kind, path, session, raw)
 
@@ -341,6 +363,114 @@ def _item(obj: dict, position: int, source: str, line: int | None, where: str) -
     upstream_id = obj.get("id")
     return AgentTodo(content, status, priority, raw_status, raw_priority, active,
                      None if upstream_id is None else str(upstream_id), position)
+
+
+#: Claude Code task statuses; a task set to "deleted" is gone from the list (Claude Code
+#: removes its file; one still on disk is skipped the same way).
+TASK_DELETED = "deleted"
+
+
+def _task_id_order(name: str) -> tuple:
+    stem = name.rsplit(".", 1)[0]
+    return (0, int(stem), name) if stem.isdigit() else (1, 0, name)
+
+
+def parse_claude_task_files(files: Sequence[tuple[str, str]], source: str = "<tasks>") -> list[AgentTodo]:
+    """A Claude Code task list directory → items, in task-id order (``1.json``, ``2.json``,
+    ... ``10.json``). ``files`` is ``[(file name, text)]`` of its ``*.json`` files (dot files
+    such as ``.highwatermark`` and ``.lock`` left out by the caller). Each file is one task
+    object: ``subject`` (the item's content) and ``status`` required strings; ``id``
+    (string or integer; default the file name's stem), ``activeForm``, ``description``,
+    ``owner`` optional strings; ``blocks`` / ``blockedBy`` optional arrays of task ids;
+    ``metadata`` and other keys ignored. A task with status ``deleted`` is left out.
+    Raises :class:`TodoFormatError` ``DIR/3.json:4: blockedBy: ...`` (also over
+    :data:`MAX_ITEMS` tasks or a file over the size/depth limits)."""
+    if len(files) > MAX_ITEMS:
+        raise TodoFormatError(source, None, None, f"{len(files):,} task files (limit {MAX_ITEMS:,}; not a task list?)")
+    out: list[AgentTodo] = []
+    for name, text in sorted(files, key=lambda f: _task_id_order(f[0])):
+        where = f"{source.rstrip('/')}/{name}"
+        check_size(len(text), where, "characters")
+        if not text.strip():
+            raise TodoFormatError(where, None, None, "empty file (expected a JSON task object)")
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TodoFormatError(where, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise _depth_error(where, text) from None
+        if _too_deep(obj, MAX_DEPTH):
+            raise _depth_error(where, text)
+        if not isinstance(obj, dict):
+            raise TodoFormatError(where, 1, None, f"expected a JSON task object, got {type(obj).__name__}")
+        task = _task(obj, name, where, LineIndex(text), text)
+        if task is not None:
+            out.append(task)
+    return [AgentTodo(t.content, t.status, t.priority, t.raw_status, t.raw_priority, t.active_form, t.upstream_id, i,
+                      t.blocked_by) for i, t in enumerate(out)]
+
+
+def _task(obj: dict, name: str, where: str, index: LineIndex, text: str) -> AgentTodo | None:
+    def line(key: str) -> int:  # the line of the key (the error path only)
+        m = re.search(r'"' + re.escape(key) + r'"\s*:', text)
+        return index.line(m.start()) if m else 1
+
+    def string(key: str, required: bool) -> str | None:
+        value = obj.get(key)
+        if value is None:
+            if required:
+                raise TodoFormatError(where, 1, key, "missing (required)")
+            return None
+        if not isinstance(value, str):
+            raise TodoFormatError(where, line(key), key, f"expected a string, got {value!r}"[:120])
+        return value
+
+    def ids(key: str) -> tuple[str, ...]:
+        value = obj.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str | int) and not isinstance(v, bool) for v in value):
+            raise TodoFormatError(where, line(key), key, f"expected an array of task ids, got {value!r}"[:120])
+        return tuple(str(v) for v in value)
+
+    raw_id = obj.get("id", name.rsplit(".", 1)[0])
+    if not isinstance(raw_id, str | int) or isinstance(raw_id, bool):
+        raise TodoFormatError(where, line("id"), "id", f"expected a string, got {raw_id!r}"[:120])
+    subject = string("subject", True).strip()
+    if not subject:
+        raise TodoFormatError(where, line("subject"), "subject", "must not be empty")
+    status_text = string("status", True)
+    for key in ("description", "owner"):
+        string(key, False)
+    active = string("activeForm", False)
+    blocked_by = ids("blockedBy")
+    ids("blocks")
+    if status_text.strip().lower() == TASK_DELETED:
+        return None
+    status, raw_status = parse_status(status_text)
+    return AgentTodo(subject, status, Priority.MEDIUM, raw_status, None, active, str(raw_id), 0, blocked_by)
+
+
+def dependency_labels(items: Iterable[TodoItem]) -> dict[int, str]:
+    """``{optui id: "blocked by #3, #5"}`` for the items of a followed Claude Code task list
+    whose blockers (``meta["blocked_by"]``, task ids of the same origin) are still open;
+    the numbers are optui's ids of those blockers (a blocker not in the list, or done,
+    cancelled or dropped by the agent, no longer blocks)."""
+    items = list(items)
+    by_upstream = {(t.origin, str(t.meta["upstream_id"])): t for t in items if t.meta.get("upstream_id") is not None}
+    out: dict[int, str] = {}
+    for t in items:
+        blockers = t.meta.get("blocked_by")
+        if not blockers or not isinstance(blockers, list):
+            continue
+        open_ids = []
+        for up in blockers:
+            b = by_upstream.get((t.origin, str(up)))
+            if b is not None and not b.done and b.agent_mark != "removed":
+                open_ids.append(f"#{b.id}")
+        if open_ids:
+            out[t.id] = "blocked by " + ", ".join(open_ids)
+    return out
 
 
 def todos_from_rows(rows: Iterable[Sequence], source: str = "opencode.db") -> list[AgentTodo]:

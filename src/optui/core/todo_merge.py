@@ -5,7 +5,8 @@ change and keep no ids, and they lose items on overwrite or context compaction
 (``bench_todo_ops.md`` §6 rows 13-14). So optui's store is the source of truth and a new
 snapshot is *diffed* against it:
 
-1. items are matched by normalised content (:func:`~optui.core.todo.normalize_content`),
+1. items with an upstream id (Claude Code task ids) are matched by it first; the others
+   by normalised content (:func:`~optui.core.todo.normalize_content`),
    then unmatched ones by similarity (≥ :data:`FUZZY_RATIO` and the same numbers, so a
    reworded item keeps its id but "try tp 4" never becomes "try tp 8");
 2. a matched item only takes the fields the *agent* changed since its previous snapshot
@@ -80,7 +81,18 @@ def _agent_meta(item_meta: dict, todo: AgentTodo, mark: str) -> dict:
         meta["active_form"] = todo.active_form
     if todo.raw_priority:
         meta["raw_priority"] = todo.raw_priority
+    meta.update(_task_meta(todo))
+    if "blocked_by" in meta and not todo.blocked_by:
+        meta["blocked_by"] = []  # the agent cleared it
     return meta
+
+
+def _task_meta(todo: AgentTodo) -> dict:
+    """An upstream item's id and its blockers (Claude Code task ids), for ``blocked by #N``
+    (:func:`~optui.core.todo_formats.dependency_labels`)."""
+    if todo.upstream_id is None:
+        return {}
+    return {"upstream_id": todo.upstream_id, **({"blocked_by": list(todo.blocked_by)} if todo.blocked_by else {})}
 
 
 def plan_snapshot(existing: Iterable[TodoItem], snapshot: Sequence[AgentTodo], *, deleted: Iterable[int] = ()) -> SyncPlan:
@@ -101,10 +113,18 @@ def plan_snapshot(existing: Iterable[TodoItem], snapshot: Sequence[AgentTodo], *
             by_key.setdefault(k, []).append(c)
     matched: dict[int, TodoItem] = {}  # snapshot index → item
     used: set[int] = set()
+    # a Claude Code task keeps its id through a rewording: match ids first
+    by_upstream_id = {str(c.meta["upstream_id"]): c for c in candidates if c.meta.get("upstream_id") is not None}
+    if by_upstream_id:
+        for i, todo in enumerate(snapshot):
+            c = by_upstream_id.get(todo.upstream_id) if todo.upstream_id is not None else None
+            if c is not None and c.id not in used:
+                matched[i] = c
+                used.add(c.id)
     snapshot_keys = [normalize_content(todo.content) for todo in snapshot]
     start: dict[str, int] = {}  # per key: candidates before this index are used (so duplicates stay linear)
     for i, key in enumerate(snapshot_keys):
-        same = by_key.get(key)
+        same = by_key.get(key) if i not in matched else None
         if not same:
             continue
         j = start.get(key, 0)
@@ -190,8 +210,13 @@ def _update_for(item: TodoItem, todo: AgentTodo) -> Update | None:
         changes["priority"], seen["priority"] = todo.priority, parse_priority(last["priority"])[0]
     readd = item.agent_mark == "removed"
     if not changes and not readd:
+        extra = _task_meta(todo)
+        if "blocked_by" in item.meta and not todo.blocked_by:
+            extra["blocked_by"] = []  # the agent cleared it
         if todo.active_form and todo.active_form != item.meta.get("active_form"):
-            return Update(item, {"meta": {**item.meta, "active_form": todo.active_form}}, item, "agent.change")
+            extra["active_form"] = todo.active_form
+        if any(item.meta.get(k) != v for k, v in extra.items()):
+            return Update(item, {"meta": {**item.meta, **extra}}, item, "agent.change")
         return None
     changes["meta"] = _agent_meta(item.meta, todo, "added" if readd else "changed")
     return Update(item, changes, item.with_changes(**seen), "agent.readd" if readd else "agent.change")

@@ -10,7 +10,8 @@ posts :class:`TodoIntent` messages; the app carries them out through the session
 Badges before the text: ``⚠`` a concurrent edit was flagged, ``!blocked`` an unknown
 agent status (shown as pending), ``A+``/``A~``/``A-`` the followed agent added / changed /
 dropped the item, ``⚗`` an experiment (``⚗…`` queued or running with its step, ``⚗✓``
-done, ``⚗✗ oom`` failed).
+done, ``⚗✗ oom`` failed). After the text, ``blocked by #3`` names the open items a followed
+Claude Code task waits for (its ``blockedBy``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from textual.widgets import Input
 
 from optui.core.safe_text import safe_line
 from optui.core.todo import TodoItem, TodoStatus
+from optui.core.todo_formats import dependency_labels
 from optui.ui.colors import focus_now, style
 from optui.ui.policy import allowed
 from optui.ui.widgets.cursor_list import CursorList
@@ -83,6 +85,7 @@ class TodoPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._items: tuple[TodoItem, ...] = ()
+        self._deps: dict[int, str] = {}  # item id → "blocked by #3" (dependency_labels)
         self._mode: str | None = None  # add | edit | filter
         self._editing: TodoItem | None = None
         self.filter_text = ""
@@ -114,6 +117,7 @@ class TodoPanel(Vertical):
         to the experiment runner's step, ``subtitle`` (followed lists, queue) goes under
         the panel."""
         self._items = items
+        self._deps = dependency_labels(items)
         if running is not None:
             self.running = running
         if subtitle is not None:
@@ -145,7 +149,7 @@ class TodoPanel(Vertical):
 
         def build(index: int) -> Text:
             item = items[index]
-            key = (*look, self.running.get(item.id))
+            key = (*look, self.running.get(item.id), self._deps.get(item.id))  # a blocker's change relabels
             cached = self._row_cache.get(item.id)
             if cached is not None and cached[1] == key and cached[0] == item:
                 return cached[2]
@@ -177,7 +181,8 @@ class TodoPanel(Vertical):
         prefix = len(row.plain)
         body_style = "dim strike" if item.status is TodoStatus.CANCELLED else ("dim" if done else "")
         content = safe_line(item.content.replace("\n", " "))
-        room = max(5, width - prefix)
+        deps = self._deps.get(item.id)
+        room = max(5, width - prefix - (len(deps) + 2 if deps else 0))
         if wrap and len(content) > room:
             chunks = Text(content).wrap(app.console, room)
             for i, chunk in enumerate(chunks):
@@ -186,6 +191,8 @@ class TodoPanel(Vertical):
                 row.append(chunk.plain.rstrip(), style=body_style)
         else:
             row.append(content if len(content) <= room else content[: room - 1] + "…", style=body_style)
+        if deps:
+            row.append(f"  {deps}", style=style(app, "warning"))
         if wrap and item.note:
             note = "↳ " + safe_line(item.note.splitlines()[0])
             row.append("\n" + " " * prefix)
