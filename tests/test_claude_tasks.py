@@ -213,3 +213,30 @@ def test_dry_run_json_of_a_todowrite_file_names_the_unknown_status(tmp_path):
     rows = json.loads(r.stdout)
     assert rows[0]["warnings"] == ["unknown status 'blocked' kept as pending", "unknown priority 'urgent' kept as medium"]
     assert "warnings" not in rows[1]
+
+
+def test_opencode_db_in_its_current_schema_is_read(tmp_path):
+    """anomalyco/opencode ``session.sql.ts``: todo keyed by (session_id, position), the
+    session table with its many columns."""
+    import sqlite3
+
+    db_path = tmp_path / "opencode.db"
+    db = sqlite3.connect(db_path)
+    db.executescript("""
+        CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL,
+            directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, cost REAL NOT NULL DEFAULT 0,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, time_archived INTEGER);
+        CREATE TABLE todo (session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+            content TEXT NOT NULL, status TEXT NOT NULL, priority TEXT NOT NULL, position INTEGER NOT NULL,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, PRIMARY KEY (session_id, position));
+        CREATE INDEX todo_session_idx ON todo (session_id);
+        INSERT INTO session VALUES ('ses_a', 'p', NULL, 's', '/w', 't', '1.14.0', 0, 1, 2, NULL);
+        INSERT INTO todo VALUES ('ses_a', 'Try tp 2', 'pending', 'high', 1, 1, 5),
+                                ('ses_a', 'Run the baseline', 'completed', 'medium', 0, 1, 5);
+    """)
+    db.commit()
+    db.close()
+    origin, items = read_snapshot(parse_follow_spec(f"opencode:{db_path}"))
+    assert origin == f"opencode:{db_path.resolve()}#ses_a"
+    assert [(t.content, t.status.value, t.priority.value) for t in items] == [
+        ("Run the baseline", "completed", "medium"), ("Try tp 2", "pending", "high")]
