@@ -31,7 +31,7 @@ def _failure(host: str, message: str, source: str, status: HostStatus = HostStat
 
 def _read_nvidia_smi(host: str) -> HostSnapshot:
     """Run the local nvidia-smi once with optui's default query."""
-    from optui.core.nvsmi import nvidia_smi_argv, snapshot_from_nvidia_smi
+    from optui.core.nvsmi import DEFAULT_QUERY_FIELDS, nvidia_smi_argv, snapshot_from_nvidia_smi
 
     try:
         done = subprocess.run(nvidia_smi_argv(), capture_output=True, text=True, errors="replace",
@@ -43,7 +43,7 @@ def _read_nvidia_smi(host: str) -> HostSnapshot:
                         "nvidia-smi")
     except OSError as exc:
         return _failure(host, f"cannot run nvidia-smi: {exc}", "nvidia-smi")
-    snapshot = snapshot_from_nvidia_smi(host, done.stdout + done.stderr)
+    snapshot = snapshot_from_nvidia_smi(host, done.stdout + done.stderr, DEFAULT_QUERY_FIELDS)  # what we asked for
     if done.returncode != 0 and snapshot.status is HostStatus.LIVE:
         return HostSnapshot(host, snapshot.samples, snapshot.taken_at, HostStatus.ERROR,
                             f"nvidia-smi exited with status {done.returncode}", "nvidia-smi")
