@@ -6,7 +6,8 @@ reference ``gpu_monitors.md`` §3):
 - ``--format=csv``: a header line (``index, uuid, memory.used [MiB], ...``), then one row per
   GPU in index order. Values carry units: ``5047 MiB``, ``100 %``, ``663.72 W``, ``1980 MHz``
   (``temperature.gpu`` is printed bare, in °C). ``noheader`` drops the header, so the caller
-  must say which fields were queried; ``nounits`` drops the units.
+  must say which fields were queried, or the text must have the field count of exactly one
+  fitting :data:`KNOWN_LAYOUTS` entry; ``nounits`` drops the units (in the header too).
 - Separator ``", "``; no quoting. Only ``process_name`` (workload-controlled) may contain commas.
 - Unavailable values: ``[N/A]``, ``[Not Supported]``, ``[Insufficient Permissions]``,
   ``[Unknown Error]``, ``[Requested functionality has been deprecated]`` (any ``[...]``), bare
