@@ -157,3 +157,15 @@ def test_fields_is_only_for_replay_hosts(tmp_path):
     cfg.write_text('[hosts.rig]\ngpu_source = "nvml"\nfields = ["index"]\n')
     with pytest.raises(ConfigError, match="fields is for gpu_source = 'replay'"):
         load_config(cfg)
+
+
+def test_h200_capture_layout_without_header_from_stdin():
+    rows = [line for line in (FIXTURES / "query-gpu-load.csv").read_text().splitlines() if not line.startswith("index")]
+    done = subprocess.run([sys.executable, "-m", "optui", "gpus", "--json", "--from-file", "-"], input="\n".join(rows) + "\n",
+                          capture_output=True, text=True, timeout=60, env=subprocess_env(), check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [gpu] = json.loads(done.stdout)  # the 14 fields of the shared H200 captures, units and all
+    assert (gpu["uuid"], gpu["mem_used_mib"], gpu["mem_reserved_mib"], gpu["power_w"]) == (U0, 41971, 616, 683.1)
+    done = subprocess.run([sys.executable, "-m", "optui", "gpus", "--from-file", "-"], input="0, 1, 2\n",
+                          capture_output=True, text=True, timeout=60, env=subprocess_env(), check=False)
+    assert done.returncode == 1 and "<stdin>:1: 3 values without a header" in done.stderr
