@@ -446,3 +446,45 @@ def test_parse_any_raises_only_bench_parse_error(text):
 def test_parse_progress_never_raises(text):
     progress = parse_progress(text)
     assert progress is None or progress.done >= 0
+
+
+# ------------------------------------------------------------------ issue 18: older and pasted formats
+def test_sglang_2024_rows_typo_and_total_throughput():
+    # fixtures/bench/sglang_0.4_2024.log; pasted without its Namespace line the block alone must say it
+    text = read("sglang_0.4_2024.log")
+    block = text[text.index("\n\n") :]
+    for source in (text, block):
+        [r] = parse_bench_output(source)
+        assert (r.tool, r.status, r.max_concurrency, r.total_throughput_tok_s) == ("sglang", "ok", 16, 6188.06)
+        assert "max_reqeuest_concurrency" not in r.extra and "total_throughput_tok_s" not in r.extra
+
+
+def test_vllm_lines_before_the_block_give_rate_and_concurrency():
+    text = read("vllm_2025.log")
+    text = text[text.index("\n") + 1 :]  # no Namespace: the printed lines are all there is
+    text = text.replace("Traffic request rate: inf", "Traffic request rate: 8.0").replace(
+        "Maximum request concurrency: None", "Maximum request concurrency: 64")
+    [r] = parse_bench_output(text)
+    assert (r.request_rate, r.max_concurrency) == (8.0, 64)
+    assert (r.workload.request_rate, r.workload.max_concurrency) == (8.0, 64)
+    [inf] = parse_bench_output(read("vllm_2025.log"))
+    assert inf.request_rate == float("inf") and inf.max_concurrency is None
+
+
+def test_a_cut_block_is_a_partial_result():
+    text = read("vllm_0.33_spec.log")
+    [r] = parse_bench_output(text[: text.index("Mean TPOT")])
+    assert r.partial and r.status == "partial" and r.tpot_ms["mean"] is None and r.ttft_ms["p99"] == 402.90
+    out = r.to_json()
+    assert out["partial"] is True and out["status"] == "partial"
+    assert BenchResult.from_json(out).partial
+    [whole] = parse_bench_output(text)
+    assert not whole.partial and whole.status == "ok" and "partial" not in whole.to_json()
+
+
+def test_rows_with_collapsed_padding_keep_the_non_canonical_rows():
+    text = read("sglang_0.5.23_spec.log")
+    collapsed = re.sub(r"(?m)^([^:\n]+:) {2,}", r"\1 ", text)
+    assert collapsed != text
+    [padded], [pasted] = parse_bench_output(text), parse_bench_output(collapsed)
+    assert pasted.extra == padded.extra and pasted.to_json() == padded.to_json()

@@ -62,7 +62,9 @@ FIELD_ALIASES: dict[str, str] = {
     "total_token_throughput_tok_s": "total_throughput_tok_s",
     "total_throughput": "total_throughput_tok_s",
     "total_token_throughput": "total_throughput_tok_s",
+    "total_throughput_tok_s": "total_throughput_tok_s",  # SGLang 2024 blocks "Total throughput (tok/s):"
     "max_request_concurrency": "max_concurrency",
+    "max_reqeuest_concurrency": "max_concurrency",  # the typo SGLang 0.4.x printed
     "maximum_request_concurrency": "max_concurrency",
     "max_concurrency": "max_concurrency",
     "traffic_request_rate": "request_rate",

@@ -59,10 +59,15 @@ _POSITION_RE = re.compile(r"spec_position_(\d+)")
 
 # Section headers only SGLang prints (vLLM: "Inter-token Latency", "End-to-end Latency").
 _SGLANG_HEADERS = frozenset({"End-to-End Latency", "Inter-Token Latency", "Goodput", "Cache Hit Details"})
-_SGLANG_KEYS = frozenset({"backend", "concurrency", "traffic_request_rate", "max_request_concurrency", "accept_length"})
+_SGLANG_KEYS = frozenset({"backend", "concurrency", "traffic_request_rate", "max_request_concurrency",
+                          "max_reqeuest_concurrency", "accept_length"})
+# vLLM prints these just before the block (serve.py, benchmark_serving.py): "Traffic request
+# rate: inf", "Maximum request concurrency: None"; they fill the block's missing fields.
+_PRE_BLOCK = (("Traffic request rate:", "request_rate"), ("Maximum request concurrency:", "max_concurrency"))
 _SECTION_PREFIX = {"speculative decoding": "spec_", "diffusion decoding": "diffusion_"}
 _CACHE_SECTION = "cache hit details"
 _ROW_WIDTH = 40  # rows are "{:<40} {:<10}": the value starts in column 41
+_COLLAPSED_RE = re.compile(r"^Successful requests: \S", re.M)
 
 
 def parse_bench_output(text: str) -> list[BenchResult]:
@@ -82,11 +87,13 @@ def parse_bench_output(text: str) -> list[BenchResult]:
     events = [(pos, True) for pos in _find_all(text, _HEADER)]
     events += [(pos, False) for pos in _find_all(text, _NAMESPACE)]
     events.sort()
+    previous = 0  # end of the previous event's text
     for pos, is_header in events:
         if pos < consumed:
             continue
         if is_header:
-            block, consumed = _parse_block(text, pos + len(_HEADER), args)
+            block, consumed = _parse_block(text, pos + len(_HEADER), _pre_block_args(text, max(previous, run_start), pos, args))
+            previous = consumed
             if block is not None:
                 results.append(block)
                 run_blocks += 1
@@ -97,6 +104,7 @@ def parse_bench_output(text: str) -> list[BenchResult]:
         if not run_blocks:
             results.extend(_failed_run(text, run_start, pos, args, args_text))
         run_start, run_blocks = pos, 0
+        previous = end
         start = pos + len(_NAMESPACE)
         if end - start != len(args_text) or not text.startswith(args_text, start):
             args_text = text[start:end]  # (SGLang prints the same Namespace twice)
@@ -104,6 +112,18 @@ def parse_bench_output(text: str) -> list[BenchResult]:
     if not run_blocks:
         results.extend(_failed_run(text, run_start, len(text), args, args_text))
     return results
+
+
+def _pre_block_args(text: str, start: int, end: int, args: dict) -> dict:
+    """``args`` updated by the :data:`_PRE_BLOCK` lines vLLM printed in ``text[start:end]``
+    (at a line start; the run's own values, so they win over the Namespace's)."""
+    found = {}
+    for label, key in _PRE_BLOCK:
+        pos = text.rfind(label, start, end)
+        if pos >= 0 and (pos == 0 or text[pos - 1] == "\n"):
+            value = text[pos + len(label) : _line_end(text, pos)].strip()
+            found[key] = parse_value(value) if value else None
+    return {**args, **found} if found else args
 
 
 def _normalise(text: str) -> str:
@@ -195,12 +215,17 @@ def _parse_block(text: str, start: int, args: dict) -> tuple[BenchResult | None,
     else:
         end = len(text) if end < 0 else end
         result.extra["truncated"] = True
+        result.partial = True
     sglang = False
     actions = _ACTIONS[""]
     section = ""
     cache_rate_seen = False
     rows = 0
-    for line in text[start:end].split("\n"):
+    body = text[start:end]
+    # A block pasted from a web page has its padding collapsed to one space: then a strict
+    # row's one space is the page's, not stray text (both tools print "Successful requests:").
+    one_space = 1 if _COLLAPSED_RE.search(body) else None
+    for line in body.split("\n"):
         label, sep, rest = line.partition(":")
         if not sep:  # section headers have no ":"
             if line.startswith("--"):
@@ -213,8 +238,10 @@ def _parse_block(text: str, start: int, args: dict) -> tuple[BenchResult | None,
         if not value or rest[0] not in " \t":
             continue  # not a row ("http://...", "12:30:01") or a bare sub-header
         kind, key, target, strict = actions.get(label) or _row_action(actions, section, label)
-        if strict and len(rest) - len(rest.lstrip()) != max(_ROW_WIDTH - len(label), 1):
-            continue  # not formatted like the tool's "{:<40} {:<10}" rows: stray text
+        if strict:
+            gap = len(rest) - len(rest.lstrip())
+            if gap != max(_ROW_WIDTH - len(label), 1) and gap != one_space:
+                continue  # not formatted like the tool's "{:<40} {:<10}" rows: stray text
         rows += 1
         if kind == "plain":
             if target[0] == "latency":  # most rows are numbers: skip the general path
@@ -243,7 +270,11 @@ def _parse_block(text: str, start: int, args: dict) -> tuple[BenchResult | None,
     if not rows:
         return None, end
     result.tool = "sglang" if sglang else "vllm"
-    return finish(result, args), end
+    finish(result, args)
+    if result.partial and result.status == "ok":  # never half a run presented as a whole one
+        result.status = "partial"
+        result.error = result.error or "result block cut short: fields after the cut are null"
+    return result, end
 
 
 # section -> label -> row action; labels repeat across blocks, so each is worked out once.

@@ -132,7 +132,7 @@ class BenchResult:
     ``status`` is "ok" for a run with a result block, "failed" for a run that produced
     none (e.g. SGLang's ``IndexError`` when every request failed), "degraded" for one whose
     failed requests exceed the threshold (:func:`apply_failure_threshold`; its numbers are
-    kept but never compared), "stalled"/"aborted" for runs optui stopped. ``extra`` holds tool-specific values (goodput, spec decoding...).
+    kept but never compared), "partial" for a block cut short (``partial`` True), "stalled"/"aborted" for runs optui stopped. ``extra`` holds tool-specific values (goodput, spec decoding...).
     """
 
     tool: str = "unknown"
@@ -157,6 +157,9 @@ class BenchResult:
     workload: Workload = field(default_factory=Workload)
     extra: dict = field(default_factory=dict)
     error: str | None = None
+    #: The result block was cut short (client killed, output truncated): the fields printed
+    #: before the cut are set, the rest None; ``status`` is then "partial".
+    partial: bool = False
 
     def to_json(self) -> dict:
         """The ``optui bench parse --json`` object: :data:`SCALAR_KEYS`, then the four
@@ -177,6 +180,8 @@ class BenchResult:
         out["extra"] = {k: _json_number(v) for k, v in self.extra.items()}
         if self.error:
             out["error"] = self.error
+        if self.partial:
+            out["partial"] = True
         return out
 
     @classmethod
@@ -199,6 +204,7 @@ class BenchResult:
         result.workload = Workload(**{k: v for k, v in wl.items() if k in Workload.__slots__})
         result.extra = dict(data.get("extra") or {})
         result.error = data.get("error")
+        result.partial = data.get("partial") is True
         return result
 
     def metric(self, name: str) -> float | None:
