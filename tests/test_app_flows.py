@@ -106,14 +106,14 @@ async def test_benchmark_fills_results_table(tmp_path):
         assert session.benches.current.view.status == "ok", session.benches.current.view.error
         await pilot.pause(0.5)
         table = app.query_one("#bench-results")
-        assert table.row_count == 1
+        assert table.row_count == 1  # b repeats the run (repeat = 3): one row, the median of its 3 runs
         row = table.get_row_at(0)
-        assert row[0] == "sweep" and row[2] == "64/0"
+        assert row[0] == "sweep" and str(row[2]) == "192/192 ok", [str(c) for c in row]
         assert float(row[3].replace(",", "")) > 0
         log = app.query_one("#bench-log")
         assert any("Serving Benchmark Result" in line for line in log.lines)
         finished = session.journal.events(types=["bench.finished"])[-1]
-        assert finished.data["result"]["completed"] == 64
+        assert [r["completed"] for r in finished.data["results"]] == [64, 64, 64]
         await pilot.press("q")
 
 

@@ -45,8 +45,10 @@ class BenchIntents(IntentBase):
 
         self.push_screen(TextPrompt(f"{title} ({', '.join(preferred)}):", preferred[0]), chosen)
 
-    def start_bench(self, name: str, *, sweep=None, repeats: int = 1) -> None:
-        """Start benchmark preset ``name`` (optionally a sweep / repeats). A server that is
+    def start_bench(self, name: str, *, sweep=None, repeats: int | None = None) -> None:
+        """Start benchmark preset ``name`` (optionally a sweep / repeats). A plain run is
+        repeated ``repeat`` times (config, default 3), as a benchmark is everywhere else: one
+        run can only give ``untested noise``; a sweep repeats as its spec says. A server that is
         not READY is asked about first (Cancel focused): its numbers would not be its own
         (DEGRADED says why). The bench panel gets the focus first (its keys: x / ctrl+c
         abort) and the run starts after that repaint, so the full-screen redraw of a focus
@@ -55,6 +57,8 @@ class BenchIntents(IntentBase):
         from optui.ui.screens.confirm import ConfirmScreen
 
         try:
+            if repeats is None:
+                repeats = 1 if sweep is not None else self.session.config.repeat_of(name)
             server = self.session.benches.preset(name).server
             status = self.session.server(server).status
         except SessionError as exc:
