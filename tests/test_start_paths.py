@@ -209,3 +209,25 @@ async def test_records_of_an_optui_killed_mid_way_are_closed_by_the_next_process
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_a_port_in_time_wait_is_still_the_demos_port():
+    """After a quit the demo server's port keeps TIME-WAIT connections for ~60 s; a free-port
+    check without SO_REUSEADDR took it for busy, so a second `optui demo` moved to a new port
+    (and the port change became every later experiment's 'change')."""
+    import socket
+
+    from optui.cli.tui import free_port as demo_free_port
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    served, _ = listener.accept()
+    served.close()  # the server side closes first: its end of the connection goes to TIME-WAIT
+    client.close()
+    listener.close()
+    time.sleep(0.2)
+    assert demo_free_port(port) == port

@@ -84,6 +84,9 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
 def free_port(preferred: int | None = None) -> int:
     """A TCP port on 127.0.0.1 that is free right now: ``preferred`` when it is."""
     with socket.socket() as s:
+        # a server binds with SO_REUSEADDR (uvicorn, the demo): a port whose last connections
+        # are in TIME-WAIT (~60 s after a quit) is free for it, and kept from one demo to the next
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", preferred or 0))
         except OSError:
