@@ -467,6 +467,11 @@ def test_vllm_lines_before_the_block_give_rate_and_concurrency():
     [r] = parse_bench_output(text)
     assert (r.request_rate, r.max_concurrency) == (8.0, 64)
     assert (r.workload.request_rate, r.workload.max_concurrency) == (8.0, 64)
+    logged = text.replace("Traffic request rate: 8.0", "INFO 06-02 10:00:00 [serve.py:652] Traffic request rate: 8.0").replace(
+        "Maximum request concurrency: 64", "INFO 06-02 10:00:00 [serve.py:654] Maximum request concurrency: 64")
+    assert [(r.request_rate, r.max_concurrency) for r in parse_bench_output(logged)] == [(8.0, 64)]
+    stray = text.replace("Traffic request rate: 8.0", "note: Traffic request rate: 99")
+    assert parse_bench_output(stray)[0].request_rate is None
     [inf] = parse_bench_output(read("vllm_2025.log"))
     assert inf.request_rate == float("inf") and inf.max_concurrency is None
 

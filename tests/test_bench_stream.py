@@ -126,3 +126,16 @@ def test_huge_hostile_lines_are_handled_in_linear_time(line):
         capture.add(line)
     parse_bench_output(capture.text())
     assert time.perf_counter() - started < 2.0  # milliseconds in practice; the old regex took 30 s per line
+
+
+def test_capture_keeps_vllms_rate_and_concurrency_lines_before_the_block():
+    # issue 18: they fill request_rate / max_concurrency when the block has none
+    text = (FIXTURES / "vllm_2025.log").read_text().replace(
+        "Traffic request rate: inf", "Traffic request rate: 8.0").replace(
+        "Maximum request concurrency: None", "Maximum request concurrency: 64")
+    lines = lines_of(text.encode())
+    capture = ResultCapture(context_chars=0)
+    for line in lines:
+        capture.add(line)
+    [r] = parse_bench_output(capture.text())
+    assert (r.request_rate, r.max_concurrency) == (8.0, 64)

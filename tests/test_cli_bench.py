@@ -29,6 +29,18 @@ def test_json_single_result_is_an_object():
     assert data["ttft_ms"]["p99"] == 910.0 and data["workload"]["num_prompts"] == 500
 
 
+def test_a_cut_block_is_printed_as_partial(tmp_path):
+    # issue 18: a client killed mid-block never reads as a whole run
+    text = (FIXTURES / "vllm_0.33_spec.log").read_text()
+    cut = tmp_path / "cut.log"
+    cut.write_text(text[: text.index("Mean TPOT")])
+    data = json.loads(run(str(cut), "--json").stdout)
+    assert (data["partial"], data["status"], data["completed"], data["tpot_ms"]["mean"]) == (True, "partial", 996, None)
+    human = run(str(cut))
+    assert human.exit_code == 0 and human.output.startswith("vllm partial") and "cut short" in human.output
+    assert "partial" not in json.loads(run(str(FIXTURES / "vllm_0.33_spec.log"), "--json").stdout)
+
+
 def test_json_several_results_are_a_list():
     result = run(str(FIXTURES / "vllm_0.33_sweep.log"), "--json")
     assert result.exit_code == 0

@@ -63,7 +63,10 @@ _SGLANG_KEYS = frozenset({"backend", "concurrency", "traffic_request_rate", "max
                           "max_reqeuest_concurrency", "accept_length"})
 # vLLM prints these just before the block (serve.py, benchmark_serving.py): "Traffic request
 # rate: inf", "Maximum request concurrency: None"; they fill the block's missing fields.
+# Versions that log them (logger.info) put vLLM's record prefix before them.
 _PRE_BLOCK = (("Traffic request rate:", "request_rate"), ("Maximum request concurrency:", "max_concurrency"))
+_LOG_PREFIX_RE = re.compile(
+    r"(?:\([^)\n]*\) )?(?:DEBUG|INFO|WARNING) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?: \[[\w./-]+:\d+\]| [\w./-]+:\d+\]) ")
 _SECTION_PREFIX = {"speculative decoding": "spec_", "diffusion decoding": "diffusion_"}
 _CACHE_SECTION = "cache hit details"
 _ROW_WIDTH = 40  # rows are "{:<40} {:<10}": the value starts in column 41
@@ -120,7 +123,8 @@ def _pre_block_args(text: str, start: int, end: int, args: dict) -> dict:
     found = {}
     for label, key in _PRE_BLOCK:
         pos = text.rfind(label, start, end)
-        if pos >= 0 and (pos == 0 or text[pos - 1] == "\n"):
+        line_start = text.rfind("\n", 0, pos) + 1
+        if pos >= 0 and (pos == line_start or _LOG_PREFIX_RE.fullmatch(text, line_start, pos)):
             value = text[pos + len(label) : _line_end(text, pos)].strip()
             found[key] = parse_value(value) if value else None
     return {**args, **found} if found else args

@@ -25,6 +25,8 @@ _FAILURE_RE = re.compile(
     r"|^\s*File \"[^\"]*(?:sglang|vllm)"
 )
 _FAILURE_HINTS = ("ailed", "ready", "Error", "Exception", "Traceback", "KeyboardInterrupt", 'File "')
+# vLLM's run settings printed just before its block (bench_parse._PRE_BLOCK)
+_PRE_BLOCK_HINTS = ("Traffic request rate:", "Maximum request concurrency:")
 _BLOCK_MAX_LINES = 400  # a block never has more rows; a missing closing line must not keep everything
 
 
@@ -38,7 +40,8 @@ class ResultCapture:
     needs, with memory bounded by ``max_chars`` (characters).
 
     Kept: every result block (header to closing ``=====`` line), ``Namespace(...)`` lines
-    (the run's arguments), failure markers and exception lines, and the first other lines
+    (the run's arguments), vLLM's ``Traffic request rate:`` / ``Maximum request
+    concurrency:`` lines, failure markers and exception lines, and the first other lines
     while under ``context_chars``. Progress redraws and the rest of a flood are dropped, so
     parsing at the end of a 100k-line run takes milliseconds, and
     ``parse_bench_output(capture.text())`` equals ``parse_bench_output(full log)`` for
@@ -64,7 +67,8 @@ class ResultCapture:
         elif _HEADER in line:
             self._block_lines = 1
             self._keep(line)
-        elif "Namespace(" in line or (_may_mark_failure(line) and _FAILURE_RE.search(line)):
+        elif ("Namespace(" in line or (_may_mark_failure(line) and _FAILURE_RE.search(line))
+              or ("request " in line and any(hint in line for hint in _PRE_BLOCK_HINTS))):
             self._keep(line)
         elif self._context < self.context_chars:
             self._context += len(line)
