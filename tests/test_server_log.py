@@ -4,6 +4,8 @@ llama.cpp timestamps, phase durations, the log-line load fallback and ``optui lo
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -311,3 +313,42 @@ def test_json_lines_alone_are_llamacpp():
     assert classify_log(json_only)["final"] == "ready"
     # late-2024 text: "main: HTTP server is listening" comes before the model is loaded
     assert classify_log("main: HTTP server is listening, hostname: 127.0.0.1, port: 8080, http threads: 15\nmain: loading model\n")["final"] == "starting"
+
+
+def _run_python(code: str) -> tuple[str, int]:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return proc.stdout + proc.stderr, proc.returncode
+
+
+def test_a_real_uncaught_valueerror_is_classified_from_the_interpreters_own_traceback():
+    # the real interpreter prints the traceback (stderr) after the server's lines (stdout)
+    code = (
+        "import sys\n"
+        "print('INFO 05-06 09:14:05 [api_server.py:1043] vLLM API server version 0.8.5', flush=True)\n"
+        "def _get_and_verify_max_len():\n"
+        "    raise ValueError('User-specified max_model_len (200000) is greater than the derived max_model_len')\n"
+        "_get_and_verify_max_len()\n"
+    )
+    text, rc = _run_python(code)
+    assert rc == 1 and text.rstrip().splitlines()[-1].startswith("ValueError: User-specified")
+    assert (classify_log(text)["final"], classify_log(text)["class"]) == ("crashed", "bad_flag")
+    live = LogClassifier("vllm")
+    for line in text.splitlines():
+        live.feed(line)
+    assert live.crash_class(rc) is CrashClass.BAD_FLAG and live.cause(rc).startswith("ValueError: User-specified")
+
+
+def test_a_real_self_kill_after_the_childs_traceback_is_not_killed():
+    # SGLang's parent SIGKILLs its own tree after "Received sigquit": the status is -9
+    log = _log("sglang_sigquit_cuda_graph_assert.log").split("Killed")[0]
+    code = f"import os, signal, sys\nsys.stdout.write({log!r})\nsys.stdout.flush()\nos.kill(os.getpid(), signal.SIGKILL)\n"
+    text, rc = _run_python(code)
+    assert rc == -9
+    live = LogClassifier("sglang")
+    for line in text.splitlines():
+        live.feed(line)
+    assert live.crash_class(rc) is CrashClass.UNKNOWN and live.cause(rc) == "AssertionError"
+    # the same status without SGLang's sigquit line is a kill from outside
+    outside = LogClassifier("sglang")
+    outside.feed("[2025-03-10 08:12:32 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=11.35 GB")
+    assert outside.crash_class(rc) is CrashClass.KILLED
