@@ -31,3 +31,13 @@ def test_baseline_pin_and_alerts_read_as_sentences():
     assert line(ev.BENCH_BASELINE, {"result_id": 7}) == "baseline pinned: bench ? (result #7)"  # older events
     assert line(ev.ALERT, {"kind": "crashed", "message": "demo crashed (bad_flag)"}) == "demo crashed (bad_flag)"
     assert line(ev.ALERT, {"kind": "hung", "message": "no tokens for 30 s"}) == "hung: no tokens for 30 s"
+
+
+def test_a_benchmark_of_several_runs_has_numbers_in_its_journal_line():
+    """The CLI's `bench run` (3 repeats) journaled `bench sweep ok` with no numbers, where a
+    single run's line reads `…, 1600.2 out tok/s, TTFT p50 15.2 ms`."""
+    from optui.core.events import Event
+
+    runs = [{"output_throughput_tok_s": v, "ttft_ms": {"median": t}} for v, t in ((1500.0, 16.0), (1650.0, 15.0), (1600.2, 15.2))]
+    e = Event(1, 0.0, "bench.finished", "demo", "cli", None, {"bench": "sweep", "status": "ok", "results": runs})
+    assert e.summary() == "bench sweep ok, 3 runs (median), 1600.2 out tok/s, TTFT p50 15.2 ms"

@@ -231,3 +231,33 @@ def test_a_port_in_time_wait_is_still_the_demos_port():
     listener.close()
     time.sleep(0.2)
     assert demo_free_port(port) == port
+
+
+async def test_a_demo_that_stops_its_server_at_quit_leaves_down_as_the_journaled_state(campaign):
+    """Each demo start journaled `ready → starting` (the demo had stopped its server at quit
+    without saying its state changed)."""
+    from optui.session.server_history import last_journaled_state
+
+    s = Session(load_config(campaign), stop_servers_on_exit=True)
+    await s.start()
+    try:
+        await wait_ready(s)
+    finally:
+        await s.close()
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        assert last_journaled_state(j, "demo") == "down"
+    finally:
+        j.close()
+    s = Session(load_config(campaign), stop_servers_on_exit=True)  # the next demo start
+    await s.start()
+    try:
+        await wait_ready(s)
+    finally:
+        await s.close()
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        states = [(e.data["old"], e.data["new"]) for e in j.events(target="demo", types=["server.state"])]
+    finally:
+        j.close()
+    assert ("ready", "starting") not in states and states.count(("down", "starting")) == 2, states

@@ -59,6 +59,14 @@ TYPE_GROUPS: dict[str, frozenset[str]] = {
 }
 
 
+def _median_run(runs: list[dict]) -> dict:
+    """The run of median output tok/s among a benchmark's runs (repeats, sweep points), so
+    its journal line carries numbers as a single run's does."""
+    rated = sorted((x for x in runs if isinstance(x.get("output_throughput_tok_s"), int | float)),
+                   key=lambda x: x["output_throughput_tok_s"])
+    return rated[(len(rated) - 1) // 2] if rated else {}
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One journal event (see module docstring for the fields)."""
@@ -114,10 +122,11 @@ class Event:
         if t == BENCH_STARTED:
             return f"bench {d.get('bench', '')} started"
         if t == BENCH_FINISHED:
-            r = d.get("result") or {}
+            runs = [x for x in d.get("results") or () if isinstance(x, dict)]
+            r = d.get("result") or (_median_run(runs) if runs else {})
             tput = r.get("output_throughput_tok_s")
             ttft = (r.get("ttft_ms") or {}).get("median")
-            parts = [f"bench {d.get('bench', '')} {d.get('status', '')}"]
+            parts = [f"bench {d.get('bench', '')} {d.get('status', '')}" + (f", {len(runs)} runs (median)" if runs else "")]
             if tput is not None:
                 parts.append(f"{tput:.1f} out tok/s")
             if ttft is not None:

@@ -474,3 +474,6 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             outcome = await self.controller.stop(min(self.cfg.stop_timeout_s, 5.0))
             self._journal(ev.SERVER_STOPPED, {"how": outcome.how, "waited_s": round(outcome.waited_s, 3),
                                               "returncode": outcome.returncode, "reason": "optui exited"})
+            # the journal's last state is "down" now: the next session starts from it (it read
+            # "ready → starting" at every demo start, as if the server had been up meanwhile)
+            await self._set_state(ServerState.DOWN, pid=None)
