@@ -145,16 +145,21 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     """One row per experiment: change vs baseline, ready time, out tok/s and Δ, verdict."""
     from optui.core.bench_compare import STATISTIC
     from optui.core.experiments import runs_text, sort_experiments, verdict_evidence
-    from optui.session.export import load_experiments
+    from optui.session.export import load_experiments, load_imported
 
     _, j = _open(ctx)
-    rows = [x for x in load_experiments(j) if server is None or x.server == server]
+    every = load_experiments(j)
+    imported = load_imported(j, every, server=server)  # results no experiment ran: listed after them
+    rows = [x for x in every if server is None or x.server == server]
     rows = sort_experiments(rows, sort_key)
     if as_json:
-        echo_json([experiment_json(x) for x in rows])
+        echo_json([experiment_json(x) for x in rows] + [imported_json(run) for run in imported])
+        return
+    if not rows and not imported:
+        echo("no experiments yet")
         return
     if not rows:
-        echo("no experiments yet")
+        _imported_lines(imported)
         return
     echo(f"{'experiment':<11}{'server':<10}{'outcome':<18}{'ready s':>8}{'out tok/s':>11}{'Δ':>8}  {'runs':<26}"
          f"{'verdict':<16}{'evidence':<42}change vs baseline")
@@ -171,14 +176,38 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
              f"{verdict:<16}{evidence:<42}{change}")
         for line in x.unverified:  # the server does not run the flags this row is credited to
             echo(f"{'':<11}UNVERIFIED {line}")
+    _imported_lines(imported)
     echo(f"verdicts: {STATISTIC}")
+
+
+def _imported_lines(imported) -> None:
+    """The ``optui bench import`` results no experiment ran, one line each with its workload."""
+    if not imported:
+        return
+    echo("imported results (optui bench import; no experiment ran them, not compared):")
+    for run in imported:
+        st, r = run.stored, run.stored.result
+        tput = f"{r.output_throughput_tok_s:,.1f}" if r.output_throughput_tok_s is not None else "-"
+        echo(f"  #{st.id:<5} {st.server or '-':<10} {r.tool} {r.status:<8} out {tput} tok/s  workload {run.label}"
+             f" ({st.bench or '-'}, {run.file.rsplit('/', 1)[-1]})")
+
+
+def imported_json(run) -> dict:
+    """An imported result no experiment ran, as a row of ``journal experiments --json``
+    (``"kind": "imported"``; experiments' rows have ``"kind": "experiment"``)."""
+    st, r = run.stored, run.stored.result
+    return {"kind": "imported", "id": f"import-{st.id}", "result_id": st.id, "server": st.server, "bench": st.bench,
+            "file": run.file, "started": iso_time(st.ts), "outcome": "imported", "verdict": "untested",
+            "workloads": [{"workload": run.label, "key": r.workload.key(), "bench": st.bench, "runs": 1,
+                           "run_status": [r.status],
+                           "metrics": {"output_throughput_tok_s": {"value": r.output_throughput_tok_s}}}]}
 
 
 def experiment_json(x) -> dict:
     """An experiment as JSON for scripts (``optui journal experiments --json``)."""
     w = x.primary
     return {
-        "id": x.id, "server": x.server, "started": iso_time(x.started_ts), "actor": x.actor, "reason": x.reason,
+        "kind": "experiment", "id": x.id, "server": x.server, "started": iso_time(x.started_ts), "actor": x.actor, "reason": x.reason,
         "outcome": x.outcome, "crash_class": x.crash_class, "ready_s": x.ready_s, "verdict": x.verdict,
         "unverified": list(x.unverified),
         "decision": x.decision, "baseline": x.baseline_id, "is_baseline": x.is_baseline,

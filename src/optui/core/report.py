@@ -8,7 +8,8 @@ The Markdown report is what an engineer would write by hand after a day of tunin
 (hosts and GPUs from ``hosts.seen`` events, servers, model, server version), the baseline,
 every experiment with its flag diff, outcome, numbers and deltas, failures with their
 class, the best configuration as a ready-to-paste launch command (``shlex.join``), and the
-open todo items. Every verdict is shown with its evidence (runs per side, spreads, p, the
+open todo items, and the results stored with ``optui bench import`` that no experiment of
+the campaign ran (with their workload). Every verdict is shown with its evidence (runs per side, spreads, p, the
 baseline) and the statistic is named (:data:`~optui.core.bench_compare.STATISTIC`); runs
 with too many failed requests are listed with their ok/total counts and never compared.
 """
@@ -36,6 +37,7 @@ from optui.core.experiments import (
     crash_summary,
     runs_text,
     verdict_evidence,
+    workload_label,
 )
 from optui.core.safe_text import csv_cell, markdown_block_line, markdown_code, markdown_inline, safe_json
 from optui.core.server_log import phase_durations
@@ -93,6 +95,43 @@ class ReportInput:
         return [e for e in sorted(self.events, key=lambda e: e.seq)
                 if (self.since_ts is None or e.ts >= self.since_ts)
                 and (exps is None or e.target == self.server or e.experiment in exps)]
+
+
+#: ``optui bench import``'s event (``optui.session.benches.BENCH_IMPORTED``; core cannot
+#: import session): ``{"file", "bench", "result_ids": [...]}``.
+BENCH_IMPORTED = "bench.imported"
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedRun:
+    """A result stored by ``optui bench import`` from ``file`` that no experiment of the
+    campaign ran (no server of it, or none current at the result's time)."""
+
+    stored: StoredResult
+    file: str
+
+    @property
+    def label(self) -> str:
+        """Its workload, as experiments label theirs (``random 256/96 x64 c16``)."""
+        return workload_label(self.stored.result.workload)
+
+
+def imported_runs(events: Sequence[Event], results: Sequence[StoredResult], experiments: Sequence[Experiment], *,
+                  server: str | None = None, since_ts: float | None = None) -> list[ImportedRun]:
+    """The imported results (named by ``bench.imported`` events) that are in no
+    experiment's runs, oldest first; ``server``/``since_ts`` restrict them like the
+    experiments listed."""
+    files: dict[int, str] = {}
+    for e in events:
+        if e.type == BENCH_IMPORTED:
+            for rid in e.data.get("result_ids") or ():
+                files[rid] = str(e.data.get("file") or "")
+    if not files:
+        return []
+    in_experiment = {r.id for x in experiments for w in x.workloads for r in w.runs}
+    return [ImportedRun(r, files[r.id]) for r in sorted(results, key=lambda r: r.id)
+            if r.id in files and r.id not in in_experiment
+            and (server is None or r.server == server) and (since_ts is None or r.ts >= since_ts)]
 
 
 # ------------------------------------------------------------------ JSONL / CSV
@@ -180,6 +219,7 @@ def render_markdown(inp: ReportInput) -> str:
         out += _experiment_section(x)
     out += _failures(listed)
     out += _best(experiments, servers, inp.servers)
+    out += _imported(imported_runs(inp.events, inp.results, experiments, server=inp.server, since_ts=inp.since_ts))
     out += _todos(inp.todos)
     out += _loose_notes(inp)
     return "\n".join(out).rstrip() + "\n"
@@ -384,6 +424,22 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
             out.append(f"The server's environment in optui.toml also sets: {markdown_inline(', '.join(env[server]))}.")
         out.append("")
     return out
+
+
+def _imported(runs: list[ImportedRun]) -> list[str]:
+    """The imported results no experiment ran: one row each, with its workload."""
+    if not runs:
+        return []
+    out = ["## Imported results", "",
+           "Stored with `optui bench import`; no experiment of this campaign ran them, so they are not compared.", "",
+           "| result | file | bench | server | tool | status | workload | out tok/s | TTFT p50 ms | requests |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for run in runs:
+        st, r = run.stored, run.stored.result
+        out.append(f"| #{st.id} | {_cell(run.file.rsplit('/', 1)[-1])} | {_cell(st.bench or '-')} | {_cell(st.server or '-')} "
+                   f"| {_cell(r.tool)} | {_cell(r.status)} | {_cell(run.label)} | {_num(r.output_throughput_tok_s, 1)} "
+                   f"| {_num(r.metric('ttft_ms.median'), 1)} | {_cell(requests_text(request_counts(r)))} |")
+    return out + [""]
 
 
 def _todos(todos: Sequence[TodoItem]) -> list[str]:

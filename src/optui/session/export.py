@@ -15,7 +15,7 @@ from optui.config import LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
 from optui.core.experiments import EXPERIMENT_EVENT_TYPES, Experiment, build_experiments, unsettled
-from optui.core.report import FORMATS, ReportInput, ServerInfo, render_csv, render_jsonl, render_markdown
+from optui.core.report import BENCH_IMPORTED, FORMATS, ImportedRun, ReportInput, imported_runs, ServerInfo, render_csv, render_jsonl, render_markdown
 
 _RENDER = {"md": render_markdown, "jsonl": render_jsonl, "csv": render_csv}
 
@@ -34,6 +34,13 @@ def load_experiments(journal: Journal) -> list[Experiment]:
     return build_experiments(experiment_events(journal), journal.results(limit=None))
 
 
+def load_imported(journal: Journal, experiments: list[Experiment], *, server: str | None = None) -> list[ImportedRun]:
+    """The results stored with ``optui bench import`` that none of ``experiments`` ran
+    (:func:`~optui.core.report.imported_runs`), oldest first."""
+    events = journal.events(types=(BENCH_IMPORTED,))
+    return imported_runs(events, journal.results(limit=None), experiments, server=server) if events else []
+
+
 def campaign_name(loaded: LoadedConfig) -> str:
     """The campaign's name: its config directory (or "optui" without a config)."""
     return loaded.path.resolve().parent.name if loaded.path else "optui"
@@ -49,7 +56,7 @@ def report_input(journal: Journal, loaded: LoadedConfig, fmt: str, *, since_ts: 
         if server is not None:  # the experiments of the server, to keep its untargeted notes
             events = journal.events(types=(ev.EXPERIMENT_STARTED,)) + events
     else:
-        events = experiment_events(journal) + journal.events(types=(ev.HOSTS_SEEN,))
+        events = experiment_events(journal) + journal.events(types=(ev.HOSTS_SEEN, BENCH_IMPORTED))
     servers = [ServerInfo(name, s.kind, s.host, s.url, s.control, tuple(sorted(s.env)))
                for name, s in loaded.config.servers.items()]
     todos = journal.todos() if fmt == "md" else ()
