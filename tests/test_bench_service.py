@@ -266,3 +266,18 @@ async def test_builtin_generator_abort_keeps_finished_points(tmp_path, demo_url)
     assert stored and all(r.result.extra["run_id"] == bench.view.run_id for r in stored)
     assert s.journal.events(types=["bench.finished"])[-1].data["status"] == "aborted"
     await s.close()
+
+
+async def test_every_run_of_an_external_client_gets_fresh_prompts_by_its_seed(tmp_path):
+    """SGLang's bench_serving (--seed 1) and vLLM's bench serve (--seed 0) send the same
+    prompts every run unless told otherwise: optui adds a fresh --seed to each run, sweep
+    point and repeat, and records it with the result; an argv's own --seed is kept."""
+    s = campaign(tmp_path, {"c": argv(SGLANG, "--num-prompts", "4"), "fixed": argv(VLLM, "--num-prompts", "4", "--seed", "7")})
+    bench = await run(s, "c", repeats=3)
+    commands = [line for line in bench.lines if line.startswith("$ ")]
+    seeds = [int(c.split("--seed ")[1].split()[0]) for c in commands]
+    assert len(commands) == 3 and len(set(seeds)) == 3, commands
+    assert [r.workload.seed for r in bench.view.results] == seeds
+    fixed = await run(s, "fixed")
+    assert [r.workload.seed for r in fixed.view.results] == [7]
+    assert all(line.count("--seed") == 1 for line in fixed.lines if line.startswith("$ "))

@@ -31,6 +31,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bench"
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser()
     p.add_argument("--dataset-name", default="random")
+    p.add_argument("--seed", type=int, default=1)  # both real tools have it (SGLang 1, vLLM 0)
     p.add_argument("--num-prompts", type=int, default=20)
     p.add_argument("--random-input-len", type=int, default=128)
     p.add_argument("--random-output-len", type=int, default=64)

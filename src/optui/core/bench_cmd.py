@@ -149,6 +149,27 @@ def point_argv(argv: list[str] | tuple[str, ...], *, concurrency: int | None = N
     return flags.to_argv()
 
 
+def takes_seed(argv: list[str] | tuple[str, ...]) -> bool:
+    """True for clients with a ``--seed`` that draws their random prompts: SGLang's
+    ``bench_serving`` (default 1), ``vllm bench serve`` (default 0) and the demo's bundled
+    client (default 1). With their default every run sends the same prompts, which a
+    server's prefix cache then serves."""
+    return detect_tool(argv) in ("sglang", "vllm") or "optui.demo.bench_client" in [str(t) for t in argv]
+
+
+def with_run_seed(argv: list[str] | tuple[str, ...], seed: int) -> tuple[list[str], int | None]:
+    """``argv`` of one run with fresh prompts: ``--seed SEED`` added when the client
+    :func:`takes_seed` and the argv sets none. Returns the argv and the seed the run uses
+    (the argv's own when it sets one; None when the client has no seed optui knows)."""
+    flags = Flags.parse(argv)
+    own = _last(flags, "--seed")
+    if own is not None:
+        return list(argv), as_int(own)
+    if not takes_seed(argv):
+        return list(argv), None
+    return flags.set("--seed", str(seed)).to_argv(), seed
+
+
 def merge_results(file_results: list[BenchResult], log_results: list[BenchResult], args: dict) -> list[BenchResult]:
     """Combine a run's saved result file with its parsed stdout (and its argv's
     :func:`workload_args`): the file's numbers win (full precision, every percentile);

@@ -25,7 +25,7 @@ from itertools import islice
 from optui.adapters.bench_runner import StallWatch
 from optui.adapters.shell import LocalShell, Shell
 from optui.config import BenchmarkConfig
-from optui.core.bench_cmd import point_argv
+from optui.core.bench_cmd import point_argv, with_run_seed
 from optui.core.bench_result import DEFAULT_MAX_FAILED_PCT, BenchResult, apply_failure_threshold
 from optui.core.bench_stream import ProgressTracker, StreamProgress
 from optui.core.bench_sweep import Point, SweepSpec, plan_points
@@ -204,6 +204,11 @@ class BenchRun:
 
     async def _run_command(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
         argv = point_argv(self.cfg.argv or [], concurrency=point.concurrency, request_rate=point.request_rate)
+        # fresh prompts for every run, sweep point and repeat (a client's default seed sends the
+        # same prompts each time, and the server's prefix cache then serves the benchmark)
+        from optui.adapters.loadgen import new_seed  # httpx: not at the TUI's first frame
+
+        argv, seed = with_run_seed(argv, new_seed())
         self.add_line(("$ " if self.shell.local else f"{self.shell.host}$ ") + " ".join(argv))
         self.tracker = ProgressTracker()
         self._update(progress=self.tracker.state)
@@ -213,6 +218,10 @@ class BenchRun:
         if self._aborted:
             self._command.abort()
         outcome = await self._command.run()
+        if seed is not None:  # recorded with the result: `--seed N` in the preset's argv reproduces it
+            for result in outcome.results:
+                if result.workload.seed is None:
+                    result.workload = replace(result.workload, seed=seed)
         if self.on_command is not None:
             self.on_command(argv, outcome.returncode, outcome.duration_s)
         for note in outcome.notes:
