@@ -352,3 +352,10 @@ def test_a_real_self_kill_after_the_childs_traceback_is_not_killed():
     outside = LogClassifier("sglang")
     outside.feed("[2025-03-10 08:12:32 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=11.35 GB")
     assert outside.crash_class(rc) is CrashClass.KILLED
+
+
+def test_a_valueerror_while_serving_is_no_bad_flag():
+    c = LogClassifier("vllm")
+    for line in ["INFO:     Application startup complete.", *(TB + "ValueError: prompt too long").splitlines()]:
+        c.feed(line)
+    assert c.ready and c.crash_class(1) is CrashClass.UNKNOWN and c.cause(1) == "ValueError: prompt too long"

@@ -247,6 +247,7 @@ class LogClassifier:
         self._tb_end_phases = -1  # len(self.phases) when the last traceback finished
         self.exception: tuple[int, str] | None = None  # (line number, text) of the last cause exception
         self.self_killed = False  # SGLang's parent killed its tree after a child failed
+        self._exception_after_ready = False
         self._n = -1
         self._external = False  # a phase was marked from outside the log
 
@@ -340,6 +341,7 @@ class LogClassifier:
                 body = body.strip()
                 if not _is_wrapper(body):  # "RuntimeError: Engine core initialization failed. See root cause above."
                     self.exception = (self._n, body)
+                    self._exception_after_ready = self.ready
 
     def _exception_class(self) -> CrashClass:
         """The class the last cause exception names: a signature in its message, else its
@@ -351,7 +353,10 @@ class LogClassifier:
             if pattern.search(text):
                 return crash_class
         name = _EXCEPTION_NAME.match(text)
-        return _EXCEPTION_CLASSES.get(name.group(1).rpartition(".")[2], CrashClass.UNKNOWN) if name else CrashClass.UNKNOWN
+        found = _EXCEPTION_CLASSES.get(name.group(1).rpartition(".")[2], CrashClass.UNKNOWN) if name else CrashClass.UNKNOWN
+        if found is CrashClass.BAD_FLAG and self._exception_after_ready:
+            return CrashClass.UNKNOWN  # a served request's ValueError is no flag of the start
+        return found
 
     def crash_class(self, returncode: int | None) -> CrashClass:
         """Classify a failed start/run from the exit status and the lines seen.
