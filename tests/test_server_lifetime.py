@@ -113,7 +113,8 @@ def test_cli_restart_server_outlives_the_cli_and_status_shows_it_ready(campaign,
     assert ("ready", "starting") not in states, states
 
 
-def test_sigkill_of_the_cli_mid_restart_leaves_the_server_running_and_attachable(campaign):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_sigkill_of_the_cli_mid_restart_leaves_the_server_running_and_attachable(campaign, sig):
     env = subprocess_env({"PYTHONPATH": CHILD_PATH})
     cli = subprocess.Popen([sys.executable, "-m", "tests.helpers.strict_exit", "-c", str(campaign), "restart", "demo"],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
@@ -121,7 +122,7 @@ def test_sigkill_of_the_cli_mid_restart_leaves_the_server_running_and_attachable
     try:
         wait_until(lambda: recorded_pid(campaign) is not None, 60, "the server launched")
         pid = recorded_pid(campaign)
-        os.kill(cli.pid, signal.SIGKILL)
+        os.kill(cli.pid, sig)
         cli.wait(10)
     finally:
         if cli.poll() is None:
