@@ -240,3 +240,26 @@ def test_opencode_db_in_its_current_schema_is_read(tmp_path):
     assert origin == f"opencode:{db_path.resolve()}#ses_a"
     assert [(t.content, t.status.value, t.priority.value) for t in items] == [
         ("Run the baseline", "completed", "medium"), ("Try tp 2", "pending", "high")]
+
+
+async def test_the_todo_panel_shows_what_a_task_is_blocked_by(tmp_path):
+    from optui.config import load_config
+    from optui.ui.app import OptuiApp
+    from tests.helpers.pilot import wait_for
+
+    lst = tmp_path / ".claude" / "tasks" / "list-9"
+    write_list(lst, task("1", "Run the baseline"), task("2", "Try tp 2", blocked_by=["1"]))
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[hosts.local]\ngpu_source = "none"\n[todo]\npoll_s = 0.1\nfollow = '
+                   + json.dumps([f"claude:{lst}"]) + "\n")
+    app = OptuiApp(Session(load_config(cfg)))
+
+    def shown() -> list[str]:
+        return [line.rstrip() for line in app.query_one("#todo-list").render().plain.splitlines()]
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: any("Try tp 2" in line for line in shown()), what=shown)
+        first = {t.content: t.id for t in app.session.journal.todos()}["Run the baseline"]
+        assert shown()[1] == f"○ M A+ Try tp 2  blocked by #{first}"
+        write_list(lst, task("1", "Run the baseline", "completed"), task("2", "Try tp 2", blocked_by=["1"]))
+        await wait_for(pilot, lambda: shown()[1] == "○ M A+ Try tp 2", what=shown)  # its blocker is done
