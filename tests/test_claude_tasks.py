@@ -263,3 +263,19 @@ async def test_the_todo_panel_shows_what_a_task_is_blocked_by(tmp_path):
         assert shown()[1] == f"○ M A+ Try tp 2  blocked by #{first}"
         write_list(lst, task("1", "Run the baseline", "completed"), task("2", "Try tp 2", blocked_by=["1"]))
         await wait_for(pilot, lambda: shown()[1] == "○ M A+ Try tp 2", what=shown)  # its blocker is done
+
+
+def test_renumbered_ids_of_a_todowrite_list_are_not_taken_for_task_ids(tmp_path):
+    """opencode's legacy files carry the model's ``id``s, renumbered at will: only Claude
+    Code task ids match items by id; these are matched by content as before."""
+    cfg = write_demo_config(tmp_path, port=1)
+    src = tmp_path / "opencode" / "storage" / "todo" / "ses_1.json"
+    src.parent.mkdir(parents=True)
+    src.write_text(json.dumps([{"id": "1", "content": "Run the baseline", "status": "pending", "priority": "high"}]))
+    assert run_cli(cfg, "todo", "import", str(src)).returncode == 0
+    src.write_text(json.dumps([{"id": "1", "content": "Profile decode", "status": "pending", "priority": "low"},
+                               {"id": "2", "content": "Run the baseline", "status": "completed", "priority": "high"}]))
+    assert run_cli(cfg, "todo", "import", str(src)).returncode == 0
+    items = {t["content"]: t for t in json.loads(run_cli(cfg, "todo", "list", "--json").stdout)}
+    assert items["Run the baseline"]["id"] == 1 and items["Run the baseline"]["status"] == "completed"
+    assert items["Profile decode"]["id"] == 2

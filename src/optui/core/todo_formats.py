@@ -71,7 +71,11 @@ class AgentTodo:
     active_form: str | None = None
     upstream_id: str | None = None
     position: int = 0
+    #: Claude Code task ids this item waits for (``blockedBy``)
     blocked_by: tuple[str, ...] = ()
+    #: ``upstream_id`` names the same item in every snapshot (a Claude Code task's file);
+    #: the ids of todowrite lists are the model's and may be renumbered, so they are not used
+    stable_id: bool = False
 
     @property
     def upstream(self) -> dict:
@@ -407,7 +411,7 @@ def parse_claude_task_files(files: Sequence[tuple[str, str]], source: str = "<ta
         if task is not None:
             out.append(task)
     return [AgentTodo(t.content, t.status, t.priority, t.raw_status, t.raw_priority, t.active_form, t.upstream_id, i,
-                      t.blocked_by) for i, t in enumerate(out)]
+                      t.blocked_by, True) for i, t in enumerate(out)]
 
 
 def _task(obj: dict, name: str, where: str, index: LineIndex, text: str) -> AgentTodo | None:

@@ -5,7 +5,7 @@ change and keep no ids, and they lose items on overwrite or context compaction
 (``bench_todo_ops.md`` §6 rows 13-14). So optui's store is the source of truth and a new
 snapshot is *diffed* against it:
 
-1. items with an upstream id (Claude Code task ids) are matched by it first; the others
+1. items with a stable upstream id (Claude Code task ids) are matched by it first; the others
    by normalised content (:func:`~optui.core.todo.normalize_content`),
    then unmatched ones by similarity (≥ :data:`FUZZY_RATIO` and the same numbers, so a
    reworded item keeps its id but "try tp 4" never becomes "try tp 8");
@@ -90,7 +90,7 @@ def _agent_meta(item_meta: dict, todo: AgentTodo, mark: str) -> dict:
 def _task_meta(todo: AgentTodo) -> dict:
     """An upstream item's id and its blockers (Claude Code task ids), for ``blocked by #N``
     (:func:`~optui.core.todo_formats.dependency_labels`)."""
-    if todo.upstream_id is None:
+    if todo.upstream_id is None or not todo.stable_id:
         return {}
     return {"upstream_id": todo.upstream_id, **({"blocked_by": list(todo.blocked_by)} if todo.blocked_by else {})}
 
@@ -117,7 +117,7 @@ def plan_snapshot(existing: Iterable[TodoItem], snapshot: Sequence[AgentTodo], *
     by_upstream_id = {str(c.meta["upstream_id"]): c for c in candidates if c.meta.get("upstream_id") is not None}
     if by_upstream_id:
         for i, todo in enumerate(snapshot):
-            c = by_upstream_id.get(todo.upstream_id) if todo.upstream_id is not None else None
+            c = by_upstream_id.get(todo.upstream_id) if todo.stable_id else None
             if c is not None and c.id not in used:
                 matched[i] = c
                 used.add(c.id)
