@@ -261,3 +261,32 @@ async def test_a_demo_that_stops_its_server_at_quit_leaves_down_as_the_journaled
     finally:
         j.close()
     assert ("ready", "starting") not in states and states.count(("down", "starting")) == 2, states
+
+
+async def test_a_restart_is_refused_while_a_benchmark_runs_against_the_server(campaign):
+    """A restart during another process's `bench run` went through: the run went on against
+    the new server and its results were credited to the old experiment (break-it trial)."""
+    import subprocess
+    import sys
+
+    from tests.helpers.demo import subprocess_env
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "optui", "-c", str(campaign), *args], capture_output=True,
+                              text=True, timeout=120, env=subprocess_env(), stdin=subprocess.DEVNULL)
+
+    assert cli("restart", "demo").returncode == 0
+    campaign.write_text(campaign.read_text().replace('"--num-prompts", "64"', '"--num-prompts", "4000"'))
+    bench = _optui_popen(campaign, "bench", "run", "demo", "sweep")
+    try:
+        deadline = time.monotonic() + 60
+        while not _events(campaign, ["bench.started"]):
+            assert time.monotonic() < deadline and bench.poll() is None
+            await asyncio.sleep(0.1)
+        res = cli("restart", "demo", "--set", "--max-running-requests=8")
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert f"benchmark sweep is running against it in optui process {bench.pid}" in res.stdout + res.stderr
+        assert len(_events(campaign, ["server.restart"])) == 1  # nothing was stopped
+    finally:
+        bench.kill()
+        bench.wait(10)

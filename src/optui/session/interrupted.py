@@ -56,3 +56,17 @@ def close_interrupted(journal: Journal, *, actor: str, restart_locked: Callable[
                 actor=actor, experiment=e.experiment)
             closed += 1
     return closed
+
+
+def bench_running_on(journal: Journal, server: str) -> tuple[str, int] | None:
+    """``(bench name, pid)`` of a benchmark another live optui process runs against
+    ``server`` now (its ``bench.started`` has no ``bench.finished``), else None. A restart
+    under it would credit its results to the old experiment and mix two configurations in
+    one run. Raises JournalError."""
+    finished = {e.data.get("run_id") for e in journal.events(types=[ev.BENCH_FINISHED], target=server, limit=SCAN,
+                                                             newest_first=True)}
+    for e in journal.events(types=[ev.BENCH_STARTED], target=server, limit=20, newest_first=True):
+        pid = e.data.get("pid")
+        if e.data.get("run_id") not in finished and isinstance(pid, int) and pid != os.getpid() and proc.pid_alive(pid):
+            return str(e.data.get("bench") or "?"), pid
+    return None

@@ -398,6 +398,7 @@ class Session:
         try:
             if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
                 return rt.status
+            self._refuse_during_a_benchmark(name)
             status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s,
                                       todo_id=todo_id)
         except RestartError as exc:
@@ -456,6 +457,23 @@ class Session:
         from optui.session.restart_checks import plan_restart
 
         return await plan_restart(self.server(name), argv=argv, sets=sets, unsets=unsets, preset=preset)
+
+    def _refuse_during_a_benchmark(self, name: str) -> None:
+        """SessionError when a benchmark runs against server ``name``, in this process or
+        another: a restart under it credited its results to the old experiment and mixed two
+        configurations in one run (found by a break-it trial)."""
+        current = self.benches.current
+        if self.benches.running and current is not None and current.cfg.server == name:
+            raise SessionError(f"{name}: benchmark {current.name} is running against it; abort it (x) or wait for it")
+        from optui.session.interrupted import bench_running_on
+
+        try:
+            other = bench_running_on(self.journal, name)
+        except JournalError:
+            other = None
+        if other is not None:
+            raise SessionError(f"{name}: benchmark {other[0]} is running against it in optui process {other[1]}; "
+                               "wait for it or stop that process first")
 
     async def rollback(self, name: str, *, reason: str = "operator", actor: str | None = None):
         """Restart ``name`` with its last good flags (journaled as ``rollback``)."""
