@@ -150,3 +150,30 @@ async def test_a_pidfile_whose_pid_now_names_another_process_is_not_attached(tmp
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+async def test_a_pidfile_without_a_start_time_is_checked_by_its_command(tmp_path):
+    """A pidfile written before optui recorded start times (or edited by hand) naming a
+    `setsid sleep`: restart SIGTERMed that process group (break-it trial)."""
+    import dataclasses
+    import subprocess
+
+    from optui.adapters.controller import write_pidfile
+
+    ctl = ProcessController("s", tmp_path)
+    launch = await ctl.start([sys.executable, "-c", "import time; time.sleep(30)"])
+    await ctl.stop(5.0)
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        write_pidfile(ctl.pidfile, dataclasses.replace(launch, pid=sleeper.pid, proc_start=""))
+        again = ProcessController("s", tmp_path)
+        assert await again.attach() is None
+        await again.stop(1.0)
+        assert sleeper.poll() is None, "the unrelated process group was signalled"
+        real = await ctl.start([sys.executable, "-c", "import time; time.sleep(30)"])
+        write_pidfile(ctl.pidfile, dataclasses.replace(real, proc_start=""))  # an old pidfile of a real server
+        assert (await ProcessController("s", tmp_path).attach()).pid == real.pid
+        await ctl.stop(5.0)
+    finally:
+        sleeper.kill()
+        sleeper.wait()

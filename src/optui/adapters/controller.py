@@ -127,6 +127,13 @@ def write_pidfile(path: Path, launch: Launch) -> None:
     os.replace(tmp, path)
 
 
+def _runs_program(pid: int, program: str) -> bool:
+    """True when local process ``pid``'s command line names ``program`` (its file name):
+    how a pidfile written without the process start time is checked before it is trusted."""
+    name = os.path.basename(str(program))
+    return bool(name) and name in proc.command_line(pid)
+
+
 class ProcessController:
     """Runs the server in its own process group through ``shell`` (see module doc).
 
@@ -257,6 +264,8 @@ class ProcessController:
             alive: bool | None = await self.shell.pid_alive(launch.pid)
             if alive and launch.proc_start:
                 alive = await self.shell.process_start(launch.pid) == launch.proc_start
+            elif alive and self.shell.local:  # a pidfile of older optui (no start time): the command must match
+                alive = _runs_program(launch.pid, (launch.command or launch.argv or ("",))[0])
         except ShellError:
             alive = None  # the host is unreachable now: keep the launch, the monitor decides later
         if alive is False:
