@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
+from optui.adapters.aio import wait_set
 from optui.adapters.gpu_source import GpuSource
 from optui.core.gpu import HostSnapshot, HostStatus
 
@@ -97,11 +98,9 @@ class GpuPoller:
             if not self.paused:
                 await self._read(host, source, interval)
             wake.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout)
+            await wait_set(wake, timeout)  # a cancel always ends the loop (adapters/aio.py)
             if me is not None and me.cancelling():
-                # Python 3.11's wait_for drops a cancellation that arrives as the awaited
-                # read or wake-up completes; the loop then ran on and Session.close() hung
+                # the read's own wait_for can drop a cancel on 3.11 as the read completes
                 raise asyncio.CancelledError
 
     async def _read(self, host: str, source: GpuSource, interval: float) -> None:

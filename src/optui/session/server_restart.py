@@ -197,6 +197,7 @@ class RestartFlow:
 
     async def _wait_state(self, done: Callable[[ServerState], bool], deadline: float) -> bool:
         """Wait until ``done(state)`` or the monotonic ``deadline``; True when reached."""
+        me = asyncio.current_task()
         async with self._state_changed:
             while not done(self.status.state):
                 remaining = deadline - time.monotonic()
@@ -204,6 +205,10 @@ class RestartFlow:
                     return False
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._state_changed.wait(), remaining)
+                if me is not None and me.cancelling():
+                    # 3.11's wait_for drops a cancel that arrives with a notify (the state set
+                    # at shutdown): the gate would wait out its timeout and hold up the quit
+                    raise asyncio.CancelledError
         return True
 
     async def _ready_gate(self, timeout_s: float, actor: str) -> ServerStatus:

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
+from optui.adapters.aio import wait_set
 from optui.adapters.controller import Controller, ControllerError, ProcessController
 from optui.adapters.journal import Journal, JournalError
 from optui.adapters.probe import ServerProbe
@@ -185,8 +186,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
                 busy = self.status.state.is_transitional or self._starting
                 interval = min(0.5, self.cfg.poll_interval_s) if busy else self.cfg.poll_interval_s
                 self._wake.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), interval)
+                await wait_set(self._wake, interval)  # a cancel (Session.close) always ends the loop
         finally:
             self._stop_follower()
             await self.probe.close()
