@@ -367,3 +367,37 @@ async def test_the_last_filter_removes_what_a_widget_did_not_escape(tmp_path):
         assert any("typed T1 ]2;PWNED-TITLE" in line for line in lines), lines
         assert_clean("".join(lines))
         assert_clean(app.export_screenshot().replace("\n", ""))
+
+
+async def test_an_edit_box_prefilled_with_a_multi_line_item_stays_one_line():
+    """`e` on a todo item an agent wrote with newlines put a raw LF into the edit box: the
+    line after it overwrote the panel's border and stayed after Escape (break-it trial)."""
+    from textual.app import App
+    from textual.widgets import Input
+
+    from optui.ui.screens.text_prompt import TextPrompt
+
+    class Host(App):
+        def on_mount(self) -> None:
+            self.push_screen(TextPrompt("Edit item", "| pipe\n# heading\n=cmd()"))
+
+    app = Host()
+    async with app.run_test(size=(80, 20)) as pilot:
+        await pilot.pause()
+        value = app.screen.query_one(Input).value
+        assert value == "| pipe # heading =cmd()", value
+        lines = app.export_screenshot()
+        assert "\n=cmd()" not in lines
+
+
+def test_cli_rows_stay_one_row_per_item_and_event(campaign):
+    """A todo item or note with a newline printed a forged row under its own in `todo list`
+    and `journal tail` (break-it trial); now the break is shown as ⏎."""
+    forged = "fake\n#1    done        high   Baseline (FORGED ROW)"
+    run(campaign, "todo", "add", forged)
+    run(campaign, "journal", "note", "line one\n14:00:00 #999 server.ready demo [cli] FORGED")
+    listed = run(campaign, "todo", "list").stdout
+    assert not any(line.startswith("#1    done") for line in listed.splitlines()), listed
+    assert "fake⏎#1    done" in listed
+    tail = run(campaign, "journal", "tail", "-n", "5").stdout
+    assert not any(line.startswith("14:00:00 #999") for line in tail.splitlines()), tail

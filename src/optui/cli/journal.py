@@ -22,7 +22,7 @@ import click
 from optui.cli.common import COUNT, ID, actor, echo, echo_json, fail, load_config_or_exit, read_only_open
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter, iso_time, parse_since
-from optui.core.safe_text import safe_json
+from optui.core.safe_text import safe_json, safe_line
 
 
 def _open(ctx: click.Context, *, must_exist: bool = True, reading: bool = True):
@@ -60,7 +60,8 @@ def _types(values: tuple[str, ...]) -> frozenset[str] | None:
 def event_line(e: Event) -> str:
     """One human line: ``14:22:07 #118 server.ready demo [cli] exp-0003 ready in 2.1s``."""
     when = time.strftime("%H:%M:%S", time.localtime(e.ts))
-    return f"{when} #{e.seq} {e.type} {e.target or '-'} [{e.actor}] {e.experiment or '-'} {e.summary()}"
+    return (f"{when} #{e.seq} {e.type} {safe_line(e.target or '-')} [{safe_line(e.actor)}] {e.experiment or '-'} "
+            f"{safe_line(e.summary())}")  # one row per event: a newline in a note must not forge a row
 
 
 def _event_json(e: Event) -> str:

@@ -14,6 +14,7 @@ import sys
 import click
 
 from optui.cli.common import ID, echo, echo_json, fail, load_config_or_exit, read_only_open
+from optui.core.safe_text import safe_line
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
 STATUSES = [s.value for s in TodoStatus]
@@ -57,7 +58,8 @@ def _line(t: TodoItem, deps: str | None = None) -> str:
         run = t.run or {}
         marks.append("⚗" + (f" {run['status']}" if run.get("status") else ""))
     tail = f"  [{', '.join(marks)}]" if marks else ""
-    return f"#{t.id:<4} {t.status.value:<11} {t.priority.value:<6} {t.content}{tail}"
+    # one row per item: a newline in the text must not print a forged row below it
+    return f"#{t.id:<4} {t.status.value:<11} {t.priority.value:<6} {safe_line(t.content)}{tail}"
 
 
 def _write(fn):
@@ -128,7 +130,7 @@ def add(ctx: click.Context, text: str, priority: str, server: str | None, sets: 
     if as_json:
         echo_json(item.to_json())
     else:
-        echo(f"added #{item.id}: {item.content}")
+        echo(f"added #{item.id}: {safe_line(item.content)}")
 
 
 @todo.command("set")
@@ -177,8 +179,15 @@ def import_(ctx: click.Context, source: str, kind: str, dry_run: bool, as_json: 
     opencode DB (PATH.db#SESSION), or - for stdin. Re-importing the same source diffs
     against what is there (items matched by content), it never duplicates."""
     from optui.adapters.todo_follow import FollowError, read_snapshot
-    from optui.core.todo_formats import (MAX_CHARS, FollowSpec, TodoFormatError, guess_kind, origin_of, parse_follow_spec,
-                                         parse_todo_json)
+    from optui.core.todo_formats import (
+        MAX_CHARS,
+        FollowSpec,
+        TodoFormatError,
+        guess_kind,
+        origin_of,
+        parse_follow_spec,
+        parse_todo_json,
+    )
 
     try:
         if source == "-":
@@ -206,7 +215,7 @@ def import_(ctx: click.Context, source: str, kind: str, dry_run: bool, as_json: 
         echo_json([{**t.to_json(origin), **({"warnings": t.warnings} if t.warnings else {})} for t in items])
     else:
         for t in items:
-            echo(f"{t.status.value:<11} {t.priority.value:<6} {t.content}" + (f"  [!{t.raw_status}]" if t.raw_status else ""))
+            echo(f"{t.status.value:<11} {t.priority.value:<6} {safe_line(t.content)}" + (f"  [!{t.raw_status}]" if t.raw_status else ""))
     for t in items:
         for warning in t.warnings:
             echo(f"warning: {t.content[:60]}: {warning}", err=True)
@@ -266,7 +275,7 @@ def history(ctx: click.Context, todo_id: int, as_json: bool) -> None:
     for e in events:
         when = _time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(e.ts))
         flag = "  ⚠ conflict: " + ", ".join(e.data["conflict"]) if e.data.get("conflict") else ""
-        echo(f"{when}  {e.actor:<14} {e.type:<20} {e.summary()}{flag}")
+        echo(f"{when}  {e.actor:<14} {e.type:<20} {safe_line(e.summary())}{flag}")
 
 
 @todo.command()
@@ -309,5 +318,5 @@ def run(ctx: click.Context, todo_ids: tuple[int, ...], as_json: bool, actor: str
         echo_json([o.to_json() for o in outcomes])
     else:
         for o in outcomes:
-            echo(f"#{o.todo_id} {o.run_id or ''} {o.status}: {o.summary}")
+            echo(f"#{o.todo_id} {o.run_id or ''} {o.status}: {safe_line(o.summary)}")
     sys.exit(0 if all(o.status == "ok" for o in outcomes) else 1)

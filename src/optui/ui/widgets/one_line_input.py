@@ -15,6 +15,13 @@ class OneLineInput(Input):
 
     BINDINGS = with_ids(Input.BINDINGS, "input")
 
+    def __init__(self, value: str | None = None, *args, **kwargs) -> None:
+        # a value that holds line breaks (a todo item an agent wrote with "\n") is one line
+        # too: Textual's Input draws a raw LF, which broke the panel's borders (break-it trial)
+        if value:
+            value = " ".join(part.strip() for part in value.splitlines() if part.strip())
+        super().__init__(value, *args, **kwargs)
+
     def _on_paste(self, event: events.Paste) -> None:
         lines = [line.strip() for line in event.text.splitlines() if line.strip()]
         if len(lines) < 2:
