@@ -292,6 +292,15 @@ class ProcessController:
             return set()
         return await self.shell.group_pids(self.launch.pid)
 
+    def release(self) -> None:
+        """optui leaves while the server runs on (it outlives optui by design): stop tracking
+        the child without touching it, so nothing at interpreter exit complains about it."""
+        forget = getattr(self._proc, "forget", None)
+        if forget is not None:
+            forget()
+            # from here on it is followed like a re-attached launch (by PID), never read as exited
+            self._proc, self._alive = None, True
+
     def kill_now(self) -> None:
         """SIGKILL the group immediately (used when the demo exits)."""
         if self.launch is not None:

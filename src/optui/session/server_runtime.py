@@ -468,7 +468,10 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         return self.catalog
 
     async def shutdown(self, stop_server: bool) -> None:
-        """Called when the session closes: stop the server only when asked (demo)."""
+        """Called when the session closes: stop the server only when asked (demo); else
+        leave it running, untracked (:meth:`ProcessController.release`)."""
+        if not stop_server and isinstance(self.controller, ProcessController):
+            self.controller.release()
         if stop_server and isinstance(self.controller, ProcessController) and self.controller.launch is not None:
             self._stopping = True
             outcome = await self.controller.stop(min(self.cfg.stop_timeout_s, 5.0))
