@@ -206,7 +206,10 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         status is unknown: the server was not this process's child). An observer session
         (``optui status``) only shows it; the next writing session journals it."""
         ended = self._safe(lambda: end_journaled_since(self.journal, self.name, lost.started_at))
-        if ended is not None:  # another process journaled its end (a stop, a failure)
+        if ended is None:  # a restart asked for since it started stopped it (its process may have died mid-way)
+            ended = self._safe(lambda: next(iter(self.journal.events(
+                target=self.name, types=[ev.RESTART_REQUESTED], since_ts=lost.started_at, limit=1)), None))
+        if ended is not None:  # another process journaled its end (a stop, a failure, a restart)
             if not self.journal.read_only:
                 self.controller.forget_lost()
             return
