@@ -15,7 +15,17 @@ from optui.config import LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
 from optui.core.experiments import EXPERIMENT_EVENT_TYPES, Experiment, build_experiments, unsettled
-from optui.core.report import BENCH_IMPORTED, FORMATS, ImportedRun, ReportInput, imported_runs, ServerInfo, render_csv, render_jsonl, render_markdown
+from optui.core.report import (
+    BENCH_IMPORTED,
+    FORMATS,
+    ImportedRun,
+    ReportInput,
+    ServerInfo,
+    imported_runs,
+    render_csv,
+    render_jsonl,
+    render_markdown,
+)
 
 _RENDER = {"md": render_markdown, "jsonl": render_jsonl, "csv": render_csv}
 
