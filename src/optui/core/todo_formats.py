@@ -264,17 +264,13 @@ def _depth_error(source: str, text: str, first_line: int = 1) -> TodoFormatError
     return TodoFormatError(source, line, None, f"nested deeper than {MAX_DEPTH} levels{where}")
 
 
-def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
-    """Parse a todo list file: a bare array of todo objects (opencode legacy storage,
-    Claude Code ``~/.claude/todos/*.json``) or an object with a ``todos`` array (the
-    todowrite / TodoWrite tool input). Each object needs ``content`` (non-empty string) and
-    ``status`` (string); ``priority``, ``activeForm`` and ``id`` are optional; other keys
-    are ignored. Raises :class:`TodoFormatError` (``FILE:LINE: todos[2].status: ...``),
-    also for a file over :data:`MAX_CHARS`, :data:`MAX_ITEMS` or :data:`MAX_DEPTH`.
-    Linear in the size of ``text`` (the C decoder; lines are only looked up for an error)."""
+def _load_bounded_json(text: str, source: str, expected: str):
+    """``json.loads(text)`` within :data:`MAX_CHARS` and :data:`MAX_DEPTH`; raises
+    :class:`TodoFormatError` naming ``source`` (and the line) for an empty file, invalid JSON
+    or a nesting too deep (``expected`` says what the file should hold)."""
     check_size(len(text), source, "characters")
     if not text.strip():
-        raise TodoFormatError(source, None, None, "empty file (expected a JSON array of todo objects)")
+        raise TodoFormatError(source, None, None, f"empty file (expected {expected})")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -283,6 +279,18 @@ def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
         raise _depth_error(source, text) from None
     if _too_deep(data, MAX_DEPTH):
         raise _depth_error(source, text)
+    return data
+
+
+def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
+    """Parse a todo list file: a bare array of todo objects (opencode legacy storage,
+    Claude Code ``~/.claude/todos/*.json``) or an object with a ``todos`` array (the
+    todowrite / TodoWrite tool input). Each object needs ``content`` (non-empty string) and
+    ``status`` (string); ``priority``, ``activeForm`` and ``id`` are optional; other keys
+    are ignored. Raises :class:`TodoFormatError` (``FILE:LINE: todos[2].status: ...``),
+    also for a file over :data:`MAX_CHARS`, :data:`MAX_ITEMS` or :data:`MAX_DEPTH`.
+    Linear in the size of ``text`` (the C decoder; lines are only looked up for an error)."""
+    data = _load_bounded_json(text, source, "a JSON array of todo objects")
     try:
         return _items(data, source, lambda obj: None)
     except TodoFormatError as exc:
@@ -394,17 +402,7 @@ def parse_claude_task_files(files: Sequence[tuple[str, str]], source: str = "<ta
     out: list[AgentTodo] = []
     for name, text in sorted(files, key=lambda f: _task_id_order(f[0])):
         where = f"{source.rstrip('/')}/{name}"
-        check_size(len(text), where, "characters")
-        if not text.strip():
-            raise TodoFormatError(where, None, None, "empty file (expected a JSON task object)")
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TodoFormatError(where, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        except RecursionError:
-            raise _depth_error(where, text) from None
-        if _too_deep(obj, MAX_DEPTH):
-            raise _depth_error(where, text)
+        obj = _load_bounded_json(text, where, "a JSON task object")
         if not isinstance(obj, dict):
             raise TodoFormatError(where, 1, None, f"expected a JSON task object, got {type(obj).__name__}")
         task = _task(obj, name, where, LineIndex(text), text)
