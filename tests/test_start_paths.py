@@ -8,6 +8,7 @@ same flock a second optui process takes), the real SQLite journal.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -35,7 +36,7 @@ def pidfile_pid(cfg) -> int | None:
 def fake_server_pids(cfg) -> set[int]:
     """PIDs of the running demo servers of campaign ``cfg`` (by command line: its port;
     other tests may run demo servers at the same time)."""
-    port = cfg.read_text().split("http://127.0.0.1:")[1].split('"')[0].encode()
+    port = str(campaign_port(cfg)).encode()
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -54,6 +55,36 @@ async def wait_ready(session: Session, name: str = "demo", timeout: float = 60) 
     while session.servers[name].status.state.value != "ready":
         assert time.monotonic() < deadline, session.servers[name].status
         await asyncio.sleep(0.1)
+
+
+def campaign_port(cfg) -> int:
+    """The demo server's port in campaign ``cfg``."""
+    return int(cfg.read_text().split("http://127.0.0.1:")[1].split('"')[0])
+
+
+@contextlib.asynccontextmanager
+async def running(cfg, *, ready: bool = False, **session_kw):
+    """A started Session on ``cfg`` (another optui window or process), closed at the end;
+    ``ready`` waits for its demo server to be READY first."""
+    s = Session(load_config(cfg), **session_kw)
+    await s.start()
+    try:
+        if ready:
+            await wait_ready(s)
+        yield s
+    finally:
+        await s.close()
+
+
+def journal_events(cfg, types=None, target=None) -> list:
+    """The campaign's journal events (read-only; [] before the journal exists)."""
+    if not (cfg.parent / ".optui" / "optui.db").exists():
+        return []
+    j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        return j.events(types=types, target=target)
+    finally:
+        j.close()
 
 
 @pytest.fixture
@@ -75,11 +106,7 @@ async def test_two_windows_autostarting_at_once_launch_one_server(campaign):
         await asyncio.gather(a.start(), b.start())
         await asyncio.gather(wait_ready(a), wait_ready(b))
         launched = fake_server_pids(campaign) - before
-        j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
-        try:
-            starts = j.events(target="demo", types=["server.starting"])
-        finally:
-            j.close()
+        starts = journal_events(campaign, ["server.starting"], "demo")
         assert len(starts) == 1, [e.data for e in starts]
         assert len(launched) == 1, f"two launches: {launched} (one orphaned on the port)"
         assert a.servers["demo"].status.pid == b.servers["demo"].status.pid == pidfile_pid(campaign)
@@ -89,28 +116,19 @@ async def test_two_windows_autostarting_at_once_launch_one_server(campaign):
 
 
 async def test_a_read_only_window_quitting_stops_nothing(campaign):
-    owner = Session(load_config(campaign))
-    await owner.start()
-    try:
-        await wait_ready(owner)
+    async with running(campaign, ready=True) as owner:
         pid = owner.servers["demo"].status.pid
-        viewer = Session(load_config(campaign), read_only=True, stop_servers_on_exit=True)  # `optui --read-only demo`
-        await viewer.start()
-        await asyncio.sleep(1.0)
-        await viewer.close()
+        async with running(campaign, read_only=True, stop_servers_on_exit=True) as viewer:  # `optui --read-only demo`
+            await asyncio.sleep(1.0)
         viewer.kill_leftovers()
         assert pid_alive(pid) and group_pids(pid), "a read-only window stopped another window's server"
-    finally:
-        await owner.close()
 
 
 async def test_stop_waits_for_no_one_but_refuses_during_another_restart(campaign):
     from optui.session.errors import SessionError
     from optui.session.locks import ServerLock
 
-    s = Session(load_config(campaign), autostart=False)
-    await s.start()
-    try:
+    async with running(campaign, autostart=False) as s:
         other = ServerLock(campaign.parent / ".optui", "demo")
         assert other.acquire()  # another process restarting the server
         try:
@@ -118,18 +136,11 @@ async def test_stop_waits_for_no_one_but_refuses_during_another_restart(campaign
                 await s.stop_server("demo")
         finally:
             other.release()
-    finally:
-        await s.close()
 
 
 async def test_a_demo_killed_with_sigkill_leaves_a_server_the_next_demo_keeps(campaign):
-    s = Session(load_config(campaign))
-    await s.start()
-    try:
-        await wait_ready(s)
-        port = int(campaign.read_text().split("http://127.0.0.1:")[1].split('"')[0])
-    finally:
-        await s.close()  # not a demo session: the server keeps running, as after SIGKILL of `optui demo`
+    async with running(campaign, ready=True):  # not a demo session: the server keeps running, as after SIGKILL
+        port = campaign_port(campaign)
     assert surviving_demo_port(campaign.parent) == port
     os.killpg(pidfile_pid(campaign), signal.SIGKILL)
     deadline = time.monotonic() + 10
@@ -148,16 +159,6 @@ def _optui_popen(cfg, *args):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=subprocess_env(), start_new_session=True)
 
 
-def _events(cfg, types):
-    if not (cfg.parent / ".optui" / "optui.db").exists():
-        return []
-    j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
-    try:
-        return j.events(types=types)
-    finally:
-        j.close()
-
-
 async def test_records_of_an_optui_killed_mid_way_are_closed_by_the_next_process(tmp_path):
     """SIGKILL of `optui restart` during the ready gate and of `optui bench run` mid-run left
     an experiment with no outcome and a bench.started with no bench.finished."""
@@ -167,30 +168,25 @@ async def test_records_of_an_optui_killed_mid_way_are_closed_by_the_next_process
     try:
         cli = _optui_popen(cfg, "restart", "demo")
         deadline = time.monotonic() + 60
-        while not _events(cfg, ["server.starting"]):
+        while not journal_events(cfg, ["server.starting"]):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.1)
         cli.kill()
         cli.wait(10)
-        s = Session(load_config(cfg), autostart=False)  # the next writing process
-        await s.start()
-        try:
-            await wait_ready(s)
-        finally:
-            await s.close()
-        interrupted = _events(cfg, ["server.restart.interrupted"])
+        async with running(cfg, ready=True, autostart=False):  # the next writing process
+            pass
+        interrupted = journal_events(cfg, ["server.restart.interrupted"])
         assert len(interrupted) == 1 and interrupted[0].data["pid"] == cli.pid, [e.data for e in interrupted]
         bench = _optui_popen(cfg, "bench", "run", "demo", "sweep")
         deadline = time.monotonic() + 60
-        while not _events(cfg, ["bench.started"]):
+        while not journal_events(cfg, ["bench.started"]):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.1)
         bench.kill()
         bench.wait(10)
-        s = Session(load_config(cfg), autostart=False)
-        await s.start()
-        await s.close()
-        finished = _events(cfg, ["bench.finished"])
+        async with running(cfg, autostart=False):
+            pass
+        finished = journal_events(cfg, ["bench.finished"])
         assert [e.data["status"] for e in finished] == ["interrupted"], [e.data for e in finished]
         j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
         try:
@@ -198,10 +194,9 @@ async def test_records_of_an_optui_killed_mid_way_are_closed_by_the_next_process
         finally:
             j.close()
         assert exps and exps[-1].outcome == "ready", exps  # it came up, as the next window saw
-        s = Session(load_config(cfg), autostart=False)  # closed once: a third process adds nothing
-        await s.start()
-        await s.close()
-        assert len(_events(cfg, ["server.restart.interrupted", "bench.finished"])) == 2
+        async with running(cfg, autostart=False):  # closed once: a third process adds nothing
+            pass
+        assert len(journal_events(cfg, ["server.restart.interrupted", "bench.finished"])) == 2
     finally:
         pid = pidfile_pid(cfg)
         if pid:
@@ -238,28 +233,16 @@ async def test_a_demo_that_stops_its_server_at_quit_leaves_down_as_the_journaled
     without saying its state changed)."""
     from optui.session.server_history import last_journaled_state
 
-    s = Session(load_config(campaign), stop_servers_on_exit=True)
-    await s.start()
-    try:
-        await wait_ready(s)
-    finally:
-        await s.close()
+    async with running(campaign, ready=True, stop_servers_on_exit=True):
+        pass
     j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
     try:
         assert last_journaled_state(j, "demo") == "down"
     finally:
         j.close()
-    s = Session(load_config(campaign), stop_servers_on_exit=True)  # the next demo start
-    await s.start()
-    try:
-        await wait_ready(s)
-    finally:
-        await s.close()
-    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
-    try:
-        states = [(e.data["old"], e.data["new"]) for e in j.events(target="demo", types=["server.state"])]
-    finally:
-        j.close()
+    async with running(campaign, ready=True, stop_servers_on_exit=True):  # the next demo start
+        pass
+    states = [(e.data["old"], e.data["new"]) for e in journal_events(campaign, ["server.state"], "demo")]
     assert ("ready", "starting") not in states and states.count(("down", "starting")) == 2, states
 
 
@@ -280,13 +263,13 @@ async def test_a_restart_is_refused_while_a_benchmark_runs_against_the_server(ca
     bench = _optui_popen(campaign, "bench", "run", "demo", "sweep")
     try:
         deadline = time.monotonic() + 60
-        while not _events(campaign, ["bench.started"]):
+        while not journal_events(campaign, ["bench.started"]):
             assert time.monotonic() < deadline and bench.poll() is None
             await asyncio.sleep(0.1)
         res = cli("restart", "demo", "--set", "--max-running-requests=8")
         assert res.returncode == 2, res.stdout + res.stderr
         assert f"benchmark sweep is running against it in optui process {bench.pid}" in res.stdout + res.stderr
-        assert len(_events(campaign, ["server.restart"])) == 1  # nothing was stopped
+        assert len(journal_events(campaign, ["server.restart"])) == 1  # nothing was stopped
     finally:
         bench.kill()
         bench.wait(10)
