@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from optui.cli.tui import write_demo_config
 from optui.core.todo import TodoStatus
 from optui.core.todo_formats import TodoFormatError, parse_claude_task_files, parse_follow_spec
 from optui.session import Session
+from tests.helpers.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -107,15 +107,6 @@ step()
 os.remove(os.path.join(d, "2.json"))
 step()
 '''
-
-
-async def until(predicate, timeout=15.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await asyncio.sleep(step)
-    raise AssertionError("condition not reached in time")
 
 
 async def test_a_task_list_is_followed_live_while_a_real_writer_changes_it(tmp_path):

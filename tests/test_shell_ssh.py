@@ -19,7 +19,8 @@ import pytest
 from optui.adapters.shell import ShellError, shell_for
 from optui.adapters.shell_ssh import SshShell, parse_group_pids, remote_path
 from optui.adapters.ssh_procs import exit_code
-from tests.helpers.sshd import group_members, running_sshd, ssh_host, until
+from tests.helpers.sshd import group_members, running_sshd, ssh_host
+from tests.helpers.waiting import until
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -12,7 +12,8 @@ from optui.adapters.gpu_smi_stream import SshNvidiaSmiSource
 from optui.adapters.ssh import SshError, SshState
 from optui.core.gpu import HostStatus
 from tests.helpers.pilot import wait_for
-from tests.helpers.sshd import Sshd, running_sshd, ssh_host, until
+from tests.helpers.sshd import Sshd, running_sshd, ssh_host
+from tests.helpers.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -25,7 +25,8 @@ from optui.core.textstream import LineSplitter
 from optui.session import Session
 from optui.session.errors import SessionError
 from tests.helpers.demo import SRC, free_port
-from tests.helpers.sshd import group_members, host_config, running_sshd, until
+from tests.helpers.sshd import group_members, host_config, running_sshd
+from tests.helpers.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 

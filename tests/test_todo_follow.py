@@ -17,21 +17,13 @@ from optui.config import ConfigError, load_config, parse_config_text
 from optui.core.todo import TodoStatus
 from optui.core.todo_formats import parse_follow_spec
 from optui.session import Session
+from tests.helpers.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def claude_list(*items: tuple[str, str]) -> str:
     return json.dumps([{"content": c, "status": s, "activeForm": c + "…"} for c, s in items], indent=1)
-
-
-async def until(predicate, timeout=10.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await asyncio.sleep(step)
-    raise AssertionError("condition not reached in time")
 
 
 def make_session(tmp_path: Path, follow: list[str]) -> Session:

@@ -183,20 +183,6 @@ def ssh_host(sshd: Sshd, name: str = "rack1", **kw):
     return SshHost(name, "rack1", config=sshd.ssh_config, client_keys=[sshd.client_key], **kw)
 
 
-async def until(predicate, timeout: float = 20.0, step: float = 0.05, what=None):
-    """Poll ``predicate()`` until it returns something truthy (returned); AssertionError
-    after ``timeout`` seconds (with ``what()`` in the message when given)."""
-    import asyncio
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await asyncio.sleep(step)
-    raise AssertionError("condition not reached in time" + (f": {what()}" if what else ""))
-
-
 def host_config(sshd: Sshd, name: str = "rack1", *, interval_s: float = 0.5, extra: str = "") -> str:
     """An ``optui.toml`` ``[hosts.NAME]`` section for ``sshd``."""
     return (f'[hosts.{name}]\nssh = "rack1"\nssh_config = "{sshd.ssh_config}"\nknown_hosts = "{sshd.known_hosts}"\n'
