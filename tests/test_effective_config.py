@@ -5,17 +5,11 @@ an experiment is credited to; the ready gate on the demo server with a flag it d
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
 import sys
-from pathlib import Path
 
 import pytest
 
-from optui.adapters.controller import ProcessController
 from optui.adapters.journal import Journal
-from optui.config import ServerConfig
 from optui.core.effective_config import (
     cache_config_labels,
     check_config,
@@ -25,12 +19,10 @@ from optui.core.effective_config import (
     vllm_config,
 )
 from optui.core.experiments import build_experiments
-from optui.session.server_runtime import ServerRuntime
-from tests.helpers.demo import SRC, demo_server_cmd, free_port
+from tests.helpers.demo import demo_server_cmd, free_port
+from tests.helpers.runtime import runtime
 
 pytestmark = pytest.mark.timeout(60)
-REPO = Path(__file__).resolve().parents[1]
-ENV = {"PYTHONPATH": os.pathsep.join([str(SRC), str(REPO)])}
 LLAMA = ["llama-server", "-m", "tiny.gguf", "--port", "8080"]
 
 
@@ -138,26 +130,9 @@ def test_a_server_that_reports_nothing_is_unchecked_never_unverified():
 
 
 # ------------------------------------------------------------------ the ready gate on the demo server
-@contextlib.asynccontextmanager
-async def demo_runtime(tmp_path, argv, env):
-    port = int(argv[argv.index("--port") + 1])
-    cfg = ServerConfig(url=f"http://127.0.0.1:{port}", kind="sglang", argv=argv, env={**ENV, **env},
-                       ready_timeout_s=20, stop_timeout_s=3, poll_interval_s=0.2)
-    journal = Journal(tmp_path / "journal.db")
-    rt = ServerRuntime("s", cfg, ProcessController("s", tmp_path / "state", env=cfg.env), journal, on_change=lambda: None)
-    monitor = asyncio.create_task(rt.run())
-    try:
-        yield rt, journal
-    finally:
-        await rt.shutdown(True)
-        monitor.cancel()
-        await asyncio.gather(monitor, return_exceptions=True)
-        journal.close()
-
-
 async def test_a_flag_the_demo_does_not_apply_makes_the_experiment_unverified(tmp_path):
     argv = demo_server_cmd(free_port(), "--max-running-requests", "8", "--tp-size", "2", speed=40.0)
-    async with demo_runtime(tmp_path, argv, {"OPTUI_DEMO_IGNORE": "--max-running-requests"}) as (rt, journal):
+    async with runtime(tmp_path, argv, env={"OPTUI_DEMO_IGNORE": "--max-running-requests"}) as (rt, journal):
         status = await rt.restart(argv, reason="try 8")
         assert status.state.value == "ready"
         ready = journal.events(types=["server.ready"])[-1].data
@@ -174,7 +149,7 @@ async def test_a_flag_the_demo_does_not_apply_makes_the_experiment_unverified(tm
 
 async def test_the_same_flags_applied_are_verified(tmp_path):
     argv = demo_server_cmd(free_port(), "--max-running-requests", "8", speed=40.0)
-    async with demo_runtime(tmp_path, argv, {}) as (rt, journal):
+    async with runtime(tmp_path, argv) as (rt, journal):
         assert (await rt.restart(argv)).state.value == "ready"
         check = journal.events(types=["server.ready"])[-1].data["config_check"]
         assert check["status"] == "verified" and "max_running_requests" in check["checked"]

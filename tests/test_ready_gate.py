@@ -17,36 +17,17 @@ import httpx
 import pytest
 
 from optui.adapters.controller import ProcessController, ScriptController
-from optui.adapters.journal import Journal
 from optui.config import ServerConfig
-from optui.session.server_runtime import ServerRuntime, health_timeout_s
-from tests.helpers.demo import SRC, demo_server_cmd, free_port
+from optui.session.server_runtime import health_timeout_s
+from tests.helpers.demo import demo_server_cmd, free_port
+from tests.helpers.runtime import ENV, runtime
 
 pytestmark = pytest.mark.timeout(60)
 REPO = Path(__file__).resolve().parents[1]
-ENV = {"PYTHONPATH": os.pathsep.join([str(SRC), str(REPO)])}
 
 
 def toy(port: int, *flags: str) -> list[str]:
     return [sys.executable, "-m", "tests.helpers.toy_server", "--port", str(port), *flags]
-
-
-@contextlib.asynccontextmanager
-async def runtime(tmp_path, argv, *, kind="sglang", controller=None, gpu_holders=None, **cfg_kw):
-    port = int(argv[argv.index("--port") + 1]) if "--port" in argv else free_port()
-    cfg = ServerConfig(url=f"http://127.0.0.1:{port}", kind=kind, argv=argv, env=ENV,
-                       **{"ready_timeout_s": 20, "stop_timeout_s": 3, "poll_interval_s": 0.2, **cfg_kw})
-    ctl = controller or ProcessController("s", tmp_path / "state", env=ENV)
-    journal = Journal(tmp_path / "journal.db")
-    rt = ServerRuntime("s", cfg, ctl, journal, on_change=lambda: None, gpu_holders=gpu_holders)
-    monitor = asyncio.create_task(rt.run())
-    try:
-        yield rt, journal
-    finally:
-        await rt.shutdown(True)
-        monitor.cancel()
-        await asyncio.gather(monitor, return_exceptions=True)
-        journal.close()
 
 
 def data(journal, type_):
