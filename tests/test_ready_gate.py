@@ -23,7 +23,6 @@ from tests.helpers.demo import demo_server_cmd, free_port
 from tests.helpers.runtime import ENV, runtime
 
 pytestmark = pytest.mark.timeout(60)
-REPO = Path(__file__).resolve().parents[1]
 
 
 def toy(port: int, *flags: str) -> list[str]:
