@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 
 
-async def wait_set(event: asyncio.Event, timeout_s: float) -> bool:
-    """Wait up to ``timeout_s`` seconds for ``event``; True when it was set, False on
-    timeout. A cancellation of the caller always propagates (CancelledError)."""
+async def wait_set(event: asyncio.Event, timeout_s: float | None) -> bool:
+    """Wait up to ``timeout_s`` seconds (None: no limit) for ``event``; True when it was set,
+    False on timeout. A cancellation of the caller always propagates (CancelledError)."""
     try:
         async with asyncio.timeout(timeout_s):
             await event.wait()

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import asyncssh
 
+from optui.adapters.aio import wait_set
+
 
 class SshState(enum.StrEnum):
     """Connection state of a host."""
@@ -218,8 +220,7 @@ class SshHost:
         delay = delay * (0.8 + 0.4 * random.random())
         self.next_retry_at = time.time() + delay
         self._wake.clear()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), delay)
+        await wait_set(self._wake, delay)  # a cancel (closing the session) always ends the reconnect loop
 
     # ---------------------------------------------------------- host keys
     def _resolved(self) -> tuple[str, int]:

@@ -16,6 +16,7 @@ import os
 from collections import deque
 from collections.abc import Iterable
 
+from optui.adapters.aio import wait_set
 from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
 from optui.adapters.journal import Journal, JournalError, on_read_only_fs
@@ -162,9 +163,7 @@ class Session:
         returns the current version."""
         while self.version <= seen_version:
             self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), timeout)
-            except TimeoutError:
+            if not await wait_set(self._changed, timeout):  # a cancel always propagates (adapters/aio.py)
                 break
         return self.version
 
