@@ -6,12 +6,21 @@ the previous answer because probes are awaited one after another); ``/v1/models`
 before SGLang is ready, so it is only used for the model name. The API key (from the
 environment variable named in the config) is sent as ``Authorization: Bearer`` and never
 stored or logged.
+
+Stopping: llama.cpp's ``llama-server`` (b6xxx, tests/peers/NOTES.md) never exits on SIGTERM
+while a ``/slots``, ``/metrics`` or completion request is in flight (the request's task waits
+on a queue that shutdown has stopped). :meth:`ServerProbe.paused` holds new probes back and
+waits for the running ones before the controller signals the server, so optui's own polling
+does not turn a clean stop into a SIGKILL after ``stop_timeout_s``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
@@ -39,6 +48,11 @@ class HealthResult:
         return self.status is not None
 
 
+class ProbesPaused(httpx.TransportError):
+    """Raised inside the probe for a request made while :meth:`ServerProbe.paused` holds;
+    every probe method maps it to "no answer" like any other transport error."""
+
+
 class ServerProbe:
     """Probes for one server at ``base_url`` (e.g. ``http://127.0.0.1:30000``)."""
 
@@ -56,6 +70,39 @@ class ServerProbe:
             limits=httpx.Limits(max_connections=4, max_keepalive_connections=2),
             trust_env=False,
         )
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._paused = 0
+
+    async def _send(self, method: str, path: str, **kwargs) -> httpx.Response:
+        """One request through the pool, counted while in flight; raises ProbesPaused
+        while :meth:`paused` holds, else what ``httpx`` raises."""
+        if self._paused:
+            raise ProbesPaused(f"{method} {path}: probes paused while the server stops")
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            return await self._client.request(method, path, **kwargs)
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
+
+    @contextlib.asynccontextmanager
+    async def paused(self, wait_s: float = 3.0) -> AsyncIterator[int]:
+        """No new request while inside (they fail at once as "no answer"); on entry waits
+        up to ``wait_s`` seconds for the requests already in flight. Yields how many are
+        still in flight after that wait (0 normally). Use around a stop (see module doc)."""
+        self._paused += 1
+        try:
+            if self._in_flight:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait_s):
+                        await self._idle.wait()
+            yield self._in_flight
+        finally:
+            self._paused -= 1
 
     async def close(self) -> None:
         """Close the connection pool."""
@@ -65,19 +112,21 @@ class ServerProbe:
         """GET ``path`` with the long health timeout; never raises."""
         t0 = time.monotonic()
         try:
-            resp = await self._client.get(path, timeout=httpx.Timeout(self.health_timeout_s, connect=2.0))
+            resp = await self._send("GET", path, timeout=httpx.Timeout(self.health_timeout_s, connect=2.0))
             return HealthResult(resp.status_code, None, (time.monotonic() - t0) * 1000)
         except httpx.ConnectError:
             return HealthResult(None, "refused", (time.monotonic() - t0) * 1000)
         except httpx.TimeoutException:
             return HealthResult(None, "timeout", (time.monotonic() - t0) * 1000)
+        except ProbesPaused:
+            return HealthResult(None, "paused", (time.monotonic() - t0) * 1000)
         except httpx.HTTPError as exc:
             return HealthResult(None, type(exc).__name__, (time.monotonic() - t0) * 1000)
 
     async def model_name(self) -> str | None:
         """The first model id from ``/v1/models`` (SGLang, vLLM, llama.cpp shapes), or None."""
         try:
-            resp = await self._client.get("/v1/models")
+            resp = await self._send("GET", "/v1/models")
             if resp.status_code != 200:
                 return None
             data = resp.json().get("data") or []
@@ -88,7 +137,7 @@ class ServerProbe:
     async def metrics(self) -> tuple[int | None, str]:
         """GET ``/metrics``: ``(status, text)``; status None when unreachable."""
         try:
-            resp = await self._client.get("/metrics")
+            resp = await self._send("GET", "/metrics")
             return resp.status_code, resp.text if resp.status_code == 200 else ""
         except httpx.HTTPError:
             return None, ""
@@ -97,7 +146,7 @@ class ServerProbe:
         """GET llama.cpp's ``/slots``: ``(status, text)``; status None when unreachable
         (501 with ``--no-slots``)."""
         try:
-            resp = await self._client.get("/slots")
+            resp = await self._send("GET", "/slots")
             return resp.status_code, resp.text if resp.status_code == 200 else ""
         except httpx.HTTPError:
             return None, ""
@@ -107,7 +156,7 @@ class ServerProbe:
         None when neither answers."""
         for path in ("/server_info", "/get_server_info", "/version"):
             try:
-                resp = await self._client.get(path)
+                resp = await self._send("GET", path)
             except httpx.HTTPError:
                 return None
             if resp.status_code == 200:
@@ -121,7 +170,7 @@ class ServerProbe:
     async def _get_json(self, path: str) -> tuple[int | None, object]:
         """``(status, JSON body or None)`` of GET ``path``; status None when unreachable."""
         try:
-            resp = await self._client.get(path)
+            resp = await self._send("GET", path)
         except httpx.HTTPError:
             return None, None
         try:
@@ -161,7 +210,7 @@ class ServerProbe:
         if model:
             body["model"] = model
         try:
-            resp = await self._client.post("/v1/completions", json=body, timeout=httpx.Timeout(timeout_s, connect=2.0))
+            resp = await self._send("POST", "/v1/completions", json=body, timeout=httpx.Timeout(timeout_s, connect=2.0))
             return resp.status_code == 200
         except httpx.HTTPError:
             return False

@@ -433,7 +433,8 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         try:
             await self._set_state(ServerState.STOPPING, actor=actor)
             try:
-                outcome = await self.controller.stop(self.cfg.stop_timeout_s)
+                async with self.probe.paused():  # llama-server hangs on SIGTERM with a probe in flight
+                    outcome = await self.controller.stop(self.cfg.stop_timeout_s)
             except ControllerError as exc:  # e.g. the SSH link to its host is down
                 await self._set_state(before, actor=actor, message=str(exc))
                 raise RestartError(str(exc)) from exc
@@ -477,7 +478,8 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             self.controller.release()
         if stop_server and isinstance(self.controller, ProcessController) and self.controller.launch is not None:
             self._stopping = True
-            outcome = await self.controller.stop(min(self.cfg.stop_timeout_s, 5.0))
+            async with self.probe.paused():
+                outcome = await self.controller.stop(min(self.cfg.stop_timeout_s, 5.0))
             self._journal(ev.SERVER_STOPPED, {"how": outcome.how, "waited_s": round(outcome.waited_s, 3),
                                               "returncode": outcome.returncode, "reason": "optui exited"})
             # the journal's last state is "down" now: the next session starts from it (it read
