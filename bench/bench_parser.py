@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, not an installed copy
 
-from optui.core.bench_parse import parse_bench_output  # noqa: E402
+from optui.core.bench.parse import parse_bench_output  # noqa: E402
 
 TEMPLATES = ("sglang_0.5.2.log", "sglang_0.5.23_spec.log", "vllm_0.33_spec.log", "vllm_2025.log")
 

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, not an installed copy
 
 from optui.adapters.journal import Journal  # noqa: E402
-from optui.core.bench_result import BenchResult, Workload  # noqa: E402
+from optui.core.bench.result import BenchResult, Workload  # noqa: E402
 from optui.core.events import EventFilter  # noqa: E402
-from optui.core.experiments import experiment_start  # noqa: E402
+from optui.core.journal_experiments import experiment_start  # noqa: E402
 from optui.session.export import load_experiments  # noqa: E402
 
 ARGV = ["python", "-m", "sglang.launch_server", "--model-path", "/models/qwen", "--tp-size", "4"]

@@ -14,7 +14,7 @@ instance as the baseline:
   beyond ``max(2 %, 2 x CV)``; one run against one run had no CV, so only the 2 % floor):
   the first run of each instance against the first run of the baseline, as ``optui bench run``
   (one run) compared them;
-- *noise model* (:func:`optui.core.bench_compare.judge`): all runs against all runs, with the
+- *noise model* (:func:`optui.core.bench.compare.judge`): all runs against all runs, with the
   restart-to-restart spread of the same-flags instances, and its evidence.
 """
 
@@ -59,7 +59,7 @@ def instance_runs(args, slots: int, tmp: Path, k: int) -> list[float]:
 
 
 def main() -> None:
-    from optui.core.bench_compare import judge, sample
+    from optui.core.bench.compare import judge, sample
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=3)

@@ -1,4 +1,4 @@
-"""Benchmark command lines (optui.core.bench_cmd) and sweep plans (optui.core.bench_sweep)."""
+"""Benchmark command lines (optui.core.bench.cmd) and sweep plans (optui.core.bench.sweep)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from optui.core.bench_cmd import detect_tool, merge_results, point_argv, result_file_spec, workload_args
-from optui.core.bench_parse import parse_any, parse_bench_output
-from optui.core.bench_sweep import Point, SweepSpec, parse_sweep, plan_points
+from optui.core.bench.cmd import detect_tool, merge_results, point_argv, result_file_spec, workload_args
+from optui.core.bench.parse import parse_any, parse_bench_output
+from optui.core.bench.sweep import Point, SweepSpec, parse_sweep, plan_points
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 SGL = ["python", "-m", "sglang.bench_serving", "--backend", "sglang"]

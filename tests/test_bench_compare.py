@@ -1,11 +1,11 @@
-"""Comparisons (optui.core.bench_compare) and the text chart (optui.core.bench_chart)."""
+"""Comparisons (optui.core.bench.compare) and the text chart (optui.core.bench.chart)."""
 
 from __future__ import annotations
 
 import pytest
 
-from optui.core.bench_chart import bar, bar_chart, nice_max
-from optui.core.bench_compare import (
+from optui.core.bench.chart import bar, bar_chart, nice_max
+from optui.core.bench.compare import (
     Entry,
     Sample,
     build_rows,
@@ -18,7 +18,7 @@ from optui.core.bench_compare import (
     sample,
     sweep_series,
 )
-from optui.core.bench_result import BenchResult, Workload, apply_failure_threshold, comparable, requests_text
+from optui.core.bench.result import BenchResult, Workload, apply_failure_threshold, comparable, requests_text
 
 
 def result(out: float, ttft: float = 10.0, conc: int = 1, run: str | None = None, status: str = "ok",

@@ -1,4 +1,4 @@
-"""Benchmark client output and result-file parsing (optui.core.bench_parse / bench_files)."""
+"""Benchmark client output and result-file parsing (optui.core.bench.parse / bench_files)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optui.core.bench_parse import (
+from optui.core.bench.parse import (
     BenchParseError,
     Progress,
     parse_any,
@@ -20,7 +20,7 @@ from optui.core.bench_parse import (
     parse_progress,
     parse_result_file_text,
 )
-from optui.core.bench_result import BenchResult
+from optui.core.bench.result import BenchResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 LOGS = sorted(p.name for p in FIXTURES.glob("*.log"))

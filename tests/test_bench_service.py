@@ -14,8 +14,8 @@ import pytest
 
 from optui.adapters import proc
 from optui.config import load_config
-from optui.core.bench_parse import parse_any
-from optui.core.bench_sweep import parse_sweep
+from optui.core.bench.parse import parse_any
+from optui.core.bench.sweep import parse_sweep
 from optui.session import Session
 from optui.session.benches import import_results
 

@@ -1,5 +1,5 @@
 """Following a client's output: the bounded result capture and the progress tracker
-(optui.core.bench_stream), fed through the real LineSplitter like a live run."""
+(optui.core.bench.stream), fed through the real LineSplitter like a live run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from optui.core.bench_parse import parse_bench_output
-from optui.core.bench_stream import ProgressTracker, ResultCapture
+from optui.core.bench.parse import parse_bench_output
+from optui.core.bench.stream import ProgressTracker, ResultCapture
 from optui.core.textstream import LineSplitter
 from optui.demo.tqdm_text import tqdm_line
 

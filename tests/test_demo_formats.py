@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from optui.core.bench_format import format_namespace, format_sglang_block
-from optui.core.bench_result import BenchResult
+from optui.core.bench.format import format_namespace, format_sglang_block
+from optui.core.bench.result import BenchResult
 from optui.core.stats import percentile, summarize
 from optui.demo.tqdm_text import tqdm_line
 

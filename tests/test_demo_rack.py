@@ -6,7 +6,7 @@ import json
 import time
 
 from optui.core.gpu import HostStatus
-from optui.demo.rack import DemoGpuSource, gpu_uuid
+from optui.demo.sim_gpus import DemoGpuSource, gpu_uuid
 
 
 def _write_state(path, **over):
@@ -49,11 +49,11 @@ async def test_missing_stale_or_corrupt_state_means_idle(tmp_path):
 
 
 async def test_background_host_is_alive_and_deterministic(monkeypatch):
-    monkeypatch.setattr("optui.demo.rack.time.time", lambda: 1_000_000.0)
+    monkeypatch.setattr("optui.demo.sim_gpus.time.time", lambda: 1_000_000.0)
     a = await DemoGpuSource("rack-1", gpus=8, seed=7).read()
     b = await DemoGpuSource("rack-1", gpus=8, seed=7).read()
     assert a.samples == b.samples
     assert any(s.mem_used_mib > 0 and s.util_gpu_pct > 0 for s in a.samples)
-    monkeypatch.setattr("optui.demo.rack.time.time", lambda: 1_000_060.0)
+    monkeypatch.setattr("optui.demo.sim_gpus.time.time", lambda: 1_000_060.0)
     later = await DemoGpuSource("rack-1", gpus=8, seed=7).read()
     assert [s.util_gpu_pct for s in later.samples] != [s.util_gpu_pct for s in a.samples]

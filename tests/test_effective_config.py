@@ -18,7 +18,7 @@ from optui.core.effective_config import (
     sglang_config,
     vllm_config,
 )
-from optui.core.experiments import build_experiments
+from optui.core.journal_experiments import build_experiments
 from tests.helpers.demo import demo_server_cmd, free_port
 from tests.helpers.runtime import runtime
 

@@ -11,7 +11,7 @@ from optui.adapters.journal import Journal
 from optui.core import events as ev
 from optui.core.event_details import event_sections, experiment_sections, render_text
 from optui.core.events import EventFilter, parse_since
-from optui.core.experiments import (
+from optui.core.journal_experiments import (
     best_experiment,
     build_experiments,
     crash_summary,
@@ -274,8 +274,8 @@ def test_a_run_the_prefix_cache_served_otherwise_than_its_baseline_is_flagged_wh
     measured different prefill work: the verdict's evidence says so (the experiments view,
     `journal experiments`, the report all show verdict_evidence), and so does the results
     table's delta cell (Row.cache_note)."""
-    from optui.core.bench_compare import Entry, build_rows, group_entries
-    from optui.core.experiments import verdict_evidence
+    from optui.core.bench.compare import Entry, build_rows, group_entries
+    from optui.core.journal_experiments import verdict_evidence
 
     w = CampaignWriter(journal)
     base = w.restart(flags(), reason="autostart")

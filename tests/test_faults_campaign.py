@@ -211,7 +211,7 @@ def test_the_fast_path_of_optui_demo_leaves_a_bad_speed_to_click():
 # ------------------------------------------------------------- demo --dir
 @pytest.mark.parametrize("name", ["it's \"quoted\"", "line\nbreak", "back\\slash\ttab"])
 def test_demo_dir_with_quotes_or_a_newline_writes_a_config_whose_gpus_follow_the_server(tmp_path, name):
-    from optui.demo.rack import read_server_state
+    from optui.demo.sim_gpus import read_server_state
 
     directory = tmp_path / name
     config = load_config(write_demo_config(directory, port=1)).config

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optui.core.experiment import ExperimentSpec, parse_flag_edits
 from optui.core.flags import FlagError
 from optui.core.todo import Priority, TodoStatus
+from optui.core.todo_experiment import ExperimentSpec, parse_flag_edits
 from optui.core.todo_formats import (
     AgentTodo,
     TodoFormatError,

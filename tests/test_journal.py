@@ -3,7 +3,7 @@
 import math
 
 from optui.adapters.journal import Journal
-from optui.core.bench_result import BenchResult, Workload
+from optui.core.bench.result import BenchResult, Workload
 from optui.core.todo import TodoStatus
 
 

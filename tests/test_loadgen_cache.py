@@ -14,8 +14,8 @@ import pytest
 
 from optui.adapters.loadgen import describe_server_side, load_dataset, plan_run, run_load
 from optui.config import load_config
-from optui.core.bench_result import BenchResult, Workload, cache_share_note
-from optui.core.bench_sweep import parse_sweep
+from optui.core.bench.result import BenchResult, Workload, cache_share_note
+from optui.core.bench.sweep import parse_sweep
 from optui.session import Session
 from tests.helpers.demo import start_demo_server
 

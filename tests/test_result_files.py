@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from optui.adapters.result_files import mark, read_new
-from optui.core.bench_cmd import result_file_spec
+from optui.core.bench.cmd import result_file_spec
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 SGLANG_LINE = '{"backend": "sglang", "completed": %d, "total_throughput": 1.5, "mean_e2e_latency_ms": 1, "request_rate": Infinity}\n'

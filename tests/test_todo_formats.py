@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from optui.core.bench_result import BenchResult
-from optui.core.experiment import ExperimentSpec, format_flag_edits, parse_flag_edits, result_line
+from optui.core.bench.result import BenchResult
 from optui.core.flags import FlagError
 from optui.core.todo import Priority, TodoItem, TodoStatus, normalize_content, parse_status
+from optui.core.todo_experiment import ExperimentSpec, format_flag_edits, parse_flag_edits, result_line
 from optui.core.todo_formats import (
     AgentTodo,
     TodoFormatError,

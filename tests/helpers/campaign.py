@@ -7,8 +7,8 @@ import math
 
 from optui.adapters.journal import Journal
 from optui.core import events as ev
-from optui.core.bench_result import BenchResult, Workload
-from optui.core.experiments import experiment_start
+from optui.core.bench.result import BenchResult, Workload
+from optui.core.journal_experiments import experiment_start
 
 BASE_ARGV = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--port", "30000",
              "--tp-size", "2", "--max-running-requests", "16"]

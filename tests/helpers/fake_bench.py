@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from optui.core.bench_format import format_namespace, format_sglang_block
-from optui.core.bench_result import BenchResult
+from optui.core.bench.format import format_namespace, format_sglang_block
+from optui.core.bench.result import BenchResult
 from optui.demo.tqdm_text import tqdm_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bench"

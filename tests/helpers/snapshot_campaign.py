@@ -18,7 +18,7 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.config import load_config
-from optui.core.bench_parse import parse_bench_output
+from optui.core.bench.parse import parse_bench_output
 from optui.session import Session
 from optui.ui.app import OptuiApp
 

@@ -26,7 +26,7 @@ def close_leftover_transports() -> list[str]:
     from asyncio import base_subprocess
 
     closed = []
-    gc.unfreeze()  # the TUI freezes its start-up objects (optui.ui.runtime): frozen ones are not listed
+    gc.unfreeze()  # the TUI freezes its start-up objects (optui.ui.process_setup): frozen ones are not listed
     gc.collect()
     for obj in gc.get_objects():
         if isinstance(obj, base_subprocess.BaseSubprocessTransport) and not obj.is_closing():

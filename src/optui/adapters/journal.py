@@ -23,9 +23,9 @@ from urllib.parse import quote
 from optui.adapters.private_files import private_dir, private_file, tighten_file
 from optui.config_file import STATE_DIR_NAME
 from optui.core import events as ev
-from optui.core.bench_result import BenchResult
+from optui.core.bench.result import BenchResult
 from optui.core.events import Event, EventFilter
-from optui.core.experiments import StoredResult, experiment_id
+from optui.core.journal_experiments import StoredResult, experiment_id
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
 SCHEMA_VERSION = 1
@@ -563,7 +563,7 @@ class Journal:
 
     # --------------------------------------------------------- experiments
     # An experiment groups what happened to one server between two restarts (see
-    # optui.core.experiments). Ids are allocated here, inside the write transaction, so two
+    # optui.core.journal_experiments). Ids are allocated here, inside the write transaction, so two
     # optui processes never hand out the same one.
     def new_experiment(self, server: str, data: dict, *, actor: str = "optui", ts: float | None = None) -> Event:
         """Open the next experiment of ``server``: allocates ``exp-NNNN`` and appends its

@@ -1,7 +1,7 @@
 """optui's built-in load generator: streaming requests against an OpenAI/SGLang server.
 
 Measures what SGLang's ``bench_serving`` measures (definitions in
-:mod:`optui.core.bench_result`): per request TTFT (send → first chunk with text), every
+:mod:`optui.core.bench.result`): per request TTFT (send → first chunk with text), every
 gap between text chunks (ITL), TPOT ``(e2e - ttft) / (tokens - 1)`` and E2E. The output
 token count is the server's ``usage.completion_tokens`` (``meta_info`` for ``/generate``)
 when it sends one, else the number of text chunks. Only dependency: httpx.
@@ -33,7 +33,7 @@ from typing import Literal
 import httpx
 
 from optui.config import BuiltinBench, DatasetPrompts, SharedPrefix
-from optui.core.bench_result import CACHE_HIT_KEY, BenchResult, Workload
+from optui.core.bench.result import CACHE_HIT_KEY, BenchResult, Workload
 from optui.core.metrics_map import MetricsParseError, Scrape, load_view, parse_scrape
 from optui.core.stats import summarize
 from optui.core.words import random_words

@@ -4,7 +4,7 @@
 Before the run :func:`mark` notes what is already there (an SGLang ``--output-file`` is
 appended to, so its size; a vLLM ``--result-dir`` may hold older results, so their
 mtimes); after the run :func:`read_new` parses only what the run added. Formats:
-:mod:`optui.core.bench_files`.
+:mod:`optui.core.bench.files`.
 
 A benchmark that ran on an SSH host left its file there: :func:`mark_remote` /
 :func:`read_new_remote` do the same through its Shell, for an exact file (SGLang
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from optui.core.bench_canon import BenchParseError
-from optui.core.bench_cmd import ResultFileSpec
-from optui.core.bench_files import parse_result_file_text
-from optui.core.bench_result import BenchResult
+from optui.core.bench.canon import BenchParseError
+from optui.core.bench.cmd import ResultFileSpec
+from optui.core.bench.files import parse_result_file_text
+from optui.core.bench.result import BenchResult
 
 if TYPE_CHECKING:
     from optui.adapters.shell import Shell

@@ -18,8 +18,8 @@ import math
 import click
 
 from optui.cli.common import echo, echo_json, fail, load_config_or_exit
-from optui.core.bench_parse import BenchParseError, parse_any
-from optui.core.bench_result import LATENCY_METRICS, STATS, BenchResult
+from optui.core.bench.parse import BenchParseError, parse_any
+from optui.core.bench.result import LATENCY_METRICS, STATS, BenchResult
 
 
 @click.group()

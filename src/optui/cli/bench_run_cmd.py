@@ -116,7 +116,7 @@ async def _wait_ready(rt, timeout_s: float) -> str:
 
 
 def _result(session, result) -> dict:
-    from optui.core.experiments import result_deltas
+    from optui.core.journal_experiments import result_deltas
 
     base = session.benches.baseline_for(result)
     return {**result.to_json(),
@@ -131,7 +131,7 @@ def _summary(session, exp_id: str | None) -> dict | None:
     x = next((x for x in load_experiments(session.journal) if x.id == exp_id), None)
     if x is None:
         return None
-    from optui.core.experiments import runs_text, verdict_evidence
+    from optui.core.journal_experiments import runs_text, verdict_evidence
 
     d, w = x.primary_delta, x.primary
     return {"verdict": x.verdict, "baseline": x.baseline_id, "workload": w.label if w else None,
@@ -142,14 +142,14 @@ def _summary(session, exp_id: str | None) -> dict | None:
 
 def _print(data: dict) -> None:
     from optui.cli.bench import format_result
-    from optui.core.bench_result import BenchResult
+    from optui.core.bench.result import BenchResult
 
     if data.get("error"):
         echo(f"optui: error: {data['error']}", err=True)
         if not data.get("runs"):
             return
-    from optui.core.bench_compare import STATISTIC
-    from optui.core.bench_result import request_counts, requests_text
+    from optui.core.bench.compare import STATISTIC
+    from optui.core.bench.result import request_counts, requests_text
 
     for i, r in enumerate(data["runs"], start=1):
         echo(f"run {i}/{len(data['runs'])} ({r.get('experiment') or '-'}): {r['status']} ({r['duration_s']:.1f} s)"

@@ -144,8 +144,8 @@ def show(ctx, seq: int, as_json: bool) -> None:
 @click.pass_context
 def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     """One row per experiment: change vs baseline, ready time, out tok/s and Δ, verdict."""
-    from optui.core.bench_compare import STATISTIC
-    from optui.core.experiments import runs_text, sort_experiments, verdict_evidence
+    from optui.core.bench.compare import STATISTIC
+    from optui.core.journal_experiments import runs_text, sort_experiments, verdict_evidence
     from optui.session.export import load_experiments, load_imported
 
     _, j = _open(ctx)

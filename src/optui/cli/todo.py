@@ -116,8 +116,8 @@ def add(ctx: click.Context, text: str, priority: str, server: str | None, sets: 
     loaded, journal = _journal(ctx)
     experiment = None
     if server or sets or unsets or benches or preset:
-        from optui.core.experiment import build_experiment
         from optui.core.flags import FlagError, parse_assignment
+        from optui.core.todo_experiment import build_experiment
 
         try:
             set_map = dict(parse_assignment(s) for s in sets)

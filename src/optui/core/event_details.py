@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from optui.core import events as ev
-from optui.core.bench_result import BenchResult, comparable, request_counts, requests_text
+from optui.core.bench.result import BenchResult, comparable, request_counts, requests_text
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
-from optui.core.experiments import Experiment, result_deltas, runs_text, verdict_evidence, workload_label
 from optui.core.flags import Flags
+from optui.core.journal_experiments import Experiment, result_deltas, runs_text, verdict_evidence, workload_label
 
 #: line tones: "" plain, "good", "bad", "warn", "dim", "head" (a column header)
 Line = tuple[str, str]

@@ -10,7 +10,7 @@ every experiment with its flag diff, outcome, numbers and deltas, failures with 
 class, the best configuration as a ready-to-paste launch command (``shlex.join``), and the
 open todo items, and the results stored with ``optui bench import`` that no experiment of
 the campaign ran (with their workload). Every verdict is shown with its evidence (runs per side, spreads, p, the
-baseline) and the statistic is named (:data:`~optui.core.bench_compare.STATISTIC`); runs
+baseline) and the statistic is named (:data:`~optui.core.bench.compare.STATISTIC`); runs
 with too many failed requests are listed with their ok/total counts and never compared.
 """
 
@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from optui.core import events as ev
-from optui.core.bench_compare import STATISTIC
-from optui.core.bench_result import comparable, request_counts, requests_text
+from optui.core.bench.compare import STATISTIC
+from optui.core.bench.result import comparable, request_counts, requests_text
 from optui.core.events import Event, iso_time
-from optui.core.experiments import (
+from optui.core.journal_experiments import (
     KEY_METRICS,
     Experiment,
     StoredResult,

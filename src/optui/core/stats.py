@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from optui.core.bench_result import STATS, empty_stats
+from optui.core.bench.result import STATS, empty_stats
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -27,7 +27,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summarize(values: Sequence[float]) -> dict[str, float | None]:
-    """A latency dict (keys :data:`~optui.core.bench_result.STATS`: mean, median, p90,
+    """A latency dict (keys :data:`~optui.core.bench.result.STATS`: mean, median, p90,
     p95, p99) in the unit of ``values``; every statistic None for an empty sequence."""
     if not values:
         return empty_stats()

@@ -17,7 +17,7 @@ import sys
 import time
 
 from optui.adapters.loadgen import plan_requests, run_load
-from optui.core.bench_format import format_namespace, format_sglang_block
+from optui.core.bench.format import format_namespace, format_sglang_block
 from optui.demo.tqdm_text import tqdm_line
 
 #: ``--backend`` → loadgen endpoint (SGLang's names).

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from optui.adapters import result_files
 from optui.adapters.bench_runner import CommandRun
 from optui.adapters.shell import LocalShell, Shell
-from optui.core.bench_cmd import merge_results, result_file_spec, workload_args
-from optui.core.bench_parse import parse_bench_output
-from optui.core.bench_result import BenchResult
-from optui.core.bench_stream import ResultCapture
+from optui.core.bench.cmd import merge_results, result_file_spec, workload_args
+from optui.core.bench.parse import parse_bench_output
+from optui.core.bench.result import BenchResult
+from optui.core.bench.stream import ResultCapture
 
 
 @dataclass(frozen=True, slots=True)

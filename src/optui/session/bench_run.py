@@ -25,10 +25,10 @@ from itertools import islice
 from optui.adapters.bench_runner import StallWatch
 from optui.adapters.shell import LocalShell, Shell
 from optui.config import BenchmarkConfig
-from optui.core.bench_cmd import point_argv, with_run_seed
-from optui.core.bench_result import DEFAULT_MAX_FAILED_PCT, BenchResult, apply_failure_threshold
-from optui.core.bench_stream import ProgressTracker, StreamProgress
-from optui.core.bench_sweep import Point, SweepSpec, plan_points
+from optui.core.bench.cmd import point_argv, with_run_seed
+from optui.core.bench.result import DEFAULT_MAX_FAILED_PCT, BenchResult, apply_failure_threshold
+from optui.core.bench.stream import ProgressTracker, StreamProgress
+from optui.core.bench.sweep import Point, SweepSpec, plan_points
 from optui.session.bench_command import CommandPoint
 from optui.session.command_log import hide_value
 
@@ -261,7 +261,7 @@ class BenchRun:
 
     async def _run_builtin(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
         from optui.adapters.loadgen import describe_server_side, run_builtin
-        from optui.core.bench_format import format_sglang_block
+        from optui.core.bench.format import format_sglang_block
 
         b = self.cfg.builtin
         conc = point.concurrency if point.concurrency is not None else b.concurrency[0]

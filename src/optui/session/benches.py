@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from optui.adapters.journal import Journal, JournalError, StoredResult
 from optui.core import events as ev
-from optui.core.bench_compare import Entry, Row, build_rows, group_entries
-from optui.core.bench_result import BenchResult
-from optui.core.bench_sweep import SweepSpec, sweep_spec
+from optui.core.bench.compare import Entry, Row, build_rows, group_entries
+from optui.core.bench.result import BenchResult
+from optui.core.bench.sweep import SweepSpec, sweep_spec
 from optui.core.server_state import ServerState
 from optui.session.bench_run import BenchRun
 from optui.session.errors import SessionError

@@ -7,7 +7,7 @@ still "started" or an experiment without an outcome.
 - a ``server.restart`` followed by no ``server.ready``, ``server.failed`` or later restart
   of that server, whose process is gone and whose server's restart lock nobody holds, gets a
   ``server.restart.interrupted`` (the experiment's outcome; a later observed ``ready``
-  still counts, see :mod:`optui.core.experiments`).
+  still counts, see :mod:`optui.core.journal_experiments`).
 
 Only events that name their process (``pid``) are closed: events written before optui
 recorded it cannot be told from a run still going in another process.

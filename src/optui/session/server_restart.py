@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 from optui.core import events as ev
 from optui.core.effective_config import check_config
-from optui.core.experiments import experiment_start
 from optui.core.flags import Flags
+from optui.core.journal_experiments import experiment_start
 from optui.core.server_state import CrashClass, ServerState, ServerStatus
 
 #: After /health said ready, how long to let the log catch up (llama.cpp logs from a

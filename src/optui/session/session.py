@@ -37,8 +37,8 @@ from optui.session.gpu_release import gpu_holders
 from optui.session.inventory import InventoryRecorder
 from optui.session.journal_health import JournalHealth
 from optui.session.locks import ServerLock
-from optui.session.rack import with_host_problems
 from optui.session.server_runtime import RestartError, ServerRuntime
+from optui.session.ssh_hosts import with_host_problems
 from optui.session.state import SessionState
 from optui.session.todo_runner import ExperimentRunner
 from optui.session.todo_sync import TodoFollowService
@@ -55,7 +55,7 @@ def make_gpu_source(host: str, hcfg: HostConfig, ssh=None, interval_s: float = 1
 
         return SshNvidiaSmiSource(host, ssh, interval_s=interval_s, nvidia_smi=hcfg.nvidia_smi)
     if source == "demo":
-        from optui.demo.rack import DemoGpuSource
+        from optui.demo.sim_gpus import DemoGpuSource
 
         seed = sum(host.encode()) % 1000
         return DemoGpuSource(host, gpus=hcfg.demo_gpus, state_path=hcfg.demo_state, seed=seed)
@@ -124,7 +124,7 @@ class Session:
         self.todo_follow = TodoFollowService(self)
         self.todo_runs = ExperimentRunner(self)
         self.paused = False
-        from optui.session.rack import make_ssh_hosts
+        from optui.session.ssh_hosts import make_ssh_hosts
 
         # one connection per SSH host, shared by its GPU stream, controllers, logs and benchmarks
         self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch,
@@ -513,7 +513,7 @@ class Session:
         with now) when it has none, e.g. a server optui found running and benchmarks first."""
         exp = self.current_experiment(server)
         if exp is None and server in self.servers:
-            from optui.core.experiments import experiment_start
+            from optui.core.journal_experiments import experiment_start
 
             argv = list(self.servers[server].status.argv)
             try:
@@ -535,7 +535,7 @@ class Session:
 
     def set_verdict(self, experiment: str, decision: str, reason: str = "") -> None:
         """Record the operator's decision on ``experiment`` (keep | reject | inconclusive)."""
-        from optui.core.experiments import DECISIONS
+        from optui.core.journal_experiments import DECISIONS
 
         if decision not in DECISIONS:
             raise SessionError(f"verdict must be one of {', '.join(DECISIONS)}, got {decision!r}")
@@ -546,7 +546,7 @@ class Session:
 
     def experiments(self):
         """Every experiment of the campaign with baseline, deltas and verdict (see
-        :mod:`optui.core.experiments`), oldest first."""
+        :mod:`optui.core.journal_experiments`), oldest first."""
         from optui.session.export import load_experiments
 
         return load_experiments(self.journal)

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from optui.adapters import proc
 from optui.adapters.journal import JournalError
-from optui.core.experiment import (
+from optui.core.todo import TodoItem, TodoStatus
+from optui.core.todo_experiment import (
     TODO_RUN_FINISHED,
     TODO_RUN_STARTED,
     TODO_RUN_STEP,
@@ -37,7 +38,6 @@ from optui.core.experiment import (
     benches_for,
     result_line,
 )
-from optui.core.todo import TodoItem, TodoStatus
 from optui.session.errors import SessionError
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class ExperimentRunner:
         return spec
 
     def benches_of(self, spec: ExperimentSpec) -> tuple[str, ...]:
-        """The benchmarks a run executes (see :func:`~optui.core.experiment.benches_for`)."""
+        """The benchmarks a run executes (see :func:`~optui.core.todo_experiment.benches_for`)."""
         return benches_for(spec, self.session.config)
 
     # ------------------------------------------------------------ queue
@@ -395,7 +395,7 @@ class ExperimentRunner:
     def _verdict_line(self, server: str) -> str | None:
         """``"exp-0004: better +12.3% out tok/s (n=3 vs 3, ±0.8 % / ±1.1 %, p=0.10, vs exp-0001)"``
         for the experiment the run's restart opened (None when it is not known)."""
-        from optui.core.experiments import verdict_evidence
+        from optui.core.journal_experiments import verdict_evidence
         from optui.session.export import load_experiments
 
         x = next((x for x in load_experiments(self.session.journal) if x.id == self._exp and x.server == server), None)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from optui.adapters.journal import JournalError
 from optui.core.events import Event
-from optui.core.experiment import ExperimentSpec
 from optui.core.todo import Priority, TodoItem, TodoStatus, lower_priority, next_status, raise_priority
+from optui.core.todo_experiment import ExperimentSpec
 from optui.session.errors import SessionError
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from optui.ui.intents.todo import todo_commands
 from optui.ui.key_order import KeyBarrier, KeySequencer
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
-from optui.ui.runtime import exit_on_signals, freeze_long_lived_objects, quiet_driver
+from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects, quiet_driver
 from optui.ui.safe_screen import UnsafeCharFilter
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.key_bar import KeyBar
@@ -88,7 +88,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
                  theme_name: str | None = None, keymap: dict[str, str] | None = None, title: str | None = None,
                  log_max_lines: int = 10_000, freeze_gc: bool = False) -> None:
         super().__init__()
-        self._freeze_gc = freeze_gc  # see optui.ui.runtime.freeze_long_lived_objects (the CLI sets it)
+        self._freeze_gc = freeze_gc  # see optui.ui.process_setup.freeze_long_lived_objects (the CLI sets it)
         if (session is None) == (loader is None):
             raise ValueError("give a session or a loader")
         self.session: Session | None = session

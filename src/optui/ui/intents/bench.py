@@ -100,7 +100,7 @@ class BenchIntents(IntentBase):
 
     def ask_sweep(self, name: str) -> None:
         """Prompt for the sweep of preset ``name`` (default: its configured sweep), run it."""
-        from optui.core.bench_sweep import parse_sweep
+        from optui.core.bench.sweep import parse_sweep
         from optui.ui.screens.text_prompt import TextPrompt
 
         try:

@@ -18,8 +18,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from optui.core.bench_compare import STATISTIC
-from optui.core.experiments import Experiment, runs_text, sort_experiments, verdict_evidence
+from optui.core.bench.compare import STATISTIC
+from optui.core.journal_experiments import Experiment, runs_text, sort_experiments, verdict_evidence
 from optui.ui.colors import style
 
 #: (column key, header, sort key for :func:`sort_experiments`)

@@ -18,9 +18,9 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from optui.core.bench_chart import Chart, bar_chart
-from optui.core.bench_compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
-from optui.core.bench_result import requests_text
+from optui.core.bench.chart import Chart, bar_chart
+from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
+from optui.core.bench.result import requests_text
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchAction, delta_cell, spread_cell
 from optui.ui.widgets.meters import fmt_value

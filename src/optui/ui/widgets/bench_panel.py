@@ -27,8 +27,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
-from optui.core.bench_compare import Delta, Row, Sample
-from optui.core.bench_result import requests_text
+from optui.core.bench.compare import Delta, Row, Sample
+from optui.core.bench.result import requests_text
 from optui.core.safe_text import safe_line
 from optui.ui.binding_ids import with_ids
 from optui.ui.colors import style

@@ -15,7 +15,7 @@ Formats (``../shared/reference/servers_and_bench.md`` sections 3.1, 3.2):
 - optui's own :meth:`BenchResult.to_json` output (an object or a list), so results round-trip.
 
 Per-request arrays (``ttfts``, ``itls``, ``latencies``...) are dropped. Malformed input
-raises :class:`~optui.core.bench_canon.BenchParseError` naming the line.
+raises :class:`~optui.core.bench.canon.BenchParseError` naming the line.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 import re
 
-from optui.core.bench_canon import BenchParseError, apply_value, finish, snake
-from optui.core.bench_result import LATENCY_METRICS, BenchResult
+from optui.core.bench.canon import BenchParseError, apply_value, finish, snake
+from optui.core.bench.result import LATENCY_METRICS, BenchResult
 
 # Run arguments: they go to the workload (via finish), not to extra.
 _WORKLOAD_KEYS = frozenset({"num_prompts", "dataset_name", "random_input_len", "random_output_len"})

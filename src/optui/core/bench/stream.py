@@ -4,7 +4,7 @@ where the run is (phase, requests done of total, rate, ETA).
 Both take *clean lines* (from :class:`~optui.core.textstream.LineSplitter`: no ANSI, no
 ``\\r``). Phase lines are SGLang ``bench_serving`` 0.5.x's and vLLM ``bench serve`` 0.33's
 (``servers_and_bench.md`` sections 3.1 and 3.2, "printed before/while running"); the
-progress bar is tqdm's default format on stderr (:func:`~optui.core.bench_parse.parse_progress`).
+progress bar is tqdm's default format on stderr (:func:`~optui.core.bench.parse.parse_progress`).
 Pure: callers pass the clock (``now``, seconds, any monotonic origin).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from optui.core.bench_parse import parse_progress
+from optui.core.bench.parse import parse_progress
 
 _HEADER = "= Serving Benchmark Result ="
 _CLOSE = "=" * 20
@@ -25,7 +25,7 @@ _FAILURE_RE = re.compile(
     r"|^\s*File \"[^\"]*(?:sglang|vllm)"
 )
 _FAILURE_HINTS = ("ailed", "ready", "Error", "Exception", "Traceback", "KeyboardInterrupt", 'File "')
-# vLLM's run settings printed just before its block (bench_parse._PRE_BLOCK)
+# vLLM's run settings printed just before its block (parse._PRE_BLOCK)
 _PRE_BLOCK_HINTS = ("Traffic request rate:", "Maximum request concurrency:")
 _BLOCK_MAX_LINES = 400  # a block never has more rows; a missing closing line must not keep everything
 
@@ -36,7 +36,7 @@ def _may_mark_failure(line: str) -> bool:
 
 
 class ResultCapture:
-    """The part of a client log that :func:`~optui.core.bench_parse.parse_bench_output`
+    """The part of a client log that :func:`~optui.core.bench.parse.parse_bench_output`
     needs, with memory bounded by ``max_chars`` (characters).
 
     Kept: every result block (header to closing ``=====`` line), ``Namespace(...)`` lines

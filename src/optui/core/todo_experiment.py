@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from optui.core.bench_result import BenchResult
+from optui.core.bench.result import BenchResult
 from optui.core.flags import FlagError, Flags, canonical_name, is_flag_token
 
 BASES = ("config", "current", "last_good")

@@ -1,7 +1,7 @@
-"""Mapping benchmark-tool names onto :class:`~optui.core.bench_result.BenchResult`.
+"""Mapping benchmark-tool names onto :class:`~optui.core.bench.result.BenchResult`.
 
-Shared by the text-block parser (:mod:`optui.core.bench_parse`) and the result-file parser
-(:mod:`optui.core.bench_files`) so that one run read from its log and from its saved file
+Shared by the text-block parser (:mod:`optui.core.bench.parse`) and the result-file parser
+(:mod:`optui.core.bench.files`) so that one run read from its log and from its saved file
 lands on the same fields. Both sides first reduce a name to snake_case with :func:`snake`
 (``"Mean E2E Latency (ms):"`` and ``"mean_e2e_latency_ms"`` both become
 ``mean_e2e_latency_ms``; ``"Total Token throughput (tok/s)"`` becomes
@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from optui.core.bench_result import STATS, BenchResult, Workload
+from optui.core.bench.result import STATS, BenchResult, Workload
 
 
 class BenchParseError(ValueError):

@@ -8,15 +8,15 @@ Definitions:
   workload key): its repeats. Results stored without a run id are groups of one.
 - For each metric a group has a :class:`Sample`: median, min, max, n (comparable results
   only: status "ok" and failed requests within the threshold, see
-  :func:`~optui.core.bench_result.comparable`).
+  :func:`~optui.core.bench.result.comparable`).
 - The *baseline* of a workload is the group holding its pinned result, else its first
   group with a comparable result (as ``Journal.baseline_for``).
 - ``delta_pct = 100 * (median - base_median) / base_median``.
 - Verdict (:func:`judge`, the one noise model of optui, also used by
-  :mod:`optui.core.experiments`; :data:`STATISTIC` names it): the *median of the repeats*
+  :mod:`optui.core.journal_experiments`; :data:`STATISTIC` names it): the *median of the repeats*
   of each side, tested with the exact two-sided *Mann-Whitney U* test on the per-run
   values. A change is "better"/"worse" (by the metric's direction,
-  :data:`~optui.core.bench_result.DIRECTION`) only when p <= :data:`ALPHA` (0.10) *and*
+  :data:`~optui.core.bench.result.DIRECTION`) only when p <= :data:`ALPHA` (0.10) *and*
   ``|delta_pct|`` exceeds the noise threshold: :data:`NOISE_FLOOR_PCT` (2 %) or the
   restart-to-restart spread where measured, whichever is larger. Otherwise it is "same"
   (shown "inconclusive" in the results table: inside the noise). "untested noise" when
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from optui.core.bench_result import DIRECTION, BenchResult, Workload, cache_share_note, comparable, request_totals
+from optui.core.bench.result import DIRECTION, BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.stats import percentile
 
 #: Metrics compared in the results view, in column order (dotted: latency statistic).
@@ -307,7 +307,7 @@ class Group:
     @property
     def ok(self) -> tuple[BenchResult, ...]:
         """The comparable results: status "ok" and failed requests within the threshold
-        (:func:`~optui.core.bench_result.comparable`); the others are never compared."""
+        (:func:`~optui.core.bench.result.comparable`); the others are never compared."""
         return tuple(e.result for e in self.entries if comparable(e.result))
 
     @property

@@ -23,11 +23,11 @@ import math
 import re
 from dataclasses import dataclass, replace
 
-from optui.core.bench_canon import as_float, as_int
-from optui.core.bench_result import BenchResult, Workload
+from optui.core.bench.canon import as_float, as_int
+from optui.core.bench.result import BenchResult, Workload
 from optui.core.flags import Flags
 
-# flag -> key of the parsed Namespace / saved-result objects (what bench_canon.finish reads)
+# flag -> key of the parsed Namespace / saved-result objects (what bench.canon.finish reads)
 _WORKLOAD_FLAGS = {
     "--num-prompts": "num_prompts",
     "--dataset-name": "dataset_name",

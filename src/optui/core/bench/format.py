@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from optui.core.bench_result import BenchResult
+from optui.core.bench.result import BenchResult
 
 _WIDTH = 50
 _SECTIONS = (

@@ -15,13 +15,13 @@ baseline experiment is the one holding the reference result of its most-measured
 else its first experiment that became ready. Values are *medians* over an experiment's
 comparable runs of one workload (repeats), compared with the reference experiment's.
 A run is comparable when its status is "ok" and its failed requests are within the
-threshold (:func:`~optui.core.bench_result.comparable`); a "degraded" or failed run is
+threshold (:func:`~optui.core.bench.result.comparable`); a "degraded" or failed run is
 listed with its ok/total request counts and never compared.
 
 **Verdict** (computed): ``baseline``; ``failed`` (crashed, timed out, bad flag...);
-``better`` / ``worse`` / ``same`` by :func:`optui.core.bench_compare.judge` on the primary
+``better`` / ``worse`` / ``same`` by :func:`optui.core.bench.compare.judge` on the primary
 metric's per-run values (median of the repeats, exact Mann-Whitney U at p <= 0.10, |Δ|
-above 2 % or the restart-to-restart spread: :data:`~optui.core.bench_compare.STATISTIC`);
+above 2 % or the restart-to-restart spread: :data:`~optui.core.bench.compare.STATISTIC`);
 ``untested noise`` when a side has fewer runs than the test needs (one run never gets
 better/worse); ``untested`` (ready, no comparable result); ``incomplete`` (neither ready
 nor failed). The baseline's own flags benchmarked again are ``same`` whatever the numbers
@@ -29,7 +29,7 @@ say (nothing changed but the instance). The restart-to-restart spread of a workl
 measured where the same flags
 were restarted and benchmarked more than once: the full range of those experiments'
 medians in % of their median (the largest over such flag sets). The evidence (n per side,
-spreads, p, baseline) is the workload's :class:`~optui.core.bench_compare.Judgement`.
+spreads, p, baseline) is the workload's :class:`~optui.core.bench.compare.Judgement`.
 The operator's decision (``verdict`` event: keep | reject | inconclusive) is kept beside
 it. Pure: no I/O.
 """
@@ -42,8 +42,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from optui.core import events as ev
-from optui.core.bench_compare import UNTESTED_NOISE, Judgement, judge, sample
-from optui.core.bench_result import BenchResult, Workload, cache_share_note, comparable, request_totals
+from optui.core.bench.compare import UNTESTED_NOISE, Judgement, judge, sample
+from optui.core.bench.result import BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
 from optui.core.flags import Flags
@@ -217,7 +217,7 @@ class WorkloadOutcome:
     judgement: Judgement | None = None
     requests: tuple[int, int] | None = None
     #: the runs and the baseline's were served by the prefix cache differently
-    #: (:func:`~optui.core.bench_result.cache_share_note`): they compare different prefill work
+    #: (:func:`~optui.core.bench.result.cache_share_note`): they compare different prefill work
     cache_note: str | None = None
 
     @property
@@ -505,7 +505,7 @@ def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key
 def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:
     """The best configuration of ``server``: the highest primary-metric gain over the
     baseline on the main workload among experiments judged ``better`` (an advantage
-    outside the noise, see :func:`~optui.core.bench_compare.judge`) that were not rejected;
+    outside the noise, see :func:`~optui.core.bench.compare.judge`) that were not rejected;
     else the baseline itself (0 %). None when nothing of ``server`` was compared."""
     candidates = []
     for e in experiments:

@@ -12,10 +12,10 @@ Formats (``../shared/reference/servers_and_bench.md`` section 3):
   rate, ``P99.9``-style percentiles, Speculative Decoding section) and early-2025
   ``benchmarks/benchmark_serving.py`` (``Total Token throughput`` with a capital T).
 
-Every label is optional and matched case-insensitively by name (:mod:`optui.core.bench_canon`
+Every label is optional and matched case-insensitively by name (:mod:`optui.core.bench.canon`
 maps names onto :class:`BenchResult`), never by position. Logs may have CRLF endings, ANSI
 escapes and tqdm ``\\r`` redraws mixed in. Text never raises: unrecognisable text gives ``[]``.
-Result files (SGLang JSONL, vLLM JSON, optui's own JSON) are :mod:`optui.core.bench_files`;
+Result files (SGLang JSONL, vLLM JSON, optui's own JSON) are :mod:`optui.core.bench.files`;
 :func:`parse_any` picks one of the two.
 """
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from optui.core.bench_canon import BenchParseError, classify, finish, parse_value, snake, store
-from optui.core.bench_files import looks_like_json, parse_result_file_text
-from optui.core.bench_result import BenchResult
+from optui.core.bench.canon import BenchParseError, classify, finish, parse_value, snake, store
+from optui.core.bench.files import looks_like_json, parse_result_file_text
+from optui.core.bench.result import BenchResult
 from optui.core.textstream import strip_ansi
 
 __all__ = [
@@ -381,7 +381,7 @@ def _clock_seconds(clock: str) -> float:
 
 def parse_any(text: str, name: str = "") -> list[BenchResult]:
     """Results from a saved result file (JSON / JSONL, see
-    :func:`~optui.core.bench_files.parse_result_file_text`) or a client log
+    :func:`~optui.core.bench.files.parse_result_file_text`) or a client log
     (:func:`parse_bench_output`), sniffed from the first character. A JSON-looking file
     that does not parse falls back to the log parser when it holds a result block;
     otherwise :class:`BenchParseError` (``name:LINE: ...``) propagates."""
