@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from optui.adapters.journal import Journal, JournalError
+from optui.adapters.journal import SCHEMA_VERSION, Journal, JournalError
 from optui.cli import cli
 from optui.cli.tui import write_demo_config
 from optui.config import load_config
@@ -170,7 +170,7 @@ def test_a_journal_from_a_newer_optui_is_refused_and_not_written(campaign, how):
     raw.close()
     digest = hashlib.sha256(db.read_bytes()).hexdigest()
     for read_only in (False, True):
-        with pytest.raises(JournalError, match=r"journal schema 99 is newer than this optui knows \(1\)"):
+        with pytest.raises(JournalError, match=rf"journal schema 99 is newer than this optui knows \({SCHEMA_VERSION}\)"):
             Journal(db, read_only=read_only)
     r = invoke(campaign, "todo", "add", "must not land")
     assert r.exit_code == 1 and "schema 99 is newer" in r.stderr and r.exception.__class__ is SystemExit

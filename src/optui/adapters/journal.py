@@ -28,8 +28,11 @@ from optui.core.events import Event, EventFilter
 from optui.core.journal_experiments import StoredResult, experiment_id
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
-SCHEMA_VERSION = 1
-_SCHEMA = """
+#: The schema this code reads and writes: ``PRAGMA user_version`` (and ``meta.schema``) of a
+#: journal it has opened for writing; :data:`MIGRATIONS` brings an older file up to it.
+SCHEMA_VERSION = 2
+#: Version 1, as optui wrote it before migrations existed (``meta.schema`` = 1, ``user_version`` 0).
+_SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS events(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, type TEXT NOT NULL,
@@ -53,6 +56,27 @@ CREATE TABLE IF NOT EXISTS experiments(
     actor TEXT NOT NULL, seq INTEGER);
 CREATE INDEX IF NOT EXISTS experiments_server ON experiments(server, n);
 """
+
+
+def _create_v1(db: sqlite3.Connection) -> None:
+    """0 → 1: the tables of a new journal."""
+    for statement in _SCHEMA_V1.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _index_results_by_experiment(db: sqlite3.Connection) -> None:
+    """1 → 2: an experiment's results (event details, the experiments view's new results)
+    without a scan of every result."""
+    db.execute("CREATE INDEX IF NOT EXISTS bench_experiment ON bench_results(experiment, id)")
+
+
+#: ``MIGRATIONS[n]`` brings a journal of version ``n`` to ``n + 1`` (0: a new, empty file);
+#: each runs in its own transaction with the version stamp, so a crash leaves a whole version.
+#: Append a function (and raise :data:`SCHEMA_VERSION`) to change the schema; never edit one.
+MIGRATIONS = (_create_v1, _index_results_by_experiment)
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
 _TODO_FIELDS = ("content", "status", "priority", "ord", "origin", "raw_status", "experiment", "note", "meta")
 
 
@@ -129,17 +153,14 @@ class Journal:
                     tighten_file(f"{self.path}{companion}")
                 self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
             self._db.execute("PRAGMA busy_timeout=5000")
-            self._check_schema()
+            found = self._check_schema()
             if not read_only:
                 # small pages: a commit appends every page it touched (row + 3 index leaves) to
                 # the WAL, so 1 KiB pages write a quarter of the bytes per event (new files only)
                 self._db.execute("PRAGMA page_size=1024")
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.executescript(_SCHEMA)
-                self._db.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
-                )
+                self._migrate(found)
             # opening waits the full 5 s for a lock; writes afterwards wait ``busy_timeout_s``
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         except JournalError:
@@ -152,10 +173,12 @@ class Journal:
             raise JournalError(f"{self.path}: cannot open journal: {exc}{hint}") from exc
         self._data_version = self._pragma_data_version()
 
-    def _check_schema(self) -> None:
-        """Refuse a journal written by a newer optui (its tables may mean something else:
-        writing there could corrupt it, reading could mislead). The version is ``meta.schema``
-        (and ``PRAGMA user_version`` when set); a new, empty file has neither."""
+    def _check_schema(self) -> int:
+        """The file's schema version: ``PRAGMA user_version``, or ``meta.schema`` for a file
+        written before migrations existed (version 1 left ``user_version`` 0); 0 for a new,
+        empty file. Refuses (JournalError naming the file and both versions) a journal written
+        by a newer optui: its tables may mean something else, writing there could corrupt it,
+        reading could mislead."""
         try:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         except sqlite3.OperationalError as exc:
@@ -173,6 +196,29 @@ class Journal:
             raise JournalError(f"{self.path}: journal schema {found} is newer than this optui knows "
                                f"({SCHEMA_VERSION}): it was written by a newer optui; upgrade optui to use it "
                                f"(nothing was written)")
+        return found
+
+    def _migrate(self, found: int) -> None:
+        """Run :data:`MIGRATIONS` from version ``found`` up to :data:`SCHEMA_VERSION`, one
+        ``BEGIN IMMEDIATE`` transaction per step (stamped ``user_version`` and ``meta.schema``
+        inside it). Another process migrating at the same time is waited for, and the version
+        read again under the lock, so no step runs twice. A read-only journal is never
+        migrated (an older one is read as it is)."""
+        while found < SCHEMA_VERSION:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                found = self._check_schema()  # another process may have migrated meanwhile
+                if found < SCHEMA_VERSION:
+                    MIGRATIONS[found](self._db)
+                    found += 1
+                    self._db.execute(f"PRAGMA user_version={found}")
+                    self._db.execute("INSERT INTO meta(key, value) VALUES ('schema', ?) "
+                                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(found),))
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
 
     # ------------------------------------------------------------ plumbing
     def close(self) -> None:
