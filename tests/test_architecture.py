@@ -1,6 +1,7 @@
 """Layering rules (docs/architecture.md): only ui/ imports Textual; core/ is pure."""
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "optui"
@@ -49,3 +50,69 @@ def test_cli_run_imports_textual_only_lazily():
     for node in top_level:
         module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
         assert not (module or "").startswith(("textual", "optui.ui")), module
+
+
+# --- docs/architecture.md lists every module as it is ---------------------------------------
+
+DOC = SRC.parents[1] / "docs" / "architecture.md"
+# a tree line: two spaces per level, then `name.py` or `name/`, then spaces and the text
+ENTRY = re.compile(r"^(?P<indent>(?:  )+)(?P<name>[A-Za-z_]\w*(?:\.py|/))(?: +\S.*)?$")
+
+
+def documented_tree(text: str) -> tuple[set[str], set[str]]:
+    """The modules and packages the doc's tree names under ``src/optui/``, as paths relative to
+    it (``core/bench/parse.py``; packages as ``core/bench``). A line indented deeper than one
+    level below the package above it continues that package's last description."""
+    block = text.split("```")[1]
+    modules: set[str] = set()
+    packages: set[str] = set()
+    stack: list[str] = []
+    inside = False
+    for line in block.splitlines():
+        if not line.startswith(" "):
+            inside = line.strip() == "src/optui/"
+            stack = []
+            continue
+        match = ENTRY.match(line) if inside else None
+        if not match:
+            continue
+        depth = len(match["indent"]) // 2 - 1
+        if depth > len(stack):
+            continue  # a description's continuation line
+        del stack[depth:]
+        name = match["name"]
+        if name.endswith("/"):
+            stack.append(name[:-1])
+            packages.add("/".join(stack))
+        else:
+            modules.add("/".join([*stack, name]))
+    return modules, packages
+
+
+def source_tree(root: Path = SRC) -> tuple[set[str], set[str]]:
+    """Every module (``__init__.py`` excepted: the package's line describes it) and package."""
+    modules = {p.relative_to(root).as_posix() for p in root.rglob("*.py") if p.name != "__init__.py"}
+    packages = {p.parent.relative_to(root).as_posix() for p in root.rglob("__init__.py") if p.parent != root}
+    return modules, packages
+
+
+def test_architecture_doc_lists_every_module_and_no_other():
+    doc_modules, doc_packages = documented_tree(DOC.read_text())
+    src_modules, src_packages = source_tree()
+    problems = [f"missing from docs/architecture.md: {m}" for m in sorted(src_modules - doc_modules)]
+    problems += [f"docs/architecture.md names a module that does not exist: {m}" for m in sorted(doc_modules - src_modules)]
+    problems += [f"package missing from docs/architecture.md: {p}/" for p in sorted(src_packages - doc_packages)]
+    problems += [f"docs/architecture.md names a package that does not exist: {p}/" for p in sorted(doc_packages - src_packages)]
+    assert not problems, "\n".join(problems)
+
+
+def test_doc_tree_reader_sees_moves_both_ways(tmp_path):
+    """The check fails both ways: a module without a line, and a line without a module."""
+    doc = "```\nsrc/optui/\n  core/     pure\n    a.py    one\n                continued b.py  text\n    gone.py  x\n```\n"
+    (tmp_path / "core").mkdir()
+    for name in ("__init__.py", "a.py", "new.py"):
+        (tmp_path / "core" / name).write_text("")
+    doc_modules, doc_packages = documented_tree(doc)
+    src_modules, src_packages = source_tree(tmp_path)
+    assert doc_modules == {"core/a.py", "core/gone.py"} and doc_packages == {"core"} == src_packages
+    assert src_modules - doc_modules == {"core/new.py"} and doc_modules - src_modules == {"core/gone.py"}
