@@ -25,7 +25,7 @@ from optui.config_file import STATE_DIR_NAME
 from optui.core import events as ev
 from optui.core.bench.result import BenchResult
 from optui.core.events import Event, EventFilter
-from optui.core.journal_experiments import StoredResult, experiment_id
+from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, StoredResult, experiment_id, unsettled
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
 #: The schema this code reads and writes: ``PRAGMA user_version`` (and ``meta.schema``) of a
@@ -552,10 +552,10 @@ class Journal:
             return cur.lastrowid
 
     def results(self, *, server: str | None = None, limit: int | None = 200,
-                experiment: str | None = None) -> list[StoredResult]:
-        """Stored results, newest first (``limit`` None: all of them)."""
-        sql = "SELECT id, ts, server, bench, experiment, baseline, data FROM bench_results WHERE 1"
-        params: list = []
+                experiment: str | None = None, since_id: int = 0) -> list[StoredResult]:
+        """Stored results with ``id > since_id``, newest first (``limit`` None: all of them)."""
+        sql = "SELECT id, ts, server, bench, experiment, baseline, data FROM bench_results WHERE id > ?"
+        params: list = [since_id]
         if server is not None:
             sql += " AND server = ?"
             params.append(server)
@@ -578,6 +578,12 @@ class Journal:
                 raise KeyError(f"no bench result with id {result_id}")
             db.execute("UPDATE bench_results SET baseline = 0 WHERE workload_key = ?", (row[0],))
             db.execute("UPDATE bench_results SET baseline = 1 WHERE id = ?", (result_id,))
+
+    def pinned_result_ids(self) -> frozenset[int]:
+        """Ids of the results pinned as their workload's baseline (a pin moves without a new
+        result: readers that keep results compare this set)."""
+        with self._lock:
+            return frozenset(r[0] for r in self._db.execute("SELECT id FROM bench_results WHERE baseline = 1"))
 
     def baseline_for(self, workload_key: str) -> StoredResult | None:
         """The pinned baseline of a workload, else its first ok result, else None."""
@@ -646,6 +652,17 @@ class Journal:
         """Servers that have experiments."""
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT DISTINCT server FROM experiments ORDER BY server").fetchall()]
+
+    def experiment_events(self, *, since_seq: int = 0, before_seq: int | None = None) -> list[Event]:
+        """The events :func:`~optui.core.journal_experiments.build_experiments` needs (in
+        ``since_seq < seq < before_seq``): its types (through the type index), plus the
+        state changes of experiments that never reached ready/failed (through the experiment
+        index), oldest first."""
+        events = self.events(types=EXPERIMENT_EVENT_TYPES, since_seq=since_seq, before_seq=before_seq)
+        extra = [e for exp in unsettled(events)
+                 for e in self.events(experiment=exp, types=(ev.SERVER_STATE,), since_seq=since_seq,
+                                      before_seq=before_seq)]
+        return sorted(events + extra, key=lambda e: e.seq) if extra else events
 
     def experiment_ids(self, server: str | None = None) -> list[str]:
         """Experiment ids, oldest first (of one server when given)."""

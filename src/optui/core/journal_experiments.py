@@ -304,35 +304,119 @@ def build_experiments(events: Iterable[Event], results: Iterable[StoredResult]) 
     Results without an experiment id (journals from before experiments existed) are
     assigned to the experiment of their server that was current at their time.
     """
-    drafts: dict[str, dict] = {}
-    order: list[str] = []
-    for e in sorted(events, key=lambda e: e.seq):
-        if e.type == ev.EXPERIMENT_STARTED and e.experiment:
-            d = e.data
-            drafts[e.experiment] = dict(
-                id=e.experiment, server=e.target or "?", started_ts=e.ts, actor=e.actor, reason=d.get("reason") or "",
-                argv=tuple(d.get("argv") or ()), prev_argv=tuple(d.get("prev_argv") or ()),
-                diff_prev=tuple(d.get("diff") or ()), todo_id=d.get("todo_id"),
-                outcome="observed" if d.get("observed") else "incomplete", bench_runs=[], notes=[],
-            )
-            order.append(e.experiment)
-            continue
-        draft = drafts.get(e.experiment) if e.experiment else None
-        if draft is None:
-            continue
-        _apply(draft, e)
-    by_server: dict[str, list[dict]] = {}
-    for exp_id in order:
-        by_server.setdefault(drafts[exp_id]["server"], []).append(drafts[exp_id])
-    for items in by_server.values():
-        for a, b in zip(items, items[1:], strict=False):
-            a["ended_ts"] = b["started_ts"]
-    runs = _assign_results(results, drafts, by_server)
-    out = []
-    for items in by_server.values():
-        out.extend(_compare_server(items, runs))
-    out.sort(key=lambda x: (x.started_ts, x.id))
-    return out
+    book = ExperimentBook()
+    book.add(sorted(events, key=lambda e: e.seq), results)
+    return book.experiments
+
+
+class ExperimentBook:
+    """The experiments of a campaign kept up to date from what is new in the journal.
+
+    :meth:`add` takes the events after the last one it saw (and new results) and rebuilds
+    only what they touch: an experiment's row is recomputed when its own events or runs
+    changed, or what it is compared against did (its server's baseline experiment and flags,
+    the reference runs and restart spread of its workloads, the server's main workload);
+    every other row is the same object as before. ``build_experiments`` is one ``add`` on an
+    empty book, so both give the same experiments. Pure (no I/O); not thread-safe (one owner).
+    """
+
+    def __init__(self) -> None:
+        self._drafts: dict[str, dict] = {}
+        self._version: dict[str, int] = {}  # bumped by every change of a draft
+        self._order: list[str] = []
+        self._results: dict[int, StoredResult] = {}
+        self._workload_key: dict[int, str] = {}
+        self._comparable: dict[int, bool] = {}
+        self._argv: dict[str, tuple[str, ...]] = {}  # canonical argv of each experiment (Flags.parse once)
+        self._rows: dict[str, tuple[tuple, Experiment]] = {}  # id -> (what it was computed from, row)
+        self._spread_medians: dict[str, tuple[tuple[int, ...], dict[str, float | None]]] = {}
+        self._runs_sig: dict[str, tuple[tuple[int, bool], ...]] = {}  # each experiment's runs (id, pinned)
+        self._dirty: set[str] = set()  # experiments whose events, end or runs changed since the last rebuild
+        #: server -> (what its comparisons rest on, its experiment ids, its restart spreads' input)
+        self._context: dict[str, tuple] = {}
+        self._spreads: dict[str, tuple[tuple, dict[str, float]]] = {}
+        #: the highest event seq applied (events at or below it are skipped by :meth:`add`)
+        self.last_seq = 0
+        #: the experiments, oldest first (as :func:`build_experiments` returns them)
+        self.experiments: list[Experiment] = []
+
+    @property
+    def last_result_id(self) -> int:
+        """The highest result id added (0 when none)."""
+        return max(self._results, default=0)
+
+    def add(self, events: Iterable[Event], results: Iterable[StoredResult] = ()) -> set[str]:
+        """Apply ``events`` (ascending seq; those at or below :attr:`last_seq` are skipped)
+        and ``results`` (new ones, or known ids with a changed baseline pin). Returns the ids
+        of the experiments whose row changed (new ones included)."""
+        touched = False
+        for e in events:
+            if e.seq <= self.last_seq:
+                continue
+            self.last_seq = e.seq
+            touched = True
+            if e.type == ev.EXPERIMENT_STARTED and e.experiment:
+                d = e.data
+                self._drafts[e.experiment] = dict(
+                    id=e.experiment, server=e.target or "?", started_ts=e.ts, actor=e.actor,
+                    reason=d.get("reason") or "", argv=tuple(d.get("argv") or ()),
+                    prev_argv=tuple(d.get("prev_argv") or ()), diff_prev=tuple(d.get("diff") or ()),
+                    todo_id=d.get("todo_id"), outcome="observed" if d.get("observed") else "incomplete",
+                    bench_runs=[], notes=[],
+                )
+                self._version[e.experiment] = self._version.get(e.experiment, 0) + 1
+                self._dirty.add(e.experiment)
+                if e.experiment not in self._argv:
+                    self._order.append(e.experiment)
+                self._argv[e.experiment] = tuple(Flags.parse(self._drafts[e.experiment]["argv"]).to_argv())
+                continue
+            draft = self._drafts.get(e.experiment) if e.experiment else None
+            if draft is not None:
+                _apply(draft, e)
+                self._version[e.experiment] += 1
+                self._dirty.add(e.experiment)
+        for r in results:
+            self._results[r.id] = r
+            self._workload_key[r.id] = r.result.workload.key()  # hashing a workload costs: once
+            self._comparable[r.id] = comparable(r.result)
+            touched = True
+        return self._rebuild() if touched else set()
+
+    def _rebuild(self) -> set[str]:
+        drafts = self._drafts
+        by_server: dict[str, list[dict]] = {}
+        for exp_id in self._order:
+            by_server.setdefault(drafts[exp_id]["server"], []).append(drafts[exp_id])
+        for items in by_server.values():
+            for a, b in zip(items, items[1:], strict=False):
+                if a.get("ended_ts") != b["started_ts"]:
+                    a["ended_ts"] = b["started_ts"]
+                    self._version[a["id"]] += 1
+                    self._dirty.add(a["id"])
+        runs = _assign_results(self._results.values(), drafts, by_server)
+        for exp_id in self._order:
+            sig = tuple((r.id, r.baseline) for r in runs.get(exp_id, ()))
+            if self._runs_sig.get(exp_id) != sig:
+                self._runs_sig[exp_id] = sig
+                self._dirty.add(exp_id)
+        changed: set[str] = set()
+        out = []
+        for server, items in by_server.items():
+            out.extend(_compare_server(items, runs, self, changed, server))
+        out.sort(key=lambda x: (x.started_ts, x.id))
+        self.experiments = out
+        self._dirty.clear()
+        return changed
+
+    def _row(self, key: tuple, compute) -> Experiment:
+        """The row for ``key`` (its id first): the kept one when ``key`` is what it was
+        computed from, else ``compute()``."""
+        kept = self._rows.get(key[0])
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        row = compute()
+        self._rows[key[0]] = (key, row)
+        return row
 
 
 def _apply(draft: dict, e: Event) -> None:
@@ -385,14 +469,19 @@ def _assign_results(results: Iterable[StoredResult], drafts: dict[str, dict],
     return runs
 
 
-def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]]) -> list[Experiment]:
-    """Baseline, deltas and verdicts of one server's experiments (oldest first)."""
+def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book: ExperimentBook,
+                    changed: set[str], server: str) -> list[Experiment]:
+    """Baseline, deltas and verdicts of one server's experiments (oldest first). When what
+    the comparisons rest on (baseline experiment and flags, main workload, reference runs,
+    restart spreads) is what ``book`` last saw, only its dirty experiments are looked at; a
+    row whose inputs are those it was computed from is reused either way. The ids of the
+    rebuilt rows go into ``changed``."""
+    key_of, ok = book._workload_key, book._comparable
     exp_of = {r.id: d["id"] for d in items for r in runs.get(d["id"], ())}
-    key_of = {r.id: r.result.workload.key() for d in items for r in runs.get(d["id"], ())}  # hashing costs: once
     by_workload: dict[str, list[StoredResult]] = {}
     for d in items:
         for r in runs.get(d["id"], ()):
-            if comparable(r.result):
+            if ok[r.id]:
                 by_workload.setdefault(key_of[r.id], []).append(r)
     # the reference result of each workload: pinned, else the first comparable one
     reference = {k: next((r for r in rs if r.baseline), rs[0]) for k, rs in by_workload.items()}
@@ -402,15 +491,33 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]]) -> l
         baseline_id = next((d["id"] for d in items if d["outcome"] == "ready"), items[0]["id"] if items else None)
     base_argv = next((d["argv"] for d in items if d["id"] == baseline_id), ())
     base_flags = Flags.parse(base_argv)
-    ctx = _Compare(runs, exp_of, key_of, reference, main_key, _restart_spreads(items, runs, key_of))
+    ctx = _Compare(runs, exp_of, key_of, reference, main_key, _restart_spreads(items, runs, key_of, book, server))
+    ids = tuple(d["id"] for d in items)
+    context = (baseline_id, base_argv, main_key, tuple((k, ctx.base_ids(k)) for k in sorted(reference)),
+               tuple(sorted(ctx.restart_spread.items())))
+    same_context = book._context.get(server) == (context, ids)
+    book._context[server] = (context, ids)
     out = []
     for d in items:
-        is_baseline = d["id"] == baseline_id
-        diff = () if is_baseline else tuple(c.describe() for c in base_flags.diff(Flags.parse(d["argv"])))
-        exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
-                            "workloads": ctx.workloads(d["id"], runs.get(d["id"], [])), "is_baseline": is_baseline,
-                            "baseline_id": baseline_id, "diff_vs_baseline": diff})
-        out.append(_with_verdict(exp))
+        exp_id = d["id"]
+        if same_context and exp_id not in book._dirty and exp_id in book._rows:
+            out.append(book._rows[exp_id][1])
+            continue
+        mine = runs.get(exp_id, [])
+        keys = sorted({key_of[r.id] for r in mine})
+        depends = tuple((k, ctx.base_ids(k), ctx.restart_spread.get(k)) for k in keys)
+        key = (exp_id, book._version[exp_id], book._runs_sig[exp_id], baseline_id, base_argv, main_key, depends)
+
+        def compute(d=d, mine=mine, exp_id=exp_id) -> Experiment:
+            changed.add(exp_id)
+            is_baseline = exp_id == baseline_id
+            diff = () if is_baseline else tuple(c.describe() for c in base_flags.diff(Flags.parse(d["argv"])))
+            exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
+                                "workloads": ctx.workloads(exp_id, mine), "is_baseline": is_baseline,
+                                "baseline_id": baseline_id, "diff_vs_baseline": diff})
+            return _with_verdict(exp)
+
+        out.append(book._row(key, compute))
     return out
 
 
@@ -421,6 +528,19 @@ class _Compare:
         self.runs, self.exp_of, self.key_of, self.reference, self.main_key = runs, exp_of, key_of, reference, main_key
         self.restart_spread: dict[str, float] = restart_spread
         self._base: dict[str, tuple[str | None, list[BenchResult]]] = {}
+        self._base_ids: dict[str, tuple | None] = {}
+
+    def base_ids(self, key: str) -> tuple | None:
+        """What workload ``key`` is compared against: the reference experiment and the ids
+        (and pins) of its runs; None without a reference."""
+        if key not in self.reference:
+            return None
+        if key not in self._base_ids:
+            ref = self.reference[key]
+            exp = self.exp_of.get(ref.id)
+            self._base_ids[key] = (exp, ref.id, tuple((r.id, r.baseline) for r in self.runs.get(exp, ())
+                                                      if self.key_of[r.id] == key))
+        return self._base_ids[key]
 
     def base(self, key: str) -> tuple[str | None, list[BenchResult]]:
         """The reference experiment of workload ``key`` and its ok runs of it."""
@@ -479,19 +599,31 @@ def _with_verdict(exp: Experiment) -> Experiment:
     return replace(exp, verdict=verdict)
 
 
-def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key_of: dict[int, str]) -> dict[str, float]:
+def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key_of: dict[int, str],
+                     book: ExperimentBook, server: str) -> dict[str, float]:
     """Workload key → restart-to-restart spread in % (see module doc): the full range of
     the primary metric's per-experiment medians over experiments with the same flags, in %
-    of their median; only where a flag set was benchmarked in 2 or more experiments."""
+    of their median; only where a flag set was benchmarked in 2 or more experiments. Kept in
+    ``book`` until the server's experiments or runs change (each experiment's medians until
+    its own runs do)."""
+    sig = tuple((d["id"], book._runs_sig.get(d["id"])) for d in items)
+    kept_all = book._spreads.get(server)
+    if kept_all is not None and kept_all[0] == sig:
+        return kept_all[1]
     medians: dict[tuple[str, tuple[str, ...]], list[float]] = {}
     for d in items:
-        argv = tuple(Flags.parse(d["argv"]).to_argv())
-        per_key: dict[str, list[float | None]] = {}
-        for r in runs.get(d["id"], ()):
-            if comparable(r.result):
-                per_key.setdefault(key_of[r.id], []).append(r.result.metric(PRIMARY.key))
-        for key, vals in per_key.items():
-            m = sample(vals).median
+        mine = runs.get(d["id"], ())
+        ids = tuple(r.id for r in mine)
+        kept = book._spread_medians.get(d["id"])
+        if kept is None or kept[0] != ids:
+            per_key: dict[str, list[float | None]] = {}
+            for r in mine:
+                if comparable(r.result):
+                    per_key.setdefault(key_of[r.id], []).append(r.result.metric(PRIMARY.key))
+            kept = (ids, {key: sample(vals).median for key, vals in per_key.items()})
+            book._spread_medians[d["id"]] = kept
+        argv = book._argv[d["id"]]
+        for key, m in kept[1].items():
             if m is not None:
                 medians.setdefault((key, argv), []).append(m)
     out: dict[str, float] = {}
@@ -499,6 +631,7 @@ def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key
         s = sample(ms)
         if s.n >= 2 and s.median:
             out[key] = max(out.get(key, 0.0), 100.0 * (s.hi - s.lo) / abs(s.median))
+    book._spreads[server] = (sig, out)
     return out
 
 

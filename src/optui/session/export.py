@@ -14,7 +14,7 @@ from optui.adapters.journal import Journal
 from optui.config import LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
-from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, Experiment, build_experiments, unsettled
+from optui.core.journal_experiments import Experiment, build_experiments
 from optui.core.report import (
     BENCH_IMPORTED,
     FORMATS,
@@ -31,12 +31,9 @@ _RENDER = {"md": render_markdown, "jsonl": render_jsonl, "csv": render_csv}
 
 
 def experiment_events(journal: Journal) -> list[Event]:
-    """The events :func:`~optui.core.journal_experiments.build_experiments` needs: its types
-    (through the type index), plus the state changes of experiments that never reached
-    ready/failed (through the experiment index), oldest first."""
-    events = journal.events(types=EXPERIMENT_EVENT_TYPES)
-    extra = [e for exp in unsettled(events) for e in journal.events(experiment=exp, types=(ev.SERVER_STATE,))]
-    return sorted(events + extra, key=lambda e: e.seq) if extra else events
+    """The events :func:`~optui.core.journal_experiments.build_experiments` needs
+    (:meth:`Journal.experiment_events`), oldest first."""
+    return journal.experiment_events()
 
 
 def load_experiments(journal: Journal) -> list[Experiment]:
