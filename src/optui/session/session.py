@@ -14,13 +14,14 @@ import contextlib
 import itertools
 import os
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from optui.adapters.aio import wait_set
 from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
 from optui.adapters.journal import Journal, JournalError, on_read_only_fs
 from optui.adapters.journal_defer import DeferringJournal
+from optui.adapters.journal_thread import ExperimentFeed, ExperimentsUpdate, JournalThread
 from optui.adapters.shell import shell_for
 from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
@@ -103,6 +104,8 @@ class Session:
         else:
             self.journal = DeferringJournal(loaded.journal_path)
         self.journal_health = JournalHealth(self.journal, self.touch)
+        #: the journal's own thread: the async journal API below (and the UI's client) runs there
+        self.journal_thread = JournalThread(self.journal)
         if self.read_only_reason:  # the status line says why from the first frame
             self.journal_health.error = f"{loaded.journal_path}: journal is read-only ({self.journal.write_error})"
         self.config_watch = ConfigWatcher(loaded.path)
@@ -347,6 +350,7 @@ class Session:
         self.journal_health.flush_before_close()
         with contextlib.suppress(JournalError):
             self.journal.append(ev.SESSION_ENDED, None, {"pid": os.getpid()}, actor=self.actor)
+        self.journal_thread.close()
         self.journal.close()
 
     def kill_leftovers(self) -> None:
@@ -550,6 +554,41 @@ class Session:
         from optui.session.export import load_experiments
 
         return load_experiments(self.journal)
+
+    # -------------------------------------------- the async journal API (the journal thread)
+    # For the UI (through its client): the event loop awaits these and never runs SQLite.
+
+    def experiments_reader(self) -> Callable[[], Awaitable[ExperimentsUpdate]]:
+        """A reader of the experiments for one view: each await returns an
+        :class:`~optui.adapters.journal_thread.ExperimentsUpdate` (every experiment, oldest
+        first, and the ids changed since this reader's previous call); only the events and
+        results that are new are read and only the rows they touch rebuilt, on the journal
+        thread. Raises JournalError / sqlite3 errors of the read."""
+        feed = ExperimentFeed()
+        return lambda: self.journal_thread.experiments(feed)
+
+    async def query_events_async(self, flt, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:
+        """:meth:`query_events` on the journal thread (a text filter scanned in bounded
+        windows, :meth:`JournalThread.query`): the same events, newest first."""
+        return await self.journal_thread.query(flt, since_seq=since_seq, limit=limit)
+
+    async def set_verdict_async(self, experiment: str, decision: str, reason: str = "") -> None:
+        """:meth:`set_verdict` with the journal's read and write on the journal thread (a
+        lock held by another process is waited for there). Raises SessionError for a bad
+        decision or an unknown experiment; a failed write is reported like any journal write."""
+        from optui.core.journal_experiments import DECISIONS
+
+        if decision not in DECISIONS:
+            raise SessionError(f"verdict must be one of {', '.join(DECISIONS)}, got {decision!r}")
+        server = await self.journal_thread.run(lambda j: j.experiment_server(experiment))
+        if server is None:
+            raise SessionError(f"unknown experiment {experiment!r}")
+        try:
+            await self.journal_thread.append(ev.VERDICT, server, {"decision": decision, "reason": reason},
+                                             actor=self.actor, experiment=experiment)
+        except JournalError as exc:
+            self.journal_failed(exc)
+        self.sync_journal()
 
     def query_events(self, flt, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:
         """Events matching ``flt`` (an :class:`~optui.core.events.EventFilter`) newer than

@@ -105,8 +105,9 @@ class JournalIntents(IntentBase):
             events = self.session.snapshot().events
             return events[-1].seq if events else 0
 
-        self.push_screen(ExperimentsScreen(self.session.experiments, self.session.set_verdict, journal_seq,
-                                           self.show_experiment), chosen)
+        # the rows load on the session's journal thread (adapters/journal_thread), only what is new
+        self.push_screen(ExperimentsScreen(self.session.experiments_reader(), self.session.set_verdict_async,
+                                           journal_seq, self.show_experiment), chosen)
 
     def show_experiment(self, x) -> None:
         """Open the details of experiment ``x``."""

@@ -5,11 +5,16 @@ Keys: ``s`` next sort column, ``S`` reverse (or click a column header), Enter de
 ``k`` keep / ``x`` reject / ``i`` inconclusive (journaled ``verdict``), ``f`` show the
 experiment in the journal panel, ``ctrl+l`` reload, Esc close. The rows reload by
 themselves when the journal changes (other optui windows, the CLI).
+
+Nothing here touches the journal: ``load`` and ``decide`` are awaited in a worker (the
+session runs them on its journal thread, ``adapters/journal_thread``), and an update only
+repaints the rows it names as changed, unless the order of the rows changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,6 +26,9 @@ from textual.widgets import DataTable, Static
 from optui.core.bench.compare import STATISTIC
 from optui.core.journal_experiments import Experiment, runs_text, sort_experiments, verdict_evidence
 from optui.ui.colors import style
+
+if TYPE_CHECKING:
+    from optui.adapters.journal_thread import ExperimentsUpdate
 
 #: (column key, header, sort key for :func:`sort_experiments`)
 COLUMNS = (
@@ -49,8 +57,11 @@ _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-f
 class ExperimentsScreen(ModalScreen[str | None]):
     """Returns an experiment id to show in the journal (``f``), else None.
 
-    ``load`` returns the experiments; ``decide(exp_id, decision)`` records a verdict;
-    ``version`` tells whether the journal changed (reload then); ``details(x)`` opens one.
+    ``load()`` is awaited for an :class:`~optui.adapters.journal_thread.ExperimentsUpdate`
+    (every experiment, and the ids changed since the previous call: a session's
+    ``experiments_reader()``); ``decide(exp_id, decision)`` is awaited to record a verdict
+    (raising shows a notification); ``version()`` (cheap, on the event loop) tells whether
+    the journal changed (reload then); ``details(x)`` opens one.
     """
 
     BINDINGS = [
@@ -72,7 +83,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
     ExperimentsScreen DataTable { height: 1fr; }
     """
 
-    def __init__(self, load: Callable[[], list[Experiment]], decide: Callable[[str, str], None],
+    def __init__(self, load: Callable[[], Awaitable[ExperimentsUpdate]], decide: Callable[[str, str], Awaitable[None]],
                  version: Callable[[], int], details: Callable[[Experiment], None]) -> None:
         super().__init__()
         self.load = load
@@ -83,6 +94,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self.reverse = False
         self.experiments: list[Experiment] = []
         self._seen_version = -1
+        self._loading = self._again = False
+        self._shown: list[str] = []  # the row keys in the table, top to bottom
 
     def compose(self) -> ComposeResult:
         width = self.app.size.width
@@ -105,24 +118,53 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self.set_interval(1.0, self._reload_if_changed)
 
     def _reload_if_changed(self) -> None:
-        if self.version() != self._seen_version:
+        if self.version() != self._seen_version and not self._loading:
             self.action_reload()
 
     # ------------------------------------------------------------ rows
     def action_reload(self) -> None:
-        self._seen_version = self.version()
-        self.experiments = self.load()
-        self._fill()
+        """Load what changed, in a worker; a reload asked for while one runs follows it
+        (never cancelled: the update it would drop names rows no later update names)."""
+        if self._loading:
+            self._again = True
+            return
+        self._loading, self._again = True, False
+        self.run_worker(self._reload(), group="experiments-load", exit_on_error=False)
 
-    def _fill(self) -> None:
+    async def _reload(self) -> None:
+        seen = self.version()
+        try:
+            update = await self.load()
+        except Exception as exc:  # noqa: BLE001 - a locked or broken journal is shown, never a crash
+            self.notify(f"experiments: {exc}", severity="error")
+            update = None
+        self._loading = False
+        if update is not None:
+            self._seen_version = seen
+            self.experiments = list(update.experiments)
+            self._fill(update.changed)
+        if self._again:
+            self.action_reload()
+
+    def _fill(self, changed: frozenset[str] | None = None) -> None:
+        """Show :attr:`experiments` in the current sort: only the rows in ``changed`` are
+        repainted when the order is the one on screen (None: every row)."""
         table = self.query_one(DataTable)
-        current = self.current_id()
         rows = sort_experiments(self.experiments, self.sort_key, self.reverse)
-        table.clear()
-        for x in rows:
-            table.add_row(*self._cells(x), key=x.id)
-        if current is not None and current in {x.id for x in rows}:
-            table.move_cursor(row=table.get_row_index(current))
+        order = [x.id for x in rows]
+        if changed is not None and order == self._shown:
+            for x in rows:
+                if x.id in changed:
+                    for col, cell in zip(self._order, self._cells(x), strict=True):
+                        table.update_cell(x.id, col, cell)
+        else:
+            current = self.current_id()
+            table.clear()
+            for x in rows:
+                table.add_row(*self._cells(x), key=x.id)
+            if current is not None and current in set(order):
+                table.move_cursor(row=table.get_row_index(current))
+            self._shown = order
         arrow = "↓" if self.reverse else "↑"
         header = next(h for _, h, k in COLUMNS if k == self.sort_key)
         self.query_one("#experiments-title", Static).update(
@@ -200,14 +242,16 @@ class ExperimentsScreen(ModalScreen[str | None]):
 
     def action_decide(self, decision: str) -> None:
         x = self._current()
-        if x is None:
-            return
+        if x is not None:
+            self.run_worker(self._decide(x.id, decision), group="experiments-decide", exit_on_error=False)
+
+    async def _decide(self, exp_id: str, decision: str) -> None:
         try:
-            self.decide(x.id, decision)
+            await self.decide(exp_id, decision)
         except Exception as exc:  # noqa: BLE001 - shown, never a crash
             self.notify(str(exc), severity="error")
             return
-        self.notify(f"{x.id}: {decision}")
+        self.notify(f"{exp_id}: {decision}")
         self.action_reload()
 
     def action_show_in_journal(self) -> None:
