@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from pathlib import Path
 
 import pytest
@@ -94,8 +93,7 @@ def seed_history(session: Session, points: int = 300) -> None:
         mem = [min(95.0, 20 + i * (0.3 + 0.1 * n)) for i in range(points)]
         for i in range(150, 190):
             util[i] = mem[i] = None
-        history.util[key] = deque(util, maxlen=points)
-        history.mem[key] = deque(mem, maxlen=points)
+        history.set_series(key, util, mem)
 
 
 async def settle(pilot) -> None:
@@ -108,7 +106,9 @@ async def settle(pilot) -> None:
         await pilot.pause(0.1)
     seed_history(app.session)
     # history alone does not trigger a redraw (new readings do; the next is a minute away)
-    app.query_one("#gpus").show(app.session.snapshot().hosts, app.session.gpus.history)
+    app.session.touch()
+    state = app.session.snapshot()
+    app.query_one("#gpus").show(state.hosts, state.gpu_history)
     await pilot.pause(0.5)
 
 

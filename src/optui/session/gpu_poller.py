@@ -20,6 +20,7 @@ from dataclasses import replace
 from optui.adapters.aio import wait_set
 from optui.adapters.gpu_source import GpuSource
 from optui.core.gpu import HostSnapshot, HostStatus
+from optui.session.state import GpuHistoryWindow, GpuSeries
 
 HISTORY_S = 300  # keep 5 minutes
 
@@ -32,9 +33,26 @@ class GpuHistory:
         self.points = points
         self.util: dict[tuple[str, int], deque[float | None]] = {}
         self.mem: dict[tuple[str, int], deque[float | None]] = {}
+        self._window: GpuHistoryWindow | None = None
+
+    def set_series(self, key: tuple[str, int], util: list[float | None], mem: list[float | None]) -> None:
+        """Replace GPU ``key``'s (host, index) history by these points, oldest first (a
+        replay, a test's fixed pattern); at most :attr:`points` are kept."""
+        self.util[key] = deque(util, maxlen=self.points)
+        self.mem[key] = deque(mem, maxlen=self.points)
+        self._window = None
+
+    def window(self) -> GpuHistoryWindow:
+        """The history as a frozen value (built once per tick, for the snapshot)."""
+        if self._window is None:
+            self._window = GpuHistoryWindow(self.points, tuple(
+                GpuSeries(host, index, tuple(util), tuple(self.mem.get((host, index), ())))
+                for (host, index), util in self.util.items()))
+        return self._window
 
     def add(self, snap: HostSnapshot) -> None:
         """Append the snapshot's values (or gaps when the host is not live)."""
+        self._window = None
         seen = set()
         for s in snap.samples:
             key = (snap.host, s.index)

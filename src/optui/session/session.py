@@ -40,7 +40,7 @@ from optui.session.journal_health import JournalHealth
 from optui.session.locks import ServerLock
 from optui.session.server_runtime import RestartError, ServerRuntime
 from optui.session.ssh_hosts import with_host_problems
-from optui.session.state import SessionState
+from optui.session.state import BENCH_ROWS_SHOWN, BenchOutput, SessionState, TodoRunsView
 from optui.session.todo_runner import ExperimentRunner
 from optui.session.todo_sync import TodoFollowService
 from optui.session.todos import TodoService
@@ -113,6 +113,7 @@ class Session:
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._snapshot: SessionState | None = None
+        self._output: BenchOutput | None = None  # the bench output's value, rebuilt when it grew
         self._events: deque[Event] = deque(maxlen=EVENTS_KEPT)
         self._last_seq = 0
         self._todos: tuple[TodoItem, ...] = ()
@@ -186,8 +187,30 @@ class Session:
                 read_only=self.read_only,
                 paused=self.paused,
                 config_error=self.config_watch.error,
+                gpu_history=self.gpus.history.window(),
+                alerts=tuple(self.alerts),
+                alert_count=self.alert_count,
+                bench_rows=tuple(self.benches.rows(last=BENCH_ROWS_SHOWN)) if self._results else (),
+                bench_output=self._bench_output(),
+                todo_runs=self._todo_runs_view(),
+                follows=tuple(self.todo_follow.statuses.items()),
             )
         return self._snapshot
+
+    def _bench_output(self) -> BenchOutput | None:
+        run = self.benches.current
+        if run is None:
+            return None
+        cached = self._output
+        if cached is None or cached.run_id != run.view.run_id or cached.total != run.total_lines:
+            cached = self._output = BenchOutput(run.view.run_id, run.total_lines, tuple(run.lines))
+        return cached
+
+    def _todo_runs_view(self) -> TodoRunsView:
+        runner = self.todo_runs
+        steps = [(runner.current.todo_id, runner.current.step)] if runner.current is not None else []
+        steps += [(i, "queued") for i in runner.queue]
+        return TodoRunsView(tuple(steps), runner.running, tuple(runner.outcomes))
 
     @property
     def journal_error(self) -> str | None:

@@ -1,15 +1,82 @@
-"""The immutable snapshot of a session that the UI (and ``optui status``) renders."""
+"""The immutable snapshot of a session that the UI (and ``optui status``) renders.
+
+Every value a panel shows is here, frozen (frozen dataclasses, tuples), so a panel renders
+one value it is given, compares its input with ``==`` to skip an unchanged frame, and can
+be tested from a value alone (no session).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from optui.adapters.journal import StoredResult
-from optui.core.events import Event
-from optui.core.gpu import HostSnapshot
-from optui.core.server_state import ServerStatus
-from optui.core.todo import TodoItem
-from optui.session.bench_run import BenchView
+if TYPE_CHECKING:  # values only: this module imports no service
+    from optui.adapters.journal import StoredResult
+    from optui.core.bench.compare import Row
+    from optui.core.events import Event
+    from optui.core.gpu import HostSnapshot
+    from optui.core.server_state import ServerStatus
+    from optui.core.todo import TodoItem
+    from optui.session.alerts import Alert
+    from optui.session.bench_run import BenchView
+    from optui.session.todo_runs import TodoRunOutcome
+    from optui.session.todo_sync import FollowStatus
+
+#: results rows the bench panel shows (newest last); the results view shows all
+BENCH_ROWS_SHOWN = 8
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSeries:
+    """One GPU's history: ``util``/``mem`` in % (0-100), one point per tick, oldest first,
+    None for a missed reading."""
+
+    host: str
+    index: int
+    util: tuple[float | None, ...]
+    mem: tuple[float | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHistoryWindow:
+    """The GPU history the sparklines draw: ``points`` ticks wide (the window, 5 minutes),
+    one :class:`GpuSeries` per GPU seen."""
+
+    points: int = 0
+    series: tuple[GpuSeries, ...] = ()
+
+    def by_gpu(self) -> dict[tuple[str, int], GpuSeries]:
+        """(host, GPU index) → its series."""
+        return {(s.host, s.index): s for s in self.series}
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOutput:
+    """The output of benchmark run ``run_id``: ``total`` lines so far, of which the newest
+    ``len(tail)`` are still buffered (oldest first)."""
+
+    run_id: str
+    total: int
+    tail: tuple[str, ...]
+
+    def since(self, seen: int) -> tuple[str, ...]:
+        """Lines after the first ``seen`` of the run (the buffered part of them: a reader
+        that fell behind the buffer gets the tail)."""
+        new = self.total - seen
+        if new <= 0:
+            return ()
+        return self.tail[-new:] if new < len(self.tail) else self.tail
+
+
+@dataclass(frozen=True, slots=True)
+class TodoRunsView:
+    """The todo runs (each item's experiment) as the todo panel shows them: ``steps`` maps todo ids
+    to what is happening ("queued", "restart", "bench NAME"...), in queue order with the
+    running one first; ``outcomes`` every finished run of this session, oldest first."""
+
+    steps: tuple[tuple[int, str], ...] = ()
+    running: bool = False
+    outcomes: tuple[TodoRunOutcome, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,10 +84,13 @@ class SessionState:
     """Everything on screen at one moment.
 
     ``events`` are the newest journal events, oldest first; ``results`` the newest stored
-    bench results, newest first; ``journal_error`` is set when the journal cannot be
-    written (disk full: the session turned read-only; locked by another process: events
-    wait) — the session keeps running; ``config_error`` when the config file was edited
-    into something that does not load (the session keeps the config it started with).
+    bench results, newest first; ``bench_rows`` the newest :data:`BENCH_ROWS_SHOWN`
+    comparison rows (oldest first; empty without results); ``bench_output`` the current
+    run's output; ``alerts`` the newest alerts (oldest first) of ``alert_count`` raised so
+    far; ``journal_error`` is set when the journal cannot be written (disk full: the
+    session turned read-only; locked by another process: events wait) — the session keeps
+    running; ``config_error`` when the config file was edited into something that does
+    not load (the session keeps the config it started with).
     """
 
     version: int
@@ -35,6 +105,13 @@ class SessionState:
     read_only: bool
     paused: bool
     config_error: str | None = None
+    gpu_history: GpuHistoryWindow = GpuHistoryWindow()
+    alerts: tuple[Alert, ...] = ()
+    alert_count: int = 0
+    bench_rows: tuple[Row, ...] = ()
+    bench_output: BenchOutput | None = None
+    todo_runs: TodoRunsView = TodoRunsView()
+    follows: tuple[tuple[str, FollowStatus], ...] = ()
 
     def server(self, name: str) -> ServerStatus | None:
         """The status of server ``name`` or None."""

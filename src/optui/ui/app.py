@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -103,7 +104,10 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._key_order = KeySequencer(self, lambda: self.panels_mounted and self.session is not None)
         self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
         self._key_bar_for: tuple | None = None  # (focus, screen, read-only, bench running) the key bar was drawn for
-        self._keys: dict[str, object] = {}
+        self._status_plain = ""
+        self._outcomes_seen = 0  # experiment outcomes notified so far
+        self._follow_errors_seen: dict[str, str | None] = {}  # followed list → its error notified
+        self._bell = bool(config.bell) if config else False
         self._session_closed = False
         self._alerts_seen = 0
         self._campaign = "loading…"
@@ -232,6 +236,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         if session.config.keymap:
             self.set_keymap(dict(session.config.keymap, **self._user_keymap))
         self.query_one("#gpus").mem_alert_pct = session.config.mem_alert_pct
+        self._bell = bool(session.config.bell)
         self.refresh_bindings()
         await session.start()
         await self._render_loop()
@@ -278,55 +283,59 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
 
     # ---------------------------------------------------------- rendering
     def apply_state(self, state: SessionState) -> None:
-        """Push one snapshot into the panels (each panel skips unchanged input)."""
+        """Push one snapshot into the panels. Each panel is given the values it shows and
+        skips a frame whose values equal those on screen (``==`` on frozen values)."""
+        from optui.ui.widgets.bench_panel import BenchPanel
+
         with self.batch_update():
-            self._apply_if_changed("hosts", tuple(map(id, state.hosts)),
-                                   lambda: self.query_one("#gpus").show(state.hosts, self.session.gpus.history))
+            self.query_one("#gpus").show(state.hosts, state.gpu_history)
             self.query_one("#servers").show(state.servers)
-            self._show_alerts()
-            self._apply_if_changed("todos", state.todos, lambda: self.query_one("#todo").show(state.todos))
-            self.apply_todo_extras()
-            last_seq = state.events[-1].seq if state.events else 0
-            self._apply_if_changed("events", last_seq, lambda: self.show_journal(state))
-            self._apply_bench(state)
+            self._show_alerts(state)
+            self._show_todos(state)
+            self.show_journal(state)
+            self.query_one("#bench", BenchPanel).show(state.bench, state.bench_rows, state.bench_output)
             self._apply_status_line(state)
-            keys = (self.focused, self.screen, self.session.read_only, self.session.benches.running)
+            running = state.bench is not None and state.bench.status == "running"
+            keys = (self.focused, self.screen, state.read_only, running)
             if keys != self._key_bar_for:  # the bar depends on these only (ui.policy, abort)
                 self._key_bar_for = keys
                 self.query_one(KeyBar).update_keys()
 
-    def _show_alerts(self) -> None:
+    def _show_alerts(self, state: SessionState) -> None:
         """New alerts of the session as notifications (+ the terminal bell with
         ``bell = true``). A crash during a restart is reported by the restart itself."""
-        session = self.session
-        new = session.alert_count - self._alerts_seen
+        new = state.alert_count - self._alerts_seen
         if new <= 0:
             return
-        self._alerts_seen = session.alert_count
-        for alert in list(session.alerts)[-new:]:
-            rt = session.servers.get(alert.target)
-            if alert.kind in ("crashed", "oom") and rt is not None and (rt.status.busy or alert.target in self.restarts_reporting):
+        self._alerts_seen = state.alert_count
+        for alert in state.alerts[-new:]:
+            server = state.server(alert.target)
+            if alert.kind in ("crashed", "oom") and server is not None and (server.busy or alert.target in self.restarts_reporting):
                 continue
             self.notify(alert.message, title=alert.kind.replace("_", " "), severity=alert.severity, timeout=15)
-            if session.config.bell:
+            if self._bell:
                 self.bell()
 
-    def _apply_if_changed(self, key: str, value, apply) -> None:
-        if self._keys.get(key) is not value and self._keys.get(key) != value:
-            self._keys[key] = value
-            apply()
-
-    def _apply_bench(self, state: SessionState) -> None:
-        from optui.ui.widgets.bench_panel import PANEL_ROWS
-
-        panel = self.query_one("#bench")
-        run = self.session.benches.current
-        if run is not None:
-            panel.new_run(id(run))
-            lines, total = run.lines_since(panel.seen_lines)
-            panel.seen_lines = total
-            panel.append_lines(lines)
-        panel.show(state.bench, self.session.benches.rows(last=PANEL_ROWS) if state.results else [])
+    def _show_todos(self, state: SessionState) -> None:
+        """The items, the experiment runner's steps and the followed lists into the todo
+        panel; notifications for finished experiments and new follow errors."""
+        follows = []
+        for key, st in state.follows:
+            mark = {"ok": "✓", "waiting": "…", "starting": "…"}.get(st.state, "✗")
+            follows.append(f"{Path(st.spec.split(':', 1)[-1]).name or st.spec} {mark}")
+            if st.state == "error" and self._follow_errors_seen.get(key) != st.error:
+                self._follow_errors_seen[key] = st.error
+                self.notify(st.error or "", title=f"cannot follow {key}", severity="error", timeout=10)
+        runs = state.todo_runs
+        parts = [f"⚗ {len(runs.steps)} (S stops)"] if runs.running else []
+        if follows:
+            parts.append("following " + "  ".join(follows))
+        self.query_one("#todo").show(state.todos, dict(runs.steps), "  ·  ".join(parts))
+        for outcome in runs.outcomes[self._outcomes_seen:]:
+            severity = "information" if outcome.status == "ok" else ("warning" if outcome.status in ("aborted", "skipped") else "error")
+            self.notify(outcome.summary[:400], title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity,
+                        timeout=12)
+        self._outcomes_seen = len(runs.outcomes)
 
     def _apply_status_line(self, state: SessionState) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -342,8 +351,8 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             text.append(f"  journal: {safe_line(state.journal_error)}", style="bold red")
         if state.config_error:
             text.append(f"  config: {safe_line(state.config_error.splitlines()[0])}", style="bold red")
-        if text.plain != self._keys.get("status-line"):  # unchanged: skip the layout pass
-            self._keys["status-line"] = text.plain
+        if text.plain != self._status_plain:  # unchanged: skip the layout pass
+            self._status_plain = text.plain
             self.query_one("#status-line", Static).update(text)
 
     # ---------------------------------------------------------- actions: view

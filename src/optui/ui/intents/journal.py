@@ -30,7 +30,7 @@ class JournalIntents(IntentBase):
         matching events from the DB (newest :data:`FILTERED_LIMIT`), extended as the
         journal grows by searching only what is new."""
         panel = self.query_one("#journal")
-        panel.servers = tuple(self.session.servers)
+        panel.servers = tuple(s.name for s in state.servers)
         flt = panel.filter
         if not flt.active:
             self._journal_cache = None
@@ -38,6 +38,8 @@ class JournalIntents(IntentBase):
             return
         known = state.events[-1].seq if state.events else 0  # searched up to here at least
         cached = self._journal_cache
+        if cached is not None and cached[0] == flt and cached[2] == known:  # the journal did not grow
+            return
         try:
             if cached is not None and cached[0] == flt:
                 last = cached[1][-1].seq if cached[1] else 0

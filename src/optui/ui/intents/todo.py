@@ -24,10 +24,6 @@ if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose
 class TodoIntents(IntentBase):
     """Todo actions (see module doc)."""
 
-    _todo_seen_outcomes = 0
-    _todo_seen_errors: dict[str, str] = {}
-    _todo_extras_key: object = None
-
     def on_todo_intent(self, intent: TodoIntent) -> None:
         t = self.session.todos
         item = intent.item
@@ -183,36 +179,6 @@ class TodoIntents(IntentBase):
             self._fail(exc)
             return
         self.notify(f"wrote {len(items)} items to {path}")
-
-    # ---------------------------------------------------------- rendering
-    def apply_todo_extras(self) -> None:
-        """Runner steps, queue and followed lists into the todo panel; notifications for
-        finished experiments and new follow errors. Called by the render loop."""
-        s = self.session
-        runner = s.todo_runs
-        running = {i: "queued" for i in runner.queue}
-        if runner.current is not None:
-            running[runner.current.todo_id] = runner.current.step
-        follows = []
-        for key, st in s.todo_follow.statuses.items():
-            mark = {"ok": "✓", "waiting": "…", "starting": "…"}.get(st.state, "✗")
-            follows.append(f"{Path(st.spec.split(':', 1)[-1]).name or st.spec} {mark}")
-            if st.state == "error" and self._todo_seen_errors.get(key) != st.error:
-                self._todo_seen_errors = {**self._todo_seen_errors, key: st.error}
-                self.notify(st.error or "", title=f"cannot follow {key}", severity="error", timeout=10)
-        parts = [f"⚗ {len(running)} (S stops)"] if runner.running else []
-        if follows:
-            parts.append("following " + "  ".join(follows))
-        subtitle = "  ·  ".join(parts)
-        key = (tuple(sorted(running.items())), subtitle)
-        if key != self._todo_extras_key:
-            self._todo_extras_key = key
-            self.query_one("#todo").show(s.snapshot().todos, running, subtitle)
-        for outcome in runner.outcomes[self._todo_seen_outcomes:]:
-            severity = "information" if outcome.status == "ok" else ("warning" if outcome.status in ("aborted", "skipped") else "error")
-            self.notify(outcome.summary[:400], title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity,
-                        timeout=12)
-        self._todo_seen_outcomes = len(runner.outcomes)
 
 
 def todo_commands(app) -> Iterator[SystemCommand]:

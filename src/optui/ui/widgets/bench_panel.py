@@ -30,6 +30,7 @@ from textual.widgets import DataTable, Static
 from optui.core.bench.compare import Delta, Row, Sample
 from optui.core.bench.result import requests_text
 from optui.core.safe_text import safe_line
+from optui.session.state import BENCH_ROWS_SHOWN
 from optui.ui.binding_ids import with_ids
 from optui.ui.colors import style
 from optui.ui.policy import allowed
@@ -38,6 +39,7 @@ from optui.ui.widgets.stream_log import StreamLog
 
 if TYPE_CHECKING:
     from optui.session.bench_run import BenchView
+    from optui.session.state import BenchOutput
 
 #: the log is repainted at most this often (s): a flood scrolls the whole log on every
 #: repaint, the costliest frame of the app, and is unreadable at 10 Hz anyway
@@ -59,7 +61,7 @@ COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the res
     ("e2e", "E2E p50", 9),
 )
 #: Rows the panel shows (newest last); the results view (``v``) shows all.
-PANEL_ROWS = 8
+PANEL_ROWS = BENCH_ROWS_SHOWN
 
 
 class BenchAction(Message):
@@ -139,9 +141,9 @@ class BenchPanel(Vertical):
         super().__init__(id=id)
         self.max_lines = max_lines
         self.seen_lines = 0
-        self._run_id: int | None = None
-        self._rows_key: tuple = ()
-        self._rows: list[Row] = []
+        self._run_id: str | None = None
+        self._rows: tuple[Row, ...] = ()
+        self._view: BenchView | None = None
         self._status_plain = ""
         self._pending: deque[str] = deque(maxlen=max_lines)
         self._flushed_at = 0.0
@@ -160,14 +162,17 @@ class BenchPanel(Vertical):
             table.add_column(label, key=key, width=width)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "bench" and parameters == ("abort",):  # only while a benchmark runs
-            session = getattr(self.app, "session", None)
-            if session is None or not session.benches.running:
-                return False
+        if action == "bench" and parameters == ("abort",) and not self.running:  # only while a benchmark runs
+            return False
         return allowed(self.app, action, parameters)
 
     def action_bench(self, op: str) -> None:
         self.post_message(BenchAction(op, self.selected_row() if op == "pin" else None))
+
+    @property
+    def running(self) -> bool:
+        """The run on screen is still running."""
+        return self._view is not None and self._view.status == "running"
 
     def focus_target(self) -> Widget:
         """What the panel's number key focuses: the results table once it has rows (arrows
@@ -184,7 +189,7 @@ class BenchPanel(Vertical):
         return self._rows[index]
 
     # ---------------------------------------------------------- output
-    def new_run(self, run_id: int) -> None:
+    def new_run(self, run_id: str) -> None:
         """A new run started: clear the output and the line counter."""
         if run_id != self._run_id:
             self._run_id = run_id
@@ -218,18 +223,23 @@ class BenchPanel(Vertical):
         log.append(batch)
 
     # ---------------------------------------------------------- status
-    def show(self, view: BenchView | None, rows: list[Row]) -> None:
-        """Render the run's status line and the results table (``rows`` oldest first;
-        the newest :data:`PANEL_ROWS` are shown)."""
-        rows = rows[-PANEL_ROWS:]
+    def show(self, view: BenchView | None, rows: tuple[Row, ...], output: BenchOutput | None = None) -> None:
+        """Render the run's status line, the results table (``rows`` oldest first; the
+        newest :data:`PANEL_ROWS` are shown) and the output lines ``output`` has beyond
+        those already shown (a new run clears the log first)."""
+        if output is not None:
+            self.new_run(output.run_id)
+            lines = output.since(self.seen_lines)
+            self.seen_lines = output.total
+            self.append_lines(list(lines))
+        self._view = view
+        rows = tuple(rows[-PANEL_ROWS:])
         text = self._status_text(view, bool(rows))
         if text.plain != self._status_plain:  # one fixed-height line: no layout pass needed
             self._status_plain = text.plain
             self.query_one("#bench-status", Static).update(text, layout=False)
-        key = tuple(id(r) for r in rows)
-        if key == self._rows_key:
+        if rows == self._rows:
             return
-        self._rows_key = key
         self._rows = rows
         table = self.query_one(DataTable)
         table.display = bool(rows)

@@ -16,6 +16,7 @@ from textual.binding import Binding
 
 from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
 from optui.core.safe_text import safe_line
+from optui.session.state import GpuHistoryWindow, GpuSeries
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
 from optui.ui.widgets.meters import fmt_mib, fmt_value, pct_bar, resample, sparkline, stacked_bar, truncate
@@ -43,15 +44,26 @@ class GpuPanel(CursorList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(empty_text="waiting for GPU data…", id=id)
         self._hosts: tuple[HostSnapshot, ...] = ()
-        self._history = None
+        self._shown: tuple | None = None  # the (hosts, history) on screen
+        self._history: dict[tuple[str, int], GpuSeries] = {}
+        self._points = 0
         self._expanded: dict[str, bool] = {}
         self.mem_alert_pct = 95.0
         self.cursor_when_blurred = False
 
-    def show(self, hosts: tuple[HostSnapshot, ...], history) -> None:
-        """Display ``hosts`` (and per-GPU util history from ``history``)."""
+    def show(self, hosts: tuple[HostSnapshot, ...], history: GpuHistoryWindow | None = None) -> None:
+        """Display ``hosts`` and their GPUs' history (the same values again: nothing to do)."""
+        shown = (hosts, history)
+        if shown == self._shown:
+            return
+        self._shown = shown
         self._hosts = hosts
-        self._history = history
+        self._history = history.by_gpu() if history is not None else {}
+        self._points = history.points if history is not None else 0
+        self._render_hosts()
+
+    def _render_hosts(self) -> None:
+        hosts = self._hosts
         width = max(20, self.size.width or 80)
         many = len(hosts) > self.EXPAND_UP_TO_HOSTS
         rows = []
@@ -61,20 +73,20 @@ class GpuPanel(CursorList):
         self.set_rows([h.host for h in hosts], rows)
 
     def on_resize(self) -> None:
-        self.show(self._hosts, self._history)
+        self._render_hosts()
 
     def action_toggle_host(self) -> None:
         key = self.current_key
         if key is not None:
             many = len(self._hosts) > self.EXPAND_UP_TO_HOSTS
             self._expanded[key] = not self._expanded.get(key, not many)
-            self.show(self._hosts, self._history)
+            self._render_hosts()
 
     def action_toggle_all(self) -> None:
         many = len(self._hosts) > self.EXPAND_UP_TO_HOSTS
         any_collapsed = any(not self._expanded.get(h.host, not many) for h in self._hosts)
         self._expanded = {h.host: any_collapsed for h in self._hosts}
-        self.show(self._hosts, self._history)
+        self._render_hosts()
 
     def _host_rows(self, host: HostSnapshot, width: int, expanded: bool, single: bool) -> Text:
         if not expanded or not host.samples:
@@ -187,13 +199,13 @@ class GpuPanel(CursorList):
         """Append the GPU's utilization and memory history (the whole window, fixed 0-100 %
         scale, gaps where readings were missing) in ``room`` cells: both sparklines when
         they fit at 6+ cells each, else utilization alone, else nothing."""
-        if room < 7 or self._history is None:
+        if room < 7 or not self._points:
             return
-        key = (host.host, s.index)
-        span = self._history.points
-        charts = [(self._history.util.get(key, ()), "gpu-util")]
+        series = self._history.get((host.host, s.index))
+        span = self._points
+        charts = [(series.util if series else (), "gpu-util")]
         if room >= 14:
-            charts.append((self._history.mem.get(key, ()), "gpu-mem-used"))
+            charts.append((series.mem if series else (), "gpu-mem-used"))
         each = min(24, room // len(charts) - 1)
         for values, var in charts:
             line.append_text(sparkline(resample(values, each, span), each, style(self.app, var), style(self.app, "meter-empty")))

@@ -70,6 +70,7 @@ class JournalPanel(CursorList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(empty_text="journal is empty", follow_top=True, id=id)
         self._events: tuple[Event, ...] = ()
+        self._shown: tuple | None = None  # the (events, filter) on screen
         self.filter = EventFilter()
         #: server names the ``s`` key cycles through (set by the app)
         self.servers: tuple[str, ...] = ()
@@ -77,7 +78,14 @@ class JournalPanel(CursorList):
     # ------------------------------------------------------------ data
     def show(self, events: tuple[Event, ...]) -> None:
         """Display ``events`` (oldest first in, newest first on screen). With a type filter
-        every given event is shown; without, phases and session events are hidden."""
+        every given event is shown; without, phases and session events are hidden. The
+        same events under the same filter again: nothing to do."""
+        if (events, self.filter) == self._shown:
+            return
+        self._shown = (events, self.filter)
+        self._render_events(events)
+
+    def _render_events(self, events: tuple[Event, ...]) -> None:
         self._events = events
         width = max(30, self.size.width or 80)
         hidden = frozenset() if self.filter.types is not None else HIDDEN_BY_DEFAULT
@@ -87,7 +95,7 @@ class JournalPanel(CursorList):
         self.set_rows([e.seq for e in shown], [self._row(e, width) for e in shown])
 
     def on_resize(self) -> None:
-        self.show(self._events)
+        self._render_events(self._events)
 
     def _row(self, e: Event, width: int) -> Text:
         row = Text(no_wrap=True, overflow="ellipsis")

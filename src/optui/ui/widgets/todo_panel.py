@@ -85,6 +85,7 @@ class TodoPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._items: tuple[TodoItem, ...] = ()
+        self._shown: tuple | None = None  # the (items, running, subtitle) on screen
         self._deps: dict[int, str] = {}  # item id → "blocked by #3" (dependency_labels)
         self._mode: str | None = None  # add | edit | filter
         self._editing: TodoItem | None = None
@@ -115,7 +116,11 @@ class TodoPanel(Vertical):
     def show(self, items: tuple[TodoItem, ...], running: dict[int, str] | None = None, subtitle: str | None = None) -> None:
         """Display ``items`` (filter and hide-completed applied here); ``running`` maps ids
         to the experiment runner's step, ``subtitle`` (followed lists, queue) goes under
-        the panel."""
+        the panel. The same values again: nothing to do."""
+        shown = (items, running if running is not None else self.running, subtitle if subtitle is not None else self.subtitle)
+        if shown == self._shown:
+            return
+        self._shown = shown
         self._items = items
         self._deps = dependency_labels(items)
         if running is not None:

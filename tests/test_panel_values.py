@@ -1,0 +1,150 @@
+"""Each panel rendered from a value alone (no session): the frozen values of
+:class:`~optui.session.state.SessionState` go in, the text on screen comes out, and the same
+value again is not drawn again (the panels compare their input with ``==``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual.app import App
+
+from optui.core import events as ev
+from optui.core.bench.compare import Entry, build_rows, group_entries
+from optui.core.bench.parse import parse_bench_output
+from optui.core.events import Event
+from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
+from optui.core.server_state import ServerState, ServerStatus
+from optui.core.todo import TodoItem
+from optui.session.bench_run import BenchView
+from optui.session.state import BenchOutput, GpuHistoryWindow, GpuSeries
+from optui.ui.colors import OPTUI_VARIABLES
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+class PanelApp(App):
+    """One panel on a bare screen, with optui's theme variables."""
+
+    def __init__(self, panel) -> None:
+        super().__init__()
+        self.panel = panel
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(OPTUI_VARIABLES)
+
+    def compose(self):
+        yield self.panel
+
+
+def text_of(widget) -> str:
+    return str(widget.render())
+
+
+def counting(panel, method: str) -> list:
+    """Count the calls of ``panel.method`` (the drawing step after the ``==`` check)."""
+    calls = []
+    original = getattr(panel, method)
+
+    def wrapped(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    setattr(panel, method, wrapped)
+    return calls
+
+
+async def test_gpu_panel_renders_hosts_and_history_window():
+    from optui.ui.widgets.gpu_panel import GpuPanel
+
+    sample = GpuSample(0, "u0", "NVIDIA H200", mem_used_mib=40_000, mem_total_mib=143_771, util_gpu_pct=87.0,
+                       temp_c=61.0, power_w=420.0, power_limit_w=700.0)
+    hosts = (HostSnapshot("gpu-a", (sample,), taken_at=time.time(), status=HostStatus.LIVE),)
+    history = GpuHistoryWindow(10, (GpuSeries("gpu-a", 0, (0.0, 50.0, 100.0) * 3, (10.0,) * 9),))
+    panel = GpuPanel(id="gpus")
+    async with PanelApp(panel).run_test(size=(120, 10)) as pilot:
+        drawn = counting(panel, "_render_hosts")
+        panel.show(hosts, history)
+        await pilot.pause()
+        text = text_of(panel)
+        assert "H200" in text and "87%" in text and "61°C" in text
+        assert any(c in text for c in "▁▄█")  # the utilization history's sparkline
+        panel.show(hosts, GpuHistoryWindow(10, (GpuSeries("gpu-a", 0, (0.0, 50.0, 100.0) * 3, (10.0,) * 9),)))
+        assert len(drawn) == 1  # an equal value (another object) is not drawn again
+
+
+async def test_server_panel_renders_statuses():
+    from optui.ui.widgets.server_panel import ServerPanel
+
+    servers = (ServerStatus("qwen", "sglang", "http://127.0.0.1:30000", state=ServerState.CRASHED,
+                            crash_class="oom", crash_cause="CUDA out of memory", last_good_argv=("python", "-m", "x")),)
+    panel = ServerPanel(id="servers")
+    async with PanelApp(panel).run_test(size=(100, 10)) as pilot:
+        panel.show(servers)
+        await pilot.pause()
+        text = text_of(panel)
+        assert "qwen CRASHED" in text and "oom: CUDA out of memory" in text and "ctrl+r" in text
+
+
+async def test_todo_panel_renders_items_steps_and_subtitle():
+    from optui.ui.widgets.todo_panel import TodoList, TodoPanel
+
+    items = (TodoItem(1, "try fp8 kv cache", experiment={"server": "qwen", "set": {}}), TodoItem(2, "baseline"))
+    panel = TodoPanel(id="todo")
+    async with PanelApp(panel).run_test(size=(80, 10)) as pilot:
+        drawn = counting(panel, "_render_rows")
+        panel.show(items, {1: "restart"}, "⚗ 1 (S stops)")
+        await pilot.pause()
+        text = text_of(panel.query_one(TodoList))
+        assert "⚗…restart" in text and "try fp8 kv cache" in text and "baseline" in text
+        assert panel.border_subtitle == "⚗ 1 (S stops)"
+        panel.show(tuple(items), {1: "restart"}, "⚗ 1 (S stops)")
+        assert len(drawn) == 1
+
+
+async def test_journal_panel_renders_events_newest_first():
+    from optui.ui.widgets.journal_panel import JournalPanel
+
+    events = (Event(1, time.time() - 5, ev.NOTE, None, "tui", data={"text": "first note"}),
+              Event(2, time.time(), ev.NOTE, None, "tui", data={"text": "second note"}))
+    panel = JournalPanel(id="journal")
+    async with PanelApp(panel).run_test(size=(100, 10)) as pilot:
+        drawn = counting(panel, "_render_events")
+        panel.show(events)
+        await pilot.pause()
+        text = text_of(panel)
+        assert text.index("second note") < text.index("first note")
+        panel.show(tuple(events))
+        assert len(drawn) == 1
+
+
+async def test_bench_panel_renders_status_rows_and_new_output_lines():
+    from textual.widgets import DataTable
+
+    from optui.ui.widgets.bench_panel import BenchPanel
+
+    results = parse_bench_output((FIXTURES / "bench" / "sglang_0.5.23_spec.log").read_text())
+    groups = group_entries([Entry(i + 1, r, "c64", False) for i, r in enumerate(results)])
+    rows = tuple(build_rows(groups, groups))
+    view = BenchView("c64", "qwen", "running", time.time())
+    panel = BenchPanel(id="bench")
+    async with PanelApp(panel).run_test(size=(120, 24)) as pilot:
+        panel.show(view, rows, BenchOutput("run-1", 2, ("line 1", "line 2")))
+        panel.show(view, rows, BenchOutput("run-1", 3, ("line 1", "line 2", "line 3")))  # only line 3 is new
+        await pilot.pause(0.3)
+        assert "c64 → qwen  RUNNING" in str(panel.query_one("#bench-status").render())
+        table = panel.query_one(DataTable)
+        assert table.row_count == len(rows) and table.get_row_at(0)[0] == "c64"
+        assert list(panel.query_one("#bench-log").lines) == ["line 1", "line 2", "line 3"]
+        assert panel.running
+        panel.show(BenchView("c64", "qwen", "ok", time.time()), rows, BenchOutput("run-2", 1, ("other run",)))
+        await pilot.pause(0.3)
+        assert list(panel.query_one("#bench-log").lines) == ["other run"]  # a new run clears the log
+        assert not panel.running
+
+
+def test_bench_output_since():
+    out = BenchOutput("r", 10, ("l8", "l9", "l10"))  # 10 lines, the newest 3 buffered
+    assert out.since(10) == ()
+    assert out.since(9) == ("l10",)
+    assert out.since(0) == ("l8", "l9", "l10")  # fell behind the buffer: its tail
