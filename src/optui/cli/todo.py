@@ -280,12 +280,13 @@ def history(ctx: click.Context, todo_id: int, as_json: bool) -> None:
 
 @todo.command()
 @click.argument("todo_ids", type=ID, nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the outcomes as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the todo runs' outcomes as JSON.")
 @_actor_option
 @click.pass_context
 def run(ctx: click.Context, todo_ids: tuple[int, ...], as_json: bool, actor: str) -> None:
-    """Run the experiments of items, one after another (restart → ready → benchmark →
-    compare). Exit 0 only when every run succeeded."""
+    """Todo runs: run each item's experiment, one after another (restart → ready →
+    benchmark → compare), journaled as todo.run.* events with run ids todo-ID.N. Exit 0
+    only when every todo run succeeded."""
     import asyncio
 
     from optui.session import Session, SessionError

@@ -8,10 +8,11 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from optui.adapters.journal import Journal, JournalError, StoredResult
+from optui.config import Config
 from optui.core import events as ev
 from optui.core.bench.compare import Entry, Row, build_rows, group_entries
 from optui.core.bench.result import BenchResult
@@ -19,10 +20,11 @@ from optui.core.bench.sweep import SweepSpec, sweep_spec
 from optui.core.server_state import ServerState
 from optui.session.bench_run import BenchRun
 from optui.session.errors import SessionError
+from optui.session.journal_writer import JournalWriter
 
 if TYPE_CHECKING:
+    from optui.adapters.shell import Shell
     from optui.session.server_runtime import ServerRuntime
-    from optui.session.session import Session
 
 #: Journal event: a result was pinned as the baseline of its workload.
 BENCH_BASELINE = ev.BENCH_BASELINE
@@ -34,10 +36,25 @@ HISTORY_LIMIT = 2000
 
 class BenchService:
     """``session.benches``: the current/last :class:`BenchRun`, its task, and the
-    comparison of stored results."""
+    comparison of stored results.
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    ``writer``: the session's journal; ``config``: the campaign's (presets, log and failure
+    limits); ``server(name)``: the runtime of a server (SessionError when unknown);
+    ``shell(host)``: where a host's commands run; ``on_change()``: the view changed;
+    ``on_command(host, argv, rc, duration_s, kind)``: a command ran (the command log);
+    ``ensure_experiment(server)``: the experiment id results are stored under."""
+
+    def __init__(self, writer: JournalWriter, config: Config, *, server: Callable[[str], ServerRuntime],
+                 shell: Callable[[str], Shell], on_change: Callable[[], None],
+                 on_command: Callable[[str, Sequence[str], int | None, float, str], None],
+                 ensure_experiment: Callable[[str], str | None]) -> None:
+        self._writer = writer
+        self._config = config
+        self._server = server
+        self._shell = shell
+        self._on_change = on_change
+        self._on_command = on_command
+        self._ensure_experiment = ensure_experiment
         self.current: BenchRun | None = None
         self._task: asyncio.Task | None = None
         self._baselines: dict[str, StoredResult | None] = {}
@@ -54,27 +71,26 @@ class BenchService:
         """Start benchmark preset ``name`` in the background; returns the run. ``sweep``
         measures one point per value, ``repeats`` runs each point that many times. Raises
         SessionError for an unknown preset, a run in progress, or read-only mode."""
-        s = self.session
-        s.check_writable("running a benchmark")
+        self._writer.check_writable("running a benchmark")
         cfg = self.preset(name)
         if self.running:
             raise SessionError(f"benchmark {self.current.name} is still running (x aborts it)")
-        rt = s.server(cfg.server)
+        rt = self._server(cfg.server)
         api_key = os.environ.get(rt.cfg.api_key_env) if rt.cfg.api_key_env else None
-        run = BenchRun(name, cfg, base_url=rt.cfg.url, max_lines=s.config.log_max_lines, on_change=s.touch,
+        run = BenchRun(name, cfg, base_url=rt.cfg.url, max_lines=self._config.log_max_lines, on_change=self._on_change,
                        server_healthy=lambda: rt.status.state.is_up, api_key=api_key, sweep=sweep,
-                       repeats=max(1, repeats), shell=s.shell(cfg.host), max_failed_pct=s.config.max_failed_pct_of(name))
-        run.on_command = lambda argv, rc, dt: s.command_log.add(cfg.host, argv, rc, dt, "bench")
+                       repeats=max(1, repeats), shell=self._shell(cfg.host), max_failed_pct=self._config.max_failed_pct_of(name))
+        run.on_command = lambda argv, rc, dt: self._on_command(cfg.host, argv, rc, dt, "bench")
         self.current = run
         self._task = asyncio.create_task(self._run(run, rt), name=f"bench-{name}")
-        s.touch()
+        self._on_change()
         return run
 
     def preset(self, name: str):
         """The config of preset ``name``; SessionError naming the known ones."""
-        cfg = self.session.config.benchmarks.get(name)
+        cfg = self._config.benchmarks.get(name)
         if cfg is None:
-            known = ", ".join(self.session.config.benchmarks) or "none configured"
+            known = ", ".join(self._config.benchmarks) or "none configured"
             raise SessionError(f"unknown benchmark {name!r} (known: {known})")
         return cfg
 
@@ -86,13 +102,13 @@ class BenchService:
         return sweep_spec("concurrency", (cfg.sweep.concurrency if cfg.sweep else None) or (1, 2, 4, 8, 16))
 
     async def _run(self, run: BenchRun, rt: ServerRuntime) -> None:
-        s = self.session
-        exp = s.ensure_experiment(run.cfg.server)  # results are compared per experiment
+        w = self._writer
+        exp = self._ensure_experiment(run.cfg.server)  # results are compared per experiment
         state = rt.status.state
         if state is not ServerState.READY:  # asked first (TUI confirm, CLI --force); the run says so too
             why = f" ({rt.status.message})" if rt.status.message else ""
             run.add_line(f"optui: {run.cfg.server} is {state.value.upper()}{why}: these numbers are not a healthy server's")
-        s.record(ev.BENCH_STARTED, run.cfg.server, {
+        w.record(ev.BENCH_STARTED, run.cfg.server, {
             "bench": run.name, "argv": run.cfg.argv, "run_id": run.view.run_id, "plan": run.view.plan or None,
             "pid": os.getpid(),  # who runs it: a later process closes it as interrupted once that one is gone
             "builtin": run.cfg.builtin.model_dump() if run.cfg.builtin else None,
@@ -105,21 +121,21 @@ class BenchService:
             view = run.view
         for result in view.results:
             try:
-                s.journal.add_result(result, server=run.cfg.server, bench=run.name, experiment=exp)
+                w.journal.add_result(result, server=run.cfg.server, bench=run.name, experiment=exp)
             except JournalError as exc:
-                s.journal_failed(exc)
+                w.failed(exc)
         if view.status == "stalled":
-            s.record(ev.ALERT, run.cfg.server, {
+            w.record(ev.ALERT, run.cfg.server, {
                 "kind": "bench_stalled", "bench": run.name,
                 "message": f"{view.error}; server {rt.status.state.value}; process group {run.pid} killed"})
-        s.record(ev.BENCH_FINISHED, run.cfg.server, {
+        w.record(ev.BENCH_FINISHED, run.cfg.server, {
             "bench": run.name, "status": view.status, "error": view.error, "run_id": view.run_id,
             "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
             "result": view.results[0].to_json() if len(view.results) == 1 else None,
             "results": [r.to_json() for r in view.results] if len(view.results) > 1 else None,
             "server_argv": list(rt.status.argv),
         }, experiment=exp)
-        s.sync_journal()
+        w.refresh()
 
     def abort(self) -> bool:
         """Abort the running benchmark (kills its process group); False when none runs."""
@@ -142,7 +158,7 @@ class BenchService:
         key = result.workload.key()
         if key not in self._baselines:
             try:
-                self._baselines[key] = self.session.journal.baseline_for(key)
+                self._baselines[key] = self._writer.journal.baseline_for(key)
             except Exception:
                 self._baselines[key] = None
         return self._baselines[key]
@@ -150,10 +166,10 @@ class BenchService:
     def pin_baseline(self, result_id: int) -> None:
         """Pin stored result ``result_id`` (and so its group of repeats) as the baseline of
         its workload; journaled as ``bench.baseline``. SessionError when unknown."""
-        s = self.session
-        s.check_writable("pinning a baseline")
+        w = self._writer
+        w.check_writable("pinning a baseline")
         try:
-            s.journal.set_baseline(result_id)
+            w.journal.set_baseline(result_id)
         except KeyError as exc:
             raise SessionError(str(exc.args[0])) from None
         except JournalError as exc:
@@ -164,11 +180,11 @@ class BenchService:
             data.update(bench=stored.bench, workload=stored.result.workload.key(),
                         concurrency=stored.result.max_concurrency,
                         output_throughput_tok_s=stored.result.output_throughput_tok_s)
-        s.record(BENCH_BASELINE, stored.server if stored else None, data,
+        w.record(BENCH_BASELINE, stored.server if stored else None, data,
                  experiment=stored.experiment if stored else None)
         self.forget_baselines()
-        s.sync_journal()
-        s.touch()
+        w.refresh()
+        self._on_change()
 
     def forget_baselines(self) -> None:
         """Forget everything cached: baselines, history, comparison rows."""
@@ -206,7 +222,7 @@ class BenchService:
         """The newest :data:`HISTORY_LIMIT` stored results, newest first (cached)."""
         if self._stored is None:
             try:
-                self._stored = {r.id: r for r in self.session.journal.results(limit=HISTORY_LIMIT)}
+                self._stored = {r.id: r for r in self._writer.journal.results(limit=HISTORY_LIMIT)}
             except Exception:
                 self._stored = {}
         return [self._stored[i] for i in sorted(self._stored, reverse=True)]

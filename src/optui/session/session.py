@@ -37,11 +37,12 @@ from optui.session.gpu_poller import GpuPoller
 from optui.session.gpu_release import gpu_holders
 from optui.session.inventory import InventoryRecorder
 from optui.session.journal_health import JournalHealth
+from optui.session.journal_writer import JournalWriter
 from optui.session.locks import ServerLock
 from optui.session.server_runtime import RestartError, ServerRuntime
 from optui.session.ssh_hosts import with_host_problems
 from optui.session.state import BENCH_ROWS_SHOWN, BenchOutput, SessionState, TodoRunsView
-from optui.session.todo_runner import ExperimentRunner
+from optui.session.todo_runs import TodoRunQueue
 from optui.session.todo_sync import TodoFollowService
 from optui.session.todos import TodoService
 
@@ -123,10 +124,16 @@ class Session:
         self._alert_watcher = AlertWatcher(self.config.mem_alert_pct)
         self.alerts: deque[Alert] = deque(maxlen=100)  # newest last; alert_count numbers them
         self.alert_count = 0
-        self.benches = BenchService(self)
-        self.todos = TodoService(self)
-        self.todo_follow = TodoFollowService(self)
-        self.todo_runs = ExperimentRunner(self)
+        # the services get what they use of the session, never the session (no import cycle)
+        writer = JournalWriter(self.journal, self.actor, record=self.record, failed=self.journal_failed,
+                               refresh=self.sync_journal, check_writable=self.check_writable)
+        self.benches = BenchService(writer, self.config, server=self.server, shell=self.shell, on_change=self.touch,
+                                    on_command=self.command_log.add, ensure_experiment=self.ensure_experiment)
+        self.todos = TodoService(writer, self.config.todo, items=lambda: self.snapshot().todos)
+        self.todo_follow = TodoFollowService(writer, self.config.todo, on_change=self.touch)
+        self.todo_runs = TodoRunQueue(writer, self.config, server=self.server, todos=self.todos, benches=self.benches,
+                                      restart=self.restart_checked, current_experiment=self.current_experiment,
+                                      on_change=self.touch)
         self.paused = False
         from optui.session.ssh_hosts import make_ssh_hosts
 

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from optui.adapters.journal import Journal, JournalError
 from optui.adapters.todo_follow import TodoFollower, cancel
+from optui.config import TodoConfig
 from optui.core import events as ev
 from optui.core.todo_formats import AgentTodo, FollowSpec, parse_follow_spec
 from optui.core.todo_merge import SyncPlan, plan_snapshot
 from optui.session.errors import SessionError
-
-if TYPE_CHECKING:
-    from optui.session.session import Session
+from optui.session.journal_writer import JournalWriter
 
 
 def agent_actor(origin: str) -> str:
@@ -78,17 +77,22 @@ class FollowStatus:
 class TodoFollowService:
     """``session.todo_follow``: the followed agent lists (from ``[todo] follow`` and the
     palette). Follows only while the session runs; read-only sessions follow nothing
-    (they cannot write)."""
+    (they cannot write).
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    ``writer``: the session's journal; ``cfg``: the ``[todo]`` config (``follow``,
+    ``poll_s``); ``on_change()``: a follow status changed."""
+
+    def __init__(self, writer: JournalWriter, cfg: TodoConfig, *, on_change: Callable[[], None]) -> None:
+        self._writer = writer
+        self._cfg = cfg
+        self._on_change = on_change
         self._followers: dict[str, tuple[TodoFollower, asyncio.Task]] = {}
         self.statuses: dict[str, FollowStatus] = {}
         self._reported: dict[str, str] = {}
 
     def start(self) -> None:
         """Follow every ``[todo] follow`` entry of the config."""
-        for text in self.session.config.todo.follow:
+        for text in self._cfg.follow:
             try:
                 self.follow(text)
             except SessionError as exc:
@@ -97,8 +101,7 @@ class TodoFollowService:
     def follow(self, text: str) -> FollowSpec:
         """Start following ``text`` (``claude:~/.claude/todos/x.json``, ...). Raises
         SessionError for a bad entry, a duplicate or a read-only session."""
-        s = self.session
-        s.check_writable("following an agent's todo list")
+        self._writer.check_writable("following an agent's todo list")
         try:
             spec = parse_follow_spec(text)
         except ValueError as exc:
@@ -106,15 +109,14 @@ class TodoFollowService:
         key = text.strip()
         if key in self._followers:
             raise SessionError(f"already following {key}")
-        cfg = s.config.todo
-        follower = TodoFollower(spec, poll_s=cfg.poll_s,
+        follower = TodoFollower(spec, poll_s=self._cfg.poll_s,
                                 on_snapshot=lambda origin, items: self._snapshot(key, origin, items),
                                 on_error=lambda msg, missing: self._error(key, msg, missing),
                                 on_ok=lambda: self._ok(key))
         task = asyncio.create_task(follower.run(), name=f"todo-follow-{key}")
         self._followers[key] = (follower, task)
         self.statuses[key] = FollowStatus(key)
-        s.touch()
+        self._on_change()
         return spec
 
     async def unfollow(self, key: str) -> None:
@@ -123,7 +125,7 @@ class TodoFollowService:
         self.statuses.pop(key, None)
         if entry is not None:
             await cancel(entry[1])
-        self.session.touch()
+        self._on_change()
 
     async def close(self) -> None:
         """Stop every follower."""
@@ -139,20 +141,20 @@ class TodoFollowService:
         new = replace(old, **changes)
         if new != old:
             self.statuses[key] = new
-            self.session.touch()
+            self._on_change()
 
     async def _snapshot(self, key: str, origin: str, items: list[AgentTodo]) -> None:
-        s = self.session
+        w = self._writer
         try:  # in a thread: the first read of a 15,000-item list is ~2 s of inserts
-            plan = await asyncio.to_thread(apply_snapshot, s.journal, origin, items)
+            plan = await asyncio.to_thread(apply_snapshot, w.journal, origin, items)
         except JournalError as exc:
-            s.journal_failed(exc)
+            w.failed(exc)
             self._set(key, state="error", error=str(exc))
             return
         self._reported.pop(key, None)
         self._set(key, origin=origin, state="ok", error=None, last_sync=time.time(),
                   last_summary=None if plan.empty else plan.summary())
-        s.sync_journal()
+        w.refresh()
 
     def _ok(self, key: str) -> None:
         if self.statuses.get(key) and self.statuses[key].state != "ok":
@@ -163,4 +165,4 @@ class TodoFollowService:
         self._set(key, state="waiting" if missing else "error", error=message)
         if not missing and self._reported.get(key) != message:
             self._reported[key] = message  # journal each distinct error once
-            self.session.record(ev.ALERT, None, {"kind": "todo.follow", "message": message, "source": key})
+            self._writer.record(ev.ALERT, None, {"kind": "todo.follow", "message": message, "source": key})

@@ -3,47 +3,42 @@ is visible to other optui windows on the same campaign within 0.5 s."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from optui.adapters.journal import JournalError
+from optui.config import TodoConfig
 from optui.core.events import Event
 from optui.core.todo import Priority, TodoItem, TodoStatus, lower_priority, next_status, raise_priority
 from optui.core.todo_experiment import ExperimentSpec
-from optui.session.errors import SessionError
-
-if TYPE_CHECKING:
-    from optui.session.session import Session
+from optui.session.journal_writer import JournalWriter
 
 
 class TodoService:
     """``session.todos``: add, edit, cycle, cancel, prioritise, move, delete/undo,
-    attach an experiment, acknowledge a flagged concurrent edit, history."""
+    attach an experiment, acknowledge a flagged concurrent edit, history.
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    ``writer``: the session's journal; ``cfg``: the ``[todo]`` config; ``items()``: the
+    session's current list (its snapshot's, display order)."""
+
+    def __init__(self, writer: JournalWriter, cfg: TodoConfig, *, items: Callable[[], tuple[TodoItem, ...]]) -> None:
+        self._writer = writer
+        self._cfg = cfg
+        self._items = items
         self._deleted: list[int] = []  # undo stack of deleted ids
 
     @property
     def items(self) -> tuple[TodoItem, ...]:
         """The current list (display order)."""
-        return self.session.snapshot().todos
+        return self._items()
 
     def _write(self, fn):
-        s = self.session
-        try:
-            result = fn()
-        except JournalError as exc:
-            s.journal_failed(exc)
-            raise SessionError(str(exc)) from exc
-        s.sync_journal()
-        return result
+        return self._writer.write(fn)
 
     def add(self, content: str, priority: Priority | str = Priority.MEDIUM, experiment: dict | None = None) -> TodoItem:
         """Add an item at the end (ValueError for empty content or a bad experiment)."""
-        s = self.session
+        w = self._writer
         if experiment is not None:
             experiment = ExperimentSpec.from_dict(experiment).to_dict()
-        return self._write(lambda: s.journal.add_todo(content, priority=priority, experiment=experiment, actor=s.actor))
+        return self._write(lambda: w.journal.add_todo(content, priority=priority, experiment=experiment, actor=w.actor))
 
     def set_experiment(self, item: TodoItem, experiment: dict | None) -> TodoItem:
         """Attach (or with None remove) an experiment; ValueError when it is invalid."""
@@ -61,11 +56,11 @@ class TodoService:
     def history(self, item: TodoItem) -> list[Event]:
         """Every journal event about ``item`` (its edits, agent changes, experiment runs),
         oldest first."""
-        return self.session.journal.events(target=f"todo:{item.id}")
+        return self._writer.journal.events(target=f"todo:{item.id}")
 
     def in_progress_warning(self, item: TodoItem) -> str | None:
         """A warning when more items than ``[todo] max_in_progress`` are in progress."""
-        limit = self.session.config.todo.max_in_progress
+        limit = self._cfg.max_in_progress
         others = [t for t in self.items if t.status is TodoStatus.IN_PROGRESS and t.id != item.id]
         if limit and len(others) + 1 > limit:
             return f"{len(others) + 1} items are in progress (set [todo] max_in_progress to change this warning)"
@@ -74,8 +69,8 @@ class TodoService:
     def update(self, item: TodoItem, op: str = "edit", **changes) -> TodoItem:
         """Change fields of ``item`` as the operator saw it (concurrent edits are flagged
         in the history, last writer wins per field)."""
-        s = self.session
-        return self._write(lambda: s.journal.update_todo(item.id, actor=s.actor, expected=item, op=op, **changes))
+        w = self._writer
+        return self._write(lambda: w.journal.update_todo(item.id, actor=w.actor, expected=item, op=op, **changes))
 
     def cycle(self, item: TodoItem) -> tuple[TodoItem, str | None]:
         """pending → in_progress → completed → pending. Returns the item and a warning
@@ -119,8 +114,8 @@ class TodoService:
 
     def delete(self, item: TodoItem) -> TodoItem:
         """Delete (kept in history; :meth:`undo_delete` restores it)."""
-        s = self.session
-        deleted = self._write(lambda: s.journal.delete_todo(item.id, actor=s.actor))
+        w = self._writer
+        deleted = self._write(lambda: w.journal.delete_todo(item.id, actor=w.actor))
         self._deleted.append(item.id)
         return deleted
 
@@ -128,6 +123,6 @@ class TodoService:
         """Restore the most recently deleted item; None when nothing to undo."""
         if not self._deleted:
             return None
-        s = self.session
+        w = self._writer
         todo_id = self._deleted.pop()
-        return self._write(lambda: s.journal.restore_todo(todo_id, actor=s.actor))
+        return self._write(lambda: w.journal.restore_todo(todo_id, actor=w.actor))

@@ -1,6 +1,7 @@
-"""Experiments from the todo list against the real demo server (a subprocess on loopback):
-restart with the item's flags → ready gate → benchmark → compare with the baseline, a
-crashing flag (OOM), the queue and stopping it, and ``optui todo run``."""
+"""Todo runs (``session.todo_runs``, :mod:`optui.session.todo_runs`) against the real demo
+server (a subprocess on loopback): restart with the item's flags → ready gate → benchmark →
+compare with the baseline, a crashing flag (OOM), the queue and stopping it, and
+``optui todo run``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Run the experiments todo items carry, one after another (``session.experiments``).
+"""Todo runs: the experiments todo items carry, run one after another (``session.todo_runs``,
+``optui todo run``, ``x`` / ``X`` in the todo panel).
 
-One run: restart the server with the item's flags → ready gate → benchmark(s) → compare
+One todo run: restart the server with the item's flags → ready gate → benchmark(s) → compare
 each result with its workload's baseline → the item becomes completed with the summary in
 its ``note`` (out tok/s, Δ vs baseline, TTFT p50), or goes back to open with
 ``meta["experiment_run"]`` status "failed", the crash class and a log excerpt.
@@ -11,7 +12,7 @@ opened its experiment, the ``experiment`` column is that ``exp-NNNN``
 ``todo-<id>.<n>``, ``data.todo_id``); the restart's server events and the bench results
 carry the same experiment id, which also names the todo item (``todo_id``).
 
-Stopping (:meth:`ExperimentRunner.stop`) empties the queue and ends the current step at
+Stopping (:meth:`TodoRunQueue.stop`) empties the queue and ends the current step at
 once: a running benchmark is aborted (its process group killed); a restart is left to
 finish on its own (the server ends ready or crashed, it is never half-killed) and the run
 is recorded as aborted. Headless: the TUI and ``optui todo run`` both drive it.
@@ -24,11 +25,13 @@ import contextlib
 import os
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from optui.adapters import proc
 from optui.adapters.journal import JournalError
+from optui.config import Config
 from optui.core.todo import TodoItem, TodoStatus
 from optui.core.todo_experiment import (
     TODO_RUN_FINISHED,
@@ -38,17 +41,20 @@ from optui.core.todo_experiment import (
     benches_for,
     result_line,
 )
+from optui.session.benches import BenchService
 from optui.session.errors import SessionError
+from optui.session.journal_writer import JournalWriter
+from optui.session.todos import TodoService
 
 if TYPE_CHECKING:
-    from optui.session.session import Session
+    from optui.session.server_runtime import ServerRuntime
 
 LOG_EXCERPT_LINES = 6
 
 
 @dataclass(frozen=True, slots=True)
-class ExperimentProgress:
-    """The run in progress: item, run id, step ("restart", "bench NAME", "compare"),
+class TodoRunProgress:
+    """The todo run in progress: item, run id, step ("restart", "bench NAME", "compare"),
     Unix start time of the run and of the step."""
 
     todo_id: int
@@ -59,8 +65,8 @@ class ExperimentProgress:
 
 
 @dataclass(frozen=True, slots=True)
-class ExperimentOutcome:
-    """How a run ended: status ok | failed | aborted | skipped, the step it ended in, the
+class TodoRunOutcome:
+    """How a todo run ended: status ok | failed | aborted | skipped, the step it ended in, the
     summary (note text), crash class and log excerpt of a failed restart, results as
     ``BenchResult.to_json()`` dicts."""
 
@@ -88,15 +94,31 @@ class _Failed(Exception):
         self.step, self.message, self.crash_class, self.lines = step, message, crash_class, lines
 
 
-class ExperimentRunner:
-    """The experiment queue of a session (see module doc)."""
+class TodoRunQueue:
+    """The todo runs of a session, queued and run one at a time (see module doc).
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    ``writer``: the session's journal; ``config``: the campaign's (servers' benchmarks,
+    repeats); ``server(name)``: a server's runtime (SessionError when unknown); ``todos``
+    and ``benches``: the session's todo list and benchmark runs; ``restart(server, *, argv,
+    reason, todo_id)``: the session's checked restart (``Session.restart_checked``), awaited
+    for its RestartOutcome; ``current_experiment(server)``: the exp-NNNN a restart opened;
+    ``on_change()``: the queue or a step changed."""
+
+    def __init__(self, writer: JournalWriter, config: Config, *, server: Callable[[str], ServerRuntime],
+                 todos: TodoService, benches: BenchService, restart: Callable[..., Awaitable],
+                 current_experiment: Callable[[str], str | None], on_change: Callable[[], None]) -> None:
+        self._writer = writer
+        self._config = config
+        self._server = server
+        self._todos = todos
+        self._benches = benches
+        self._restart = restart
+        self._current_experiment = current_experiment
+        self._on_change = on_change
         self.queue: deque[int] = deque()
-        self.current: ExperimentProgress | None = None
+        self.current: TodoRunProgress | None = None
         self._exp: str | None = None  # experiment (exp-NNNN) of the run in progress
-        self.outcomes: list[ExperimentOutcome] = []
+        self.outcomes: list[TodoRunOutcome] = []
         self._task: asyncio.Task | None = None
         self._stop = asyncio.Event()
         self._background: set[asyncio.Task] = set()
@@ -110,28 +132,27 @@ class ExperimentRunner:
     def check(self, item: TodoItem) -> ExperimentSpec:
         """The item's experiment, validated against the config; SessionError saying what
         is wrong (no experiment, unknown server or benchmark, read-only...)."""
-        s = self.session
-        s.check_writable("running an experiment")
+        self._writer.check_writable("running an experiment")
         if not item.experiment:
             raise SessionError(f"#{item.id} has no experiment (E attaches one)")
         try:
             spec = ExperimentSpec.from_dict(item.experiment)
         except ValueError as exc:
             raise SessionError(f"#{item.id}: {exc}") from None
-        rt = s.server(spec.server)
+        rt = self._server(spec.server)
         if rt.cfg.control == "none":
             raise SessionError(f"#{item.id}: {spec.server} has control = 'none' (optui cannot restart it)")
         for name in self.benches_of(spec):
-            bench = s.config.benchmarks.get(name)
+            bench = self._config.benchmarks.get(name)
             if bench is None:
-                raise SessionError(f"#{item.id}: unknown benchmark {name!r} (known: {', '.join(s.config.benchmarks) or 'none'})")
+                raise SessionError(f"#{item.id}: unknown benchmark {name!r} (known: {', '.join(self._config.benchmarks) or 'none'})")
             if bench.server != spec.server:
                 raise SessionError(f"#{item.id}: benchmark {name!r} runs against {bench.server}, not {spec.server}")
         return spec
 
     def benches_of(self, spec: ExperimentSpec) -> tuple[str, ...]:
         """The benchmarks a run executes (see :func:`~optui.core.todo_experiment.benches_for`)."""
-        return benches_for(spec, self.session.config)
+        return benches_for(spec, self._config)
 
     # ------------------------------------------------------------ queue
     def enqueue(self, items: list[TodoItem]) -> list[int]:
@@ -143,13 +164,13 @@ class ExperimentRunner:
         self.queue.extend(ids)
         if ids and not self.running:
             self._stop.clear()
-            self._task = asyncio.create_task(self._worker(), name="experiments")
-        self.session.touch()
+            self._task = asyncio.create_task(self._worker(), name="todo-runs")
+        self._on_change()
         return ids
 
     def queue_pending(self) -> list[int]:
         """Queue every pending item that carries an experiment (list order)."""
-        items = [t for t in self.session.todos.items if t.experiment and t.status is TodoStatus.PENDING]
+        items = [t for t in self._todos.items if t.experiment and t.status is TodoStatus.PENDING]
         if not items:
             raise SessionError("no pending item has an experiment (E on an item attaches one)")
         return self.enqueue(items)
@@ -161,8 +182,8 @@ class ExperimentRunner:
         self.queue.clear()
         self._stop.set()
         if self.current is not None and self.current.step.startswith("bench"):
-            self.session.benches.abort()
-        self.session.touch()
+            self._benches.abort()
+        self._on_change()
         return True
 
     async def wait(self) -> None:
@@ -190,23 +211,22 @@ class ExperimentRunner:
                 self.outcomes.append(await self.run_one(todo_id))
         finally:
             self.current = None
-            self.session.touch()
+            self._on_change()
 
     # ------------------------------------------------------------ recovery
     def recover(self) -> int:
         """Items whose run was "running" in a process that is gone (optui killed
         mid-run) are marked "interrupted" and reopened. Returns how many."""
-        s = self.session
-        if s.read_only:
+        if not self._writer.writable():
             return 0
         n = 0
-        for item in s.todos.items:
+        for item in self._todos.items:
             run = item.run
             pid = run.get("pid") if run else None
             alive = isinstance(pid, int) and pid > 0 and proc.pid_alive(pid)
             if run and run.get("status") == "running" and not alive:
                 with contextlib.suppress(SessionError):
-                    s.todos.update(item, op="experiment.interrupted", status=TodoStatus.PENDING,
+                    self._todos.update(item, op="experiment.interrupted", status=TodoStatus.PENDING,
                                    meta={**item.meta, "experiment_run": {**run, "status": "interrupted"}})
                     self._event(item.id, run.get("id"), TODO_RUN_FINISHED,
                                 {"status": "interrupted", "message": f"run {run.get('id')} interrupted (optui exited mid-run)"})
@@ -215,20 +235,14 @@ class ExperimentRunner:
 
     # ------------------------------------------------------------ one run
     def _event(self, todo_id: int, run_id: str | None, type: str, data: dict) -> None:
-        s = self.session
-        try:
-            s.journal.append(type, f"todo:{todo_id}", {"todo_id": todo_id, "run_id": run_id, **data}, actor=s.actor,
-                             experiment=self._exp)
-        except JournalError as exc:
-            s.journal_failed(exc)
-        s.sync_journal()
+        self._writer.record(type, f"todo:{todo_id}", {"todo_id": todo_id, "run_id": run_id, **data}, experiment=self._exp)
 
     def _step(self, step: str) -> None:
         if self.current is not None:
             from dataclasses import replace
 
             self.current = replace(self.current, step=step, step_at=time.time())
-            self.session.touch()
+            self._on_change()
 
     @staticmethod
     async def _until_idle(rt) -> None:
@@ -255,23 +269,24 @@ class ExperimentRunner:
         task.add_done_callback(self._background.discard)
         raise _Stopped()
 
-    async def run_one(self, todo_id: int) -> ExperimentOutcome:
+    async def run_one(self, todo_id: int) -> TodoRunOutcome:
         """Run the experiment of item ``todo_id`` now (see module doc)."""
-        s = self.session
-        item = s.journal.todo(todo_id)
-        if item is None or todo_id in s.journal.deleted_todo_ids():
-            return ExperimentOutcome(todo_id, None, "skipped", "start", f"#{todo_id} no longer exists")
+        j = self._writer.journal
+        todos, benches = self._todos, self._benches
+        item = j.todo(todo_id)
+        if item is None or todo_id in j.deleted_todo_ids():
+            return TodoRunOutcome(todo_id, None, "skipped", "start", f"#{todo_id} no longer exists")
         try:
             spec = self.check(item)
         except SessionError as exc:
-            return ExperimentOutcome(todo_id, None, "skipped", "start", str(exc))
-        n = len(s.journal.events(target=f"todo:{todo_id}", types=[TODO_RUN_STARTED])) + 1
+            return TodoRunOutcome(todo_id, None, "skipped", "start", str(exc))
+        n = len(j.events(target=f"todo:{todo_id}", types=[TODO_RUN_STARTED])) + 1
         run_id = f"todo-{todo_id}.{n}"
-        rt = s.server(spec.server)
-        seq0, res0 = s.journal.last_seq(), s.journal.last_result_id()
+        rt = self._server(spec.server)
+        seq0, res0 = j.last_seq(), j.last_result_id()
         reopen = item.status if not item.done else TodoStatus.PENDING
         now = time.time()
-        self.current = ExperimentProgress(todo_id, run_id, "restart", now, now)
+        self.current = TodoRunProgress(todo_id, run_id, "restart", now, now)
         self._exp: str | None = None  # the exp-NNNN the restart opens
         run_meta = {"id": run_id, "status": "running", "step": "restart", "pid": os.getpid(), "ts": now}
         results: list[dict] = []
@@ -282,16 +297,16 @@ class ExperimentRunner:
             self._event(todo_id, run_id, TODO_RUN_STARTED, {
                 "message": f"experiment {run_id}: {spec.describe()}", "spec": spec.to_dict(),
                 "server": spec.server, "old_argv": list(rt.status.argv), "argv": argv})
-            item = s.todos.update(item, op="experiment.run", status=TodoStatus.IN_PROGRESS,
+            item = todos.update(item, op="experiment.run", status=TodoStatus.IN_PROGRESS,
                                   meta={**item.meta, "experiment_run": run_meta})
             self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "restart", "message": f"restart {spec.server} with {spec.flags_text() or 'the same flags'}"})
             if rt.status.busy:  # a restart (autostart, the operator) is in flight: let it end
                 await self._race(self._until_idle(rt))
             self._check_stop()
             # the door every restart uses: the flag catalogue refuses a bad value before anything stops
-            status = (await self._race(s.restart_checked(spec.server, argv=argv, reason=f"experiment {run_id}",
-                                                         todo_id=todo_id))).status
-            self._exp = s.current_experiment(spec.server)
+            status = (await self._race(self._restart(spec.server, argv=argv, reason=f"experiment {run_id}",
+                                                     todo_id=todo_id))).status
+            self._exp = self._current_experiment(spec.server)
             if status.state.value != "ready" or list(status.argv) != argv:
                 raise _Failed("restart", *self._crash(spec.server, seq0, status))
             self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "ready", "message": f"{spec.server} ready"})
@@ -299,17 +314,17 @@ class ExperimentRunner:
                 step = f"bench {name}"
                 self._step(step)
                 self._check_stop()
-                if s.benches.running:
-                    raise _Failed(step, f"benchmark {s.benches.current.name} is already running")
-                repeats = s.config.repeat_of(name)  # a verdict needs repeats: one run is untested noise
-                run = s.benches.run(name, repeats=repeats)
+                if benches.running:
+                    raise _Failed(step, f"benchmark {benches.current.name} is already running")
+                repeats = self._config.repeat_of(name)  # a verdict needs repeats: one run is untested noise
+                run = benches.run(name, repeats=repeats)
                 self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "bench", "bench": name, "repeats": repeats,
                                                              "message": f"benchmark {name} x{repeats}"})
                 try:
-                    await self._race(s.benches.wait())
+                    await self._race(benches.wait())
                 except _Stopped:
-                    s.benches.abort()  # no-op when stop() already did it
-                    await s.benches.wait()  # until bench.finished (aborted) is recorded
+                    benches.abort()  # no-op when stop() already did it
+                    await benches.wait()  # until bench.finished (aborted) is recorded
                     raise
                 if run.view.status != "ok":
                     raise _Failed(step, f"benchmark {name} {run.view.status}: {run.view.error or 'no result'}")
@@ -317,28 +332,28 @@ class ExperimentRunner:
             self._step(step)
             summary, results = self._compare(spec.server, res0)
             self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "compare", "message": summary, "results": results})
-            outcome = ExperimentOutcome(todo_id, run_id, "ok", step, summary, results=tuple(results))
+            outcome = TodoRunOutcome(todo_id, run_id, "ok", step, summary, results=tuple(results))
             final = {"status": TodoStatus.COMPLETED, "note": summary}
         except _Stopped:
-            outcome = ExperimentOutcome(todo_id, run_id, "aborted", step, f"stopped by the operator during {step}")
+            outcome = TodoRunOutcome(todo_id, run_id, "aborted", step, f"stopped by the operator during {step}")
             final = {"status": reopen}
         except _Failed as exc:
             note = f"failed at {exc.step}: " + (f"{exc.crash_class} — {exc.message}" if exc.crash_class else exc.message)
             if exc.lines:
                 note += "\n" + "\n".join(exc.lines[-LOG_EXCERPT_LINES:])
-            outcome = ExperimentOutcome(todo_id, run_id, "failed", exc.step, note, exc.crash_class, exc.lines)
+            outcome = TodoRunOutcome(todo_id, run_id, "failed", exc.step, note, exc.crash_class, exc.lines)
             final = {"status": reopen, "note": note}
         except (SessionError, JournalError, ValueError) as exc:
-            outcome = ExperimentOutcome(todo_id, run_id, "failed", step, f"failed at {step}: {exc}")
+            outcome = TodoRunOutcome(todo_id, run_id, "failed", step, f"failed at {step}: {exc}")
             final = {"status": reopen, "note": outcome.summary}
         finally:
             self.current = None
-            s.touch()
+            self._on_change()
         run_meta = {**run_meta, "status": outcome.status, "step": outcome.step, "summary": outcome.summary,
                     "crash_class": outcome.crash_class, "finished": time.time()}
-        latest = s.journal.todo(todo_id) or item
+        latest = j.todo(todo_id) or item
         with contextlib.suppress(SessionError, ValueError):
-            s.todos.update(latest, op="experiment.result", meta={**latest.meta, "experiment_run": run_meta}, **final)
+            todos.update(latest, op="experiment.result", meta={**latest.meta, "experiment_run": run_meta}, **final)
         self._event(todo_id, run_id, TODO_RUN_FINISHED, {
             "status": outcome.status, "step": outcome.step, "message": f"{outcome.status}: {outcome.summary}",
             "crash_class": outcome.crash_class, "lines": list(outcome.lines[-LOG_EXCERPT_LINES:])})
@@ -348,7 +363,7 @@ class ExperimentRunner:
         if spec.base == "current":
             return list(rt.status.argv)
         if spec.base == "last_good":
-            last = rt.status.last_good_argv or self.session.journal.last_good(spec.server)
+            last = rt.status.last_good_argv or self._writer.journal.last_good(spec.server)
             if not last:
                 raise _Failed("restart", f"{spec.server}: no last good flags recorded yet (base = 'last_good')")
             return list(last)
@@ -357,7 +372,7 @@ class ExperimentRunner:
     def _crash(self, server: str, since_seq: int, status) -> tuple[str, str | None, tuple[str, ...]]:
         """Message, crash class and log lines of a failed restart (also when an automatic
         rollback brought the server back with other flags)."""
-        failed = [e for e in self.session.journal.events(since_seq=since_seq, target=server, types=["server.failed"])]
+        failed = [e for e in self._writer.journal.events(since_seq=since_seq, target=server, types=["server.failed"])]
         if failed:
             d = failed[0].data
             lines = tuple(d.get("lines") or ([d["message"]] if d.get("message") else []))
@@ -366,7 +381,7 @@ class ExperimentRunner:
         return f"{server} ended {status.state.value}", crash, tuple(status.crash_lines)
 
     def _compare(self, server: str, results_after: int) -> tuple[str, list[dict]]:
-        j = self.session.journal
+        j = self._writer.journal
         stored = sorted((r for r in j.results(server=server, limit=100) if r.id > results_after), key=lambda r: r.id)
         lines, out = [], []
         groups: dict[tuple, list] = {}  # (bench, workload) → its repeats: one line each, the median run
@@ -398,7 +413,7 @@ class ExperimentRunner:
         from optui.core.journal_experiments import verdict_evidence
         from optui.session.export import load_experiments
 
-        x = next((x for x in load_experiments(self.session.journal) if x.id == self._exp and x.server == server), None)
+        x = next((x for x in load_experiments(self._writer.journal) if x.id == self._exp and x.server == server), None)
         if x is None:
             return None
         d = x.primary_delta

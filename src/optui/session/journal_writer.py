@@ -1,0 +1,58 @@
+"""What a session's services (benchmarks, todo edits, todo runs, followed lists) need of
+the campaign journal, and nothing more of the :class:`~optui.session.session.Session`.
+
+The session builds one :class:`JournalWriter` and hands it to each service (with the
+change callback and the config values that service uses), so no service imports the
+session: the session wires them together (``tests/test_import_cycles.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from optui.adapters.journal import Journal, JournalError
+from optui.session.errors import SessionError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class JournalWriter:
+    """The journal as a service writes it, on behalf of its session.
+
+    ``journal``: the campaign store (reads and writes; may be a ``DeferringJournal``).
+    ``actor``: who the session's writes are journaled as (``tui``, ``cli``, ``agent:x``).
+    ``record(type, target, data, *, experiment=None)``: append an event as ``actor``, show a
+    write error, then ``refresh``. ``failed(exc)``: a write failed: the status line says why
+    and the session may turn read-only. ``refresh()``: pull new events, todos and results
+    into the session's view. ``check_writable(what)``: raises SessionError naming ``what``
+    when the session is read-only.
+    """
+
+    journal: Journal
+    actor: str
+    record: Callable[..., None]
+    failed: Callable[[JournalError], None]
+    refresh: Callable[[], None]
+    check_writable: Callable[[str], None]
+
+    def write(self, fn: Callable[[], T]) -> T:
+        """Run the journal write ``fn`` and refresh the session's view; returns what ``fn``
+        returned. A JournalError is shown (``failed``) and raised as SessionError."""
+        try:
+            result = fn()
+        except JournalError as exc:
+            self.failed(exc)
+            raise SessionError(str(exc)) from exc
+        self.refresh()
+        return result
+
+    def writable(self) -> bool:
+        """False when the session is read-only (``check_writable`` would raise)."""
+        try:
+            self.check_writable("writing")
+        except SessionError:
+            return False
+        return True
