@@ -1,7 +1,11 @@
 """The server state machine as a pure function of what the probes and the process say.
 
 :func:`next_state` is called after every probe with an :class:`Observation`; it returns the
-new state and never performs I/O, so every transition is unit-testable. Hung detection is
+new state and never performs I/O, so every transition is unit-testable; the load reading
+that follows it may override it (:func:`after_load_reading`). The transitions optui causes
+itself are fixed: a start makes a server STARTING (as does following another optui process's
+launch), a stop STOPPING then DOWN, a failed start or ready gate CRASHED; every change, from
+here or from those, goes through ``session.server_transitions.StatusKeeper.set_state``. Hung detection is
 :class:`HungDetector` (requests waiting/running while the generated-token counter stands
 still for ``after_s`` seconds).
 
@@ -80,6 +84,18 @@ def next_state(prev: ServerState, obs: Observation, failures: int, *, escalate_a
             return ServerState.WARMING
         return ServerState.CRASHED if prev is ServerState.CRASHED else ServerState.DOWN
     return prev
+
+
+def after_load_reading(state: ServerState, event: str | None, *, hung: bool) -> ServerState:
+    """The state after a load reading of a server in ``state`` (up or HUNG): ``event`` is
+    the hung detector's change at this reading ("hung", "recovered" or None), ``hung`` its
+    verdict now. A new hung verdict makes it HUNG, its recovery READY; otherwise a standing
+    verdict keeps it HUNG and no verdict leaves ``state``."""
+    if event == "hung":
+        return ServerState.HUNG
+    if event == "recovered":
+        return ServerState.READY
+    return ServerState.HUNG if hung else state
 
 
 def unhealthy_reason(status: int | None, error: str | None, failures: int, unhealthy_s: float) -> str:

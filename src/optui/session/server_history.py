@@ -10,17 +10,20 @@ process reads them here instead of journaling them twice or inventing its own:
   made (a TUI following a CLI restart shows that crash class instead of DOWN).
 
 Both raise :class:`~optui.adapters.journal.JournalError` when the journal cannot be read.
-:class:`OtherProcesses` is the part of :class:`~optui.session.server_runtime.ServerRuntime`
+:class:`OtherProcesses` is the object of a :class:`~optui.session.server_runtime.ServerRuntime`
 that uses them, with the adoption of a launch another optui process made.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
+from optui.adapters.controller import Controller
 from optui.adapters.journal import Event, Journal
 from optui.core import events as ev
 from optui.core.server_state import CrashClass, ServerState
+from optui.session.server_transitions import ServerEvents, StatusKeeper
 
 
 def last_journaled_state(journal: Journal, server: str) -> str | None:
@@ -65,23 +68,45 @@ def crash_class_of(value: object) -> CrashClass:
 
 
 class OtherProcesses:
-    """What other optui processes did to this server (mixed into ServerRuntime): the
-    journal's last state at this session's first observation, a relaunch by another process
-    followed instead of called a crash, and that process's journaled failure shown as is."""
+    """What other optui processes did to one server: a relaunch by another process followed
+    instead of called a crash, and that process's journaled failure shown as is.
 
-    def _journaled_state(self) -> str | None:
-        """The state the journal last recorded for this server (see
-        :func:`last_journaled_state`), asked at every state change: two windows (or a window
-        and the CLI) see the same transitions, and only the first to see one journals it."""
-        return self._safe(lambda: last_journaled_state(self.journal, self.name))
+    It is given the server's ``controller``, its ``events`` and status ``keeper``
+    (:mod:`optui.session.server_transitions`), and three callables of its runtime:
+    ``busy()`` (a start or stop of this process is under way), ``follow_log(started_at)``
+    (read the log of the launch started at Unix time ``started_at`` from its first line) and
+    ``stop_following()``; ``restarting_elsewhere()`` says another optui process holds the
+    server's restart lock.
+    """
 
-    async def _follow_launch_made_elsewhere(self) -> bool:
+    def __init__(self, controller: Controller, events: ServerEvents, keeper: StatusKeeper, *,
+                 busy: Callable[[], bool], follow_log: Callable[[float], None], stop_following: Callable[[], None],
+                 restarting_elsewhere: Callable[[], bool] = lambda: False) -> None:
+        self.controller = controller
+        self._events = events
+        self._keeper = keeper
+        self._busy = busy
+        self._follow_log = follow_log
+        self._stop_following = stop_following
+        self._restarting_elsewhere = restarting_elsewhere
+        #: following a launch another optui process made (its phases are journaled by that process)
+        self.adopted = False
+        #: since when (Unix s) the launch being followed is another optui process's: its
+        #: failure is journaled by that process (see show_failure_journaled_elsewhere)
+        self.elsewhere_since: float | None = None
+
+    def launched_here(self) -> None:
+        """This process starts the server now: the launch is its own again."""
+        self.adopted = False
+        self.elsewhere_since = None
+
+    async def follow_launch_made_elsewhere(self) -> bool:
         """The pidfile names a launch this session has not attached to while it has none
         running (it showed the server DOWN or CRASHED when another optui process started it):
         follow that launch from its first log line, so its phases, readiness and a later
         crash are seen here too. True when it was adopted now."""
         recorded_fn = getattr(self.controller, "recorded", None)
-        if recorded_fn is None or self._starting or self._stopping:
+        if recorded_fn is None or self._busy():
             return False
         recorded = recorded_fn()
         current = self.controller.launch
@@ -90,48 +115,53 @@ class OtherProcesses:
             return False  # nothing new, or the old launch still runs (its exit adopts the new one)
         if await self.controller.attach() is None:
             return False
-        self._adopt(recorded)
+        await self._adopt(recorded)
         return True
 
-    def _adopt(self, recorded) -> None:
-        """Follow ``recorded``, a launch another optui process made (see _adopt_relaunch)."""
-        self._elsewhere_since = min(self._elsewhere_since or recorded.started_at, recorded.started_at)
-        self._set(state=ServerState.STARTING, argv=recorded.argv, pid=recorded.pid, started_at=recorded.started_at,
-                  ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None, model=None)
-        self._start_mono = time.monotonic() - max(0.0, time.time() - recorded.started_at)  # phase times
-        self._adopted = True  # its phases are journaled by the process that launched it
-        self._follow()
+    def _launched_elsewhere_at(self, started_at: float) -> None:
+        self.elsewhere_since = min(self.elsewhere_since or started_at, started_at)
 
-    async def _adopt_relaunch(self) -> bool:
+    async def _adopt(self, recorded) -> None:
+        """Follow ``recorded``, a launch another optui process made (see adopt_relaunch)."""
+        self._launched_elsewhere_at(recorded.started_at)
+        # STARTING here, journaled by the process that launched it (as are its phases)
+        await self._keeper.set_state(ServerState.STARTING, journal=False, argv=recorded.argv, pid=recorded.pid,
+                                     started_at=recorded.started_at, ready_at=None, phase=None, phases=(),
+                                     crash_class=None, crash_lines=(), message=None, model=None)
+        self.adopted = True
+        self._follow_log(recorded.started_at)
+
+    async def adopt_relaunch(self) -> bool:
         """Another optui process (the CLI, a second window) restarted this server: follow
         its new launch instead of calling the old process's exit a crash. True when the
         exit is accounted for that way."""
         recorded = getattr(self.controller, "recorded", lambda: None)()
         current = self.controller.launch
-        relaunched = recorded is not None and current is not None and recorded.pid != current.pid
-        if relaunched:
-            self._elsewhere_since = min(self._elsewhere_since or recorded.started_at, recorded.started_at)
-        if relaunched and await self.controller.attach() is not None:
-            self._adopt(recorded)
-            return True
-        if self.restarting_elsewhere():
-            self._elsewhere_since = self._elsewhere_since or time.time()
-            if self.status.state is not ServerState.DOWN:
-                self._set(state=ServerState.DOWN, pid=None, message="being restarted by another optui process")
+        if recorded is not None and current is not None and recorded.pid != current.pid:
+            self._launched_elsewhere_at(recorded.started_at)
+            if await self.controller.attach() is not None:
+                await self._adopt(recorded)
+                return True
+        if self._restarting_elsewhere():
+            self.elsewhere_since = self.elsewhere_since or time.time()
+            if self._keeper.status.state is not ServerState.DOWN:  # the restarting process journals the states
+                await self._keeper.set_state(ServerState.DOWN, journal=False, pid=None,
+                                             message="being restarted by another optui process")
             return True
         return False
 
-    async def _show_failure_journaled_elsewhere(self) -> bool:
+    async def show_failure_journaled_elsewhere(self) -> bool:
         """A launch another optui process made (adopted, or made while this session showed
         DOWN) has ended and that process journaled its failure: show that failure (class,
         lines, message) and journal nothing. True when shown (or shown already)."""
-        if self._elsewhere_since is None or self.status.state is ServerState.CRASHED:
-            return self._elsewhere_since is not None
-        failure = self._safe(lambda: failure_journaled_since(self.journal, self.name, self._elsewhere_since))
+        if self.elsewhere_since is None or self._keeper.status.state is ServerState.CRASHED:
+            return self.elsewhere_since is not None
+        since = self.elsewhere_since
+        failure = self._events.safe(lambda: failure_journaled_since(self._events.journal, self._events.server, since))
         if failure is None:
             return False
-        self._stop_follower()
-        await self._set_state(ServerState.CRASHED, journal=False, crash_class=crash_class_of(failure.data.get("class")),
-                              crash_lines=tuple(map(str, failure.data.get("lines") or ())), pid=None,
-                              message=failure.data.get("message"))
+        self._stop_following()
+        await self._keeper.set_state(ServerState.CRASHED, journal=False, crash_class=crash_class_of(failure.data.get("class")),
+                                     crash_lines=tuple(map(str, failure.data.get("lines") or ())), pid=None,
+                                     message=failure.data.get("message"))
         return True

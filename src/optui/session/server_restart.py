@@ -6,7 +6,10 @@
     the server reports checked against the argv; last good flags stored) | server.failed
     (class, lines, phases)
 
-:class:`RestartFlow` is a mixin: it uses the runtime's state, controller and journal.
+:class:`RestartFlow` is an object of the runtime: it is given the server's configuration,
+controller, probe, shell, journal events and status keeper
+(:mod:`optui.session.server_transitions`) and the :class:`Launcher` that starts and stops
+the server (the runtime), so that it runs with fakes of any of them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from optui.core import events as ev
@@ -24,6 +28,13 @@ from optui.core.effective_config import check_config
 from optui.core.flags import Flags
 from optui.core.journal_experiments import experiment_start
 from optui.core.server_state import CrashClass, ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from optui.adapters.controller import Controller
+    from optui.adapters.probe import ServerProbe
+    from optui.adapters.shell import Shell
+    from optui.config import ServerConfig
+    from optui.session.server_transitions import ServerEvents, StatusKeeper
 
 #: After /health said ready, how long to let the log catch up (llama.cpp logs from a
 #: thread, so its phase lines can trail HTTP) before the phases are journaled.
@@ -54,8 +65,60 @@ def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
     return False
 
 
+#: ``gpu_holders(after)``: PIDs holding GPU memory on the server's host in a GPU reading
+#: taken after Unix time ``after``; None when no GPU source sees processes there.
+GpuHolders = Callable[[float], Awaitable["set[int] | None"]]
+
+
+class Launcher(Protocol):
+    """What a restart flow needs of the runtime that starts, stops and watches the server
+    (:class:`~optui.session.server_runtime.ServerRuntime`)."""
+
+    async def start(self, argv: list[str], *, actor: str = "optui", extra: dict | None = None) -> None:
+        """Launch ``argv`` (STARTING; journaled with ``extra``); RestartError when it cannot."""
+
+    async def stop(self, *, actor: str = "optui") -> None:
+        """Stop the server (DOWN); RestartError when it cannot."""
+
+    def elapsed(self) -> float:
+        """Seconds since the current start."""
+
+    def phase_durations(self, end_t: float | None = None) -> list[dict]:
+        """The current start's phases with their durations (the last one ends at ``end_t`` s)."""
+
+    async def catch_up_log(self, timeout_s: float) -> None:
+        """Wait at most ``timeout_s`` for the log's readiness line, then show its phases."""
+
+    def generation_passed(self) -> bool:
+        """The 1-token generation of the current start worked."""
+
+    def end_start(self) -> None:
+        """The current start is over (ready, failed or given up): probes stop treating it as one."""
+
+
 class RestartFlow:
-    """Restart and ready gate (mixed into ServerRuntime)."""
+    """Restart and ready gate of one server (module doc)."""
+
+    def __init__(self, cfg: ServerConfig, controller: Controller, events: ServerEvents, keeper: StatusKeeper, *,
+                 launcher: Launcher, probe: ServerProbe, shell: Shell, gpu_holders: GpuHolders | None = None) -> None:
+        self.cfg = cfg
+        self.controller = controller
+        self._events = events
+        self._keeper = keeper
+        self._launcher = launcher
+        self._probe = probe
+        self._shell = shell
+        self._gpu_holders = gpu_holders
+
+    @property
+    def status(self) -> ServerStatus:
+        """The server's status now."""
+        return self._keeper.status
+
+    @property
+    def name(self) -> str:
+        """The server's name."""
+        return self._events.server
 
     async def restart(self, argv: list[str], *, actor: str = "optui", reason: str = "", ready_timeout_s: float | None = None,
                       todo_id: int | None = None) -> ServerStatus:
@@ -68,21 +131,21 @@ class RestartFlow:
         if self.cfg.control == "none":
             raise RestartError(f"{self.name}: control = 'none' (optui only observes this server)")
         old = list(self.status.argv)
-        self._set(busy="restarting")
+        self._keeper.set(busy="restarting")
         try:
             extra_exp = {} if todo_id is None else {"todo_id": todo_id}
             if not self._continues_current_experiment(argv, reason):
-                self._safe(lambda: self.journal.new_experiment(self.name, experiment_start(old, argv, reason, **extra_exp),
-                                                               actor=actor))
-            self._journal(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv),
-                                                 "pid": os.getpid()}, actor=actor)
+                self._events.safe(lambda: self._events.journal.new_experiment(
+                    self.name, experiment_start(old, argv, reason, **extra_exp), actor=actor))
+            self._events.record(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv),
+                                                        "pid": os.getpid()}, actor=actor)
             diff = [c.describe() for c in Flags.parse(old).diff(Flags.parse(argv))]
             if diff:
-                self._journal(ev.FLAGS_CHANGED, {"diff": diff, "old_argv": old, "new_argv": list(argv)}, actor=actor)
+                self._events.record(ev.FLAGS_CHANGED, {"diff": diff, "old_argv": old, "new_argv": list(argv)}, actor=actor)
             old_pids = await self._server_pids()
             stopped_at = time.time()
             ours_running = self.controller.process_state() == "running"
-            await self.stop(actor=actor)
+            await self._launcher.stop(actor=actor)
             # our own server may take a while to let go of its port; nothing of ours ran: someone else holds it
             if not await self._wait_port_free(10.0 if ours_running else 1.0):
                 host, port = url_host_port(self.cfg.url)
@@ -104,11 +167,11 @@ class RestartFlow:
                 msg = f"GPU memory still held by the old server's PIDs {pids} {waited:.0f} s after stop; not starting"
                 return await self._fail_before_start(CrashClass.OOM, msg, argv, actor)
             extra = {} if waited is None else {"gpu_released_after_s": round(waited, 3)}
-            await self.start(argv, actor=actor, extra=extra)
+            await self._launcher.start(argv, actor=actor, extra=extra)
             return await self._ready_gate(ready_timeout_s or self.cfg.ready_timeout_s, actor)
         finally:
-            self._starting = False
-            self._set(busy=None)
+            self._launcher.end_start()
+            self._keeper.set(busy=None)
 
     def _continues_current_experiment(self, argv: list[str], reason: str) -> bool:
         """An autostart with the flags the server's current experiment started with continues
@@ -116,13 +179,16 @@ class RestartFlow:
         new configuration, and the experiments list would fill with identical entries."""
         if reason != "autostart":
             return False
-        exp = self._safe(lambda: self.journal.current_experiment(self.name))
-        started = exp and self._safe(lambda: self.journal.events(experiment=exp, types=[ev.EXPERIMENT_STARTED], limit=1))
-        return bool(started) and started[0].data.get("argv") == list(argv)
+        journal = self._events.journal
+        exp = self._events.safe(lambda: journal.current_experiment(self.name))
+        if not exp:
+            return False
+        started = self._events.safe(lambda: journal.events(experiment=exp, types=[ev.EXPERIMENT_STARTED], limit=1))
+        return started is not None and bool(started) and started[0].data.get("argv") == list(argv)
 
     async def _fail_before_start(self, crash: CrashClass, msg: str, argv: list[str], actor: str) -> ServerStatus:
-        await self._set_state(ServerState.CRASHED, crash_class=crash, crash_lines=(msg,), message=msg)
-        self._journal(ev.SERVER_FAILED, {"class": str(crash), "message": msg, "argv": list(argv)}, actor=actor)
+        await self._keeper.set_state(ServerState.CRASHED, crash_class=crash, crash_lines=(msg,), message=msg)
+        self._events.record(ev.SERVER_FAILED, {"class": str(crash), "message": msg, "argv": list(argv)}, actor=actor)
         return self.status
 
     async def _server_pids(self) -> set[int]:
@@ -133,7 +199,7 @@ class RestartFlow:
         pids: set[int] = set()
         with contextlib.suppress(Exception):
             pids = await self.controller.pids()
-        if pids and getattr(self.shell, "local", False):
+        if pids and getattr(self._shell, "local", False):
             from optui.adapters.proc import descendants
 
             pids |= await asyncio.to_thread(descendants, pids)
@@ -143,7 +209,7 @@ class RestartFlow:
         """``{pid: command line}`` of the old server's processes still alive after its stop
         (local servers); with ``leftovers = "kill"`` they are SIGKILLed first and only those
         that survive 5 s are returned."""
-        if not old_pids or not getattr(self.shell, "local", False):
+        if not old_pids or not getattr(self._shell, "local", False):
             return {}
         from optui.adapters import proc
 
@@ -162,11 +228,11 @@ class RestartFlow:
         """Wait until none of ``pids`` holds GPU memory (per a GPU reading taken after
         ``after``), at most ``stop_timeout_s``. Returns (PIDs still holding, seconds waited);
         seconds None when no GPU source can tell."""
-        if not pids or self.gpu_holders is None:
+        if not pids or self._gpu_holders is None:
             return set(), None
         t0 = time.monotonic()
         while True:
-            holders = await self.gpu_holders(after)
+            holders = await self._gpu_holders(after)
             if holders is None:
                 return set(), None
             still = pids & holders
@@ -178,7 +244,7 @@ class RestartFlow:
     async def _port_holders(self, port: int) -> dict[int, str]:
         """``{pid: command line}`` of what listens on ``port`` when the server's host is this
         machine (empty for an SSH host or when it cannot be told)."""
-        if not getattr(self.shell, "local", False):
+        if not getattr(self._shell, "local", False):
             return {}
         from optui.adapters.proc import port_holders
 
@@ -195,74 +261,58 @@ class RestartFlow:
             await asyncio.sleep(0.2)
         return True
 
-    async def _wait_state(self, done: Callable[[ServerState], bool], deadline: float) -> bool:
-        """Wait until ``done(state)`` or the monotonic ``deadline``; True when reached."""
-        me = asyncio.current_task()
-        async with self._state_changed:
-            while not done(self.status.state):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._state_changed.wait(), remaining)
-                if me is not None and me.cancelling():
-                    # 3.11's wait_for drops a cancel that arrives with a notify (the state set
-                    # at shutdown): the gate would wait out its timeout and hold up the quit
-                    raise asyncio.CancelledError
-        return True
-
     async def _ready_gate(self, timeout_s: float, actor: str) -> ServerStatus:
         deadline = time.monotonic() + timeout_s
-        await self._wait_state(lambda s: s in (ServerState.READY, ServerState.CRASHED), deadline)
+        await self._keeper.wait_for(lambda s: s in (ServerState.READY, ServerState.CRASHED), deadline)
         if self.status.state is ServerState.READY:
-            ready_s = self._elapsed()
-            if self.cfg.kind in _KINDS_WITH_READY_LINE and not self._classifier.log_ready:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._log_ready.wait(), LOG_CATCH_UP_S)
-                self._set(phases=tuple(self._classifier.phases))
+            ready_s = self._launcher.elapsed()
+            if self.cfg.kind in _KINDS_WITH_READY_LINE:
+                await self._launcher.catch_up_log(LOG_CATCH_UP_S)
             if self.cfg.stability_s > 0:
-                left = await self._wait_state(lambda s: s is not ServerState.READY, time.monotonic() + self.cfg.stability_s)
+                left = await self._keeper.wait_for(lambda s: s is not ServerState.READY, time.monotonic() + self.cfg.stability_s)
                 if left:
                     return await self._unstable(actor)
-            self._starting = False
-            stable_s = self._elapsed()
+            self._launcher.end_start()
+            stable_s = self._launcher.elapsed()
             # what the server really runs, against the argv this experiment is credited to
-            running = await self.probe.running_config(self.cfg.kind)
+            running = await self._probe.running_config(self.cfg.kind)
             check = check_config(self.cfg.kind, list(self.status.argv), running)
-            version = running.version if running is not None else (await self.probe.server_info() or {}).get("version")
-            self._set(config_mismatch=check.describe())
-            self._journal(ev.SERVER_READY, {"ready_s": round(ready_s, 3), "stable_s": round(stable_s, 3),
-                                            "phases": self._phases(ready_s), "argv": list(self.status.argv),
-                                            "model": self.status.model, "generate_probe": self._generated,
-                                            "server_version": version, "config_check": check.to_json()}, actor=actor)
-            self._safe(lambda: self.journal.set_last_good(self.name, list(self.status.argv)))
-            self._set(last_good_argv=self.status.argv)
+            version = running.version if running is not None else (await self._probe.server_info() or {}).get("version")
+            self._keeper.set(config_mismatch=check.describe())
+            self._events.record(ev.SERVER_READY, {"ready_s": round(ready_s, 3), "stable_s": round(stable_s, 3),
+                                                   "phases": self._launcher.phase_durations(ready_s),
+                                                   "argv": list(self.status.argv), "model": self.status.model,
+                                                   "generate_probe": self._launcher.generation_passed(),
+                                                   "server_version": version, "config_check": check.to_json()}, actor=actor)
+            argv = list(self.status.argv)
+            self._events.safe(lambda: self._events.journal.set_last_good(self.name, argv))
+            self._keeper.set(last_good_argv=self.status.argv)
             return self.status
-        self._starting = False
+        self._launcher.end_start()
         if self.status.state is not ServerState.CRASHED:  # timed out
             msg = f"not ready after {timeout_s:.0f}s (last phase: {self.status.phase or 'none'})"
-            phases = self._phases(self._elapsed())
-            await self.stop(actor=actor)
-            await self._set_state(ServerState.CRASHED, crash_class=CrashClass.TIMEOUT, crash_lines=(msg,), message=msg)
-            self._journal(ev.SERVER_FAILED, {"class": "timeout", "message": msg, "argv": list(self.status.argv),
-                                             "phases": phases}, actor=actor)
+            phases = self._launcher.phase_durations(self._launcher.elapsed())
+            await self._launcher.stop(actor=actor)
+            await self._keeper.set_state(ServerState.CRASHED, crash_class=CrashClass.TIMEOUT, crash_lines=(msg,), message=msg)
+            self._events.record(ev.SERVER_FAILED, {"class": "timeout", "message": msg, "argv": list(self.status.argv),
+                                                    "phases": phases}, actor=actor)
         return self.status
 
     async def _unstable(self, actor: str) -> ServerStatus:
         """The server left READY inside the stability window: a failed restart."""
-        self._starting = False
+        self._launcher.end_start()
         # A process that exits is usually first seen as degraded (its health check fails
         # before the exit is reaped and its log drained): let the exit handler classify it.
         crashed = lambda s: s is ServerState.CRASHED  # noqa: E731
-        await self._wait_state(crashed, time.monotonic() + UNSTABLE_GRACE_S)
+        await self._keeper.wait_for(crashed, time.monotonic() + UNSTABLE_GRACE_S)
         if self.status.state is not ServerState.CRASHED and self.controller.process_state() == "exited":
-            await self._wait_state(crashed, time.monotonic() + EXIT_DRAIN_S)
+            await self._keeper.wait_for(crashed, time.monotonic() + EXIT_DRAIN_S)
         if self.status.state is ServerState.CRASHED:
             return self.status  # _on_exit journaled it with its class
         msg = f"became {self.status.state} within the {self.cfg.stability_s:.0f}s stability window"
-        phases = self._phases(self._elapsed())
-        await self.stop(actor=actor)
-        await self._set_state(ServerState.CRASHED, crash_class=CrashClass.UNKNOWN, crash_lines=(msg,), message=msg)
-        self._journal(ev.SERVER_FAILED, {"class": "unknown", "message": msg, "argv": list(self.status.argv), "phases": phases},
-                      actor=actor)
+        phases = self._launcher.phase_durations(self._launcher.elapsed())
+        await self._launcher.stop(actor=actor)
+        await self._keeper.set_state(ServerState.CRASHED, crash_class=CrashClass.UNKNOWN, crash_lines=(msg,), message=msg)
+        self._events.record(ev.SERVER_FAILED, {"class": "unknown", "message": msg, "argv": list(self.status.argv),
+                                                "phases": phases}, actor=actor)
         return self.status

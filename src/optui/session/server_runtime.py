@@ -2,8 +2,18 @@
 
 A :class:`ServerRuntime` owns the server's controller, probe, log follower and load
 monitor, runs a monitor loop (controller state → health → state machine → load), reads the
-log as it streams (phases, ``server.phase``) and starts/stops the server; the restart flow
-and ready gate are in :mod:`optui.session.server_restart`. Every transition is journaled.
+log as it streams (phases, ``server.phase``) and starts/stops the server. It owns, and
+gives what they need to:
+
+- its :class:`~optui.session.server_transitions.StatusKeeper` (the status; every state
+  change goes through it, so each stamps ``state_since`` and is journaled once) and
+  :class:`~optui.session.server_transitions.ServerEvents` (its journal events);
+- its :class:`~optui.session.server_restart.RestartFlow` (restart and ready gate; the
+  runtime is its :class:`~optui.session.server_restart.Launcher`);
+- its :class:`~optui.session.server_history.OtherProcesses` (launches and failures of
+  other optui processes).
+
+Which state comes next is decided by :mod:`optui.core.server_fsm`.
 
 Health probes are strictly sequential (never faster than the previous answer) and SGLang's
 use a ≥ 25 s timeout (its /health runs a real generation and may take 20 s).
@@ -16,8 +26,7 @@ import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from collections.abc import Callable
 
 from optui.adapters.aio import wait_set
 from optui.adapters.controller import Controller, ControllerError, ProcessController
@@ -29,14 +38,15 @@ from optui.core import events as ev
 from optui.core.effective_config import mismatch_lines
 from optui.core.flag_catalog import FlagCatalog
 from optui.core.flags import Flags
-from optui.core.server_fsm import Observation, next_state, unhealthy_reason
+from optui.core.server_fsm import Observation, after_load_reading, next_state, unhealthy_reason
 from optui.core.server_log import LogClassifier, exit_description, phase_durations, process_relative_time
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.command_log import hide_value
 from optui.session.flag_catalogs import CatalogError, CatalogStore
-from optui.session.server_history import OtherProcesses, end_journaled_since, last_seen_alive
+from optui.session.server_history import OtherProcesses, end_journaled_since, last_journaled_state, last_seen_alive
 from optui.session.server_load import LoadMonitor
-from optui.session.server_restart import RestartError, RestartFlow, port_open, url_host_port
+from optui.session.server_restart import GpuHolders, RestartError, RestartFlow, port_open, url_host_port
+from optui.session.server_transitions import ServerEvents, StatusKeeper
 
 __all__ = ["RestartError", "ServerRuntime", "health_timeout_s", "port_open", "url_host_port"]
 
@@ -47,11 +57,6 @@ LOST_LOG_TAIL_CHARS = 256 * 1024
 #: How long a hung verdict's confirming 1-token generation may take.
 CONFIRM_TIMEOUT_S = 30.0
 
-#: ``gpu_holders(after)``: PIDs holding GPU memory on the server's host in a GPU reading
-#: taken after Unix time ``after``; None when no GPU source sees processes there.
-GpuHolders = Callable[[float], Awaitable["set[int] | None"]]
-
-
 def health_timeout_s(cfg: ServerConfig) -> float:
     """The health-probe timeout for ``cfg`` (≥ 25 s for SGLang, see module doc)."""
     if cfg.kind == "sglang":
@@ -59,8 +64,14 @@ def health_timeout_s(cfg: ServerConfig) -> float:
     return cfg.health_timeout_s
 
 
-class ServerRuntime(RestartFlow, OtherProcesses):
-    """Monitor and control one configured server (see module doc)."""
+class ServerRuntime:
+    """Monitor and control one configured server (see module doc).
+
+    ``on_change()`` is called after every status change, ``journal_failed(exc)`` for every
+    journal error, ``on_journal()`` after every journal write; ``restarting_elsewhere()``
+    says another optui process holds the server's restart lock; ``gpu_holders`` see
+    :data:`~optui.session.server_restart.GpuHolders`; ``catalogs`` caches flag catalogues.
+    """
 
     def __init__(
         self,
@@ -80,17 +91,15 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         self.cfg = cfg
         self.controller = controller
         self.journal = journal
-        self.on_change = on_change
-        self.journal_failed = journal_failed
-        self.on_journal = on_journal
-        #: another optui process holds this server's restart lock (see _adopt_relaunch)
-        self.restarting_elsewhere = restarting_elsewhere
-        self._adopted = False  # following a launch another optui process made
-        #: since when (Unix s) the launch being followed is another optui process's: its
-        #: failure is journaled by that process (see _show_failure_journaled_elsewhere)
-        self._elsewhere_since: float | None = None
-        self.gpu_holders = gpu_holders
+        self._on_change = on_change
+        #: another optui process holds this server's restart lock (it journals the server's states)
+        self._restarting_elsewhere = restarting_elsewhere
         self.catalogs = catalogs
+        self._events = ServerEvents(journal, name, failed=journal_failed, written=on_journal)
+        self._keeper = StatusKeeper(ServerStatus(name=name, kind=cfg.kind, url=cfg.url, host=cfg.host, argv=tuple(cfg.argv),
+                                                 managed=cfg.control != "none", last_good_argv=None),
+                                    self._events, on_change=on_change, restarting_elsewhere=restarting_elsewhere,
+                                    journaled_state=lambda: self._events.safe(lambda: last_journaled_state(journal, name)))
         self.probe = ServerProbe(cfg.url, api_key_env=cfg.api_key_env, health_timeout_s=health_timeout_s(cfg))
         self.load = LoadMonitor(cfg.kind, self.probe, cfg.hung_after_s, confirm=self._generates)
         self.catalog: FlagCatalog | None = None
@@ -98,51 +107,33 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         self.log_lines_total = 0
         # the key never enters optui's state, whatever the server logs (SGLang prints server_args)
         self._api_key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
-        self.status = ServerStatus(name=name, kind=cfg.kind, url=cfg.url, host=cfg.host, argv=tuple(cfg.argv),
-                                   managed=cfg.control != "none", last_good_argv=None)
         self._classifier = LogClassifier(cfg.kind)
         self._log: LogSource | None = None
         self._log_task: asyncio.Task | None = None
         self._failures = 0
         self._unhealthy_since: float | None = None  # monotonic s of the first failing health probe
         self._health_reason: str | None = None  # the message that says why it is DEGRADED/HUNG now
-        self._starting = False
+        self._starting = False  # a start of this process's is under way (its ready gate is open)
         self._stopping = False
         self._generated = False  # the 1-token probe of this start passed
         self._wake = asyncio.Event()
         self.attached = asyncio.Event()  # set once run() has tried to re-attach
         self._log_ready = asyncio.Event()
-        self._state_changed = asyncio.Condition()
         self._start_mono = time.monotonic()
+        #: what other optui processes did to the server
+        self.other_processes = OtherProcesses(controller, self._events, self._keeper,
+                                              busy=lambda: self._starting or self._stopping,
+                                              follow_log=self._follow_launch_from, stop_following=self._stop_follower,
+                                              restarting_elsewhere=restarting_elsewhere)
+        #: restarts and their ready gate, with this runtime as its Launcher
+        self.restart_flow = RestartFlow(cfg, controller, self._events, self._keeper, launcher=self, probe=self.probe,
+                                        shell=self.shell, gpu_holders=gpu_holders)
 
     # ------------------------------------------------------------ plumbing
-    def _journal(self, type: str, data: dict, *, actor: str = "optui") -> None:
-        try:
-            self.journal.append(type, self.name, data, actor=actor, experiment=self.journal.current_experiment(self.name))
-        except JournalError as exc:
-            self.journal_failed(exc)
-        self.on_journal()
-
-    def _set(self, **changes) -> None:
-        self.status = replace(self.status, **changes)
-        self.on_change()
-
-    async def _set_state(self, state: ServerState, *, actor: str = "optui", journal: bool = True, **changes) -> None:
-        old = self.status.state
-        if state is old and not changes:
-            return
-        if state is not old:
-            changes["state_since"] = time.time()
-            phase = changes["phase"] if "phase" in changes else self.status.phase
-            journaled = self._journaled_state()
-            if journal and journaled != str(state) and not self.restarting_elsewhere():  # the restarting process journals its own
-                data = {"old": journaled or str(old), "new": str(state), "phase": phase}
-                if changes.get("message") and state in (ServerState.DEGRADED, ServerState.HUNG):
-                    data["reason"] = changes["message"]  # why: health timeouts, 503s, refused, no tokens
-                self._journal(ev.SERVER_STATE, data, actor=actor)
-        self._set(state=state, **changes)
-        async with self._state_changed:
-            self._state_changed.notify_all()
+    @property
+    def status(self) -> ServerStatus:
+        """The server's status now (an immutable snapshot)."""
+        return self._keeper.status
 
     def show_config_check(self, ready: dict) -> None:
         """Show the running-configuration check of a ``server.ready`` event's ``ready`` data
@@ -150,36 +141,54 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         if list(ready.get("argv") or ()) == list(self.status.argv):
             mismatch = mismatch_lines(ready.get("config_check"))
             if mismatch != self.status.config_mismatch:
-                self._set(config_mismatch=mismatch)
+                self._keeper.set(config_mismatch=mismatch)
 
     def wake(self) -> None:
         """Probe now instead of at the next interval."""
         self._wake.set()
 
-    def _elapsed(self) -> float:
+    def elapsed(self) -> float:
+        """Seconds since the current start (of this process or followed)."""
         return time.monotonic() - self._start_mono
 
-    def _phases(self, end_t: float | None = None) -> list[dict]:
+    def phase_durations(self, end_t: float | None = None) -> list[dict]:
+        """The current start's phases with durations (:func:`~optui.core.server_log.phase_durations`)."""
         return phase_durations(self.status.phases, end_t)
+
+    async def catch_up_log(self, timeout_s: float) -> None:
+        """Wait at most ``timeout_s`` for the log's readiness line (llama.cpp logs from a
+        thread: its phase lines can trail HTTP), then show the phases read so far."""
+        if not self._classifier.log_ready:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._log_ready.wait(), timeout_s)
+            self._keeper.set(phases=tuple(self._classifier.phases))
+
+    def generation_passed(self) -> bool:
+        """The 1-token generation probe of the current start worked."""
+        return self._generated
+
+    def end_start(self) -> None:
+        """The current start is over (ready, failed or given up)."""
+        self._starting = False
 
     # ------------------------------------------------------------ lifecycle
     async def run(self) -> None:
         """Monitor forever (cancel to stop). Re-attaches to a surviving launch first."""
         launch = await self._attach()
         if launch is not None:
-            self._set(argv=launch.argv or self.status.argv, pid=launch.pid, started_at=launch.started_at)
+            self._keeper.set(argv=launch.argv or self.status.argv, pid=launch.pid, started_at=launch.started_at)
             self._follow(resume=True)
         elif getattr(self.controller, "lost", None) is not None:
             await self._account_for_lost_launch(self.controller.lost)
         self.attached.set()
         if launch is not None:  # what its ready gate found (issue 16), shown again by a new session
-            ready = self._safe(lambda: self.journal.events(target=self.name, types=[ev.SERVER_READY], limit=1,
-                                                           newest_first=True))
+            ready = self._events.safe(lambda: self.journal.events(target=self.name, types=[ev.SERVER_READY], limit=1,
+                                                                  newest_first=True))
             if ready:
                 self.show_config_check(ready[0].data)
-        last_good = self._safe(lambda: self.journal.last_good(self.name))
+        last_good = self._events.safe(lambda: self.journal.last_good(self.name))
         if last_good:
-            self._set(last_good_argv=tuple(last_good))
+            self._keeper.set(last_good_argv=tuple(last_good))
         try:
             while True:
                 await self._poll_once()
@@ -195,7 +204,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         try:
             return await self.controller.attach()
         except (ControllerError, OSError) as exc:
-            self._set(message=f"cannot re-attach: {exc}")
+            self._keeper.set(message=f"cannot re-attach: {exc}")
             return None
 
     async def _account_for_lost_launch(self, lost) -> None:
@@ -205,25 +214,26 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         an optui process last saw it alive, its log's last lines and crash class (the exit
         status is unknown: the server was not this process's child). An observer session
         (``optui status``) only shows it; the next writing session journals it."""
-        ended = self._safe(lambda: end_journaled_since(self.journal, self.name, lost.started_at))
+        ended = self._events.safe(lambda: end_journaled_since(self.journal, self.name, lost.started_at))
         if ended is None:  # a restart asked for since it started stopped it (its process may have died mid-way)
-            ended = self._safe(lambda: next(iter(self.journal.events(
-                target=self.name, types=[ev.RESTART_REQUESTED], since_ts=lost.started_at, limit=1)), None))
+            ended = self._events.safe(lambda: next(iter(self.journal.events(
+                       target=self.name, types=[ev.RESTART_REQUESTED], since_ts=lost.started_at, limit=1)), None))
         if ended is not None:  # another process journaled its end (a stop, a failure, a restart)
             if not self.journal.read_only:
                 self.controller.forget_lost()
             return
         crash, lines, _cause = await self._classify_log_of(lost)
-        seen = self._safe(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
+        seen = self._events.safe(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
         message = f"pid {lost.pid} ended while no optui process watched it (last seen alive {when}; exit status unknown)"
-        await self._set_state(ServerState.CRASHED, journal=not self.journal.read_only, crash_class=crash, crash_lines=lines,
-                              pid=None, argv=lost.argv or self.status.argv, started_at=lost.started_at, message=message)
+        await self._keeper.set_state(ServerState.CRASHED, journal=not self.journal.read_only, crash_class=crash,
+                                     crash_lines=lines, pid=None, argv=lost.argv or self.status.argv,
+                                     started_at=lost.started_at, message=message)
         if self.journal.read_only:
             return
-        self._journal(ev.SERVER_FAILED, {"class": str(crash), "returncode": None, "pid": lost.pid, "unwatched": True,
-                                         "last_seen_alive": round(seen, 3), "message": message, "lines": list(lines),
-                                         "argv": list(lost.argv), "log": lost.log_path})
+        self._events.record(ev.SERVER_FAILED, {"class": str(crash), "returncode": None, "pid": lost.pid, "unwatched": True,
+                                               "last_seen_alive": round(seen, 3), "message": message, "lines": list(lines),
+                                               "argv": list(lost.argv), "log": lost.log_path})
         self.controller.forget_lost()
 
     async def _classify_log_of(self, launch) -> tuple[CrashClass, tuple[str, ...], str | None]:
@@ -237,15 +247,8 @@ class ServerRuntime(RestartFlow, OtherProcesses):
                 classifier.feed(hide_value(line, self._api_key), 0.0)
         return classifier.crash_class(None), tuple(classifier.relevant_lines()), classifier.cause(None)
 
-    def _safe(self, fn):
-        try:
-            return fn()
-        except JournalError as exc:
-            self.journal_failed(exc)
-            return None
-
     async def _poll_once(self) -> None:
-        await self._follow_launch_made_elsewhere()
+        await self.other_processes.follow_launch_made_elsewhere()
         await self.controller.refresh()
         if self.controller.process_state() == "exited" and not self._stopping:
             await self._on_exit()
@@ -270,29 +273,29 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         before = self.status.state
         state = next_state(before, obs, self._failures, escalate_after_s=self.cfg.hung_after_s)
         if state is ServerState.READY and self.status.model is None:
-            self._set(model=await self.probe.model_name() or self.cfg.model)
+            self._keeper.set(model=await self.probe.model_name() or self.cfg.model)
         if state.is_up or state is ServerState.HUNG:
-            state = await self._update_load(state)
+            state = await self._read_load(state)
         if state is ServerState.READY and self.status.ready_at is None:
             if self._starting and not self._classifier.ready:
-                self._classifier.mark("ready", self._elapsed())  # HTTP said ready before the log did
-            await self._set_state(state, ready_at=time.time(), crash_class=None, phases=tuple(self._classifier.phases),
-                                  phase=self._classifier.phase)
+                self._classifier.mark("ready", self.elapsed())  # HTTP said ready before the log did
+            await self._keeper.set_state(state, ready_at=time.time(), crash_class=None, phases=tuple(self._classifier.phases),
+                                         phase=self._classifier.phase)
         else:
             reason = None
             if status != 200 and state in (ServerState.DEGRADED, ServerState.HUNG) and not self.load.hung:
                 reason = unhealthy_reason(status, health.error, self._failures, unhealthy_s)
-            await self._set_state(state, **self._health_message(before, state, reason))
+            await self._keeper.set_state(state, **self._health_message(before, state, reason))
 
     def _health_message(self, before: ServerState, state: ServerState, reason: str | None) -> dict:
         """The status ``message`` change for a health ``reason`` (None: healthy again), and
         the alerts of a HUNG that the health rule entered or left (see core.server_fsm)."""
         was, self._health_reason = self._health_reason, reason
         if state is ServerState.HUNG and before is not ServerState.HUNG and reason:
-            self._journal(ev.ALERT, {"kind": "hung", "source": "health", "message": f"unhealthy for more than "
-                                     f"{self.cfg.hung_after_s:g} s: {reason}"})
+            self._events.record(ev.ALERT, {"kind": "hung", "source": "health", "message": f"unhealthy for more than "
+                                           f"{self.cfg.hung_after_s:g} s: {reason}"})
         elif before is ServerState.HUNG and state is ServerState.READY and was:
-            self._journal(ev.ALERT, {"kind": "recovered", "message": "health answers 200 again"})
+            self._events.record(ev.ALERT, {"kind": "recovered", "message": "health answers 200 again"})
         if reason:
             return {"message": reason}
         return {"message": None} if was is not None and self.status.message == was else {}
@@ -301,32 +304,32 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         """/health said 200 during a start: a 1-token completion must work too (else the
         server counts as still warming: 503)."""
         if self.status.model is None:
-            self._set(model=await self.probe.model_name() or self.cfg.model)
+            self._keeper.set(model=await self.probe.model_name() or self.cfg.model)
         self._generated = await self.probe.generate_one(self.status.model)
         if self._generated:
-            self._classifier.mark("probe", self._elapsed())
-            self._set(phase="probe", phases=tuple(self._classifier.phases))
+            self._classifier.mark("probe", self.elapsed())
+            self._keeper.set(phase="probe", phases=tuple(self._classifier.phases))
             return 200
         return 503
 
     async def _generates(self) -> bool:
         return await self.probe.generate_one(self.status.model, timeout_s=min(CONFIRM_TIMEOUT_S, self.cfg.hung_after_s))
 
-    async def _update_load(self, state: ServerState) -> ServerState:
-        """Read the load (metrics or log lines) and apply the hung verdict."""
+    async def _read_load(self, state: ServerState) -> ServerState:
+        """Read the load (metrics or log lines), journal the hung verdict's alerts and return
+        the state after it (:func:`~optui.core.server_fsm.after_load_reading`)."""
         event = await self.load.update(time.monotonic())
-        self._set(load=self.load.view)
+        self._keeper.set(load=self.load.view)
         if event == "hung":
-            self._journal(ev.ALERT, {"kind": "hung", "message": self.load.message, "source": self.load.view.source,
-                                     "running": self.load.view.running, "waiting": self.load.view.waiting})
-            return ServerState.HUNG
-        if event == "recovered":
-            self._journal(ev.ALERT, {"kind": "recovered", "message": "tokens are being generated again"})
-            return ServerState.READY
-        return ServerState.HUNG if self.load.hung else state
+            self._events.record(ev.ALERT, {"kind": "hung", "message": self.load.message, "source": self.load.view.source,
+                                                 "running": self.load.view.running, "waiting": self.load.view.waiting})
+        elif event == "recovered":
+            self._events.record(ev.ALERT, {"kind": "recovered", "message": "tokens are being generated again"})
+        return after_load_reading(state, event, hung=self.load.hung)
 
     async def _on_exit(self) -> None:
-        if await self._adopt_relaunch() or await self._show_failure_journaled_elsewhere():
+        others = self.other_processes
+        if await others.adopt_relaunch() or await others.show_failure_journaled_elsewhere():
             return
         rc = self.controller.returncode()
         if self._log is not None:
@@ -339,7 +342,7 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             return
         note = self.controller.exit_note()
         if note:
-            self._classifier.feed(note, self._elapsed())
+            self._classifier.feed(note, self.elapsed())
         crash = self._classifier.crash_class(rc)
         lines = tuple(self._classifier.relevant_lines())
         cause = self._classifier.cause(rc)
@@ -351,11 +354,11 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         if cause:  # the line that says why, not the last of the lines that say "failed"
             message += f": {cause}"
         why = message if cause or message.startswith("killed by") else None
-        await self._set_state(ServerState.CRASHED, crash_class=crash, crash_lines=lines, pid=None, message=message,
-                              crash_cause=why)
-        self._journal(ev.SERVER_FAILED, {"class": str(crash), "returncode": rc, "phase": self.status.phase, "message": message,
-                                         "cause": cause, "lines": list(lines), "argv": list(self.status.argv),
-                                         "phases": self._phases(self._elapsed())})
+        await self._keeper.set_state(ServerState.CRASHED, crash_class=crash, crash_lines=lines, pid=None, message=message,
+                                     crash_cause=why)
+        self._events.record(ev.SERVER_FAILED, {"class": str(crash), "returncode": rc, "phase": self.status.phase,
+                                               "message": message, "cause": cause, "lines": list(lines),
+                                               "argv": list(self.status.argv), "phases": self.phase_durations(self.elapsed())})
 
     # ------------------------------------------------------------ logs
     def _follow(self, *, resume: bool = False) -> None:
@@ -367,6 +370,12 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             return
         self._log = source
         self._log_task = asyncio.create_task(source.run(), name=f"log-{self.name}")
+
+    def _follow_launch_from(self, started_at: float) -> None:
+        """Read the log of a launch another process made at Unix time ``started_at`` from
+        its first line, its phase times counted from that start."""
+        self._start_mono = time.monotonic() - max(0.0, time.time() - started_at)
+        self._follow()
 
     def _stop_follower(self) -> None:
         if self._log is not None:
@@ -380,27 +389,26 @@ class ServerRuntime(RestartFlow, OtherProcesses):
         self.log_tail.append(line)
         self.log_lines_total += 1
         self.load.feed_log(line)
-        t = self._elapsed()
+        t = self.elapsed()
         if self._starting and self.cfg.kind == "llamacpp":
             t = process_relative_time(line) or t  # µs-exact, and immune to our polling delay
         phase = self._classifier.feed(line, t)
         if self._classifier.log_ready:
             self._log_ready.set()
         if phase is not None:
-            self._set(phase=self._classifier.phase, phases=tuple(self._classifier.phases))
-            if not self._adopted and not self.restarting_elsewhere():  # the launching process journals them
-                self._journal(ev.SERVER_PHASE, {"phase": phase, "t": round(t, 3)})
+            self._keeper.set(phase=self._classifier.phase, phases=tuple(self._classifier.phases))
+            if not self.other_processes.adopted and not self._restarting_elsewhere():  # the launching process journals them
+                self._events.record(ev.SERVER_PHASE, {"phase": phase, "t": round(t, 3)})
             if phase == "ready":
                 self._wake.set()
         else:
-            self.on_change()
+            self._on_change()
 
     # ------------------------------------------------------------ actions
     async def start(self, argv: list[str] | None = None, *, actor: str = "optui", extra: dict | None = None) -> None:
         """Start with ``argv`` (default: the current one) without the ready gate."""
         argv = list(argv or self.status.argv)
-        self._adopted = False
-        self._elsewhere_since = None
+        self.other_processes.launched_here()
         self._start_mono = time.monotonic()
         self.load.reset()
         self._failures = 0
@@ -411,41 +419,51 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             launch = await self.controller.start(argv)
         except ControllerError as exc:
             self._starting = False
-            await self._set_state(ServerState.CRASHED, crash_class=CrashClass.UNKNOWN, crash_lines=(str(exc),), message=str(exc))
-            self._journal(ev.SERVER_FAILED, {"class": "unknown", "message": str(exc), "argv": argv}, actor=actor)
+            await self._keeper.set_state(ServerState.CRASHED, crash_class=CrashClass.UNKNOWN, crash_lines=(str(exc),),
+                                         message=str(exc))
+            self._events.record(ev.SERVER_FAILED, {"class": "unknown", "message": str(exc), "argv": argv}, actor=actor)
             raise RestartError(str(exc)) from exc
         self._follow()
         data = {"pid": launch.pid, "argv": argv, "log": launch.log_path or f"journal of {getattr(self.controller, 'unit', '?')}",
                 **(extra or {})}
-        self._journal(ev.SERVER_STARTING, data, actor=actor)
-        await self._set_state(ServerState.STARTING, actor=actor, argv=tuple(argv), pid=launch.pid, started_at=launch.started_at,
-                              ready_at=None, phase=None, phases=(), crash_class=None, crash_lines=(), message=None,
-                              crash_cause=None, config_mismatch=(), model=None, load=LoadView())
+        self._events.record(ev.SERVER_STARTING, data, actor=actor)
+        await self._keeper.set_state(ServerState.STARTING, actor=actor, argv=tuple(argv), pid=launch.pid,
+                                     started_at=launch.started_at, ready_at=None, phase=None, phases=(), crash_class=None,
+                                     crash_lines=(), message=None, crash_cause=None, config_mismatch=(), model=None,
+                                     load=LoadView())
         self._wake.set()
 
     async def stop(self, *, actor: str = "optui") -> None:
         """Stop the server (SIGTERM the group / the unit, wait ``stop_timeout_s``, SIGKILL)."""
         if self.controller.launch is None and self.controller.process_state() != "running":
-            await self._set_state(ServerState.DOWN, actor=actor, pid=None)
+            await self._keeper.set_state(ServerState.DOWN, actor=actor, pid=None)
             return
         self._stopping = True
         before = self.status.state
         try:
-            await self._set_state(ServerState.STOPPING, actor=actor)
+            await self._keeper.set_state(ServerState.STOPPING, actor=actor)
             try:
                 async with self.probe.paused():  # llama-server hangs on SIGTERM with a probe in flight
                     outcome = await self.controller.stop(self.cfg.stop_timeout_s)
             except ControllerError as exc:  # e.g. the SSH link to its host is down
-                await self._set_state(before, actor=actor, message=str(exc))
+                await self._keeper.set_state(before, actor=actor, message=str(exc))
                 raise RestartError(str(exc)) from exc
             if self._log is not None:
                 self._log.flush()
             self._stop_follower()
-            self._journal(ev.SERVER_STOPPED, {"how": outcome.how, "waited_s": round(outcome.waited_s, 3),
-                                              "returncode": outcome.returncode}, actor=actor)
-            await self._set_state(ServerState.DOWN, actor=actor, pid=None, ready_at=None, load=LoadView())
+            self._events.record(ev.SERVER_STOPPED, {"how": outcome.how, "waited_s": round(outcome.waited_s, 3),
+                                                    "returncode": outcome.returncode}, actor=actor)
+            await self._keeper.set_state(ServerState.DOWN, actor=actor, pid=None, ready_at=None, load=LoadView())
         finally:
             self._stopping = False
+
+    async def restart(self, argv: list[str], *, actor: str = "optui", reason: str = "", ready_timeout_s: float | None = None,
+                      todo_id: int | None = None) -> ServerStatus:
+        """Restart with ``argv`` through the ready gate (:meth:`RestartFlow.restart
+        <optui.session.server_restart.RestartFlow.restart>`): the final status; RestartError
+        when it cannot begin."""
+        return await self.restart_flow.restart(argv, actor=actor, reason=reason, ready_timeout_s=ready_timeout_s,
+                                               todo_id=todo_id)
 
     # ------------------------------------------------------------ flag catalogue
     @property
@@ -480,8 +498,8 @@ class ServerRuntime(RestartFlow, OtherProcesses):
             self._stopping = True
             async with self.probe.paused():
                 outcome = await self.controller.stop(min(self.cfg.stop_timeout_s, 5.0))
-            self._journal(ev.SERVER_STOPPED, {"how": outcome.how, "waited_s": round(outcome.waited_s, 3),
-                                              "returncode": outcome.returncode, "reason": "optui exited"})
+            self._events.record(ev.SERVER_STOPPED, {"how": outcome.how, "waited_s": round(outcome.waited_s, 3),
+                                                    "returncode": outcome.returncode, "reason": "optui exited"})
             # the journal's last state is "down" now: the next session starts from it (it read
             # "ready → starting" at every demo start, as if the server had been up meanwhile)
-            await self._set_state(ServerState.DOWN, pid=None)
+            await self._keeper.set_state(ServerState.DOWN, pid=None)

@@ -1,0 +1,131 @@
+"""One server's status as the session publishes and journals it: the one door for its changes.
+
+- :class:`ServerEvents`: this server's events in the shared journal (every write and read
+  that may fail goes through it: a :class:`~optui.adapters.journal.JournalError` is reported,
+  never raised into the monitor loop).
+- :class:`StatusKeeper`: the :class:`~optui.core.server_state.ServerStatus` of one server.
+  :meth:`StatusKeeper.set` changes anything but the state; :meth:`StatusKeeper.set_state` is
+  the only way to change the state: it stamps ``state_since``, journals ``server.state``
+  (once for all optui processes: not when the journal already says so, nor while another
+  process restarts the server) and wakes :meth:`StatusKeeper.wait_for`. Which state comes
+  next is decided by :mod:`optui.core.server_fsm`; this module only applies it.
+
+:class:`~optui.session.server_runtime.ServerRuntime`, its
+:class:`~optui.session.server_restart.RestartFlow` and its
+:class:`~optui.session.server_history.OtherProcesses` share one of each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
+
+from optui.adapters.journal import Journal, JournalError
+from optui.core import events as ev
+from optui.core.server_state import ServerState, ServerStatus
+
+T = TypeVar("T")
+
+
+class ServerEvents:
+    """The journal as one server writes and reads it.
+
+    ``failed(exc)`` is told of every :class:`JournalError` (the status line shows it);
+    ``written()`` is called after every write attempt (the session's journal view refreshes).
+    """
+
+    def __init__(self, journal: Journal, server: str, *, failed: Callable[[JournalError], None] = lambda exc: None,
+                 written: Callable[[], None] = lambda: None) -> None:
+        self.journal = journal
+        self.server = server
+        self._failed = failed
+        self._written = written
+
+    def record(self, type: str, data: dict, *, actor: str = "optui") -> None:
+        """Append event ``type`` about this server (tagged with its current experiment)."""
+        try:
+            self.journal.append(type, self.server, data, actor=actor, experiment=self.journal.current_experiment(self.server))
+        except JournalError as exc:
+            self._failed(exc)
+        self._written()
+
+    def safe(self, fn: Callable[[], T]) -> T | None:
+        """``fn()``, or None when it raises :class:`JournalError` (reported)."""
+        try:
+            return fn()
+        except JournalError as exc:
+            self._failed(exc)
+            return None
+
+
+class StatusKeeper:
+    """The status of one server and the one door for its changes (module doc).
+
+    ``on_change()`` is called after every change; ``restarting_elsewhere()`` says another
+    optui process holds the server's restart lock (that process journals the states);
+    ``journaled_state()`` is the state the journal last recorded for the server ("ready"...,
+    None when none or unreadable: see
+    :func:`~optui.session.server_history.last_journaled_state`), asked at every state change:
+    two windows (or a window and the CLI) see the same transitions, and only the first to
+    see one journals it.
+    """
+
+    def __init__(self, status: ServerStatus, journal: ServerEvents, *, on_change: Callable[[], None],
+                 restarting_elsewhere: Callable[[], bool] = lambda: False,
+                 journaled_state: Callable[[], str | None] = lambda: None) -> None:
+        self.status = status
+        self._journal = journal
+        self._on_change = on_change
+        self._restarting_elsewhere = restarting_elsewhere
+        self._journaled_state = journaled_state
+        self._state_changed = asyncio.Condition()
+
+    def set(self, **changes) -> None:
+        """Change status fields other than ``state`` (ValueError for ``state``: use :meth:`set_state`)."""
+        if "state" in changes:
+            raise ValueError("the state changes through set_state (state_since, server.state)")
+        self.status = replace(self.status, **changes)
+        self._on_change()
+
+    async def set_state(self, state: ServerState, *, actor: str = "optui", journal: bool = True, **changes) -> None:
+        """Enter ``state`` with the other ``changes``: a new state stamps ``state_since`` (Unix
+        s) and is journaled as ``server.state`` unless ``journal`` is False, the journal says
+        so already, or another process is restarting the server; a DEGRADED/HUNG ``message``
+        is journaled as the ``reason``. Nothing happens for the same state without changes."""
+        old = self.status.state
+        if state is old and not changes:
+            return
+        if state is not old:
+            changes["state_since"] = time.time()
+            phase = changes["phase"] if "phase" in changes else self.status.phase
+            if journal and not self._restarting_elsewhere():  # the restarting process journals its own
+                journaled = self._journaled_state()
+                if journaled != str(state):
+                    data = {"old": journaled or str(old), "new": str(state), "phase": phase}
+                    if changes.get("message") and state in (ServerState.DEGRADED, ServerState.HUNG):
+                        data["reason"] = changes["message"]  # why: health timeouts, 503s, refused, no tokens
+                    self._journal.record(ev.SERVER_STATE, data, actor=actor)
+        self.status = replace(self.status, state=state, **changes)
+        self._on_change()
+        async with self._state_changed:
+            self._state_changed.notify_all()
+
+    async def wait_for(self, done: Callable[[ServerState], bool], deadline: float) -> bool:
+        """Wait until ``done(state)`` or the monotonic ``deadline``; True when reached."""
+        me = asyncio.current_task()
+        async with self._state_changed:
+            while not done(self.status.state):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._state_changed.wait(), remaining)
+                if me is not None and me.cancelling():
+                    # 3.11's wait_for drops a cancel that arrives with a notify (the state set
+                    # at shutdown): the gate would wait out its timeout and hold up the quit
+                    raise asyncio.CancelledError
+        return True

@@ -1,0 +1,237 @@
+"""A server's status changes through one door (session/server_transitions.py), and the
+restart flow is an object that runs on what it is given (issue 17 §4).
+
+Real parts: the toy server and a sleeping Python as real subprocesses, the real SQLite
+journal, a real listening socket; the restart-flow tests give the flow a fake launcher,
+controller and probe instead of a ServerRuntime (no Session, no server process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import time
+
+import pytest
+
+from optui.adapters.controller import ProcessController
+from optui.adapters.journal import Journal
+from optui.adapters.shell import LocalShell
+from optui.config import ServerConfig
+from optui.core.server_fsm import after_load_reading
+from optui.core.server_state import CrashClass, ServerState, ServerStatus
+from optui.session.server_restart import RestartFlow
+from optui.session.server_runtime import ServerRuntime
+from optui.session.server_transitions import ServerEvents, StatusKeeper
+from tests.helpers.demo import free_port
+from tests.helpers.runtime import ENV
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def toy(port: int, *flags: str) -> list[str]:
+    return [sys.executable, "-m", "tests.helpers.toy_server", "--port", str(port), *flags]
+
+
+async def until(done, what, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, what()
+        await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def watched_runtime(tmp_path, argv, *, restarting_elsewhere=lambda: False):
+    """``(runtime, statuses)``: a monitored ServerRuntime of ``argv`` whose every published
+    status is appended to ``statuses`` (so no transition is missed between two polls)."""
+    port = int(argv[argv.index("--port") + 1]) if "--port" in argv else free_port()
+    cfg = ServerConfig(url=f"http://127.0.0.1:{port}", kind="sglang", argv=argv, env=ENV, ready_timeout_s=20,
+                       stop_timeout_s=3, poll_interval_s=0.2)
+    journal = Journal(tmp_path / "journal.db")
+    statuses: list[ServerStatus] = []
+    rt = ServerRuntime("s", cfg, ProcessController("s", tmp_path / "state", env=ENV), journal,
+                       on_change=lambda: statuses.append(rt.status), restarting_elsewhere=restarting_elsewhere)
+    monitor = asyncio.create_task(rt.run())
+    try:
+        await rt.attached.wait()
+        yield rt, statuses
+    finally:
+        await rt.shutdown(True)
+        monitor.cancel()
+        await asyncio.gather(monitor, return_exceptions=True)
+        journal.close()
+
+
+# ---------------------------------------------------------------- the two adoption paths
+
+
+async def test_following_a_launch_made_elsewhere_stamps_state_since(tmp_path):
+    """Another optui process (here: a second controller on the same pidfile) launches the
+    server while this one shows it DOWN: the adopted STARTING carries its own state_since
+    (it kept the DOWN's, None, when this path set the state itself)."""
+    argv = toy(free_port())
+    async with watched_runtime(tmp_path, argv) as (rt, statuses):
+        assert rt.status.state is ServerState.DOWN
+        before = time.time()
+        other = ProcessController("s", tmp_path / "state", env=ENV)  # the other process's view of the pidfile
+        launch = await other.start(argv)
+        try:
+            await until(lambda: any(s.pid == launch.pid for s in statuses), lambda: statuses[-3:])
+            adopted = next(s for s in statuses if s.pid == launch.pid)
+            assert adopted.state is ServerState.STARTING
+            assert adopted.state_since is not None and adopted.state_since >= before, adopted
+            assert rt.other_processes.adopted and rt.other_processes.elsewhere_since == launch.started_at
+        finally:
+            await other.stop(3.0)
+
+
+async def test_an_exit_during_another_process_restart_stamps_state_since(tmp_path):
+    """This process's server exits while another optui process holds the restart lock: DOWN
+    ("being restarted by another optui process") with a fresh state_since (it kept the
+    READY's when this path set the state itself)."""
+    elsewhere = [False]
+    argv = toy(free_port())
+    async with watched_runtime(tmp_path, argv, restarting_elsewhere=lambda: elsewhere[0]) as (rt, statuses):
+        status = await rt.restart(argv)
+        assert status.state is ServerState.READY
+        elsewhere[0] = True
+        before, seen = time.time(), len(statuses)
+        os.killpg(status.pid, signal.SIGKILL)
+        await until(lambda: rt.status.state is ServerState.DOWN, lambda: rt.status)
+        down = next(s for s in statuses[seen:] if s.state is ServerState.DOWN)
+        assert down.message == "being restarted by another optui process"
+        assert down.state_since is not None and down.state_since >= before, down
+        elsewhere[0] = False
+
+
+# ---------------------------------------------------------------- the status keeper
+
+
+async def test_the_state_changes_only_through_set_state(tmp_path):
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        changes = []
+        keeper = StatusKeeper(ServerStatus(name="s", kind="sglang", url="http://127.0.0.1:1"), ServerEvents(journal, "s"),
+                              on_change=lambda: changes.append(keeper.status))
+        with pytest.raises(ValueError, match="set_state"):
+            keeper.set(state=ServerState.READY)
+        keeper.set(message="hello")
+        assert keeper.status.state is ServerState.DOWN and keeper.status.state_since is None
+        before = time.time()
+        await keeper.set_state(ServerState.STARTING, phase="launching")
+        assert keeper.status.state_since >= before and len(changes) == 2
+        await keeper.set_state(ServerState.STARTING)  # same state, nothing new: no change, no event
+        assert len(changes) == 2
+        states = [e.data for e in journal.events(types=["server.state"])]
+        assert states == [{"old": "down", "new": "starting", "phase": "launching"}]
+    finally:
+        journal.close()
+
+
+def test_a_load_reading_decides_hung_and_recovered_in_the_state_machine():
+    assert after_load_reading(ServerState.READY, "hung", hung=True) is ServerState.HUNG
+    assert after_load_reading(ServerState.HUNG, "recovered", hung=False) is ServerState.READY
+    assert after_load_reading(ServerState.DEGRADED, None, hung=True) is ServerState.HUNG
+    assert after_load_reading(ServerState.DEGRADED, None, hung=False) is ServerState.DEGRADED
+
+
+# ---------------------------------------------------------------- the restart flow with fakes
+
+
+class FakeController:
+    """Nothing of ours runs (no launch, no PIDs)."""
+
+    launch = None
+
+    def process_state(self) -> str:
+        return "unknown"
+
+
+class FakeProbe:
+    async def running_config(self, kind):
+        return None
+
+    async def server_info(self):
+        return {"version": "fake-1"}
+
+
+class FakeLauncher:
+    """Starts and stops by setting the state (READY at once, or CRASHED), as a runtime would."""
+
+    def __init__(self, keeper: StatusKeeper, *, comes_up: bool = True) -> None:
+        self.keeper, self.comes_up, self.calls = keeper, comes_up, []
+
+    async def start(self, argv, *, actor="optui", extra=None):
+        self.calls.append(("start", list(argv)))
+        await self.keeper.set_state(ServerState.STARTING, argv=tuple(argv))
+        if self.comes_up:
+            await self.keeper.set_state(ServerState.READY, model="m")
+        else:
+            await self.keeper.set_state(ServerState.CRASHED, crash_class=CrashClass.BAD_FLAG)
+
+    async def stop(self, *, actor="optui"):
+        self.calls.append(("stop",))
+        await self.keeper.set_state(ServerState.DOWN, pid=None)
+
+    def elapsed(self) -> float:
+        return 1.5
+
+    def phase_durations(self, end_t=None):
+        return [{"phase": "ready", "t": 0.0, "dur": end_t}]
+
+    async def catch_up_log(self, timeout_s):
+        self.calls.append(("catch_up_log", timeout_s))
+
+    def generation_passed(self) -> bool:
+        return False
+
+    def end_start(self) -> None:
+        self.calls.append(("end_start",))
+
+
+@contextlib.contextmanager
+def restart_flow(tmp_path, port: int, *, comes_up: bool = True):
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        events = ServerEvents(journal, "s")
+        keeper = StatusKeeper(ServerStatus(name="s", kind="sglang", url=f"http://127.0.0.1:{port}", argv=("srv", "--a", "1")),
+                              events, on_change=lambda: None)
+        launcher = FakeLauncher(keeper, comes_up=comes_up)
+        cfg = ServerConfig(url=f"http://127.0.0.1:{port}", kind="sglang", argv=["srv", "--a", "1"], stability_s=0)
+        flow = RestartFlow(cfg, FakeController(), events, keeper, launcher=launcher, probe=FakeProbe(),
+                           shell=LocalShell("local"))
+        yield flow, launcher, journal
+    finally:
+        journal.close()
+
+
+async def test_a_restart_flow_runs_on_what_it_is_given(tmp_path):
+    with restart_flow(tmp_path, free_port()) as (flow, launcher, journal):
+        status = await flow.restart(["srv", "--a", "2"], reason="try 2")
+        assert status.state is ServerState.READY and flow.status.busy is None
+        assert [c[0] for c in launcher.calls] == ["stop", "start", "catch_up_log", "end_start", "end_start"]
+        types = [e.type for e in journal.events(target="s")]
+        assert types[:3] == ["experiment.started", "server.restart", "flags.changed"] and "server.ready" in types
+        ready = journal.events(types=["server.ready"])[0].data
+        assert (ready["ready_s"], ready["server_version"], ready["argv"]) == (1.5, "fake-1", ["srv", "--a", "2"])
+        assert journal.last_good("s") == ["srv", "--a", "2"] and status.last_good_argv == ("srv", "--a", "2")
+
+
+async def test_a_restart_flow_journals_the_launchers_failure_and_refuses_a_busy_port(tmp_path):
+    with restart_flow(tmp_path, free_port(), comes_up=False) as (flow, launcher, journal):
+        status = await flow.restart(["srv", "--a", "x"])
+        assert status.state is ServerState.CRASHED and journal.last_good("s") is None
+    with socket.socket() as held:  # something else listens on the server's port
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        (tmp_path / "busy").mkdir()
+        with restart_flow(tmp_path / "busy", held.getsockname()[1]) as (flow, launcher, journal):
+            status = await flow.restart(["srv", "--a", "3"])
+            assert (status.state, status.crash_class) == (ServerState.CRASHED, CrashClass.PORT_IN_USE)
+            assert "in use by another process" in status.message
+            assert ("start", ["srv", "--a", "3"]) not in launcher.calls
+            assert journal.events(types=["server.failed"])[0].data["class"] == "port_in_use"
