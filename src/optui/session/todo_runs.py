@@ -7,10 +7,10 @@ its ``note`` (out tok/s, Δ vs baseline, TTFT p50), or goes back to open with
 ``meta["experiment_run"]`` status "failed", the crash class and a log excerpt.
 
 Every step is a journal event (``todo.run.started`` / ``todo.run.step`` /
-``todo.run.finished``, target ``todo:<id>``, data ``todo_id`` and ``run_id``; once the restart
-opened its experiment, the ``experiment`` column is that ``exp-NNNN``
-``todo-<id>.<n>``, ``data.todo_id``); the restart's server events and the bench results
-carry the same experiment id, which also names the todo item (``todo_id``).
+``todo.run.finished``, target ``todo:<id>``, data ``todo_id`` and ``run_id``
+``todo-<id>.<n>``; once the restart opened its experiment, the ``experiment`` column is
+that ``exp-NNNN``); the restart's server events and the bench results carry the same
+experiment id, which also names the todo item (``todo_id``).
 
 Stopping (:meth:`TodoRunQueue.stop`) empties the queue and ends the current step at
 once: a running benchmark is aborted (its process group killed); a restart is left to
