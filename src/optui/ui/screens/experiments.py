@@ -13,6 +13,7 @@ repaints the rows it names as changed, unless the order of the rows changed.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from textual.widgets import DataTable, Static
 from optui.core.bench.compare import STATISTIC
 from optui.core.journal_experiments import Experiment, runs_text, sort_experiments, verdict_evidence
 from optui.ui.colors import style
+from optui.ui.process_setup import freeze_long_lived_objects
 
 if TYPE_CHECKING:
     from optui.adapters.journal_thread import ExperimentsUpdate
@@ -106,7 +108,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
             yield Static("Experiments", id="experiments-title", markup=False)
             yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close\n"
                          f"verdicts: {STATISTIC}", id="experiments-help", markup=False)
-            table = DataTable(id="experiments-table", cursor_type="row", zebra_stripes=True)
+            table = self._table = DataTable(id="experiments-table", cursor_type="row", zebra_stripes=True)
             headers = {key: header for key, header, _ in COLUMNS}
             for key in self._order:
                 table.add_column(headers[key], key=key, width=self._change_w if key == "change" else None)
@@ -140,24 +142,28 @@ class ExperimentsScreen(ModalScreen[str | None]):
             update = None
         self._loading = False
         if update is not None:
+            first = not self._shown
             self._seen_version = seen
             self.experiments = list(update.experiments)
             self._fill(update.changed)
+            if first and self.experiments and gc.get_freeze_count():
+                # the process froze its startup objects (process_setup): what the view loaded
+                # (~100k objects for 1000 experiments) would make every full collection
+                # traverse them again, 80-280 ms on a key press (bench/keypress_experiments.py)
+                self.call_after_refresh(freeze_long_lived_objects)
         if self._again:
             self.action_reload()
 
     def _fill(self, changed: frozenset[str] | None = None) -> None:
-        """Show :attr:`experiments` in the current sort: only the rows in ``changed`` are
-        repainted when the order is the one on screen (None: every row)."""
+        """Show :attr:`experiments` in the current sort. The rows on screen are kept: only
+        those in ``changed`` are repainted (None: none), new experiments are added, and a
+        new order moves the rows (``DataTable.sort``) without building their cells again;
+        the table is rebuilt only when a row went away."""
         table = self.query_one(DataTable)
         rows = sort_experiments(self.experiments, self.sort_key, self.reverse)
         order = [x.id for x in rows]
-        if changed is not None and order == self._shown:
-            for x in rows:
-                if x.id in changed:
-                    for col, cell in zip(self._order, self._cells(x), strict=True):
-                        table.update_cell(x.id, col, cell)
-        else:
+        shown = set(self._shown)
+        if not shown.issubset(order) or not self._shown:
             current = self.current_id()
             table.clear()
             for x in rows:
@@ -165,6 +171,21 @@ class ExperimentsScreen(ModalScreen[str | None]):
             if current is not None and current in set(order):
                 table.move_cursor(row=table.get_row_index(current))
             self._shown = order
+        else:
+            changed = changed or frozenset()
+            for x in rows:
+                if x.id not in shown:
+                    table.add_row(*self._cells(x), key=x.id)
+                elif x.id in changed:
+                    for col, cell in zip(self._order, self._cells(x), strict=True):
+                        table.update_cell(x.id, col, cell)
+            if order != self._shown:
+                current = self.current_id()
+                rank = {exp_id: n for n, exp_id in enumerate(order)}
+                table.sort("id", key=rank.__getitem__)  # the id column holds the row's id as it is
+                self._shown = order
+                if current is not None:
+                    table.move_cursor(row=table.get_row_index(current), animate=False)
         arrow = "↓" if self.reverse else "↑"
         header = next(h for _, h, k in COLUMNS if k == self.sort_key)
         self.query_one("#experiments-title", Static).update(
@@ -254,11 +275,22 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self.notify(f"{exp_id}: {decision}")
         self.action_reload()
 
+    def on_unmount(self) -> None:
+        """Let go of the rows and the reader: frozen objects are never collected, and this
+        screen (a cycle, like every widget) may be among them; its data is freed by refcount."""
+        self.experiments, self._shown = [], []
+        self.load = _closed
+        self._table.clear()  # (its children are unmounted first: no query)
+
     def action_show_in_journal(self) -> None:
         self.dismiss(self.current_id())
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+async def _closed():
+    raise RuntimeError("the experiments view is closed")
 
 
 def _num(value, digits: int) -> str:

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Key press to screen with the experiments view open on a 100k-event campaign while a
+benchmark streams 20k lines/s and the journal grows (issue 17 §2; target: p95 <= 50 ms).
+
+    python bench/keypress_experiments.py [--events 100000] [--presses 40] [--rate 20000]
+                                         [--mode sort|details] [--write-every 0.5] [--size 160x45] [--json]
+
+The method of ``keypress_latency.py`` (a real pseudo-terminal, the same flood client, a key
+written to the pty and timed until the escape-stripped terminal output shows what it
+changed), on a campaign whose journal is the one ``journal_queries.py`` builds (``--events``
+events, one experiment per 100: 1000 experiments over two servers, ~2.6k results). ``b``
+starts the benchmark, ``E`` opens the experiments view; the presses begin once it shows
+every experiment. Meanwhile another connection (as another optui process would) journals a
+note on a random experiment every ``--write-every`` s, so the view reloads every second.
+
+- ``sort``: ``s`` moves the sort to the next column, seen when the title says
+  ``sorted by <column> ↑``.
+- ``details``: Enter opens the experiment under the cursor (seen: ``exp-NNNN on <server>``),
+  the next press (Escape) closes it (seen: the view's title again).
+
+Prints median / p95 / max in ms, the lines/s the client achieved, and how long the view
+took to show every experiment after ``E``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))  # this checkout's code, not an installed copy
+
+from journal_queries import build  # noqa: E402
+from keypress_latency import FLOOD, Watch  # noqa: E402
+from ptyrun import PtyProcess, load_average, parse_size  # noqa: E402
+
+from optui.adapters.journal import Journal  # noqa: E402
+from optui.config import load_config  # noqa: E402
+from optui.ui.screens.experiments import COLUMNS  # noqa: E402
+
+ITEM = "keypress probe item"
+#: the headers ``s`` cycles through, from the first sort (id)
+SORT_HEADERS = [header for _, header, key in COLUMNS if key]
+
+
+def write_campaign(root: Path, rate: float, seconds: float, events: int) -> tuple[Path, list[str]]:
+    """The config (servers qwen, llama; the flood benchmark on qwen) and its journal."""
+    (root / "flood.py").write_text(FLOOD)
+    cfg = root / "optui.toml"
+    cfg.write_text(f'''[hosts.local]
+gpu_source = "none"
+
+[servers.qwen]
+url = "http://127.0.0.1:9"
+control = "none"
+
+[servers.llama]
+url = "http://127.0.0.1:9"
+control = "none"
+
+[benchmarks.flood]
+server = "qwen"
+argv = [{sys.executable!r}, {str(root / "flood.py")!r}, "{rate}", "{seconds}", {str(root / "flood.json")!r}]
+''')
+    journal, experiments = build(load_config(cfg).journal_path, events)
+    journal.close()
+    subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), "todo", "add", ITEM], check=True,
+                   stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    return cfg, experiments
+
+
+def keep_writing(path: Path, experiments: list[str], every: float, stop: threading.Event, rng: random.Random) -> None:
+    """A note on a random experiment every ``every`` s, from a connection of its own."""
+    j = Journal(path)
+    n = 0
+    while not stop.wait(every):
+        k = rng.randrange(len(experiments))
+        j.append("note", ("qwen", "llama")[k % 2], {"text": f"bench note {n}"}, experiment=experiments[k], actor="cli")
+        n += 1
+    j.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--rate", type=float, default=20000.0, help="benchmark lines/s (0: no benchmark)")
+    parser.add_argument("--seconds", type=float, default=90.0, help="how long the benchmark prints")
+    parser.add_argument("--mode", choices=["sort", "details"], default="sort")
+    parser.add_argument("--write-every", type=float, default=0.5, help="s between notes from another connection (0: none)")
+    parser.add_argument("--size", default="160x45")
+    parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    watch = Watch()
+    latencies: list[float] = []
+    missed = 0
+    with tempfile.TemporaryDirectory(prefix="optui-keys-exp-") as tmp:
+        root = Path(tmp)
+        t_build = time.monotonic()
+        cfg, experiments = write_campaign(root, args.rate, args.seconds, args.events)
+        build_s = time.monotonic() - t_build
+        stop = threading.Event()
+        writer = None
+        proc = PtyProcess([sys.executable, "-m", "optui", "-c", str(cfg)], parse_size(args.size), keep=True,
+                          on_output=watch.feed)
+        try:
+            if proc.wait_for(ITEM.encode(), 60) is None:
+                raise SystemExit("optui did not show the campaign within 60 s")
+            time.sleep(1.0)
+            if args.rate > 0:
+                proc.send(b"b")
+                if proc.wait_for(b"Run anyway", 5) is not None:  # the journal says qwen ran; now it is down
+                    proc.send(b"y")
+                if proc.wait_for(b"[bench] request ", 20) is None:
+                    raise SystemExit("the benchmark output did not appear within 20 s: "
+                                     + proc.text().decode(errors="replace")[-3000:])
+            if args.write_every > 0:
+                writer = threading.Thread(target=keep_writing, daemon=True,
+                                          args=(load_config(cfg).journal_path, experiments, args.write_every, stop, rng))
+                writer.start()
+            title = f"Experiments ({len(experiments)})".encode()
+            watch.arm(title)
+            t_open = time.monotonic()
+            proc.send(b"E")
+            if not watch.event.wait(60):
+                raise SystemExit("the experiments view did not show every experiment within 60 s")
+            open_s = watch.found_at - t_open
+            time.sleep(1.5)
+            load = load_average()
+            t_start = time.monotonic()
+            for n in range(args.presses):
+                if args.mode == "sort":
+                    key, marker = b"s", f"{SORT_HEADERS[(n + 1) % len(SORT_HEADERS)]} ↑".encode()
+                elif n % 2 == 0:
+                    key, marker = b"\r", b" on qwen"  # the details title: exp-NNNN on qwen (sorted by id: row 1)
+                else:
+                    key, marker = b"\r", title  # Enter closes the details too
+                watch.arm(marker)
+                t0 = time.monotonic()
+                proc.send(key)
+                if watch.event.wait(5.0):
+                    latencies.append((watch.found_at - t0) * 1000)
+                else:
+                    missed += 1
+                time.sleep(rng.uniform(0.2, 0.6))
+            elapsed = time.monotonic() - t_start
+            stats = root / "flood.json"
+            still_streaming = args.rate <= 0 or (stats.exists() and not json.loads(stats.read_text()).get("done"))
+        finally:
+            stop.set()
+            if writer is not None:
+                writer.join(5)
+            proc.send(b"\x1b")  # close the view; ptyrun's stop then quits with q
+            time.sleep(0.3)
+            proc.stop()
+        flood = json.loads((root / "flood.json").read_text()) if (root / "flood.json").exists() else None
+    ordered = sorted(latencies)
+    result = {
+        "mode": args.mode,
+        "events": args.events,
+        "experiments": len(experiments),
+        "rate_asked": args.rate,
+        "write_every_s": args.write_every,
+        "presses": args.presses,
+        "seen": len(latencies),
+        "missed": missed,
+        "median_ms": round(statistics.median(ordered), 1) if ordered else None,
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1) if ordered else None,
+        "max_ms": round(max(ordered), 1) if ordered else None,
+        "view_shown_s": round(open_s, 2),
+        "journal_built_s": round(build_s, 1),
+        "presses_s": round(elapsed, 1),
+        "streaming_throughout": still_streaming,
+        "client_lines_per_s": round(flood["lines"] / flood["seconds"]) if flood else None,
+        "load_during": load,
+        "size": args.size,
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{args.mode}: {len(latencies)}/{args.presses} presses seen ({missed} missed) with the experiments view "
+              f"open on {args.events:,} events / {len(experiments)} experiments, a note every {args.write_every} s, "
+              f"streaming {args.rate:.0f} lines/s; key -> screen median {result['median_ms']} ms, "
+              f"p95 {result['p95_ms']} ms, max {result['max_ms']} ms; view shown {result['view_shown_s']} s after E; "
+              f"client printed {result['client_lines_per_s']} lines/s; streaming throughout: {still_streaming}; "
+              f"load {load}")
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
