@@ -1,5 +1,5 @@
 """Journal query latency on a large campaign (target: "last good flags" and baseline
-queries <= 5 ms on a journal of 100k events).
+queries <= 5 ms on a journal of 100k events), and the experiments view's loads (issue 17).
 
 Builds a journal of N events shaped like a long campaign (2 servers, one experiment per
 ~100 events with restart/phases/states/ready-or-failed/bench events, todo edits, notes,
@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, not an installed copy
 
 from optui.adapters.journal import Journal  # noqa: E402
+from optui.adapters.journal_thread import TEXT_SCAN_WINDOW, ExperimentFeed  # noqa: E402
 from optui.core.bench.result import BenchResult, Workload  # noqa: E402
 from optui.core.events import EventFilter  # noqa: E402
 from optui.core.journal_experiments import experiment_start  # noqa: E402
@@ -115,6 +116,25 @@ def main() -> None:
             print(f"{label:<52} median {med:7.3f} ms  worst {worst:7.3f} ms{mark}")
         med, worst = timed(lambda: load_experiments(j), 5)
         print(f"{'build every experiment (experiments view, report)':<52} median {med:7.1f} ms  worst {worst:7.1f} ms")
+        # the experiments view since issue 17: its first load, then each update reads only what is new
+        med, worst = timed(lambda: ExperimentFeed().refresh(j), 5)
+        print(f"{'experiments view: first load (ExperimentFeed)':<52} median {med:7.1f} ms  worst {worst:7.1f} ms")
+        feed, k = ExperimentFeed(), iter(range(10**9))
+        feed.refresh(j)
+
+        def one_note() -> None:
+            n = next(k)
+            j.append("note", ("qwen", "llama")[n % 2], {"text": f"again {n}"}, experiment=exps[n % len(exps)])
+            feed.refresh(j)
+
+        med, worst = timed(one_note, 50)
+        print(f"{'experiments view: a note journaled, then the update':<52} median {med:7.1f} ms  worst {worst:7.1f} ms")
+        med, worst = timed(lambda: feed.refresh(j), 50)
+        print(f"{'experiments view: the update when nothing is new':<52} median {med:7.1f} ms  worst {worst:7.1f} ms")
+        top = j.last_seq()
+        med, worst = timed(lambda: j.events(text="observation 500", since_seq=top - TEXT_SCAN_WINDOW, before_seq=top + 1,
+                                            newest_first=True, limit=500), 20)
+        print(f"{'text filter: one window of the journal thread':<52} median {med:7.1f} ms  worst {worst:7.1f} ms")
         print(f"target: last good + baseline medians <= 5 ms: {'ok' if worst_target <= 5 else 'SLOW'}")
         j.close()
 
