@@ -22,6 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from optui.core.safe_text import safe_line, safe_text
+from optui.ui.client import SessionClient
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
 from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
@@ -92,7 +93,8 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._freeze_gc = freeze_gc  # see optui.ui.process_setup.freeze_long_lived_objects (the CLI sets it)
         if (session is None) == (loader is None):
             raise ValueError("give a session or a loader")
-        self.session: Session | None = session
+        self.session: Session | None = session  # owned here (built, closed); the UI uses self.client
+        self.client: SessionClient | None = SessionClient(session) if session is not None else None
         self._loader = loader
         self.startup_error: str | None = None
         config = session.config if session is not None else None
@@ -101,7 +103,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._log_max_lines = config.log_max_lines if config else log_max_lines
         self._seen_version = -1
         self.panels_mounted = False  # True once the panels replaced the first frame's placeholders
-        self._key_order = KeySequencer(self, lambda: self.panels_mounted and self.session is not None)
+        self._key_order = KeySequencer(self, lambda: self.panels_mounted and self.client is not None)
         self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
         self._key_bar_for: tuple | None = None  # (focus, screen, read-only, bench running) the key bar was drawn for
         self._status_plain = ""
@@ -231,6 +233,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
                 self.exit(return_code=2)
                 return
         session = self.session
+        self.client = SessionClient(session)
         loaded = session.loaded
         self._campaign = loaded.path.resolve().parent.name if loaded.path else "(no optui.toml)"
         if session.config.keymap:
@@ -249,14 +252,14 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         while True:
             # 1.1 s, not 1.0: a GPU source at 1 s paints every frame; the timeout (for clocks
             # and ages) must not race it and paint twice a second
-            self._seen_version = await self.session.wait_changed(self._seen_version, timeout=1.0 + MIN_FRAME_S)
+            self._seen_version = await self.client.wait_changed(self._seen_version, timeout=1.0 + MIN_FRAME_S)
             pause = painted_at + MIN_FRAME_S - time.monotonic()
             if pause > 0:  # a burst of changes: wait out the frame (an idle dashboard never does)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._key_pressed.wait(), pause)
             painted_at = time.monotonic()
-            self._seen_version = self.session.version  # what changed during the pause is painted now
-            self.apply_state(self.session.snapshot())
+            self._seen_version = self.client.version  # what changed during the pause is painted now
+            self.apply_state(self.client.snapshot())
             self._key_pressed.clear()
             if self._freeze_gc:  # the campaign is on screen: what exists now lives all day
                 self._freeze_gc = False
@@ -399,10 +402,10 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self.push_screen(CommandLogScreen(self.session.command_log.records))
 
     def action_pause(self) -> None:
-        self.session.set_paused(not self.session.paused)
+        self.client.set_paused(not self.client.snapshot().paused)
 
     def action_refresh(self) -> None:
-        self.session.refresh_now()
+        self.client.refresh_now()
 
     def action_quit(self) -> None:
         self.exit()  # the session is closed in on_unmount, once

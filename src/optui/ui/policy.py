@@ -22,10 +22,10 @@ VIEW_ONLY = frozenset({"quit", "help", "focus_panel", "zoom", "cursor", "cursor_
 
 def allowed(app, action: str, parameters: tuple[object, ...]) -> bool:
     """False when ``action`` must be hidden and refused now (see module doc)."""
-    session = getattr(app, "session", None)
-    if session is None:
+    client = getattr(app, "client", None)
+    if client is None:
         return action in VIEW_ONLY
-    if session.read_only:
+    if client.read_only:
         key = (action, parameters[0] if parameters else None)
         if key in MUTATING or (action, None) in MUTATING and not parameters:
             return False

@@ -3,8 +3,10 @@ experiment, the experiments view, verdicts, and the findings report export."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+
+from textual.message import Message
 
 from optui.session.errors import SessionError
 from optui.ui.intents.base import IntentBase
@@ -18,46 +20,83 @@ if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose
 FILTERED_LIMIT = 500
 
 
+@dataclass
+class JournalQueried(Message):
+    """A filtered journal search came back: ``events`` (oldest first) match ``filter`` in
+    the journal up to seq ``known`` at least."""
+
+    filter: EventFilter
+    events: tuple[Event, ...]
+    known: int
+
+
 class JournalIntents(IntentBase):
     """Journal actions (see module doc)."""
 
     #: (filter, matching events oldest first, seq up to which the journal was searched)
     _journal_cache: tuple[EventFilter, tuple[Event, ...], int] | None = None
+    #: the (filter, seq) of the search under way
+    _journal_asked: tuple[EventFilter, int] | None = None
 
     # ------------------------------------------------------------ timeline
     def show_journal(self, state: SessionState) -> None:
         """Push the journal into its panel: the snapshot's events, or — with a filter — the
         matching events from the DB (newest :data:`FILTERED_LIMIT`), extended as the
-        journal grows by searching only what is new."""
+        journal grows by searching only what is new. The search runs off the event loop
+        (:meth:`~optui.ui.client.SessionClient.query_events` in a worker) and comes back as
+        :class:`JournalQueried`."""
         panel = self.query_one("#journal")
         panel.servers = tuple(s.name for s in state.servers)
         flt = panel.filter
         if not flt.active:
             self._journal_cache = None
+            self._journal_asked = None
+            self._title_journal(flt)
             panel.show(state.events)
             return
         known = state.events[-1].seq if state.events else 0  # searched up to here at least
         cached = self._journal_cache
         if cached is not None and cached[0] == flt and cached[2] == known:  # the journal did not grow
             return
+        if self._journal_asked == (flt, known):  # that search is under way
+            return
+        self._journal_asked = (flt, known)
+        self.run_worker(self._query_journal(flt, known, cached if cached is not None and cached[0] == flt else None),
+                        group="journal-query", exclusive=True, exit_on_error=False)
+
+    async def _query_journal(self, flt: EventFilter, known: int,
+                             cached: tuple[EventFilter, tuple[Event, ...], int] | None) -> None:
         try:
-            if cached is not None and cached[0] == flt:
+            if cached is not None:
                 last = cached[1][-1].seq if cached[1] else 0
-                new = [e for e in reversed(self.session.query_events(flt, since_seq=cached[2], limit=FILTERED_LIMIT))
-                       if e.seq > last]  # a second look at the newest events must not duplicate them
+                found = await self.client.query_events(flt, since_seq=cached[2], limit=FILTERED_LIMIT)
+                new = [e for e in reversed(found) if e.seq > last]  # a second look at the newest must not duplicate them
                 events = (cached[1] + tuple(new))[-FILTERED_LIMIT:]
             else:
-                events = tuple(reversed(self.session.query_events(flt, limit=FILTERED_LIMIT)))
+                events = tuple(reversed(await self.client.query_events(flt, limit=FILTERED_LIMIT)))
         except Exception as exc:  # a locked or broken DB must not crash the UI
+            self._journal_asked = None
             self._fail(exc)
             return
-        self._journal_cache = (flt, events, known)
-        panel.show(events)
+        self.post_message(JournalQueried(flt, events, known))
+
+    def on_journal_queried(self, msg: JournalQueried) -> None:
+        panel = self.query_one("#journal")
+        if msg.filter != panel.filter:  # the filter changed meanwhile: its own search comes
+            return
+        self._journal_cache = (msg.filter, msg.events, msg.known)
+        self._title_journal(msg.filter)
+        panel.show(msg.events)
+
+    def _title_journal(self, flt: EventFilter) -> None:
+        """The journal box's title names the filter of the events on screen."""
+        box = self.query_one("#journal-box")
+        title = "[5] Journal" + (f"  {flt.describe()}  (c clears)" if flt.active else "")
+        if box.border_title != title:
+            box.border_title = title
 
     def on_journal_filter_changed(self, msg: JournalFilterChanged) -> None:
-        box = self.query_one("#journal-box")
-        box.border_title = "[5] Journal" + (f"  {msg.filter.describe()}  (c clears)" if msg.filter.active else "")
-        self.show_journal(self.session.snapshot())
+        self.show_journal(self.client.snapshot())
 
     def filter_journal(self, **changes) -> None:
         """Set journal filter fields (e.g. ``experiment="exp-0003"``) and focus the panel."""

@@ -139,7 +139,10 @@ class ServerIntents(IntentBase):
         if outcome.ok:
             self.notify(f"{name} is ready")
             return
-        failed = next(iter(self.session.journal.events(target=name, types=["server.failed"], limit=1, newest_first=True)), None)
+        try:  # why it failed, as journaled (off the event loop: the journal may be locked)
+            failed = await self.client.last_failure(name)
+        except Exception:  # noqa: BLE001 - the crash class of the status says it as well
+            failed = None
         klass = (failed.data.get("class") if failed else None) or status.crash_class
         if outcome.rolled_back:  # rollback = "auto" already restored the last good flags
             self.notify(f"{name} failed ({klass}); rolled back to the last good flags: {status.state.value}",

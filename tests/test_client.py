@@ -1,0 +1,45 @@
+"""The UI's door to the session (ui/client.py): its slow calls run off the event loop and
+come back as messages."""
+
+from __future__ import annotations
+
+import threading
+
+from optui.adapters.journal import Journal
+from optui.core import events as ev
+from tests.helpers.snapshot_campaign import make_app
+from tests.test_app_flows import wait_for
+
+
+async def test_a_filtered_journal_is_searched_off_the_event_loop(tmp_path, monkeypatch):
+    """A filter reaches past the events in memory: the search of the whole journal (a text
+    filter scans every event) runs on another thread, and its result is shown when it
+    comes back, the title naming the filter of what is on screen."""
+    searched_on = []
+    query = Journal.query
+
+    def recording(self, *args, **kwargs):
+        searched_on.append(threading.current_thread())
+        return query(self, *args, **kwargs)
+
+    monkeypatch.setattr(Journal, "query", recording)
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        app.session.record(ev.NOTE, "qwen", {"text": "a note to find"})
+        await pilot.press("5", "t")  # the first type group: a search of the journal
+        await wait_for(pilot, lambda: "type:" in app.query_one("#journal-box").border_title)
+        assert app.query_one("#journal").shown_seqs
+    assert searched_on and threading.main_thread() not in searched_on
+
+
+async def test_last_failure_reads_the_journal_off_the_event_loop(tmp_path):
+    from optui.ui.client import SessionClient
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        app.session.record(ev.SERVER_FAILED, "qwen", {"class": "oom"})
+        failed = await SessionClient(app.session).last_failure("qwen")
+        assert failed is not None and failed.data["class"] == "oom" and failed.target == "qwen"
+        assert await SessionClient(app.session).last_failure("nobody") is None
