@@ -1,7 +1,7 @@
-"""optui's terminal driver (``optui.ui.driver``) in a real pseudo-terminal: the real app, a
-real pty, bytes written by the test. The input thread sleeps while idle, so what could make
-it miss a wake-up is tested here: signals (stop/continue, a stray SIGCONT), bytes that are
-not UTF-8, end of input."""
+"""optui's terminal driver (``optui.ui.textual_patches.quiet_driver``) in a real
+pseudo-terminal: the real app, a real pty, bytes written by the test. The input thread
+sleeps while idle, so what could make it miss a wake-up is tested here: signals
+(stop/continue, a stray SIGCONT), bytes that are not UTF-8, end of input."""
 
 from __future__ import annotations
 

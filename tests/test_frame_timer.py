@@ -10,7 +10,7 @@ import time
 
 from textual.app import App
 
-from optui.ui.frame_timer import FrameTimer
+from optui.ui.textual_patches.frame_timer import FrameTimer
 
 PERIOD = 0.2  # long, so that a loaded machine's scheduling delays stay well inside it
 

@@ -67,6 +67,8 @@ def _all_bindings() -> list[tuple[str, Binding]]:
 
     found = []
     for info in pkgutil.walk_packages(optui.ui.__path__, "optui.ui."):
+        if info.name.startswith("optui.ui.textual_patches"):  # bases of optui's screens, which declare the keys
+            continue
         module = importlib.import_module(info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ == module.__name__ and issubclass(cls, Widget | app_module.App):

@@ -70,7 +70,7 @@ def test_demo_in_tmux_keys_resize_quit(tmux_demo):
     tmux("send-keys", "-t", "t", "-l", "3atodo sent in one burst\r")
     wait_for("todo sent in one burst")
     # a lone Escape is a key (the input thread waits for the parser's escape deadline,
-    # optui.ui.driver), and the arrow keys' escape sequences are not Escapes
+    # optui.ui.textual_patches.quiet_driver), and the arrow keys' escape sequences are not Escapes
     tmux("send-keys", "-t", "t", "C-p")
     wait_for("Search for commands")
     tmux("send-keys", "-t", "t", "Down", "Up")

@@ -30,8 +30,9 @@ from optui.ui.intents.todo import todo_commands
 from optui.ui.key_order import KeyBarrier, KeySequencer
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
-from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects, quiet_driver
+from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
 from optui.ui.safe_screen import UnsafeCharFilter
+from optui.ui.textual_patches import driver_class
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.widgets.key_bar import KeyBar
 
@@ -133,9 +134,10 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
                        markup=markup)
 
     def get_driver_class(self):
-        """Textual's driver, or on Linux/macOS terminals :class:`~optui.ui.driver.QuietLinuxDriver`
-        (no input polling while idle). ``TEXTUAL_DRIVER`` still picks another one."""
-        return quiet_driver(super().get_driver_class())
+        """Textual's driver, or on Linux/macOS terminals with Textual's patches on
+        :class:`~optui.ui.textual_patches.quiet_driver.QuietLinuxDriver` (no input polling
+        while idle). ``TEXTUAL_DRIVER`` still picks another one."""
+        return driver_class(super().get_driver_class())
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen.for_app(self)
@@ -184,22 +186,15 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             focus_now(self.query_one("#servers"))
 
     def _apply_theme(self) -> list[str]:
-        """Register the theme files and select the configured theme before the first frame
-        (a theme change after mount would recompute every style); problems to report."""
+        """Register the theme files and select the configured theme before the first frame;
+        problems to report."""
         themes, errors = load_themes()
         for theme in themes:
             self.register_theme(theme)
         name = self._theme_name if self._theme_name in self.available_themes else DEFAULT_THEME
         if name != self._theme_name:
             errors.append(f"unknown theme {self._theme_name!r}; using {DEFAULT_THEME}")
-        # what setting App.theme does, less its CSS refresh (a reparse and a restyle of every
-        # widget, ~10 ms before the first frame): the stylesheet is not parsed yet, and will
-        # be with this theme's variables (Textual 8.2's App._watch_theme; textual is pinned)
-        self.set_reactive(App.theme, name)
-        dark = self.current_theme.dark
-        self.update_classes({f"-theme-{name}": True, "-dark-mode": dark, "-light-mode": not dark}, update=False)
-        self._refresh_truecolor_filter(self.ansi_theme)
-        self.stylesheet.set_variables(self.get_css_variables())
+        self.theme = name
         return errors
 
     def on_mount(self) -> None:

@@ -1,5 +1,6 @@
-"""Process-wide choices for the TUI that are not widgets: the terminal driver, the
-garbage collector (what they cost and why: ``bench/RESULTS.md``, issue 8) and signals."""
+"""Process-wide choices for the TUI that are not widgets: the garbage collector (what it
+costs and why: ``bench/RESULTS.md``, issue 8) and signals. (The terminal driver is chosen by
+:func:`optui.ui.textual_patches.driver_class`.)"""
 
 from __future__ import annotations
 
@@ -18,17 +19,6 @@ def exit_on_signals(exit_app: Callable[[], None]) -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, exit_app)
-
-
-def quiet_driver(driver: type) -> type:
-    """``driver`` (the one Textual picked), or :class:`~optui.ui.driver.QuietLinuxDriver`
-    in its place when it is Textual's ``LinuxDriver`` (Linux and macOS terminals; no input
-    polling while idle). A ``TEXTUAL_DRIVER`` other than that one is kept."""
-    if (driver.__module__, driver.__name__) == ("textual.drivers.linux_driver", "LinuxDriver"):
-        from optui.ui.driver import QuietLinuxDriver
-
-        return QuietLinuxDriver
-    return driver
 
 
 def freeze_long_lived_objects() -> None:

@@ -22,7 +22,7 @@ class OneLineInput(Input):
             value = " ".join(part.strip() for part in value.splitlines() if part.strip())
         super().__init__(value, *args, **kwargs)
 
-    def _on_paste(self, event: events.Paste) -> None:
+    def on_paste(self, event: events.Paste) -> None:
         lines = [line.strip() for line in event.text.splitlines() if line.strip()]
         if len(lines) < 2:
             return  # Input's own handler (next in the class chain) takes it as it is

@@ -6,17 +6,29 @@ That alone cost ~0.2% of a core on a 2-core VM, about half of optui's idle CPU w
 dashboard at 1 s. :class:`QuietLinuxDriver` waits without a timeout instead, except while
 the key parser waits for the rest of an escape sequence (then until the parser's
 deadline, ``ESCDELAY``), and is woken by a pipe when the app stops reading input
-(quit, suspend). Everything else is Textual's driver (textual is pinned; this replaces
-``LinuxDriver.run_input_thread`` and reads the parser's ``_timeout_time``).
+(quit, suspend). Everything else is Textual's driver.
 
-Three more differences, each a way Textual's driver could crash or hang:
+Measured reason (``bench/RESULTS.md``, "Idle CPU vs nvitop", issue 8): optui / nvitop on a
+real H200, 0.481 → 0.348 (median of 3 runs) with this driver; with one idle GPU on the VM
+optui went from 0.50% to 0.28% of a core; ``tests/test_driver.py`` counts the input thread's
+wake-ups (Textual's: ~30 in 3 s).
+
+Three more differences, each a way Textual's driver could crash or hang (reports with
+reproductions: ``docs/upstream/``):
 - A ``SIGCONT`` that does not follow optui's own suspend (``ctrl+z``) is ignored. Textual's
   driver restarted application mode on any ``SIGCONT`` and so ran a second input thread;
-  a terminal that hangs up sends ``SIGHUP`` and ``SIGCONT`` together.
+  a terminal that hangs up sends ``SIGHUP`` and ``SIGCONT`` together
+  (``docs/upstream/stray_sigcont.md``; no upstream issue found).
 - Bytes that are not UTF-8 (an 8-bit meta key, line noise) become U+FFFD instead of an
-  exception that ended the app.
+  exception that ended the app (Textual issue #6456, open; PRs #6498 open, #6624 closed:
+  8.2.8 still decodes strictly; ``docs/upstream/invalid_utf8.md``).
 - End of input (the terminal is gone but no ``SIGHUP`` came) asks the app to exit instead of
-  spinning on ``select``.
+  spinning on ``select`` (Textual PR #6690, open; ``docs/upstream/eof_busy_loop.md``).
+
+Private names (Textual 8.2.8): it replaces ``LinuxDriver.run_input_thread`` and wraps
+``_sigtstp_application`` / ``_sigcont_application``; it reads ``_debug``, ``_loop``,
+``_app``, the parser's ``_timeout_time`` and imports ``textual._xterm_parser.XTermParser`` and
+``textual._time.get_time``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,64 @@
+"""Every use of Textual's private names in optui, behind one gate.
+
+A patch here replaces or reads a part of Textual that is not its public API (a name that
+starts with ``_``, a ``textual._*`` module), because it bought a measured figure
+(``bench/RESULTS.md``, "Prove it: performance", issue 8) or works around a Textual bug
+(reported in ``docs/upstream/``). Each module's docstring gives the figure, the upstream
+issue and what Textual does without it:
+
+- :mod:`.quiet_driver`: the terminal driver's input thread sleeps while idle (idle CPU), and
+  survives bytes that are not UTF-8, the end of its input and a stray ``SIGCONT``.
+- :mod:`.frame_timer`: a frame within one period of a repaint, not up to two (key press).
+- :mod:`.focus_screen`: a focus change restyles and repaints only what it changed, in one
+  frame (key press).
+
+The gate: the patches are on only when the installed Textual is :data:`PINNED_TEXTUAL`
+(the version ``pyproject.toml`` pins; each private name was read in that version's source)
+and the environment does not say ``OPTUI_TEXTUAL_PATCHES=0``. Otherwise optui runs on plain
+Textual: the same app, with Textual's own driver, frame timer and screen. The gate is read
+once, when this package is first imported. ``tests/test_textual_patches.py`` fails the
+moment a private name a patch relies on changes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import textual
+
+PINNED_TEXTUAL = "8.2.8"  # keep equal to the textual pin in pyproject.toml (a test checks)
+SWITCH = "OPTUI_TEXTUAL_PATCHES"  # "0" (or "off", "false", "no") turns every patch off
+
+
+def wanted(version: str, environ: Mapping[str, str]) -> bool:
+    """Whether the patches apply to Textual ``version`` (``textual.__version__``) under
+    ``environ``: only the pinned version, and not switched off by :data:`SWITCH`."""
+    switched_off = environ.get(SWITCH, "").strip().lower() in {"0", "off", "false", "no"}
+    return version == PINNED_TEXTUAL and not switched_off
+
+
+ENABLED: bool = wanted(textual.__version__, os.environ)
+"""The gate, read once at import: True when optui's Textual patches are in use."""
+
+
+def driver_class(picked: type) -> type:
+    """The terminal driver to run: ``picked`` (the one Textual chose), or
+    :class:`~optui.ui.textual_patches.quiet_driver.QuietLinuxDriver` in its place when the
+    patches are on and ``picked`` is Textual's ``LinuxDriver`` (Linux and macOS terminals).
+    A ``TEXTUAL_DRIVER`` other than that one is kept."""
+    if ENABLED and (picked.__module__, picked.__name__) == ("textual.drivers.linux_driver", "LinuxDriver"):
+        from optui.ui.textual_patches.quiet_driver import QuietLinuxDriver  # after the first frame's imports
+
+        return QuietLinuxDriver
+    return picked
+
+
+# The base class of optui's dashboard screen: OneFrameFocusScreen with the patches on,
+# Textual's Screen with them off.
+if ENABLED:
+    from optui.ui.textual_patches.focus_screen import OneFrameFocusScreen as Screen
+else:
+    from textual.screen import Screen  # type: ignore[assignment]
+
+__all__ = ["ENABLED", "PINNED_TEXTUAL", "SWITCH", "Screen", "driver_class", "wanted"]
