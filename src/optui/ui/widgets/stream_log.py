@@ -49,7 +49,8 @@ class StreamLog(Log):
         if full:
             # Textual's Log repaints only the lines it appended, by their index before the
             # oldest were dropped: past the end once the log is full, so the view froze
-            # on a long run. Every visible line moved up: repaint them all.
+            # on a long run. Every visible line moved up: repaint them all. (Public API
+            # only, so not a textual_patches patch; report: docs/upstream/log_write_lines_pruning.md)
             self.refresh()
         if follow:
             self._to_end()
