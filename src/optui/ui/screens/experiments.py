@@ -98,6 +98,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self._seen_version = -1
         self._loading = self._again = False
         self._shown: list[str] = []  # the row keys in the table, top to bottom
+        self._title = ""
 
     def compose(self) -> ComposeResult:
         width = self.app.size.width
@@ -176,9 +177,10 @@ class ExperimentsScreen(ModalScreen[str | None]):
             for x in rows:
                 if x.id not in shown:
                     table.add_row(*self._cells(x), key=x.id)
-                elif x.id in changed:
-                    for col, cell in zip(self._order, self._cells(x), strict=True):
-                        table.update_cell(x.id, col, cell)
+                elif x.id in changed:  # only the cells that differ: a note changes none of them
+                    for col, old, cell in zip(self._order, table.get_row(x.id), self._cells(x), strict=True):
+                        if cell != old:
+                            table.update_cell(x.id, col, cell)
             if order != self._shown:
                 current = self.current_id()
                 rank = {exp_id: n for n, exp_id in enumerate(order)}
@@ -188,8 +190,10 @@ class ExperimentsScreen(ModalScreen[str | None]):
                     table.move_cursor(row=table.get_row_index(current), animate=False)
         arrow = "↓" if self.reverse else "↑"
         header = next(h for _, h, k in COLUMNS if k == self.sort_key)
-        self.query_one("#experiments-title", Static).update(
-            f"Experiments ({len(rows)})   sorted by {header} {arrow}")
+        title = f"Experiments ({len(rows)})   sorted by {header} {arrow}"
+        if title != self._title:
+            self._title = title
+            self.query_one("#experiments-title", Static).update(title, layout=False)  # one line, always
 
     def _cells(self, x: Experiment) -> list:
         app = self.app
