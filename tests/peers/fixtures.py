@@ -34,6 +34,11 @@ ALLOW_SKIP_ENV = "OPTUI_ALLOW_PEER_SKIP"
 # Model sizes for big_gguf: the smallest whose load with --load-mode none keeps /health at
 # 503 for >= 300 ms on the 2-core reference machine (measurements in tests/peers/NOTES.md).
 LOADING_SIZE: dict[str, int] = SIZES["medium"]
+# One compute thread: two synchronise at every op of the graph, and on a loaded 2-core
+# machine (the suite itself, its servers) each sync waits out the other thread's time slice.
+# Measured there (load ~7): 4 x 64 tokens of the tiny model in 0.7-2.0 s with -t 1 vs
+# 0.9-10.6 s with -t 2; 7 x 24 tokens of the medium model in 9-11 s vs 80-107 s.
+PEER_THREADS = 1
 # A cold cache means the first peer test builds the binary (~4 min on 2 cores).
 COLD_BUILD_TIMEOUT_S = 900
 
@@ -88,7 +93,7 @@ def launch_llama_server(llama_server_bin: Path, tiny_gguf: Path, tmp_path: Path)
         def launch(model: Path | None = None, args: Sequence[str] = DEFAULT_ARGS, wait: bool = True) -> Iterator[LlamaPeer]:
             port = free_port()
             log_path = tmp_path / f"llama-server-{port}.log"
-            with start_llama_server(llama_server_bin, model or tiny_gguf, port, args, log_path) as proc:
+            with start_llama_server(llama_server_bin, model or tiny_gguf, port, args, log_path, threads=PEER_THREADS) as proc:
                 cleanup.callback(stop_server, proc)
                 peer = LlamaPeer(f"http://127.0.0.1:{port}", proc, log_path)
                 if wait:

@@ -273,8 +273,12 @@ def start_llama_server(
     extra_args: Sequence[str] = (),
     log_path: Path | None = None,
     host: str = "127.0.0.1",
+    threads: int = 2,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``llama-server -m model --host host --port port -t 2 --no-ui *extra_args``.
+    """Run ``llama-server -m model --host host --port port -t THREADS --no-ui *extra_args``.
+
+    ``threads`` 2 is what the figures in bench/RESULTS.md were measured with; the test
+    fixtures pass 1 (see ``tests/peers/fixtures.py``).
 
     stdout and stderr go to ``log_path`` (a temp file if None); the server gets its own
     session so the whole process group is killed on exit, whatever happens in the body.
@@ -284,7 +288,7 @@ def start_llama_server(
         fd, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
         os.close(fd)
         log_path = Path(name)
-    cmd = [str(binary), "-m", str(model), "--host", host, "--port", str(port), "-t", "2", "--no-ui", *extra_args]
+    cmd = [str(binary), "-m", str(model), "--host", host, "--port", str(port), "-t", str(threads), "--no-ui", *extra_args]
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
