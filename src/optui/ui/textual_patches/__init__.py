@@ -12,6 +12,10 @@ issue and what Textual does without it:
 - :mod:`.focus_screen`: a focus change restyles and repaints only what it changed, in one
   frame (key press).
 
+Dropped, its gain not worth the risk: a copy of the body of ``App._watch_theme`` that chose
+the theme without Textual's CSS refresh (~10 ms before the first frame); on Textual 8.2.3 it
+crashed ``OptuiApp()`` (no ``DOMNode.update_classes`` there). ``OptuiApp`` sets ``theme``.
+
 The gate: the patches are on only when the installed Textual is :data:`PINNED_TEXTUAL`
 (the version ``pyproject.toml`` pins; each private name was read in that version's source)
 and the environment does not say ``OPTUI_TEXTUAL_PATCHES=0``. Otherwise optui runs on plain
