@@ -199,7 +199,8 @@ def _prefix_kind(value) -> str | None:
         return "tag:none" if value == "none" else None
     if isinstance(value, dict):
         return "tag:shared" if "shared_tokens" in value else "tag:dataset" if "dataset" in value else None
-    return {SharedPrefix: "tag:shared", DatasetPrompts: "tag:dataset"}.get(type(value))
+    tags: dict[type, str] = {SharedPrefix: "tag:shared", DatasetPrompts: "tag:dataset"}
+    return tags.get(type(value))
 
 
 #: The builtin generator's ``prefix``: "none", a shared system prompt or a dataset (tags: the

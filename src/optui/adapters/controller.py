@@ -331,7 +331,7 @@ class ObservedController:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.launch = None
+        self.launch: Launch | None = None
 
     async def start(self, argv: list[str]) -> Launch:
         raise ControllerError(f"{self.name}: control = 'none' (optui only observes this server)")

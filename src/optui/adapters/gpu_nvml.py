@@ -388,7 +388,8 @@ class NvmlGpuSource:
             if self._code(exc, "FUNCTION_NOT_FOUND") and self._process_fn != _PROCESS_FUNCTIONS[-1]:
                 self._process_fn = _PROCESS_FUNCTIONS[-1]  # driver < 510.39: no _v3 symbol
                 return self._processes(device)
-            return self._absent(device, "processes", exc)
+            self._absent(device, "processes", exc)
+            return None
         return tuple(GpuProcess(p.pid, self._process_name(p.pid), _mib(p.usedGpuMemory)) for p in found)
 
     def _process_name(self, pid: int) -> str:

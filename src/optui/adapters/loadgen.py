@@ -282,7 +282,9 @@ def summarize_run(
     total_out = sum(o.output_tokens for o in done)
     duration = max(duration_s, 1e-9)
     itls = [x * 1000 for o in done for x in o.itls_s]
-    tpots = [(o.e2e_s - o.ttft_s) / (o.output_tokens - 1) * 1000 for o in done if o.output_tokens > 1]
+    # an ok outcome had a first chunk: its ttft_s is set (the "is not None" is for the type checker)
+    ttfts = [o.ttft_s * 1000 for o in done if o.ttft_s is not None]
+    tpots = [(o.e2e_s - o.ttft_s) / (o.output_tokens - 1) * 1000 for o in done if o.output_tokens > 1 and o.ttft_s is not None]
     errors = [o.error for o in outcomes if o.error]
     result = BenchResult(
         tool=TOOL,
@@ -296,7 +298,7 @@ def summarize_run(
         total_throughput_tok_s=(total_in + total_out) / duration,
         max_concurrency=workload.max_concurrency,
         request_rate=workload.request_rate,
-        ttft_ms=summarize([o.ttft_s * 1000 for o in done]),
+        ttft_ms=summarize(ttfts),
         tpot_ms=summarize(tpots),
         itl_ms=summarize(itls),
         e2e_ms=summarize([o.e2e_s * 1000 for o in done]),
@@ -394,7 +396,7 @@ def _metrics_server_latency(before: Scrape | None, after: Scrape | None) -> dict
         for name in names:
             total, count = (after.sums.get(name + suffix) for suffix in ("_sum", "_count"))
             total0, count0 = (before.sums.get(name + suffix) for suffix in ("_sum", "_count"))
-            if None in (total, count, total0, count0):
+            if total is None or count is None or total0 is None or count0 is None:
                 continue
             if count - count0 > 0 and total >= total0:
                 out[key] = 1000.0 * (total - total0) / (count - count0)

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -65,8 +65,13 @@ class CommandResult:
 class Spawned(Protocol):
     """A launched long-running process: its PID (= process group id) and exit status."""
 
-    pid: int
-    returncode: int | None
+    # read-only members (properties): an implementation may compute them (DetachedProcess
+    # reaps its child when asked for the returncode)
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
 
     async def wait(self) -> int:
         """Wait for the exit; the exit status."""
@@ -94,10 +99,17 @@ class Piped(Protocol):
     ``stdout``/``stderr`` readers (``await read(n)`` → bytes, ``b""`` at the end) and the
     exit status once :meth:`wait` returned."""
 
-    pid: int
-    returncode: int | None
-    stdout: object
-    stderr: object
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stdout(self) -> object: ...
+
+    @property
+    def stderr(self) -> object: ...
 
     async def wait(self) -> int | None:
         """Wait for the exit; the exit status."""
@@ -133,7 +145,7 @@ class Shell(Protocol):
         streamed back separately (a benchmark). Raises OSError when it cannot start."""
         ...
 
-    def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
+    def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncGenerator[str, None]:
         """Run ``argv`` and yield its output lines (stdout and stderr) until it exits or
         the iterator is closed (then its process group is killed). Raises OSError when it
         cannot start."""
@@ -176,7 +188,7 @@ class Shell(Protocol):
         """PIDs of the live members of process group ``pgid``."""
         ...
 
-    async def stop_group(self, pgid: int, *, timeout_s: float, handle: Spawned | None = None) -> proc.StopOutcome:
+    async def stop_group(self, pgid: int, *, timeout_s: float, handle: Spawned | Piped | None = None) -> proc.StopOutcome:
         """SIGTERM the group, wait ``timeout_s``, SIGKILL; reap ``handle``."""
         ...
 
@@ -237,9 +249,9 @@ class LocalShell:
 
     async def spawn_piped(self, argv: Sequence[str], *, cwd: str | None = None,
                           env: Mapping[str, str] | None = None) -> Piped:
-        return await proc.spawn_piped([str(a) for a in argv], cwd=cwd, env=self._env(env))  # type: ignore[return-value]
+        return await proc.spawn_piped([str(a) for a in argv], cwd=cwd, env=self._env(env))
 
-    async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
+    async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncGenerator[str, None]:
         argv = [str(a) for a in argv]
         try:  # stderr joins stdout: a complaint of the tool (permissions...) shows up in order
             child = await asyncio.create_subprocess_exec(
@@ -249,7 +261,8 @@ class LocalShell:
             raise OSError(exc.errno, f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
         try:
             assert child.stdout is not None
-            async for line in iter_lines(lambda: child.stdout.read(64 * 1024)):
+            stdout = child.stdout
+            async for line in iter_lines(lambda: stdout.read(64 * 1024)):
                 yield line
         finally:
             proc.kill_group_now(child.pid)
@@ -309,7 +322,7 @@ class LocalShell:
     async def group_pids(self, pgid: int) -> set[int]:
         return proc.group_pids(pgid)
 
-    async def stop_group(self, pgid: int, *, timeout_s: float, handle: Spawned | None = None) -> proc.StopOutcome:
+    async def stop_group(self, pgid: int, *, timeout_s: float, handle: Spawned | Piped | None = None) -> proc.StopOutcome:
         return await proc.stop_group(pgid, timeout_s=timeout_s, proc=handle)  # type: ignore[arg-type]
 
     def kill_group_now(self, pgid: int) -> None:

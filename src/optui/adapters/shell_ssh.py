@@ -38,7 +38,7 @@ import contextlib
 import errno
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from pathlib import Path
 
 import asyncssh
@@ -217,7 +217,7 @@ class SshShell:
             raise OSError(errno.EIO, f"{self.host}: {argv[0]}: cannot start ({why.decode(errors='replace').strip()})")
         return process, int(first[len(PGID_MARK):].strip())
 
-    async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
+    async def stream_lines(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> AsyncGenerator[str, None]:
         process, pgid = await self.start_stream(argv, env=env)
 
         async def read_chunk() -> bytes:

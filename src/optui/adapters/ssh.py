@@ -317,7 +317,9 @@ class SshHost:
         def text(data) -> str:
             return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else (data or "")
 
-        return RemoteResult(done.returncode, text(done.stdout), text(done.stderr), duration)
+        returncode = done.returncode
+        assert returncode is not None  # -signal or the exit status: one of them is set (checked above)
+        return RemoteResult(returncode, text(done.stdout), text(done.stderr), duration)
 
     async def create_process(self, argv: Sequence[str], *, timeout_s: float = 10.0, merge_stderr: bool = True,
                              keep_stdin: bool = False, log_argv: Sequence[str] | None = None) -> asyncssh.SSHClientProcess:

@@ -66,8 +66,8 @@ class RemoteSpawned:
         """Poll until it exits (an unreachable host is waited for)."""
         while True:
             with contextlib.suppress(ShellError):
-                if await self.poll() is not None:
-                    return self.returncode
+                if (returncode := await self.poll()) is not None:
+                    return returncode
             await asyncio.sleep(0.3)
 
 

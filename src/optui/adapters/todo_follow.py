@@ -212,10 +212,10 @@ def parse_raw(spec: FollowSpec, path: Path, raw: Raw) -> tuple[str, list[AgentTo
     except UnicodeDecodeError as exc:
         raise FollowError(f"{path}: cannot read: {exc}") from None
     if path.suffix == ".jsonl":
-        items = parse_claude_transcript(text, str(path))
-        if items is None:
+        written = parse_claude_transcript(text, str(path))
+        if written is None:
             raise FollowError(f"{path}: no TodoWrite call in this transcript yet", missing=True)
-        return origin_of("claude", str(path)), items
+        return origin_of("claude", str(path)), written
     return origin_of(spec.kind, str(path)), parse_todo_json(text, str(path))
 
 
@@ -314,7 +314,7 @@ class TodoFollower:
         try:
             return parse_raw(self.spec, path, raw), seen
         except Exception as exc:
-            exc.seen = seen
+            exc.seen = seen  # type: ignore[attr-defined]  # read back with getattr by the follower
             raise
 
     async def _deliver(self, snapshot: tuple[str, list[AgentTodo]]) -> None:

@@ -72,7 +72,7 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
             if state != READY:
                 echo(f"optui: warning: {server} is {state}{why}: benchmarking it anyway (--force)", err=True)
             repeats = repeat if repeat is not None else config.repeat_of(preset)
-            runs = []
+            runs: list[dict] = []
             for i in range(restarts):
                 if i:  # the same flags again: levels can shift between restarts (vllm#39903)
                     status = await session.restart_server(server, list(rt.status.argv),

@@ -61,7 +61,7 @@ def _read_file(host: str, path: str, fields: str | None) -> HostSnapshot:
             return _failure(host, f"--fields: {exc}", "file")
     try:
         if path == "-":
-            text = click.get_text_stream("stdin").read()
+            text = click.open_file("-").read()  # stdin (click.get_text_stream is deprecated: gone in Click 9)
         else:
             text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -89,7 +89,7 @@ def _table(snapshot: HostSnapshot) -> list[str]:
     title = f"{snapshot.host} ({snapshot.source}" + (f", driver {driver})" if driver else ")")
     if snapshot.extra.get("memory_api") == "v1":
         title += " (NVML v1 memory: used includes reserved)"
-    rows = [("GPU", "NAME", "USED", "RSVD", "TOTAL MiB", "UTIL%", "MEM-BW%", "TEMP°C", "POWER W")]
+    rows: list[tuple[str, ...]] = [("GPU", "NAME", "USED", "RSVD", "TOTAL MiB", "UTIL%", "MEM-BW%", "TEMP°C", "POWER W")]
     rows += [_row(s) for s in snapshot.samples]
     widths = [max(len(r[i]) for r in rows if len(r) == len(rows[0]) or i < 2) for i in range(len(rows[0]))]
     lines = [title]

@@ -32,7 +32,7 @@ def _visible_usage_errors() -> Iterator[None]:
     try:
         yield
     except click.ClickException as exc:
-        exc.message = safe_text(exc.message)
+        exc.message = safe_text(exc.message)  # type: ignore[misc]  # Final in click's types; escaped in place on purpose
         raise
 
 

@@ -32,7 +32,7 @@ def classify(file: str, kind: str | None, returncode: int | None, as_json: bool)
 
     try:
         if file == "-":
-            text = click.get_text_stream("stdin").read()
+            text = click.open_file("-").read()  # stdin (click.get_text_stream is deprecated: gone in Click 9)
         else:
             with open(file, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()

@@ -188,8 +188,8 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, SessionError):
                         await task
-                elif task.exception() is not None:
-                    raise task.exception()
+                elif (failure := task.exception()) is not None:
+                    raise failure
             else:
                 outcome = await task
             st = rt.status

@@ -155,9 +155,10 @@ def llamacpp_config(props: object, models: object = None) -> RunningConfig | Non
     settings = props.get("default_generation_settings")
     if isinstance(settings, Mapping) and "n_ctx" in settings:
         fields["n_ctx"] = settings["n_ctx"]
-    with_models = isinstance(models, Mapping) and isinstance(models.get("data"), list) and models["data"]
-    if with_models and isinstance(models["data"][0], Mapping):
-        meta = models["data"][0].get("meta")
+    data = models.get("data") if isinstance(models, Mapping) else None
+    with_models = isinstance(data, list) and bool(data)
+    if isinstance(data, list) and data and isinstance(data[0], Mapping):
+        meta = data[0].get("meta")
         if isinstance(meta, Mapping) and "n_ctx_train" in meta:
             fields["n_ctx_train"] = meta["n_ctx_train"]
     build = props.get("build_info")
@@ -216,7 +217,7 @@ def check_config(kind: str, argv: Sequence[str], running: RunningConfig | None) 
                 continue
             expected = _parse(values[0], typ)
             written = f"{name} {values[0]}"
-            if expected is None or (typ == "int" and expected < 0):  # "auto", -1 (llama.cpp, vLLM): the server decides
+            if expected is None or (isinstance(expected, int) and typ == "int" and expected < 0):  # "auto", -1 (llama.cpp, vLLM): the server decides
                 continue
         checked.append(field)
         actual = running.fields[field]
@@ -240,7 +241,7 @@ def _check_llamacpp_ctx(flags: Flags, fields: Mapping[str, object], checked: lis
     np_name = next((n for n in ("-np", "--parallel") if flags.has(n)), None)
     if ctx_name is None or "n_ctx" not in fields:
         return
-    ctx, slots = _parse(_one(flags.get(ctx_name)), "int"), _parse(_one(flags.get(np_name)) if np_name else None, "int")
+    ctx, slots = _parse_int(_one(flags.get(ctx_name))), _parse_int(_one(flags.get(np_name)) if np_name else None)
     unified = flags.has("--kv-unified") or flags.has("-kvu")
     train = _as_int(fields.get("n_ctx_train"))
     if ctx is None or (slots is None and not unified) or (slots is not None and slots <= 0):
@@ -250,7 +251,7 @@ def _check_llamacpp_ctx(flags: Flags, fields: Mapping[str, object], checked: lis
             return
         per_slot = train
     else:
-        per_slot = ctx if unified else ctx // slots
+        per_slot = ctx if unified or slots is None else ctx // slots  # slots is None only when unified
         if train is not None:
             per_slot = min(per_slot, train)
     checked.append("n_ctx")
@@ -286,6 +287,12 @@ def _parse(text: str | None, typ: str) -> object:
     except ValueError:
         return None
     return text
+
+
+def _parse_int(text: str | None) -> int | None:
+    """:func:`_parse` of an ``int`` value."""
+    value = _parse(text, "int")
+    return value if isinstance(value, int) else None
 
 
 def _as_int(value: object) -> int | None:

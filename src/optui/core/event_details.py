@@ -314,8 +314,8 @@ def experiment_sections(x: Experiment) -> list[Section]:
     if x.is_baseline:
         vs_base.add("(this is the baseline)", "dim")
     else:
-        tone = {"+": "good", "-": "bad", "~": "warn"}
-        vs_base.lines.extend((line, tone.get(line[:1], "")) for line in x.diff_vs_baseline or ["(same flags)"])
+        tone_of = {"+": "good", "-": "bad", "~": "warn"}
+        vs_base.lines.extend((line, tone_of.get(line[:1], "")) for line in x.diff_vs_baseline or ["(same flags)"])
     out.append(vs_base)
     if x.diff_prev:
         prev = Section("flags vs the previous configuration")
@@ -342,9 +342,9 @@ def experiment_sections(x: Experiment) -> list[Section]:
         out.append(s)
     if x.bench_runs:
         runs = Section("benchmark runs")
-        for r in x.bench_runs:
-            runs.add(f"#{r.seq} {r.bench}: {r.status} ({_num(r.duration_s)} s)" + (f" — {r.error}" if r.error else ""),
-                     "" if r.status == "ok" else "bad")
+        for run in x.bench_runs:
+            runs.add(f"#{run.seq} {run.bench}: {run.status} ({_num(run.duration_s)} s)" + (f" — {run.error}" if run.error else ""),
+                     "" if run.status == "ok" else "bad")
         out.append(runs)
     if x.notes:
         notes = Section("notes")

@@ -171,7 +171,8 @@ class FlagCatalog:
 
     def names(self) -> list[str]:
         """Every spelling, long names first (for completion)."""
-        longs, shorts = [], []
+        longs: list[str] = []
+        shorts: list[str] = []
         for spec in self.specs:
             for name in (*spec.names, *spec.negations):
                 (longs if name.startswith("--") else shorts).append(name)

@@ -238,7 +238,7 @@ class Flags:
             return flags.set(key)
         return self.set(key)
 
-    def apply(self, set_values: Mapping[str, str | Iterable[str] | None] = (), unset: Iterable[str] = ()) -> Flags:
+    def apply(self, set_values: Mapping[str, str | Iterable[str] | None] | tuple[()] = (), unset: Iterable[str] = ()) -> Flags:
         """Apply several edits: every ``unset`` first, then every ``set`` in order."""
         flags = self
         for name in unset:

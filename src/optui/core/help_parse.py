@@ -301,7 +301,8 @@ def parse_help(text: str, *, kind: str = "", program: tuple[str, ...] = ()) -> F
     human-readable integers). Raises HelpParseError when no option is found."""
     text = text.replace("\r\n", "\n")
     if looks_like_llamacpp(text):
-        specs, positionals, style = parse_llamacpp_help(text), [], "llamacpp"
+        positionals: list[str] = []
+        specs, style = parse_llamacpp_help(text), "llamacpp"
     else:
         specs, positionals = parse_argparse_help(text)
         style = "argparse"

@@ -215,6 +215,7 @@ def load_view(cur: Scrape, prev: Scrape | None = None) -> LoadView:
         gen = cur.first(_GAUGE_FALLBACKS["gen_tok_s"])
     prefix = _prefix_hit_pct(prev, cur)
     accepted, drafts = _delta(prev, cur, _COUNTERS["spec_accepted"]), _delta(prev, cur, _COUNTERS["spec_drafts"])
+    accept: float | None
     if accepted is not None and drafts:
         accept = 1.0 + accepted / drafts
     else:

@@ -238,9 +238,10 @@ def _summary(listed: list[Experiment], experiments: list[Experiment], servers: l
     for server in servers:
         best = best_experiment(experiments, server)
         if best is not None and not best.is_baseline:
-            d = best.primary_delta
+            d, primary = best.primary_delta, best.primary
+            assert d is not None and primary is not None  # a best experiment that is not the baseline beat it on one
             out.append(f"- Best configuration of **{markdown_inline(server)}**: {best.id}, {_pct(d.rel_pct)} {d.metric.label} "
-                       f"vs baseline {best.baseline_id} ({markdown_inline(best.primary.label)}; {verdict_evidence(best)}): "
+                       f"vs baseline {best.baseline_id} ({markdown_inline(primary.label)}; {verdict_evidence(best)}): "
                        f"{_changes(best.diff_vs_baseline)}.")
         elif best is not None:
             out.append(f"- **{markdown_inline(server)}**: nothing beat the baseline {best.id} outside the noise yet.")
@@ -410,12 +411,16 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
                     f"{last_ready.id}:", ""]
             best = last_ready
         else:
-            d = best.primary_delta
-            gain = ("the baseline itself: nothing beat it outside the noise" if best.is_baseline else
-                    f"{_pct(d.rel_pct)} {d.metric.label} vs {best.baseline_id}; {markdown_inline(verdict_evidence(best))}")
-            other = [f"{m.metric.label} {_pct(m.rel_pct)}" for m in best.primary.deltas[1:] if m.rel_pct is not None and not best.is_baseline]
+            d, primary = best.primary_delta, best.primary
+            assert primary is not None  # best_experiment picks among compared experiments
+            if best.is_baseline:
+                gain = "the baseline itself: nothing beat it outside the noise"
+            else:
+                assert d is not None
+                gain = f"{_pct(d.rel_pct)} {d.metric.label} vs {best.baseline_id}; {markdown_inline(verdict_evidence(best))}"
+            other = [f"{m.metric.label} {_pct(m.rel_pct)}" for m in primary.deltas[1:] if m.rel_pct is not None and not best.is_baseline]
             out += [f"**{markdown_inline(server)}: {best.id}** ({gain}" + (f"; {', '.join(other)}" if other else "")
-                    + f"; workload {_md_inline(best.primary.label)}):", ""]
+                    + f"; workload {_md_inline(primary.label)}):", ""]
         out += ["```bash", *_block(shlex.join(best.argv)), "```"]
         if best.unverified:  # its numbers belong to what the server ran, not to this argv
             out.append("**Unverified**: the server did not run these flags as given: "

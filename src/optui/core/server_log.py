@@ -389,7 +389,7 @@ class LogClassifier:
         if returncode in (-9, 137) and not self.self_killed:
             return CrashClass.KILLED, None
         from_exception = self._exception_class()
-        if from_exception is not CrashClass.UNKNOWN:
+        if from_exception is not CrashClass.UNKNOWN and self.exception is not None:
             return from_exception, self.exception[1]
         for crash_class in (CrashClass.KILLED, CrashClass.TIMEOUT, CrashClass.LOAD_FAILED):
             if crash_class in seen:

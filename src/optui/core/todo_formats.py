@@ -86,7 +86,8 @@ class AgentTodo:
     def to_json(self, origin: str) -> dict:
         """``optui todo import --json`` shape: content, status, priority, origin (+ raw
         status / active form when present)."""
-        out = {"content": self.content, "status": str(self.status), "priority": str(self.priority), "origin": origin}
+        out: dict[str, object] = {"content": self.content, "status": str(self.status), "priority": str(self.priority),
+                                  "origin": origin}
         if self.raw_status:
             out["raw_status"] = self.raw_status
         if self.active_form:
@@ -212,12 +213,13 @@ def _load_with_lines(text: str) -> tuple[object, dict[int, int]]:
     decoder = json.JSONDecoder()
 
     def parse_object(s_and_end, *args, **kwargs):
-        obj, new_end = json.decoder.JSONObject(s_and_end, *args, **kwargs)
+        obj, new_end = json.decoder.JSONObject(s_and_end, *args, **kwargs)  # type: ignore[attr-defined]  # not in typeshed
         offsets[id(obj)] = s_and_end[1]
         return obj, new_end
 
-    decoder.parse_object = parse_object
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    # the pure-Python scanner's hooks (json.scanner), which typeshed does not declare
+    decoder.parse_object = parse_object  # type: ignore[attr-defined]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     data = decoder.decode(text)
     index = LineIndex(text)
     return data, {key: index.line(offset) for key, offset in offsets.items()}
@@ -365,10 +367,15 @@ def _item(obj: dict, position: int, source: str, line: int | None, where: str) -
             raise TodoFormatError(source, line, f"{where}.{key}", f"expected a string, got {value!r}"[:120])
         return value
 
-    content = string("content", True).strip()
+    def required(key: str) -> str:
+        value = string(key, True)
+        assert value is not None  # string() raises for a missing required key
+        return value
+
+    content = required("content").strip()
     if not content:
         raise TodoFormatError(source, line, f"{where}.content", "must not be empty")
-    status, raw_status = parse_status(string("status", True))
+    status, raw_status = parse_status(required("status"))
     priority_text = string("priority", False)
     priority, raw_priority = parse_priority(priority_text) if priority_text else (Priority.MEDIUM, None)
     active = string("activeForm", False)
@@ -438,10 +445,15 @@ def _task(obj: dict, name: str, where: str, index: LineIndex, text: str) -> Agen
     raw_id = obj.get("id", name.rsplit(".", 1)[0])
     if not isinstance(raw_id, str | int) or isinstance(raw_id, bool):
         raise TodoFormatError(where, line("id"), "id", f"expected a string, got {raw_id!r}"[:120])
-    subject = string("subject", True).strip()
+    def required(key: str) -> str:
+        value = string(key, True)
+        assert value is not None  # string() raises for a missing required key
+        return value
+
+    subject = required("subject").strip()
     if not subject:
         raise TodoFormatError(where, line("subject"), "subject", "must not be empty")
-    status_text = string("status", True)
+    status_text = required("status")
     for key in ("description", "owner"):
         string(key, False)
     active = string("activeForm", False)

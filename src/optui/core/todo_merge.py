@@ -117,10 +117,10 @@ def plan_snapshot(existing: Iterable[TodoItem], snapshot: Sequence[AgentTodo], *
     by_upstream_id = {str(c.meta["upstream_id"]): c for c in candidates if c.meta.get("upstream_id") is not None}
     if by_upstream_id:
         for i, todo in enumerate(snapshot):
-            c = by_upstream_id.get(todo.upstream_id) if todo.stable_id else None
-            if c is not None and c.id not in used:
-                matched[i] = c
-                used.add(c.id)
+            hit = by_upstream_id.get(todo.upstream_id) if todo.stable_id and todo.upstream_id is not None else None
+            if hit is not None and hit.id not in used:
+                matched[i] = hit
+                used.add(hit.id)
     snapshot_keys = [normalize_content(todo.content) for todo in snapshot]
     start: dict[str, int] = {}  # per key: candidates before this index are used (so duplicates stay linear)
     for i, key in enumerate(snapshot_keys):

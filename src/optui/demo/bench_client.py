@@ -16,12 +16,12 @@ import os
 import sys
 import time
 
-from optui.adapters.loadgen import plan_requests, run_load
+from optui.adapters.loadgen import Endpoint, plan_requests, run_load
 from optui.core.bench.format import format_namespace, format_sglang_block
 from optui.demo.tqdm_text import tqdm_line
 
 #: ``--backend`` → loadgen endpoint (SGLang's names).
-BACKENDS = {"sglang": "generate", "sglang-native": "generate", "sglang-oai": "completions",
+BACKENDS: dict[str, Endpoint] = {"sglang": "generate", "sglang-native": "generate", "sglang-oai": "completions",
             "sglang-oai-chat": "chat", "vllm": "completions", "vllm-chat": "chat"}
 _MIN_REFRESH_S = 0.1  # tqdm's mininterval
 

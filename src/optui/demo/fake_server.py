@@ -84,7 +84,7 @@ class Runtime:
         if self.status != "up" or self.scheduler is None:
             return False, None
         sched = self.scheduler
-        if sched.hung and time.monotonic() - sched.hang_at >= self.health_timeout_s:
+        if sched.hung and sched.hang_at is not None and time.monotonic() - sched.hang_at >= self.health_timeout_s:
             hang_wall = self.started_wall + (sched.hang_at - self.started_mono)
             return False, health_failure_line(hang_wall, self.health_timeout_s)
         return True, None

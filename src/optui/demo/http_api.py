@@ -150,6 +150,7 @@ class _Shapes:
         """The non-streaming response body."""
         if self.spec.kind == "generate":
             return {"text": self.text, "meta_info": self._meta(True)}
+        choice: dict[str, object]
         if self.spec.kind == "chat":
             choice = {"message": {"role": "assistant", "content": self.text, "tool_calls": None}}
         else:
@@ -169,7 +170,8 @@ class DemoHTTPServer(ThreadingHTTPServer):
 
     def server_bind(self) -> None:
         socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -104,7 +104,7 @@ class DemoGpuSource:
         tp = int(state["tp_size"]) if state else 0
         samples = []
         for i in range(self.gpus):
-            if i < tp:
+            if state and i < tp:
                 mem = float(state["mem_used_mib_per_gpu"])
                 procs = (GpuProcess(int(state.get("pid") or 0), "python3", round(mem, 1)),)
                 samples.append(self._sample(i, now, mem, float(state["util_pct"]), procs))

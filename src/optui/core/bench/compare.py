@@ -34,6 +34,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from optui.core.bench.result import DIRECTION, BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.stats import percentile
@@ -81,7 +82,7 @@ class Sample:
     @property
     def spread_pct(self) -> float | None:
         """Half the range relative to the median, in % (``±`` this); None for n < 2."""
-        if self.n < 2 or not self.median:
+        if self.n < 2 or not self.median or self.hi is None or self.lo is None:
             return None
         return 100.0 * (self.hi - self.lo) / 2.0 / abs(self.median)
 
@@ -216,8 +217,8 @@ def judge(values: Iterable[float | None], base_values: Iterable[float | None], s
     values, base_values = _finite(values), _finite(base_values)
     cur, base = sample(values), sample(base_values)
     threshold = max(floor_pct, restart_spread_pct or 0.0)
-    common = dict(n=cur.n, base_n=base.n, spread_pct=cur.spread_pct, base_spread_pct=base.spread_pct,
-                  restart_spread_pct=restart_spread_pct, threshold_pct=threshold)
+    common: dict[str, Any] = dict(n=cur.n, base_n=base.n, spread_pct=cur.spread_pct, base_spread_pct=base.spread_pct,
+                                  restart_spread_pct=restart_spread_pct, threshold_pct=threshold)
     if cur.median is None or base.median is None or base.median == 0:
         return Judgement(UNTESTED_NOISE, **common)
     pct = 100.0 * (cur.median - base.median) / abs(base.median)
@@ -396,7 +397,7 @@ def build_rows(groups: Sequence[Group], history: Sequence[Group] | None = None,
         deltas = {}
         if base is not None and not is_base:
             deltas = {m: compare_values(group.values(m), base.values(m), direction(m)) for m in metrics}
-        note = cache_share_note(group.result, base.result) if deltas else None
+        note = cache_share_note(group.result, base.result) if deltas and base is not None else None
         rows.append(Row(group, None if is_base else base, is_base, samples, deltas,
                         scaling_efficiency(group, one_of, samples[THROUGHPUT], samples_of), note))
     return rows

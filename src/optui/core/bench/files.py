@@ -57,7 +57,7 @@ def _json_values(text: str, name: str):
     objects separated by whitespace); Python's decoder accepts ``Infinity``/``NaN``."""
     decoder = json.JSONDecoder()
     text = text.lstrip("\ufeff")
-    pos = _SPACE_RE.match(text).end()
+    pos = _SPACE_RE.match(text).end()  # type: ignore[union-attr]  # \s* always matches
     line, counted = 1, 0
     while pos < len(text):
         line += text.count("\n", counted, pos)
@@ -71,7 +71,7 @@ def _json_values(text: str, name: str):
         except (RecursionError, ValueError) as exc:  # too deep; an integer over 4300 digits
             raise BenchParseError(f"invalid JSON: {exc}", source=name, line=line) from None
         yield value, line
-        pos = _SPACE_RE.match(text, pos).end()
+        pos = _SPACE_RE.match(text, pos).end()  # type: ignore[union-attr]  # \s* always matches
 
 
 def _from_object(obj: dict, name: str, line: int) -> BenchResult:

@@ -49,8 +49,9 @@ def format_sglang_block(result: BenchResult, backend: str = "sglang") -> str:
     total_in = _int(result.total_input_tokens)
     total_out = _int(result.total_output_tokens)
     concurrency = extra.get("concurrency")
-    if concurrency is None and result.e2e_ms.get("mean") is not None and result.duration_s:
-        concurrency = result.e2e_ms["mean"] / 1000.0 * completed / result.duration_s
+    mean_e2e_ms = result.e2e_ms.get("mean")
+    if concurrency is None and mean_e2e_ms is not None and result.duration_s:
+        concurrency = mean_e2e_ms / 1000.0 * completed / result.duration_s
     rate = result.request_rate if result.request_rate is not None else math.inf
     lines = [
         "\n{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=_WIDTH, c="="),

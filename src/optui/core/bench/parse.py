@@ -158,9 +158,9 @@ def _parse_args(args_text: str) -> dict:
         while pos > 0 and (args_text[pos - 1].isalnum() or args_text[pos - 1] == "_"):
             pos = args_text.find(key + "=", pos + 1)  # "input_len=" inside "random_input_len="
         if pos >= 0:
-            value = _VALUE_RE.match(args_text, pos + len(key) + 1)
-            if value is not None:
-                value = value.group()
+            found = _VALUE_RE.match(args_text, pos + len(key) + 1)
+            if found is not None:
+                value = found.group()
                 args[key] = value[1:-1] if value[0] in "'\"" else parse_value(value)
     return args
 
@@ -350,6 +350,7 @@ def parse_progress(line: str) -> Progress | None:
         return None
     done = int(match["n"])
     total = int(match["total"]) if match["total"] else None
+    pct: float | None
     if total:
         pct = 100.0 * done / total
     else:

@@ -293,9 +293,9 @@ def apply_failure_threshold(result: BenchResult, max_failed_pct: float = DEFAULT
     ``max_failed_pct`` % of those sent, with ``error`` giving the count (``"385 of 400
     requests failed (96.2 % > 1 %)"``); records the threshold in ``extra["max_failed_pct"]``."""
     result.extra["max_failed_pct"] = float(max_failed_pct)
-    share = failed_pct(result)
-    if result.status == "ok" and share is not None and share > max_failed_pct:
-        ok, total = request_counts(result)
+    share, counts = failed_pct(result), request_counts(result)
+    if result.status == "ok" and share is not None and share > max_failed_pct and counts is not None:
+        ok, total = counts
         result.status = "degraded"
         result.error = f"{total - ok} of {total} requests failed ({share:.1f} % > {max_failed_pct:g} %)"
     return result
