@@ -36,7 +36,8 @@ def write_config(directory: Path, argv: list[str], port: int, **server: object) 
 
 
 def llama_argv(binary: Path, model: Path, port: int, *extra: str) -> list[str]:
-    return [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "2", "--no-ui", *extra]
+    # -t 1 like the peer fixtures (tests/peers/fixtures.py PEER_THREADS: 2 threads crawl on a loaded 2-core machine)
+    return [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "1", "--no-ui", *extra]
 
 
 @contextlib.asynccontextmanager
