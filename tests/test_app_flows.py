@@ -12,14 +12,17 @@ from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
-from tests.helpers.demo import free_port
+from tests.helpers.demo import TEST_SPEED, free_port
 from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
 
-def make_app(directory, port=None, speed=20.0) -> OptuiApp:
+def make_app(directory, port=None, speed=TEST_SPEED, prompts=None) -> OptuiApp:
+    """The real app on the demo campaign; ``prompts`` replaces the sweep's 64 prompts."""
     cfg = write_demo_config(directory, port=port or free_port(), speed=speed)
+    if prompts is not None:
+        cfg.write_text(cfg.read_text().replace('"--num-prompts", "64"', f'"--num-prompts", "{prompts}"'))
     session = Session(load_config(cfg), stop_servers_on_exit=True)
     return OptuiApp(session, title="test")
 
@@ -95,7 +98,7 @@ async def test_bad_flag_shows_crash_class_and_rollback(tmp_path):
 
 
 async def test_benchmark_fills_results_table(tmp_path):
-    app = make_app(tmp_path)
+    app = make_app(tmp_path, prompts=16)  # 3 runs of 16 requests (64 would only wait longer)
     session = app.session
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, lambda: session.servers["demo"].status.state.value == "ready" and session.servers["demo"].status.busy is None)
@@ -104,16 +107,16 @@ async def test_benchmark_fills_results_table(tmp_path):
         await pilot.press("enter")  # the default choice: sweep (bundled SGLang-style command)
         await wait_for(pilot, lambda: session.benches.current is not None and not session.benches.running, timeout=60)
         assert session.benches.current.view.status == "ok", session.benches.current.view.error
-        await pilot.pause(0.5)
-        table = app.query_one("#bench-results")
+        table, log = app.query_one("#bench-results"), app.query_one("#bench-log")
+        await wait_for(pilot, lambda: table.row_count and any("Serving Benchmark Result" in line for line in log.lines),
+                       what="the results row and the client's report on screen")
         assert table.row_count == 1  # b repeats the run (repeat = 3): one row, the median of its 3 runs
         row = table.get_row_at(0)
-        assert row[0] == "sweep" and str(row[2]) == "192/192 ok", [str(c) for c in row]
+        assert row[0] == "sweep" and str(row[2]) == "48/48 ok", [str(c) for c in row]
         assert float(row[3].replace(",", "")) > 0
-        log = app.query_one("#bench-log")
         assert any("Serving Benchmark Result" in line for line in log.lines)
         finished = session.journal.events(types=["bench.finished"])[-1]
-        assert [r["completed"] for r in finished.data["results"]] == [64, 64, 64]
+        assert [r["completed"] for r in finished.data["results"]] == [16, 16, 16]
         await pilot.press("q")
 
 

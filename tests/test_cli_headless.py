@@ -17,7 +17,7 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.cli.tui import write_demo_config
-from tests.helpers.demo import free_port, http_status, subprocess_env
+from tests.helpers.demo import TEST_SPEED, free_port, http_status, subprocess_env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,7 +31,7 @@ def optui(cfg: Path, *args: str, timeout: float = 90, env: dict | None = None) -
 
 def small_demo_config(directory: Path) -> Path:
     """The demo campaign with a quicker sweep (16 prompts)."""
-    cfg = write_demo_config(directory, port=free_port(), speed=20.0)
+    cfg = write_demo_config(directory, port=free_port(), speed=TEST_SPEED)
     cfg.write_text(cfg.read_text().replace('"--num-prompts", "64"', '"--num-prompts", "16"'))
     return cfg
 

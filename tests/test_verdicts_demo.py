@@ -12,7 +12,7 @@ import json
 import pytest
 
 from optui.cli.tui import write_demo_config
-from tests.helpers.demo import free_port
+from tests.helpers.demo import TEST_SPEED, free_port
 from tests.test_cli_headless import kill_demo_server, optui
 
 pytestmark = pytest.mark.timeout(180)
@@ -27,7 +27,7 @@ builtin = { concurrency = [4], input_len = 32, output_len = 12, prompts = 8 }
 
 @pytest.fixture
 def demo(tmp_path):
-    cfg = write_demo_config(tmp_path, port=free_port(), speed=20.0)
+    cfg = write_demo_config(tmp_path, port=free_port(), speed=TEST_SPEED)
     cfg.write_text(cfg.read_text() + QUICK)
     try:
         yield cfg

@@ -21,6 +21,11 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
+#: ``--demo-speed`` of the demo servers tests start: the startup phases (~5 s at speed 1) take
+#: 50 ms; the warmup keeps its 0.3 s minimum (HTTP up, /health 503), so each state a test
+#: waits for still happens, in order, just without the simulated model loading time
+TEST_SPEED = 100.0
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0)."""
@@ -94,7 +99,7 @@ class DemoServer:
         raise AssertionError(f"demo server not healthy after {timeout_s} s:\n{self.log_text()}")
 
 
-def demo_server_cmd(port: int, *flags: str, speed: float = 20.0) -> list[str]:
+def demo_server_cmd(port: int, *flags: str, speed: float = TEST_SPEED) -> list[str]:
     """argv of a demo server on ``port`` (a default ``--model-path`` unless given)."""
     cmd = [sys.executable, "-m", "optui.demo.fake_server", "--port", str(port), "--demo-speed", str(speed)]
     if "--model-path" not in flags:
@@ -106,7 +111,7 @@ def demo_server_cmd(port: int, *flags: str, speed: float = 20.0) -> list[str]:
 def start_demo_server(
     tmp_path: Path,
     *flags: str,
-    speed: float = 20.0,
+    speed: float = TEST_SPEED,
     env: dict[str, str] | None = None,
     wait_ready: bool = True,
     state: bool = False,

@@ -16,16 +16,16 @@ from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
-from tests.helpers.demo import free_port, subprocess_env
+from tests.helpers.demo import TEST_SPEED, free_port, subprocess_env
 from tests.helpers.pilot import wait_for as pilot_wait_for
 
 FAKE_TOOLS = Path(__file__).resolve().parent / "fake_tools"
 
 
 def demo_config(directory: Path, *, server_extra: str = "", env: str = "", benchmarks: str = "") -> Path:
-    """The demo campaign (speed 20) with extra server keys, server env entries
-    (``KEY = "v"`` pairs) and extra ``[benchmarks.X]`` tables."""
-    cfg = write_demo_config(directory, port=free_port(), speed=20.0)
+    """The demo campaign (demo speed :data:`~tests.helpers.demo.TEST_SPEED`) with extra server
+    keys, server env entries (``KEY = "v"`` pairs) and extra ``[benchmarks.X]`` tables."""
+    cfg = write_demo_config(directory, port=free_port(), speed=TEST_SPEED)
     text = cfg.read_text()
     if env:
         text = text.replace("env = { OPTUI_DEMO_STATE", "env = { " + env + ", OPTUI_DEMO_STATE")
