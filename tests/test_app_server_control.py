@@ -164,7 +164,7 @@ async def test_a_preset_with_a_bad_value_is_refused_before_the_server_stops(tmp_
     async with app.run_test(size=(160, 45)) as pilot:
         await ready(pilot, rt)
         pid, seq = rt.status.pid, app.session.journal.last_seq()
-        app.restart_with_preset("demo", "fp4")  # the palette's "restart demo with preset fp4"
+        app.server_actions.restart_with_preset("demo", "fp4")  # the palette's "restart demo with preset fp4"
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
         await pilot.press("y")
         await wait_for(pilot, lambda: any("invalid choice: 'fp4'" in n.message for n in app._notifications),

@@ -229,7 +229,7 @@ async def test_agent_badges_and_follow_status(tmp_path):
         # a second list, followed from the palette's prompt
         other = tmp_path / "other.json"
         other.write_text('[{"content": "From the palette", "status": "pending"}]')
-        app.follow_prompt()
+        app.todo_actions.follow_prompt()
         await pilot.pause()
         app.screen.query_one("#prompt-input").value = f"todowrite:{other}"
         await pilot.press("enter")

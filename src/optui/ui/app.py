@@ -1,8 +1,10 @@
 """The Textual app: lays out the five panels, renders session snapshots, sends intents.
 
-Data flows one way: the session publishes snapshots → :meth:`OptuiApp._render_loop`
-(coalesced, ≤ 10 repaints/s) pushes them into the panels. Keys become intents on the
-session (see :mod:`optui.ui.intents`, one mixin per domain). The app owns no domain logic.
+Data flows one way: the session publishes snapshots (frozen values) → the client
+(:mod:`optui.ui.client`) → :meth:`OptuiApp._render_loop` (coalesced, ≤ 10 repaints/s) pushes
+them into the panels. Keys and the panels' typed messages (``TodoPanel.Add``...) go to one
+action handler per domain (:mod:`optui.ui.intents`), composed into the app. The app owns no
+domain logic.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -25,7 +27,8 @@ from optui.core.safe_text import safe_line, safe_text
 from optui.ui.client import SessionClient
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
-from optui.ui.intents import BenchIntents, JournalIntents, RackIntents, ServerIntents, TodoIntents
+from optui.ui.intents import BenchActions, HostActions, JournalActions, ServerActions, TodoActions
+from optui.ui.intents.journal import JournalQueried
 from optui.ui.intents.todo import todo_commands
 from optui.ui.key_order import KeyBarrier, KeySequencer
 from optui.ui.main_screen import MainScreen
@@ -51,7 +54,7 @@ _FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "
 MIN_FRAME_S = 0.1
 
 
-class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackIntents, App):
+class OptuiApp(App):
     """optui's TUI over one :class:`~optui.session.Session`.
 
     Give the session directly, or a ``loader`` (called in a worker thread after the first
@@ -113,7 +116,13 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         self._bell = bool(config.bell) if config else False
         self._session_closed = False
         self._alerts_seen = 0
-        self._campaign = "loading…"
+        self.campaign = "loading…"  # the campaign directory's name, once loaded
+        # what the keys, the panels' messages and the palette ask for: one handler per domain
+        self.server_actions = ServerActions(self)
+        self.bench_actions = BenchActions(self)
+        self.todo_actions = TodoActions(self)
+        self.journal_actions = JournalActions(self)
+        self.host_actions = HostActions(self)
         self._key_pressed = asyncio.Event()  # a key ends the render loop's pause between frames
         if title:
             self.sub_title = title
@@ -230,7 +239,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         session = self.session
         self.client = SessionClient(session)
         loaded = session.loaded
-        self._campaign = loaded.path.resolve().parent.name if loaded.path else "(no optui.toml)"
+        self.campaign = loaded.path.resolve().parent.name if loaded.path else "(no optui.toml)"
         if session.config.keymap:
             self.set_keymap(dict(session.config.keymap, **self._user_keymap))
         self.query_one("#gpus").mem_alert_pct = session.config.mem_alert_pct
@@ -290,7 +299,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             self.query_one("#servers").show(state.servers)
             self._show_alerts(state)
             self._show_todos(state)
-            self.show_journal(state)
+            self.journal_actions.show_journal(state)
             self.query_one("#bench", BenchPanel).show(state.bench, state.bench_rows, state.bench_output)
             self._apply_status_line(state)
             running = state.bench is not None and state.bench.status == "running"
@@ -298,6 +307,12 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
             if keys != self._key_bar_for:  # the bar depends on these only (ui.policy, abort)
                 self._key_bar_for = keys
                 self.query_one(KeyBar).update_keys()
+
+    def paint_now(self) -> None:
+        """Paint the session's current snapshot now (after an action whose effect the next
+        key may depend on), without waiting for the render loop's next frame."""
+        if self.client is not None and self.panels_mounted:
+            self.apply_state(self.client.snapshot())
 
     def _show_alerts(self, state: SessionState) -> None:
         """New alerts of the session as notifications (+ the terminal bell with
@@ -340,7 +355,7 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
         text.append("optui ", style="bold")
         if self.sub_title:
             text.append(f"{safe_line(self.sub_title)}  ")
-        text.append(f"campaign {self._campaign}", style="dim")
+        text.append(f"campaign {self.campaign}", style="dim")
         if state.read_only:
             text.append("  READ-ONLY", style="bold")
         if state.paused:
@@ -401,6 +416,95 @@ class OptuiApp(ServerIntents, BenchIntents, TodoIntents, JournalIntents, RackInt
 
     def action_refresh(self) -> None:
         self.client.refresh_now()
+
+    # ---------------------------------------------------------- actions: the domains' global keys
+    def action_restart(self) -> None:
+        self.server_actions.restart_selected()
+
+    def action_rollback(self) -> None:
+        self.server_actions.rollback_selected()
+
+    def action_server_log(self) -> None:
+        self.server_actions.log_of_selected()
+
+    def action_bench(self) -> None:
+        self.bench_actions.choose_and_run()
+
+    def action_abort_bench(self) -> None:
+        self.bench_actions.abort()
+
+    def action_stop_experiments(self) -> None:
+        self.todo_actions.stop_runs()
+
+    def action_note(self) -> None:
+        self.journal_actions.note()
+
+    def action_experiments(self) -> None:
+        self.journal_actions.experiments()
+
+    # ---------------------------------------------------------- the panels' messages
+    # Handled by name (on_<panel>_<message>), not with @on: @on needs the message classes when
+    # this class is made, and the panels are imported after the first frame (see compose).
+    def on_todo_panel_add(self, msg) -> None:
+        self.todo_actions.add(msg.text)
+
+    def on_todo_panel_save(self, msg) -> None:
+        self.todo_actions.save(msg.item, msg.text)
+
+    def on_todo_panel_cycle(self, msg) -> None:
+        self.todo_actions.cycle(msg.item)
+
+    def on_todo_panel_cancel(self, msg) -> None:
+        self.todo_actions.cancel(msg.item)
+
+    def on_todo_panel_prioritize(self, msg) -> None:
+        self.todo_actions.prioritize(msg.item, msg.up)
+
+    def on_todo_panel_move(self, msg) -> None:
+        self.todo_actions.move(msg.item, msg.delta)
+
+    def on_todo_panel_delete(self, msg) -> None:
+        self.todo_actions.delete(msg.item)
+
+    def on_todo_panel_undo(self, msg) -> None:
+        self.todo_actions.undo()
+
+    def on_todo_panel_run(self, msg) -> None:
+        self.todo_actions.run_experiments([msg.item])
+
+    def on_todo_panel_queue_all(self, msg) -> None:
+        self.todo_actions.run_experiments(None)
+
+    def on_todo_panel_edit_experiment(self, msg) -> None:
+        self.todo_actions.edit_experiment(msg.item)
+
+    def on_todo_panel_history(self, msg) -> None:
+        self.todo_actions.show_todo_history(msg.item)
+
+    def on_bench_panel_abort(self, msg) -> None:
+        self.bench_actions.abort_asked()
+
+    def on_bench_panel_sweep(self, msg) -> None:
+        self.bench_actions.sweep_asked()
+
+    def on_bench_panel_repeat(self, msg) -> None:
+        self.bench_actions.repeat_asked()
+
+    def on_bench_panel_pin(self, msg) -> None:
+        self.bench_actions.pin_asked(msg.row)
+
+    def on_bench_panel_results(self, msg) -> None:
+        self.bench_actions.show_results()
+
+    def on_journal_panel_opened(self, msg) -> None:
+        self.journal_actions.open_event(msg.event)
+
+    def on_journal_panel_filter_changed(self, msg) -> None:
+        self.journal_actions.filter_changed()
+
+    @on(JournalQueried)
+    def _journal_queried(self, msg: JournalQueried) -> None:
+        self.journal_actions.journal_queried(msg)
 
     def action_quit(self) -> None:
         self.exit()  # the session is closed in on_unmount, once

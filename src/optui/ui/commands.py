@@ -20,29 +20,29 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
     config = session.config
     writable = not session.read_only
     for name, server in config.servers.items():
-        yield SystemCommand(f"Show log of {name}", f"Last lines of {name}'s log", partial(app.show_server_log, name))
+        yield SystemCommand(f"Show log of {name}", f"Last lines of {name}'s log", partial(app.server_actions.show_server_log, name))
         if not writable or server.control == "none":
             continue
-        yield SystemCommand(f"Restart {name} with new flags", f"Open the flag editor for {name}", partial(app.open_flag_editor, name))
+        yield SystemCommand(f"Restart {name} with new flags", f"Open the flag editor for {name}", partial(app.server_actions.open_flag_editor, name))
         for preset_name, preset in server.presets.items():
             yield SystemCommand(
                 f"Restart {name} with preset {preset_name}",
                 preset.description or f"set {dict(preset.set)} unset {preset.unset}",
-                partial(app.restart_with_preset, name, preset_name),
+                partial(app.server_actions.restart_with_preset, name, preset_name),
             )
         yield SystemCommand(f"Roll back {name} to last good flags", "Restart with the flags of the last successful start",
-                            partial(app.confirm_rollback, name))
-        yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.confirm_stop, name))
+                            partial(app.server_actions.confirm_rollback, name))
+        yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.server_actions.confirm_stop, name))
     yield from bench_palette_commands(app)
-    for host in app.untrusted_hosts():
+    for host in app.host_actions.untrusted_hosts():
         fp = session.ssh_hosts[host].host_key.fingerprint
-        yield SystemCommand(f"Trust host key of {host}", f"{fp} — shown again before it is written", partial(app.confirm_trust, host))
+        yield SystemCommand(f"Trust host key of {host}", f"{fp} — shown again before it is written", partial(app.host_actions.confirm_trust, host))
     for host, ssh in session.ssh_hosts.items():
         if ssh.state.value != "live":
-            yield SystemCommand(f"Reconnect {host} now", f"{ssh.state.value}: {ssh.error or ''}", partial(app.reconnect_host, host))
+            yield SystemCommand(f"Reconnect {host} now", f"{ssh.state.value}: {ssh.error or ''}", partial(app.host_actions.reconnect_host, host))
     yield SystemCommand("Add note to the journal", "A free-text note, linked to the current experiment", app.action_note)
     yield SystemCommand("Show experiments", "One row per experiment: change, ready time, metrics vs baseline, verdict (E)",
                         app.action_experiments)
     yield SystemCommand("Export findings report", "Markdown report of every experiment into the campaign directory",
-                        app.export_report)
+                        app.journal_actions.export_report)
     yield SystemCommand("Pause / resume refresh", "Stop or restart GPU polling", app.action_pause)

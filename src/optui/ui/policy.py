@@ -13,8 +13,8 @@ from __future__ import annotations
 #: (action name, first parameter or None) pairs that change a server or run load
 MUTATING: frozenset[tuple[str, object]] = frozenset({
     ("restart", None), ("rollback", None), ("bench", None), ("stop_experiments", None),
-    ("bench", "sweep"), ("bench", "repeat"), ("bench", "run"),
-    ("intent", "run"), ("intent", "queue_all"),
+    ("sweep", None), ("repeat", None),  # the bench panel's
+    ("run_experiment", None), ("queue_all", None),  # the todo list's
 })
 #: actions that need no session (work during loading)
 VIEW_ONLY = frozenset({"quit", "help", "focus_panel", "zoom", "cursor", "cursor_to", "command_palette"})

@@ -1,17 +1,53 @@
-"""Shared helpers of the intent mixins."""
+"""What every action handler of :class:`~optui.ui.app.OptuiApp` is given: the app's
+services (notifications, screens, workers), the session client, the selected server."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-class IntentBase:
-    """Helpers every intent mixin of :class:`~optui.ui.app.OptuiApp` uses."""
+if TYPE_CHECKING:
+    from optui.session import Session
+    from optui.ui.app import OptuiApp
+    from optui.ui.client import SessionClient
 
-    def _selected_server(self) -> str | None:
-        key = self.query_one("#servers").current_key
+
+class Actions:
+    """One domain's actions (servers, benchmarks, todo, journal, hosts), carried out for
+    ``app`` (composition: the app holds one of each; none is a base class of the app)."""
+
+    def __init__(self, app: OptuiApp) -> None:
+        self.app = app
+
+    @property
+    def client(self) -> SessionClient:
+        """The session's client (snapshot, slow calls off the event loop)."""
+        return self.app.client
+
+    @property
+    def session(self) -> Session:
+        """The session, for the verbs the client does not carry yet."""
+        return self.app.session
+
+    # the app's services the actions use, by their Textual names
+    def notify(self, message: str, **options) -> None:
+        self.app.notify(message, **options)
+
+    def push_screen(self, screen, callback=None) -> None:
+        self.app.push_screen(screen, callback)
+
+    def run_worker(self, work, **options):
+        return self.app.run_worker(work, **options)
+
+    def query_one(self, selector, expect_type=None):
+        return self.app.query_one(selector, expect_type) if expect_type else self.app.query_one(selector)
+
+    def selected_server(self) -> str | None:
+        """The server under the servers panel's cursor (else the first configured one)."""
+        key = self.app.query_one("#servers").current_key
         if key is None and self.session.servers:
             key = next(iter(self.session.servers))
         return key
 
-    def _fail(self, exc: Exception) -> None:
-        self.notify(str(exc), severity="error", timeout=8)
-
+    def fail(self, exc: Exception) -> None:
+        """Show ``exc`` as an error notification (never a crash)."""
+        self.app.notify(str(exc), severity="error", timeout=8)

@@ -5,23 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
 from optui.session.errors import SessionError
 from optui.ui.colors import focus_now
-from optui.ui.intents.base import IntentBase
-
-if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
-    from optui.ui.widgets.bench_panel import BenchAction
+from optui.ui.intents.base import Actions
 
 
-class BenchIntents(IntentBase):
+class BenchActions(Actions):
     """Benchmark actions: choose and run a preset (plain, sweep, repeats), abort the run,
     pin a baseline, open the results view."""
 
-    def action_bench(self) -> None:
+    def choose_and_run(self) -> None:
         self._choose_preset("Benchmark to run", self.start_bench)
 
     def _choose_preset(self, title: str, then: Callable[[str], None]) -> None:
@@ -33,7 +29,7 @@ class BenchIntents(IntentBase):
         if not names:
             self.notify("no benchmarks configured ([benchmarks.NAME] in optui.toml)", severity="warning")
             return
-        server = self._selected_server()
+        server = self.selected_server()
         preferred = [n for n in names if self.session.config.benchmarks[n].server == server] or names
         if len(preferred) == 1:
             then(preferred[0])
@@ -62,7 +58,7 @@ class BenchIntents(IntentBase):
             server = self.session.benches.preset(name).server
             status = self.session.server(server).status
         except SessionError as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         if status.state is not ServerState.READY:
             why = f": {status.message}" if status.message else ""
@@ -79,20 +75,22 @@ class BenchIntents(IntentBase):
 
     def _focus_and_start(self, name: str, sweep, repeats: int) -> None:
         log = self.query_one("#bench-log")
-        if self.focused is log:
+        if self.app.focused is log:
             self._start_bench_now(name, sweep, repeats)
             return
         focus_now(log)
         # two refreshes: the focus repaint, then the footer's recompose for the panel's keys
-        self.call_after_refresh(self.call_after_refresh, self._start_bench_now, name, sweep, repeats)
+        self.app.call_after_refresh(self.app.call_after_refresh, self._start_bench_now, name, sweep, repeats)
 
     def _start_bench_now(self, name: str, sweep, repeats: int) -> None:
         try:
             self.session.benches.run(name, sweep=sweep, repeats=repeats)
         except SessionError as exc:
-            self._fail(exc)
+            self.fail(exc)
+            return
+        self.app.paint_now()  # the panel shows the run (and offers its abort) before the next frame
 
-    def action_abort_bench(self) -> None:
+    def abort(self) -> None:
         if self.session.benches.abort():
             self.notify("benchmark aborted: its process group is being killed")
         else:
@@ -106,7 +104,7 @@ class BenchIntents(IntentBase):
         try:
             default = self.session.benches.default_sweep(name).describe()
         except (SessionError, ValueError) as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
 
         def typed(value: str | None) -> None:
@@ -116,7 +114,7 @@ class BenchIntents(IntentBase):
             try:
                 spec = parse_sweep(value)
             except ValueError as exc:
-                self._fail(exc)
+                self.fail(exc)
                 return
             self.start_bench(name, sweep=spec)
 
@@ -129,7 +127,7 @@ class BenchIntents(IntentBase):
             self.session.benches.preset(name)  # an unknown name: SessionError
             repeats = self.session.config.repeat_of(name)
         except SessionError as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         self.start_bench(name, repeats=repeats)
 
@@ -144,47 +142,56 @@ class BenchIntents(IntentBase):
         try:
             self.session.benches.pin_baseline(row.group.ids[-1])
         except SessionError as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         self.notify(f"baseline pinned: {row.group.bench or 'result'} #{row.group.ids[-1]} "
                     f"(c={row.group.concurrency if row.group.concurrency is not None else '-'})")
 
-    def action_bench_results(self) -> None:
+    def show_results(self) -> None:
         from optui.ui.screens.results import ResultsScreen
 
         self.push_screen(ResultsScreen())
 
-    def on_bench_action(self, msg: BenchAction) -> None:
-        msg.stop()
-        writable = not self.session.read_only
-        if msg.op == "results":
-            self.action_bench_results()
-        elif not writable:
+    def writable(self) -> bool:
+        """False (and the operator told) in read-only mode: no benchmark, no baseline."""
+        if self.client.read_only:
             self.notify("read-only mode: benchmarks and baselines are disabled", severity="warning")
-        elif msg.op == "abort":
-            self.action_abort_bench()
-        elif msg.op == "sweep":
+            return False
+        return True
+
+    def abort_asked(self) -> None:
+        """The bench panel's abort (x, ctrl+c)."""
+        if self.writable():
+            self.abort()
+
+    def sweep_asked(self) -> None:
+        if self.writable():
             self._choose_preset("Benchmark to sweep", self.ask_sweep)
-        elif msg.op == "repeat":
+
+    def repeat_asked(self) -> None:
+        if self.writable():
             self._choose_preset("Benchmark to repeat", self.start_repeats)
-        elif msg.op == "pin":
-            self.pin_baseline(msg.row)
+
+    def pin_asked(self, row) -> None:
+        if self.writable():
+            self.pin_baseline(row)
 
 
 def bench_palette_commands(app) -> Iterator[SystemCommand]:
     """Palette entries for benchmarks (per preset: run, sweep, repeat; pin; results)."""
     config = app.session.config
+    actions = app.bench_actions
     if not app.session.read_only:
         for name, bench in config.benchmarks.items():
             yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}",
-                                partial(app.start_bench, name))
+                                partial(actions.start_bench, name))
             yield SystemCommand(f"Sweep benchmark {name}", "One result per concurrency or request rate",
-                                partial(app.ask_sweep, name))
+                                partial(actions.ask_sweep, name))
             yield SystemCommand(f"Repeat benchmark {name} x{config.repeat_of(name)}", "Median and spread of several runs",
-                                partial(app.start_repeats, name))
+                                partial(actions.start_repeats, name))
         if app.session.benches.running:  # the palette is built when it opens
-            yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", app.action_abort_bench)
+            yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", actions.abort)
         yield SystemCommand("Pin selected result as baseline", "The selected row of the bench results table",
-                            lambda: app.pin_baseline(app.query_one("#bench").selected_row()))
+                            lambda: actions.pin_baseline(app.query_one("#bench").selected_row()))
     yield SystemCommand("Show benchmark results", "All results: deltas vs baseline, repeats, scaling, chart",
-                        app.action_bench_results)
+                        actions.show_results)

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from optui.session.errors import SessionError
-from optui.ui.intents.base import IntentBase
+from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
     from optui.core.events import Event, EventFilter
     from optui.session.state import SessionState
-    from optui.ui.widgets.journal_panel import EventChosen, JournalFilterChanged
 
 #: how many matching events a filtered journal view loads
 FILTERED_LIMIT = 500
@@ -30,7 +29,7 @@ class JournalQueried(Message):
     known: int
 
 
-class JournalIntents(IntentBase):
+class JournalActions(Actions):
     """Journal actions (see module doc)."""
 
     #: (filter, matching events oldest first, seq up to which the journal was searched)
@@ -76,11 +75,12 @@ class JournalIntents(IntentBase):
                 events = tuple(reversed(await self.client.query_events(flt, limit=FILTERED_LIMIT)))
         except Exception as exc:  # a locked or broken DB must not crash the UI
             self._journal_asked = None
-            self._fail(exc)
+            self.fail(exc)
             return
-        self.post_message(JournalQueried(flt, events, known))
+        self.app.post_message(JournalQueried(flt, events, known))
 
-    def on_journal_queried(self, msg: JournalQueried) -> None:
+    def journal_queried(self, msg: JournalQueried) -> None:
+        """A search came back: show it unless the filter changed meanwhile."""
         panel = self.query_one("#journal")
         if msg.filter != panel.filter:  # the filter changed meanwhile: its own search comes
             return
@@ -95,7 +95,8 @@ class JournalIntents(IntentBase):
         if box.border_title != title:
             box.border_title = title
 
-    def on_journal_filter_changed(self, msg: JournalFilterChanged) -> None:
+    def filter_changed(self) -> None:
+        """The panel's filter changed: search (or show the snapshot's events)."""
         self.show_journal(self.client.snapshot())
 
     def filter_journal(self, **changes) -> None:
@@ -105,11 +106,11 @@ class JournalIntents(IntentBase):
         panel.focus()
 
     # ------------------------------------------------------------ details
-    def on_event_chosen(self, msg: EventChosen) -> None:
+    def open_event(self, e: Event) -> None:
+        """The details of event ``e`` (with the baselines of its results)."""
         from optui.core.event_details import bench_results_of, event_sections
         from optui.ui.screens.event_details import EventDetailsScreen
 
-        e = msg.event
         baselines = {}
         for result in bench_results_of(e):
             base = self.session.benches.baseline_for(result)
@@ -118,10 +119,10 @@ class JournalIntents(IntentBase):
         self.push_screen(EventDetailsScreen(e, event_sections(e, baselines)))
 
     # ------------------------------------------------------------ notes
-    def action_note(self) -> None:
+    def note(self) -> None:
         from optui.ui.screens.text_prompt import TextPrompt
 
-        server = self._selected_server()
+        server = self.selected_server()
         exp = self.session.current_experiment(server)
         where = f" (linked to {exp} on {server})" if exp else ""
 
@@ -130,12 +131,12 @@ class JournalIntents(IntentBase):
                 try:
                     self.session.add_note(text, server=server)
                 except SessionError as exc:
-                    self._fail(exc)
+                    self.fail(exc)
 
         self.push_screen(TextPrompt(f"Note for the journal{where}:"), noted)
 
     # ------------------------------------------------------------ experiments
-    def action_experiments(self) -> None:
+    def experiments(self) -> None:
         from optui.ui.screens.experiments import ExperimentsScreen
 
         def chosen(exp_id: str | None) -> None:
@@ -143,7 +144,7 @@ class JournalIntents(IntentBase):
                 self.filter_journal(experiment=exp_id)
 
         def journal_seq() -> int:  # reload the rows only when the journal grew
-            events = self.session.snapshot().events
+            events = self.client.snapshot().events
             return events[-1].seq if events else 0
 
         # the rows load on the session's journal thread (adapters/journal_thread), only what is new
@@ -156,7 +157,7 @@ class JournalIntents(IntentBase):
         from optui.ui.screens.details import DetailsScreen
         from optui.ui.screens.event_details import sections_text
 
-        self.push_screen(DetailsScreen(f"{x.id} on {x.server}", sections_text(self, experiment_sections(x))))
+        self.push_screen(DetailsScreen(f"{x.id} on {x.server}", sections_text(self.app, experiment_sections(x))))
 
     # ------------------------------------------------------------ export
     def export_report(self, fmt: str = "md") -> None:
@@ -166,6 +167,6 @@ class JournalIntents(IntentBase):
         try:
             path = export(self.session.journal, self.session.loaded, fmt)
         except (OSError, ValueError) as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         self.notify(f"findings report written to {path}", title="export", timeout=10)

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from optui.session.errors import SessionError
-from optui.ui.intents.base import IntentBase
+from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:
     from optui.ui.screens.flag_editor import FlagEditorScreen
 
 
-class ServerIntents(IntentBase):
+class ServerActions(Actions):
     """Server actions: restart with new flags (editor → confirm), roll back, stop, show the log."""
 
-    def action_restart(self) -> None:
-        name = self._selected_server()
+    def restart_selected(self) -> None:
+        name = self.selected_server()
         if name is None:
             self.notify("no server configured", severity="warning")
             return
@@ -118,11 +118,11 @@ class ServerIntents(IntentBase):
         self.notify(f"restarting {name}…")
         # this restart reports its own outcome: the session's crash alert for it is not shown
         # again as a second toast (see OptuiApp._show_alerts)
-        self.restarts_reporting.add(name)
+        self.app.restarts_reporting.add(name)
         try:
             await self._restart_and_report(name, argv, reason)
         finally:
-            self.set_timer(5.0, lambda: self.restarts_reporting.discard(name))
+            self.app.set_timer(5.0, lambda: self.app.restarts_reporting.discard(name))
 
     async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
         from optui.core.flags import FlagError  # after the first frame (see OptuiApp.compose)
@@ -130,7 +130,7 @@ class ServerIntents(IntentBase):
         try:  # the checks every door makes (flag catalogue before anything stops, rollback policy)
             outcome = await self.session.restart_checked(name, argv=list(argv), reason=reason)
         except (SessionError, FlagError) as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         status = outcome.status
         if outcome.ok and status.config_mismatch:  # ready, but not with the flags it will be credited with
@@ -154,8 +154,8 @@ class ServerIntents(IntentBase):
         lines = "\n".join(status.crash_lines[-3:])
         self.notify(f"{name} failed: {status.crash_class}\n{lines}", severity="error", timeout=15)
 
-    def action_rollback(self) -> None:
-        name = self._selected_server()
+    def rollback_selected(self) -> None:
+        name = self.selected_server()
         if name is not None:
             self.confirm_rollback(name)
 
@@ -194,7 +194,7 @@ class ServerIntents(IntentBase):
             status = await self.session.rollback(name, reason=reason)
             self.notify(f"{name}: {status.state.value}")
         except SessionError as exc:
-            self._fail(exc)
+            self.fail(exc)
 
     def confirm_stop(self, name: str) -> None:
         """Confirm and stop ``name``."""
@@ -207,8 +207,8 @@ class ServerIntents(IntentBase):
         rt = self.session.servers[name]
         self.push_screen(ConfirmScreen(f"Stop {name}?", f"host: {rt.cfg.host}  control: {rt.cfg.control}\n{shlex.join(rt.status.argv)}", "Stop"), confirmed)
 
-    def action_server_log(self) -> None:
-        name = self._selected_server()
+    def log_of_selected(self) -> None:
+        name = self.selected_server()
         if name is not None:
             self.show_server_log(name)
 

@@ -1,9 +1,10 @@
-"""Todo actions: the todo panel's intents carried out through ``session.todos``, the
+"""Todo actions: what the todo panel's messages ask, carried out through ``session.todos``, the
 experiment runner (``session.todo_runs``) and the agent-list followers
 (``session.todo_follow``); palette entries for them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from functools import partial
@@ -14,54 +15,66 @@ from rich.text import Text
 from textual.app import SystemCommand
 
 from optui.session.errors import SessionError
-from optui.ui.intents.base import IntentBase
+from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
     from optui.core.todo import TodoItem
-    from optui.ui.widgets.todo_panel import TodoIntent
+    from optui.session.todos import TodoService
 
 
-class TodoIntents(IntentBase):
+class TodoActions(Actions):
     """Todo actions (see module doc)."""
 
-    def on_todo_intent(self, intent: TodoIntent) -> None:
-        t = self.session.todos
-        item = intent.item
+    @contextlib.contextmanager
+    def _edit(self) -> Iterator[TodoService]:
+        """One edit of the list: refused (SessionError, ValueError, KeyError) it becomes a
+        notification; either way the list is shown at once (the render loop would anyway,
+        one frame later)."""
+        todos = self.session.todos
         try:
-            if intent.op == "add":
-                added = t.add(intent.text or "")
-                self.query_one("#todo").show(t.items)
-                self.query_one("#todo-list").select_key(added.id)
-            elif intent.op == "save":
-                t.update(item, content=intent.text)
-            elif intent.op == "cycle":
-                _, warning = t.cycle(item)
-                if warning:
-                    self.notify(warning, severity="warning")
-            elif intent.op == "cancel":
-                t.cancel(item)
-            elif intent.op in ("priority_up", "priority_down"):
-                t.bump_priority(item, up=intent.op == "priority_up")
-            elif intent.op in ("move_up", "move_down"):
-                t.move(item, -1 if intent.op == "move_up" else 1)
-            elif intent.op == "delete":
-                t.delete(item)
-                self.notify("deleted — u to undo", timeout=3)
-            elif intent.op == "undo":
-                if t.undo_delete() is None:
-                    self.notify("nothing to undo", severity="warning")
-            elif intent.op == "run":
-                self.run_experiments([item])
-            elif intent.op == "queue_all":
-                self.run_experiments(None)
-            elif intent.op == "experiment":
-                self.edit_experiment(item)
-            elif intent.op == "history":
-                self.show_todo_history(item)
+            yield todos
         except (SessionError, ValueError, KeyError) as exc:
-            self._fail(exc)
-        # show the change now (the render loop would anyway, one frame later)
-        self.query_one("#todo").show(t.items)
+            self.fail(exc)
+        self.query_one("#todo").show(todos.items)
+
+    def add(self, text: str) -> None:
+        """Add an item with ``text`` and put the cursor on it."""
+        with self._edit() as todos:
+            added = todos.add(text)
+            self.query_one("#todo").show(todos.items)
+            self.query_one("#todo-list").select_key(added.id)
+
+    def save(self, item: TodoItem, text: str) -> None:
+        with self._edit() as todos:
+            todos.update(item, content=text)
+
+    def cycle(self, item: TodoItem) -> None:
+        with self._edit() as todos:
+            _, warning = todos.cycle(item)
+            if warning:
+                self.notify(warning, severity="warning")
+
+    def cancel(self, item: TodoItem) -> None:
+        with self._edit() as todos:
+            todos.cancel(item)
+
+    def prioritize(self, item: TodoItem, up: bool) -> None:
+        with self._edit() as todos:
+            todos.bump_priority(item, up=up)
+
+    def move(self, item: TodoItem, delta: int) -> None:
+        with self._edit() as todos:
+            todos.move(item, delta)
+
+    def delete(self, item: TodoItem) -> None:
+        with self._edit() as todos:
+            todos.delete(item)
+            self.notify("deleted — u to undo", timeout=3)
+
+    def undo(self) -> None:
+        with self._edit() as todos:
+            if todos.undo_delete() is None:
+                self.notify("nothing to undo", severity="warning")
 
     # ---------------------------------------------------------- experiments
     def run_experiments(self, items: list[TodoItem] | None) -> None:
@@ -70,7 +83,7 @@ class TodoIntents(IntentBase):
         try:
             ids = runner.queue_pending() if items is None else runner.enqueue(items)
         except SessionError as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         if not ids:
             self.notify("already queued", severity="warning")
@@ -79,7 +92,7 @@ class TodoIntents(IntentBase):
         else:
             self.notify(f"running the experiment of {', '.join(f'#{i}' for i in ids)} (S stops)")
 
-    def action_stop_experiments(self) -> None:
+    def stop_runs(self) -> None:
         if self.session.todo_runs.stop():
             self.notify("experiments stopped: the queue is empty; a restart in flight finishes on its own")
         else:
@@ -103,11 +116,11 @@ class TodoIntents(IntentBase):
             try:
                 s.todos.set_experiment(latest, result["experiment"])
             except (SessionError, ValueError) as exc:
-                self._fail(exc)
+                self.fail(exc)
                 return
             self.notify("experiment saved — x runs it" if result["experiment"] else "experiment removed")
 
-        self.push_screen(ExperimentScreen(item, s.config, argv_of, self._selected_server()), done)
+        self.push_screen(ExperimentScreen(item, s.config, argv_of, self.selected_server()), done)
 
     # ---------------------------------------------------------- history
     def show_todo_history(self, item: TodoItem) -> None:
@@ -143,7 +156,7 @@ class TodoIntents(IntentBase):
             try:
                 self.session.todos.ack_conflict(item)
             except SessionError as exc:
-                self._fail(exc)
+                self.fail(exc)
 
     # ---------------------------------------------------------- following
     def follow_prompt(self) -> None:
@@ -156,7 +169,7 @@ class TodoIntents(IntentBase):
                     self.session.todo_follow.follow(text.strip())
                     self.notify(f"following {text.strip()} (for this session; [todo] follow in optui.toml keeps it)")
                 except SessionError as exc:
-                    self._fail(exc)
+                    self.fail(exc)
 
         self.push_screen(TextPrompt("Follow an agent's todo list (claude:FILE | opencode:DB#SESSION | todowrite:FILE | FILE):",
                                     placeholder="claude:~/.claude/todos/SESSION.json"), entered)
@@ -172,11 +185,11 @@ class TodoIntents(IntentBase):
 
         items = self.session.todos.items
         path = Path(self.session.state_dir) / ("todo.md" if fmt == "markdown" else "todo.json")
-        text = to_markdown(items, f"Todo — {self._campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
+        text = to_markdown(items, f"Todo — {self.app.campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
         try:
             write_atomic(path, text)  # 0600, never half a file, a symlink at the path replaced (not followed)
         except OSError as exc:
-            self._fail(exc)
+            self.fail(exc)
             return
         self.notify(f"wrote {len(items)} items to {path}")
 
@@ -184,12 +197,13 @@ class TodoIntents(IntentBase):
 def todo_commands(app) -> Iterator[SystemCommand]:
     """Palette entries of the todo domain."""
     s = app.session
+    todo = app.todo_actions
     if not s.read_only:
-        yield SystemCommand("Follow an agent's todo list", "claude / opencode / todowrite list, live and read-only", app.follow_prompt)
+        yield SystemCommand("Follow an agent's todo list", "claude / opencode / todowrite list, live and read-only", todo.follow_prompt)
         for key in list(s.todo_follow.statuses):
-            yield SystemCommand(f"Stop following {key}", "its items stay in the list", partial(app.unfollow, key))
+            yield SystemCommand(f"Stop following {key}", "its items stay in the list", partial(todo.unfollow, key))
         yield SystemCommand("Run all pending experiments", "restart → ready → bench → compare, one item after another",
-                            partial(app.run_experiments, None))
-        yield SystemCommand("Stop experiments", "empty the queue, abort the running benchmark", app.action_stop_experiments)
-    yield SystemCommand("Export todo list as Markdown", "writes todo.md beside the journal", partial(app.export_todos, "markdown"))
-    yield SystemCommand("Export todo list as todowrite JSON", "writes todo.json beside the journal", partial(app.export_todos, "todowrite"))
+                            partial(todo.run_experiments, None))
+        yield SystemCommand("Stop experiments", "empty the queue, abort the running benchmark", todo.stop_runs)
+    yield SystemCommand("Export todo list as Markdown", "writes todo.md beside the journal", partial(todo.export_todos, "markdown"))
+    yield SystemCommand("Export todo list as todowrite JSON", "writes todo.json beside the journal", partial(todo.export_todos, "todowrite"))

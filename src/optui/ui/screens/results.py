@@ -4,7 +4,7 @@ output throughput and TTFT against concurrency for the selected row's workload.
 
 Keys: ``B`` pin the selected row as baseline, ``escape``/``q`` close. The screen renders
 what ``session.benches.rows()`` returns (refreshed twice a second) and posts
-:class:`~optui.ui.widgets.bench_panel.BenchAction` for the pin, like the bench panel.
+:class:`~optui.ui.widgets.bench_panel.BenchPanel.Pin` for the pin, like the bench panel.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from optui.core.bench.chart import Chart, bar_chart
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
 from optui.core.bench.result import requests_text
 from optui.ui.colors import style
-from optui.ui.widgets.bench_panel import BenchAction, delta_cell, spread_cell
+from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.meters import fmt_value
 
 _FIXED = (("id", "#", 5), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
@@ -180,7 +180,7 @@ class ResultsScreen(Screen[None]):
     def action_pin(self) -> None:
         row = self.selected()
         if row is not None:
-            self.post_message(BenchAction("pin", row))
+            self.post_message(BenchPanel.Pin(row))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -10,13 +10,14 @@ Keys (anywhere in the panel): ``x`` / ``ctrl+c`` abort the run (ctrl+c never qui
 app here), ``s`` sweep, ``R`` repeat, ``B`` pin the selected row as baseline, ``v`` the
 results view. Its number key focuses the results table once there are results (arrows
 select the row ``B`` pins; Tab moves on to the output log), else the log. The panel posts
-:class:`BenchAction`; the app carries it out.
+its nested messages (``BenchPanel.Abort``, ``BenchPanel.Pin``...); the app carries them out.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -62,16 +63,6 @@ COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the res
 )
 #: Rows the panel shows (newest last); the results view (``v``) shows all.
 PANEL_ROWS = BENCH_ROWS_SHOWN
-
-
-class BenchAction(Message):
-    """The operator asked for ``op`` ("abort", "sweep", "repeat", "pin", "results");
-    ``row`` is the selected results row for "pin" (None when there is none)."""
-
-    def __init__(self, op: str, row: Row | None = None) -> None:
-        super().__init__()
-        self.op = op
-        self.row = row
 
 
 def delta_pct(value: float | None, base: float | None) -> float | None:
@@ -129,13 +120,31 @@ class BenchPanel(Vertical):
     """Progress + results + output log of the current benchmark run."""
 
     BINDINGS = [
-        Binding("x", "bench('abort')", "Abort", id="bench.panel_abort"),
-        Binding("ctrl+c", "bench('abort')", "Abort", show=False, id="bench.panel_abort_ctrl_c"),
-        Binding("s", "bench('sweep')", "Sweep", id="bench.sweep"),
-        Binding("R", "bench('repeat')", "Repeat", id="bench.repeat"),
-        Binding("B", "bench('pin')", "Pin baseline", id="bench.pin"),
-        Binding("v", "bench('results')", "Results", id="bench.results"),
+        Binding("x", "abort", "Abort", id="bench.panel_abort"),
+        Binding("ctrl+c", "abort", "Abort", show=False, id="bench.panel_abort_ctrl_c"),
+        Binding("s", "sweep", "Sweep", id="bench.sweep"),
+        Binding("R", "repeat", "Repeat", id="bench.repeat"),
+        Binding("B", "pin", "Pin baseline", id="bench.pin"),
+        Binding("v", "results", "Results", id="bench.results"),
     ]
+
+    class Abort(Message):
+        """Abort the running benchmark."""
+
+    class Sweep(Message):
+        """Choose a preset and sweep it."""
+
+    class Repeat(Message):
+        """Choose a preset and repeat it."""
+
+    @dataclass
+    class Pin(Message):
+        """Pin results row ``row`` as its workload's baseline (None: there is no row)."""
+
+        row: Row | None
+
+    class Results(Message):
+        """Open the results view."""
 
     def __init__(self, *, max_lines: int = 10_000, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -162,12 +171,24 @@ class BenchPanel(Vertical):
             table.add_column(label, key=key, width=width)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "bench" and parameters == ("abort",) and not self.running:  # only while a benchmark runs
+        if action == "abort" and not self.running:  # only while a benchmark runs
             return False
         return allowed(self.app, action, parameters)
 
-    def action_bench(self, op: str) -> None:
-        self.post_message(BenchAction(op, self.selected_row() if op == "pin" else None))
+    def action_abort(self) -> None:
+        self.post_message(self.Abort())
+
+    def action_sweep(self) -> None:
+        self.post_message(self.Sweep())
+
+    def action_repeat(self) -> None:
+        self.post_message(self.Repeat())
+
+    def action_pin(self) -> None:
+        self.post_message(self.Pin(self.selected_row()))
+
+    def action_results(self) -> None:
+        self.post_message(self.Results())
 
     @property
     def running(self) -> bool:

@@ -1,9 +1,9 @@
 """The journal panel: every transition of the session, newest first, with filters.
 
-Keys (when focused): Enter opens the event's details (:class:`EventChosen`); ``/`` filters
+Keys (when focused): Enter opens the event's details (``JournalPanel.Opened``); ``/`` filters
 by text, ``t`` cycles the type filter (:data:`~optui.core.events.TYPE_GROUPS`), ``s``
 cycles the server filter, ``e`` shows only the experiment of the selected event (again:
-off), ``c`` clears every filter. A filter change posts :class:`JournalFilterChanged`; the
+off), ``c`` clears every filter. A filter change posts ``JournalPanel.FilterChanged``; the
 app then queries the journal (the filter reaches past the events kept in memory) and
 calls :meth:`JournalPanel.show` with the result.
 """
@@ -11,7 +11,7 @@ calls :meth:`JournalPanel.show` with the result.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual.binding import Binding
@@ -39,24 +39,20 @@ HIDDEN_BY_DEFAULT = frozenset({ev.SERVER_PHASE, ev.SESSION_STARTED, ev.SESSION_E
 _TYPE_CYCLE = (None, *ev.TYPE_GROUPS)
 
 
-class EventChosen(Message):
-    """The operator opened ``event``."""
-
-    def __init__(self, event: Event) -> None:
-        super().__init__()
-        self.event = event
-
-
-class JournalFilterChanged(Message):
-    """The panel's filter changed to ``filter`` (the app re-queries the journal)."""
-
-    def __init__(self, flt: EventFilter) -> None:
-        super().__init__()
-        self.filter = flt
-
-
 class JournalPanel(CursorList):
     """Renders events (newest first); ``show`` takes them oldest first."""
+
+    @dataclass
+    class Opened(Message):
+        """The operator opened ``event``."""
+
+        event: Event
+
+    @dataclass
+    class FilterChanged(Message):
+        """The panel's filter changed to ``filter`` (the app searches the journal)."""
+
+        filter: EventFilter
 
     BINDINGS = [
         Binding("enter", "open", "Details", id="journal.open"),
@@ -127,13 +123,13 @@ class JournalPanel(CursorList):
     def action_open(self) -> None:
         event = self.selected_event()
         if event is not None:
-            self.post_message(EventChosen(event))
+            self.post_message(self.Opened(event))
 
     def set_filter(self, flt: EventFilter) -> None:
         """Replace the filter and tell the app (which re-queries and calls :meth:`show`)."""
         self.filter = flt
         self.cursor = 0
-        self.post_message(JournalFilterChanged(flt))
+        self.post_message(self.FilterChanged(flt))
 
     def action_filter_text(self) -> None:
         from optui.ui.screens.text_prompt import TextPrompt

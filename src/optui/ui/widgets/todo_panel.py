@@ -5,7 +5,8 @@ Keys (on the list): ``a`` add, ``e``/Enter edit, space cycle status, ``c`` cance
 ``h`` show/hide completed, ``E`` attach/edit an experiment, ``x`` run the item's
 experiment (queued when one runs), ``X`` queue every pending item with an experiment,
 ``i`` the item's history (acknowledges a ⚠ conflict). The panel only renders items and
-posts :class:`TodoIntent` messages; the app carries them out through the session.
+posts :class:`TodoPanel`'s nested messages (``TodoPanel.Add``...); the app carries them
+out through the session.
 
 Badges before the text: ``⚠`` a concurrent edit was flagged, ``!blocked`` an unknown
 agent status (shown as pending), ``A+``/``A~``/``A-`` the followed agent added / changed /
@@ -15,6 +16,8 @@ Claude Code task waits for (its ``blockedBy``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on
@@ -36,51 +39,155 @@ STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "canc
 PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
 
 
-class TodoIntent(Message):
-    """The operator asked for ``op`` on ``item`` (None for add/undo); ``text`` for
-    add/edit."""
-
-    def __init__(self, op: str, item: TodoItem | None = None, text: str | None = None) -> None:
-        super().__init__()
-        self.op = op
-        self.item = item
-        self.text = text
-
-
 class TodoList(CursorList):
-    """The list part of the todo panel (bindings live here so they need focus)."""
+    """The list part of the todo panel (bindings live here so they need focus); its keys
+    call the panel's verbs."""
 
     BINDINGS = [
-        Binding("a", "intent('add')", "Add", id="todo.add"),
-        Binding("e,enter", "intent('edit')", "Edit", id="todo.edit"),
-        Binding("space", "intent('cycle')", "Status", id="todo.cycle"),
-        Binding("c", "intent('cancel')", "Cancel item", show=False, id="todo.cancel"),
-        Binding("plus,equals_sign", "intent('priority_up')", "Prio +", show=False, id="todo.priority_up"),
-        Binding("minus", "intent('priority_down')", "Prio -", show=False, id="todo.priority_down"),
-        Binding("K", "intent('move_up')", "Move up", show=False, id="todo.move_up"),
-        Binding("J", "intent('move_down')", "Move down", show=False, id="todo.move_down"),
-        Binding("d,delete", "intent('delete')", "Delete", id="todo.delete"),
-        Binding("u", "intent('undo')", "Undo", show=False, id="todo.undo"),
-        Binding("slash", "intent('filter')", "Filter", show=False, id="todo.filter"),
-        Binding("h", "intent('toggle_done')", "Hide done", show=False, id="todo.toggle_done"),
-        Binding("x", "intent('run')", "Run experiment", id="todo.run"),
-        Binding("X", "intent('queue_all')", "Run all", show=False, id="todo.queue_all"),
-        Binding("E", "intent('experiment')", "Experiment", show=False, id="todo.experiment"),
-        Binding("i", "intent('history')", "History", show=False, id="todo.history"),
+        Binding("a", "add", "Add", id="todo.add"),
+        Binding("e,enter", "edit", "Edit", id="todo.edit"),
+        Binding("space", "cycle", "Status", id="todo.cycle"),
+        Binding("c", "cancel_item", "Cancel item", show=False, id="todo.cancel"),
+        Binding("plus,equals_sign", "priority(True)", "Prio +", show=False, id="todo.priority_up"),
+        Binding("minus", "priority(False)", "Prio -", show=False, id="todo.priority_down"),
+        Binding("K", "move(-1)", "Move up", show=False, id="todo.move_up"),
+        Binding("J", "move(1)", "Move down", show=False, id="todo.move_down"),
+        Binding("d,delete", "delete", "Delete", id="todo.delete"),
+        Binding("u", "undo", "Undo", show=False, id="todo.undo"),
+        Binding("slash", "filter", "Filter", show=False, id="todo.filter"),
+        Binding("h", "toggle_done", "Hide done", show=False, id="todo.toggle_done"),
+        Binding("x", "run_experiment", "Run experiment", id="todo.run"),
+        Binding("X", "queue_all", "Run all", show=False, id="todo.queue_all"),
+        Binding("E", "experiment", "Experiment", show=False, id="todo.experiment"),
+        Binding("i", "history", "History", show=False, id="todo.history"),
     ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return allowed(self.app, action, parameters)
 
-    def action_intent(self, op: str) -> None:
-        panel = self.parent
-        if isinstance(panel, TodoPanel):
-            panel.handle(op)
+    @property
+    def panel(self) -> TodoPanel:
+        """The todo panel this list belongs to."""
+        return self.query_ancestor(TodoPanel)
+
+    def action_add(self) -> None:
+        self.panel.open_input("add", "", "new todo — Enter adds, Esc cancels")
+
+    def action_edit(self) -> None:
+        self.panel.edit_current()
+
+    def action_filter(self) -> None:
+        self.panel.open_input("filter", self.panel.filter_text, "filter — type to filter, Enter keeps, Esc clears")
+
+    def action_toggle_done(self) -> None:
+        self.panel.toggle_done()
+
+    def action_undo(self) -> None:
+        self.post_message(TodoPanel.Undo())
+
+    def action_queue_all(self) -> None:
+        self.post_message(TodoPanel.QueueAll())
+
+    def action_cycle(self) -> None:
+        self.panel.post_for_current(TodoPanel.Cycle)
+
+    def action_cancel_item(self) -> None:
+        self.panel.post_for_current(TodoPanel.Cancel)
+
+    def action_priority(self, up: bool) -> None:
+        self.panel.post_for_current(TodoPanel.Prioritize, up=up)
+
+    def action_move(self, delta: int) -> None:
+        self.panel.post_for_current(TodoPanel.Move, delta=delta)
+
+    def action_delete(self) -> None:
+        self.panel.post_for_current(TodoPanel.Delete)
+
+    def action_run_experiment(self) -> None:
+        self.panel.post_for_current(TodoPanel.Run)
+
+    def action_experiment(self) -> None:
+        self.panel.post_for_current(TodoPanel.EditExperiment)
+
+    def action_history(self) -> None:
+        self.panel.post_for_current(TodoPanel.History)
 
 
 class TodoPanel(Vertical):
-    """List + inline input (add, edit, filter)."""
+    """List + inline input (add, edit, filter). The panel renders the items it is given
+    and posts what the operator asked for as the nested messages below (the app carries
+    them out through the session)."""
 
+    @dataclass
+    class Add(Message):
+        """Add an item with ``text``."""
+
+        text: str
+
+    @dataclass
+    class Save(Message):
+        """Set ``item``'s content to ``text``."""
+
+        item: TodoItem
+        text: str
+
+    @dataclass
+    class Cycle(Message):
+        """Move ``item`` to its next status."""
+
+        item: TodoItem
+
+    @dataclass
+    class Cancel(Message):
+        """Cancel ``item``."""
+
+        item: TodoItem
+
+    @dataclass
+    class Prioritize(Message):
+        """Raise (``up``) or lower ``item``'s priority."""
+
+        item: TodoItem
+        up: bool
+
+    @dataclass
+    class Move(Message):
+        """Move ``item`` ``delta`` places (-1 up, 1 down)."""
+
+        item: TodoItem
+        delta: int
+
+    @dataclass
+    class Delete(Message):
+        """Delete ``item`` (u undoes)."""
+
+        item: TodoItem
+
+    @dataclass
+    class Undo(Message):
+        """Bring back the last deleted item."""
+
+    @dataclass
+    class Run(Message):
+        """Run ``item``'s experiment (queued when one runs)."""
+
+        item: TodoItem
+
+    @dataclass
+    class QueueAll(Message):
+        """Queue every pending item's experiment."""
+
+    @dataclass
+    class EditExperiment(Message):
+        """Attach or edit ``item``'s experiment."""
+
+        item: TodoItem
+
+    @dataclass
+    class History(Message):
+        """Show ``item``'s history."""
+
+        item: TodoItem
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -234,26 +341,27 @@ class TodoPanel(Vertical):
             return (f"⚗ {status}", "warning")
         return ("⚗", "accent")
 
-    # ---------------------------------------------------------- intents
-    def handle(self, op: str) -> None:
-        """Dispatch a key intent from the list."""
+    # ---------------------------------------------------------- verbs
+    def post_for_current(self, message: type[Message], **fields) -> None:
+        """Post ``message(item, **fields)`` for the item under the cursor (none: nothing)."""
         item = self.current
-        if op == "add":
-            self._open("add", "", "new todo — Enter adds, Esc cancels")
-        elif op == "edit" and item is not None:
-            self._editing = item
-            self._open("edit", item.content, "edit — Enter saves, Esc cancels")
-        elif op == "filter":
-            self._open("filter", self.filter_text, "filter — type to filter, Enter keeps, Esc clears")
-        elif op == "toggle_done":
-            self.hide_done = not self.hide_done
-            self._render_rows()
-        elif op == "undo":
-            self.post_message(TodoIntent("undo"))
-        elif item is not None:
-            self.post_message(TodoIntent(op, item))
+        if item is not None:
+            self.post_message(message(item, **fields))
 
-    def _open(self, mode: str, value: str, placeholder: str) -> None:
+    def edit_current(self) -> None:
+        """Open the inline input on the item under the cursor."""
+        item = self.current
+        if item is not None:
+            self._editing = item
+            self.open_input("edit", item.content, "edit — Enter saves, Esc cancels")
+
+    def toggle_done(self) -> None:
+        """Show or hide completed and cancelled items."""
+        self.hide_done = not self.hide_done
+        self._render_rows()
+
+    def open_input(self, mode: str, value: str, placeholder: str) -> None:
+        """Open the inline input for ``mode`` (add | edit | filter) holding ``value``."""
         self._mode = mode
         field = self.query_one(Input)
         field.placeholder = placeholder
@@ -272,9 +380,9 @@ class TodoPanel(Vertical):
         event.stop()
         text = event.value.strip()
         if self._mode == "add" and text:
-            self.post_message(TodoIntent("add", None, text))
+            self.post_message(self.Add(text))
         elif self._mode == "edit" and text and self._editing is not None and text != self._editing.content:
-            self.post_message(TodoIntent("save", self._editing, text))
+            self.post_message(self.Save(self._editing, text))
         self._close()
 
     @on(Input.Changed, "#todo-input")

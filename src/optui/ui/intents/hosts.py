@@ -1,13 +1,13 @@
-"""Rack actions: trust an unknown SSH host key (shown by fingerprint, confirmed first),
+"""SSH host actions: trust an unknown SSH host key (shown by fingerprint, confirmed first),
 reconnect a host now."""
 
 from __future__ import annotations
 
-from optui.ui.intents.base import IntentBase
+from optui.ui.intents.base import Actions
 
 
-class RackIntents(IntentBase):
-    """Rack actions (palette only: they are rare and deliberate)."""
+class HostActions(Actions):
+    """SSH host actions (palette only: they are rare and deliberate)."""
 
     def untrusted_hosts(self) -> list[str]:
         """Hosts refused because their (unknown, not changed) key is not trusted yet."""
@@ -36,7 +36,7 @@ class RackIntents(IntentBase):
                     ssh.trust_host_key()
                     self.notify(f"{host}: key trusted, connecting…")
                 except SshError as exc:
-                    self._fail(exc)
+                    self.fail(exc)
 
         self.push_screen(ConfirmScreen(f"Trust the host key of {host}?", body, "Trust"), confirmed)
 
