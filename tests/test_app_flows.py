@@ -28,6 +28,14 @@ def make_app(directory, port=None, speed=TEST_SPEED, prompts=None) -> OptuiApp:
 
 
 
+async def edit(pilot, app, text: str) -> None:
+    """Put ``text`` into the flag editor's input and press Enter: the state typing it reaches
+    (test_restart_with_new_flag_via_keys types it; each key costs a frame)."""
+    await wait_for(pilot, lambda: app.screen.query_one("#flags-input"), what="the flag editor")
+    app.screen.query_one("#flags-input").value = text
+    await pilot.press("enter")
+
+
 def event_types(session, target="demo"):
     return [e.type for e in session.journal.events(target=target)]
 
@@ -63,7 +71,8 @@ async def test_a_cancelled_review_returns_to_the_flag_editor_with_the_edit_kept(
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
         argv_before = tuple(rt.status.argv)
-        await pilot.press("2", "r", *"--max-running-requests 16", "enter")
+        await pilot.press("2", "r")
+        await edit(pilot, app, "--max-running-requests 16")
         for cancel in ("escape", "n"):
             await pilot.press("ctrl+s")
             assert type(app.screen).__name__ == "ConfirmScreen"
@@ -84,7 +93,9 @@ async def test_bad_flag_shows_crash_class_and_rollback(tmp_path):
     rt = session.servers["demo"]
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
-        await pilot.press("2", "r", *"--no-such-flag 1", "enter", "ctrl+s", "y")
+        await pilot.press("2", "r")
+        await edit(pilot, app, "--no-such-flag 1")
+        await pilot.press("ctrl+s", "y")
         await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "crashed", timeout=30)
         assert str(rt.status.crash_class) == "bad_flag"
         assert any("unrecognized arguments" in line for line in rt.status.crash_lines)
