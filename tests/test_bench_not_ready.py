@@ -70,3 +70,23 @@ def test_cli_bench_run_refuses_a_server_that_is_not_ready_unless_forced(tmp_path
     assert data["runs"] and data["runs"][0]["status"] == "failed"  # nothing answers: the run fails, it is not refused
     started = stored_events(tmp_path / ".optui" / "optui.db", types=["bench.started"])[-1].data
     assert started["server_state"] == "down"
+
+
+@pytest.mark.timeout(30)
+async def test_without_wait_a_down_server_is_refused_after_its_first_probe_not_a_grace_period(tmp_path):
+    # `bench run` without --wait waited a fixed 3 s on a server its first probe had found down
+    # (and operators with it); now it settles on the first probe unless the server is on its
+    # way to ready. A 600 s grace here would hit the test's timeout on the old code.
+    from optui.cli.bench_run_cmd import _wait_ready
+    from optui.config import load_config
+    from optui.session import Session
+
+    cfg = write_demo_config(tmp_path, port=free_port(), speed=20.0)  # its server is never started
+    session = Session(load_config(cfg), actor="test", autostart=False)
+    await session.start()
+    try:
+        rt = session.server("demo")
+        assert await _wait_ready(rt, 600.0, settle=True) == "down"
+        assert rt.polled.is_set()
+    finally:
+        await session.close()

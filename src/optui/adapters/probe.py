@@ -54,7 +54,9 @@ class ProbesPaused(httpx.TransportError):
 
 
 class ServerProbe:
-    """Probes for one server at ``base_url`` (e.g. ``http://127.0.0.1:30000``)."""
+    """Probes for one server at ``base_url`` (e.g. ``http://127.0.0.1:30000``): ``/health``
+    waits up to ``health_timeout_s`` seconds, every other request up to 5 s (or
+    ``health_timeout_s`` when shorter)."""
 
     def __init__(self, base_url: str, *, api_key_env: str | None = None, health_timeout_s: float = 25.0) -> None:
         self.base_url = base_url.rstrip("/")
@@ -66,7 +68,10 @@ class ServerProbe:
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             headers=headers,
-            timeout=httpx.Timeout(5.0, connect=2.0),
+            # the other probes wait at most 5 s, or the health timeout when the operator set a
+            # shorter one: a stopped (SIGSTOP) server's /metrics held each poll 5 s, so a
+            # `health_timeout_s = 0.5` server showed DEGRADED ~6 s and HUNG ~12 s late
+            timeout=httpx.Timeout(min(5.0, health_timeout_s), connect=min(2.0, health_timeout_s)),
             limits=httpx.Limits(max_connections=4, max_keepalive_connections=2),
             trust_env=False,
         )

@@ -20,6 +20,7 @@ import time
 
 import click
 
+from optui.adapters.aio import wait_set
 from optui.cli.bench import bench
 from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, fail, load_config_or_exit
 
@@ -63,7 +64,7 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
         await session.start()
         try:
             rt = session.server(server)
-            state = await _wait_ready(rt, timeout_s if wait else 3.0)
+            state = await _wait_ready(rt, timeout_s) if wait else await _wait_ready(rt, 3.0, settle=True)
             why = f" ({rt.status.message})" if rt.status.message and state != READY else ""
             if state != READY and not force:
                 hint = (" (--force benchmarks it anyway)" if wait else
@@ -105,11 +106,18 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
     sys.exit(0 if ok else 1)
 
 
-async def _wait_ready(rt, timeout_s: float) -> str:
-    """Poll the runtime's state until READY or ``timeout_s``; the last state."""
+async def _wait_ready(rt, timeout_s: float, *, settle: bool = False) -> str:
+    """Poll the runtime's state until READY or ``timeout_s``; the last state. ``settle``
+    (no ``--wait``): once the first health probe is classified, give up at once unless the
+    server is READY or on its way there (starting, warming): a down or crashed server is
+    refused in one probe, not after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
+    if settle:
+        await wait_set(rt.polled, max(0.0, deadline - time.monotonic()))
     while time.monotonic() < deadline:
         if rt.status.state.value == READY and rt.status.busy is None:
+            break
+        if settle and rt.polled.is_set() and not rt.status.state.is_transitional and rt.status.busy is None:
             break
         await asyncio.sleep(0.1)
     return rt.status.state.value if rt.status.busy is None else str(rt.status.busy)

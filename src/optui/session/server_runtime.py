@@ -118,6 +118,7 @@ class ServerRuntime:
         self._generated = False  # the 1-token probe of this start passed
         self._wake = asyncio.Event()
         self.attached = asyncio.Event()  # set once run() has tried to re-attach
+        self.polled = asyncio.Event()  # set once the first health probe has been classified
         self._log_ready = asyncio.Event()
         self._start_mono = time.monotonic()
         #: what other optui processes did to the server
@@ -192,6 +193,7 @@ class ServerRuntime:
         try:
             while True:
                 await self._poll_once()
+                self.polled.set()
                 busy = self.status.state.is_transitional or self._starting
                 interval = min(0.5, self.cfg.poll_interval_s) if busy else self.cfg.poll_interval_s
                 self._wake.clear()
