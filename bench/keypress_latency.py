@@ -157,6 +157,8 @@ def main() -> int:
             time.sleep(1.0)
             if args.rate > 0:
                 proc.send(b"b")
+                if proc.wait_for(b"Run anyway", 5) is not None:  # its server is not READY (issue 16 asks first)
+                    proc.send(b"y")
                 if proc.wait_for(b"[bench] request ", 20) is None:
                     raise SystemExit("the benchmark output did not appear within 20 s")
                 time.sleep(1.0)
