@@ -14,6 +14,10 @@ import asyncio
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
+    from collections.abc import Awaitable, Callable
+
+    from optui.adapters.journal_thread import ExperimentsUpdate
+    from optui.core.bench.compare import Row
     from optui.core.events import Event, EventFilter
     from optui.session import Session
     from optui.session.state import SessionState
@@ -45,6 +49,11 @@ class SessionClient:
         or the journal cannot be written)."""
         return self._session.read_only
 
+    def result_rows(self) -> list[Row]:
+        """Every stored result group's comparison row (medians, deltas vs baseline, scaling),
+        oldest first; the same list object until the results change."""
+        return self._session.benches.rows()
+
     # ------------------------------------------------------------ verbs
     def set_paused(self, paused: bool) -> None:
         """Pause (True) or resume GPU polling."""
@@ -63,6 +72,16 @@ class SessionClient:
         if on_journal_thread is not None:
             return await on_journal_thread(flt, since_seq=since_seq, limit=limit)
         return await asyncio.to_thread(self._session.query_events, flt, since_seq=since_seq, limit=limit)
+
+    def experiments_reader(self) -> Callable[[], Awaitable[ExperimentsUpdate]]:
+        """A reader of the journal's experiments for one view: each await reads only what is
+        new, on the journal thread (``Session.experiments_reader``)."""
+        return self._session.experiments_reader()
+
+    async def set_verdict(self, experiment: str, decision: str, reason: str = "") -> None:
+        """Record the operator's verdict on ``experiment``, the journal read and write off
+        the event loop. Raises SessionError for a bad decision or an unknown experiment."""
+        await self._session.set_verdict_async(experiment, decision, reason)
 
     async def last_failure(self, server: str) -> Event | None:
         """The newest ``server.failed`` event of ``server`` (None when it never failed); off

@@ -150,7 +150,7 @@ class BenchActions(Actions):
     def show_results(self) -> None:
         from optui.ui.screens.results import ResultsScreen
 
-        self.push_screen(ResultsScreen())
+        self.push_screen(ResultsScreen(self.client.result_rows))
 
     def writable(self) -> bool:
         """False (and the operator told) in read-only mode: no benchmark, no baseline."""

@@ -148,7 +148,7 @@ class JournalActions(Actions):
             return events[-1].seq if events else 0
 
         # the rows load on the session's journal thread (adapters/journal_thread), only what is new
-        self.push_screen(ExperimentsScreen(self.session.experiments_reader(), self.session.set_verdict_async,
+        self.push_screen(ExperimentsScreen(self.client.experiments_reader(), self.client.set_verdict,
                                            journal_seq, self.show_experiment), chosen)
 
     def show_experiment(self, x) -> None:

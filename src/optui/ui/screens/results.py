@@ -10,6 +10,7 @@ what ``session.benches.rows()`` returns (refreshed twice a second) and posts
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -65,8 +66,11 @@ class ResultsScreen(Screen[None]):
     ResultsScreen #results-chart { height: auto; max-height: 60%; padding: 0 1; border-top: solid $panel; }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, rows: Callable[[], list[Row]]) -> None:
+        """``rows()``: every result group's comparison row, oldest first, the same list
+        until the results change (it is asked twice a second)."""
         super().__init__()
+        self._rows_now = rows
         self._rows: list[Row] | None = None
 
     def compose(self) -> ComposeResult:
@@ -92,7 +96,7 @@ class ResultsScreen(Screen[None]):
         table.focus()
 
     def _refresh(self) -> None:
-        rows = self.app.session.benches.rows()
+        rows = self._rows_now()
         if rows is self._rows:
             return
         table = self.query_one(DataTable)
