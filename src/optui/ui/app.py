@@ -97,7 +97,10 @@ class OptuiApp(App):
         self._freeze_gc = freeze_gc  # see optui.ui.process_setup.freeze_long_lived_objects (the CLI sets it)
         if (session is None) == (loader is None):
             raise ValueError("give a session or a loader")
-        self.session: Session | None = session  # owned here (built, closed); the UI uses self.client
+        # the session is built (by the loader) and handed to the client here, nowhere else: every
+        # other line of the UI goes through self.client (tests/test_ui_boundary.py); this attribute
+        # stays for the tests, which set up state through it
+        self.session: Session | None = session
         self.client: SessionClient | None = SessionClient(session) if session is not None else None
         self._loader = loader
         self.startup_error: str | None = None
@@ -236,16 +239,16 @@ class OptuiApp(App):
                 self.startup_error = str(exc)
                 self.exit(return_code=2)
                 return
-        session = self.session
-        self.client = SessionClient(session)
-        loaded = session.loaded
-        self.campaign = loaded.path.resolve().parent.name if loaded.path else "(no optui.toml)"
-        if session.config.keymap:
-            self.set_keymap(dict(session.config.keymap, **self._user_keymap))
-        self.query_one("#gpus").mem_alert_pct = session.config.mem_alert_pct
-        self._bell = bool(session.config.bell)
+        client = self.client = SessionClient(self.session)
+        path = client.config_path
+        self.campaign = path.resolve().parent.name if path else "(no optui.toml)"
+        config = client.config
+        if config.keymap:
+            self.set_keymap(dict(config.keymap, **self._user_keymap))
+        self.query_one("#gpus").mem_alert_pct = config.mem_alert_pct
+        self._bell = bool(config.bell)
         self.refresh_bindings()
-        await session.start()
+        await client.start()
         await self._render_loop()
 
     async def _render_loop(self) -> None:
@@ -371,7 +374,7 @@ class OptuiApp(App):
     # ---------------------------------------------------------- actions: view
     def get_system_commands(self, screen):
         yield from super().get_system_commands(screen)
-        if self.session is not None:
+        if self.client is not None:
             yield from palette_commands(self)
             yield from todo_commands(self)
 
@@ -409,7 +412,7 @@ class OptuiApp(App):
     def action_command_log(self) -> None:
         from optui.ui.screens.command_log import CommandLogScreen
 
-        self.push_screen(CommandLogScreen(self.session.command_log.records))
+        self.push_screen(CommandLogScreen(self.client.command_log_records()))
 
     def action_pause(self) -> None:
         self.client.set_paused(not self.client.snapshot().paused)
@@ -514,6 +517,6 @@ class OptuiApp(App):
         if self._session_closed:
             return
         self._session_closed = True
-        if self.session is not None:
+        if self.client is not None:
             with contextlib.suppress(Exception):
-                await self.session.close()
+                await self.client.close()

@@ -11,16 +11,27 @@ Textual worker and posts the result back as a message; the screen never waits on
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from optui.session.errors import SessionError  # what a refused verb raises (re-exported for the UI)
+
 if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Mapping
 
     from optui.adapters.journal_thread import ExperimentsUpdate
+    from optui.adapters.ssh import SshHost
+    from optui.config import Config, ServerConfig
     from optui.core.bench.compare import Row
+    from optui.core.bench.sweep import SweepSpec
     from optui.core.events import Event, EventFilter
+    from optui.core.flag_catalog import FlagCatalog
+    from optui.core.server_state import ServerStatus
+    from optui.core.todo import TodoItem
     from optui.session import Session
     from optui.session.state import SessionState
+
+__all__ = ["SessionClient", "SessionError"]
 
 
 class SessionClient:
@@ -54,6 +65,29 @@ class SessionClient:
         oldest first; the same list object until the results change."""
         return self._session.benches.rows()
 
+    @property
+    def config(self) -> Config:
+        """The campaign's validated configuration (servers, benchmarks, todo, keymap...)."""
+        return self._session.config
+
+    @property
+    def config_path(self) -> Path | None:
+        """The campaign's ``optui.toml`` (None: run without one)."""
+        return self._session.loaded.path
+
+    def command_log_records(self):
+        """The commands optui ran (the command log screen's rows; a live sequence)."""
+        return self._session.command_log.records
+
+    # ------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Start the session's work (GPU polling, probes, journal watch, autostart)."""
+        await self._session.start()
+
+    async def close(self) -> None:
+        """Stop the session's work (benchmarks; demo servers) and close the journal."""
+        await self._session.close()
+
     # ------------------------------------------------------------ verbs
     def set_paused(self, paused: bool) -> None:
         """Pause (True) or resume GPU polling."""
@@ -62,6 +96,221 @@ class SessionClient:
     def refresh_now(self) -> None:
         """Read every GPU source now (ctrl+l)."""
         self._session.refresh_now()
+
+    # ------------------------------------------------------------ servers
+    def server_names(self) -> list[str]:
+        """The configured servers' names, in config order."""
+        return list(self._session.servers)
+
+    def server_config(self, name: str) -> ServerConfig:
+        """Server ``name``'s configuration (host, control, url, argv, presets); SessionError
+        when unknown."""
+        return self._session.server(name).cfg
+
+    def server_status(self, name: str) -> ServerStatus:
+        """Server ``name``'s status now (state, argv, last good argv, crash class and lines);
+        SessionError when unknown."""
+        return self._session.server(name).status
+
+    def restart_base(self, name: str) -> tuple[tuple[str, ...], str]:
+        """The argv a restart of ``name`` edits and where it came from (``"current"``, or
+        ``"last good"`` when the server is down): the CLI's base too."""
+        return self._session.restart_base(name)
+
+    def restart_preview(self, name: str, argv: list[str]) -> str:
+        """Exactly what restarting ``name`` with ``argv`` would run (its controller's words)."""
+        return self._session.server(name).controller.preview(argv)
+
+    def cached_catalog(self, name: str) -> FlagCatalog | None:
+        """The flag catalogue of ``name``'s program when already learned (None: not yet)."""
+        return self._session.server(name).cached_catalog()
+
+    async def learn_catalog(self, name: str, *, refresh: bool = False) -> tuple[FlagCatalog | None, str | None]:
+        """Learn (or, ``refresh``, relearn) the flag catalogue of ``name``'s program from its
+        ``--help`` (slow: a subprocess, maybe over SSH). Returns ``(catalog, None)``, or
+        ``(None, why)`` when it cannot be learned (the CatalogError's message)."""
+        from optui.session.flag_catalogs import CatalogError
+
+        try:
+            return await self._session.server(name).learn_catalog(refresh=refresh), None
+        except CatalogError as exc:
+            return None, str(exc)
+
+    def server_log(self, name: str) -> tuple[list[str], str]:
+        """``name``'s recent log lines (oldest first) and where its full log is (a path, the
+        systemd unit's journal, or ``"not started"``)."""
+        rt = self._session.server(name)
+        launch = rt.controller.launch
+        where = (launch.log_path or f"journal of {getattr(rt.controller, 'unit', '?')}") if launch else "not started"
+        return list(rt.log_tail), where
+
+    async def restart_checked(self, name: str, argv: list[str], reason: str):
+        """Restart ``name`` with ``argv`` after every door's checks (flag catalogue before
+        anything stops, rollback policy); waits until it is ready or failed. Returns the
+        session's RestartOutcome (``ok``, ``status``, ``rolled_back``, ``offer``); raises
+        SessionError or FlagError when refused."""
+        return await self._session.restart_checked(name, argv=list(argv), reason=reason)
+
+    async def rollback(self, name: str, *, reason: str = "operator") -> ServerStatus:
+        """Restart ``name`` with its last good flags; waits; its status after. SessionError
+        when refused (no last good flags, read-only, busy)."""
+        return await self._session.rollback(name, reason=reason)
+
+    async def stop_server(self, name: str) -> None:
+        """Stop ``name`` (SIGTERM its process group, then SIGKILL); waits until it is down."""
+        await self._session.stop_server(name)
+
+    # ------------------------------------------------------------ benchmarks
+    def bench_server(self, name: str) -> str:
+        """The server benchmark preset ``name`` runs against; SessionError when unknown."""
+        return self._session.benches.preset(name).server
+
+    @property
+    def bench_running(self) -> bool:
+        """True while a benchmark runs."""
+        return bool(self._session.benches.running)
+
+    def run_bench(self, name: str, *, sweep: SweepSpec | None = None, repeats: int = 1) -> None:
+        """Start benchmark preset ``name`` (a sweep, ``repeats`` runs) in the background;
+        SessionError when refused (read-only, one already running, unknown preset)."""
+        self._session.benches.run(name, sweep=sweep, repeats=repeats)
+
+    def abort_bench(self) -> bool:
+        """Kill the running benchmark's process group; False when none runs."""
+        return self._session.benches.abort()
+
+    def default_sweep(self, name: str) -> SweepSpec:
+        """Preset ``name``'s configured sweep (else the default concurrency list);
+        SessionError when unknown, ValueError when its sweep is malformed."""
+        return self._session.benches.default_sweep(name)
+
+    def pin_baseline(self, result_id: int) -> None:
+        """Pin stored result ``result_id`` as its workload's baseline; SessionError when refused."""
+        self._session.benches.pin_baseline(result_id)
+
+    def baseline_for(self, result):
+        """The pinned (or first) baseline of ``result``'s workload, or None."""
+        return self._session.benches.baseline_for(result)
+
+    # ------------------------------------------------------------ todo list
+    def todo_items(self) -> tuple[TodoItem, ...]:
+        """The todo list now, in its order."""
+        return self._session.todos.items
+
+    def add_todo(self, text: str) -> TodoItem:
+        """Add an item with ``text``; the new item. SessionError / ValueError when refused."""
+        return self._session.todos.add(text)
+
+    def update_todo(self, item: TodoItem, **changes) -> None:
+        """Change ``item``'s fields (``content=``...); SessionError / ValueError / KeyError."""
+        self._session.todos.update(item, **changes)
+
+    def cycle_todo(self, item: TodoItem):
+        """Advance ``item``'s status (pending → in progress → done); ``(item, warning or None)``."""
+        return self._session.todos.cycle(item)
+
+    def cancel_todo(self, item: TodoItem) -> None:
+        """Mark ``item`` cancelled."""
+        self._session.todos.cancel(item)
+
+    def bump_todo_priority(self, item: TodoItem, *, up: bool) -> None:
+        """Raise (``up``) or lower ``item``'s priority one step."""
+        self._session.todos.bump_priority(item, up=up)
+
+    def move_todo(self, item: TodoItem, delta: int) -> None:
+        """Move ``item`` ``delta`` places in the list (negative: up)."""
+        self._session.todos.move(item, delta)
+
+    def delete_todo(self, item: TodoItem) -> None:
+        """Delete ``item`` (:meth:`undo_delete_todo` brings it back)."""
+        self._session.todos.delete(item)
+
+    def undo_delete_todo(self) -> TodoItem | None:
+        """Restore the last deleted item; None when there is nothing to undo."""
+        return self._session.todos.undo_delete()
+
+    def set_todo_experiment(self, item: TodoItem, experiment: dict | None) -> None:
+        """Attach ``experiment`` (the editor's dict) to ``item``, or remove it (None / empty)."""
+        self._session.todos.set_experiment(item, experiment)
+
+    def todo_history(self, item: TodoItem) -> list[Event]:
+        """Every journaled change of ``item``, oldest first."""
+        return self._session.todos.history(item)
+
+    def ack_todo_conflict(self, item: TodoItem) -> None:
+        """Acknowledge ``item``'s flagged concurrent edit (the flag goes, the history stays)."""
+        self._session.todos.ack_conflict(item)
+
+    def queue_experiments(self, items: list[TodoItem] | None) -> list[int]:
+        """Queue ``items``' experiments (None: every pending item that has one); the todo ids
+        newly queued. SessionError when refused."""
+        runner = self._session.todo_runs
+        return runner.queue_pending() if items is None else runner.enqueue(items)
+
+    def experiment_running_for(self) -> int | None:
+        """The todo id whose experiment runs now (None: none)."""
+        current = self._session.todo_runs.current
+        return current.todo_id if current is not None else None
+
+    def experiments_waiting(self) -> int:
+        """How many queued experiments wait behind the running one."""
+        return len(self._session.todo_runs.queue)
+
+    def stop_experiments(self) -> bool:
+        """Empty the experiment queue and abort its benchmark; False when none ran."""
+        return self._session.todo_runs.stop()
+
+    def follow_todo_list(self, spec: str) -> None:
+        """Follow an agent's todo list (``claude:FILE``, ``opencode:DB#SESSION``...) for this
+        session; SessionError for a bad spec."""
+        self._session.todo_follow.follow(spec)
+
+    def followed_todo_lists(self) -> list[str]:
+        """The keys of the lists followed now."""
+        return list(self._session.todo_follow.statuses)
+
+    async def unfollow_todo_list(self, key: str) -> None:
+        """Stop following ``key`` (its items stay in the list)."""
+        await self._session.todo_follow.unfollow(key)
+
+    def write_beside_journal(self, filename: str, text: str) -> Path:
+        """Write ``text`` to ``filename`` in the campaign's state directory (0600, never half
+        a file, a symlink at the path replaced, not followed); the path. OSError."""
+        from optui.session.export import write_atomic
+
+        path = Path(self._session.state_dir) / filename
+        write_atomic(path, text)
+        return path
+
+    # ------------------------------------------------------------ journal
+    def current_experiment(self, server: str | None) -> str | None:
+        """The experiment a note about ``server`` would be linked to (None: none open)."""
+        return self._session.current_experiment(server)
+
+    def add_note(self, text: str, *, server: str | None = None) -> None:
+        """Journal a free-text note, linked to ``server``'s current experiment; SessionError
+        when refused (read-only)."""
+        self._session.add_note(text, server=server)
+
+    def export_report(self, fmt: str = "md") -> Path:
+        """Write the findings report (every experiment) into the campaign directory; its
+        path. OSError / ValueError (unknown ``fmt``)."""
+        from optui.session.export import export
+
+        return export(self._session.journal, self._session.loaded, fmt)
+
+    # ------------------------------------------------------------ SSH hosts
+    def ssh_hosts(self) -> Mapping[str, SshHost]:
+        """The SSH hosts by name (read their ``state``, ``host_key``, ``target``, ``error``)."""
+        return self._session.ssh_hosts
+
+    def trust_host_key(self, host: str) -> None:
+        """Append ``host``'s presented key to known_hosts and connect; SshError."""
+        self._session.ssh_hosts[host].trust_host_key()
+
+    def reconnect_host(self, host: str) -> None:
+        """Skip ``host``'s backoff and reconnect now."""
+        self._session.ssh_hosts[host].retry_now()
 
     # ------------------------------------------------------------ slow calls (off the loop)
     async def query_events(self, flt: EventFilter, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
 def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
     """optui's commands for the palette (in addition to Textual's own, e.g. Theme)."""
-    session = app.session
-    config = session.config
-    writable = not session.read_only
+    client = app.client
+    config = client.config
+    writable = not client.read_only
     for name, server in config.servers.items():
         yield SystemCommand(f"Show log of {name}", f"Last lines of {name}'s log", partial(app.server_actions.show_server_log, name))
         if not writable or server.control == "none":
@@ -35,9 +35,9 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
         yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.server_actions.confirm_stop, name))
     yield from bench_palette_commands(app)
     for host in app.host_actions.untrusted_hosts():
-        fp = session.ssh_hosts[host].host_key.fingerprint
+        fp = client.ssh_hosts()[host].host_key.fingerprint
         yield SystemCommand(f"Trust host key of {host}", f"{fp} — shown again before it is written", partial(app.host_actions.confirm_trust, host))
-    for host, ssh in session.ssh_hosts.items():
+    for host, ssh in client.ssh_hosts().items():
         if ssh.state.value != "live":
             yield SystemCommand(f"Reconnect {host} now", f"{ssh.state.value}: {ssh.error or ''}", partial(app.host_actions.reconnect_host, host))
     yield SystemCommand("Add note to the journal", "A free-text note, linked to the current experiment", app.action_note)

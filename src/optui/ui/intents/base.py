@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from optui.session import Session
     from optui.ui.app import OptuiApp
     from optui.ui.client import SessionClient
 
@@ -22,11 +21,6 @@ class Actions:
     def client(self) -> SessionClient:
         """The session's client (snapshot, slow calls off the event loop)."""
         return self.app.client
-
-    @property
-    def session(self) -> Session:
-        """The session, for the verbs the client does not carry yet."""
-        return self.app.session
 
     # the app's services the actions use, by their Textual names
     def notify(self, message: str, **options) -> None:
@@ -44,8 +38,8 @@ class Actions:
     def selected_server(self) -> str | None:
         """The server under the servers panel's cursor (else the first configured one)."""
         key = self.app.query_one("#servers").current_key
-        if key is None and self.session.servers:
-            key = next(iter(self.session.servers))
+        if key is None:
+            key = next(iter(self.client.server_names()), None)
         return key
 
     def fail(self, exc: Exception) -> None:

@@ -8,7 +8,7 @@ from functools import partial
 
 from textual.app import SystemCommand
 
-from optui.session.errors import SessionError
+from optui.ui.client import SessionError
 from optui.ui.colors import focus_now
 from optui.ui.intents.base import Actions
 
@@ -25,12 +25,12 @@ class BenchActions(Actions):
         server, else the operator's choice."""
         from optui.ui.screens.text_prompt import TextPrompt
 
-        names = list(self.session.config.benchmarks)
+        names = list(self.client.config.benchmarks)
         if not names:
             self.notify("no benchmarks configured ([benchmarks.NAME] in optui.toml)", severity="warning")
             return
         server = self.selected_server()
-        preferred = [n for n in names if self.session.config.benchmarks[n].server == server] or names
+        preferred = [n for n in names if self.client.config.benchmarks[n].server == server] or names
         if len(preferred) == 1:
             then(preferred[0])
             return
@@ -54,9 +54,9 @@ class BenchActions(Actions):
 
         try:
             if repeats is None:
-                repeats = 1 if sweep is not None else self.session.config.repeat_of(name)
-            server = self.session.benches.preset(name).server
-            status = self.session.server(server).status
+                repeats = 1 if sweep is not None else self.client.config.repeat_of(name)
+            server = self.client.bench_server(name)
+            status = self.client.server_status(server)
         except SessionError as exc:
             self.fail(exc)
             return
@@ -84,14 +84,14 @@ class BenchActions(Actions):
 
     def _start_bench_now(self, name: str, sweep, repeats: int) -> None:
         try:
-            self.session.benches.run(name, sweep=sweep, repeats=repeats)
+            self.client.run_bench(name, sweep=sweep, repeats=repeats)
         except SessionError as exc:
             self.fail(exc)
             return
         self.app.paint_now()  # the panel shows the run (and offers its abort) before the next frame
 
     def abort(self) -> None:
-        if self.session.benches.abort():
+        if self.client.abort_bench():
             self.notify("benchmark aborted: its process group is being killed")
         else:
             self.notify("no benchmark is running", severity="warning", timeout=3)
@@ -102,7 +102,7 @@ class BenchActions(Actions):
         from optui.ui.screens.text_prompt import TextPrompt
 
         try:
-            default = self.session.benches.default_sweep(name).describe()
+            default = self.client.default_sweep(name).describe()
         except (SessionError, ValueError) as exc:
             self.fail(exc)
             return
@@ -124,8 +124,8 @@ class BenchActions(Actions):
     def start_repeats(self, name: str) -> None:
         """Run preset ``name`` ``repeat`` times (config, default 3) for median and spread."""
         try:
-            self.session.benches.preset(name)  # an unknown name: SessionError
-            repeats = self.session.config.repeat_of(name)
+            self.client.bench_server(name)  # an unknown name: SessionError
+            repeats = self.client.config.repeat_of(name)
         except SessionError as exc:
             self.fail(exc)
             return
@@ -140,7 +140,7 @@ class BenchActions(Actions):
             self.notify("a failed run cannot be a baseline", severity="warning")
             return
         try:
-            self.session.benches.pin_baseline(row.group.ids[-1])
+            self.client.pin_baseline(row.group.ids[-1])
         except SessionError as exc:
             self.fail(exc)
             return
@@ -179,9 +179,9 @@ class BenchActions(Actions):
 
 def bench_palette_commands(app) -> Iterator[SystemCommand]:
     """Palette entries for benchmarks (per preset: run, sweep, repeat; pin; results)."""
-    config = app.session.config
+    config = app.client.config
     actions = app.bench_actions
-    if not app.session.read_only:
+    if not app.client.read_only:
         for name, bench in config.benchmarks.items():
             yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}",
                                 partial(actions.start_bench, name))
@@ -189,7 +189,7 @@ def bench_palette_commands(app) -> Iterator[SystemCommand]:
                                 partial(actions.ask_sweep, name))
             yield SystemCommand(f"Repeat benchmark {name} x{config.repeat_of(name)}", "Median and spread of several runs",
                                 partial(actions.start_repeats, name))
-        if app.session.benches.running:  # the palette is built when it opens
+        if app.client.bench_running:  # the palette is built when it opens
             yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", actions.abort)
         yield SystemCommand("Pin selected result as baseline", "The selected row of the bench results table",
                             lambda: actions.pin_baseline(app.query_one("#bench").selected_row()))

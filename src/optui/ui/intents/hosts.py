@@ -11,14 +11,14 @@ class HostActions(Actions):
 
     def untrusted_hosts(self) -> list[str]:
         """Hosts refused because their (unknown, not changed) key is not trusted yet."""
-        return [name for name, ssh in self.session.ssh_hosts.items()
+        return [name for name, ssh in self.client.ssh_hosts().items()
                 if ssh.state.value == "untrusted" and ssh.host_key is not None and not ssh.host_key.changed]
 
     def confirm_trust(self, host: str) -> None:
         """Show the key's fingerprint; on confirmation append it to known_hosts."""
         from optui.ui.screens.confirm import ConfirmScreen
 
-        ssh = self.session.ssh_hosts[host]
+        ssh = self.client.ssh_hosts()[host]
         info = ssh.host_key
         if info is None:
             self.notify(f"{host}: no host key to trust", severity="warning")
@@ -33,7 +33,7 @@ class HostActions(Actions):
                 from optui.adapters.ssh import SshError
 
                 try:
-                    ssh.trust_host_key()
+                    self.client.trust_host_key(host)
                     self.notify(f"{host}: key trusted, connecting…")
                 except SshError as exc:
                     self.fail(exc)
@@ -42,4 +42,4 @@ class HostActions(Actions):
 
     def reconnect_host(self, host: str) -> None:
         """Skip the backoff and reconnect now."""
-        self.session.ssh_hosts[host].retry_now()
+        self.client.reconnect_host(host)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from optui.session.errors import SessionError
+from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
@@ -113,7 +113,7 @@ class JournalActions(Actions):
 
         baselines = {}
         for result in bench_results_of(e):
-            base = self.session.benches.baseline_for(result)
+            base = self.client.baseline_for(result)
             if base is not None:
                 baselines[result.workload.key()] = base.result
         self.push_screen(EventDetailsScreen(e, event_sections(e, baselines)))
@@ -123,13 +123,13 @@ class JournalActions(Actions):
         from optui.ui.screens.text_prompt import TextPrompt
 
         server = self.selected_server()
-        exp = self.session.current_experiment(server)
+        exp = self.client.current_experiment(server)
         where = f" (linked to {exp} on {server})" if exp else ""
 
         def noted(text: str | None) -> None:
             if text and text.strip():
                 try:
-                    self.session.add_note(text, server=server)
+                    self.client.add_note(text, server=server)
                 except SessionError as exc:
                     self.fail(exc)
 
@@ -162,10 +162,8 @@ class JournalActions(Actions):
     # ------------------------------------------------------------ export
     def export_report(self, fmt: str = "md") -> None:
         """Write the findings report into the campaign directory and say where."""
-        from optui.session.export import export
-
         try:
-            path = export(self.session.journal, self.session.loaded, fmt)
+            path = self.client.export_report(fmt)
         except (OSError, ValueError) as exc:
             self.fail(exc)
             return

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from optui.session.errors import SessionError
+from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:
@@ -32,17 +32,17 @@ class ServerActions(Actions):
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.flag_editor import FlagEditorScreen
 
-        rt = self.session.servers[name]
-        if rt.cfg.control == "none":
+        cfg, status = self.client.server_config(name), self.client.server_status(name)
+        if cfg.control == "none":
             self.notify(f"{name}: control = 'none' — optui only observes it", severity="warning")
             return
-        catalog = rt.cached_catalog()
-        program = " ".join(Flags.parse(rt.status.argv).program)
+        catalog = self.client.cached_catalog(name)
+        program = " ".join(Flags.parse(status.argv).program)
         note = None if catalog else f"learning the flags from `{program} --help`…"
-        base, base_from = self.session.restart_base(name)  # the CLI's base too: last good when it is down
-        if base_from == "last good" and tuple(base) != tuple(rt.status.argv):
+        base, base_from = self.client.restart_base(name)  # the CLI's base too: last good when it is down
+        if base_from == "last good" and tuple(base) != tuple(status.argv):
             self.notify(f"{name} is not running: editing its last good flags")
-        editor = FlagEditorScreen(name, rt.cfg.host, rt.cfg.control, list(base), presets=rt.cfg.presets,
+        editor = FlagEditorScreen(name, cfg.host, cfg.control, list(base), presets=cfg.presets,
                                   catalog=catalog, catalog_note=note,
                                   relearn=lambda: self.run_worker(self._learn_catalog(name, editor, refresh=True),
                                                                   group=f"catalog-{name}", exit_on_error=False),
@@ -57,12 +57,9 @@ class ServerActions(Actions):
             self.run_worker(self._learn_catalog(name, editor), group=f"catalog-{name}", exit_on_error=False)
 
     async def _learn_catalog(self, name: str, editor: FlagEditorScreen, refresh: bool = False) -> None:
-        from optui.session.flag_catalogs import CatalogError
-
-        try:
-            catalog = await self.session.servers[name].learn_catalog(refresh=refresh)
-        except CatalogError as exc:
-            editor.set_catalog(None, f"no flag catalogue ({exc}): names and values are not checked")
+        catalog, why_not = await self.client.learn_catalog(name, refresh=refresh)
+        if catalog is None:
+            editor.set_catalog(None, f"no flag catalogue ({why_not}): names and values are not checked")
             return
         editor.set_catalog(catalog)
 
@@ -70,9 +67,8 @@ class ServerActions(Actions):
         """Confirm and restart ``name`` with a configured preset applied."""
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
 
-        rt = self.session.servers[name]
-        p = rt.cfg.presets[preset]
-        base, _ = self.session.restart_base(name)
+        p = self.client.server_config(name).presets[preset]
+        base, _ = self.client.restart_base(name)
         argv = Flags.parse(base).apply(p.set, p.unset).to_argv()
         self.confirm_restart(name, argv, reason=f"preset {preset}")
 
@@ -83,24 +79,24 @@ class ServerActions(Actions):
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
-        rt = self.session.servers[name]
-        old = Flags.parse(rt.status.argv)
+        cfg, status = self.client.server_config(name), self.client.server_status(name)
+        old = Flags.parse(status.argv)
         diff = old.diff(Flags.parse(argv))
         body = Text()
-        body.append(f"host: {rt.cfg.host}    control: {rt.cfg.control}    url: {rt.cfg.url}\n\n")
+        body.append(f"host: {cfg.host}    control: {cfg.control}    url: {cfg.url}\n\n")
         body.append("changes:\n", style="bold")
         for change in diff or []:
             body.append(f"  {change.describe()}\n")
         if not diff:
             body.append("  (none — plain restart)\n")
-        catalog = rt.cached_catalog()
+        catalog = self.client.cached_catalog(name)
         issues = catalog.check(Flags.parse(argv, catalog.booleans())) if catalog else []
         if issues:
             body.append("\nwarnings:\n", style="bold")
             for issue in issues:
                 body.append(f"  {issue}\n", style="red" if issue.level == "error" else "yellow")
         body.append("\nwill run:\n", style="bold")
-        body.append(rt.controller.preview(argv) + "\n")
+        body.append(self.client.restart_preview(name, argv) + "\n")
 
         def confirmed(ok: bool | None) -> None:
             if answered is not None:
@@ -128,7 +124,7 @@ class ServerActions(Actions):
         from optui.core.flags import FlagError  # after the first frame (see OptuiApp.compose)
 
         try:  # the checks every door makes (flag catalogue before anything stops, rollback policy)
-            outcome = await self.session.restart_checked(name, argv=list(argv), reason=reason)
+            outcome = await self.client.restart_checked(name, list(argv), reason)
         except (SessionError, FlagError) as exc:
             self.fail(exc)
             return
@@ -165,19 +161,19 @@ class ServerActions(Actions):
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
-        rt = self.session.servers[name]
-        last_good = rt.status.last_good_argv
+        status = self.client.server_status(name)
+        last_good = status.last_good_argv
         if not last_good:
             self.notify(f"{name}: no last good flags recorded yet", severity="warning")
             return
         body = Text()
         if after:
             body.append(f"The restart failed: {after}\n", style="bold")
-            for line in rt.status.crash_lines[-4:]:
+            for line in status.crash_lines[-4:]:
                 body.append(f"  {line}\n")
             body.append("\n")
         body.append("back to the last flags that became ready:\n", style="bold")
-        for change in Flags.parse(rt.status.argv).diff(Flags.parse(last_good)) or []:
+        for change in Flags.parse(status.argv).diff(Flags.parse(last_good)) or []:
             body.append(f"  {change.describe()}\n")
         body.append("\n" + shlex.join(last_good))
         reason = f"offered after {after}" if after else "operator"
@@ -191,7 +187,7 @@ class ServerActions(Actions):
 
     async def _rollback(self, name: str, reason: str = "operator") -> None:
         try:
-            status = await self.session.rollback(name, reason=reason)
+            status = await self.client.rollback(name, reason=reason)
             self.notify(f"{name}: {status.state.value}")
         except SessionError as exc:
             self.fail(exc)
@@ -202,10 +198,10 @@ class ServerActions(Actions):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.run_worker(self.session.stop_server(name), group=f"restart-{name}", exit_on_error=False)
+                self.run_worker(self.client.stop_server(name), group=f"restart-{name}", exit_on_error=False)
 
-        rt = self.session.servers[name]
-        self.push_screen(ConfirmScreen(f"Stop {name}?", f"host: {rt.cfg.host}  control: {rt.cfg.control}\n{shlex.join(rt.status.argv)}", "Stop"), confirmed)
+        cfg, status = self.client.server_config(name), self.client.server_status(name)
+        self.push_screen(ConfirmScreen(f"Stop {name}?", f"host: {cfg.host}  control: {cfg.control}\n{shlex.join(status.argv)}", "Stop"), confirmed)
 
     def log_of_selected(self) -> None:
         name = self.selected_server()
@@ -216,8 +212,8 @@ class ServerActions(Actions):
         """Show why the server failed (class and the relevant lines) above its log tail."""
         from optui.ui.screens.details import DetailsScreen
 
-        rt = self.session.servers[name]
-        st = rt.status
+        st = self.client.server_status(name)
+        log_tail, where = self.client.server_log(name)
         body = Text()
         if st.crash_class:
             body.append(f"{st.crash_class}", style="bold red")
@@ -225,9 +221,7 @@ class ServerActions(Actions):
             for line in st.crash_lines:
                 body.append(f"  {line}\n", style="red")
             body.append("\n")
-        body.append(f"last {len(rt.log_tail)} lines:\n", style="bold")
-        body.append("\n".join(rt.log_tail) or "(no log lines yet)")
-        launch = rt.controller.launch
-        where = (launch.log_path or f"journal of {getattr(rt.controller, 'unit', '?')}") if launch else "not started"
+        body.append(f"last {len(log_tail)} lines:\n", style="bold")
+        body.append("\n".join(log_tail) or "(no log lines yet)")
         self.push_screen(DetailsScreen(f"{name} log ({where})", body))
 

@@ -1,6 +1,6 @@
-"""Todo actions: what the todo panel's messages ask, carried out through ``session.todos``, the
-experiment runner (``session.todo_runs``) and the agent-list followers
-(``session.todo_follow``); palette entries for them."""
+"""Todo actions: what the todo panel's messages ask, carried out through the session client
+(the list's edits, the experiment runner's queue, the agent-list followers); palette entries
+for them."""
 
 from __future__ import annotations
 
@@ -8,92 +8,91 @@ import contextlib
 import json
 from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import SystemCommand
 
-from optui.session.errors import SessionError
+from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
     from optui.core.todo import TodoItem
-    from optui.session.todos import TodoService
+    from optui.ui.client import SessionClient
 
 
 class TodoActions(Actions):
     """Todo actions (see module doc)."""
 
     @contextlib.contextmanager
-    def _edit(self) -> Iterator[TodoService]:
-        """One edit of the list: refused (SessionError, ValueError, KeyError) it becomes a
-        notification; either way the list is shown at once (the render loop would anyway,
-        one frame later)."""
-        todos = self.session.todos
+    def _edit(self) -> Iterator[SessionClient]:
+        """One edit of the list (through the client it yields): refused (SessionError,
+        ValueError, KeyError) it becomes a notification; either way the list is shown at once
+        (the render loop would anyway, one frame later)."""
+        client = self.client
         try:
-            yield todos
+            yield client
         except (SessionError, ValueError, KeyError) as exc:
             self.fail(exc)
-        self.query_one("#todo").show(todos.items)
+        self.query_one("#todo").show(client.todo_items())
 
     def add(self, text: str) -> None:
         """Add an item with ``text`` and put the cursor on it."""
-        with self._edit() as todos:
-            added = todos.add(text)
-            self.query_one("#todo").show(todos.items)
+        with self._edit() as client:
+            added = client.add_todo(text)
+            self.query_one("#todo").show(client.todo_items())
             self.query_one("#todo-list").select_key(added.id)
 
     def save(self, item: TodoItem, text: str) -> None:
-        with self._edit() as todos:
-            todos.update(item, content=text)
+        with self._edit() as client:
+            client.update_todo(item, content=text)
 
     def cycle(self, item: TodoItem) -> None:
-        with self._edit() as todos:
-            _, warning = todos.cycle(item)
+        with self._edit() as client:
+            _, warning = client.cycle_todo(item)
             if warning:
                 self.notify(warning, severity="warning")
 
     def cancel(self, item: TodoItem) -> None:
-        with self._edit() as todos:
-            todos.cancel(item)
+        with self._edit() as client:
+            client.cancel_todo(item)
 
     def prioritize(self, item: TodoItem, up: bool) -> None:
-        with self._edit() as todos:
-            todos.bump_priority(item, up=up)
+        with self._edit() as client:
+            client.bump_todo_priority(item, up=up)
 
     def move(self, item: TodoItem, delta: int) -> None:
-        with self._edit() as todos:
-            todos.move(item, delta)
+        with self._edit() as client:
+            client.move_todo(item, delta)
 
     def delete(self, item: TodoItem) -> None:
-        with self._edit() as todos:
-            todos.delete(item)
+        with self._edit() as client:
+            client.delete_todo(item)
             self.notify("deleted — u to undo", timeout=3)
 
     def undo(self) -> None:
-        with self._edit() as todos:
-            if todos.undo_delete() is None:
+        with self._edit() as client:
+            if client.undo_delete_todo() is None:
                 self.notify("nothing to undo", severity="warning")
 
     # ---------------------------------------------------------- experiments
     def run_experiments(self, items: list[TodoItem] | None) -> None:
         """Queue ``items``' experiments (None: every pending item that has one)."""
-        runner = self.session.todo_runs
         try:
-            ids = runner.queue_pending() if items is None else runner.enqueue(items)
+            ids = self.client.queue_experiments(items)
         except SessionError as exc:
             self.fail(exc)
             return
+        running = self.client.experiment_running_for()
         if not ids:
             self.notify("already queued", severity="warning")
-        elif runner.current is not None and runner.current.todo_id not in ids:
-            self.notify(f"queued {', '.join(f'#{i}' for i in ids)} ({len(runner.queue)} waiting; S stops)")
+        elif running is not None and running not in ids:
+            self.notify(f"queued {', '.join(f'#{i}' for i in ids)} ({self.client.experiments_waiting()} waiting; S stops)")
         else:
             self.notify(f"running the experiment of {', '.join(f'#{i}' for i in ids)} (S stops)")
 
     def stop_runs(self) -> None:
-        if self.session.todo_runs.stop():
+        if self.client.stop_experiments():
             self.notify("experiments stopped: the queue is empty; a restart in flight finishes on its own")
         else:
             self.notify("no experiment is running", severity="warning")
@@ -102,25 +101,28 @@ class TodoActions(Actions):
         """Open the experiment editor for ``item``; save attaches, ctrl+d removes."""
         from optui.ui.screens.experiment_editor import ExperimentScreen
 
-        s = self.session
-        if not s.config.servers:
+        client = self.client
+        if not client.config.servers:
             self.notify("no server configured: an experiment needs one ([servers.NAME] in optui.toml)", severity="warning")
             return
-        argv_of = {name: {"config": list(rt.cfg.argv), "current": list(rt.status.argv),
-                          "last_good": list(rt.status.last_good_argv or rt.cfg.argv)} for name, rt in s.servers.items()}
+        argv_of = {}
+        for name in client.server_names():
+            cfg, status = client.server_config(name), client.server_status(name)
+            argv_of[name] = {"config": list(cfg.argv), "current": list(status.argv),
+                             "last_good": list(status.last_good_argv or cfg.argv)}
 
         def done(result: dict | None) -> None:
             if result is None:
                 return
-            latest = next((t for t in s.todos.items if t.id == item.id), item)
+            latest = next((t for t in client.todo_items() if t.id == item.id), item)
             try:
-                s.todos.set_experiment(latest, result["experiment"])
+                client.set_todo_experiment(latest, result["experiment"])
             except (SessionError, ValueError) as exc:
                 self.fail(exc)
                 return
             self.notify("experiment saved — x runs it" if result["experiment"] else "experiment removed")
 
-        self.push_screen(ExperimentScreen(item, s.config, argv_of, self.selected_server()), done)
+        self.push_screen(ExperimentScreen(item, client.config, argv_of, self.selected_server()), done)
 
     # ---------------------------------------------------------- history
     def show_todo_history(self, item: TodoItem) -> None:
@@ -143,7 +145,7 @@ class TodoActions(Actions):
         body.append("\nhistory:\n", style="bold")
         import time as _time
 
-        for e in self.session.todos.history(item):
+        for e in self.client.todo_history(item):
             when = _time.strftime("%H:%M:%S", _time.localtime(e.ts))
             line = f"  {when} #{e.seq} {e.actor}  {e.type}  {e.summary()}"
             if e.experiment:
@@ -154,7 +156,7 @@ class TodoActions(Actions):
         self.push_screen(DetailsScreen(f"Todo #{item.id} history", body))
         if item.conflict:
             try:
-                self.session.todos.ack_conflict(item)
+                self.client.ack_todo_conflict(item)
             except SessionError as exc:
                 self.fail(exc)
 
@@ -166,7 +168,7 @@ class TodoActions(Actions):
         def entered(text: str | None) -> None:
             if text and text.strip():
                 try:
-                    self.session.todo_follow.follow(text.strip())
+                    self.client.follow_todo_list(text.strip())
                     self.notify(f"following {text.strip()} (for this session; [todo] follow in optui.toml keeps it)")
                 except SessionError as exc:
                     self.fail(exc)
@@ -176,18 +178,16 @@ class TodoActions(Actions):
 
     def unfollow(self, key: str) -> None:
         """Stop following ``key``."""
-        self.run_worker(self.session.todo_follow.unfollow(key), exit_on_error=False)
+        self.run_worker(self.client.unfollow_todo_list(key), exit_on_error=False)
 
     def export_todos(self, fmt: str) -> None:
         """Write the list beside the journal (``todo.md`` / ``todo.json``)."""
         from optui.core.todo_formats import to_markdown, to_todowrite
-        from optui.session.export import write_atomic
 
-        items = self.session.todos.items
-        path = Path(self.session.state_dir) / ("todo.md" if fmt == "markdown" else "todo.json")
+        items = self.client.todo_items()
         text = to_markdown(items, f"Todo — {self.app.campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
-        try:
-            write_atomic(path, text)  # 0600, never half a file, a symlink at the path replaced (not followed)
+        try:  # 0600, never half a file, a symlink at the path replaced (not followed)
+            path = self.client.write_beside_journal("todo.md" if fmt == "markdown" else "todo.json", text)
         except OSError as exc:
             self.fail(exc)
             return
@@ -196,11 +196,11 @@ class TodoActions(Actions):
 
 def todo_commands(app) -> Iterator[SystemCommand]:
     """Palette entries of the todo domain."""
-    s = app.session
+    client = app.client
     todo = app.todo_actions
-    if not s.read_only:
+    if not client.read_only:
         yield SystemCommand("Follow an agent's todo list", "claude / opencode / todowrite list, live and read-only", todo.follow_prompt)
-        for key in list(s.todo_follow.statuses):
+        for key in client.followed_todo_lists():
             yield SystemCommand(f"Stop following {key}", "its items stay in the list", partial(todo.unfollow, key))
         yield SystemCommand("Run all pending experiments", "restart → ready → bench → compare, one item after another",
                             partial(todo.run_experiments, None))

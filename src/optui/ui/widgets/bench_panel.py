@@ -39,8 +39,7 @@ from optui.ui.widgets.meters import fmt_value, pct_bar
 from optui.ui.widgets.stream_log import StreamLog
 
 if TYPE_CHECKING:
-    from optui.session.bench_run import BenchView
-    from optui.session.state import BenchOutput
+    from optui.session.state import BenchOutput, BenchView  # the snapshot's value types
 
 #: the log is repainted at most this often (s): a flood scrolls the whole log on every
 #: repaint, the costliest frame of the app, and is unreadable at 10 Hz anyway
