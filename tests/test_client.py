@@ -43,3 +43,32 @@ async def test_last_failure_reads_the_journal_off_the_event_loop(tmp_path):
         failed = await SessionClient(app.session).last_failure("qwen")
         assert failed is not None and failed.data["class"] == "oom" and failed.target == "qwen"
         assert await SessionClient(app.session).last_failure("nobody") is None
+
+
+async def test_the_todo_list_is_exported_beside_the_journal_through_the_client(tmp_path):
+    """The palette's todo export: the client writes the file in the campaign's state
+    directory (0600), the handler builds the text and says where it went."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        items = app.client.todo_items()
+        assert items
+        app.todo_actions.export_todos("markdown")
+        app.todo_actions.export_todos("todowrite")
+        state_dir = app.session.state_dir
+        md, js = state_dir / "todo.md", state_dir / "todo.json"
+        assert items[0].content in md.read_text() and items[0].content in js.read_text()
+        assert md.stat().st_mode & 0o777 == 0o600
+        await pilot.pause()
+        assert any(str(js) in n.message for n in app._notifications)
+
+
+async def test_a_flag_catalogue_that_cannot_be_learned_comes_back_as_a_reason(tmp_path):
+    """The client answers (None, why) when the server's program has no usable --help; the
+    flag editor shows why instead of failing."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        catalog, why = await app.client.learn_catalog("qwen")
+        assert catalog is None and why
+        assert app.client.cached_catalog("qwen") is None
