@@ -56,3 +56,122 @@ async def test_the_view_reads_and_writes_the_journal_off_the_event_loop(seeded, 
         assert [name for what, name in threads if what == "verdict"] == ["optui-journal"]
         assert all(name == "optui-journal" for _, name in threads), threads
         await pilot.press("escape", "q")
+
+
+async def _view_with_rows(app, pilot, rows: int):
+    await pilot.pause(0.3)
+    await pilot.press("E")
+    table = app.screen.query_one("#experiments-table")
+    await wait_for(pilot, lambda: table.row_count == rows)
+    await pilot.pause(0.3)  # painted
+    return table
+
+
+async def test_a_new_sort_draws_only_the_header_and_the_cursor_row_through_rich(seeded, monkeypatch):  # noqa: F811
+    """A sort moves the rows: a row drawn before keeps its rendered cells (DataTable drew
+    every visible cell again, ~440 on a 160x45 terminal: most of the key press on a large
+    campaign, bench/keypress_experiments.py)."""
+    from rich.console import Console
+
+    loaded, _ = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(180, 45)) as pilot:
+        table = await _view_with_rows(app, pilot, 5)
+        columns = len(table.columns)
+        renders, depth = [], [0]
+        render_lines = Console.render_lines
+
+        def counted(self, *args, **kwargs):  # the outermost calls: one per cell
+            if not depth[0]:
+                renders.append(args[0])
+            depth[0] += 1
+            try:
+                return render_lines(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        monkeypatch.setattr(Console, "render_lines", counted)
+        for _ in range(3):  # id -> server -> change -> outcome
+            await pilot.press("s")
+            await pilot.pause(0.2)
+        assert app.screen.sort_key == "outcome"
+        monkeypatch.setattr(Console, "render_lines", render_lines)
+        # per sort at most the header and the cursor row (DataTable's own lines): 2 x 13 cells
+        assert len(renders) <= 3 * 2 * columns, len(renders)
+        await pilot.press("escape")
+
+
+async def test_the_dashboard_under_the_view_is_not_drawn_while_it_changes(seeded):  # noqa: F811
+    """The view is opaque: a change on the dashboard under it (here a note from another
+    process in the journal panel) does not draw the dashboard again (a translucent modal
+    drew the whole dashboard, dimmed, for each of its frames: every frame while a
+    benchmark streams)."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(180, 45)) as pilot:
+        await wait_for(pilot, lambda: app.query("#journal"))
+        journal_panel = app.query_one("#journal")
+        await _view_with_rows(app, pilot, 5)
+        drawn = []
+        render_lines = journal_panel.render_lines
+
+        def counted(crop):
+            drawn.append(crop)
+            return render_lines(crop)
+
+        journal_panel.render_lines = counted
+        shown = journal_panel.shown_seqs
+        other = Journal(loaded.journal_path)
+        other.append(ev.NOTE, "qwen", {"text": "from another process"}, experiment=ids["radix"], actor="cli")
+        other.close()
+        await wait_for(pilot, lambda: journal_panel.shown_seqs != shown)  # the panel took the note
+        await pilot.pause(0.3)
+        assert drawn == []
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert drawn  # and draws again once the view closes
+
+
+async def test_the_row_cached_table_draws_every_line_as_datatable_does():
+    """Same rows in a DataTable and a RowCachedTable: the same strips (text, style, meta),
+    after adding rows, sorting, moving the cursor, changing a cell and scrolling sideways."""
+    from rich.text import Text
+    from textual.app import App
+    from textual.geometry import Region
+    from textual.widgets import DataTable
+
+    from optui.ui.widgets.experiment_table import RowCachedTable
+
+    class Pair(App):
+        CSS = "DataTable { height: 12; width: 60; }"
+        AUTO_FOCUS = None  # both unfocused: the same styles
+
+        def compose(self):
+            yield DataTable(id="plain", cursor_type="row", zebra_stripes=True)
+            yield RowCachedTable(id="cached", cursor_type="row", zebra_stripes=True)
+
+    def fill(table):
+        table.add_column("id", key="id")
+        table.add_column("change", key="change", width=14)
+        table.add_column("verdict", key="verdict")
+        table.add_column("n", key="n")
+        for k in range(30):
+            table.add_row(f"exp-{k:04d}", Text(f"~ --flag-{k}: 16 → {k} and more", no_wrap=True, overflow="ellipsis"),
+                          Text("better" if k % 3 else "worse", style="green" if k % 3 else "red"), k * 1.5, key=f"e{k}")
+
+    def lines(table):
+        return [list(strip) for strip in table.render_lines(Region(0, 0, table.size.width, table.size.height))]
+
+    app = Pair()
+    async with app.run_test(size=(80, 30)) as pilot:
+        plain, cached = app.query_one("#plain"), app.query_one("#cached")
+        fill(plain), fill(cached)
+        await pilot.pause()
+        assert lines(cached) == lines(plain)
+        steps = [lambda t: t.sort("n", reverse=True), lambda t: t.move_cursor(row=4),
+                 lambda t: t.update_cell("e20", "verdict", Text("failed", style="bold red")),
+                 lambda t: t.sort("id"), lambda t: t.scroll_to(x=6, y=3, animate=False)]
+        for step in steps:
+            step(plain), step(cached)
+            await pilot.pause()
+            assert lines(cached) == lines(plain)

@@ -8,7 +8,11 @@ themselves when the journal changes (other optui windows, the CLI).
 
 Nothing here touches the journal: ``load`` and ``decide`` are awaited in a worker (the
 session runs them on its journal thread, ``adapters/journal_thread``), and an update only
-repaints the rows it names as changed, unless the order of the rows changed.
+repaints the rows it names as changed, unless the order of the rows changed; a new order
+moves the rows, which keep their rendered cells (``widgets/experiment_table``). The view is
+opaque: under a translucent modal Textual draws the whole dashboard again, dimmed, for each
+of its frames (every frame while a benchmark streams: most of a key press's time here,
+``bench/keypress_experiments.py``), for the two columns and rows of it around the box.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from optui.core.bench.compare import STATISTIC
 from optui.core.journal_experiments import Experiment, runs_text, sort_experiments, verdict_evidence
 from optui.ui.colors import style
 from optui.ui.process_setup import freeze_long_lived_objects
+from optui.ui.widgets.experiment_table import RowCachedTable
 
 if TYPE_CHECKING:
     from optui.adapters.journal_thread import ExperimentsUpdate
@@ -78,7 +83,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         Binding("ctrl+l", "reload", "Reload", show=False, id="experiments.reload"),
     ]
     DEFAULT_CSS = """
-    ExperimentsScreen { align: center middle; }
+    ExperimentsScreen { align: center middle; background: $background; }
     ExperimentsScreen > Vertical { width: 98%; height: 90%; border: thick $primary; background: $surface; }
     ExperimentsScreen #experiments-title { text-style: bold; height: 1; }
     ExperimentsScreen #experiments-help { color: $text-muted; height: auto; }
@@ -109,7 +114,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
             yield Static("Experiments", id="experiments-title", markup=False)
             yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close\n"
                          f"verdicts: {STATISTIC}", id="experiments-help", markup=False)
-            table = self._table = DataTable(id="experiments-table", cursor_type="row", zebra_stripes=True)
+            table = self._table = RowCachedTable(id="experiments-table", cursor_type="row", zebra_stripes=True)
             headers = {key: header for key, header, _ in COLUMNS}
             for key in self._order:
                 table.add_column(headers[key], key=key, width=self._change_w if key == "change" else None)
