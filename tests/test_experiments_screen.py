@@ -175,3 +175,35 @@ async def test_the_row_cached_table_draws_every_line_as_datatable_does():
             step(plain), step(cached)
             await pilot.pause()
             assert lines(cached) == lines(plain)
+
+
+async def test_a_change_on_the_dashboard_does_not_repaint_the_view(seeded):  # noqa: F811
+    """Under the view lies an empty opaque screen, so the dashboard is not current: its
+    frames (every frame while a benchmark streams) do not lay out and repaint the view, as
+    the screen right under the top one does in Textual. Closing the view shows the
+    dashboard again, with what changed meanwhile."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(180, 45)) as pilot:
+        await wait_for(pilot, lambda: app.query("#journal"))
+        journal_panel = app.query_one("#journal")
+        table = await _view_with_rows(app, pilot, 5)
+        painted = []
+        render_lines = table.render_lines
+
+        def counted(crop):
+            painted.append(crop)
+            return render_lines(crop)
+
+        table.render_lines = counted
+        shown = journal_panel.shown_seqs
+        other = Journal(loaded.journal_path)  # a note changes no cell of the view
+        other.append(ev.NOTE, "qwen", {"text": "from another process"}, experiment=ids["radix"], actor="cli")
+        other.close()
+        await wait_for(pilot, lambda: journal_panel.shown_seqs != shown)
+        await pilot.pause(0.3)
+        assert painted == []
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert type(app.screen).__name__ == "MainScreen"
+        assert "from another process" in journal_panel.render().plain

@@ -137,7 +137,7 @@ class JournalActions(Actions):
 
     # ------------------------------------------------------------ experiments
     def experiments(self) -> None:
-        from optui.ui.screens.experiments import ExperimentsScreen
+        from optui.ui.screens.experiments import ExperimentsScreen, push_experiments_screen
 
         def chosen(exp_id: str | None) -> None:
             if exp_id:
@@ -148,8 +148,8 @@ class JournalActions(Actions):
             return events[-1].seq if events else 0
 
         # the rows load on the session's journal thread (adapters/journal_thread), only what is new
-        self.push_screen(ExperimentsScreen(self.client.experiments_reader(), self.client.set_verdict,
-                                           journal_seq, self.show_experiment), chosen)
+        push_experiments_screen(self.app, ExperimentsScreen(self.client.experiments_reader(), self.client.set_verdict,
+                                                            journal_seq, self.show_experiment), chosen)
 
     def show_experiment(self, x) -> None:
         """Open the details of experiment ``x``."""

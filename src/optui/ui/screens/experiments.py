@@ -22,10 +22,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import STATISTIC
@@ -59,6 +59,22 @@ NARROW_BELOW = 100
 _NARROW_ORDER = ("id", "outcome", "tput", "delta", "verdict", "evidence", "runs", "ttft", "ttft_delta", "ready", "decision",
                  "server", "change")
 _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-failed", "baseline": "primary"}
+
+
+class ExperimentsUnderlay(Screen[None]):
+    """An empty opaque screen under the view. Textual keeps the screen right under the top
+    one current whatever the top one's opacity: each frame of it (the dashboard: every frame
+    while a benchmark streams) is laid out and repaints the whole top screen. Under this one
+    the dashboard is not current: it is neither drawn nor laid out until the view closes."""
+
+    DEFAULT_CSS = "ExperimentsUnderlay { background: $background; }"
+
+
+def push_experiments_screen(app: App, screen: ExperimentsScreen, callback: Callable[[str | None], None]) -> None:
+    """Push ``screen`` over an :class:`ExperimentsUnderlay` (popped when the view closes);
+    ``callback`` gets the view's result as with ``App.push_screen``."""
+    app.push_screen(ExperimentsUnderlay())
+    app.push_screen(screen, callback)
 
 
 class ExperimentsScreen(ModalScreen[str | None]):
@@ -292,10 +308,16 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self._table.clear()  # (its children are unmounted first: no query)
 
     def action_show_in_journal(self) -> None:
-        self.dismiss(self.current_id())
+        self._leave(self.current_id())
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        self._leave(None)
+
+    def _leave(self, result: str | None) -> None:
+        self.dismiss(result)
+        stack = self.app.screen_stack
+        if len(stack) > 1 and isinstance(stack[-1], ExperimentsUnderlay):  # dismiss popped this screen
+            self.app.pop_screen()
 
 
 async def _closed():
