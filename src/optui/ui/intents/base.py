@@ -1,26 +1,46 @@
 """What every action handler of :class:`~optui.ui.app.OptuiApp` is given: the app's
-services (notifications, screens, workers), the session client, the selected server."""
+services (notifications, screens, workers), the session client, the selected server.
+
+The handlers know the app as a Textual ``App`` plus :class:`ActionHost` (what OptuiApp adds
+that they use), not ``OptuiApp`` itself: the app imports the handlers, so importing it back,
+even for types, would make the two one import cycle (tests/test_import_cycles.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
-    from optui.ui.app import OptuiApp
+    from textual.app import App
+
     from optui.ui.client import SessionClient
+
+
+class ActionHost(Protocol):
+    """What the handlers use of :class:`~optui.ui.app.OptuiApp` beyond Textual's ``App``."""
+
+    #: the session's client (set once the campaign is loaded: the policy refuses actions before)
+    client: SessionClient
+    #: the campaign directory's name (titles of exports)
+    campaign: str
+    #: servers whose restart (from this UI) reports its own outcome (no second crash toast)
+    restarts_reporting: set[str]
+
+    def paint_now(self) -> None:
+        """Paint the session's current snapshot now."""
 
 
 class Actions:
     """One domain's actions (servers, benchmarks, todo, journal, hosts), carried out for
     ``app`` (composition: the app holds one of each; none is a base class of the app)."""
 
-    def __init__(self, app: OptuiApp) -> None:
+    def __init__(self, app: App) -> None:
         self.app = app
+        self.host = cast("ActionHost", app)  # OptuiApp is one (see module doc)
 
     @property
     def client(self) -> SessionClient:
         """The session's client (snapshot, slow calls off the event loop)."""
-        return self.app.client
+        return self.host.client
 
     # the app's services the actions use, by their Textual names
     def notify(self, message: str, **options) -> None:

@@ -88,7 +88,7 @@ class BenchActions(Actions):
         except SessionError as exc:
             self.fail(exc)
             return
-        self.app.paint_now()  # the panel shows the run (and offers its abort) before the next frame
+        self.host.paint_now()  # the panel shows the run (and offers its abort) before the next frame
 
     def abort(self) -> None:
         if self.client.abort_bench():

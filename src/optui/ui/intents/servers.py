@@ -114,11 +114,11 @@ class ServerActions(Actions):
         self.notify(f"restarting {name}…")
         # this restart reports its own outcome: the session's crash alert for it is not shown
         # again as a second toast (see OptuiApp._show_alerts)
-        self.app.restarts_reporting.add(name)
+        self.host.restarts_reporting.add(name)
         try:
             await self._restart_and_report(name, argv, reason)
         finally:
-            self.app.set_timer(5.0, lambda: self.app.restarts_reporting.discard(name))
+            self.app.set_timer(5.0, lambda: self.host.restarts_reporting.discard(name))
 
     async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
         from optui.core.flags import FlagError  # after the first frame (see OptuiApp.compose)

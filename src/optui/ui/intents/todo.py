@@ -185,7 +185,7 @@ class TodoActions(Actions):
         from optui.core.todo_formats import to_markdown, to_todowrite
 
         items = self.client.todo_items()
-        text = to_markdown(items, f"Todo — {self.app.campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
+        text = to_markdown(items, f"Todo — {self.host.campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
         try:  # 0600, never half a file, a symlink at the path replaced (not followed)
             path = self.client.write_beside_journal("todo.md" if fmt == "markdown" else "todo.json", text)
         except OSError as exc:
