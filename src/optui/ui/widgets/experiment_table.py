@@ -80,7 +80,7 @@ class RowCachedTable(DataTable):
         # (row, column) meta (what a click or the hover cursor reads)
         styled = self._styled_parts(row.key, parts, row_style)
         metas, out_of_bounds = self._metas(row_index, len(parts))
-        segments = [Segment(text, style + meta) for cell, meta in zip(styled, metas, strict=True)
+        segments = [Segment(text, meta if style is None else style + meta) for cell, meta in zip(styled, metas, strict=True)
                     for text, style, _ in cell]
         width = self.size.width
         remaining = max(0, width - sum(widths))
