@@ -108,6 +108,15 @@ def on_read_only_fs(path: str | Path) -> bool:
         return False
 
 
+def _inserted_rowid(cur: sqlite3.Cursor) -> int:
+    """The rowid of the row that ``cur``'s INSERT just added. (sqlite3 types
+    ``lastrowid`` as ``int | None``: None only on a cursor that never inserted.)"""
+    rowid = cur.lastrowid
+    if rowid is None:
+        raise JournalError("INSERT gave no rowid")
+    return rowid
+
+
 def _dumps(data) -> str:
     return json.dumps(data, default=str, allow_nan=False, separators=(",", ":"))
 
@@ -438,7 +447,7 @@ class Journal:
                 (content, str(TodoStatus(status)), str(Priority(priority)), order, origin, raw_status,
                  _dumps(experiment) if experiment else None, note, _dumps(meta) if meta else None, now, now),
             )
-            item = self._todo_in(db, cur.lastrowid)
+            item = self._todo_in(db, _inserted_rowid(cur))
             self._append(db, ev.TODO_CHANGED, f"todo:{item.id}", {"op": op, "before": None, "after": item.to_json()}, actor, None, now)
         return item
 
@@ -549,7 +558,7 @@ class Journal:
                 (ts or time.time(), server, bench, experiment, result.workload.key(), result.status,
                  result.output_throughput_tok_s, _dumps(_clean(data))),
             )
-            return cur.lastrowid
+            return _inserted_rowid(cur)
 
     def results(self, *, server: str | None = None, limit: int | None = 200,
                 experiment: str | None = None, since_id: int = 0) -> list[StoredResult]:
@@ -623,7 +632,7 @@ class Journal:
         Returns that event (``.experiment`` is the new id). Raises JournalError."""
         now = time.time() if ts is None else ts
         with self._write() as db:
-            n = db.execute("INSERT INTO experiments(server, ts, actor) VALUES (?,?,?)", (server, now, actor)).lastrowid
+            n = _inserted_rowid(db.execute("INSERT INTO experiments(server, ts, actor) VALUES (?,?,?)", (server, now, actor)))
             exp = experiment_id(n)
             event = self._append(db, ev.EXPERIMENT_STARTED, server, data, actor, exp, now)
             db.execute("UPDATE experiments SET id = ?, seq = ? WHERE n = ?", (exp, event.seq, n))

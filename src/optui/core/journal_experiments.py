@@ -371,7 +371,7 @@ class ExperimentBook:
                 self._argv[e.experiment] = tuple(Flags.parse(self._drafts[e.experiment]["argv"]).to_argv())
                 continue
             draft = self._drafts.get(e.experiment) if e.experiment else None
-            if draft is not None:
+            if draft is not None and e.experiment:  # a draft implies an experiment id
                 _apply(draft, e)
                 self._version[e.experiment] += 1
                 self._dirty.add(e.experiment)
@@ -590,7 +590,7 @@ def _with_verdict(exp: Experiment) -> Experiment:
     else:
         w = exp.primary
         rel = w.primary.rel_pct if w is not None and w.n_ok else None
-        if rel is None or w.judgement is None:
+        if w is None or rel is None or w.judgement is None:
             verdict = "untested"
         elif w.judgement.decided and not exp.diff_vs_baseline:
             verdict = "same"  # the baseline's own flags again: any change is noise (restart to restart)
@@ -629,7 +629,7 @@ def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key
     out: dict[str, float] = {}
     for (key, _argv), ms in medians.items():
         s = sample(ms)
-        if s.n >= 2 and s.median:
+        if s.n >= 2 and s.median and s.hi is not None and s.lo is not None:  # n >= 2 implies hi, lo
             out[key] = max(out.get(key, 0.0), 100.0 * (s.hi - s.lo) / abs(s.median))
     book._spreads[server] = (sig, out)
     return out
@@ -648,7 +648,9 @@ def best_experiment(experiments: Sequence[Experiment], server: str) -> Experimen
             candidates.append((0.0, e.started_ts, e))
             continue
         d = e.primary_delta
-        if e.verdict == "better" and d is not None and d.rel_pct is not None and e.primary.base_experiment == e.baseline_id:
+        w = e.primary  # not None where d is not
+        if (e.verdict == "better" and d is not None and d.rel_pct is not None and w is not None
+                and w.base_experiment == e.baseline_id):
             candidates.append((d.rel_pct * PRIMARY.direction, e.started_ts, e))
     if not candidates:
         return None
