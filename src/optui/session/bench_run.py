@@ -24,7 +24,7 @@ from itertools import islice
 
 from optui.adapters.bench_runner import StallWatch
 from optui.adapters.shell import LocalShell, Shell
-from optui.config import BenchmarkConfig
+from optui.config import BenchmarkConfig, BuiltinBench
 from optui.core.bench.cmd import point_argv, with_run_seed
 from optui.core.bench.result import DEFAULT_MAX_FAILED_PCT, BenchResult, apply_failure_threshold
 from optui.core.bench.stream import ProgressTracker, StreamProgress
@@ -167,7 +167,7 @@ class BenchRun:
             self._update(point=point.label(), points_done=done)
             try:
                 if self.cfg.builtin is not None:
-                    point_status, point_error, got = await self._watched_builtin(point)
+                    point_status, point_error, got = await self._watched_builtin(point, self.cfg.builtin)
                 else:
                     point_status, point_error, got = await self._run_command(point)
             except OSError as exc:
@@ -230,8 +230,8 @@ class BenchRun:
         self.add_line(f"optui: benchmark {outcome.status}{why} (exit code {outcome.returncode}, {outcome.duration_s:.1f}s)")
         return outcome.status, outcome.error, outcome.results
 
-    async def _watched_builtin(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
-        """:meth:`_run_builtin` under the stall watchdog external clients have
+    async def _watched_builtin(self, point: Point, b: BuiltinBench) -> tuple[str, str | None, tuple[BenchResult, ...]]:
+        """:meth:`_run_builtin` (``b`` is the preset's ``builtin``) under the stall watchdog external clients have
         (:class:`~optui.adapters.bench_runner.StallWatch`, the preset's ``stall_s`` /
         ``silent_s``): every streamed token is progress; a point without any for that long
         is cancelled (its requests with it) and ends "stalled"."""
@@ -240,7 +240,7 @@ class BenchRun:
         watch = StallWatch(self.cfg.stall_s, self.cfg.silent_s, self.server_healthy, what="token streamed")
         hook = ON_TOKEN.set(watch.poke)
         try:
-            load = asyncio.ensure_future(self._run_builtin(point))  # the task copies the hook with its context
+            load = asyncio.ensure_future(self._run_builtin(point, b))  # the task copies the hook with its context
         finally:
             ON_TOKEN.reset(hook)
         dog = asyncio.ensure_future(watch.wait_stalled())
@@ -259,11 +259,10 @@ class BenchRun:
             return "stalled", reason, ()
         return load.result()  # re-raises what the load raised
 
-    async def _run_builtin(self, point: Point) -> tuple[str, str | None, tuple[BenchResult, ...]]:
+    async def _run_builtin(self, point: Point, b: BuiltinBench) -> tuple[str, str | None, tuple[BenchResult, ...]]:
         from optui.adapters.loadgen import describe_server_side, run_builtin
         from optui.core.bench.format import format_sglang_block
 
-        b = self.cfg.builtin
         conc = point.concurrency if point.concurrency is not None else b.concurrency[0]
         rate = point.request_rate if point.request_rate is not None else b.request_rate
         rate = rate if rate else math.inf

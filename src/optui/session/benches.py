@@ -73,7 +73,7 @@ class BenchService:
         SessionError for an unknown preset, a run in progress, or read-only mode."""
         self._writer.check_writable("running a benchmark")
         cfg = self.preset(name)
-        if self.running:
+        if self.current is not None and self.running:
             raise SessionError(f"benchmark {self.current.name} is still running (x aborts it)")
         rt = self._server(cfg.server)
         api_key = os.environ.get(rt.cfg.api_key_env) if rt.cfg.api_key_env else None
@@ -139,10 +139,11 @@ class BenchService:
 
     def abort(self) -> bool:
         """Abort the running benchmark (kills its process group); False when none runs."""
-        if not self.running:
+        current = self.current
+        if current is None or not self.running:
             return False
-        self.current.abort()
-        if self.current.cfg.builtin is not None and self._task is not None:
+        current.abort()
+        if current.cfg.builtin is not None and self._task is not None:
             self._task.cancel()
         return True
 
@@ -175,7 +176,7 @@ class BenchService:
         except JournalError as exc:
             raise SessionError(str(exc)) from None
         stored = next((r for r in self._history() if r.id == result_id), None)
-        data = {"result_id": result_id}
+        data: dict[str, object] = {"result_id": result_id}
         if stored is not None:
             data.update(bench=stored.bench, workload=stored.result.workload.key(),
                         concurrency=stored.result.max_concurrency,
@@ -201,20 +202,23 @@ class BenchService:
         self._rows.clear()
         if self._stored is None:
             return
-        if any(e.type in (BENCH_BASELINE, BENCH_IMPORTED) for e in events) or not self._merge(latest):
+        if any(e.type in (BENCH_BASELINE, BENCH_IMPORTED) for e in events) or not self._merge(self._stored, latest):
             self._stored = None
 
-    def _merge(self, latest: Sequence[StoredResult]) -> bool:
+    @staticmethod
+    def _merge(cache: dict[int, StoredResult], latest: Sequence[StoredResult]) -> bool:
+        """Merge ``latest`` into ``cache`` (the cached history, trimmed to HISTORY_LIMIT);
+        False when results between the cache and ``latest`` are missing."""
         if not latest:
             return True
-        known = max(self._stored, default=0)
+        known = max(cache, default=0)
         if min(r.id for r in latest) > known + 1:
             return False  # results between the cache and ``latest`` are missing
         for stored in latest:
-            self._stored[stored.id] = stored
-        if len(self._stored) > HISTORY_LIMIT:
-            for old in sorted(self._stored)[: len(self._stored) - HISTORY_LIMIT]:
-                del self._stored[old]
+            cache[stored.id] = stored
+        if len(cache) > HISTORY_LIMIT:
+            for old in sorted(cache)[: len(cache) - HISTORY_LIMIT]:
+                del cache[old]
         return True
 
     # ----------------------------------------------------------- comparison

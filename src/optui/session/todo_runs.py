@@ -27,7 +27,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters import proc
 from optui.adapters.journal import JournalError
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from optui.session.server_runtime import ServerRuntime
 
 LOG_EXCERPT_LINES = 6
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +255,7 @@ class TodoRunQueue:
         if self._stop.is_set():
             raise _Stopped()
 
-    async def _race(self, aw) -> object:
+    async def _race(self, aw: Awaitable[_T]) -> _T:
         """Await ``aw`` unless the operator stops first (then raise _Stopped; ``aw`` keeps
         running as a background task)."""
         task = asyncio.ensure_future(aw)
@@ -287,7 +288,7 @@ class TodoRunQueue:
         reopen = item.status if not item.done else TodoStatus.PENDING
         now = time.time()
         self.current = TodoRunProgress(todo_id, run_id, "restart", now, now)
-        self._exp: str | None = None  # the exp-NNNN the restart opens
+        self._exp = None  # the exp-NNNN the restart opens
         run_meta = {"id": run_id, "status": "running", "step": "restart", "pid": os.getpid(), "ts": now}
         results: list[dict] = []
         step = "restart"
@@ -314,7 +315,7 @@ class TodoRunQueue:
                 step = f"bench {name}"
                 self._step(step)
                 self._check_stop()
-                if benches.running:
+                if benches.current is not None and benches.running:
                     raise _Failed(step, f"benchmark {benches.current.name} is already running")
                 repeats = self._config.repeat_of(name)  # a verdict needs repeats: one run is untested noise
                 run = benches.run(name, repeats=repeats)
