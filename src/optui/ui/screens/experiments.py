@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
@@ -68,6 +68,7 @@ class ExperimentsUnderlay(Screen[None]):
     the dashboard is not current: it is neither drawn nor laid out until the view closes."""
 
     DEFAULT_CSS = "ExperimentsUnderlay { background: $background; }"
+    BINDINGS: ClassVar[list[BindingType]] = []  # none of its own (Screen's tab / shift+tab are inherited)
 
 
 def push_experiments_screen(app: App, screen: ExperimentsScreen, callback: Callable[[str | None], None]) -> None:

@@ -20,12 +20,15 @@ height 1, no row labels, no fixed rows or columns (else it draws DataTable's lin
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.console import Console, ConsoleOptions
 from rich.padding import Padding
 from rich.protocol import is_renderable
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.binding import BindingType
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -37,6 +40,8 @@ MAX_CACHED_ROWS = 5000
 class RowCachedTable(DataTable):
     """``DataTable`` with per-row caches of rendered cells that survive a sort or a change
     to another row (see the module doc). Same constructor, API and look."""
+
+    BINDINGS: ClassVar[list[BindingType]] = []  # none of its own: DataTable's keys are inherited
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
