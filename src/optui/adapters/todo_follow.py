@@ -33,7 +33,7 @@ import inspect
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from optui.core.todo_formats import (
@@ -264,7 +264,7 @@ class TodoFollower:
     the source), ``parses`` (JSON parses or DB queries).
     """
 
-    def __init__(self, spec: FollowSpec, *, on_snapshot: Callable[[str, list[AgentTodo]], None],
+    def __init__(self, spec: FollowSpec, *, on_snapshot: Callable[[str, list[AgentTodo]], Awaitable[None] | None],
                  on_error: Callable[[str, bool], None], on_ok: Callable[[], None] = lambda: None,
                  poll_s: float = 0.5, refresh_s: float = 5.0) -> None:
         self.spec = spec

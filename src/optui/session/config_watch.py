@@ -37,10 +37,11 @@ class ConfigCheck:
 
     def message(self) -> str:
         """One line for the operator."""
-        if self.valid:
+        error = self.error
+        if error is None:  # valid
             return f"{self.path} changed; the running session keeps the config it started with (restart optui to apply)"
-        first = self.error.splitlines()[0]
-        more = len(self.error.splitlines()) - 1
+        first = error.splitlines()[0]
+        more = len(error.splitlines()) - 1
         return first + (f" (+{more} more)" if more else "") + "; the running session keeps its last good config"
 
 
@@ -65,7 +66,7 @@ class ConfigWatcher:
         """A :class:`ConfigCheck` when the file changed since the last call, else None
         (one ``stat``; the file is parsed only when it changed)."""
         signature = self._stat()
-        if signature == self._signature:
+        if signature == self._signature or self.path is None:  # no path: both signatures are None
             return None
         self._signature = signature
         from optui.config import parse_config_text

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from optui.adapters import proc
 from optui.adapters.journal import Journal
 from optui.core import events as ev
+from optui.core.events import Event
 
 #: How many of the newest events of a kind are looked at (a session runs a few at a time).
 SCAN = 200
@@ -45,7 +46,7 @@ def close_interrupted(journal: Journal, *, actor: str, restart_locked: Callable[
                 "duration_s": None, "result": None, "results": None}, actor=actor, experiment=e.experiment)
             closed += 1
     ends = (ev.SERVER_READY, ev.SERVER_FAILED, ev.RESTART_REQUESTED, ev.RESTART_INTERRUPTED)
-    newest: dict[str, object] = {}
+    newest: dict[str, Event] = {}
     for e in journal.events(types=list(ends), limit=SCAN, newest_first=True):
         newest.setdefault(e.target or "", e)
     for server, e in newest.items():

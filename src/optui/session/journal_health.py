@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from optui.adapters.journal import Journal, JournalBusy, JournalError
+from optui.adapters.journal_defer import DeferringJournal
 
 #: How long a failed write on a busy lock stays on the status line (s).
 BUSY_SHOWN_S = 5.0
@@ -46,9 +47,9 @@ class JournalHealth:
         """The status line's ``journal:`` text, or None when all is well."""
         if self.error:
             return self.error
-        waiting = getattr(self.journal, "deferred", 0)
-        if waiting:
-            return f"{self.journal.busy_error}; {waiting} event(s) waiting, written when the lock is free"
+        waiting = self._waiting()
+        if waiting is not None:
+            return f"{waiting.busy_error}; {waiting.deferred} event(s) waiting, written when the lock is free"
         if time.monotonic() < self._busy_until:
             return self._busy_text
         return None
@@ -56,9 +57,10 @@ class JournalHealth:
     def tick(self) -> bool:
         """Write events that waited for the lock; True when some were written now. Raises
         JournalError when the journal fails otherwise."""
-        if not getattr(self.journal, "deferred", 0):
+        waiting = self._waiting()
+        if waiting is None:
             return False
-        if not self.journal.flush():
+        if not waiting.flush():
             return False
         self._busy_until = 0.0
         self.on_change()
@@ -67,8 +69,14 @@ class JournalHealth:
     def flush_before_close(self, wait_s: float = 5.0) -> None:
         """Last chance for waiting events when the session closes: retry for ``wait_s``."""
         deadline = time.monotonic() + wait_s
-        while getattr(self.journal, "deferred", 0) and time.monotonic() < deadline:
+        while (waiting := self._waiting()) is not None and time.monotonic() < deadline:
             with contextlib.suppress(JournalError):
-                if self.journal.flush():
+                if waiting.flush():
                     return
             time.sleep(0.1)
+
+    def _waiting(self) -> DeferringJournal | None:
+        """The journal when events wait in it for the lock (only a DeferringJournal
+        defers; a plain Journal never does), else None."""
+        j = self.journal
+        return j if isinstance(j, DeferringJournal) and j.deferred else None
