@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 
 from optui.adapters.aio import wait_set
-from optui.adapters.controller import Controller, ControllerError, ProcessController
+from optui.adapters.controller import Controller, ControllerError, Launch, ProcessController
 from optui.adapters.journal import Journal, JournalError
 from optui.adapters.probe import ServerProbe
 from optui.adapters.shell import LocalShell, LogSource, Shell
@@ -179,8 +179,8 @@ class ServerRuntime:
         if launch is not None:
             self._keeper.set(argv=launch.argv or self.status.argv, pid=launch.pid, started_at=launch.started_at)
             self._follow(resume=True)
-        elif getattr(self.controller, "lost", None) is not None:
-            await self._account_for_lost_launch(self.controller.lost)
+        elif isinstance(self.controller, ProcessController) and self.controller.lost is not None:  # only it has lost
+            await self._account_for_lost_launch(self.controller, self.controller.lost)
         self.attached.set()
         if launch is not None:  # what its ready gate found (issue 16), shown again by a new session
             ready = self._events.safe(lambda: self.journal.events(target=self.name, types=[ev.SERVER_READY], limit=1,
@@ -209,7 +209,7 @@ class ServerRuntime:
             self._keeper.set(message=f"cannot re-attach: {exc}")
             return None
 
-    async def _account_for_lost_launch(self, lost) -> None:
+    async def _account_for_lost_launch(self, controller: ProcessController, lost: Launch) -> None:
         """The pidfile names a launch whose process is gone: it ended while no optui process
         watched it (the CLI that started it exited, the TUI was closed, the host rebooted).
         Show it CRASHED with what its log says, and journal it once, as such: its pid, when
@@ -222,7 +222,7 @@ class ServerRuntime:
                        target=self.name, types=[ev.RESTART_REQUESTED], since_ts=lost.started_at, limit=1)), None))
         if ended is not None:  # another process journaled its end (a stop, a failure, a restart)
             if not self.journal.read_only:
-                self.controller.forget_lost()
+                controller.forget_lost()
             return
         crash, lines, _cause = await self._classify_log_of(lost)
         seen = self._events.safe(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
@@ -236,7 +236,7 @@ class ServerRuntime:
         self._events.record(ev.SERVER_FAILED, {"class": str(crash), "returncode": None, "pid": lost.pid, "unwatched": True,
                                                "last_seen_alive": round(seen, 3), "message": message, "lines": list(lines),
                                                "argv": list(lost.argv), "log": lost.log_path})
-        self.controller.forget_lost()
+        controller.forget_lost()
 
     async def _classify_log_of(self, launch) -> tuple[CrashClass, tuple[str, ...], str | None]:
         """Crash class, explaining lines and cause line of ``launch`` from the end of its log file (for
@@ -349,7 +349,7 @@ class ServerRuntime:
         lines = tuple(self._classifier.relevant_lines())
         cause = self._classifier.cause(rc)
         launch = self.controller.launch
-        if rc is None and crash is CrashClass.UNKNOWN and launch is not None and getattr(launch, "log_path", ""):
+        if rc is None and crash is CrashClass.UNKNOWN and launch is not None and launch.log_path:
             crash, lines, cause = await self._classify_log_of(launch)  # re-attached: its log from the start
         self._stop_follower()
         message = exit_description(rc) if rc is not None else "process gone (not optui's child here: exit status unknown)"

@@ -26,6 +26,7 @@ from optui.adapters.shell import shell_for
 from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
+from optui.core.journal_experiments import StoredResult
 from optui.core.todo import TodoItem
 from optui.session.alerts import Alert, AlertWatcher
 from optui.session.benches import BenchService
@@ -119,7 +120,7 @@ class Session:
         self._last_seq = 0
         self._todos: tuple[TodoItem, ...] = ()
         self._todos_read = False  # the whole list was read once (then only changed items)
-        self._results = ()
+        self._results: tuple[StoredResult, ...] = ()
         self.command_log = CommandLog(on_change=self.touch)
         self._alert_watcher = AlertWatcher(self.config.mem_alert_pct)
         self.alerts: deque[Alert] = deque(maxlen=100)  # newest last; alert_count numbers them
@@ -147,7 +148,7 @@ class Session:
             self.servers[name] = ServerRuntime(name, cfg, controller, self.journal, on_change=self.touch,
                                                journal_failed=self.journal_failed, on_journal=self.sync_journal,
                                                restarting_elsewhere=ServerLock(self.state_dir, name).held_by_other,
-                                               gpu_holders=lambda after, host=cfg.host: gpu_holders(self.gpus, host, after),
+                                               gpu_holders=self._gpu_holders_on(cfg.host),
                                                catalogs=catalogs)
             shell = getattr(controller, "shell", None)
             if shell is not None and shell.local:  # remote commands are logged by their SSH connection
@@ -402,6 +403,12 @@ class Session:
         connection for an SSH host)."""
         return shell_for(host, self.ssh_hosts.get(host))
 
+    def _gpu_holders_on(self, host: str) -> Callable[[float], Awaitable[set[int] | None]]:
+        """A server's ``gpu_holders`` hook: :func:`~optui.session.gpu_release.gpu_holders` of
+        ``host`` through this session's GPU poller (looked up on each call: the servers are
+        built before the poller)."""
+        return lambda after: gpu_holders(self.gpus, host, after)
+
     def server(self, name: str) -> ServerRuntime:
         """The runtime of server ``name``; SessionError when unknown."""
         rt = self.servers.get(name)
@@ -512,7 +519,10 @@ class Session:
         """Restart ``name`` with its last good flags (journaled as ``rollback``)."""
         self.check_writable("rolling back a server")  # before the rollback event is journaled
         rt = self.server(name)
-        last_good = rt.status.last_good_argv or (self.journal.last_good(name) and tuple(self.journal.last_good(name)))
+        last_good = rt.status.last_good_argv
+        if not last_good:
+            stored = self.journal.last_good(name)
+            last_good = tuple(stored) if stored else None
         if not last_good:
             raise SessionError(f"{name}: no last good flags recorded yet")
         self.record(ev.ROLLBACK, name, {"reason": reason, "from_argv": list(rt.status.argv), "to_argv": list(last_good)},
