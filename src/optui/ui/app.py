@@ -233,8 +233,11 @@ class OptuiApp(App):
 
     async def _start_session(self) -> None:
         if self.session is None:
+            loader = self._loader
+            if loader is None:
+                raise RuntimeError("OptuiApp needs a session or a loader")
             try:
-                self.session = await asyncio.to_thread(self._loader)
+                self.session = await asyncio.to_thread(loader)
             except Exception as exc:  # ConfigError / JournalError: a message for the operator
                 self.startup_error = str(exc)
                 self.exit(return_code=2)
@@ -245,13 +248,15 @@ class OptuiApp(App):
         config = client.config
         if config.keymap:
             self.set_keymap(dict(config.keymap, **self._user_keymap))
-        self.query_one("#gpus").mem_alert_pct = config.mem_alert_pct
+        from optui.ui.widgets.gpu_panel import GpuPanel
+
+        self.query_one("#gpus", GpuPanel).mem_alert_pct = config.mem_alert_pct
         self._bell = bool(config.bell)
         self.refresh_bindings()
         await client.start()
-        await self._render_loop()
+        await self._render_loop(client)
 
-    async def _render_loop(self) -> None:
+    async def _render_loop(self, client: SessionClient) -> None:
         """Repaint from the session's snapshot whenever it changes (≤ 1/MIN_FRAME_S Hz),
         and at least once a second (uptimes, ages). What a key changed is painted at
         once, without waiting out the pause (a benchmark's stream keeps the loop busy)."""
@@ -259,14 +264,14 @@ class OptuiApp(App):
         while True:
             # 1.1 s, not 1.0: a GPU source at 1 s paints every frame; the timeout (for clocks
             # and ages) must not race it and paint twice a second
-            self._seen_version = await self.client.wait_changed(self._seen_version, timeout=1.0 + MIN_FRAME_S)
+            self._seen_version = await client.wait_changed(self._seen_version, timeout=1.0 + MIN_FRAME_S)
             pause = painted_at + MIN_FRAME_S - time.monotonic()
             if pause > 0:  # a burst of changes: wait out the frame (an idle dashboard never does)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._key_pressed.wait(), pause)
             painted_at = time.monotonic()
-            self._seen_version = self.client.version  # what changed during the pause is painted now
-            self.apply_state(self.client.snapshot())
+            self._seen_version = client.version  # what changed during the pause is painted now
+            self.apply_state(client.snapshot())
             self._key_pressed.clear()
             if self._freeze_gc:  # the campaign is on screen: what exists now lives all day
                 self._freeze_gc = False
@@ -296,10 +301,12 @@ class OptuiApp(App):
         """Push one snapshot into the panels. Each panel is given the values it shows and
         skips a frame whose values equal those on screen (``==`` on frozen values)."""
         from optui.ui.widgets.bench_panel import BenchPanel
+        from optui.ui.widgets.gpu_panel import GpuPanel
+        from optui.ui.widgets.server_panel import ServerPanel
 
         with self.batch_update():
-            self.query_one("#gpus").show(state.hosts, state.gpu_history)
-            self.query_one("#servers").show(state.servers)
+            self.query_one("#gpus", GpuPanel).show(state.hosts, state.gpu_history)
+            self.query_one("#servers", ServerPanel).show(state.servers)
             self._show_alerts(state)
             self._show_todos(state)
             self.journal_actions.show_journal(state)
@@ -335,6 +342,8 @@ class OptuiApp(App):
     def _show_todos(self, state: SessionState) -> None:
         """The items, the experiment runner's steps and the followed lists into the todo
         panel; notifications for finished experiments and new follow errors."""
+        from optui.ui.widgets.todo_panel import TodoPanel
+
         follows = []
         for key, st in state.follows:
             mark = {"ok": "✓", "waiting": "…", "starting": "…"}.get(st.state, "✗")
@@ -346,7 +355,7 @@ class OptuiApp(App):
         parts = [f"⚗ {len(runs.steps)} (S stops)"] if runs.running else []
         if follows:
             parts.append("following " + "  ".join(follows))
-        self.query_one("#todo").show(state.todos, dict(runs.steps), "  ·  ".join(parts))
+        self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts))
         for outcome in runs.outcomes[self._outcomes_seen:]:
             severity = "information" if outcome.status == "ok" else ("warning" if outcome.status in ("aborted", "skipped") else "error")
             self.notify(outcome.summary[:400], title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity,
@@ -412,13 +421,16 @@ class OptuiApp(App):
     def action_command_log(self) -> None:
         from optui.ui.screens.command_log import CommandLogScreen
 
-        self.push_screen(CommandLogScreen(self.client.command_log_records()))
+        if self.client is not None:
+            self.push_screen(CommandLogScreen(self.client.command_log_records()))
 
     def action_pause(self) -> None:
-        self.client.set_paused(not self.client.snapshot().paused)
+        if self.client is not None:
+            self.client.set_paused(not self.client.snapshot().paused)
 
     def action_refresh(self) -> None:
-        self.client.refresh_now()
+        if self.client is not None:
+            self.client.refresh_now()
 
     # ---------------------------------------------------------- actions: the domains' global keys
     def action_restart(self) -> None:
@@ -509,7 +521,7 @@ class OptuiApp(App):
     def _journal_queried(self, msg: JournalQueried) -> None:
         self.journal_actions.journal_queried(msg)
 
-    def action_quit(self) -> None:
+    async def action_quit(self) -> None:  # async like App.action_quit, which it replaces
         self.exit()  # the session is closed in on_unmount, once
 
     async def on_unmount(self) -> None:

@@ -8,7 +8,7 @@ import re
 from textual.binding import Binding, BindingType
 
 
-def with_ids(bindings: list[BindingType], prefix: str) -> list[Binding]:
+def with_ids(bindings: list[BindingType], prefix: str) -> list[BindingType]:
     """``bindings`` (a stock widget's ``BINDINGS``) again, each with the id
     ``PREFIX.ACTION`` (``input.cursor_left``, ``input.cursor_left_True`` for
     ``cursor_left(True)``); plain tuples are left out."""

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
     """optui's commands for the palette (in addition to Textual's own, e.g. Theme)."""
     client = app.client
+    if client is None:  # the campaign is still loading
+        return
     config = client.config
     writable = not client.read_only
     for name, server in config.servers.items():
@@ -35,7 +37,8 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
         yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.server_actions.confirm_stop, name))
     yield from bench_palette_commands(app)
     for host in app.host_actions.untrusted_hosts():
-        fp = client.ssh_hosts()[host].host_key.fingerprint
+        key = client.ssh_hosts()[host].host_key
+        fp = key.fingerprint if key is not None else "?"
         yield SystemCommand(f"Trust host key of {host}", f"{fp} — shown again before it is written", partial(app.host_actions.confirm_trust, host))
     for host, ssh in client.ssh_hosts().items():
         if ssh.state.value != "live":

@@ -35,7 +35,9 @@ from collections.abc import Callable
 
 from textual import events
 from textual.app import App
+from textual.dom import DOMNode
 from textual.message import Message
+from textual.timer import Timer
 
 #: the longest a key waits for the previous one (s)
 MAX_WAIT_S = 0.5
@@ -73,10 +75,10 @@ class KeySequencer:
         self._waiting_since = 0.0
         self._in_flight = False  # a key was admitted and its first barrier is not sent yet
         self._released: KeyInput | None = None  # re-posted, not admitted yet
-        self._barrier_at = None  # the widget the awaited barrier was posted to
+        self._barrier_at: DOMNode | None = None  # the widget the awaited barrier was posted to
         self._held_since = 0.0
         self._rounds = 0  # extra barriers sent for the key in flight
-        self._timer = None
+        self._timer: Timer | None = None
 
     # ------------------------------------------------------------ the app's calls
     def admit(self, event: KeyInput) -> bool:
@@ -121,7 +123,7 @@ class KeySequencer:
         self._release()
 
     def _chain_busy(self) -> bool:
-        node = self.app.focused or self.app.screen
+        node: DOMNode | None = self.app.focused or self.app.screen
         while node is not None and node is not self.app:
             if node.message_queue_size:
                 return True
@@ -133,13 +135,14 @@ class KeySequencer:
         self._in_flight = False
         self._waiting = next(self._seq)
         self._waiting_since = time.monotonic()
-        self._barrier_at = self.app.focused or self.app.screen
-        self._barrier_at.post_message(KeyBarrier(self._waiting))
+        barrier_at: DOMNode = self.app.focused or self.app.screen
+        self._barrier_at = barrier_at
+        barrier_at.post_message(KeyBarrier(self._waiting))
 
     def _busy(self) -> bool:
         if not self.ready():  # start-up: wait for it, but never keep q from quitting a stuck load
             return not self.held or time.monotonic() - self._held_since < MAX_READY_WAIT_S
-        if self._waiting is not None and not self._barrier_at.is_attached:
+        if self._waiting is not None and self._barrier_at is not None and not self._barrier_at.is_attached:
             self._send_barrier()  # its widget was removed (a prompt dismissed): follow from the new focus
         elif self._waiting is not None and time.monotonic() - self._waiting_since > MAX_WAIT_S:
             self._waiting = None  # lost: do not wait for it any more

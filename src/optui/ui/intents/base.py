@@ -57,10 +57,12 @@ class Actions:
 
     def selected_server(self) -> str | None:
         """The server under the servers panel's cursor (else the first configured one)."""
-        key = self.app.query_one("#servers").current_key
+        from optui.ui.widgets.server_panel import ServerPanel
+
+        key = self.app.query_one("#servers", ServerPanel).current_key
         if key is None:
-            key = next(iter(self.client.server_names()), None)
-        return key
+            return next(iter(self.client.server_names()), None)
+        return str(key)
 
     def fail(self, exc: Exception) -> None:
         """Show ``exc`` as an error notification (never a crash)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
@@ -28,6 +29,7 @@ def sections_text(app: App, sections: list[Section]) -> Text:
             out.append("\n")
         out.append(section.title + "\n", style=style(app, "primary", bold=True))
         for text, tone in section.lines:
+            line_style: Style | str
             if tone == "dim":
                 line_style = style(app, dim=True)
             elif tone == "head":

@@ -154,7 +154,7 @@ class ExperimentScreen(ModalScreen[dict | None]):
         self.action_save()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        {"save": self.action_save, "remove": self.action_remove}.get(event.button.id, self.action_cancel)()
+        {"save": self.action_save, "remove": self.action_remove}.get(event.button.id or "", self.action_cancel)()
 
     def action_save(self) -> None:
         exp = self._preview()

@@ -326,7 +326,11 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         if self.review is None:
             self.dismiss(argv)
         else:
-            self.review(argv, lambda confirmed: self.dismiss(argv) if confirmed else None)
+            def after_review(confirmed: bool) -> None:
+                if confirmed:
+                    self.dismiss(argv)
+
+            self.review(argv, after_review)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

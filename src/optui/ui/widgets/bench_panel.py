@@ -25,6 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
@@ -155,7 +156,7 @@ class BenchPanel(Vertical):
         self._status_plain = ""
         self._pending: deque[str] = deque(maxlen=max_lines)
         self._flushed_at = 0.0
-        self._flush_timer = None
+        self._flush_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("no benchmark yet — press b", id="bench-status", markup=False)

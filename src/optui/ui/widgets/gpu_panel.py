@@ -77,7 +77,7 @@ class GpuPanel(CursorList):
 
     def action_toggle_host(self) -> None:
         key = self.current_key
-        if key is not None:
+        if isinstance(key, str):  # a host's row (its key is the host name)
             many = len(self._hosts) > self.EXPAND_UP_TO_HOSTS
             self._expanded[key] = not self._expanded.get(key, not many)
             self._render_hosts()

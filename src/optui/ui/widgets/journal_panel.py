@@ -98,7 +98,7 @@ class JournalPanel(CursorList):
         row.append(time.strftime("%H:%M:%S ", time.localtime(e.ts)), style="dim")
         var = _TYPE_VAR.get(e.type)
         if e.type == ev.SERVER_STATE:
-            var = {"ready": "state-ready", "crashed": "state-failed", "hung": "state-failed"}.get(e.data.get("new"))
+            var = {"ready": "state-ready", "crashed": "state-failed", "hung": "state-failed"}.get(str(e.data.get("new")))
         row.append(f"{e.type:<15}", style=style(self.app, var) if var else "")
         if e.target:
             row.append(f" {safe_line(e.target)}", style="bold")
@@ -112,7 +112,7 @@ class JournalPanel(CursorList):
     @property
     def shown_seqs(self) -> list[int]:
         """The seqs of the rows on screen, newest first."""
-        return list(self._keys)
+        return [k for k in self._keys if isinstance(k, int)]
 
     def selected_event(self) -> Event | None:
         """The event under the cursor."""

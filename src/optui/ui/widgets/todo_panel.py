@@ -17,6 +17,8 @@ Claude Code task waits for (its ``blockedBy``).
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -25,6 +27,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Input
 
 from optui.core.safe_text import safe_line
@@ -239,7 +242,7 @@ class TodoPanel(Vertical):
     def on_resize(self) -> None:
         self._render_rows()
 
-    def _visible(self) -> list[TodoItem]:
+    def _visible(self) -> builtins.list[TodoItem]:  # builtins: this class has a `list` property
         out = []
         needle = self.filter_text.lower()
         for item in self._items:
@@ -275,7 +278,7 @@ class TodoPanel(Vertical):
             title += f"  /{self.filter_text}"
         if self.hide_done:
             title += "  (done hidden)"
-        box = self.parent if self.parent is not None and self.parent.id == "todo-box" else self
+        box = self.parent if isinstance(self.parent, Widget) and self.parent.id == "todo-box" else self
         box.border_title = title
         box.border_subtitle = self.subtitle
 
@@ -311,7 +314,7 @@ class TodoPanel(Vertical):
             row.append(note if len(note) <= room else note[: room - 1] + "…", style="dim")
         return row
 
-    def _badges(self, item: TodoItem) -> list[tuple[str, str]]:
+    def _badges(self, item: TodoItem) -> builtins.list[tuple[str, str]]:
         """(text, theme variable) of the item's badges, in display order."""
         out = []
         if item.conflict:
@@ -342,7 +345,7 @@ class TodoPanel(Vertical):
         return ("⚗", "accent")
 
     # ---------------------------------------------------------- verbs
-    def post_for_current(self, message: type[Message], **fields) -> None:
+    def post_for_current(self, message: Callable[..., Message], **fields) -> None:
         """Post ``message(item, **fields)`` for the item under the cursor (none: nothing)."""
         item = self.current
         if item is not None:
