@@ -85,13 +85,14 @@ def test_demo_in_tmux_keys_resize_quit(tmux_demo):
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # wait for the side-pane layout (compact server row)
         screen = capture()
-        if "[2] Servers" in screen and any("demo READY" in line for line in screen.splitlines()):
+        # the whole layout: under load a capture can land while a frame is half written
+        if "[2] Servers" in screen and "[3] Todo" in screen and any("demo READY" in line for line in screen.splitlines()):
             break
         time.sleep(0.2)
     lines = screen.splitlines()
     assert max(len(line) for line in lines) <= 60, screen
     assert any("demo READY" in line for line in lines), screen
-    assert "[3] Todo" in screen
+    assert "[3] Todo" in screen, screen
     tmux("send-keys", "-t", "t", "q")
     quit_at = time.monotonic()
     deadline = time.monotonic() + 10
