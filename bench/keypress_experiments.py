@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))  # this checkout's code, not an installed copy
 
 from journal_queries import build  # noqa: E402
-from keypress_latency import FLOOD, Watch  # noqa: E402
+from keypress_latency import FLOOD, Watch, latency_summary, timed_presses  # noqa: E402
 from ptyrun import PtyProcess, load_average, parse_size  # noqa: E402
 
 from optui.adapters.journal import Journal  # noqa: E402
@@ -139,21 +138,15 @@ def main() -> int:
             time.sleep(1.5)
             load = load_average()
             t_start = time.monotonic()
-            for n in range(args.presses):
+
+            def press(n: int) -> tuple[bytes, bytes]:
                 if args.mode == "sort":
-                    key, marker = b"s", f"{SORT_HEADERS[(n + 1) % len(SORT_HEADERS)]} ↑".encode()
-                elif n % 2 == 0:
-                    key, marker = b"\r", b" on qwen"  # the details title: exp-NNNN on qwen (sorted by id: row 1)
-                else:
-                    key, marker = b"\r", title  # Enter closes the details too
-                watch.arm(marker)
-                t0 = time.monotonic()
-                proc.send(key)
-                if watch.event.wait(5.0):
-                    latencies.append((watch.found_at - t0) * 1000)
-                else:
-                    missed += 1
-                time.sleep(rng.uniform(0.2, 0.6))
+                    return b"s", f"{SORT_HEADERS[(n + 1) % len(SORT_HEADERS)]} ↑".encode()
+                if n % 2 == 0:
+                    return b"\r", b" on qwen"  # the details title: exp-NNNN on qwen (sorted by id: row 1)
+                return b"\r", title  # Enter closes the details too
+
+            latencies, missed = timed_presses(proc, watch, press, args.presses, rng)
             elapsed = time.monotonic() - t_start
             stats = root / "flood.json"
             still_streaming = args.rate <= 0 or (stats.exists() and not json.loads(stats.read_text()).get("done"))
@@ -165,7 +158,6 @@ def main() -> int:
             time.sleep(0.3)
             proc.stop()
         flood = json.loads((root / "flood.json").read_text()) if (root / "flood.json").exists() else None
-    ordered = sorted(latencies)
     result = {
         "mode": args.mode,
         "events": args.events,
@@ -175,9 +167,7 @@ def main() -> int:
         "presses": args.presses,
         "seen": len(latencies),
         "missed": missed,
-        "median_ms": round(statistics.median(ordered), 1) if ordered else None,
-        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1) if ordered else None,
-        "max_ms": round(max(ordered), 1) if ordered else None,
+        **latency_summary(latencies),
         "view_shown_s": round(open_s, 2),
         "journal_built_s": round(build_s, 1),
         "presses_s": round(elapsed, 1),

@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -94,6 +95,34 @@ class Watch:
                 self.found_at = when
                 self.event.set()
             self._tail = window[-512:]  # a marker or escape split across reads
+
+
+def timed_presses(proc: PtyProcess, watch: Watch, press: Callable[[int], tuple[bytes, bytes]], count: int,
+                  rng: random.Random) -> tuple[list[float], int]:
+    """Type ``press(n) -> (key, marker)`` ``count`` times, 0.2-0.6 s apart (random): each
+    press's ms from writing the key until ``marker`` shows (5 s at most, else missed).
+    Returns (latencies in ms, missed)."""
+    latencies: list[float] = []
+    missed = 0
+    for n in range(count):
+        key, marker = press(n)
+        watch.arm(marker)
+        t0 = time.monotonic()
+        proc.send(key)
+        if watch.event.wait(5.0):
+            latencies.append((watch.found_at - t0) * 1000)
+        else:
+            missed += 1
+        time.sleep(rng.uniform(0.2, 0.6))
+    return latencies, missed
+
+
+def latency_summary(latencies: list[float]) -> dict:
+    """``median_ms``, ``p95_ms``, ``max_ms`` of ``latencies`` (None when empty)."""
+    ordered = sorted(latencies)
+    return {"median_ms": round(statistics.median(ordered), 1) if ordered else None,
+            "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1) if ordered else None,
+            "max_ms": round(max(ordered), 1) if ordered else None}
 
 
 def write_campaign(root: Path, rate: float, seconds: float, todo_items: int = 0) -> Path:
@@ -167,35 +196,26 @@ def main() -> int:
                 proc.send(b"3")
                 time.sleep(1.0)
             t_start = time.monotonic()
-            for n in range(args.presses):
+
+            def press(n: int) -> tuple[bytes, bytes]:
                 if args.mode == "focus":
-                    key, marker = (b"3", b"a Add") if n % 2 == 0 else (b"4", b"s Sweep")
-                else:
-                    key, marker = b" ", f"{TODO_ICONS[(n + 1) % 3]} M {ITEM}".encode()  # M: medium priority
-                watch.arm(marker)
-                t0 = time.monotonic()
-                proc.send(key)
-                if watch.event.wait(5.0):
-                    latencies.append((watch.found_at - t0) * 1000)
-                else:
-                    missed += 1
-                time.sleep(rng.uniform(0.2, 0.6))
+                    return (b"3", b"a Add") if n % 2 == 0 else (b"4", b"s Sweep")
+                return b" ", f"{TODO_ICONS[(n + 1) % 3]} M {ITEM}".encode()  # M: medium priority
+
+            latencies, missed = timed_presses(proc, watch, press, args.presses, rng)
             elapsed = time.monotonic() - t_start
             stats = root / "flood.json"
             still_streaming = args.rate <= 0 or (stats.exists() and not json.loads(stats.read_text()).get("done"))
         finally:
             proc.stop()
         flood = json.loads((root / "flood.json").read_text()) if (root / "flood.json").exists() else None
-    ordered = sorted(latencies)
     result = {
         "mode": args.mode,
         "rate_asked": args.rate,
         "presses": args.presses,
         "seen": len(latencies),
         "missed": missed,
-        "median_ms": round(statistics.median(ordered), 1) if ordered else None,
-        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1) if ordered else None,
-        "max_ms": round(max(ordered), 1) if ordered else None,
+        **latency_summary(latencies),
         "presses_s": round(elapsed, 1),
         "streaming_throughout": still_streaming,
         "client_lines_per_s": round(flood["lines"] / flood["seconds"]) if flood else None,
