@@ -1,4 +1,9 @@
-"""The journal's own thread: the event loop awaits journal reads and writes, never runs them.
+"""The journal's own thread: calls the event loop awaits instead of running them.
+
+What goes through it today: the experiments view's loads, the filtered journal search and
+the operator's verdicts. The services' own writes (events, todo edits, notes) still run on
+the event loop through ``DeferringJournal``, which queues an event that meets another
+process's lock; moving them here is the rest of issue 17's part 2.
 
 A query over a long campaign (every experiment: ~0.7 s on 100k events; a text filter: a scan
 of every event) or a write that waits for another process's lock (up to ``busy_timeout_s``)

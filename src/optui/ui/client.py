@@ -10,7 +10,6 @@ Textual worker and posts the result back as a message; the screen never waits on
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -315,12 +314,10 @@ class SessionClient:
     # ------------------------------------------------------------ slow calls (off the loop)
     async def query_events(self, flt: EventFilter, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:
         """The journal's events matching ``flt`` newer than ``since_seq``, newest first, at
-        most ``limit``; run off the event loop. Raises what the journal raises (a locked or
-        broken file: ``JournalError``, ``sqlite3.Error``)."""
-        on_journal_thread = getattr(self._session, "query_events_async", None)
-        if on_journal_thread is not None:
-            return await on_journal_thread(flt, since_seq=since_seq, limit=limit)
-        return await asyncio.to_thread(self._session.query_events, flt, since_seq=since_seq, limit=limit)
+        most ``limit``; on the session's journal thread (a text filter in bounded windows).
+        Raises what the journal raises (a locked or broken file: ``JournalError``,
+        ``sqlite3.Error``)."""
+        return await self._session.query_events_async(flt, since_seq=since_seq, limit=limit)
 
     def experiments_reader(self) -> Callable[[], Awaitable[ExperimentsUpdate]]:
         """A reader of the journal's experiments for one view: each await reads only what is
