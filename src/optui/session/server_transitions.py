@@ -116,16 +116,14 @@ class StatusKeeper:
 
     async def wait_for(self, done: Callable[[ServerState], bool], deadline: float) -> bool:
         """Wait until ``done(state)`` or the monotonic ``deadline``; True when reached."""
-        me = asyncio.current_task()
         async with self._state_changed:
             while not done(self.status.state):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._state_changed.wait(), remaining)
-                if me is not None and me.cancelling():
-                    # 3.11's wait_for drops a cancel that arrives with a notify (the state set
-                    # at shutdown): the gate would wait out its timeout and hold up the quit
-                    raise asyncio.CancelledError
+                # asyncio.timeout, not wait_for: 3.11's wait_for drops a cancel that arrives
+                # with a notify (the state set at shutdown), as adapters/aio.py explains
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await self._state_changed.wait()
         return True
