@@ -160,8 +160,7 @@ class ServerRuntime:
         """Wait at most ``timeout_s`` for the log's readiness line (llama.cpp logs from a
         thread: its phase lines can trail HTTP), then show the phases read so far."""
         if not self._classifier.log_ready:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._log_ready.wait(), timeout_s)
+            await wait_set(self._log_ready, timeout_s)
             self._keeper.set(phases=tuple(self._classifier.phases))
 
     def generation_passed(self) -> bool:
