@@ -18,8 +18,10 @@
 #    changed since the last install).
 # 4. the static checks, each failing the run: `ruff check src tests` and `mypy` (its strictness
 #    is in pyproject.toml, [tool.mypy]); CHECKS=0 skips them (a repeat run of a few tests).
-# 5. pytest with the given arguments. Its exit status is this script's, except that
-#    "collected no tests" (5) is a failure: a suite that cannot fail proves nothing.
+# 5. pytest: with no arguments the whole suite, the tests not marked `serial` on pytest-xdist
+#    workers then the serial ones alone; with arguments, pytest with exactly those. Its exit
+#    status is this script's, except that "collected no tests" (5) is a failure: a suite that
+#    cannot fail proves nothing.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
 
@@ -102,8 +104,33 @@ if [[ ${CHECKS:-1} != 0 ]]; then
 fi
 
 # --- 5. the suite ------------------------------------------------------------------------
+# Most tests wait (for servers to become ready, for frames): the whole suite runs in two parts,
+# the tests not marked `serial` spread over WORKERS pytest-xdist processes (default: twice the
+# CPU count, at most 8; one file per worker at a time so module fixtures are shared), then the
+# `serial` ones (event-loop gaps, throughput ratios, a real terminal: timing a busy machine would
+# distort) alone. With PYTEST ARGS (a few files, a -k) pytest runs once, in this process.
+# "collected no tests" (5) is a failure only when no part collected anything.
+run_pytest() {
+    local r=0
+    "$VENV/bin/python" -m pytest "$@" || r=$?
+    return "$r"
+}
 rc=0
-"$VENV/bin/python" -m pytest "$@" || rc=$?
+if (($#)); then
+    run_pytest "$@" || rc=$?
+else
+    cpus=$(nproc 2>/dev/null || echo 2)
+    workers=${WORKERS:-$((cpus * 2 > 8 ? 8 : cpus * 2))}
+    say "the suite: tests not marked serial on $workers workers, then the serial ones"
+    run_pytest -n "$workers" --dist loadfile -m "not serial" || rc=$?
+    rc2=0
+    run_pytest -m serial || rc2=$?
+    if [[ $rc -eq 5 && $rc2 -eq 5 ]]; then
+        rc=5
+    elif [[ $rc -eq 5 || $rc -eq 0 ]]; then
+        rc=$((rc2 == 5 ? 0 : rc2))
+    fi
+fi
 if [[ $rc -eq 5 ]]; then
     say "pytest collected no tests; a suite that cannot fail is a failure"
     exit 1

@@ -18,7 +18,7 @@ import pytest
 from optui.config import BenchmarkConfig
 from tests.helpers.faults import FAKE_TOOLS, Heartbeat, demo_app, gone, ready, stored_events, wait_for
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.serial]  # event-loop gaps are measured
 MAX_LINE = 64 * 1024  # LineSplitter's default cap (characters)
 TOOL = [sys.executable, str(FAKE_TOOLS / "sglang" / "bench_serving.py"), "--num-prompts", "8"]
 

@@ -21,7 +21,7 @@ from tests.helpers.demo import subprocess_env
 from tests.helpers.faults import Heartbeat, demo_app, ready, status_line, stored_events, wait_for
 from tests.test_gpu_nvml import MIB, FakeNvml
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.serial]  # event-loop gaps are measured
 
 
 def gpu_lines(app) -> list[str]:

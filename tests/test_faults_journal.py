@@ -14,7 +14,7 @@ import pytest
 from optui.session.errors import SessionError
 from tests.helpers.faults import Heartbeat, Locker, demo_app, page_limit, ready, status_line, stored_events, wait_for
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.serial]  # event-loop gaps are measured
 
 
 async def test_journal_locked_by_another_process_loses_nothing_and_never_freezes(tmp_path):
@@ -66,8 +66,8 @@ async def test_disk_full_shows_a_clear_error_and_turns_read_only(tmp_path):
         session.add_note("written before the disk filled up")
         written = [e.seq for e in stored_events(db)]
         page_limit(session.journal)
-        for i in range(500):  # events keep coming until the file cannot grow
-            session.add_note(f"note {i} " + "x" * 200)
+        for i in range(500):  # events keep coming until the file cannot grow (the TUI's way: on the journal thread)
+            await app.client.add_note(f"note {i} " + "x" * 200)
             if session.read_only:
                 break
         assert session.read_only, "the journal never filled up"

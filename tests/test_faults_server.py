@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers.faults import Heartbeat, demo_app, gone, ready, stored_events, wait_for
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.serial]  # event-loop gaps are measured
 
 
 def servers_text(app) -> str:

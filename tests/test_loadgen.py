@@ -35,6 +35,7 @@ async def _run(url: str, concurrency: int, **kw):
     return result
 
 
+@pytest.mark.serial  # a throughput ratio: measured alone
 async def test_concurrency_raises_throughput(server):
     progress: list[tuple[int, int]] = []
     one = await _run(server.base_url, 1, on_progress=lambda d, t: progress.append((d, t)))
@@ -52,6 +53,7 @@ async def test_concurrency_raises_throughput(server):
     assert 5.0 < one.tpot_ms["median"] < 15.0
 
 
+@pytest.mark.serial  # a throughput ratio: measured alone
 async def test_max_running_requests_one_serializes(serial_server):
     one = await _run(serial_server.base_url, 1)
     four = await _run(serial_server.base_url, 4)

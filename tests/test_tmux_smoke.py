@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.tty, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.tty, pytest.mark.timeout(120), pytest.mark.serial]
 _SCRIPT = Path(sys.executable).with_name("optui")
 # the installed entry point; where optui runs from a source tree with its packages on PYTHONPATH
 # (the GPU machine: no venv, no console script), the same program as `python -m optui`
