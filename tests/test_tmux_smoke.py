@@ -130,7 +130,15 @@ def test_keys_typed_at_launch_and_the_terminal_mode_after_quit(tmp_path):
     try:
         tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40",
              f"{env} {OPTUI} demo --fresh --dir {tmp_path / 'demo'} --speed 10; stty -a > {stty}; sleep 30")
-        time.sleep(0.1)
+        # type once optui's own first step (cli.terminal) took line editing off: keys typed
+        # while the interpreter is still starting are the terminal's cooked input, \r already
+        # made \n by the tty (a loaded machine takes over 0.1 s to get there); the driver
+        # starts ~0.3 s later, so the keys still land in the window the test is about
+        pane_tty = tmux("display-message", "-p", "-t", "t", "#{pane_tty}").strip()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "-icanon" not in subprocess.run(
+                ["stty", "-F", pane_tty, "-a"], capture_output=True, text=True).stdout.split():
+            time.sleep(0.01)
         tmux("send-keys", "-t", "t", "-l", "nnote typed at launch\r")
         deadline = time.monotonic() + 40  # in the journal (the screen could show the terminal's echo)
         while time.monotonic() < deadline and not journaled_notes(tmp_path / "demo"):
