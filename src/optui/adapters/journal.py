@@ -77,6 +77,11 @@ def _index_results_by_experiment(db: sqlite3.Connection) -> None:
 MIGRATIONS = (_create_v1, _index_results_by_experiment)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
+#: How long a write waits for another process's lock (ms) on a thread marked with
+#: :meth:`Journal.never_wait_here` (the journal thread): it holds the connection's lock meanwhile,
+#: so it waits outside it instead (retries, or a deferred event).
+QUICK_BUSY_MS = 20
+
 _TODO_FIELDS = ("content", "status", "priority", "ord", "origin", "raw_status", "experiment", "note", "meta")
 
 
@@ -150,6 +155,8 @@ class Journal:
         self.read_only = read_only
         self.write_error: str | None = None
         self._lock = threading.RLock()
+        self._busy_ms = int(busy_timeout_s * 1000)
+        self._here = threading.local()  # never_wait_here's mark, per thread
         try:
             if read_only:
                 self._db = sqlite3.connect(_read_only_uri(self.path), uri=True, check_same_thread=False,
@@ -235,6 +242,13 @@ class Journal:
         with self._lock:
             self._db.close()
 
+    def never_wait_here(self) -> None:
+        """From now on, writes made on the calling thread wait at most :data:`QUICK_BUSY_MS`
+        for another process's lock before they raise JournalBusy, so they never hold the
+        connection's lock (which every other thread's read needs) while they wait. For the
+        journal's own thread, which waits out a lock by retrying outside it."""
+        self._here.quick = True
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         if self.read_only:
@@ -243,8 +257,15 @@ class Journal:
             if self._db.in_transaction:  # nested inside transaction(): the outer one commits
                 yield self._db
                 return
+            quick = getattr(self._here, "quick", False)
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                if quick:
+                    self._db.execute(f"PRAGMA busy_timeout={QUICK_BUSY_MS}")
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                finally:
+                    if quick:
+                        self._db.execute(f"PRAGMA busy_timeout={self._busy_ms}")
                 try:
                     yield self._db
                     self._db.execute("COMMIT")

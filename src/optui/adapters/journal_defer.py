@@ -5,8 +5,9 @@ Another process can hold the campaign DB's write lock for long (a ``sqlite3`` sh
 would then wait ``busy_timeout_s`` and fail, and its event would be gone. Here an event that
 meets the lock is queued in memory instead (with its original time), later events queue
 behind it without touching the DB (so the event loop never waits on the lock again), and
-:meth:`DeferringJournal.flush` — called by the session every half second — writes the queue
-in one transaction once the lock is free, in order.
+:meth:`DeferringJournal.flush` — called by the session every half second (on the journal
+thread in the TUI, where an event meets the lock after :data:`~optui.adapters.journal.QUICK_BUSY_MS`,
+not ``busy_timeout_s``) — writes the queue in one transaction once the lock is free, in order.
 
 Only plain events are deferred (``append``/``append_many`` outside a transaction); other
 writes (todo edits, results, experiments) raise :class:`JournalBusy` so the operator's action
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from optui.adapters.journal import Journal, JournalBusy
 from optui.core.events import Event
 
-#: How long a flush attempt waits for the lock (ms): short, it runs on the event loop.
+#: How long a flush attempt waits for the lock (ms): short, it holds the connection's lock meanwhile.
 FLUSH_BUSY_MS = 50
 #: Events kept while the lock is held; beyond this the oldest queued ones are dropped (and counted).
 MAX_DEFERRED = 100_000

@@ -1,9 +1,14 @@
 """The journal's own thread: calls the event loop awaits instead of running them.
 
-What goes through it today: the experiments view's loads, the filtered journal search and
-the operator's verdicts. The services' own writes (events, todo edits, notes) still run on
-the event loop through ``DeferringJournal``, which queues an event that meets another
-process's lock; moving them here is the rest of issue 17's part 2.
+What goes through it: the experiments view's loads, the filtered journal search and the
+operator's verdicts; and, once a session runs for the TUI (``Session.start(journal_off_loop=True)``),
+the session's own traffic: every event it records (fire-and-forget, in order, :meth:`JournalThread.submit`),
+its view's sync (reads here, applied on the loop), the watch's lock checks and deferred-event
+flushes, the interrupted-run closes at start, and the UI's todo edits and notes (the whole
+service call runs here, :meth:`JournalThread.call`; a write meeting another process's lock
+waits it out here, :meth:`JournalThread.wait_out_lock`). Not yet: the servers' own events and
+reads (``session/server_*.py`` hold the journal), todo follows, benchmark results and pins,
+and the CLI (its one-shots keep the inline path).
 
 A query over a long campaign (every experiment: ~0.7 s on 100k events; a text filter: a scan
 of every event) or a write that waits for another process's lock (up to ``busy_timeout_s``)
@@ -21,11 +26,13 @@ write waits behind at most one window.
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from optui.adapters.journal import Journal
+from optui.adapters.journal import Journal, JournalBusy
 from optui.adapters.worker_thread import SingleThreadExecutor
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter
@@ -35,6 +42,8 @@ T = TypeVar("T")
 
 #: events one call of a text-filtered query scans (about 30 ms on a 2-core VM)
 TEXT_SCAN_WINDOW = 10_000
+#: how long a write the operator waits for (a todo edit) waits out another process's lock (s)
+WRITE_WAIT_S = 60.0
 #: what an experiment's row is built from after its first load (state changes decide
 #: whether an experiment without ready/failed became ready)
 _FEED_TYPES = (*EXPERIMENT_EVENT_TYPES, ev.SERVER_STATE)
@@ -96,10 +105,63 @@ class JournalThread:
     def __init__(self, journal: Journal, name: str = "optui-journal") -> None:
         self.journal = journal
         self._executor = SingleThreadExecutor(name)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # a write here never waits for another process's lock holding the connection's lock
+        # (every loop-side read needs it): it fails fast and is retried or deferred instead
+        self._executor.submit(journal.never_wait_here)
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop :meth:`to_loop` hands callbacks to (the session's)."""
+        self._loop = loop
+
+    def on_thread(self) -> bool:
+        """True when called on the journal thread itself."""
+        return self._executor.is_worker(threading.current_thread())
+
+    def to_loop(self, fn: Callable[..., object], *args) -> None:
+        """``fn(*args)`` soon on the bound event loop (thread-safe); dropped once it is closed."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # closed meanwhile
+                pass
 
     async def run(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """``fn(journal, *args, **kwargs)`` on the journal thread; its result."""
         return await asyncio.wrap_future(self._executor.submit(fn, self.journal, *args, **kwargs))
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the journal thread (a service call whose journal writes go through
+        ``JournalWriter.write``, which waits out a lock there); its result or exception."""
+        return await asyncio.wrap_future(self._executor.submit(fn))
+
+    def submit(self, fn: Callable[[Journal], object]) -> None:
+        """``fn(journal)`` on the journal thread, after every call submitted before it; the
+        caller does not wait (``fn`` reports its own outcome, e.g. through :meth:`to_loop`).
+        Run at once when already on the thread (order is kept either way)."""
+        if self.on_thread():
+            fn(self.journal)
+        else:
+            self._executor.submit(fn, self.journal)
+
+    def wait_out_lock(self, fn: Callable[[], T], wait_s: float = WRITE_WAIT_S) -> T:
+        """On the journal thread: ``fn()``, retried while another process holds the write
+        lock (``JournalBusy``) for up to ``wait_s`` s, sleeping between tries outside the
+        connection's lock (:meth:`Journal.never_wait_here`); events a ``DeferringJournal`` queued
+        meanwhile are written first, so the journal keeps their order. Raises the last
+        JournalBusy after ``wait_s``, any other JournalError at once."""
+        deadline = time.monotonic() + wait_s
+        flush = getattr(self.journal, "flush", None)  # a DeferringJournal's queued events go first
+        while True:
+            try:
+                if flush is not None and not flush():
+                    raise JournalBusy(getattr(self.journal, "busy_error", None) or "the journal is locked")
+                return fn()
+            except JournalBusy:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     async def append(self, type: str, target: str | None = None, data: dict | None = None, *,
                      actor: str = "optui", experiment: str | None = None) -> Event:

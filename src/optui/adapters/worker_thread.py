@@ -37,6 +37,10 @@ class SingleThreadExecutor(concurrent.futures.Executor):
                 self._thread.start()
         return future
 
+    def is_worker(self, thread: threading.Thread) -> bool:
+        """True when ``thread`` is this executor's worker."""
+        return thread is self._thread
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Refuse new calls; queued calls still run unless ``cancel_futures``. ``wait`` joins the
         thread with no timeout: pass ``wait=False`` when a call may be stuck, and wait on a

@@ -56,15 +56,22 @@ class JournalHealth:
 
     def tick(self) -> bool:
         """Write events that waited for the lock; True when some were written now. Raises
-        JournalError when the journal fails otherwise."""
+        JournalError when the journal fails otherwise. (:meth:`flush` then :meth:`flushed`.)"""
+        if not self.flush():
+            return False
+        self.flushed()
+        return True
+
+    def flush(self) -> bool:
+        """The SQLite half of :meth:`tick` (safe on the journal thread: touches no session
+        state): True when waiting events were written now. Raises JournalError."""
         waiting = self._waiting()
-        if waiting is None:
-            return False
-        if not waiting.flush():
-            return False
+        return waiting is not None and waiting.flush()
+
+    def flushed(self) -> None:
+        """The event loop's half of :meth:`tick`: the busy text goes, the session is told."""
         self._busy_until = 0.0
         self.on_change()
-        return True
 
     def flush_before_close(self, wait_s: float = 5.0) -> None:
         """Last chance for waiting events when the session closes: retry for ``wait_s``."""

@@ -4,16 +4,24 @@ the campaign journal, and nothing more of the :class:`~optui.session.session.Ses
 The session builds one :class:`JournalWriter` and hands it to each service (with the
 change callback and the config values that service uses), so no service imports the
 session: the session wires them together (``tests/test_import_cycles.py``).
+
+:meth:`JournalWriter.write` is the one door of the services' journal writes, and the one place
+that knows about the journal's thread: a service call the session runs on that thread
+(``Session.on_journal_thread``) waits out another process's lock there and tells the event
+loop of the outcome; the same call made on the event loop (the CLI) writes inline as before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters.journal import Journal, JournalError
 from optui.session.errors import SessionError
+
+if TYPE_CHECKING:
+    from optui.adapters.journal_thread import JournalThread
 
 T = TypeVar("T")
 
@@ -28,7 +36,8 @@ class JournalWriter:
     write error, then ``refresh``. ``failed(exc)``: a write failed: the status line says why
     and the session may turn read-only. ``refresh()``: pull new events, todos and results
     into the session's view. ``check_writable(what)``: raises SessionError naming ``what``
-    when the session is read-only.
+    when the session is read-only. ``thread``: the session's journal thread (None: writes
+    always run inline).
     """
 
     journal: Journal
@@ -37,16 +46,28 @@ class JournalWriter:
     failed: Callable[[JournalError], None]
     refresh: Callable[[], None]
     check_writable: Callable[[str], None]
+    thread: JournalThread | None = None
 
     def write(self, fn: Callable[[], T]) -> T:
         """Run the journal write ``fn`` and refresh the session's view; returns what ``fn``
-        returned. A JournalError is shown (``failed``) and raised as SessionError."""
+        returned. A JournalError is shown (``failed``) and raised as SessionError. On the
+        journal thread ``fn`` waits out another process's lock
+        (:meth:`~optui.adapters.journal_thread.JournalThread.wait_out_lock`) and ``failed`` /
+        ``refresh`` run on the event loop."""
+        thread = self.thread
+        on_thread = thread is not None and thread.on_thread()
         try:
-            result = fn()
+            result = thread.wait_out_lock(fn) if thread is not None and on_thread else fn()
         except JournalError as exc:
-            self.failed(exc)
+            if thread is not None and on_thread:
+                thread.to_loop(self.failed, exc)
+            else:
+                self.failed(exc)
             raise SessionError(str(exc)) from exc
-        self.refresh()
+        if thread is not None and on_thread:
+            thread.to_loop(self.refresh)
+        else:
+            self.refresh()
         return result
 
     def writable(self) -> bool:

@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import itertools
 import os
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
 from optui.adapters.aio import wait_set
 from optui.adapters.controller import build_controller
@@ -48,6 +50,7 @@ from optui.session.todo_sync import TodoFollowService
 from optui.session.todos import TodoService
 
 EVENTS_KEPT = 300
+T = TypeVar("T")
 
 
 def make_gpu_source(host: str, hcfg: HostConfig, ssh=None, interval_s: float = 1.0) -> GpuSource:
@@ -120,6 +123,11 @@ class Session:
         self._last_seq = 0
         self._todos: tuple[TodoItem, ...] = ()
         self._todos_read = False  # the whole list was read once (then only changed items)
+        #: set by start(journal_off_loop=True) (the TUI): every journal call of the session's own
+        #: runs on the journal thread from then on (see record, sync_journal, _watch_journal)
+        self._off_loop = False
+        self._sync_task: asyncio.Task | None = None
+        self._sync_wanted = False
         self._results: tuple[StoredResult, ...] = ()
         self.command_log = CommandLog(on_change=self.touch)
         self._alert_watcher = AlertWatcher(self.config.mem_alert_pct)
@@ -127,10 +135,12 @@ class Session:
         self.alert_count = 0
         # the services get what they use of the session, never the session (no import cycle)
         writer = JournalWriter(self.journal, self.actor, record=self.record, failed=self.journal_failed,
-                               refresh=self.sync_journal, check_writable=self.check_writable)
+                               refresh=self.sync_journal, check_writable=self.check_writable,
+                               thread=self.journal_thread)
         self.benches = BenchService(writer, self.config, server=self.server, shell=self.shell, on_change=self.touch,
                                     on_command=self.command_log.add, ensure_experiment=self.ensure_experiment)
-        self.todos = TodoService(writer, self.config.todo, items=lambda: self.snapshot().todos)
+        # the list itself (a tuple, swapped whole on the loop): readable from the journal thread
+        self.todos = TodoService(writer, self.config.todo, items=lambda: self._todos)
         self.todo_follow = TodoFollowService(writer, self.config.todo, on_change=self.touch)
         self.todo_runs = TodoRunQueue(writer, self.config, server=self.server, todos=self.todos, benches=self.benches,
                                       restart=self.restart_checked, current_experiment=self.current_experiment,
@@ -236,7 +246,21 @@ class Session:
             self.touch()
 
     def record(self, type: str, target: str | None, data: dict, *, experiment: str | None = None) -> None:
-        """Append an event as this session's actor and refresh the view of the journal."""
+        """Append an event as this session's actor and refresh the view of the journal. Off
+        the loop (:meth:`start`), the append is queued on the journal thread in order and
+        the view refreshes once it landed; a failure reaches :meth:`journal_failed`."""
+        if self._off_loop:
+            ts, thread = time.time(), self.journal_thread
+
+            def append(journal: Journal) -> None:
+                try:
+                    journal.append(type, target, data, actor=self.actor, experiment=experiment, ts=ts)
+                except JournalError as exc:
+                    thread.to_loop(self.journal_failed, exc)
+                thread.to_loop(self.sync_journal)
+
+            thread.submit(append)
+            return
         try:
             self.journal.append(type, target, data, actor=self.actor, experiment=experiment)
         except JournalError as exc:
@@ -244,20 +268,57 @@ class Session:
         self.sync_journal()
 
     def sync_journal(self) -> None:
-        """Pull new events, todos and results from the DB (ours and other processes')."""
-        try:
-            new = self.journal.events(since_seq=self._last_seq)
-            todos = self._todos_after(new)
-            results = tuple(self.journal.results(limit=50))
-        except Exception as exc:  # sqlite3 errors while another process holds a lock
-            self.journal_failed(JournalError(str(exc)))
+        """Pull new events, todos and results from the DB (ours and other processes'). Off
+        the loop the reads run on the journal thread and this only asks for them (one read
+        in flight at a time; :meth:`synced` waits for the result)."""
+        if not self._off_loop:
+            self._apply_journal(self._read_journal(self.journal))
             return
+        self._sync_wanted = True
+        if self._sync_task is None or self._sync_task.done():
+            self._sync_task = asyncio.get_running_loop().create_task(self._sync_off_loop(), name="journal-sync")
+
+    async def _sync_off_loop(self) -> None:
+        while self._sync_wanted:
+            self._sync_wanted = False
+            try:
+                read = await self.journal_thread.run(self._read_journal)
+            except RuntimeError:  # the thread is shut down (closing)
+                return
+            self._apply_journal(read)
+
+    async def synced(self) -> None:
+        """Wait until the session's view holds everything the journal had when this was
+        called (inline when the session is not off the loop)."""
+        self.sync_journal()
+        while self._sync_task is not None and not self._sync_task.done():
+            await asyncio.shield(self._sync_task)
+
+    def _read_journal(self, journal: Journal) -> tuple | JournalError:
+        """The SQLite half of a sync (safe on the journal thread: it reads only the fields
+        that :meth:`_apply_journal` replaces, one read at a time): ``(new events, todos,
+        results)``, or the JournalError that the read met."""
+        try:
+            new = journal.events(since_seq=self._last_seq)
+            todos = self._todos_after(journal, new)
+            return new, todos, tuple(journal.results(limit=50))
+        except Exception as exc:  # sqlite3 errors while another process holds a lock
+            return JournalError(str(exc))
+
+    def _apply_journal(self, read: tuple | JournalError) -> None:
+        """The event loop's half of a sync: take in what :meth:`_read_journal` read."""
+        if isinstance(read, JournalError):
+            self.journal_failed(read)
+            return
+        new, todos, results = read
+        new = [e for e in new if e.seq > self._last_seq]
         if new:
             self._events.extend(new)
             self._last_seq = new[-1].seq
             for e in new:  # a ready gate of another optui process (the CLI) checked what its server runs
                 if e.type == ev.SERVER_READY and e.target in self.servers:
                     self.servers[e.target].show_config_check(e.data)
+        self._todos_read = True
         results_changed = [(r.id, r.baseline) for r in results] != [(r.id, r.baseline) for r in self._results]
         changed = bool(new) or todos != self._todos or results_changed
         if results_changed or any(e.type.startswith("bench.") for e in new):
@@ -266,7 +327,7 @@ class Session:
         if changed:
             self.touch()
 
-    def _todos_after(self, new: list) -> tuple[TodoItem, ...]:
+    def _todos_after(self, journal: Journal, new: list) -> tuple[TodoItem, ...]:
         """The todo list once ``new`` events are in: only the items they name are read again
         (every todo write journals its ``todo.changed`` in the same transaction), so one edit
         of a 15,000-item list reads one row, not 15,000 (0.25 s per key). The whole list at
@@ -274,18 +335,23 @@ class Session:
         ids = {int(e.target[5:]) for e in new
                if e.type == ev.TODO_CHANGED and e.target and e.target.startswith("todo:") and e.target[5:].isdigit()}
         if not self._todos_read or len(ids) > 1000:
-            self._todos_read = True
-            return tuple(self.journal.todos())
+            return tuple(journal.todos())
         if not ids:
             return self._todos
-        now = self.journal.todos_now(ids)
+        now = journal.todos_now(ids)
         items = [t for t in self._todos if t.id not in now] + [t for t in now.values() if t is not None]
         items.sort(key=lambda t: (t.order, t.id))  # the journal's ORDER BY ord, id
         return tuple(items)
 
     # ---------------------------------------------------------- lifecycle
-    async def start(self) -> None:
-        """Start polling and monitoring; autostart servers that are configured so."""
+    async def start(self, *, journal_off_loop: bool = False) -> None:
+        """Start polling and monitoring; autostart servers that are configured so.
+        ``journal_off_loop`` (the TUI): from now on the session's own journal calls (events,
+        syncs, the watch, todo edits through :meth:`on_journal_thread`) run on the journal
+        thread, so the event loop never waits on SQLite for them."""
+        if journal_off_loop:
+            self.journal_thread.bind(asyncio.get_running_loop())
+            self._off_loop = True
         self.record(ev.SESSION_STARTED, None, {"pid": os.getpid(), "actor": self.actor,
                                                 "config": str(self.loaded.path) if self.loaded.path else None})
         self._tasks.append(asyncio.create_task(self.gpus.run(), name="gpus"))
@@ -293,12 +359,18 @@ class Session:
             self._tasks.append(asyncio.create_task(rt.run(), name=f"server-{rt.name}"))
         self._tasks.append(asyncio.create_task(self._watch_journal(), name="journal-watch"))
         if not self.read_only:
-            self.todo_runs.recover()
+            if self._off_loop:
+                await self.on_journal_thread(self.todo_runs.recover)
+            else:
+                self.todo_runs.recover()
             try:
                 from optui.session.interrupted import close_interrupted
 
-                if close_interrupted(self.journal, actor=self.actor,
-                                     restart_locked=lambda server: ServerLock(self.state_dir, server).held_by_other()):
+                def close(journal: Journal) -> int:
+                    return close_interrupted(journal, actor=self.actor,
+                                             restart_locked=lambda server: ServerLock(self.state_dir, server).held_by_other())
+
+                if await self.journal_thread.run(close) if self._off_loop else close(self.journal):
                     self.sync_journal()
             except JournalError as exc:
                 self.journal_failed(exc)
@@ -321,23 +393,38 @@ class Session:
     async def _watch_journal(self) -> None:
         for tick in itertools.count(1):
             await asyncio.sleep(0.5)
-            try:
-                if self.journal_health.tick():  # events that waited for another process's lock
-                    self.sync_journal()
-            except JournalError as exc:
-                self.journal_failed(exc)
-            try:
-                changed = self.journal.changed()
-            except Exception:
-                changed = True
+            flushed, changed = await self.journal_thread.run(self._watch_reads) if self._off_loop \
+                else self._watch_reads(self.journal)
+            if isinstance(flushed, JournalError):
+                self.journal_failed(flushed)
+            elif flushed:  # events that waited for another process's lock
+                self.journal_health.flushed()
+                self.sync_journal()
             if changed:
                 self.sync_journal()
             if tick % 4 == 0:  # every 2 s: a stat of the config file
                 self._check_config()
             with contextlib.suppress(Exception):  # GPU inventory for reports (hosts.seen)
-                for host, data in self._inventory.changes(self.gpus.snapshots.values()):
+                snapshots = list(self.gpus.snapshots.values())
+                seen = await self.journal_thread.run(lambda j, snaps=snapshots: list(self._inventory.changes(snaps))) \
+                    if self._off_loop else self._inventory.changes(snapshots)
+                for host, data in seen:
                     self.record(ev.HOSTS_SEEN, host, data)
             self._check_alerts()
+
+    def _watch_reads(self, journal: Journal) -> tuple[bool | JournalError, bool]:
+        """The SQLite half of a watch tick (on the journal thread off the loop): whether events
+        that waited for the lock were written now (or why not), and whether another
+        connection committed since the last tick."""
+        try:
+            flushed: bool | JournalError = self.journal_health.flush()
+        except JournalError as exc:
+            flushed = exc
+        try:
+            changed = journal.changed()
+        except Exception:
+            changed = True
+        return flushed, changed
 
     def _check_config(self) -> None:
         """The config file was edited: journal and show whether it still loads (it is
@@ -378,6 +465,12 @@ class Session:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self._off_loop:  # what was queued on the journal thread lands first (a stuck call: not waited for)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.journal_thread.run(lambda j: None), 10)
+                if self._sync_task is not None:
+                    await asyncio.wait_for(self._sync_task, 10)
+            self._off_loop = False
         self.journal_health.flush_before_close()
         with contextlib.suppress(JournalError):
             self.journal.append(ev.SESSION_ENDED, None, {"pid": os.getpid()}, actor=self.actor)
@@ -629,6 +722,29 @@ class Session:
         except JournalError as exc:
             self.journal_failed(exc)
         self.sync_journal()
+
+    async def on_journal_thread(self, fn: Callable[[], T]) -> T:
+        """``fn()`` — a service call (``lambda: session.todos.cycle(item)``) — on the journal
+        thread, then the session's view brought up to date (:meth:`synced`); what ``fn``
+        returned, or what it raised (SessionError, ValueError, KeyError...). Its journal
+        writes wait out another process's lock there (``JournalWriter.write``) and its
+        events are recorded there; the event loop only awaits. Inline when the session is
+        not off the loop (:meth:`start`)."""
+        if not self._off_loop:
+            return fn()
+        try:
+            return await self.journal_thread.call(fn)
+        finally:
+            await self.synced()
+
+    async def add_note_async(self, text: str, server: str | None = None) -> str | None:
+        """:meth:`add_note` with its read (the current experiment) and write on the journal
+        thread; the experiment id the note is linked to. SessionError for an empty note."""
+        return await self.on_journal_thread(lambda: self.add_note(text, server))
+
+    async def current_experiment_async(self, server: str | None = None) -> str | None:
+        """:meth:`current_experiment`, read on the journal thread."""
+        return await self.on_journal_thread(lambda: self.current_experiment(server))
 
     def query_events(self, flt, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:
         """Events matching ``flt`` (an :class:`~optui.core.events.EventFilter`) newer than

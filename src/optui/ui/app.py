@@ -120,6 +120,7 @@ class OptuiApp(App):
         self._bell = bool(config.bell) if config else False
         self._session_closed = False
         self._alerts_seen = 0
+        self._dashboard_behind = False  # a frame left the panels under an opaque screen unpainted
         self.campaign = "loading…"  # the campaign directory's name, once loaded
         # what the keys, the panels' messages and the palette ask for: one handler per domain
         self.server_actions = ServerActions(self)
@@ -216,6 +217,7 @@ class OptuiApp(App):
         if self._user_keymap:
             self.set_keymap(self._user_keymap)
         exit_on_signals(self.exit)  # tmux pane killed, terminal closed: quit like q
+        self.screen_change_signal.subscribe(self, self._screen_changed)
         self.query_one("#status-line", Static).update("optui  loading campaign…")
 
     def on_descendant_focus(self) -> None:
@@ -304,19 +306,36 @@ class OptuiApp(App):
         from optui.ui.widgets.gpu_panel import GpuPanel
         from optui.ui.widgets.server_panel import ServerPanel
 
+        # under an opaque screen (the experiments view) the dashboard is not drawn: its panels
+        # wait (a streaming bench log and the journal were ~17 % of the event loop there) and
+        # are painted from the snapshot of the moment it shows again (_screen_changed); the
+        # bench log loses nothing (the snapshot keeps as many lines as the log shows)
+        shown = self._dashboard_shown()
+        self._dashboard_behind = not shown
         with self.batch_update():
-            self.query_one("#gpus", GpuPanel).show(state.hosts, state.gpu_history)
-            self.query_one("#servers", ServerPanel).show(state.servers)
+            if shown:
+                self.query_one("#gpus", GpuPanel).show(state.hosts, state.gpu_history)
+                self.query_one("#servers", ServerPanel).show(state.servers)
             self._show_alerts(state)
             self._show_todos(state)
-            self.journal_actions.show_journal(state)
-            self.query_one("#bench", BenchPanel).show(state.bench, state.bench_rows, state.bench_output)
+            if shown:
+                self.journal_actions.show_journal(state)
+                self.query_one("#bench", BenchPanel).show(state.bench, state.bench_rows, state.bench_output)
             self._apply_status_line(state)
             running = state.bench is not None and state.bench.status == "running"
             keys = (self.focused, self.screen, state.read_only, running)
             if keys != self._key_bar_for:  # the bar depends on these only (ui.policy, abort)
                 self._key_bar_for = keys
                 self.query_one(KeyBar).update_keys()
+
+    def _dashboard_shown(self) -> bool:
+        """The dashboard is drawn: every screen between it and the top one is see-through
+        (Textual draws the screen right under the top one whatever the top's opacity)."""
+        return all(screen.styles.background.a < 1 for screen in self.screen_stack[1:-1])
+
+    def _screen_changed(self, _screen) -> None:
+        if self._dashboard_behind and self._dashboard_shown():
+            self.paint_now()
 
     def paint_now(self) -> None:
         """Paint the session's current snapshot now (after an action whose effect the next
@@ -451,8 +470,8 @@ class OptuiApp(App):
     def action_stop_experiments(self) -> None:
         self.todo_actions.stop_runs()
 
-    def action_note(self) -> None:
-        self.journal_actions.note()
+    async def action_note(self) -> None:
+        await self.journal_actions.note()
 
     def action_experiments(self) -> None:
         self.journal_actions.experiments()
@@ -460,29 +479,29 @@ class OptuiApp(App):
     # ---------------------------------------------------------- the panels' messages
     # Handled by name (on_<panel>_<message>), not with @on: @on needs the message classes when
     # this class is made, and the panels are imported after the first frame (see compose).
-    def on_todo_panel_add(self, msg) -> None:
-        self.todo_actions.add(msg.text)
+    async def on_todo_panel_add(self, msg) -> None:
+        await self.todo_actions.add(msg.text)
 
-    def on_todo_panel_save(self, msg) -> None:
-        self.todo_actions.save(msg.item, msg.text)
+    async def on_todo_panel_save(self, msg) -> None:
+        await self.todo_actions.save(msg.item, msg.text)
 
-    def on_todo_panel_cycle(self, msg) -> None:
-        self.todo_actions.cycle(msg.item)
+    async def on_todo_panel_cycle(self, msg) -> None:
+        await self.todo_actions.cycle(msg.item)
 
-    def on_todo_panel_cancel(self, msg) -> None:
-        self.todo_actions.cancel(msg.item)
+    async def on_todo_panel_cancel(self, msg) -> None:
+        await self.todo_actions.cancel(msg.item)
 
-    def on_todo_panel_prioritize(self, msg) -> None:
-        self.todo_actions.prioritize(msg.item, msg.up)
+    async def on_todo_panel_prioritize(self, msg) -> None:
+        await self.todo_actions.prioritize(msg.item, msg.up)
 
-    def on_todo_panel_move(self, msg) -> None:
-        self.todo_actions.move(msg.item, msg.delta)
+    async def on_todo_panel_move(self, msg) -> None:
+        await self.todo_actions.move(msg.item, msg.delta)
 
-    def on_todo_panel_delete(self, msg) -> None:
-        self.todo_actions.delete(msg.item)
+    async def on_todo_panel_delete(self, msg) -> None:
+        await self.todo_actions.delete(msg.item)
 
-    def on_todo_panel_undo(self, msg) -> None:
-        self.todo_actions.undo()
+    async def on_todo_panel_undo(self, msg) -> None:
+        await self.todo_actions.undo()
 
     def on_todo_panel_run(self, msg) -> None:
         self.todo_actions.run_experiments([msg.item])
@@ -493,8 +512,8 @@ class OptuiApp(App):
     def on_todo_panel_edit_experiment(self, msg) -> None:
         self.todo_actions.edit_experiment(msg.item)
 
-    def on_todo_panel_history(self, msg) -> None:
-        self.todo_actions.show_todo_history(msg.item)
+    async def on_todo_panel_history(self, msg) -> None:
+        await self.todo_actions.show_todo_history(msg.item)
 
     def on_bench_panel_abort(self, msg) -> None:
         self.bench_actions.abort_asked()

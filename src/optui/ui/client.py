@@ -6,6 +6,11 @@ calls (journal queries: a text filter scans the whole journal) are coroutines th
 work off the event loop — on the journal's own thread where the session has one
 (``Session.query_events_async``), else in a worker thread — so a caller awaits them in a
 Textual worker and posts the result back as a message; the screen never waits on SQLite.
+
+The session this client starts runs its own journal traffic on that thread too
+(``Session.start(journal_off_loop=True)``), and the verbs that need the journal's answer
+(the todo edits, notes) are coroutines: the service call runs on the journal thread (a lock
+held by another process is waited out there) and the caller awaits it on the loop.
 """
 
 from __future__ import annotations
@@ -80,8 +85,9 @@ class SessionClient:
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        """Start the session's work (GPU polling, probes, journal watch, autostart)."""
-        await self._session.start()
+        """Start the session's work (GPU polling, probes, journal watch, autostart), its
+        journal traffic off the event loop (on the journal thread)."""
+        await self._session.start(journal_off_loop=True)
 
     async def close(self) -> None:
         """Stop the session's work (benchmarks; demo servers) and close the journal."""
@@ -196,49 +202,60 @@ class SessionClient:
         """The todo list now, in its order."""
         return self._session.todos.items
 
-    def add_todo(self, text: str) -> TodoItem:
+    # the edits run on the journal thread (Session.on_journal_thread): awaited, never waited on
+    async def add_todo(self, text: str) -> TodoItem:
         """Add an item with ``text``; the new item. SessionError / ValueError when refused."""
-        return self._session.todos.add(text)
+        todos = self._session.todos
+        return await self._session.on_journal_thread(lambda: todos.add(text))
 
-    def update_todo(self, item: TodoItem, **changes) -> None:
+    async def update_todo(self, item: TodoItem, **changes) -> None:
         """Change ``item``'s fields (``content=``...); SessionError / ValueError / KeyError."""
-        self._session.todos.update(item, **changes)
+        todos = self._session.todos
+        await self._session.on_journal_thread(lambda: todos.update(item, **changes))
 
-    def cycle_todo(self, item: TodoItem):
+    async def cycle_todo(self, item: TodoItem):
         """Advance ``item``'s status (pending → in progress → done); ``(item, warning or None)``."""
-        return self._session.todos.cycle(item)
+        todos = self._session.todos
+        return await self._session.on_journal_thread(lambda: todos.cycle(item))
 
-    def cancel_todo(self, item: TodoItem) -> None:
+    async def cancel_todo(self, item: TodoItem) -> None:
         """Mark ``item`` cancelled."""
-        self._session.todos.cancel(item)
+        todos = self._session.todos
+        await self._session.on_journal_thread(lambda: todos.cancel(item))
 
-    def bump_todo_priority(self, item: TodoItem, *, up: bool) -> None:
+    async def bump_todo_priority(self, item: TodoItem, *, up: bool) -> None:
         """Raise (``up``) or lower ``item``'s priority one step."""
-        self._session.todos.bump_priority(item, up=up)
+        todos = self._session.todos
+        await self._session.on_journal_thread(lambda: todos.bump_priority(item, up=up))
 
-    def move_todo(self, item: TodoItem, delta: int) -> None:
+    async def move_todo(self, item: TodoItem, delta: int) -> None:
         """Move ``item`` ``delta`` places in the list (negative: up)."""
-        self._session.todos.move(item, delta)
+        todos = self._session.todos
+        await self._session.on_journal_thread(lambda: todos.move(item, delta))
 
-    def delete_todo(self, item: TodoItem) -> None:
+    async def delete_todo(self, item: TodoItem) -> None:
         """Delete ``item`` (:meth:`undo_delete_todo` brings it back)."""
-        self._session.todos.delete(item)
+        todos = self._session.todos
+        await self._session.on_journal_thread(lambda: todos.delete(item))
 
-    def undo_delete_todo(self) -> TodoItem | None:
+    async def undo_delete_todo(self) -> TodoItem | None:
         """Restore the last deleted item; None when there is nothing to undo."""
-        return self._session.todos.undo_delete()
+        return await self._session.on_journal_thread(self._session.todos.undo_delete)
 
-    def set_todo_experiment(self, item: TodoItem, experiment: dict | None) -> None:
+    async def set_todo_experiment(self, item: TodoItem, experiment: dict | None) -> None:
         """Attach ``experiment`` (the editor's dict) to ``item``, or remove it (None / empty)."""
-        self._session.todos.set_experiment(item, experiment)
+        todos = self._session.todos
+        await self._session.on_journal_thread(lambda: todos.set_experiment(item, experiment))
 
-    def todo_history(self, item: TodoItem) -> list[Event]:
-        """Every journaled change of ``item``, oldest first."""
-        return self._session.todos.history(item)
+    async def todo_history(self, item: TodoItem) -> list[Event]:
+        """Every journaled change of ``item``, oldest first (read on the journal thread)."""
+        todos = self._session.todos
+        return await self._session.on_journal_thread(lambda: todos.history(item))
 
-    def ack_todo_conflict(self, item: TodoItem) -> None:
+    async def ack_todo_conflict(self, item: TodoItem) -> None:
         """Acknowledge ``item``'s flagged concurrent edit (the flag goes, the history stays)."""
-        self._session.todos.ack_conflict(item)
+        todos = self._session.todos
+        await self._session.on_journal_thread(lambda: todos.ack_conflict(item))
 
     def queue_experiments(self, items: list[TodoItem] | None) -> list[int]:
         """Queue ``items``' experiments (None: every pending item that has one); the todo ids
@@ -282,14 +299,15 @@ class SessionClient:
         return path
 
     # ------------------------------------------------------------ journal
-    def current_experiment(self, server: str | None) -> str | None:
-        """The experiment a note about ``server`` would be linked to (None: none open)."""
-        return self._session.current_experiment(server)
+    async def current_experiment(self, server: str | None) -> str | None:
+        """The experiment a note about ``server`` would be linked to (None: none open); read
+        on the journal thread."""
+        return await self._session.current_experiment_async(server)
 
-    def add_note(self, text: str, *, server: str | None = None) -> None:
-        """Journal a free-text note, linked to ``server``'s current experiment; SessionError
-        when refused (read-only)."""
-        self._session.add_note(text, server=server)
+    async def add_note(self, text: str, *, server: str | None = None) -> None:
+        """Journal a free-text note, linked to ``server``'s current experiment (read and
+        written on the journal thread); SessionError when refused (read-only, empty)."""
+        await self._session.add_note_async(text, server=server)
 
     def export_report(self, fmt: str = "md") -> Path:
         """Write the findings report (every experiment) into the campaign directory; its

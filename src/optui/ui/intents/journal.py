@@ -119,17 +119,19 @@ class JournalActions(Actions):
         self.push_screen(EventDetailsScreen(e, event_sections(e, baselines)))
 
     # ------------------------------------------------------------ notes
-    def note(self) -> None:
+    async def note(self) -> None:
+        """Ask for a note and journal it (the experiment read and the write on the journal
+        thread: awaited, never waited on)."""
         from optui.ui.screens.text_prompt import TextPrompt
 
         server = self.selected_server()
-        exp = self.client.current_experiment(server)
+        exp = await self.client.current_experiment(server)
         where = f" (linked to {exp} on {server})" if exp else ""
 
-        def noted(text: str | None) -> None:
+        async def noted(text: str | None) -> None:
             if text and text.strip():
                 try:
-                    self.client.add_note(text, server=server)
+                    await self.client.add_note(text, server=server)
                 except SessionError as exc:
                     self.fail(exc)
 

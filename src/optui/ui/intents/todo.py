@@ -1,12 +1,16 @@
 """Todo actions: what the todo panel's messages ask, carried out through the session client
 (the list's edits, the experiment runner's queue, the agent-list followers); palette entries
-for them."""
+for them.
+
+The edits are coroutines (the client runs them on the journal thread): the app's message
+handler awaits each one, so the next key waits for the edit before it (the list it acts on
+is the one on screen) while the screen and its timers keep running."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -24,8 +28,8 @@ if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose
 class TodoActions(Actions):
     """Todo actions (see module doc)."""
 
-    @contextlib.contextmanager
-    def _edit(self) -> Iterator[SessionClient]:
+    @contextlib.asynccontextmanager
+    async def _edit(self) -> AsyncIterator[SessionClient]:
         """One edit of the list (through the client it yields): refused (SessionError,
         ValueError, KeyError) it becomes a notification; either way the list is shown at once
         (the render loop would anyway, one frame later)."""
@@ -36,43 +40,43 @@ class TodoActions(Actions):
             self.fail(exc)
         self.query_one("#todo").show(client.todo_items())
 
-    def add(self, text: str) -> None:
+    async def add(self, text: str) -> None:
         """Add an item with ``text`` and put the cursor on it."""
-        with self._edit() as client:
-            added = client.add_todo(text)
+        async with self._edit() as client:
+            added = await client.add_todo(text)
             self.query_one("#todo").show(client.todo_items())
             self.query_one("#todo-list").select_key(added.id)
 
-    def save(self, item: TodoItem, text: str) -> None:
-        with self._edit() as client:
-            client.update_todo(item, content=text)
+    async def save(self, item: TodoItem, text: str) -> None:
+        async with self._edit() as client:
+            await client.update_todo(item, content=text)
 
-    def cycle(self, item: TodoItem) -> None:
-        with self._edit() as client:
-            _, warning = client.cycle_todo(item)
+    async def cycle(self, item: TodoItem) -> None:
+        async with self._edit() as client:
+            _, warning = await client.cycle_todo(item)
             if warning:
                 self.notify(warning, severity="warning")
 
-    def cancel(self, item: TodoItem) -> None:
-        with self._edit() as client:
-            client.cancel_todo(item)
+    async def cancel(self, item: TodoItem) -> None:
+        async with self._edit() as client:
+            await client.cancel_todo(item)
 
-    def prioritize(self, item: TodoItem, up: bool) -> None:
-        with self._edit() as client:
-            client.bump_todo_priority(item, up=up)
+    async def prioritize(self, item: TodoItem, up: bool) -> None:
+        async with self._edit() as client:
+            await client.bump_todo_priority(item, up=up)
 
-    def move(self, item: TodoItem, delta: int) -> None:
-        with self._edit() as client:
-            client.move_todo(item, delta)
+    async def move(self, item: TodoItem, delta: int) -> None:
+        async with self._edit() as client:
+            await client.move_todo(item, delta)
 
-    def delete(self, item: TodoItem) -> None:
-        with self._edit() as client:
-            client.delete_todo(item)
+    async def delete(self, item: TodoItem) -> None:
+        async with self._edit() as client:
+            await client.delete_todo(item)
             self.notify("deleted — u to undo", timeout=3)
 
-    def undo(self) -> None:
-        with self._edit() as client:
-            if client.undo_delete_todo() is None:
+    async def undo(self) -> None:
+        async with self._edit() as client:
+            if await client.undo_delete_todo() is None:
                 self.notify("nothing to undo", severity="warning")
 
     # ---------------------------------------------------------- experiments
@@ -111,12 +115,12 @@ class TodoActions(Actions):
             argv_of[name] = {"config": list(cfg.argv), "current": list(status.argv),
                              "last_good": list(status.last_good_argv or cfg.argv)}
 
-        def done(result: dict | None) -> None:
+        async def done(result: dict | None) -> None:
             if result is None:
                 return
             latest = next((t for t in client.todo_items() if t.id == item.id), item)
             try:
-                client.set_todo_experiment(latest, result["experiment"])
+                await client.set_todo_experiment(latest, result["experiment"])
             except (SessionError, ValueError) as exc:
                 self.fail(exc)
                 return
@@ -125,7 +129,7 @@ class TodoActions(Actions):
         self.push_screen(ExperimentScreen(item, client.config, argv_of, self.selected_server()), done)
 
     # ---------------------------------------------------------- history
-    def show_todo_history(self, item: TodoItem) -> None:
+    async def show_todo_history(self, item: TodoItem) -> None:
         """The item's history (every change, who, flagged conflicts, experiment runs);
         viewing it acknowledges a flagged conflict (the ⚠ goes, the history stays)."""
         from optui.ui.screens.details import DetailsScreen
@@ -145,7 +149,7 @@ class TodoActions(Actions):
         body.append("\nhistory:\n", style="bold")
         import time as _time
 
-        for e in self.client.todo_history(item):
+        for e in await self.client.todo_history(item):
             when = _time.strftime("%H:%M:%S", _time.localtime(e.ts))
             line = f"  {when} #{e.seq} {e.actor}  {e.type}  {e.summary()}"
             if e.experiment:
@@ -156,7 +160,7 @@ class TodoActions(Actions):
         self.push_screen(DetailsScreen(f"Todo #{item.id} history", body))
         if item.conflict:
             try:
-                self.client.ack_todo_conflict(item)
+                await self.client.ack_todo_conflict(item)
             except SessionError as exc:
                 self.fail(exc)
 
