@@ -62,10 +62,16 @@ def test_human_table():
     assert any(line.split()[:2] == ["ttft", "180.40"] for line in lines)
 
 
-def test_human_table_for_failed_run():
-    result = run(str(FIXTURES / "sglang_all_failed.log"))
-    assert result.exit_code == 0
+def test_human_table_for_failed_run_exits_3_saying_why():
+    # issue 20: an all-failed log exited 0, as a good run does
+    path = FIXTURES / "sglang_all_failed.log"
+    result = run(str(path))
+    assert result.exit_code == 3
     assert result.stdout.startswith("sglang failed") and "IndexError" in result.stdout
+    assert result.stderr.startswith(f"optui: error: {path}: the benchmark run failed (200 of 200 requests failed): "
+                                    "All requests failed.")
+    as_json = run(str(path), "--json")
+    assert as_json.exit_code == 3 and json.loads(as_json.stdout)["status"] == "failed"
 
 
 def test_no_result_prints_empty_list_and_exits_1(tmp_path):

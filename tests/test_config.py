@@ -168,3 +168,43 @@ def test_a_bad_server_name_creates_nothing_outside_the_state_dir(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "bad name '../../x'" in proc.stderr and "Traceback" not in proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "optui.toml"]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # tomllib names no position for these (Python 3.11: "(at end of document)")
+        ('[servers.q]\nurl = "http://127.0.0.1:1"\nargv = ["x",\n', "optui2.toml:3: TOML syntax error (column 13): Invalid value"),
+        ('theme = "x"\nname = "unterminated\n\n', "optui2.toml:2: TOML syntax error (column 21): Illegal character"),
+        ("a = 1\na = 2\n", "optui2.toml:2: TOML syntax error (column 6): Cannot overwrite a value"),
+        # tomllib's own position, said the same way
+        ("[servers.q\nurl=1", "optui2.toml:1: TOML syntax error (column 11): Expected ']'"),
+    ],
+)
+def test_cli_toml_syntax_error_names_line_and_column(tmp_path, text, expected):
+    # issue 20: `optui2.toml:?: TOML syntax error` named no line
+    bad = tmp_path / "optui2.toml"
+    bad.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "optui", "--config", str(bad), "status", "--json"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert expected.replace("optui2.toml", str(bad)) in proc.stderr, proc.stderr
+    assert "?" not in proc.stderr.split("TOML")[0] and "Traceback" not in proc.stderr
+
+
+def test_readme_config_error_example_is_what_optui_says():
+    # issue 20: the README's example named `servers.qwen.port`, a field that does not exist
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    example = re.search(r"A bad file never gives a traceback: `(optui\.toml:\d+: servers\.qwen\.(\w+): [^`]*\(got '([^']+)'\))`",
+                        readme.replace("\n", " "))
+    assert example, "README lost its config-error example"
+    message, field, bad_value = example.groups()
+    block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    assert re.search(rf"^{field} = ", block, re.M), f"README's example config has no {field}"
+    broken = re.sub(rf"^{field} = \S+", f'{field} = "{bad_value}"', block, count=1, flags=re.M)
+    with pytest.raises(ConfigError) as err:
+        parse_config_text(broken)
+    assert str(err.value) == message

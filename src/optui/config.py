@@ -1,7 +1,7 @@
 """``optui.toml``: hosts, servers, benchmarks, UI settings — validated with clear errors.
 
 A bad file raises :class:`ConfigError` whose message is ``FILE:LINE: FIELD: what is wrong``
-(e.g. ``optui.toml:12: servers.qwen.port: Input should be a valid integer (got '30k')``).
+(e.g. ``optui.toml:16: servers.qwen.ready_timeout_s: Input should be a valid number (got '15m')``).
 No file at all is valid: the local host, no servers, no benchmarks.
 
 Example::
@@ -427,7 +427,7 @@ def parse_config_text(text: str, filename: str = CONFIG_FILE_NAME) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(exc, filename) from exc
+        raise toml_syntax_error(exc, filename, text) from exc
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -69,12 +69,23 @@ def default_state_dir() -> Path:
     return Path(user_state_dir("optui", appauthor=False))
 
 
-def toml_syntax_error(exc: tomllib.TOMLDecodeError, filename: str) -> ConfigError:
-    """``FILE:LINE: TOML syntax error: ...`` for a tomllib error."""
-    m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-    line = m.group(1) if m else "?"
-    message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-    return ConfigError(f"{filename}:{line}: TOML syntax error: {message}")
+def toml_syntax_error(exc: tomllib.TOMLDecodeError, filename: str, text: str) -> ConfigError:
+    """``FILE:LINE: TOML syntax error (column C): ...`` for a tomllib error on ``text`` (the
+    document that was parsed). Python 3.11's tomllib names no position for an error it
+    meets at the end of the document (an unterminated string or array, ``a =`` on the last
+    line): that position is the end of the last line holding text."""
+    message = str(exc)
+    m = re.search(r"\s*\(at line (\d+), column (\d+)\)", message)
+    if m:
+        line, column = int(m.group(1)), int(m.group(2))
+    else:
+        end = text.rstrip("\r\n")
+        line = end.count("\n") + 1
+        column = len(end) - (end.rfind("\n") + 1) + 1
+        m = re.search(r"\s*\(at end of document\)", message)
+    if m:
+        message = message[: m.start()] + message[m.end():]
+    return ConfigError(f"{filename}:{line}: TOML syntax error (column {column}): {message}")
 
 
 def peek_ui_settings(path: Path | None) -> dict:
@@ -83,11 +94,13 @@ def peek_ui_settings(path: Path | None) -> dict:
     if path is None:
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(exc, str(path)) from exc
+        raise toml_syntax_error(exc, str(path), text) from exc
     out = {}
     if isinstance(data.get("theme"), str):
         out["theme"] = data["theme"]

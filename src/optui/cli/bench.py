@@ -3,7 +3,8 @@
 ``optui bench parse FILE [--json]`` reads a client log (SGLang ``bench_serving`` / vLLM
 ``bench serve`` stdout) or a saved result file (SGLang JSONL, vLLM JSON, optui JSON) and
 prints the canonical results. Exit status: 0 results found, 1 none found, 2 unreadable or
-malformed file (``optui: error: FILE:LINE: ...`` on stderr).
+malformed file (``optui: error: FILE:LINE: ...`` on stderr), 3 every result found is a failed
+run (printed all the same; stderr says how many requests failed and the run's error).
 
 ``optui bench import FILE... [--server S] [--bench NAME] [--baseline] [--json]`` stores the
 results of each file in the campaign journal with the workload they describe (one
@@ -56,6 +57,19 @@ def parse(file: str, as_json: bool) -> None:
             echo(format_result(result, f"[{index + 1}/{len(results)}] " if len(results) > 1 else ""))
     if not results:
         fail(f"{file}: no benchmark result found", code=1)
+    if all(result.status == "failed" for result in results):
+        fail(f"{file}: {all_failed_reason(results)}", code=3)
+
+
+def all_failed_reason(results: list[BenchResult]) -> str:
+    """Why ``results`` (each one a failed run) count as a failure: ``every benchmark run
+    failed (N of M requests failed): FIRST ERROR`` (the error only where the log names one)."""
+    failed = sum(r.failed or 0 for r in results)
+    total = failed + sum(r.completed or 0 for r in results)
+    runs = "the benchmark run" if len(results) == 1 else f"all {len(results)} benchmark runs"
+    reason = f"{runs} failed ({failed} of {total} requests failed)"
+    error = next((r.error for r in results if r.error), None)
+    return f"{reason}: {error}" if error else reason
 
 
 @bench.command(name="import")
