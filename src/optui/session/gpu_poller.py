@@ -84,10 +84,13 @@ class GpuPoller:
         self.history = GpuHistory(points)
         self.paused = False
         self._wake = {h: asyncio.Event() for h in sources}
+        self._asked: set[str] = set()  # hosts to read once even while paused (refresh_now)
         self._last_ok: dict[str, float] = {}
 
     def refresh_now(self) -> None:
-        """Read every host at once (ctrl+l)."""
+        """Read every host at once (ctrl+l), once even while :attr:`paused`: the operator
+        asked for one fresh frame."""
+        self._asked.update(self._wake)
         for event in self._wake.values():
             event.set()
 
@@ -113,7 +116,8 @@ class GpuPoller:
             timeout = 1.5 * interval  # only to refresh the age shown when its ticks stop
         me = asyncio.current_task()
         while True:
-            if not self.paused:
+            if not self.paused or host in self._asked:
+                self._asked.discard(host)  # before the read: a refresh asked during it reads again
                 await self._read(host, source, interval)
             wake.clear()
             await wait_set(wake, timeout)  # a cancel always ends the loop (adapters/aio.py)
