@@ -281,3 +281,29 @@ async def test_every_run_of_an_external_client_gets_fresh_prompts_by_its_seed(tm
     fixed = await run(s, "fixed")
     assert [r.workload.seed for r in fixed.view.results] == [7]
     assert all(line.count("--seed") == 1 for line in fixed.lines if line.startswith("$ "))
+
+
+async def test_a_flood_is_taken_in_per_read_not_per_line(tmp_path):
+    # issue 17 §2: 20k lines/s went through the ingest path line by line on the event loop
+    # (capture, progress, on_change per line: ~30 % of it); now one call per pipe read
+    flood = tmp_path / "flood.py"
+    flood.write_text(
+        "import sys\n"
+        f"block = open({str(FIXTURES / 'sglang_0.5.2.log')!r}).read()\n"
+        "for k in range(100):\n"
+        "    sys.stdout.write(''.join(f'[bench] request {k * 200 + i} done\\n' for i in range(200)))\n"
+        "    sys.stdout.flush()\n"
+        "sys.stdout.write(block)\n")
+    s = campaign(tmp_path, {"f": argv([sys.executable, str(flood)])})
+    bench = s.benches.run("f")
+    changes = []
+    on_change = bench.on_change
+    bench.on_change = lambda: (changes.append(1), on_change())
+    await s.benches.wait()
+    assert bench.view.status == "ok" and len(bench.view.results) == 1  # the block after the flood was parsed
+    requests = [line for line in bench.lines if line.startswith("[bench] request ")]
+    assert requests[-1] == "[bench] request 19999 done"
+    assert requests == [f"[bench] request {n} done" for n in range(20_000 - len(requests), 20_000)]
+    assert bench.total_lines > 20_000
+    assert len(changes) < 2_000  # one per read (and per progress change), not one per line
+    await s.close()

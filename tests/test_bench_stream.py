@@ -139,3 +139,47 @@ def test_capture_keeps_vllms_rate_and_concurrency_lines_before_the_block():
         capture.add(line)
     [r] = parse_bench_output(capture.text())
     assert (r.request_rate, r.max_concurrency) == (8.0, 64)
+
+
+def _batches(lines: list[str], seed: int) -> list[list[str]]:
+    """``lines`` cut into reads of 1 to 400 lines (a random cut, like pipe reads)."""
+    import random
+
+    rng, out, i = random.Random(seed), [], 0
+    while i < len(lines):
+        n = rng.randint(1, 400)
+        out.append(lines[i:i + n])
+        i += n
+    return out
+
+
+def _flooded(name: str) -> list[str]:
+    """The fixture's lines with a flood of request lines and tqdm bars between them."""
+    flood = [f"[bench] request {i} done: 96 output tokens, ttft 12.3 ms" if i % 7 else
+             tqdm_line(i, 5000, i / 100.0) for i in range(3000)]
+    lines = lines_of((FIXTURES / name).read_bytes())
+    return flood[:1500] + lines[: len(lines) // 2] + flood[1500:] + lines[len(lines) // 2:] + ["line\nwith a newline"]
+
+
+@pytest.mark.parametrize("name", LOGS)
+@pytest.mark.parametrize("context_chars", [0, 300, 200_000])
+def test_capture_in_batches_keeps_what_line_by_line_keeps(name, context_chars):
+    # issue 17 §2: a read's lines go through add_lines at once (20k lines/s on the event loop)
+    lines = _flooded(name)
+    one, batched = ResultCapture(context_chars=context_chars), ResultCapture(context_chars=context_chars)
+    for line in lines:
+        one.add(line)
+    for batch in _batches(lines, seed=len(name) + context_chars):
+        batched.add_lines(batch)
+    assert batched.text() == one.text() and batched.dropped == one.dropped
+    assert parse_bench_output(batched.text()), name
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_tracker_in_batches_ends_where_line_by_line_ends(name):
+    lines = _flooded(name)
+    one, batched = ProgressTracker(), ProgressTracker()
+    for batch in _batches(lines, seed=len(name)):
+        changed = [one.line(line, 5.0) for line in batch]
+        assert batched.lines(batch, 5.0) == any(changed)
+        assert batched.state == one.state

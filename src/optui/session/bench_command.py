@@ -38,12 +38,14 @@ class PointOutcome:
 
 class CommandPoint:
     """Run ``argv`` once (see module doc). ``on_line(stream, line)`` gets every output
-    line, ``on_progress(line)`` every ``\\r`` progress redraw. :meth:`abort` from anywhere.
+    line, or ``on_lines(stream, lines)`` each read's lines at once (give one);
+    ``on_progress(line)`` every ``\\r`` progress redraw. :meth:`abort` from anywhere.
     ``shell``: where it runs (default: this machine)."""
 
     def __init__(self, argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None, stall_s: float,
-                 silent_s: float | None = None, server_healthy: Callable[[], bool], on_line: Callable[[str, str], None],
-                 on_progress: Callable[[str], None], tool: str = "auto", shell: Shell | None = None) -> None:
+                 silent_s: float | None = None, server_healthy: Callable[[], bool], on_line: Callable[[str, str], None] | None = None,
+                 on_progress: Callable[[str], None], tool: str = "auto", shell: Shell | None = None,
+                 on_lines: Callable[[str, list[str]], None] | None = None) -> None:
         self.argv = list(argv)
         self.cwd = cwd
         self.shell: Shell = shell or LocalShell()
@@ -51,11 +53,15 @@ class CommandPoint:
         self.capture = ResultCapture()
         self._on_line = on_line
 
-        def line(stream: str, text: str) -> None:
-            self.capture.add(text)
-            on_line(stream, text)
+        def lines(stream: str, texts: list[str]) -> None:
+            self.capture.add_lines(texts)
+            if on_lines is not None:
+                on_lines(stream, texts)
+            elif on_line is not None:
+                for text in texts:
+                    on_line(stream, text)
 
-        self.command = CommandRun(self.argv, on_line=line, on_progress=on_progress, cwd=cwd, env=env,
+        self.command = CommandRun(self.argv, on_lines=lines, on_progress=on_progress, cwd=cwd, env=env,
                                   stall_s=stall_s, silent_s=silent_s, server_healthy=server_healthy, shell=self.shell)
 
     @property

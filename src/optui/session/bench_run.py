@@ -108,12 +108,8 @@ class BenchRun:
     # -------------------------------------------------------------- output
     def add_line(self, line: str) -> None:
         """Append an output line (counted, bounded, cut for display; the API key hidden)."""
-        line = hide_value(line, self.api_key)
-        if len(line) > DISPLAY_MAX_CHARS:
-            line = f"{line[:DISPLAY_MAX_CHARS]} …[{len(line) - DISPLAY_MAX_CHARS} more characters]"
-        self.lines.append(line)
-        self.total_lines += 1
-        self.on_change()  # cheap: the UI pulls lines in batches via lines_since()
+        self.add_lines([line])
+
 
     def lines_since(self, seen: int) -> tuple[list[str], int]:
         """Lines added after the first ``seen`` ones (those still buffered) and the new
@@ -137,9 +133,25 @@ class BenchRun:
         self.view = replace(self.view, **changes)
         self.on_change()
 
-    def _on_output(self, stream: str, line: str) -> None:
-        self.add_line(line)
-        if self.tracker.line(line, time.monotonic()):
+    def add_lines(self, lines: list[str]) -> None:
+        """Append output lines (counted, bounded, cut for display; the API key hidden),
+        with one ``on_change`` for all of them (cheap: the UI pulls lines per frame via
+        :meth:`lines_since`)."""
+        key = self.api_key
+        for line in lines:
+            if key and key in line:
+                line = hide_value(line, key)
+            if len(line) > DISPLAY_MAX_CHARS:
+                line = f"{line[:DISPLAY_MAX_CHARS]} …[{len(line) - DISPLAY_MAX_CHARS} more characters]"
+            self.lines.append(line)
+        self.total_lines += len(lines)
+        self.on_change()
+
+    def _on_output(self, stream: str, lines: list[str]) -> None:
+        """A read's output lines (``stream``: "stdout" / "stderr"): kept, and the progress
+        they tell (one ``on_change`` for the batch: the UI pulls the lines per frame)."""
+        self.add_lines(lines)
+        if self.tracker.lines(lines, time.monotonic()):
             self._update(progress=self.tracker.state)
 
     def _on_progress(self, text: str) -> None:
@@ -213,7 +225,7 @@ class BenchRun:
         self.tracker = ProgressTracker()
         self._update(progress=self.tracker.state)
         self._command = CommandPoint(argv, cwd=self.cfg.cwd, env=self.cfg.env, stall_s=self.cfg.stall_s,
-                                     silent_s=self.cfg.silent_s, server_healthy=self.server_healthy, on_line=self._on_output,
+                                     silent_s=self.cfg.silent_s, server_healthy=self.server_healthy, on_lines=self._on_output,
                                      on_progress=self._on_progress, tool=self.cfg.tool, shell=self.shell)
         if self._aborted:
             self._command.abort()

@@ -28,6 +28,34 @@ _FAILURE_HINTS = ("ailed", "ready", "Error", "Exception", "Traceback", "Keyboard
 # vLLM's run settings printed just before its block (parse._PRE_BLOCK)
 _PRE_BLOCK_HINTS = ("Traffic request rate:", "Maximum request concurrency:")
 _BLOCK_MAX_LINES = 400  # a block never has more rows; a missing closing line must not keep everything
+# a line without any of these is dropped by ResultCapture once its context is full
+_CAPTURE_NEEDLES = (_HEADER, "Namespace(", *_FAILURE_HINTS, *_PRE_BLOCK_HINTS)
+
+
+def indices_containing(lines: list[str], needles: tuple[str, ...]) -> list[int]:
+    """The indices (ascending) of the ``lines`` that contain at least one of ``needles``,
+    found with one ``str.find`` scan per needle over the joined lines instead of a Python
+    test per line (a 20k lines/s flood has a few such lines per read). Needles hold no
+    ``"\\n"``; a line that does is tested on its own."""
+    text = "\n".join(lines)
+    if text.count("\n") != len(lines) - 1:  # a line with a newline of its own: test each
+        return [i for i, line in enumerate(lines) if any(needle in line for needle in needles)]
+    starts: set[int] = set()
+    for needle in needles:
+        at = text.find(needle)
+        while at != -1:
+            start = text.rfind("\n", 0, at) + 1
+            starts.add(start)
+            end = text.find("\n", at)
+            if end == -1:
+                break
+            at = text.find(needle, end + 1)
+    indices, index, previous = [], 0, 0
+    for start in sorted(starts):
+        index += text.count("\n", previous, start)
+        previous = start
+        indices.append(index)
+    return indices
 
 
 def _may_mark_failure(line: str) -> bool:
@@ -76,6 +104,27 @@ class ResultCapture:
         else:
             self.dropped += 1
 
+    def add_lines(self, lines: list[str]) -> None:
+        """:meth:`add` each of ``lines`` in order (same result): once the context is
+        full and outside a block, only the lines holding one of the markers are looked at."""
+        i, n = 0, len(lines)
+        while i < n:
+            if self._block_lines or self._context < self.context_chars:
+                self.add(lines[i])
+                i += 1
+                continue
+            rest = lines[i:]
+            after = 0  # lines of ``rest`` before this one are accounted for
+            for j in indices_containing(rest, _CAPTURE_NEEDLES):
+                self.dropped += j - after
+                self.add(rest[j])
+                after = j + 1
+                if self._block_lines:  # a block began: its lines are kept one by one
+                    break
+            else:
+                self.dropped += len(rest) - after
+            i += after if self._block_lines else len(rest)
+
     def _keep(self, line: str) -> None:
         if self._chars + len(line) > self.max_chars:
             self.dropped += 1
@@ -119,6 +168,8 @@ _PHASES = (
     ("Starting initial single prompt test run", "test run"),
     ("to become ready", "ready check"),
 )
+# a line without any of these changes nothing in ProgressTracker.line
+_TRACKER_NEEDLES = (_HEADER, "Namespace(", *(needle for needle, _ in _PHASES), "it/s", "s/it")
 _NUM_PROMPTS_RE = re.compile(r"\bnum_prompts=(\d+)")
 _WARMUP_N_RE = re.compile(r"(?:Starting warmup with|Warming up with) (\d+)")
 
@@ -156,6 +207,14 @@ class ProgressTracker:
         if "it/s" in text or "s/it" in text:  # a tqdm bar that ended with a newline
             return self.progress(text, now)
         return False
+
+    def lines(self, lines: list[str], now: float) -> bool:
+        """:meth:`line` each of ``lines`` in order (same :attr:`state`); True when it
+        changed. Only the lines holding a marker are looked at (the others change nothing)."""
+        changed = False
+        for i in indices_containing(lines, _TRACKER_NEEDLES):
+            changed = self.line(lines[i], now) or changed
+        return changed
 
     def _enter(self, phase: str, text: str, now: float) -> bool:
         total = self._num_prompts
