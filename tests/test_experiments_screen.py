@@ -105,7 +105,7 @@ async def test_the_dashboard_under_the_view_is_not_drawn_while_it_changes(seeded
     """The view is opaque: a change on the dashboard under it (here a note from another
     process in the journal panel) does not draw the dashboard again (a translucent modal
     drew the whole dashboard, dimmed, for each of its frames: every frame while a
-    benchmark streams)."""
+    benchmark streams); the panels take the snapshot once the view closes."""
     loaded, ids = seeded
     app = OptuiApp(Session(loaded))
     async with app.run_test(size=(180, 45)) as pilot:
@@ -124,12 +124,14 @@ async def test_the_dashboard_under_the_view_is_not_drawn_while_it_changes(seeded
         other = Journal(loaded.journal_path)
         other.append(ev.NOTE, "qwen", {"text": "from another process"}, experiment=ids["radix"], actor="cli")
         other.close()
-        await wait_for(pilot, lambda: journal_panel.shown_seqs != shown)  # the panel took the note
+        await wait_for(pilot, lambda: any(e.data.get("text") == "from another process"
+                                          for e in app.client.snapshot().events))  # the session has it
         await pilot.pause(0.3)
-        assert drawn == []
+        assert drawn == [] and journal_panel.shown_seqs == shown  # not even taken in under the view
         await pilot.press("escape")
+        await wait_for(pilot, lambda: journal_panel.shown_seqs != shown)  # taken in once the view closed
         await pilot.pause(0.2)
-        assert drawn  # and draws again once the view closes
+        assert drawn  # and drawn
 
 
 async def test_the_row_cached_table_draws_every_line_as_datatable_does():
@@ -200,10 +202,48 @@ async def test_a_change_on_the_dashboard_does_not_repaint_the_view(seeded):  # n
         other = Journal(loaded.journal_path)  # a note changes no cell of the view
         other.append(ev.NOTE, "qwen", {"text": "from another process"}, experiment=ids["radix"], actor="cli")
         other.close()
-        await wait_for(pilot, lambda: journal_panel.shown_seqs != shown)
+        await wait_for(pilot, lambda: any(e.data.get("text") == "from another process"
+                                          for e in app.client.snapshot().events))  # the session has it
         await pilot.pause(0.3)
-        assert painted == []
+        assert painted == [] and journal_panel.shown_seqs == shown  # the panel waits under the view
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert type(app.screen).__name__ == "MainScreen"
         assert "from another process" in journal_panel.render().plain
+
+
+async def test_the_view_is_not_drawn_under_an_experiments_details(seeded):  # noqa: F811
+    """Enter opens the details over an empty screen of their own: the translucent details
+    drew the whole view again, dimmed, for each of their frames (issue 17 §2: most of the
+    Enter / Escape key press, bench/keypress_experiments.py --mode details). Closing them
+    shows the view again, with what changed meanwhile; Escape then closes the view."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(180, 45)) as pilot:
+        table = await _view_with_rows(app, pilot, 5)
+        view = app.screen
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailsScreen")
+        await pilot.pause(0.3)
+        painted = []
+        render_lines = table.render_lines
+
+        def counted(crop):
+            painted.append(crop)
+            return render_lines(crop)
+
+        table.render_lines = counted
+        other = Journal(loaded.journal_path)  # another process changes a row of the view
+        other.append(ev.VERDICT, "qwen", {"decision": "reject"}, experiment=ids["radix"], actor="cli")
+        other.close()
+        await wait_for(pilot, lambda: str(table.get_row(ids["radix"])[12]) == "reject")
+        await pilot.pause(0.3)
+        assert painted == []
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert app.screen is view and [type(s).__name__ for s in app.screen_stack] == [
+            "MainScreen", "ExperimentsUnderlay", "ExperimentsScreen"]
+        assert painted  # drawn again, with the new verdict
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert [type(s).__name__ for s in app.screen_stack] == ["MainScreen"]

@@ -62,20 +62,49 @@ _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-f
 
 
 class ExperimentsUnderlay(Screen[None]):
-    """An empty opaque screen under the view. Textual keeps the screen right under the top
-    one current whatever the top one's opacity: each frame of it (the dashboard: every frame
-    while a benchmark streams) is laid out and repaints the whole top screen. Under this one
-    the dashboard is not current: it is neither drawn nor laid out until the view closes."""
+    """An empty opaque screen under ``over`` (the view, or a details screen over it),
+    popped as soon as ``over`` is gone and it is on top. Textual keeps the screen right
+    under the top one current whatever the top one's opacity: each frame of it (the
+    dashboard: every frame while a benchmark streams) is laid out and repaints the whole
+    top screen, and a translucent top screen (details) draws it again, dimmed, on each of
+    its own frames. Under this one the screens below are neither drawn nor laid out until
+    ``over`` closes."""
 
     DEFAULT_CSS = "ExperimentsUnderlay { background: $background; }"
     BINDINGS: ClassVar[list[BindingType]] = []  # none of its own (Screen's tab / shift+tab are inherited)
+
+    def __init__(self, over: Screen | None = None) -> None:
+        super().__init__()
+        self.over = over
+
+    def on_mount(self) -> None:
+        # immediate: popped within the pop of ``over``, before any frame shows it empty
+        self.app.screen_change_signal.subscribe(self, self._screen_changed, immediate=True)
+        self._screen_changed(self.app.screen)  # ``over`` may have closed before this mounted
+
+    def _screen_changed(self, top: Screen) -> None:
+        app = self.app
+        if app.screen is self and self.over not in app.screen_stack and len(app.screen_stack) > 1:
+            # unsubscribed first: Signal.publish drops a subscriber that stopped running, and
+            # the publish of this pop, nested in the current one, would drop it twice (KeyError)
+            app.screen_change_signal.unsubscribe(self)
+            app.pop_screen()
+
+    def on_unmount(self) -> None:
+        self.app.screen_change_signal.unsubscribe(self)
+
+
+def push_over_underlay(app: App, screen: Screen, callback: Callable | None = None) -> None:
+    """Push ``screen`` over an :class:`ExperimentsUnderlay` (popped with it); ``callback``
+    gets its result as with ``App.push_screen``."""
+    app.push_screen(ExperimentsUnderlay(over=screen))
+    app.push_screen(screen, callback)
 
 
 def push_experiments_screen(app: App, screen: ExperimentsScreen, callback: Callable[[str | None], None]) -> None:
     """Push ``screen`` over an :class:`ExperimentsUnderlay` (popped when the view closes);
     ``callback`` gets the view's result as with ``App.push_screen``."""
-    app.push_screen(ExperimentsUnderlay())
-    app.push_screen(screen, callback)
+    push_over_underlay(app, screen, callback)
 
 
 class ExperimentsScreen(ModalScreen[str | None]):
@@ -283,9 +312,19 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self.action_details()
 
     def action_details(self) -> None:
+        """``details(x)`` pushes the experiment's screen: over an underlay of its own, so
+        that the view is not drawn again under it (dimmed: its whole screen per frame)."""
         x = self._current()
-        if x is not None:
-            self.open_details(x)
+        if x is None:
+            return
+        app = self.app
+        underlay = ExperimentsUnderlay()
+        app.push_screen(underlay)
+        self.open_details(x)
+        if app.screen is underlay:  # it pushed nothing
+            app.pop_screen()
+        else:
+            underlay.over = app.screen
 
     def action_decide(self, decision: str) -> None:
         x = self._current()
@@ -315,10 +354,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self._leave(None)
 
     def _leave(self, result: str | None) -> None:
-        self.dismiss(result)
-        stack = self.app.screen_stack
-        if len(stack) > 1 and isinstance(stack[-1], ExperimentsUnderlay):  # dismiss popped this screen
-            self.app.pop_screen()
+        self.dismiss(result)  # its underlay pops itself
 
 
 async def _closed():
