@@ -52,6 +52,28 @@ def test_secrets_are_masked_in_the_command_log():
     assert [r.argv[1] for r in log.records] == ["1", "2"]
 
 
+async def test_a_server_start_record_gets_its_exit_code_when_it_ends(tmp_path):
+    """issue 20: a start that already ended showed `…` as its exit code. A real child:
+    ``running`` while it runs, then its exit status and how long it ran."""
+    import sys
+
+    from optui.adapters.shell import LocalShell
+
+    log = CommandLog()
+    shell = LocalShell()
+    shell.on_command = log.add
+    spawned = await shell.spawn_to_log([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(3)"],
+                                       str(tmp_path / "s.log"))
+    assert (log.records[0].what, log.records[0].exit_text(), log.records[0].returncode) == ("server start", "running", None)
+    assert await spawned.wait() == 3  # stdin is /dev/null: it exits at once
+    record = log.records[0]
+    assert (record.exit_text(), record.returncode, record.running) == ("3", 3, False) and record.duration_s > 0
+    killed = await shell.spawn_to_log([sys.executable, "-c", "import time; time.sleep(60)"], str(tmp_path / "k.log"))
+    assert log.records[1].exit_text() == "running"
+    await shell.stop_group(killed.pid, timeout_s=5.0, handle=killed)
+    assert log.records[1].exit_text() == "-15"
+
+
 async def test_app_shows_alerts_and_the_command_log(tmp_path):
     """A server that crashes on its own → an alert notification + an `alert` event; `@`
     lists the commands optui ran (the server start), with a masked api key."""
@@ -89,4 +111,5 @@ argv = ["{sys.executable}", "{script}", "--api-key", "sk-secret"]\nready_timeout
         table = app.screen.query_one("#command-table")
         row = [str(c) for c in table.get_row_at(0)]
         assert "server start" in row and "--api-key '***'" in row[-1] and "sk-secret" not in row[-1]
+        assert row[3] == "1", row  # issue 20: the start that already ended showed `…` as its exit code
         await pilot.press("escape", "q")

@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,27 +47,34 @@ class DetachedProcess:
     stays while optui runs.
     """
 
-    __slots__ = ("_popen", "pid")
+    __slots__ = ("_popen", "pid", "on_exit")
 
     def __init__(self, popen: subprocess.Popen) -> None:
         self._popen = popen
         self.pid = popen.pid
+        #: called once with the exit status when the exit is first seen (the command log)
+        self.on_exit: Callable[[int], None] | None = None
 
     @property
     def returncode(self) -> int | None:
         """The exit status once the process has exited (and been reaped), else None."""
-        return self._popen.poll()
+        rc = self._popen.poll()
+        if rc is not None and self.on_exit is not None:
+            report, self.on_exit = self.on_exit, None
+            report(rc)
+        return rc
 
     async def wait(self, poll_s: float = 0.05) -> int:
         """Wait for the exit (polling, so no thread or child watcher is involved); the exit
         status."""
-        while (rc := self._popen.poll()) is None:
+        while (rc := self.returncode) is None:
             await asyncio.sleep(poll_s)
         return rc
 
     def forget(self) -> None:
         """Stop tracking the process without touching it (it keeps running): the Popen is
         marked finished so neither the GC nor ``-X dev`` complains at exit."""
+        self.on_exit = None  # it did not exit: nothing to report
         if self._popen.returncode is None:
             self._popen.returncode = 0  # not an exit status: nothing reads it after forget()
 

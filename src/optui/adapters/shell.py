@@ -205,12 +205,18 @@ class LocalShell:
     def __init__(self, host: str = "local", env: Mapping[str, str] | None = None) -> None:
         self.host = host
         self.env = dict(env or {})
-        #: ``on_command(host, argv, returncode, duration_s, what)``: the command log
-        self.on_command: Callable[..., None] | None = None
+        #: ``on_command(host, argv, returncode, duration_s, what, running=False)``: the command
+        #: log; for a ``running`` command (a server start) it returns ``ended(returncode)``
+        self.on_command: Callable[..., Callable[[int | None], None] | None] | None = None
 
     def _log(self, argv: Sequence[str], rc: int | None, duration_s: float, what: str) -> None:
         if self.on_command is not None:
             self.on_command(self.host, list(argv), rc, duration_s, what)
+
+    def _log_start(self, argv: Sequence[str], what: str) -> Callable[[int | None], None] | None:
+        if self.on_command is None:
+            return None
+        return self.on_command(self.host, list(argv), None, 0.0, what, running=True)
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         return {**self.env, **(env or {})}
@@ -244,7 +250,7 @@ class LocalShell:
     async def spawn_to_log(self, argv: Sequence[str], log_path: str, *, cwd: str | None = None,
                            env: Mapping[str, str] | None = None) -> Spawned:
         spawned = await proc.spawn_to_log(list(argv), Path(log_path), cwd=cwd, env=self._env(env))
-        self._log(argv, None, 0.0, "server start")
+        spawned.on_exit = self._log_start(argv, "server start")  # puts its exit code on the record
         return spawned
 
     async def spawn_piped(self, argv: Sequence[str], *, cwd: str | None = None,

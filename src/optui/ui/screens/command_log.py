@@ -39,12 +39,11 @@ class CommandLogScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         for key, label, width in (("time", "time", 8), ("host", "host", 12), ("what", "what", 12),
-                                  ("rc", "exit", 5), ("dur", "time s", 7), ("argv", "command", None)):
+                                  ("rc", "exit", 7), ("dur", "time s", 7), ("argv", "command", None)):
             table.add_column(label, key=key, width=width)
         for i, r in enumerate(reversed(self.records)):
-            rc = Text("…" if r.returncode is None else str(r.returncode),
-                      style=style(self.app, "state-failed") if r.returncode not in (0, None) else "")
-            table.add_row(time.strftime("%H:%M:%S", time.localtime(r.ts)), r.host, r.what, rc, f"{r.duration_s:.2f}",
+            rc = Text(r.exit_text(), style=style(self.app, "state-failed") if r.returncode not in (0, None) else "")
+            table.add_row(time.strftime("%H:%M:%S", time.localtime(r.ts)), r.host, r.what, rc, "" if r.running else f"{r.duration_s:.2f}",
                           Text(shlex.join(r.argv)), key=str(i))
         focus_now(table)
 
