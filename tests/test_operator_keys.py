@@ -31,3 +31,86 @@ async def test_ctrl_l_refreshes_once_while_paused(tmp_path):
                        what="a GPU read after ctrl+l while paused")
         assert s.paused and "PAUSED" in str(app.query_one("#status-line").render())
         await pilot.press("q")
+
+
+async def test_x_and_X_show_the_restart_and_ask_first(tmp_path):
+    """``x`` (one item) and ``X`` (the queue) restart a server: both show the flag diff and
+    exactly what will run, Cancel focused; cancelled, nothing runs."""
+    from optui.ui.screens.confirm import ConfirmScreen
+    from tests.test_todo_runs import demo_campaign, make_app
+
+    app = make_app(demo_campaign(tmp_path))
+    s = app.session
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: app.panels_mounted and app.client is not None)
+        one = s.todos.add("More concurrent requests", "high", {"server": "demo", "set": {"--max-running-requests": "8"},
+                                                              "bench": ["tiny"]})
+        s.todos.add("Find the OOM edge", "medium", {"server": "demo", "set": {"--mem-fraction-static": "0.99"}, "bench": ["tiny"]})
+        await pilot.press("3", "home")
+        await wait_for(pilot, lambda: "More concurrent" in app.query_one("#todo-list").render().plain)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="a question before x restarts")
+        body = str(app.screen.query_one("#confirm-body").render())
+        title = str(app.screen.query_one("#confirm-title").render())
+        assert f"#{one.id}" in title and "restarts demo" in title
+        assert "~ --max-running-requests: 4 → 8" in body and "will run:" in body and "then: tiny" in body
+        assert "--max-running-requests 8" in body  # the exact command
+        assert app.focused.id == "cancel"
+        await pilot.press("enter")  # Cancel is focused
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await pilot.press("X")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="a question before X restarts")
+        body = str(app.screen.query_one("#confirm-body").render())
+        assert "Run 2 experiments" in str(app.screen.query_one("#confirm-title").render())
+        assert "~ --max-running-requests: 4 → 8" in body and "--mem-fraction-static 0.99" in body
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert not s.todo_runs.running and not s.journal.events(types=["todo.run.started"])
+        await pilot.press("q")
+
+
+async def test_confirm_queue_false_runs_X_without_asking(tmp_path):
+    """``[todo] confirm_queue = false``: ``X`` queues at once (``x`` still asks)."""
+    from optui.ui.screens.confirm import ConfirmScreen
+    from tests.test_todo_runs import demo_campaign, make_app
+
+    cfg = demo_campaign(tmp_path)
+    cfg.write_text(cfg.read_text() + "\n[todo]\nconfirm_queue = false\n")
+    app = make_app(cfg)
+    s = app.session
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: app.panels_mounted and app.client is not None)
+        s.todos.add("Baseline", "high", {"server": "demo", "bench": ["tiny"]})
+        await pilot.press("3", "x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="x asks whatever confirm_queue says")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await pilot.press("X")
+        await wait_for(pilot, lambda: s.todo_runs.running, what="X queued without a question")
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.press("S")
+        await wait_for(pilot, lambda: not s.todo_runs.running, timeout=60)
+        await pilot.press("q")
+
+
+def test_no_key_means_abort_in_one_panel_and_run_in_another():
+    """The keys that restart a server from the todo panel (x, X) are bound to nothing else
+    anywhere on the dashboard, and neither are the keys that abort a benchmark."""
+    from optui.ui.app import OptuiApp
+    from optui.ui.widgets.bench_panel import BenchPanel
+    from optui.ui.widgets.gpu_panel import GpuPanel
+    from optui.ui.widgets.journal_panel import JournalPanel
+    from optui.ui.widgets.server_panel import ServerPanel
+    from optui.ui.widgets.todo_panel import TodoList, TodoPanel
+
+    bindings = [b for cls in (OptuiApp, BenchPanel, GpuPanel, JournalPanel, ServerPanel, TodoPanel, TodoList)
+                for b in cls.BINDINGS]
+    keys_of: dict[str, set[str]] = {}
+    for b in bindings:
+        for key in b.key.split(","):
+            keys_of.setdefault(key.strip(), set()).add(b.id)
+    guarded = {"todo.run", "todo.queue_all", "bench.abort", "bench.panel_abort", "bench.panel_abort_ctrl_c"}
+    same_verb = {frozenset({"bench.abort", "bench.panel_abort"}), frozenset({"bench.abort", "bench.panel_abort_ctrl_c"})}
+    for key, ids in keys_of.items():
+        if ids & guarded and len(ids) > 1:
+            assert frozenset(ids) in same_verb, f"{key!r} means {sorted(ids)}"

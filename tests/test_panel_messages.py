@@ -61,7 +61,7 @@ async def test_bench_panel_keys_post_typed_messages():
     async with app.run_test(size=(100, 20)) as pilot:
         panel.show(BenchView("c64", "qwen", "running", time.time()), ())
         panel.query_one("#bench-log").focus()
-        await pilot.press("x", "s", "R", "B", "v")
+        await pilot.press("A", "s", "R", "B", "v")
         await pilot.pause()
     posted = [m for m in app.seen if type(m).__qualname__.startswith("BenchPanel.")]
     assert [type(m).__name__ for m in posted] == ["Abort", "Sweep", "Repeat", "Pin", "Results"]

@@ -44,6 +44,12 @@ def shown(app) -> list[str]:
     return [line.rstrip() for line in app.query_one("#todo-list").render().plain.splitlines()]
 
 
+async def confirm(pilot) -> None:
+    """Confirm the question ``x`` / ``X`` ask before a run restarts a server."""
+    await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen", what="the run's confirm")
+    await pilot.press("y")
+
+
 def ready(session) -> bool:
     st = session.servers["demo"].status
     return st.state.value == "ready" and st.busy is None
@@ -70,8 +76,9 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
         oom = s.todos.add("Find the OOM edge", "medium", {"server": "demo", "set": {"--mem-fraction-static": "0.99"}, "bench": ["tiny"]})
         await pilot.pause(0.3)
         assert shown(app)[1].startswith("○ M ⚗ More concurrent requests")
-        # x on the first item runs its experiment (the list's x, not the app's "abort bench")
+        # x on the first item runs its experiment (the list's x) once confirmed
         await pilot.press("home", "x")
+        await confirm(pilot)
         await wait_for(pilot, lambda: runner.current is not None)
         await wait_for(pilot, lambda: any("⚗…" in line for line in shown(app)), timeout=5)
         await wait_for(pilot, lambda: not runner.running, timeout=60)
@@ -80,6 +87,7 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
         assert done.note.startswith("tiny: ") and "(this is the baseline)" in done.note and "TTFT p50" in done.note
         # X queues every pending item with an experiment: the flag change, then the OOM
         await pilot.press("X")
+        await confirm(pilot)
         await wait_for(pilot, lambda: not runner.running and len(runner.outcomes) == 3, timeout=90)
         assert [o.status for o in runner.outcomes] == ["ok", "ok", "failed"]
         more = s.journal.todo(more.id)
@@ -128,6 +136,7 @@ async def test_queue_stops_at_once(tmp_path):
         first = s.todos.add("Long sweep", "high", {"server": "demo", "set": {"--max-running-requests": "8"}, "bench": ["sweep"]})
         second = s.todos.add("Never reached", "medium", {"server": "demo", "bench": ["tiny"]})
         await pilot.press("3", "X")
+        await confirm(pilot)
         await wait_for(pilot, lambda: runner.current is not None and runner.current.step == "bench sweep"
                        and s.benches.running and s.benches.current.total_lines > 3)
         await pilot.press("S")  # stop: the benchmark is aborted, the queue emptied
@@ -141,6 +150,7 @@ async def test_queue_stops_at_once(tmp_path):
         assert ready(s) and "8" in s.servers["demo"].status.argv  # the server is left as it was
         # stopped during a restart: the restart finishes on its own, the run is aborted
         await pilot.press("home", "x")
+        await confirm(pilot)
         await wait_for(pilot, lambda: s.servers["demo"].status.busy is not None, timeout=10)
         await pilot.press("S")
         await wait_for(pilot, lambda: not runner.running, timeout=15)

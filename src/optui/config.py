@@ -305,6 +305,8 @@ class TodoConfig(_Model):
     follow: list[str] = Field(default_factory=list)
     poll_s: Real = Field(0.5, ge=0.1, le=60, description="how often followed files are checked")
     max_in_progress: int = Field(1, ge=0, le=10_000, description="warn when more items are in progress (0: never)")
+    confirm_queue: bool = Field(True, description="X shows what each queued experiment restarts and asks first "
+                                "(false: it starts at once; x on one item always asks)")
 
     @field_validator("follow")
     @classmethod

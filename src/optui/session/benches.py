@@ -74,7 +74,7 @@ class BenchService:
         self._writer.check_writable("running a benchmark")
         cfg = self.preset(name)
         if self.current is not None and self.running:
-            raise SessionError(f"benchmark {self.current.name} is still running (x aborts it)")
+            raise SessionError(f"benchmark {self.current.name} is still running (A aborts it)")
         rt = self._server(cfg.server)
         api_key = os.environ.get(rt.cfg.api_key_env) if rt.cfg.api_key_env else None
         run = BenchRun(name, cfg, base_url=rt.cfg.url, max_lines=self._config.log_max_lines, on_change=self._on_change,

@@ -597,7 +597,7 @@ class Session:
         configurations in one run (found by a break-it trial)."""
         current = self.benches.current
         if self.benches.running and current is not None and current.cfg.server == name:
-            raise SessionError(f"{name}: benchmark {current.name} is running against it; abort it (x) or wait for it")
+            raise SessionError(f"{name}: benchmark {current.name} is running against it; abort it (A) or wait for it")
         from optui.session.interrupted import bench_running_on
 
         try:

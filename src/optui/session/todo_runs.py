@@ -85,6 +85,20 @@ class TodoRunOutcome:
         return {**asdict(self), "lines": list(self.lines), "results": list(self.results)}
 
 
+@dataclass(frozen=True, slots=True)
+class TodoRunPlan:
+    """What a todo run of one item will do, for the operator to confirm: the item, the
+    server it restarts, its flags now (``old_argv``) and those it will start with
+    (``argv``), then the benchmarks it runs (names, in order)."""
+
+    todo_id: int
+    content: str
+    server: str
+    old_argv: tuple[str, ...]
+    argv: tuple[str, ...]
+    benches: tuple[str, ...]
+
+
 class _Stopped(Exception):
     """The operator stopped the queue during a step."""
 
@@ -151,6 +165,17 @@ class TodoRunQueue:
                 raise SessionError(f"#{item.id}: benchmark {name!r} runs against {bench.server}, not {spec.server}")
         return spec
 
+    def plan(self, item: TodoItem) -> TodoRunPlan:
+        """What a run of ``item`` would do now (see :class:`TodoRunPlan`); SessionError as
+        :meth:`check`, or when its base (``last_good``) is not known yet."""
+        spec = self.check(item)
+        rt = self._server(spec.server)
+        try:
+            argv = spec.apply(self._base_argv(spec, rt))
+        except _Failed as exc:
+            raise SessionError(f"#{item.id}: {exc.message}") from None
+        return TodoRunPlan(item.id, item.content, spec.server, tuple(rt.status.argv), tuple(argv), self.benches_of(spec))
+
     def benches_of(self, spec: ExperimentSpec) -> tuple[str, ...]:
         """The benchmarks a run executes (see :func:`~optui.core.todo_experiment.benches_for`)."""
         return benches_for(spec, self._config)
@@ -169,12 +194,17 @@ class TodoRunQueue:
         self._on_change()
         return ids
 
-    def queue_pending(self) -> list[int]:
-        """Queue every pending item that carries an experiment (list order)."""
+    def pending(self) -> list[TodoItem]:
+        """The items :meth:`queue_pending` queues: every pending item that carries an
+        experiment (list order); SessionError when there is none."""
         items = [t for t in self._todos.items if t.experiment and t.status is TodoStatus.PENDING]
         if not items:
             raise SessionError("no pending item has an experiment (E on an item attaches one)")
-        return self.enqueue(items)
+        return items
+
+    def queue_pending(self) -> list[int]:
+        """Queue every pending item that carries an experiment (list order)."""
+        return self.enqueue(self.pending())
 
     def stop(self) -> bool:
         """Empty the queue and end the current step (see module doc); False when idle."""

@@ -82,7 +82,7 @@ class OptuiApp(App):
         Binding("ctrl+r", "rollback", "Roll back", show=False, id="server.rollback"),
         Binding("l", "server_log", "Log", show=False, id="server.log"),
         Binding("b", "bench", "Bench", id="bench.run"),
-        Binding("x", "abort_bench", "Abort bench", show=False, id="bench.abort"),
+        Binding("A", "abort_bench", "Abort bench", show=False, id="bench.abort"),
         Binding("S", "stop_experiments", "Stop experiments", show=False, id="todo.stop_experiments"),
         Binding("n", "note", "Note", show=False, id="journal.note"),
         Binding("E", "experiments", "Experiments", show=False, id="journal.experiments"),

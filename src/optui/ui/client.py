@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.core.todo import TodoItem
     from optui.session import Session
     from optui.session.state import SessionState
+    from optui.session.todo_runs import TodoRunPlan
 
 __all__ = ["SessionClient", "SessionError"]
 
@@ -262,6 +263,12 @@ class SessionClient:
         newly queued. SessionError when refused."""
         runner = self._session.todo_runs
         return runner.queue_pending() if items is None else runner.enqueue(items)
+
+    def plan_experiments(self, items: list[TodoItem] | None) -> list[TodoRunPlan]:
+        """What running ``items``' experiments (None: those ``X`` queues) would do, to show
+        before anything restarts; SessionError when one cannot run."""
+        runner = self._session.todo_runs
+        return [runner.plan(t) for t in (runner.pending() if items is None else items)]
 
     def experiment_running_for(self) -> int | None:
         """The todo id whose experiment runs now (None: none)."""

@@ -46,7 +46,7 @@ class BenchActions(Actions):
         repeated ``repeat`` times (config, default 3), as a benchmark is everywhere else: one
         run can only give ``untested noise``; a sweep repeats as its spec says. A server that is
         not READY is asked about first (Cancel focused): its numbers would not be its own
-        (DEGRADED says why). The bench panel gets the focus first (its keys: x / ctrl+c
+        (DEGRADED says why). The bench panel gets the focus first (its keys: A / ctrl+c
         abort) and the run starts after that repaint, so the full-screen redraw of a focus
         change never competes with a flood of output."""
         from optui.core.server_state import ServerState
@@ -160,7 +160,7 @@ class BenchActions(Actions):
         return True
 
     def abort_asked(self) -> None:
-        """The bench panel's abort (x, ctrl+c)."""
+        """The bench panel's abort (A, ctrl+c)."""
         if self.writable():
             self.abort()
 

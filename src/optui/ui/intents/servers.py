@@ -13,7 +13,34 @@ from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:
+    from optui.ui.client import SessionClient
     from optui.ui.screens.flag_editor import FlagEditorScreen
+
+
+def restart_review(client: SessionClient, name: str, argv: list[str] | tuple[str, ...]) -> Text:
+    """What a restart of server ``name`` with ``argv`` changes, for the operator to confirm
+    (every key that restarts a server shows it): host, controller and url, the flag diff
+    from the running flags, the flag catalogue's warnings, and exactly what will run."""
+    from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+
+    cfg, status = client.server_config(name), client.server_status(name)
+    diff = Flags.parse(status.argv).diff(Flags.parse(argv))
+    body = Text()
+    body.append(f"host: {cfg.host}    control: {cfg.control}    url: {cfg.url}\n\n")
+    body.append("changes:\n", style="bold")
+    for change in diff or []:
+        body.append(f"  {change.describe()}\n")
+    if not diff:
+        body.append("  (none — plain restart)\n")
+    catalog = client.cached_catalog(name)
+    issues = catalog.check(Flags.parse(argv, catalog.booleans())) if catalog else []
+    if issues:
+        body.append("\nwarnings:\n", style="bold")
+        for issue in issues:
+            body.append(f"  {issue}\n", style="red" if issue.level == "error" else "yellow")
+    body.append("\nwill run:\n", style="bold")
+    body.append(client.restart_preview(name, list(argv)) + "\n")
+    return body
 
 
 class ServerActions(Actions):
@@ -76,27 +103,9 @@ class ServerActions(Actions):
                         answered: Callable[[bool], None] | None = None) -> None:
         """Show host, controller, diff, the catalogue's warnings and exactly what will run;
         restart on confirmation, or tell ``answered`` (True: confirmed) and let it restart."""
-        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
-        cfg, status = self.client.server_config(name), self.client.server_status(name)
-        old = Flags.parse(status.argv)
-        diff = old.diff(Flags.parse(argv))
-        body = Text()
-        body.append(f"host: {cfg.host}    control: {cfg.control}    url: {cfg.url}\n\n")
-        body.append("changes:\n", style="bold")
-        for change in diff or []:
-            body.append(f"  {change.describe()}\n")
-        if not diff:
-            body.append("  (none — plain restart)\n")
-        catalog = self.client.cached_catalog(name)
-        issues = catalog.check(Flags.parse(argv, catalog.booleans())) if catalog else []
-        if issues:
-            body.append("\nwarnings:\n", style="bold")
-            for issue in issues:
-                body.append(f"  {issue}\n", style="red" if issue.level == "error" else "yellow")
-        body.append("\nwill run:\n", style="bold")
-        body.append(self.client.restart_preview(name, argv) + "\n")
+        body = restart_review(self.client, name, argv)
 
         def confirmed(ok: bool | None) -> None:
             if answered is not None:

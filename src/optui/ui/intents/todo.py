@@ -19,6 +19,7 @@ from textual.app import SystemCommand
 
 from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
+from optui.ui.intents.servers import restart_review
 
 if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
     from optui.core.todo import TodoItem
@@ -81,7 +82,41 @@ class TodoActions(Actions):
 
     # ---------------------------------------------------------- experiments
     def run_experiments(self, items: list[TodoItem] | None) -> None:
-        """Queue ``items``' experiments (None: every pending item that has one)."""
+        """Ask, then queue ``items``' experiments (None: every pending item that has one,
+        ``X``). A run restarts its server, so the question shows, for each item, the flag
+        diff and exactly what will run, Cancel focused (as ``r`` does); ``[todo]
+        confirm_queue = false`` queues ``X``'s items without asking."""
+        from optui.ui.screens.confirm import ConfirmScreen
+
+        try:
+            plans = self.client.plan_experiments(items)
+        except SessionError as exc:
+            self.fail(exc)
+            return
+        shown = {p.todo_id for p in plans}  # what runs is what was shown, whatever changes meanwhile
+        chosen = items if items is not None else [t for t in self.client.todo_items() if t.id in shown]
+        if items is None and not self.client.config.todo.confirm_queue:
+            self._queue(chosen)
+            return
+        body = Text()
+        for i, plan in enumerate(plans):
+            if i:
+                body.append("\n")
+            body.append(f"#{plan.todo_id} {plan.content}\n", style="bold")
+            body.append_text(restart_review(self.client, plan.server, plan.argv))
+            body.append(f"then: {', '.join(plan.benches) or 'no benchmark'}\n")
+        servers = sorted({p.server for p in plans})
+        title = (f"Run #{plans[0].todo_id}'s experiment? It restarts {plans[0].server}" if len(plans) == 1 else
+                 f"Run {len(plans)} experiments, one after another? Each restarts {', '.join(servers)}")
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self._queue(chosen)
+
+        self.push_screen(ConfirmScreen(title, body, "Run"), confirmed)
+
+    def _queue(self, items: list[TodoItem]) -> None:
+        """Queue ``items``' experiments now (the operator confirmed) and say what runs."""
         try:
             ids = self.client.queue_experiments(items)
         except SessionError as exc:

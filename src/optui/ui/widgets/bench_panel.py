@@ -120,7 +120,8 @@ class BenchPanel(Vertical):
     """Progress + results + output log of the current benchmark run."""
 
     BINDINGS = [
-        Binding("x", "abort", "Abort", id="bench.panel_abort"),
+        # A, not x: x runs a todo item's experiment (restarts a server) in the todo panel
+        Binding("A", "abort", "Abort", id="bench.panel_abort"),
         Binding("ctrl+c", "abort", "Abort", show=False, id="bench.panel_abort_ctrl_c"),
         Binding("s", "sweep", "Sweep", id="bench.sweep"),
         Binding("R", "repeat", "Repeat", id="bench.repeat"),
