@@ -177,7 +177,7 @@ async def test_another_process_edits_show_within_a_second(tmp_path):
             assert time.monotonic() - t0 < 1.0
         assert app.session.journal.events(types=["todo.changed"])[1].actor == "agent:claude"
         # and the other way round: the CLI sees the TUI's edit at once
-        await pilot.press("end", "plus")
+        await pilot.press("home", "plus")  # the open item: shown above the completed one
         listed = json.loads(cli("list", "--json").stdout)
         assert [(t["content"], t["priority"]) for t in listed] == [("from the tui", "medium"), ("from an agent", "high")]
         await pilot.press("q")
@@ -224,8 +224,9 @@ async def test_agent_badges_and_follow_status(tmp_path):
         assert lines[0] == "◐ H A+ Profile decode" and lines[1] == "○ L !blocked A+ Wait for node 2"
         assert app.query_one("#todo-box").border_subtitle == "following agent.json ✓"
         src.write_text(json.dumps([{"content": "Profile decode", "status": "completed", "priority": "high"}]))
-        await wait_for(pilot, lambda: shown(app).splitlines()[1].startswith("○ L !blocked A- "))
-        assert shown(app).splitlines()[0] == "✔ H A~ Profile decode"
+        # the completed item goes below the open one (open items first)
+        await wait_for(pilot, lambda: shown(app).splitlines()[0].startswith("○ L !blocked A- "))
+        assert shown(app).splitlines()[1] == "✔ H A~ Profile decode"
         # a second list, followed from the palette's prompt
         other = tmp_path / "other.json"
         other.write_text('[{"content": "From the palette", "status": "pending"}]')
@@ -326,3 +327,32 @@ async def test_follow_status_shows_the_failure_of_a_deep_list_then_recovers(tmp_
         assert any("nested deeper than 64 levels" in n for n in notes)
         plan.write_text(json.dumps([{"content": "A", "status": "completed"}]))
         await wait_for(pilot, lambda: "following plan.json ✓" in subtitle() and "✔" in shown(app), what=subtitle)
+
+
+async def test_open_items_first_done_ones_after_in_a_side_pane(tmp_path):
+    """Issue 20: completed items pushed the open ones off screen. Open items come first (in
+    list order), done ones after; K/J move an open item past its neighbour on screen."""
+    cfg = campaign(tmp_path)
+    journal = Journal(tmp_path / ".optui" / "optui.db")
+    journal.add_todo("open first")
+    for i in range(12):
+        journal.add_todo(f"finished {i}", status="completed" if i % 4 else "cancelled")
+    journal.add_todo("open last", priority="high")
+    journal.close()
+    app = make_app(cfg)
+    async with app.run_test(size=(60, 40)) as pilot:
+        await wait_for(pilot, lambda: "open last" in shown(app), timeout=10)
+        await pilot.press("3", "home")
+        lines = shown(app).splitlines()
+        assert lines[0].endswith("open first") and lines[1].endswith("open last"), lines
+        assert all("finished" in line for line in lines[2:14]), lines
+        assert app.query_one("#todo-list").size.height >= 2  # both open rows on screen
+        await pilot.press("J")  # past "open last" (12 done items lie between them in the list)
+        await wait_for(pilot, lambda: [t.content for t in app.session.journal.todos()][-1] == "open first", timeout=5)
+        await wait_for(pilot, lambda: shown(app).splitlines()[:2] == ["○ H open last", "○ M open first"], timeout=5,
+                       what=lambda: shown(app).splitlines()[:2])
+        await pilot.press("J")  # the last open item: nothing below it on screen to pass
+        await pilot.press("K")
+        await wait_for(pilot, lambda: shown(app).splitlines()[:2] == ["○ M open first", "○ H open last"], timeout=5,
+                       what=lambda: shown(app).splitlines()[:2])
+        await pilot.press("q")

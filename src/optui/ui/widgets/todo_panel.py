@@ -42,6 +42,11 @@ STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "canc
 PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
 
 
+def _is_done(item: TodoItem) -> bool:
+    """Completed or cancelled: shown after the open items."""
+    return item.status in (TodoStatus.COMPLETED, TodoStatus.CANCELLED)
+
+
 class TodoList(CursorList):
     """The list part of the todo panel (bindings live here so they need focus); its keys
     call the panel's verbs."""
@@ -101,7 +106,7 @@ class TodoList(CursorList):
         self.panel.post_for_current(TodoPanel.Prioritize, up=up)
 
     def action_move(self, delta: int) -> None:
-        self.panel.post_for_current(TodoPanel.Move, delta=delta)
+        self.panel.move_current(delta)
 
     def action_delete(self) -> None:
         self.panel.post_for_current(TodoPanel.Delete)
@@ -155,7 +160,7 @@ class TodoPanel(Vertical):
 
     @dataclass
     class Move(Message):
-        """Move ``item`` ``delta`` places (-1 up, 1 down)."""
+        """Move ``item`` ``delta`` places in the list (negative: up)."""
 
         item: TodoItem
         delta: int
@@ -243,15 +248,33 @@ class TodoPanel(Vertical):
         self._render_rows()
 
     def _visible(self) -> builtins.list[TodoItem]:  # builtins: this class has a `list` property
-        out = []
+        """The rows in display order: open items first, then completed and cancelled ones
+        (each part in list order), so a finished campaign's done items never push the
+        open ones off screen; filter and hide-done applied."""
+        open_items, done_items = [], []
         needle = self.filter_text.lower()
         for item in self._items:
-            if self.hide_done and item.status in (TodoStatus.COMPLETED, TodoStatus.CANCELLED):
+            done = _is_done(item)
+            if self.hide_done and done:
                 continue
             if needle and needle not in item.content.lower():
                 continue
-            out.append(item)
-        return out
+            (done_items if done else open_items).append(item)
+        return open_items + done_items
+
+    def move_current(self, delta: int) -> None:
+        """Move the item under the cursor past its neighbour on screen (``delta`` -1: the
+        row above, 1: the row below), whatever hidden or differently placed items lie
+        between them in the list."""
+        item = self.current
+        if item is None:
+            return
+        rows = self._visible()
+        at = next(i for i, t in enumerate(rows) if t.id == item.id)
+        if not 0 <= at + delta < len(rows) or _is_done(rows[at + delta]) != _is_done(item):
+            return  # the ends of the list or of its open part: moving would change nothing on screen
+        places = {t.id: i for i, t in enumerate(self._items)}
+        self.post_message(self.Move(item, places[rows[at + delta].id] - places[item.id]))
 
     def _render_rows(self) -> None:
         width = max(20, self.size.width or 60)
