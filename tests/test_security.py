@@ -44,7 +44,7 @@ async def test_metacharacters_in_flags_and_todo_text_never_execute(tmp_path):
         assert session.todos.items[0].status.value == "completed", session.todos.items[0]
         argv = cmdline(rt.status.pid)
         assert argv[argv.index("--served-model-name") + 1] == evil  # one argv element, byte for byte
-        async with httpx.AsyncClient(base_url=rt.cfg.url) as client:
+        async with httpx.AsyncClient(base_url=rt.cfg.url, timeout=30) as client:  # a loaded machine: not 5 s
             assert (await client.get("/v1/models")).json()["data"][0]["id"] == evil
         # the flag editor's path: Session.restart_server with a value set by hand
         await session.restart_server("demo", [*argv[:argv.index("--served-model-name")], "--served-model-name",
