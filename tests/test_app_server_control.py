@@ -172,3 +172,27 @@ async def test_a_preset_with_a_bad_value_is_refused_before_the_server_stops(tmp_
         assert rt.status.state.value == "ready" and rt.status.pid == pid
         assert not app.session.journal.events(since_seq=seq, types=["server.restart", "server.stopped"])
         await pilot.press("q")
+
+
+async def test_a_value_for_an_unknown_no_flag_reads_the_same_in_editor_review_and_journal(tmp_path):
+    # issue 20: the editor showed `+ --no-such-flag 1`, the review `+ --no-such-flag (on)` and
+    # `+ <positional 0> 1` (it re-reads the argv without the catalogue, guessing --no-* on/off)
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        await pilot.press("2", "r")
+        await wait_for(pilot, lambda: "flags known from" in text_of(app, "#flags-help"),
+                       what=lambda: (type(app.screen).__name__, text_of(app, "#flags-help")))
+        await edit(pilot, app, "--no-such-flag 1")
+        assert text_of(app, "#flags-diff").strip() == "+ --no-such-flag 1"
+        await pilot.press("ctrl+s")
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        body = text_of(app, "#confirm-body")
+        changes = body.split("changes:\n", 1)[1].split("\n\n", 1)[0]
+        assert changes.strip() == "+ --no-such-flag 1", body
+        await pilot.press("y")  # the demo server refuses the flag: the restart fails, that is fine here
+        await wait_for(pilot, lambda: app.session.journal.events(types=["flags.changed"]), what="flags.changed")
+        assert app.session.journal.events(types=["flags.changed"])[-1].data["diff"] == ["+ --no-such-flag 1"]
+        await wait_for(pilot, lambda: rt.status.busy is None, timeout=60)
+        await pilot.press("q")

@@ -86,3 +86,21 @@ def test_bad_edits_raise_flag_error():
         parse_assignment("   ")
     assert parse_assignment("tp-size=4") == ("--tp-size", "4")
     assert parse_assignment("--x 1 2") == ("--x", "1 2")
+
+
+@pytest.mark.parametrize("booleans", [(), ("--trust-remote-code",)], ids=["no catalogue", "a catalogue"])
+def test_a_value_for_a_flag_named_like_a_boolean_reads_back_as_itself_in_every_parse(booleans):
+    # issue 20: the editor showed `+ --no-such-flag 1`, the review (which parses the argv
+    # without the catalogue) `+ --no-such-flag (on)` and `+ <positional 0> 1`
+    base = Flags.parse(ARGVS[0], booleans)
+    edited = base.set("--no-such-flag", "1").set("--enable-x", "2").set("--tp-size", "8")
+    argv = edited.to_argv()
+    assert argv[-2:] == ["--no-such-flag=1", "--enable-x=2"]
+    expected = ["+ --no-such-flag 1", "+ --enable-x 2", "~ --tp-size: 4 → 8"]
+    for parse_booleans in ((), booleans, ("--no-such-flag",)):
+        reread = Flags.parse(argv, parse_booleans)
+        assert sorted(c.describe() for c in Flags.parse(ARGVS[0], parse_booleans).diff(reread)) == sorted(expected)
+    assert sorted(c.describe() for c in base.diff(edited)) == sorted(expected)
+    with pytest.raises(FlagError, match="one value"):
+        base.set("--no-such-flag", ["1", "2"])
+    assert base.set("--no-such-flag").to_argv()[-1] == "--no-such-flag"  # on/off stays as it is

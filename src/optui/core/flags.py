@@ -202,19 +202,33 @@ class Flags:
         else:
             values = tuple(str(v) for v in value)
         key = canonical_name(name)
+        # A value after a flag some parse reads as on/off would read back as a positional
+        # (``--no-x 1`` → ``--no-x`` + ``1``) wherever the argv is parsed without this
+        # model's catalogue (the restart review, the journal): ``--no-x=1`` reads back as
+        # itself in every parse.
+        needs_inline = bool(values) and self.may_read_as_boolean(key)
+        if needs_inline and len(values) > 1:
+            raise FlagError(f"{name} reads as an on/off flag (its name says so): give it one value, {name}=VALUE")
         new_args: list[Arg] = []
         placed = False
         for arg in self.args:
             if arg.name is not None and canonical_name(arg.name) == key:
                 if not placed:
-                    inline = arg.inline and len(values) == 1
+                    inline = len(values) == 1 and (arg.inline or needs_inline)
                     new_args.append(Arg(arg.name, values, inline=inline))
                     placed = True
                 continue
             new_args.append(arg)
         if not placed:
-            new_args.append(Arg(name, values))
+            new_args.append(Arg(name, values, inline=needs_inline))
         return replace(self, args=tuple(new_args))
+
+    def may_read_as_boolean(self, name: str) -> bool:
+        """True when some parse of an argv holding ``name`` reads it as taking no value:
+        it is one of this model's ``booleans``, or its name is guessed so without a
+        catalogue (``--enable-*``, ``--disable-*``, ``--no-*``)."""
+        key = canonical_name(name)
+        return key in self.booleans or _is_boolean(key, frozenset())
 
     def unset(self, name: str) -> Flags:
         """Return a copy without any occurrence of ``name`` (no-op when absent)."""
