@@ -79,8 +79,10 @@ def test_markdown_findings_report(campaign):
     assert "| exp-0003 | qwen | oom |" in failures
     best = section(md, "Best configuration")
     command = best.split("```bash\n")[1].split("\n```")[0]
-    assert shlex.split(command) == flags(max_running_requests=64)  # ready to paste
-    assert "CUDA_VISIBLE_DEVICES, HF_TOKEN" in best and "secret-value" not in md
+    # one pasteable line with the environment that decides the result (issue 20); a secret only named
+    assert "\n" not in command and shlex.split(command) == ["CUDA_VISIBLE_DEVICES=0,1", *flags(max_running_requests=64)]
+    assert "also sets: HF_TOKEN." in best and "secret-value" not in md
+    assert "```bash\nCUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server" in section(md, "Baseline")
     todo = section(md, "Open todo items")
     assert "- [ ] **high** Try --chunked-prefill-size 4096 (in progress)" in todo
     assert "Measure TTFT at c1" in todo and "Done already" not in todo

@@ -174,6 +174,6 @@ def _print(data: dict) -> None:
     if s:
         evidence = f" ({s['evidence_text']})" if s.get("evidence_text") else f" vs {s['baseline']}"
         rel = f" {s['delta_pct']:+.1f}% out tok/s" if s["delta_pct"] is not None and s["verdict"] != "baseline" else ""
-        evidence = evidence if rel else ""
+        evidence = evidence if rel else (f" ({s['evidence_text']})" if s.get("evidence_text") else "")
         echo(f"{data['experiment']}: {s['verdict']}{rel}{evidence}; {s['runs']}")
         echo(f"verdict: {STATISTIC}")

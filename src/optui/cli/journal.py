@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Container, Sequence
 from pathlib import Path
 
 import click
@@ -162,8 +163,9 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     if not rows:
         _imported_lines(imported)
         return
-    echo(f"{'experiment':<11}{'server':<10}{'outcome':<18}{'ready s':>8}{'out tok/s':>11}{'Δ':>8}  {'runs':<26}"
-         f"{'verdict':<16}{'evidence':<42}change vs baseline")
+    table = [("experiment", "server", "outcome", "ready s", "out tok/s", "Δ", "runs", "verdict", "evidence",
+              "change vs baseline")]
+    unverified: dict[int, tuple[str, ...]] = {}
     for x in rows:
         d = x.primary_delta
         outcome = x.outcome if x.outcome != "failed" else f"failed:{x.crash_class or '?'}"
@@ -173,12 +175,25 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         ready = f"{x.ready_s:.1f}" if x.ready_s is not None else "-"
         change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
         evidence = verdict_evidence(x) or "-"
-        echo(f"{x.id:<11}{x.server:<10}{outcome:<18}{ready:>8}{tput:>11}{rel:>8}  {runs_text(x.primary):<26}"
-             f"{verdict:<16}{evidence:<42}{change}")
-        for line in x.unverified:  # the server does not run the flags this row is credited to
-            echo(f"{'':<11}UNVERIFIED {line}")
+        table.append((x.id, x.server, outcome, ready, tput, rel, runs_text(x.primary), verdict, evidence, change))
+        unverified[len(table) - 1] = x.unverified
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for n, line in enumerate(aligned_lines(table, right={3, 4, 5})):
+        echo(line)
+        for flag in unverified.get(n, ()):  # the server does not run the flags this row is credited to
+            echo(f"{'':<{widths[0] + 2}}UNVERIFIED {flag}")
     _imported_lines(imported)
     echo(f"verdicts: {STATISTIC}")
+
+
+def aligned_lines(table: Sequence[Sequence[str]], right: Container[int] = ()) -> list[str]:
+    """``table`` (a header row, then rows of the same length) as lines of columns two spaces
+    apart, each as wide as its widest cell: left-aligned, right-aligned at the indexes in
+    ``right``; the last column is not padded (it may be long)."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    last = len(widths) - 1
+    return ["  ".join(c if i == last else c.rjust(widths[i]) if i in right else c.ljust(widths[i])
+                      for i, c in enumerate(row)).rstrip() for row in table]
 
 
 def _imported_lines(imported) -> None:

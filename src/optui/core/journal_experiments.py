@@ -73,10 +73,30 @@ def experiment_id(n: int) -> str:
     return f"exp-{n:04d}"
 
 
+#: flags that only say where a server listens (SGLang, vLLM, llama.cpp): a new port is not a
+#: new configuration, so they are never part of an experiment's change
+LISTEN_FLAGS = frozenset({"--host", "--port", "--uds"})
+
+
+def config_changes(old: Flags, new: Flags) -> list[str]:
+    """The flag diff lines from ``old`` to ``new`` (``~ --tp-size: 4 → 8``) that change the
+    configuration: :data:`LISTEN_FLAGS` left out."""
+    return [c.describe() for c in old.diff(new) if c.name not in LISTEN_FLAGS]
+
+
+def config_key(argv: Sequence[str]) -> tuple[str, ...]:
+    """What identifies a configuration: the canonical argv without :data:`LISTEN_FLAGS`
+    (equal keys: the same configuration, whatever port it listened on)."""
+    f = Flags.parse(argv)
+    for name in LISTEN_FLAGS:
+        f = f.unset(name)
+    return tuple(f.to_argv())
+
+
 def experiment_start(prev_argv: Sequence[str], argv: Sequence[str], reason: str = "", **extra) -> dict:
     """The ``data`` of an ``experiment.started`` event: reason, both argvs, the flag diff
-    lines (``~ --tp-size: 4 → 8``) and ``extra`` (e.g. ``todo_id``, ``observed=True``)."""
-    diff = [c.describe() for c in Flags.parse(prev_argv).diff(Flags.parse(argv))]
+    lines (:func:`config_changes`) and ``extra`` (e.g. ``todo_id``, ``observed=True``)."""
+    diff = config_changes(Flags.parse(prev_argv), Flags.parse(argv))
     return {"reason": reason, "argv": list(argv), "prev_argv": list(prev_argv), "diff": diff, **extra}
 
 
@@ -327,7 +347,7 @@ class ExperimentBook:
         self._results: dict[int, StoredResult] = {}
         self._workload_key: dict[int, str] = {}
         self._comparable: dict[int, bool] = {}
-        self._argv: dict[str, tuple[str, ...]] = {}  # canonical argv of each experiment (Flags.parse once)
+        self._argv: dict[str, tuple[str, ...]] = {}  # each experiment's config_key (Flags.parse once)
         self._rows: dict[str, tuple[tuple, Experiment]] = {}  # id -> (what it was computed from, row)
         self._spread_medians: dict[str, tuple[tuple[int, ...], dict[str, float | None]]] = {}
         self._runs_sig: dict[str, tuple[tuple[int, bool], ...]] = {}  # each experiment's runs (id, pinned)
@@ -357,10 +377,13 @@ class ExperimentBook:
             touched = True
             if e.type == ev.EXPERIMENT_STARTED and e.experiment:
                 d = e.data
+                argv, prev = d.get("argv"), d.get("prev_argv")
+                # journals from before LISTEN_FLAGS stored "~ --port: ..." in the diff: recomputed
+                diff_prev = config_changes(Flags.parse(prev), Flags.parse(argv)) if argv and prev else d.get("diff")
                 self._drafts[e.experiment] = dict(
                     id=e.experiment, server=e.target or "?", started_ts=e.ts, actor=e.actor,
                     reason=d.get("reason") or "", argv=tuple(d.get("argv") or ()),
-                    prev_argv=tuple(d.get("prev_argv") or ()), diff_prev=tuple(d.get("diff") or ()),
+                    prev_argv=tuple(d.get("prev_argv") or ()), diff_prev=tuple(diff_prev or ()),
                     todo_id=d.get("todo_id"), outcome="observed" if d.get("observed") else "incomplete",
                     bench_runs=[], notes=[],
                 )
@@ -368,7 +391,7 @@ class ExperimentBook:
                 self._dirty.add(e.experiment)
                 if e.experiment not in self._argv:
                     self._order.append(e.experiment)
-                self._argv[e.experiment] = tuple(Flags.parse(self._drafts[e.experiment]["argv"]).to_argv())
+                self._argv[e.experiment] = config_key(self._drafts[e.experiment]["argv"])
                 continue
             draft = self._drafts.get(e.experiment) if e.experiment else None
             if draft is not None and e.experiment:  # a draft implies an experiment id
@@ -491,7 +514,8 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
         baseline_id = next((d["id"] for d in items if d["outcome"] == "ready"), items[0]["id"] if items else None)
     base_argv = next((d["argv"] for d in items if d["id"] == baseline_id), ())
     base_flags = Flags.parse(base_argv)
-    ctx = _Compare(runs, exp_of, key_of, reference, main_key, _restart_spreads(items, runs, key_of, book, server))
+    ctx = _Compare(runs, exp_of, key_of, reference, main_key, _restart_spreads(items, runs, key_of, book, server),
+                   baseline_id)
     ids = tuple(d["id"] for d in items)
     context = (baseline_id, base_argv, main_key, tuple((k, ctx.base_ids(k)) for k in sorted(reference)),
                tuple(sorted(ctx.restart_spread.items())))
@@ -511,7 +535,7 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
         def compute(d=d, mine=mine, exp_id=exp_id) -> Experiment:
             changed.add(exp_id)
             is_baseline = exp_id == baseline_id
-            diff = () if is_baseline else tuple(c.describe() for c in base_flags.diff(Flags.parse(d["argv"])))
+            diff = () if is_baseline else tuple(config_changes(base_flags, Flags.parse(d["argv"])))
             exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
                                 "workloads": ctx.workloads(exp_id, mine), "is_baseline": is_baseline,
                                 "baseline_id": baseline_id, "diff_vs_baseline": diff})
@@ -524,8 +548,9 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
 class _Compare:
     """One server's results indexed for comparisons (reference runs computed once)."""
 
-    def __init__(self, runs, exp_of, key_of, reference, main_key, restart_spread) -> None:
+    def __init__(self, runs, exp_of, key_of, reference, main_key, restart_spread, baseline_id) -> None:
         self.runs, self.exp_of, self.key_of, self.reference, self.main_key = runs, exp_of, key_of, reference, main_key
+        self.baseline_id: str | None = baseline_id
         self.restart_spread: dict[str, float] = restart_spread
         self._base: dict[str, tuple[str | None, list[BenchResult]]] = {}
         self._base_ids: dict[str, tuple | None] = {}
@@ -560,7 +585,9 @@ class _Compare:
             ok = [r.result for r in rs if comparable(r.result)]
             values = _values(ok)
             base_values = base_exp = judgement = cache_note = None
-            if key in self.reference:
+            # a workload only this (non-baseline) experiment ran is its own reference: compared
+            # with itself it would read "+0.0 %"; it has no baseline (nothing else ran it)
+            if key in self.reference and (self.base(key)[0] != exp_id or exp_id == self.baseline_id):
                 base_exp, base_runs = self.base(key)
                 if base_exp != exp_id and ok and base_runs:
                     cache_note = cache_share_note(ok[-1], base_runs[-1])
@@ -657,13 +684,20 @@ def best_experiment(experiments: Sequence[Experiment], server: str) -> Experimen
     return max(candidates, key=lambda c: (c[0], -c[1]))[2]
 
 
+#: what :func:`verdict_evidence` says of results no other experiment's results compare with
+NO_BASELINE = "no baseline for this workload"
+
+
 def verdict_evidence(x: Experiment) -> str:
     """What the verdict rests on, for every place that shows it: ``"n=3 vs 3, ±0.8 % /
     ±1.1 %, p=0.10, vs exp-0001"`` (:meth:`Judgement.evidence` + the baseline), then a
     warning when the prefix cache served the runs and the baseline's differently
-    (``"; ⚠ prefix cache 97% vs 0% in the baseline"``); ``""`` when nothing was compared
-    (baseline, failed, untested)."""
+    (``"; ⚠ prefix cache 97% vs 0% in the baseline"``); :data:`NO_BASELINE` when the
+    primary workload's results have nothing to compare with (no other experiment ran it);
+    ``""`` when nothing was compared otherwise (baseline, failed, untested)."""
     w = x.primary
+    if not x.is_baseline and w is not None and w.n_ok and w.base_values is None and x.verdict != "failed":
+        return NO_BASELINE
     if x.is_baseline or w is None or w.judgement is None or x.verdict in ("failed", "untested", "incomplete"):
         return ""
     text = f"{w.judgement.evidence()}, vs {w.base_experiment or x.baseline_id or '?'}"

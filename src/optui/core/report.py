@@ -7,7 +7,8 @@ caller's job (``optui journal export``, the TUI's "Export findings report").
 The Markdown report is what an engineer would write by hand after a day of tuning: setup
 (hosts and GPUs from ``hosts.seen`` events, servers, model, server version), the baseline,
 every experiment with its flag diff, outcome, numbers and deltas, failures with their
-class, the best configuration as a ready-to-paste launch command (``shlex.join``), and the
+class, the best configuration as a ready-to-paste launch command (one line: the environment that
+decides results, :func:`decisive_env`, then ``shlex.join`` of the argv), and the
 open todo items, and the results stored with ``optui bench import`` that no experiment of
 the campaign ran (with their workload). Every verdict is shown with its evidence (runs per side, spreads, p, the
 baseline) and the statistic is named (:data:`~optui.core.bench.compare.STATISTIC`); runs
@@ -21,7 +22,7 @@ import io
 import json
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from optui.core import events as ev
@@ -47,10 +48,31 @@ from optui.core.todo import TodoItem, TodoStatus
 FORMATS = ("md", "jsonl", "csv")
 
 
+#: environment variables whose values decide a benchmark's result (which GPUs, the kernels,
+#: the collectives, the threads): their values go into the report's launch command
+DECISIVE_ENV_PREFIXES = ("CUDA_", "NCCL_", "NVIDIA_", "SGLANG_", "VLLM_", "PYTORCH_", "TORCH_", "HIP_", "ROCR_",
+                         "HSA_", "OMP_", "MKL_", "TRITON_", "FLASHINFER_", "LLAMA_", "GGML_")
+#: ...unless the name says it holds a secret (``VLLM_API_KEY``): names only, never values
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def decisive_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The ``(name, value)`` pairs of ``env`` (a server's configured environment) that decide
+    its results (:data:`DECISIVE_ENV_PREFIXES`) and are no secret, sorted by name."""
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(DECISIVE_ENV_PREFIXES)
+                        and not any(w in k.upper() for w in _SECRET_WORDS)))
+
+
+def launch_line(argv: Sequence[str], env: Sequence[tuple[str, str]] = ()) -> str:
+    """One pasteable shell line: ``NAME=value ... program args`` (each word quoted for sh)."""
+    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env), shlex.join(argv)])
+
+
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
-    """A configured server as the report's setup section shows it (``env_names``: names
-    only — values may be secrets)."""
+    """A configured server as the report's setup section shows it (``env_names``: every
+    name of its environment; ``env``: the values of those that decide results and are no
+    secret, :func:`decisive_env`)."""
 
     name: str
     kind: str = ""
@@ -58,6 +80,7 @@ class ServerInfo:
     url: str = ""
     control: str = ""
     env_names: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +236,7 @@ def render_markdown(inp: ReportInput) -> str:
     out.append("")
     out += _summary(listed, experiments, servers)
     out += _setup(inp, experiments, servers)
-    out += _baselines(experiments, servers)
+    out += _baselines(experiments, servers, inp.servers)
     out += _experiment_table(listed)
     for x in listed:
         out += _experiment_section(x)
@@ -281,8 +304,9 @@ def _setup(inp: ReportInput, experiments: list[Experiment], servers: list[str]) 
     return out + [""]
 
 
-def _baselines(experiments: list[Experiment], servers: list[str]) -> list[str]:
+def _baselines(experiments: list[Experiment], servers: list[str], infos: Sequence[ServerInfo]) -> list[str]:
     out = ["## Baseline", ""]
+    env = {s.name: s.env for s in infos}
     for server in servers:
         base = next((x for x in experiments if x.server == server and x.is_baseline), None)
         if base is None:
@@ -290,7 +314,7 @@ def _baselines(experiments: list[Experiment], servers: list[str]) -> list[str]:
             continue
         ready = f"ready in {base.ready_s:.1f} s" if base.ready_s is not None else base.outcome
         out += [f"**{markdown_inline(server)}: {base.id}** ({markdown_inline(base.reason or 'start')}, {ready})", "",
-                "```bash", *_block(shlex.join(base.argv)), "```", ""]
+                "```bash", *_block(launch_line(base.argv, env.get(server, ()))), "```", ""]
         if base.workloads:
             out += _metrics_table(base, with_delta=False)
         else:
@@ -399,7 +423,7 @@ def _failures(listed: list[Experiment]) -> list[str]:
 
 def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[ServerInfo]) -> list[str]:
     out = ["## Best configuration", ""]
-    env = {s.name: s.env_names for s in infos}
+    info = {s.name: s for s in infos}
     for server in servers:
         best = best_experiment(experiments, server)
         if best is None:
@@ -421,12 +445,14 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
             other = [f"{m.metric.label} {_pct(m.rel_pct)}" for m in primary.deltas[1:] if m.rel_pct is not None and not best.is_baseline]
             out += [f"**{markdown_inline(server)}: {best.id}** ({gain}" + (f"; {', '.join(other)}" if other else "")
                     + f"; workload {_md_inline(primary.label)}):", ""]
-        out += ["```bash", *_block(shlex.join(best.argv)), "```"]
+        s = info.get(server, ServerInfo(server))
+        out += ["```bash", *_block(launch_line(best.argv, s.env)), "```"]
         if best.unverified:  # its numbers belong to what the server ran, not to this argv
             out.append("**Unverified**: the server did not run these flags as given: "
                        + "; ".join(_md_inline(line) for line in best.unverified) + ".")
-        if env.get(server):
-            out.append(f"The server's environment in optui.toml also sets: {markdown_inline(', '.join(env[server]))}.")
+        hidden = [name for name in s.env_names if name not in dict(s.env)]
+        if hidden:  # values that do not decide the result, or secrets: named, never shown
+            out.append(f"The server's environment in optui.toml also sets: {markdown_inline(', '.join(hidden))}.")
         out.append("")
     return out
 

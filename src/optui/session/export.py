@@ -21,6 +21,7 @@ from optui.core.report import (
     ImportedRun,
     ReportInput,
     ServerInfo,
+    decisive_env,
     imported_runs,
     render_csv,
     render_jsonl,
@@ -64,7 +65,7 @@ def report_input(journal: Journal, loaded: LoadedConfig, fmt: str, *, since_ts: 
             events = journal.events(types=(ev.EXPERIMENT_STARTED,)) + events
     else:
         events = experiment_events(journal) + journal.events(types=(ev.HOSTS_SEEN, BENCH_IMPORTED))
-    servers = [ServerInfo(name, s.kind, s.host, s.url, s.control, tuple(sorted(s.env)))
+    servers = [ServerInfo(name, s.kind, s.host, s.url, s.control, tuple(sorted(s.env)), decisive_env(s.env))
                for name, s in loaded.config.servers.items()]
     todos = journal.todos() if fmt == "md" else ()
     results = journal.results(limit=None) if fmt != "jsonl" else ()

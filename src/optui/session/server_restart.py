@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from optui.core import events as ev
 from optui.core.effective_config import check_config
 from optui.core.flags import Flags
-from optui.core.journal_experiments import experiment_start
+from optui.core.journal_experiments import config_key, experiment_start
 from optui.core.server_state import CrashClass, ServerState, ServerStatus
 
 if TYPE_CHECKING:
@@ -174,7 +174,8 @@ class RestartFlow:
             self._keeper.set(busy=None)
 
     def _continues_current_experiment(self, argv: list[str], reason: str) -> bool:
-        """An autostart with the flags the server's current experiment started with continues
+        """An autostart with the flags the server's current experiment started with (its port aside:
+        :func:`~optui.core.journal_experiments.config_key`) continues
         that experiment: a new optui session (the demo stops its server on quit) is not a
         new configuration, and the experiments list would fill with identical entries."""
         if reason != "autostart":
@@ -184,7 +185,7 @@ class RestartFlow:
         if not exp:
             return False
         started = self._events.safe(lambda: journal.events(experiment=exp, types=[ev.EXPERIMENT_STARTED], limit=1))
-        return started is not None and bool(started) and started[0].data.get("argv") == list(argv)
+        return started is not None and bool(started) and config_key(started[0].data.get("argv") or ()) == config_key(argv)
 
     async def _fail_before_start(self, crash: CrashClass, msg: str, argv: list[str], actor: str) -> ServerStatus:
         await self._keeper.set_state(ServerState.CRASHED, crash_class=crash, crash_lines=(msg,), message=msg)

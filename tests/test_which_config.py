@@ -1,0 +1,135 @@
+"""Which configuration produced this number (issue 20, CONFIG): results compared only with
+what they can be compared with, listen-only flags never an experiment's change, the CLI's
+experiments table aligned. Real SQLite journals (tests/helpers/campaign.py), the real CLI
+as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from optui.adapters.journal import Journal
+from optui.cli.tui import write_demo_config
+from optui.core.journal_experiments import verdict_evidence
+from optui.session.export import load_experiments
+from tests.helpers.campaign import WL, CampaignWriter, flags, result
+from tests.helpers.demo import TEST_SPEED, free_port, subprocess_env
+
+pytestmark = pytest.mark.timeout(120)
+
+NO_BASELINE = "no baseline for this workload"
+WL_OTHER = replace(WL, max_concurrency=1)
+
+
+def optui(cfg: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m optui -c CFG ARGS`` (stdin closed)."""
+    return subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=90, env=subprocess_env())
+
+
+@pytest.fixture
+def campaign(tmp_path):
+    """A demo campaign's config (no server started) and its journal, written directly."""
+    cfg = write_demo_config(tmp_path, port=free_port())
+    (tmp_path / ".optui").mkdir()
+    j = Journal(tmp_path / ".optui" / "optui.db")
+    yield cfg, j
+    j.close()
+
+
+def by_id(experiments):
+    return {x.id: x for x in experiments}
+
+
+def test_a_workload_only_one_experiment_ran_has_no_baseline(campaign):
+    """Its results were compared with themselves: ``+0.0 %`` (issue 20: ``+0.0% same``)."""
+    cfg, j = campaign
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    big = w.restart(flags(max_running_requests=64))
+    w.bench(big, *(result(v, wl=WL_OTHER) for v in (300.0, 301.0, 299.0)), name="c1")
+    x = by_id(load_experiments(j))[big]
+    assert x.primary.base_values is None and x.primary.base_experiment is None
+    assert x.primary_delta.rel_pct is None and x.verdict == "untested"
+    assert verdict_evidence(x) == NO_BASELINE
+    row = next(line for line in optui(cfg, "journal", "experiments").stdout.splitlines() if line.startswith(big))
+    assert NO_BASELINE in row and "+0.0%" not in row
+    assert verdict_evidence(by_id(load_experiments(j))[base]) == ""  # the baseline itself: nothing to say
+
+
+def test_a_new_port_is_never_an_experiments_change(campaign):
+    """``~ --port: 39405 → 51035`` was credited to every experiment after a demo moved port."""
+    cfg, j = campaign
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    moved = w.restart(flags(port=51035, host="0.0.0.0"), reason="autostart")
+    w.bench(moved, result(1003.0), result(1008.0), result(1001.0))
+    big = w.restart(flags(port=51035, max_running_requests=64))
+    xs = by_id(load_experiments(j))
+    assert xs[moved].diff_prev == () and xs[moved].diff_vs_baseline == () and xs[moved].verdict == "same"
+    assert xs[big].diff_vs_baseline == ("~ --max-running-requests: 16 → 64",)
+    assert xs[big].diff_prev == ("~ --max-running-requests: 16 → 64",)
+    started = j.events(types=["experiment.started"], experiment=moved)[0]
+    assert started.data["diff"] == []
+    table = optui(cfg, "journal", "experiments").stdout
+    assert "--port" not in table and "--host" not in table
+
+
+def test_an_autostart_on_another_port_continues_the_experiment(tmp_path):
+    """A demo start that had to take a new port starts the same configuration: the session
+    continues its experiment (a new port used to open a new one, listed as a change)."""
+    from tests.test_cli_headless import kill_demo_server
+
+    cfg = write_demo_config(tmp_path, port=free_port(), speed=TEST_SPEED)
+    try:
+        first = optui(cfg, "restart", "demo", "--reason", "autostart", "--json")
+        assert first.returncode == 0, first.stderr
+        kill_demo_server(cfg)
+        port = free_port()
+        write_demo_config(tmp_path, port=port, speed=TEST_SPEED)
+        again = optui(cfg, "restart", "demo", "--reason", "autostart", "--set", f"--port={port}", "--json")
+        assert again.returncode == 0, again.stderr
+        assert json.loads(first.stdout)["experiment"] == json.loads(again.stdout)["experiment"] == "exp-0001"
+    finally:
+        kill_demo_server(cfg)
+
+
+def test_the_cli_experiments_table_keeps_its_columns_apart(campaign):
+    """Every cell starts under its header, two spaces after the widest cell before it (a
+    47-character evidence ran into the change column)."""
+    cfg, j = campaign
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1100.0), result(900.0))
+    big = w.restart(flags(max_running_requests=64))
+    w.bench(big, result(1300.0), result(1310.0), result(1290.0))
+    one = w.restart(flags(max_running_requests=128))
+    w.bench(one, result(2600.0))
+    j.append("verdict", "qwen", {"decision": "inconclusive", "reason": "one run"}, experiment=one)
+    lines = optui(cfg, "journal", "experiments").stdout.splitlines()
+    header, rows = lines[0], [line for line in lines if line.startswith("exp-")]
+    assert len(rows) == 3
+    columns = ("outcome", "verdict", "evidence", "change vs baseline")
+    starts = [header.index(name) for name in columns]
+    for row in rows:
+        for start in starts:
+            assert row[start - 2:start] == "  " and row[start] != " ", (row, start)
+    assert rows[2][starts[1]:].startswith("untested noise/inconclusive  ")
+    assert rows[1][starts[3]:] == "~ --max-running-requests: 16 → 64"
+
+
+def test_the_launch_line_carries_the_environment_that_decides_results():
+    from optui.core.report import decisive_env, launch_line
+
+    env = {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_P2P_DISABLE": "1", "VLLM_API_KEY": "s3cret", "HOME": "/root",
+           "SGLANG_TOKEN": "x"}
+    assert decisive_env(env) == (("CUDA_VISIBLE_DEVICES", "0,1"), ("NCCL_P2P_DISABLE", "1"))
+    line = launch_line(["python", "-m", "sglang.launch_server", "--model-path", "a b"], decisive_env(env))
+    assert line == "CUDA_VISIBLE_DEVICES=0,1 NCCL_P2P_DISABLE=1 python -m sglang.launch_server --model-path 'a b'"
