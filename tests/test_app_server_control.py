@@ -94,7 +94,7 @@ async def test_failed_restart_offers_rollback_and_the_log_shows_the_class(tmp_pa
         assert errors == [], f"toasts over the rollback dialog: {errors}"
         await pilot.press("n")  # not now: look at the log first
         await pilot.press("l")
-        assert type(app.screen).__name__ == "DetailsScreen"
+        assert type(app.screen).__name__ == "ServerLogScreen"
         details = app.screen.query("Static").last().render().plain
         assert details.startswith("oom") and "CUDA out of memory" in details and "last " in details
         await pilot.press("escape", "ctrl+r", "y")
@@ -196,3 +196,31 @@ async def test_a_value_for_an_unknown_no_flag_reads_the_same_in_editor_review_an
         assert app.session.journal.events(types=["flags.changed"])[-1].data["diff"] == ["+ --no-such-flag 1"]
         await wait_for(pilot, lambda: rt.status.busy is None, timeout=60)
         await pilot.press("q")
+
+
+async def test_the_server_log_opens_at_its_newest_line_and_h_hides_the_probe_lines(tmp_path):
+    # issue 20: `l` opened at the top of the last 500 lines, mostly health-probe lines
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, rt)
+        await wait_for(pilot, lambda: sum('"GET /health' in line for line in rt.log_tail) >= 3, timeout=30,
+                       what="a few health probes in the log")
+        await pilot.press("2", "l")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ServerLogScreen")
+        scroll = app.screen.query_one("VerticalScroll")
+        await wait_for(pilot, lambda: scroll.max_scroll_y > 0 and scroll.scroll_y == scroll.max_scroll_y,
+                       what=lambda: (scroll.scroll_y, scroll.max_scroll_y))
+        body = app.screen.query_one("#details-body").render().plain
+        assert '"GET /health HTTP/1.1" 200' in body and "probe requests: h hides them" in body
+        assert "server_args=" in body  # the start of the tail is still there, above
+        await pilot.press("h")
+        await pilot.pause()
+        body = app.screen.query_one("#details-body").render().plain
+        assert "GET /health" not in body and "GET /metrics" not in body and "probe lines hidden" in body
+        assert "Application startup complete." in body and "server_args=" in body
+        await wait_for(pilot, lambda: scroll.scroll_y == scroll.max_scroll_y)
+        await pilot.press("h")
+        await pilot.pause()
+        assert "GET /health" in app.screen.query_one("#details-body").render().plain
+        await pilot.press("escape", "q")

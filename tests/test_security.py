@@ -76,7 +76,7 @@ async def test_api_key_from_the_environment_never_leaks(tmp_path, monkeypatch):
         await pilot.pause(0.5)
         shots.append(app.export_screenshot())  # the dashboard with the bench output
         await pilot.press("2", "l")  # the server's log (SGLang logs server_args, api_key included)
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailsScreen", what="log view")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ServerLogScreen", what="log view")
         shots.append(app.export_screenshot())
         await pilot.press("escape", "@")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandLogScreen", what="command log")

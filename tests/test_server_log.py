@@ -13,7 +13,15 @@ from click.testing import CliRunner
 
 from optui.cli import cli
 from optui.core.log_load import LogLoad, parse_batch_line
-from optui.core.server_log import LogClassifier, classify_log, detect_kind, exit_description, line_timestamp, phase_durations
+from optui.core.server_log import (
+    LogClassifier,
+    classify_log,
+    detect_kind,
+    exit_description,
+    is_probe_line,
+    line_timestamp,
+    phase_durations,
+)
 from optui.core.server_state import CrashClass, PhaseMark
 
 TB = "Traceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py\", line 3012, in run\n    x()\n"
@@ -359,3 +367,18 @@ def test_a_valueerror_while_serving_is_no_bad_flag():
     for line in ["INFO:     Application startup complete.", *(TB + "ValueError: prompt too long").splitlines()]:
         c.feed(line)
     assert c.ready and c.crash_class(1) is CrashClass.UNKNOWN and c.cause(1) == "ValueError: prompt too long"
+
+
+@pytest.mark.parametrize("line, probe", [
+    ('[2025-01-15 10:01:13] INFO:     127.0.0.1:50000 - "GET /health HTTP/1.1" 200 OK', True),  # SGLang
+    ('INFO:     127.0.0.1:41234 - "GET /metrics HTTP/1.1" 200 OK', True),  # vLLM
+    ('INFO:     127.0.0.1:41234 - "GET /health?x=1 HTTP/1.1" 503 Service Unavailable', True),
+    ("srv  log_server_r: request: GET /slots 127.0.0.1 200", True),  # llama-server
+    ("srv  log_server_r: done request: GET /health 127.0.0.1 503", True),
+    ('INFO:     127.0.0.1:41234 - "POST /generate HTTP/1.1" 200 OK', False),
+    ('INFO:     127.0.0.1:41234 - "GET /v1/models HTTP/1.1" 200 OK', False),  # a client's request
+    ("srv  log_server_r: request: POST /completion 127.0.0.1 200", False),
+    ("GET /health answered slowly", False),
+])
+def test_probe_access_lines_are_recognised(line, probe):
+    assert is_probe_line(line) is probe

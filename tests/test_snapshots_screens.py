@@ -54,6 +54,7 @@ CASES = {
     "details": ("DetailsScreen", ["3", "i"], []),
     "event_details": ("EventDetailsScreen", ["5", "enter"], []),
     "command_log": ("CommandLogScreen", ["at"], []),
+    "server_log": ("ServerLogScreen", ["2", "l"], []),
     "flag_editor": ("FlagEditorScreen", push_flag_editor, [*"--max-running-requests 128", "enter"]),
     "experiment_editor": ("ExperimentScreen", ["3", "down", "E"], []),
     "results": ("ResultsScreen", ["4", "v"], []),

@@ -182,6 +182,25 @@ _VLLM_TS = _P(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:\
 _LLAMA_TS = _P(r"^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) [IWED] ")
 
 
+#: Endpoints that monitors poll (optui's own probe among them): health, metrics, slots,
+#: server info. Their access lines are most of a long-running server's log.
+PROBE_PATHS = frozenset({
+    "/health", "/health_generate", "/v1/health", "/ping", "/metrics", "/slots", "/props", "/server_info",
+    "/get_server_info", "/version", "/load", "/v1/loads",
+})
+# uvicorn (SGLang, vLLM): `INFO:     127.0.0.1:50000 - "GET /health HTTP/1.1" 200 OK`;
+# llama-server: `srv  log_server_r: request: GET /health 127.0.0.1 200` (`done request:` since 2025)
+_ACCESS_LINE = _P(r'"(?:GET|HEAD) (/[^ ?"]*)[^ "]* HTTP/[\d.]+" \d{3}|\brequest: (?:GET|HEAD) (/[^ ?]*)\S* \S+ \d{3}\b')
+
+
+def is_probe_line(line: str) -> bool:
+    """True for an HTTP access line of a monitoring request (a GET of one of
+    :data:`PROBE_PATHS`, any status) in uvicorn's or llama-server's format; the server log
+    view can hide them."""
+    m = _ACCESS_LINE.search(line)
+    return m is not None and (m.group(1) or m.group(2)) in PROBE_PATHS
+
+
 def line_timestamp(line: str) -> float | None:
     """Seconds of a log line's own timestamp, or None: Unix time for SGLang, year-less for
     vLLM, seconds since process start for llama.cpp (all only compared with each other)."""

@@ -219,18 +219,10 @@ class ServerActions(Actions):
 
     def show_server_log(self, name: str) -> None:
         """Show why the server failed (class and the relevant lines) above its log tail."""
-        from optui.ui.screens.details import DetailsScreen
+        from optui.ui.screens.server_log import ServerLogScreen
 
         st = self.client.server_status(name)
         log_tail, where = self.client.server_log(name)
-        body = Text()
-        if st.crash_class:
-            body.append(f"{st.crash_class}", style="bold red")
-            body.append(f"  {st.message or ''}\n")
-            for line in st.crash_lines:
-                body.append(f"  {line}\n", style="red")
-            body.append("\n")
-        body.append(f"last {len(log_tail)} lines:\n", style="bold")
-        body.append("\n".join(log_tail) or "(no log lines yet)")
-        self.push_screen(DetailsScreen(f"{name} log ({where})", body))
+        crash = (str(st.crash_class), st.message or "", tuple(st.crash_lines)) if st.crash_class else None
+        self.push_screen(ServerLogScreen(name, where, log_tail, crash))
 
