@@ -14,6 +14,11 @@ from tests.helpers.pilot import wait_for
 pytestmark = pytest.mark.timeout(120)
 
 
+def toasts(app) -> list[str]:
+    """The notifications shown so far (their messages)."""
+    return [n.message for n in app._notifications]
+
+
 async def test_ctrl_l_refreshes_once_while_paused(tmp_path):
     """``p`` pauses the GPU refresh; ``ctrl+l`` still reads every host once (one fresh
     frame), and the pause holds after it."""
@@ -114,3 +119,38 @@ def test_no_key_means_abort_in_one_panel_and_run_in_another():
     for key, ids in keys_of.items():
         if ids & guarded and len(ids) > 1:
             assert frozenset(ids) in same_verb, f"{key!r} means {sorted(ids)}"
+
+
+async def test_a_failed_queued_experiment_offers_the_rollback_and_is_not_requeued(tmp_path):
+    """The queue's item fails (``oom``) and leaves the server crashed: the rollback is offered
+    as after a failed ``r`` (``rollback = "offer"``, the default), and a later ``X`` leaves the
+    known-failing item out, saying so; ``x`` on it still runs it again when asked."""
+    from optui.ui.screens.confirm import ConfirmScreen
+    from tests.test_todo_runs import confirm, demo_campaign, make_app, ready
+
+    app = make_app(demo_campaign(tmp_path))
+    s = app.session
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: ready(s) and s.servers["demo"].status.last_good_argv)
+        good = tuple(s.servers["demo"].status.argv)
+        oom = s.todos.add("Find the OOM edge", "medium", {"server": "demo", "set": {"--mem-fraction-static": "0.99"},
+                                                         "bench": ["tiny"]})
+        await pilot.press("3", "X")
+        await confirm(pilot)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "roll back" in
+                       str(app.screen.query_one("#confirm-title").render())
+                       and "oom" in str(app.screen.query_one("#confirm-body").render()), timeout=60,
+                       what="the rollback offer")
+        assert s.todo_runs.outcomes[-1].status == "failed" and s.todo_runs.outcomes[-1].crash_class == "oom"
+        await pilot.press("y")
+        await wait_for(pilot, lambda: ready(s) and tuple(s.servers["demo"].status.argv) == good, timeout=60)
+        assert s.journal.todo(oom.id).run["status"] == "failed"
+        await pilot.press("3", "X")  # the only pending experiment failed last time: nothing is queued
+        await wait_for(pilot, lambda: any("failed last time" in text and f"#{oom.id} oom" in text for text in toasts(app)),
+                       what=lambda: toasts(app))
+        assert not isinstance(app.screen, ConfirmScreen) and not s.todo_runs.running
+        assert len(s.journal.events(types=["todo.run.started"])) == 1
+        await pilot.press("home", "x")  # asked for by name: it may run again
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="x on the failed item")
+        await pilot.press("n")
+        await pilot.press("q")

@@ -53,6 +53,11 @@ LOG_EXCERPT_LINES = 6
 _T = TypeVar("_T")
 
 
+def _ids(items: list[TodoItem]) -> str:
+    """``"#3 oom, #5 bad_flag"``: the items and how their last run ended."""
+    return ", ".join(f"#{t.id} {(t.run or {}).get('crash_class') or 'failed'}" for t in items)
+
+
 @dataclass(frozen=True, slots=True)
 class TodoRunProgress:
     """The todo run in progress: item, run id, step ("restart", "bench NAME", "compare"),
@@ -69,7 +74,9 @@ class TodoRunProgress:
 class TodoRunOutcome:
     """How a todo run ended: status ok | failed | aborted | skipped, the step it ended in, the
     summary (note text), crash class and log excerpt of a failed restart, results as
-    ``BenchResult.to_json()`` dicts."""
+    ``BenchResult.to_json()`` dicts. ``rollback_offer``: the server whose failed restart
+    left it down with nothing queued for it, under ``rollback = "offer"``: the rollback is
+    offered, as after a failed ``r`` (``"auto"`` already rolled back; the summary says so)."""
 
     todo_id: int
     run_id: str | None
@@ -79,6 +86,7 @@ class TodoRunOutcome:
     crash_class: str | None = None
     lines: tuple[str, ...] = ()
     results: tuple[dict, ...] = field(default_factory=tuple)
+    rollback_offer: str | None = None
 
     def to_json(self) -> dict:
         """For ``optui todo run --json``."""
@@ -104,9 +112,11 @@ class _Stopped(Exception):
 
 
 class _Failed(Exception):
-    def __init__(self, step: str, message: str, crash_class: str | None = None, lines: tuple[str, ...] = ()) -> None:
+    def __init__(self, step: str, message: str, crash_class: str | None = None, lines: tuple[str, ...] = (),
+                 offer: bool = False) -> None:
         super().__init__(message)
         self.step, self.message, self.crash_class, self.lines = step, message, crash_class, lines
+        self.offer = offer  # the restart's rollback policy offers the last good flags
 
 
 class TodoRunQueue:
@@ -196,11 +206,27 @@ class TodoRunQueue:
 
     def pending(self) -> list[TodoItem]:
         """The items :meth:`queue_pending` queues: every pending item that carries an
-        experiment (list order); SessionError when there is none."""
-        items = [t for t in self._todos.items if t.experiment and t.status is TodoStatus.PENDING]
+        experiment (list order) but those whose last run failed (:meth:`failed_before`: a
+        known failure is run again only when asked for, ``x`` on it); SessionError when
+        none is left."""
+        failed = {t.id for t in self.failed_before()}
+        items = [t for t in self._todos.items if t.experiment and t.status is TodoStatus.PENDING and t.id not in failed]
+        if not items and failed:
+            raise SessionError(f"every pending experiment failed last time ({_ids(self.failed_before())}); "
+                               "x on an item runs it again")
         if not items:
             raise SessionError("no pending item has an experiment (E on an item attaches one)")
         return items
+
+    def failed_before(self) -> list[TodoItem]:
+        """Pending items with an experiment whose last run failed (``⚗✗``): :meth:`pending`
+        leaves them out."""
+        return [t for t in self._todos.items if t.experiment and t.status is TodoStatus.PENDING
+                and (t.run or {}).get("status") == "failed"]
+
+    def failed_before_text(self) -> str:
+        """:meth:`failed_before` as ``"#3 oom, #5 bad_flag"`` (empty: none)."""
+        return _ids(self.failed_before())
 
     def queue_pending(self) -> list[int]:
         """Queue every pending item that carries an experiment (list order)."""
@@ -335,11 +361,15 @@ class TodoRunQueue:
                 await self._race(self._until_idle(rt))
             self._check_stop()
             # the door every restart uses: the flag catalogue refuses a bad value before anything stops
-            status = (await self._race(self._restart(spec.server, argv=argv, reason=f"experiment {run_id}",
-                                                     todo_id=todo_id))).status
+            restarted = await self._race(self._restart(spec.server, argv=argv, reason=f"experiment {run_id}",
+                                                       todo_id=todo_id))
+            status = restarted.status
             self._exp = self._current_experiment(spec.server)
             if status.state.value != "ready" or list(status.argv) != argv:
-                raise _Failed("restart", *self._crash(spec.server, seq0, status))
+                message, crash, lines = self._crash(spec.server, seq0, status)
+                if restarted.rolled_back:  # rollback = "auto"
+                    message += f"; rolled back to the last good flags ({status.state.value})"
+                raise _Failed("restart", message, crash, lines, offer=restarted.offer is not None)
             self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "ready", "message": f"{spec.server} ready"})
             for name in self.benches_of(spec):
                 step = f"bench {name}"
@@ -372,7 +402,12 @@ class TodoRunQueue:
             note = f"failed at {exc.step}: " + (f"{exc.crash_class} — {exc.message}" if exc.crash_class else exc.message)
             if exc.lines:
                 note += "\n" + "\n".join(exc.lines[-LOG_EXCERPT_LINES:])
-            outcome = TodoRunOutcome(todo_id, run_id, "failed", exc.step, note, exc.crash_class, exc.lines)
+            # the rollback is offered once nothing queued restarts the server again
+            later = (self._writer.journal.todo(i) for i in self.queue)
+            again = any(t is not None and (t.experiment or {}).get("server") == spec.server for t in later)
+            offer = spec.server if exc.offer and not again else None
+            outcome = TodoRunOutcome(todo_id, run_id, "failed", exc.step, note, exc.crash_class, exc.lines,
+                                     rollback_offer=offer)
             final = {"status": reopen, "note": note}
         except (SessionError, JournalError, ValueError) as exc:
             outcome = TodoRunOutcome(todo_id, run_id, "failed", step, f"failed at {step}: {exc}")

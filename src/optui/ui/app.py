@@ -376,9 +376,7 @@ class OptuiApp(App):
             parts.append("following " + "  ".join(follows))
         self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts))
         for outcome in runs.outcomes[self._outcomes_seen:]:
-            severity = "information" if outcome.status == "ok" else ("warning" if outcome.status in ("aborted", "skipped") else "error")
-            self.notify(outcome.summary[:400], title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity,
-                        timeout=12)
+            self.todo_actions.run_finished(outcome)
         self._outcomes_seen = len(runs.outcomes)
 
     def _apply_status_line(self, state: SessionState) -> None:

@@ -270,6 +270,11 @@ class SessionClient:
         runner = self._session.todo_runs
         return [runner.plan(t) for t in (runner.pending() if items is None else items)]
 
+    def experiments_failed_before(self) -> str:
+        """The pending items whose experiment failed last time, which ``X`` leaves out
+        (``"#3 oom, #5 bad_flag"``; empty: none)."""
+        return self._session.todo_runs.failed_before_text()
+
     def experiment_running_for(self) -> int | None:
         """The todo id whose experiment runs now (None: none)."""
         current = self._session.todo_runs.current

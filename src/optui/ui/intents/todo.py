@@ -19,10 +19,11 @@ from textual.app import SystemCommand
 
 from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
-from optui.ui.intents.servers import restart_review
+from optui.ui.intents.servers import ServerActions, restart_review
 
 if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
     from optui.core.todo import TodoItem
+    from optui.session.state import TodoRunOutcome
     from optui.ui.client import SessionClient
 
 
@@ -95,10 +96,16 @@ class TodoActions(Actions):
             return
         shown = {p.todo_id for p in plans}  # what runs is what was shown, whatever changes meanwhile
         chosen = items if items is not None else [t for t in self.client.todo_items() if t.id in shown]
+        left_out = self.client.experiments_failed_before() if items is None else ""
+        skipped = f"left out, their last run failed (x on one runs it again): {left_out}"
         if items is None and not self.client.config.todo.confirm_queue:
+            if left_out:
+                self.notify(skipped, severity="warning")
             self._queue(chosen)
             return
         body = Text()
+        if left_out:
+            body.append(skipped + "\n\n", style="bold")
         for i, plan in enumerate(plans):
             if i:
                 body.append("\n")
@@ -129,6 +136,23 @@ class TodoActions(Actions):
             self.notify(f"queued {', '.join(f'#{i}' for i in ids)} ({self.client.experiments_waiting()} waiting; S stops)")
         else:
             self.notify(f"running the experiment of {', '.join(f'#{i}' for i in ids)} (S stops)")
+
+    def run_finished(self, outcome: TodoRunOutcome) -> None:
+        """A todo run ended: its summary as a notification; a failed restart that left its
+        server down with ``rollback = "offer"`` offers the rollback instead, as after a
+        failed ``r`` (the offer's body says why)."""
+        from optui.core.server_state import ServerState
+
+        server = outcome.rollback_offer
+        if server is not None:
+            status = self.client.server_status(server)
+            if status.state is not ServerState.READY and not status.busy and status.last_good_argv:
+                ServerActions(self.app).confirm_rollback(server, after=str(outcome.crash_class or "failed"))
+                return
+        severity = ("information" if outcome.status == "ok" else
+                    "warning" if outcome.status in ("aborted", "skipped") else "error")
+        self.notify(outcome.summary[:400], title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity,
+                    timeout=12)
 
     def stop_runs(self) -> None:
         if self.client.stop_experiments():
