@@ -154,3 +154,36 @@ async def test_a_failed_queued_experiment_offers_the_rollback_and_is_not_requeue
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="x on the failed item")
         await pilot.press("n")
         await pilot.press("q")
+
+
+async def test_b_offers_the_configured_benchmarks_as_a_list(tmp_path):
+    """``b`` with several benchmarks: a list of every configured one (name, description,
+    server), the default first and highlighted; ↓ Enter runs the next one; Esc runs none."""
+    from optui.ui.screens.choice import ChoiceScreen
+    from tests.test_todo_runs import demo_campaign, make_app, ready
+
+    app = make_app(demo_campaign(tmp_path))
+    s = app.session
+    names = list(s.config.benchmarks)
+    assert len(names) >= 2 and names[-1] == "tiny"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: ready(s))
+        await pilot.press("2", "b")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="a list of benchmarks")
+        choices = app.screen.query_one("#choice-list")
+        await wait_for(pilot, lambda: choices.option_count == len(names))
+        shown = [choices.get_option_at_index(i) for i in range(choices.option_count)]
+        assert [o.id for o in shown] == names  # all of them for demo: the configured order, the default first
+        assert choices.highlighted == 0 and "(default)" in str(shown[0].prompt)
+        assert "8 short requests" in str(shown[-1].prompt)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
+        assert s.benches.current is None
+        await pilot.press("2", "b")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: s.benches.current is not None, what="the chosen benchmark running")
+        assert s.benches.current.name == names[1]
+        await pilot.press("A")
+        await wait_for(pilot, lambda: not s.benches.running, timeout=30)
+        await pilot.press("q")

@@ -47,8 +47,18 @@ def push_confirm(app) -> None:
     app.push_screen(ConfirmScreen("Restart qwen?", body, "Restart"))
 
 
+def push_choice(app) -> None:
+    from optui.ui.screens.choice import ChoiceScreen
+
+    app.push_screen(ChoiceScreen("Benchmark to run:", [
+        ("c64", "c64      64 concurrent requests, 1000 prompts  → qwen  (default)"),
+        ("sweep", "sweep    concurrency 1, 8, 32, 64  → qwen"),
+        ("loadgen", "loadgen  built-in load generator  → qwen")]))
+
+
 #: screen module → (screen class name, keys before it opens or a function that pushes it, keys after)
 CASES = {
+    "choice": ("ChoiceScreen", push_choice, ["down"]),
     "confirm": ("ConfirmScreen", push_confirm, []),
     "text_prompt": ("TextPrompt", ["n"], [*"64 looks better"]),
     "details": ("DetailsScreen", ["3", "i"], []),

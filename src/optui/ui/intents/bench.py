@@ -22,24 +22,30 @@ class BenchActions(Actions):
 
     def _choose_preset(self, title: str, then: Callable[[str], None]) -> None:
         """Call ``then(name)`` with the preset to use: the only one for the selected
-        server, else the operator's choice."""
-        from optui.ui.screens.text_prompt import TextPrompt
+        server, else the operator's choice from a list of every configured preset, the
+        selected server's first (the first of them, the default, highlighted)."""
+        from optui.ui.screens.choice import ChoiceScreen
 
-        names = list(self.client.config.benchmarks)
+        benchmarks = self.client.config.benchmarks
+        names = list(benchmarks)
         if not names:
             self.notify("no benchmarks configured ([benchmarks.NAME] in optui.toml)", severity="warning")
             return
         server = self.selected_server()
-        preferred = [n for n in names if self.client.config.benchmarks[n].server == server] or names
+        preferred = [n for n in names if benchmarks[n].server == server] or names
         if len(preferred) == 1:
             then(preferred[0])
             return
+        ordered = preferred + [n for n in names if n not in preferred]
+        width = max(len(n) for n in ordered)
+        choices = [(n, f"{n:<{width}}  {benchmarks[n].description or ''}  → {benchmarks[n].server}"
+                       + ("  (default)" if i == 0 else "")) for i, n in enumerate(ordered)]
 
         def chosen(value: str | None) -> None:
             if value:
-                then(value.strip())
+                then(value)
 
-        self.push_screen(TextPrompt(f"{title} ({', '.join(preferred)}):", preferred[0]), chosen)
+        self.push_screen(ChoiceScreen(f"{title}:", choices), chosen)
 
     def start_bench(self, name: str, *, sweep=None, repeats: int | None = None) -> None:
         """Start benchmark preset ``name`` (optionally a sweep / repeats). A plain run is
@@ -132,6 +138,11 @@ class BenchActions(Actions):
         self.start_bench(name, repeats=repeats)
 
     def pin_baseline(self, row) -> None:
+        """Pin the newest result of results row ``row`` (in a worker: the write runs on the
+        journal thread and may wait out another process's lock there)."""
+        self.run_worker(self._pin_baseline(row), group="pin-baseline", exit_on_error=False)
+
+    async def _pin_baseline(self, row) -> None:
         """Pin the newest result of results row ``row`` as its workload's baseline."""
         if row is None:
             self.notify("no result to pin yet", severity="warning")
@@ -140,7 +151,7 @@ class BenchActions(Actions):
             self.notify("a failed run cannot be a baseline", severity="warning")
             return
         try:
-            self.client.pin_baseline(row.group.ids[-1])
+            await self.client.pin_baseline(row.group.ids[-1])
         except SessionError as exc:
             self.fail(exc)
             return

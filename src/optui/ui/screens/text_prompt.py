@@ -1,4 +1,4 @@
-"""A one-line text prompt (notes, benchmark choice...). Returns the text or None."""
+"""A one-line text prompt (notes, a sweep's points, a list to follow). Returns the text or None."""
 
 from __future__ import annotations
 
