@@ -1,5 +1,6 @@
 """Snapshot tests of the main screen (SVG, pytest-textual-snapshot) at the four layout
-sizes: wide 200x50, 120x40, medium 80x24 and the narrow tmux side pane 60x40.
+sizes: wide 200x50, 120x40, medium 80x24 and the narrow tmux side pane 60x40 and 50x30
+(where GPU hosts fold to one line each so Todo and Bench keep their rows).
 
 The campaign on screen is seeded and deterministic (``tests/helpers/snapshot_campaign.py``)
 and the wall clock is frozen in UTC (``snapshot_clock``). Update after a reviewed change:
@@ -15,6 +16,6 @@ from tests.helpers.snapshot_campaign import make_app, settle
 pytestmark = pytest.mark.usefixtures("snapshot_clock")
 
 
-@pytest.mark.parametrize("size", [(200, 50), (120, 40), (80, 24), (60, 40)])
+@pytest.mark.parametrize("size", [(200, 50), (120, 40), (80, 24), (60, 40), (50, 30)])
 def test_main_screen(snap_compare, tmp_path, size):
     assert snap_compare(make_app(tmp_path), terminal_size=size, run_before=settle)

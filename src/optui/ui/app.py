@@ -21,6 +21,7 @@ from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from optui.adapters.aio import wait_set
@@ -53,6 +54,10 @@ class PanelBox(Vertical):
 PANELS = {"gpus": "#gpus-box", "servers": "#servers-box", "todo": "#todo-box", "bench": "#bench-box", "journal": "#journal-box"}
 _FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "bench": "#bench", "journal": "#journal"}
 MIN_FRAME_S = 0.1
+#: rows a side pane keeps for the rest when GPUs would take more (optui.tcss's -narrow rules):
+#: status line and key bar 2, GPUs' border 2, Servers 5, Todo 4, Bench 7 (status, results, log),
+#: Journal 5 (-tall); -short hides Todo and Journal
+SIDE_PANE_ROWS_BESIDE_GPUS = {"-tall": 25, "-short": 16}
 
 
 class OptuiApp(App):
@@ -196,8 +201,23 @@ class OptuiApp(App):
                 await box.query(".placeholder").remove()
                 await box.mount(panel)
         self.panels_mounted = True
+        self._fit_side_pane()
         if self.focused is None:
             focus_now(self.query_one("#servers"))
+
+    def on_resize(self) -> None:
+        if self.panels_mounted:
+            self._fit_side_pane()
+
+    def _fit_side_pane(self) -> None:
+        """In a side pane (< 80 columns) the GPU panel's expanded hosts get only the rows
+        the other panels leave (:data:`SIDE_PANE_ROWS_BESIDE_GPUS`): more GPU lines than
+        that and hosts show one line each, so Todo and Bench keep their room."""
+        from optui.ui.widgets.gpu_panel import GpuPanel
+
+        width, height = self.size
+        beside = SIDE_PANE_ROWS_BESIDE_GPUS["-short" if height < 30 else "-tall"]
+        self.query_one("#gpus", GpuPanel).set_max_rows(max(2, height - beside) if width < 80 else None)
 
     def _apply_theme(self) -> list[str]:
         """Register the theme files and select the configured theme before the first frame;
@@ -410,9 +430,28 @@ class OptuiApp(App):
         return allowed(self, action, parameters)  # False: hidden from the footer and refused
 
     def action_focus_panel(self, name: str) -> None:
-        if self.panels_mounted:  # a key in the first frame's few ms: nothing to focus yet
-            target = self.query_one(_FOCUS_TARGET[name])
-            focus_now(target.focus_target() if hasattr(target, "focus_target") else target)
+        """Focus panel ``name`` (the number keys). The panel is shown whatever the layout:
+        while one panel is zoomed the zoom moves to it, and a panel the layout hides or
+        squeezes to its border (a short side pane) is zoomed."""
+        if not self.panels_mounted:  # a key in the first frame's few ms: nothing to focus yet
+            return
+        box = self.query_one(PANELS[name])
+        zoomed = box.screen.maximized  # the dashboard's screen (not a dialog's on top of it)
+        if zoomed is not None and zoomed is not box or zoomed is None and not self._has_room(box):
+            box.screen.maximize(box, container=False)
+        target = self.query_one(_FOCUS_TARGET[name])
+        focus_now(target.focus_target() if hasattr(target, "focus_target") else target)
+
+    def _has_room(self, box: Widget) -> bool:
+        """``box`` shows at least one line of its panel on screen (not hidden, not squeezed
+        to its border, pushed out of its row or below the bottom)."""
+        if not box.display:
+            return False
+        visible = box.region
+        for container in box.ancestors:  # each clips what overflows it
+            if isinstance(container, Widget):
+                visible = visible.intersection(container.region)
+        return visible.height > 2 and visible.width > 2
 
     def action_zoom(self) -> None:
         if self.screen.maximized is not None:

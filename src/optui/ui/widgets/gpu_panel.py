@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 
@@ -29,7 +30,8 @@ class GpuPanel(CursorList):
 
     A rack: one row per host — expanded (a header line + one line per GPU) or collapsed
     (one summary line with a mini bar per GPU for memory and utilization). Few hosts start
-    expanded, many start collapsed so 8 hosts x 8 GPUs fit; Enter/space toggles the host
+    expanded, many start collapsed so 8 hosts x 8 GPUs fit, and so do hosts whose GPU lines
+    would take more than :attr:`max_rows` (a short side pane); Enter/space toggles the host
     under the cursor, ``e`` expands or collapses all.
     """
 
@@ -49,6 +51,8 @@ class GpuPanel(CursorList):
         self._points = 0
         self._expanded: dict[str, bool] = {}
         self.mem_alert_pct = 95.0
+        #: rows the panel may take with hosts expanded (see :meth:`set_max_rows`)
+        self.max_rows: int | None = None
         self.cursor_when_blurred = False
 
     def show(self, hosts: tuple[HostSnapshot, ...], history: GpuHistoryWindow | None = None) -> None:
@@ -65,12 +69,31 @@ class GpuPanel(CursorList):
     def _render_hosts(self) -> None:
         hosts = self._hosts
         width = max(20, self.size.width or 80)
-        many = len(hosts) > self.EXPAND_UP_TO_HOSTS
+        default = self._expanded_by_default()
+        # the names' column: as long as the longest name, within what the width can spare
+        name_w = max(4, min(max((len(h.host) for h in hosts), default=14), 32 if width >= 100 else 14))
         rows = []
         for host in hosts:
-            expanded = self._expanded.get(host.host, not many)
-            rows.append(self._host_rows(host, width, expanded, single=len(hosts) == 1))
+            expanded = self._expanded.get(host.host, default)
+            rows.append(self._host_rows(host, width, expanded, single=len(hosts) == 1, name_w=name_w))
         self.set_rows([h.host for h in hosts], rows)
+
+    def _expanded_by_default(self) -> bool:
+        """Hosts not toggled yet start expanded: few hosts whose GPU lines fit in
+        :attr:`max_rows`."""
+        hosts = self._hosts
+        if len(hosts) > self.EXPAND_UP_TO_HOSTS:
+            return False
+        lines = sum(len(h.samples) for h in hosts) + (len(hosts) if len(hosts) > 1 else 0)
+        return self.max_rows is None or lines <= self.max_rows
+
+    def set_max_rows(self, rows: int | None) -> None:
+        """The rows the panel may take with hosts expanded (None: no limit); more than that
+        and hosts not toggled yet show one summary line each. The app sets it from the
+        terminal's height in a side pane."""
+        if rows != self.max_rows:
+            self.max_rows = rows
+            self._render_hosts()
 
     def on_resize(self) -> None:
         self._render_hosts()
@@ -78,54 +101,63 @@ class GpuPanel(CursorList):
     def action_toggle_host(self) -> None:
         key = self.current_key
         if isinstance(key, str):  # a host's row (its key is the host name)
-            many = len(self._hosts) > self.EXPAND_UP_TO_HOSTS
-            self._expanded[key] = not self._expanded.get(key, not many)
+            self._expanded[key] = not self._expanded.get(key, self._expanded_by_default())
             self._render_hosts()
 
     def action_toggle_all(self) -> None:
-        many = len(self._hosts) > self.EXPAND_UP_TO_HOSTS
-        any_collapsed = any(not self._expanded.get(h.host, not many) for h in self._hosts)
+        default = self._expanded_by_default()
+        any_collapsed = any(not self._expanded.get(h.host, default) for h in self._hosts)
         self._expanded = {h.host: any_collapsed for h in self._hosts}
         self._render_hosts()
 
-    def _host_rows(self, host: HostSnapshot, width: int, expanded: bool, single: bool) -> Text:
+    def _host_rows(self, host: HostSnapshot, width: int, expanded: bool, single: bool, name_w: int) -> Text:
         if not expanded or not host.samples:
-            return self._host_summary(host, width)
+            return self._host_summary(host, width, name_w)
         lines = [] if single else [self._host_line(host, width)]
         lines.extend(self._gpu_line(host, s, width) for s in host.samples)
         return Text("\n").join(lines)
 
-    def _host_summary(self, host: HostSnapshot, width: int) -> Text:
-        """One line for a host: state, GPU count and model, a mini bar per GPU for memory
-        and for utilization (fixed 0-100 % scale), totals, hottest GPU."""
+    def _host_summary(self, host: HostSnapshot, width: int, name_w: int = 14) -> Text:
+        """One line for a host: state, a mini bar per GPU for memory and for utilization
+        (fixed 0-100 % scale) and the host's utilization, then as many of memory totals,
+        hottest GPU, GPU count and model, total power as the width has room for (in that
+        order of importance, each whole or not at all). ``name_w``: the host names' column."""
         app = self.app
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f"{truncate(host.host, 14):<14} ", style=style(app, "primary", bold=True))
         if not host.samples or host.status not in (HostStatus.LIVE, HostStatus.STALE, HostStatus.LOST):
+            line.append(f"{truncate(host.host, name_w):<{name_w}} ", style=style(app, "primary", bold=True))
             line.append_text(self._host_state_text(host))
             return line
         dim = host.status is not HostStatus.LIVE
         names = {(s.name or "").replace("NVIDIA ", "") for s in host.samples}
         model = names.pop() if len(names) == 1 else "mixed"
         empty = style(app, "meter-empty")
-        line.append(f"{len(host.samples)}×{truncate(model, 8):<8} " if width >= 70 else "", style="dim" if dim else "")
-        line.append("m", style="dim")
-        line.append_text(sparkline([s.mem_used_pct for s in host.samples], len(host.samples), style(app, "gpu-mem-used"), empty))
-        line.append(" u", style="dim")
-        line.append_text(sparkline([s.util_gpu_pct for s in host.samples], len(host.samples), style(app, "gpu-util"), empty))
-        line.append(f" {fmt_mib(host.mem_used_mib)}/{fmt_mib(host.mem_total_mib)}" if width >= 60 else "")
+        bars = Text()
+        bars.append("m", style="dim")
+        bars.append_text(sparkline([s.mem_used_pct for s in host.samples], len(host.samples), style(app, "gpu-mem-used"), empty))
+        bars.append(" u", style="dim")
+        bars.append_text(sparkline([s.util_gpu_pct for s in host.samples], len(host.samples), style(app, "gpu-util"), empty))
         util = host.util_gpu_pct
-        line.append(f" {util:>3.0f}%" if util is not None else "  n/a")
+        bars.append(f" {util:>3.0f}%" if util is not None else "  n/a")
         temps = [s.temp_c for s in host.samples if s.temp_c is not None]
-        if temps and width >= 70:
-            hot = max(temps) >= HOT_TEMP_C
-            line.append(f" {max(temps):.0f}°C", style=style(app, "gpu-hot") if hot else "")
         power = [s.power_w for s in host.samples if s.power_w is not None]
-        if power and width >= 90:
-            line.append(f" {sum(power) / 1000:.1f} kW")
-        if host.status is not HostStatus.LIVE:
-            line.append(" ")
-            line.append_text(self._host_state_text(host))
+        # (text, style) after the bars, most important first; the bars stay in one column
+        optional: list[tuple[str, str | Style]] = [(f" {fmt_mib(host.mem_used_mib)}/{fmt_mib(host.mem_total_mib)}", "")]
+        if temps:
+            optional.append((f" {max(temps):.0f}°C", style(app, "gpu-hot") if max(temps) >= HOT_TEMP_C else ""))
+        optional.append((f" {len(host.samples)}×{truncate(model, 12)}", "dim" if dim else ""))
+        if power:
+            optional.append((f" {sum(power) / 1000:.1f} kW", ""))
+        state = Text(" ").append_text(self._host_state_text(host)) if host.status is not HostStatus.LIVE else Text()
+        used = name_w + 1 + len(bars.plain) + len(state.plain)
+        line.append(f"{truncate(host.host, name_w):<{name_w}} ", style=style(app, "primary", bold=True))
+        line.append_text(bars)
+        for text, part_style in optional:
+            if used + len(text) > width:
+                break  # the rest are less important: left out whole, never half
+            used += len(text)
+            line.append(text, style=part_style)
+        line.append_text(state)
         if dim:
             line.stylize("dim")
         return line

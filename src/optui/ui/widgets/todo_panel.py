@@ -251,7 +251,8 @@ class TodoPanel(Vertical):
         """The rows in display order: open items first, then completed and cancelled ones
         (each part in list order), so a finished campaign's done items never push the
         open ones off screen; filter and hide-done applied."""
-        open_items, done_items = [], []
+        open_items: builtins.list[TodoItem] = []
+        done_items: builtins.list[TodoItem] = []
         needle = self.filter_text.lower()
         for item in self._items:
             done = _is_done(item)

@@ -1,0 +1,103 @@
+"""The tmux side pane (issue 20, "The side pane"): every panel zooms and every number key
+shows its panel at every size; a short pane keeps room for Todo and Bench by folding GPU
+hosts to one line; collapsed host rows use the width they have.
+
+The app runs for real (``App.run_test``) on the seeded snapshot campaign.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.snapshot_campaign import make_app, settle
+
+pytestmark = pytest.mark.usefixtures("snapshot_clock")
+
+BOXES = {"1": "#gpus-box", "2": "#servers-box", "3": "#todo-box", "4": "#bench-box", "5": "#journal-box"}
+
+
+@pytest.mark.parametrize("size", [(200, 50), (60, 40), (50, 30), (50, 25)])
+async def test_every_panel_zooms_to_the_whole_screen(tmp_path, size):
+    app = make_app(tmp_path)
+    width, height = size
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for key, selector in BOXES.items():
+            await pilot.press(key)
+            if app.screen.maximized is None:
+                await pilot.press("z")
+            await pilot.pause(0.1)
+            box = app.query_one(selector)
+            # the whole screen, less its border (and its padding outside a side pane)
+            inner = (width - 2 - (0 if width < 80 else 2), height - 2)
+            assert app.screen.maximized is box and box.size == inner, (size, selector, box.size)
+            await pilot.press("z")
+            await pilot.pause(0.05)
+            assert app.screen.maximized is None
+        await pilot.press("q")
+
+
+async def test_a_number_key_moves_the_zoom_and_shows_a_hidden_panel(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(50, 25)) as pilot:  # a short side pane: Todo and Journal hidden
+        await settle(pilot)
+        todo = app.query_one("#todo-box")
+        assert not todo.display
+        await pilot.press("3")  # shown (zoomed), and focused
+        await pilot.pause(0.1)
+        assert app.screen.maximized is todo and todo.size.height == 23
+        assert app.focused is app.query_one("#todo-list")
+        await pilot.press("4")  # the zoom follows the number key
+        await pilot.pause(0.1)
+        assert app.screen.maximized is app.query_one("#bench-box") and app.focused is app.query_one("#bench").focus_target()
+        await pilot.press("z", "2")  # unzoomed, a panel with room: focused in the layout
+        await pilot.pause(0.1)
+        assert app.screen.maximized is None and app.focused is app.query_one("#servers")
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("size", [(60, 40), (50, 30)])
+async def test_bench_and_todo_keep_room_in_a_side_pane(tmp_path, size):
+    """At 50x30 the Bench panel had no row left (the GPUs' 7 lines took them): the hosts fold
+    to one line each there, and Bench shows its status and last result without zooming."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        gpus = app.query_one("#gpus")
+        lines = gpus.render().plain.splitlines()
+        assert len(lines) == (7 if size == (60, 40) else 2), lines  # expanded where there is room
+        await pilot.press("4")
+        await pilot.pause(0.1)
+        bench = app.query_one("#bench-box")
+        assert app.screen.maximized is None and app._has_room(bench)
+        status = app.query_one("#bench-status")
+        assert status.region.height == 1 and status.region.bottom <= bench.region.bottom
+        results = app.query_one("#bench-results")
+        assert results.region.height >= 2 and results.region.bottom <= bench.region.bottom - 1  # header + last result
+        assert app._has_room(app.query_one("#todo-box"))
+        await pilot.press("1", "e")  # e toggles all: folded hosts expand on demand, and back
+        await pilot.pause(0.1)
+        assert len(gpus.render().plain.splitlines()) == (2 if size == (60, 40) else 7)
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("size", [(50, 30), (200, 50)])
+async def test_collapsed_host_rows_use_the_width_they_have(tmp_path, size):
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        gpus = app.query_one("#gpus")
+        if size[0] > 80:
+            await pilot.press("1", "e")  # collapse both
+            await pilot.pause(0.1)
+        lines = gpus.render().plain.splitlines()
+        assert len(lines) == 2, lines
+        width = gpus.size.width
+        for line in lines:
+            assert len(line.rstrip()) <= width and "…" not in line, line
+        first = lines[0]
+        assert first.startswith("gpu-node-1 m") and "64%" in first  # no padding past the longest name
+        assert "386G/562G" in first and "88°C" in first, first  # totals and the hottest GPU at 48 columns
+        if size[0] > 80:
+            assert "4×H200" in first and "kW" in first, first
+        await pilot.press("q")
