@@ -10,9 +10,12 @@ recorded with where from; while the lock is held elsewhere the loop must never t
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 
 import pytest
 
@@ -26,17 +29,21 @@ pytestmark = pytest.mark.timeout(120)
 
 class LoopGuard:
     """A reentrant lock in place of a Journal's ``_lock`` that records (while ``armed``) every
-    acquisition made on ``loop_thread``: the stack of each, in :attr:`on_loop`."""
+    acquisition made on ``loop_thread`` (only those whose stack passes through a file whose
+    path contains ``only_from``, when given): the stack of each, in :attr:`on_loop`."""
 
-    def __init__(self, inner, loop_thread: threading.Thread) -> None:
+    def __init__(self, inner, loop_thread: threading.Thread, only_from: str | None = None) -> None:
         self._inner = inner
         self._loop_thread = loop_thread
+        self._only_from = only_from
         self.armed = False
         self.on_loop: list[str] = []
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if self.armed and threading.current_thread() is self._loop_thread:
-            self.on_loop.append("".join(traceback.format_stack(limit=8)))
+            stack = traceback.format_stack(limit=12)
+            if self._only_from is None or any(self._only_from in frame for frame in stack):
+                self.on_loop.append("".join(stack))
         return self._inner.acquire(blocking, timeout)
 
     def release(self) -> None:
@@ -96,3 +103,81 @@ async def test_a_locked_journal_never_stalls_the_tui_and_loses_no_edit(tmp_path)
     stored = [e for e in stored_events(db) if e.type in ("todo.changed", "note")]
     assert [(e.type, e.data.get("op") or e.data.get("text")) for e in stored] == [
         ("todo.changed", "add"), ("todo.changed", "add"), ("todo.changed", "status"), ("note", "noted under the lock")]
+
+
+async def test_a_benchmark_under_a_locked_journal_keeps_its_result_and_never_waits_on_the_loop(tmp_path):
+    """The bench service's journal calls (its experiment, events, results) go to the journal
+    thread: a result stored while another process holds the lock waits there and lands once
+    it is free (it used to wait on the loop and then be lost with a 'database is locked')."""
+    fake = Path(__file__).parent / "helpers" / "fake_tools" / "sglang" / "bench_serving.py"
+    bench_argv = json.dumps([sys.executable, str(fake), "--num-prompts", "8", "--max-concurrency", "2"])
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[hosts.local]\ngpu_source = "none"\n[servers.s]\nurl = "http://127.0.0.1:1"\ncontrol = "none"\n'
+                   f'[benchmarks.c]\nserver = "s"\nargv = {bench_argv}\n')
+    session = Session(load_config(cfg), autostart=False)
+    guard = LoopGuard(session.journal._lock, threading.current_thread(), only_from="session/benches.py")
+    session.journal._lock = guard
+    await session.start(journal_off_loop=True)
+    try:
+        await session.synced()
+        locker = Locker(session.journal.path)
+        try:
+            guard.armed = True
+            session.benches.run("c")
+            await session.benches.wait()
+            assert session.benches.current.view.status == "ok"
+            assert not stored_events(session.journal.path, types=["bench.finished"])  # still waiting for the lock
+        finally:
+            guard.armed = False
+            locker.release() if locker.proc.poll() is None else None
+            locker.kill()
+        await session.journal_thread.run(lambda j: None)  # what waited for the lock is written
+        await session.synced()
+        assert not guard.on_loop, "the bench service took the journal's lock on the loop, first from:\n" + guard.on_loop[0]
+        assert len(session.journal.results()) == 1
+        types = [e.type for e in stored_events(session.journal.path) if e.type.startswith("bench.")]
+        assert types == ["bench.started", "bench.finished"]
+        assert session.snapshot().results and session.journal_error is None
+    finally:
+        await session.close()
+
+
+async def test_a_baseline_pinned_under_a_locked_journal_waits_on_the_thread_and_lands(tmp_path):
+    """Pinning a baseline while another process holds the lock: the pin waits the lock out
+    on the journal thread (it used to wait 0.5 s on the loop and fail with 'database is
+    locked'), then the pin and its ``bench.baseline`` event are in the journal."""
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[hosts.local]\ngpu_source = "none"\n')
+    loaded = load_config(cfg)
+    from optui.adapters.journal import Journal
+    from optui.core.bench.result import BenchResult, Workload
+
+    seed = Journal(loaded.journal_path)
+    wl = Workload(tool="sglang", input_len=128, output_len=128, num_prompts=8, max_concurrency=2)
+    first = seed.add_result(BenchResult(tool="sglang", output_throughput_tok_s=100.0, workload=wl), server="s", bench="c")
+    second = seed.add_result(BenchResult(tool="sglang", output_throughput_tok_s=120.0, workload=wl), server="s", bench="c")
+    seed.close()
+    session = Session(loaded, autostart=False)
+    guard = LoopGuard(session.journal._lock, threading.current_thread(), only_from="session/benches.py")
+    session.journal._lock = guard
+    await session.start(journal_off_loop=True)
+    try:
+        await session.synced()
+        assert session.benches.rows()  # the result history is cached (read before the lock)
+        locker = Locker(session.journal.path)
+        release = threading.Timer(1.0, locker.release)
+        try:
+            guard.armed = True
+            release.start()
+            await session.benches.pin_baseline_async(second)
+        finally:
+            guard.armed = False
+            release.join()
+            locker.kill()
+        assert not guard.on_loop, "the pin took the journal's lock on the loop, first from:\n" + guard.on_loop[0]
+        await session.synced()
+        assert [r.id for r in session.journal.results() if r.baseline] == [second] and first != second
+        [pinned] = stored_events(session.journal.path, types=["bench.baseline"])
+        assert pinned.data["result_id"] == second
+    finally:
+        await session.close()

@@ -4,11 +4,15 @@ What goes through it: the experiments view's loads, the filtered journal search 
 operator's verdicts; and, once a session runs for the TUI (``Session.start(journal_off_loop=True)``),
 the session's own traffic: every event it records (fire-and-forget, in order, :meth:`JournalThread.submit`),
 its view's sync (reads here, applied on the loop), the watch's lock checks and deferred-event
-flushes, the interrupted-run closes at start, and the UI's todo edits and notes (the whole
+flushes, the interrupted-run closes at start, the UI's todo edits and notes (the whole
 service call runs here, :meth:`JournalThread.call`; a write meeting another process's lock
-waits it out here, :meth:`JournalThread.wait_out_lock`). Not yet: the servers' own events and
-reads (``session/server_*.py`` hold the journal), todo follows, benchmark results and pins,
-and the CLI (its one-shots keep the inline path).
+waits it out here, :meth:`JournalThread.wait_out_lock`), a benchmark's experiment, events
+and results, and baseline pins (``JournalWriter.call`` / ``submit``). Every write made here waits for another
+process's lock outside the connection's lock (``Journal.never_wait_here``), so a loop-side
+read never queues behind it. Not yet: the servers' own events and reads
+(``session/server_*.py`` hold the journal), todo follows and the experiment runner's writes,
+the bench rows' result history and baseline reads (``BenchService._history``, ``baseline_for``),
+the restart paths' reads in ``session.py``, and the CLI (its one-shots keep the inline path).
 
 A query over a long campaign (every experiment: ~0.7 s on 100k events; a text filter: a scan
 of every event) or a write that waits for another process's lock (up to ``busy_timeout_s``)
@@ -113,6 +117,11 @@ class JournalThread:
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The event loop :meth:`to_loop` hands callbacks to (the session's)."""
         self._loop = loop
+
+    @property
+    def bound(self) -> bool:
+        """True once :meth:`bind` gave it an event loop (its session runs off the loop)."""
+        return self._loop is not None
 
     def on_thread(self) -> bool:
         """True when called on the journal thread itself."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -103,7 +104,8 @@ class BenchService:
 
     async def _run(self, run: BenchRun, rt: ServerRuntime) -> None:
         w = self._writer
-        exp = self._ensure_experiment(run.cfg.server)  # results are compared per experiment
+        # results are compared per experiment (read, or opened, on the journal thread off the loop)
+        exp = await w.call(lambda: self._ensure_experiment(run.cfg.server))
         state = rt.status.state
         if state is not ServerState.READY:  # asked first (TUI confirm, CLI --force); the run says so too
             why = f" ({rt.status.message})" if rt.status.message else ""
@@ -119,11 +121,9 @@ class BenchService:
         except asyncio.CancelledError:
             run.mark_finished("aborted", "aborted by operator")
             view = run.view
-        for result in view.results:
-            try:
-                w.journal.add_result(result, server=run.cfg.server, bench=run.name, experiment=exp)
-            except JournalError as exc:
-                w.failed(exc)
+        for result in view.results:  # on the journal thread off the loop, before bench.finished
+            w.submit(functools.partial(w.journal.add_result, result, server=run.cfg.server, bench=run.name,
+                                       experiment=exp))
         if view.status == "stalled":
             w.record(ev.ALERT, run.cfg.server, {
                 "kind": "bench_stalled", "bench": run.name,
@@ -167,15 +167,34 @@ class BenchService:
     def pin_baseline(self, result_id: int) -> None:
         """Pin stored result ``result_id`` (and so its group of repeats) as the baseline of
         its workload; journaled as ``bench.baseline``. SessionError when unknown."""
+        self._writer.check_writable("pinning a baseline")
+        stored = next((r for r in self._history() if r.id == result_id), None)
+        try:
+            self._pin(result_id, stored)
+        except JournalError as exc:
+            raise SessionError(str(exc)) from None
+        self._pinned()
+
+    async def pin_baseline_async(self, result_id: int) -> None:
+        """:meth:`pin_baseline` with its journal write (and ``bench.baseline`` event) on the
+        journal thread once the session runs off the loop: another process's lock is waited
+        out there. SessionError when unknown, read-only or the write fails."""
+        self._writer.check_writable("pinning a baseline")
+        stored = next((r for r in self._history() if r.id == result_id), None)
+        try:
+            await self._writer.call(lambda: self._pin(result_id, stored))
+        except JournalError as exc:
+            raise SessionError(str(exc)) from None
+        self._pinned()
+
+    def _pin(self, result_id: int, stored: StoredResult | None) -> None:
+        """The journal half of a pin (safe on the journal thread): the pin and its event.
+        SessionError for an unknown id; JournalError when the write fails."""
         w = self._writer
-        w.check_writable("pinning a baseline")
         try:
             w.journal.set_baseline(result_id)
         except KeyError as exc:
             raise SessionError(str(exc.args[0])) from None
-        except JournalError as exc:
-            raise SessionError(str(exc)) from None
-        stored = next((r for r in self._history() if r.id == result_id), None)
         data: dict[str, object] = {"result_id": result_id}
         if stored is not None:
             data.update(bench=stored.bench, workload=stored.result.workload.key(),
@@ -183,8 +202,11 @@ class BenchService:
                         output_throughput_tok_s=stored.result.output_throughput_tok_s)
         w.record(BENCH_BASELINE, stored.server if stored else None, data,
                  experiment=stored.experiment if stored else None)
+
+    def _pinned(self) -> None:
+        """The event loop's half of a pin: every cached baseline and row is stale."""
         self.forget_baselines()
-        w.refresh()
+        self._writer.refresh()
         self._on_change()
 
     def forget_baselines(self) -> None:

@@ -70,6 +70,40 @@ class JournalWriter:
             self.refresh()
         return result
 
+    async def call(self, fn: Callable[[], T]) -> T:
+        """``fn()`` (journal reads and writes) on the journal thread once the session runs
+        off the loop, retried while another process holds the lock
+        (:meth:`~optui.adapters.journal_thread.JournalThread.wait_out_lock`); inline
+        otherwise. Its result or exception."""
+        thread = self.thread
+        if thread is None or not thread.bound:
+            return fn()
+        return await thread.call(lambda: thread.wait_out_lock(fn))
+
+    def submit(self, fn: Callable[[], object]) -> None:
+        """Run the journal write ``fn`` whose result nobody waits for (a benchmark's result),
+        then refresh: on the journal thread, in order after what was submitted before it,
+        waiting out another process's lock there, once the session runs off the loop (the
+        thread is bound to it); inline otherwise. A JournalError is shown (``failed``), never
+        raised."""
+        thread = self.thread
+        if thread is None or not thread.bound:
+            try:
+                fn()
+            except JournalError as exc:
+                self.failed(exc)
+            self.refresh()
+            return
+
+        def write(_journal) -> None:
+            try:
+                thread.wait_out_lock(fn)  # a result is not deferred like an event: it waits here
+            except JournalError as exc:
+                thread.to_loop(self.failed, exc)
+            thread.to_loop(self.refresh)
+
+        thread.submit(write)
+
     def writable(self) -> bool:
         """False when the session is read-only (``check_writable`` would raise)."""
         try:

@@ -240,6 +240,9 @@ class Session:
         cannot be written any more (disk full...) the session turns read-only."""
         if self.observer:
             return
+        if self._off_loop and self.journal_thread.on_thread():  # told on the loop (touch is not thread-safe)
+            self.journal_thread.to_loop(self.journal_failed, exc)
+            return
         if self.journal_health.failed(exc) and not self.read_only:
             self.read_only = True
             self.read_only_reason = f"the journal cannot be written: {self.journal.write_error}"
@@ -273,6 +276,9 @@ class Session:
         in flight at a time; :meth:`synced` waits for the result)."""
         if not self._off_loop:
             self._apply_journal(self._read_journal(self.journal))
+            return
+        if self.journal_thread.on_thread():  # a service call on the thread: the loop applies it
+            self.journal_thread.to_loop(self.sync_journal)
             return
         self._sync_wanted = True
         if self._sync_task is None or self._sync_task.done():

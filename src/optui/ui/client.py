@@ -190,9 +190,10 @@ class SessionClient:
         SessionError when unknown, ValueError when its sweep is malformed."""
         return self._session.benches.default_sweep(name)
 
-    def pin_baseline(self, result_id: int) -> None:
-        """Pin stored result ``result_id`` as its workload's baseline; SessionError when refused."""
-        self._session.benches.pin_baseline(result_id)
+    async def pin_baseline(self, result_id: int) -> None:
+        """Pin stored result ``result_id`` as its workload's baseline (written on the journal
+        thread); SessionError when refused."""
+        await self._session.benches.pin_baseline_async(result_id)
 
     def baseline_for(self, result):
         """The pinned (or first) baseline of ``result``'s workload, or None."""
