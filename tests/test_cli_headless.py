@@ -169,6 +169,7 @@ def test_status_reports_everything_and_writes_nothing(campaign):
     assert len(data["hosts"][0]["gpus"]) == 4 and data["hosts"][0]["gpus"][0]["mem_total_mib"] > 0
     server = data["servers"][0]
     assert server["name"] == "demo" and server["state"] == "ready"
+    assert server["phase"] == "ready"  # issue 20: an observer found it ready with phase None / "warmup"
     assert server["experiment"] == j.current_experiment("demo")
     assert server["flags"]["--tp-size"] == ["2"] and server["load"]["source"] == "metrics"
     assert server["last_good_argv"]  # (the --no-wait start above was not watched: no new last good)

@@ -132,6 +132,33 @@ async def test_the_state_changes_only_through_set_state(tmp_path):
         journal.close()
 
 
+async def test_the_phase_always_agrees_with_the_state(tmp_path):
+    # issue 20: the panel said WARMING under "phase ready"; `status --json` said state ready, phase warmup
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        seen = []
+        keeper = StatusKeeper(ServerStatus(name="s", kind="sglang", url="http://127.0.0.1:1"), ServerEvents(journal, "s"),
+                              on_change=lambda: seen.append((keeper.status.state, keeper.status.phase)))
+        await keeper.set_state(ServerState.STARTING, phase="launching")
+        keeper.set(phase="warmup")
+        await keeper.set_state(ServerState.WARMING)
+        keeper.set(phase="ready")  # the log says ready; the health probe has not seen it answer yet
+        assert keeper.status.phase == "probe"
+        await keeper.set_state(ServerState.READY, phase="warmup")  # e.g. a log read from its middle
+        assert keeper.status.phase == "ready"
+        keeper.set(phase="warmup")
+        await keeper.set_state(ServerState.DEGRADED, message="503")
+        await keeper.set_state(ServerState.CRASHED, phase="cuda_graph")  # a crash keeps the phase it died in
+        assert seen == [(ServerState.STARTING, "launching"), (ServerState.STARTING, "warmup"),
+                        (ServerState.WARMING, "warmup"), (ServerState.WARMING, "probe"), (ServerState.READY, "ready"),
+                        (ServerState.READY, "ready"), (ServerState.DEGRADED, "ready"), (ServerState.CRASHED, "cuda_graph")]
+        states = [(e.data["new"], e.data["phase"]) for e in journal.events(types=["server.state"])]
+        assert states == [("starting", "launching"), ("warming", "warmup"), ("ready", "ready"), ("degraded", "ready"),
+                          ("crashed", "cuda_graph")]
+    finally:
+        journal.close()
+
+
 def test_a_load_reading_decides_hung_and_recovered_in_the_state_machine():
     assert after_load_reading(ServerState.READY, "hung", hung=True) is ServerState.HUNG
     assert after_load_reading(ServerState.HUNG, "recovered", hung=False) is ServerState.READY

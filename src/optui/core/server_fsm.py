@@ -145,3 +145,17 @@ class HungDetector:
         self.stalled_s = now - (now if self._since is None else self._since)
         self.hung = self.stalled_s >= self.after_s
         return self.hung
+
+
+def phase_in_state(state: ServerState, phase: str | None) -> str | None:
+    """The startup phase to show and journal with ``state``, given the phase the log reached
+    (``phase``, one of :data:`optui.core.server_log.PHASES` or None): a server that answers
+    ready (READY, and DEGRADED / HUNG after it) is in phase ``ready`` whatever its log said
+    (a log read from the middle, a readiness line never printed); one still starting or
+    warming is not ``ready`` yet even when its log says so: optui's probe has not seen it
+    answer (``probe``). Other states keep ``phase`` (a crash keeps the phase it died in)."""
+    if state in (ServerState.READY, ServerState.DEGRADED, ServerState.HUNG):
+        return "ready"
+    if state in (ServerState.STARTING, ServerState.WARMING) and phase == "ready":
+        return "probe"
+    return phase

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from optui.adapters.journal import Journal, JournalError
 from optui.core import events as ev
+from optui.core.server_fsm import phase_in_state
 from optui.core.server_state import ServerState, ServerStatus
 
 T = TypeVar("T")
@@ -88,8 +89,15 @@ class StatusKeeper:
         """Change status fields other than ``state`` (ValueError for ``state``: use :meth:`set_state`)."""
         if "state" in changes:
             raise ValueError("the state changes through set_state (state_since, server.state)")
-        self.status = replace(self.status, **changes)
+        self.status = self._consistent(replace(self.status, **changes))
         self._on_change()
+
+    @staticmethod
+    def _consistent(status: ServerStatus) -> ServerStatus:
+        """``status`` with the phase its state allows (core.server_fsm.phase_in_state): never
+        WARMING in phase ``ready``, nor READY in phase ``warmup``."""
+        phase = phase_in_state(status.state, status.phase)
+        return status if phase == status.phase else replace(status, phase=phase)
 
     async def set_state(self, state: ServerState, *, actor: str = "optui", journal: bool = True, **changes) -> None:
         """Enter ``state`` with the other ``changes``: a new state stamps ``state_since`` (Unix
@@ -101,7 +109,7 @@ class StatusKeeper:
             return
         if state is not old:
             changes["state_since"] = time.time()
-            phase = changes["phase"] if "phase" in changes else self.status.phase
+            phase = phase_in_state(state, changes["phase"] if "phase" in changes else self.status.phase)
             if journal and not self._restarting_elsewhere():  # the restarting process journals its own
                 journaled = self._journaled_state()
                 if journaled != str(state):
@@ -109,7 +117,7 @@ class StatusKeeper:
                     if changes.get("message") and state in (ServerState.DEGRADED, ServerState.HUNG):
                         data["reason"] = changes["message"]  # why: health timeouts, 503s, refused, no tokens
                     self._journal.record(ev.SERVER_STATE, data, actor=actor)
-        self.status = replace(self.status, state=state, **changes)
+        self.status = self._consistent(replace(self.status, state=state, **changes))
         self._on_change()
         async with self._state_changed:
             self._state_changed.notify_all()
