@@ -95,7 +95,7 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         assert [r.result.max_concurrency for r in session.journal.results() if r.baseline] == [4]
         pinned = session.journal.events(types=["bench.baseline"])[-1]
         assert pinned.experiment is not None and pinned.data["concurrency"] == 4
-        await wait_for(pilot, lambda: str(table.get_row_at(2)[4]) == "baseline")
+        await wait_for(pilot, lambda: str(table.get_row_at(0)[4]) == "baseline")  # pinned: first, fixed at the top
         await pilot.press("R")  # the preset x3 (repeat = 3 by default)
         await run_anyway(pilot)
         await wait_for(pilot, lambda: session.benches.current.view.plan == "repeat x3"
@@ -122,7 +122,7 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         # `4` focuses the results table once there are rows: arrows choose the row B pins
         await pilot.press("4")
         assert app.focused is table
-        await pilot.press("up", "up", "B")  # c=2
+        await pilot.press("up", "B")  # c=2 (rows: c=4 pinned first, c=1, c=2, the repeat)
         await wait_for(pilot, lambda: 2 in [r.result.max_concurrency for r in session.journal.results() if r.baseline])
         await pilot.press("tab")
         assert app.focused is app.query_one("#bench-log")

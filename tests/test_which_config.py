@@ -133,3 +133,32 @@ def test_the_launch_line_carries_the_environment_that_decides_results():
     assert decisive_env(env) == (("CUDA_VISIBLE_DEVICES", "0,1"), ("NCCL_P2P_DISABLE", "1"))
     line = launch_line(["python", "-m", "sglang.launch_server", "--model-path", "a b"], decisive_env(env))
     assert line == "CUDA_VISIBLE_DEVICES=0,1 NCCL_P2P_DISABLE=1 python -m sglang.launch_server --model-path 'a b'"
+
+
+async def test_the_pinned_baseline_stays_at_the_top_of_the_bench_table():
+    """Eight newer points scrolled it out of a 4-row table (and out of the newest 8 rows)."""
+    from textual.widgets import DataTable
+
+    from optui.core.bench.compare import Entry, build_rows, group_entries
+    from optui.session.bench_run import BenchView
+    from optui.ui.widgets.bench_panel import BenchPanel
+    from tests.test_panel_values import PanelApp
+
+    base = Entry(1, result(1000.0), "c16", pinned=True)
+    later = [Entry(i, result(1000.0 + i), "c16") for i in range(2, 12)]
+    groups = group_entries([base, *later])
+    rows = tuple(build_rows(groups, groups))
+    class SidePaneApp(PanelApp):
+        CSS = "#bench-results { height: auto; max-height: 4; }"  # optui.tcss's narrow layout
+
+    panel = BenchPanel(id="bench")
+    async with SidePaneApp(panel).run_test(size=(60, 12)) as pilot:
+        panel.show(BenchView("c16", "qwen", "ok", 0.0), rows)
+        await pilot.pause()
+        table = panel.query_one(DataTable)
+        assert table.fixed_rows == 1 and table.row_count == 9
+        await pilot.pause(0.2)
+        assert table.cursor_row == 8 and table.scroll_y > 0, (table.size, table.virtual_size)  # scrolled to the newest
+        first = table.render_line(1).text  # (line 0: the header)
+        assert "baseline" in first and "1,000.0" in first, first
+        assert panel.selected_row().group.ids == (11,)

@@ -403,6 +403,25 @@ def build_rows(groups: Sequence[Group], history: Sequence[Group] | None = None,
     return rows
 
 
+def pinned_first(rows: Sequence[Row], most: int = 2) -> tuple[tuple[Row, ...], int]:
+    """``rows`` with the pinned baselines of their workloads first (the newest ``most``,
+    oldest first), then the others in their order; and how many lead. A pinned baseline
+    older than the rows (``rows`` is the newest few) leads as a row of its own (no scaling:
+    its sweep is not among them). A table that keeps its leading rows fixed never scrolls
+    the reference away."""
+    shown = {id(r.group) for r in rows}
+    bases: dict[int, Row] = {}
+    for r in rows:
+        if r.is_baseline and r.group.pinned:
+            bases.setdefault(id(r.group), r)
+        elif r.baseline is not None and r.baseline.pinned and id(r.baseline) not in shown:
+            b = r.baseline
+            bases.setdefault(id(b), Row(b, None, True, {m: b.sample(m) for m in r.samples}))
+    lead = sorted(bases.values(), key=lambda r: r.group.ids[-1])[-most:] if most > 0 else []
+    lead_ids = {id(r.group) for r in lead}
+    return (*lead, *(r for r in rows if id(r.group) not in lead_ids)), len(lead)
+
+
 def _concurrency_one(history: Sequence[Group]) -> Callable[[Group], Group | None]:
     """A lookup: group → the group measuring T(1) for its scaling efficiency."""
     by_run: dict[tuple[str, str], Group] = {}

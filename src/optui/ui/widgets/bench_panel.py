@@ -29,7 +29,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
-from optui.core.bench.compare import Delta, Row, Sample
+from optui.core.bench.compare import Delta, Row, Sample, pinned_first
 from optui.core.bench.result import requests_text
 from optui.core.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
@@ -247,7 +247,8 @@ class BenchPanel(Vertical):
     # ---------------------------------------------------------- status
     def show(self, view: BenchView | None, rows: tuple[Row, ...], output: BenchOutput | None = None) -> None:
         """Render the run's status line, the results table (``rows`` oldest first; the
-        newest :data:`PANEL_ROWS` are shown) and the output lines ``output`` has beyond
+        newest :data:`PANEL_ROWS` are shown, their pinned baselines first and fixed at the top:
+        :func:`~optui.core.bench.compare.pinned_first`) and the output lines ``output`` has beyond
         those already shown (a new run clears the log first)."""
         if output is not None:
             self.new_run(output.run_id)
@@ -255,7 +256,8 @@ class BenchPanel(Vertical):
             self.seen_lines = output.total
             self.append_lines(list(lines))
         self._view = view
-        rows = tuple(rows[-PANEL_ROWS:])
+        # the reference of what is shown stays on screen: pinned baselines lead, fixed at the top
+        rows, fixed = pinned_first(rows[-PANEL_ROWS:])
         text = self._status_text(view, bool(rows))
         if text.plain != self._status_plain:  # one fixed-height line: no layout pass needed
             self._status_plain = text.plain
@@ -266,6 +268,7 @@ class BenchPanel(Vertical):
         table = self.query_one(DataTable)
         table.display = bool(rows)
         table.clear()
+        table.fixed_rows = fixed
         for i, row in enumerate(rows):
             table.add_row(*self._cells(row), key=str(i))
         if rows:
