@@ -24,7 +24,7 @@ from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.faults import Heartbeat, Locker, stored_events, wait_for
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.serial]  # an event-loop gap is measured
 
 
 class LoopGuard:
@@ -94,7 +94,9 @@ async def test_a_locked_journal_never_stalls_the_tui_and_loses_no_edit(tmp_path)
         guard.armed = False
         assert not guard.on_loop, f"the event loop took the journal's lock {len(guard.on_loop)}x, first from:\n" \
                                   + guard.on_loop[0]
-        assert gap < 0.3, f"the UI froze {gap * 1000:.0f} ms while another process held the journal's lock"
+        # the guard above is the exact check; the gap is the symptom (old code: 461-556 ms, n=5,
+        # on the 2-core VM at load 5.5; this code: 73-247 ms there)
+        assert gap < 0.4, f"the UI froze {gap * 1000:.0f} ms while another process held the journal's lock"
         todos = session.snapshot().todos
         assert [(t.content, t.status.value) for t in todos] == [("before the lock", "pending"),
                                                               ("during the lock", "in_progress")]
