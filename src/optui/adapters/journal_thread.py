@@ -46,8 +46,11 @@ T = TypeVar("T")
 
 #: events one call of a text-filtered query scans (about 30 ms on a 2-core VM)
 TEXT_SCAN_WINDOW = 10_000
-#: how long a write the operator waits for (a todo edit) waits out another process's lock (s)
+#: how long a write nobody waits for (a benchmark's result) waits out another process's lock (s)
 WRITE_WAIT_S = 60.0
+#: how long an edit the operator waits for (a todo edit, a note) waits out the lock (s): the
+#: app takes the next key after it (keys stay in order), so past this it fails visibly instead
+EDIT_WAIT_S = 10.0
 #: what an experiment's row is built from after its first load (state changes decide
 #: whether an experiment without ready/failed became ready)
 _FEED_TYPES = (*EXPERIMENT_EVENT_TYPES, ev.SERVER_STATE)

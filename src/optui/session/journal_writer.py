@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters.journal import Journal, JournalError
+from optui.adapters.journal_thread import EDIT_WAIT_S
 from optui.session.errors import SessionError
 
 if TYPE_CHECKING:
@@ -51,13 +52,14 @@ class JournalWriter:
     def write(self, fn: Callable[[], T]) -> T:
         """Run the journal write ``fn`` and refresh the session's view; returns what ``fn``
         returned. A JournalError is shown (``failed``) and raised as SessionError. On the
-        journal thread ``fn`` waits out another process's lock
-        (:meth:`~optui.adapters.journal_thread.JournalThread.wait_out_lock`) and ``failed`` /
+        journal thread ``fn`` waits out another process's lock, up to
+        :data:`~optui.adapters.journal_thread.EDIT_WAIT_S`
+        (:meth:`~optui.adapters.journal_thread.JournalThread.wait_out_lock`), and ``failed`` /
         ``refresh`` run on the event loop."""
         thread = self.thread
         on_thread = thread is not None and thread.on_thread()
         try:
-            result = thread.wait_out_lock(fn) if thread is not None and on_thread else fn()
+            result = thread.wait_out_lock(fn, EDIT_WAIT_S) if thread is not None and on_thread else fn()
         except JournalError as exc:
             if thread is not None and on_thread:
                 thread.to_loop(self.failed, exc)
@@ -78,7 +80,7 @@ class JournalWriter:
         thread = self.thread
         if thread is None or not thread.bound:
             return fn()
-        return await thread.call(lambda: thread.wait_out_lock(fn))
+        return await thread.call(lambda: thread.wait_out_lock(fn, EDIT_WAIT_S))
 
     def submit(self, fn: Callable[[], object]) -> None:
         """Run the journal write ``fn`` whose result nobody waits for (a benchmark's result),
