@@ -17,7 +17,9 @@ Why it looks like this (reference ``gpu_monitors.md`` §2, §6.2):
   power on some boards, utilization under MIG, memory on GB10) is never made again; the field
   stays None. ``GpuIsLost``/``Unknown`` on one GPU -> that sample's ``error``; others go on.
 - Processes (``nvmlDeviceGetComputeRunningProcesses``, ``_v2`` on old drivers) are refreshed
-  every ``process_every`` reads; the previous list is reused in between.
+  every ``process_every`` reads; the previous list is reused in between. Each process carries
+  its ancestors' PIDs from ``/proc`` (:func:`process_ancestors`): a server's TP workers are its
+  children, and the GPU panel names the server they belong to.
 - ``close()`` lets the worker finish, then calls ``nvmlShutdown`` on it: shutting NVML down
   under a running call crashed nvitop on exit (nvitop#222). A wedged worker gets no shutdown.
 
@@ -390,7 +392,8 @@ class NvmlGpuSource:
                 return self._processes(device)
             self._absent(device, "processes", exc)
             return None
-        return tuple(GpuProcess(p.pid, self._process_name(p.pid), _mib(p.usedGpuMemory)) for p in found)
+        return tuple(GpuProcess(p.pid, self._process_name(p.pid), _mib(p.usedGpuMemory), process_ancestors(p.pid))
+                     for p in found)
 
     def _process_name(self, pid: int) -> str:
         """Full path of ``pid`` from NVML, cached; "" when NVML cannot tell (another PID namespace)."""
@@ -404,3 +407,21 @@ class NvmlGpuSource:
                 self._names.clear()
             self._names[pid] = name
         return name
+
+
+def process_ancestors(pid: int, limit: int = 32) -> tuple[int, ...]:
+    """``pid``'s parent, grandparent... up to (not including) PID 1, from ``/proc`` (NVML
+    reads the GPUs of this machine, whose PIDs ``/proc`` knows); what cannot be read ends
+    the chain (another PID namespace, a process gone). At most ``limit`` PIDs."""
+    chain: list[int] = []
+    while len(chain) < limit:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+        if parent <= 1 or parent in chain:
+            break
+        chain.append(parent)
+        pid = parent
+    return tuple(chain)

@@ -8,6 +8,7 @@ utilization; GB10 has no dedicated memory).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 #: Keys of one GPU in ``optui gpus --json`` (and of :meth:`GpuSample.to_json`), in order.
@@ -29,11 +30,25 @@ GPU_JSON_KEYS = (
 
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
-    """One compute process on a GPU: host PID, name (full path) and GPU memory in MiB."""
+    """One compute process on a GPU: host PID, name (full path) and GPU memory in MiB;
+    ``ancestors``: its parent's PID, the grandparent's... (read where the source runs on the
+    GPUs' machine; empty where unknown), so a server's worker maps to the server."""
 
     pid: int
     name: str
     used_mib: float | None
+    ancestors: tuple[int, ...] = ()
+
+
+def server_of_process(process: GpuProcess, server_pids: Mapping[int, str]) -> str | None:
+    """The server ``process`` belongs to: the one whose PID (in ``server_pids``, PID →
+    server name, servers of the GPU's host only) is the process's own or an ancestor's;
+    None for a process of no known server."""
+    for pid in (process.pid, *process.ancestors):
+        name = server_pids.get(pid)
+        if name is not None:
+            return name
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -202,12 +202,19 @@ class OptuiApp(App):
                 await box.mount(panel)
         self.panels_mounted = True
         self._fit_side_pane()
+        self.watch(self.query_one(PANELS["gpus"]).screen, "maximized", self._zoom_changed, init=False)
         if self.focused is None:
             focus_now(self.query_one("#servers"))
 
     def on_resize(self) -> None:
         if self.panels_mounted:
             self._fit_side_pane()
+
+    def _zoom_changed(self, zoomed: Widget | None) -> None:
+        """The zoomed GPU panel lists each GPU's processes (PID, server, memory)."""
+        from optui.ui.widgets.gpu_panel import GpuPanel
+
+        self.query_one("#gpus", GpuPanel).set_show_processes(zoomed is not None and zoomed.id == "gpus-box")
 
     def _fit_side_pane(self) -> None:
         """In a side pane (< 80 columns) the GPU panel's expanded hosts get only the rows
@@ -334,7 +341,7 @@ class OptuiApp(App):
         self._dashboard_behind = not shown
         with self.batch_update():
             if shown:
-                self.query_one("#gpus", GpuPanel).show(state.hosts, state.gpu_history)
+                self.query_one("#gpus", GpuPanel).show(state.hosts, state.gpu_history, state.servers)
                 self.query_one("#servers", ServerPanel).show(state.servers)
             self._show_alerts(state)
             self._show_todos(state)

@@ -4,7 +4,8 @@ Per GPU: memory bar (used + reserved against total, MiB), utilization bar (0-100
 utilization and memory history of the last 5 minutes (sparklines in green and in the
 memory colour, as wide as there is room; gaps where readings were missing), temperature
 and power / limit. Missing values read "n/a", never 0. A host whose source failed shows
-one explanatory line; a stale host is dimmed with the age of its data.
+one explanatory line; a stale host is dimmed with the age of its data. Zoomed (``z``), each
+GPU's compute processes follow its line: PID, the server they belong to, GPU memory.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 
-from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
+from optui.core.gpu import GpuSample, HostSnapshot, HostStatus, server_of_process
 from optui.core.safe_text import safe_line
+from optui.core.server_state import ServerStatus
 from optui.session.state import GpuHistoryWindow, GpuSeries
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
@@ -53,15 +55,25 @@ class GpuPanel(CursorList):
         self.mem_alert_pct = 95.0
         #: rows the panel may take with hosts expanded (see :meth:`set_max_rows`)
         self.max_rows: int | None = None
+        #: each GPU's compute processes under its line (the zoomed panel, :meth:`set_show_processes`)
+        self.show_processes = False
+        self._server_pids: dict[str, dict[int, str]] = {}  # host → {server PID: server name}
         self.cursor_when_blurred = False
 
-    def show(self, hosts: tuple[HostSnapshot, ...], history: GpuHistoryWindow | None = None) -> None:
-        """Display ``hosts`` and their GPUs' history (the same values again: nothing to do)."""
-        shown = (hosts, history)
+    def show(self, hosts: tuple[HostSnapshot, ...], history: GpuHistoryWindow | None = None,
+             servers: tuple[ServerStatus, ...] = ()) -> None:
+        """Display ``hosts`` and their GPUs' history; ``servers`` name the GPU processes
+        that are theirs (the same values again: nothing to do)."""
+        owners: dict[str, dict[int, str]] = {}
+        for server in servers:
+            if server.pid is not None:
+                owners.setdefault(server.host, {})[server.pid] = server.name
+        shown = (hosts, history, owners)
         if shown == self._shown:
             return
         self._shown = shown
         self._hosts = hosts
+        self._server_pids = owners
         self._history = history.by_gpu() if history is not None else {}
         self._points = history.points if history is not None else 0
         self._render_hosts()
@@ -85,7 +97,15 @@ class GpuPanel(CursorList):
         if len(hosts) > self.EXPAND_UP_TO_HOSTS:
             return False
         lines = sum(len(h.samples) for h in hosts) + (len(hosts) if len(hosts) > 1 else 0)
-        return self.max_rows is None or lines <= self.max_rows
+        return self.show_processes or self.max_rows is None or lines <= self.max_rows
+
+    def set_show_processes(self, on: bool) -> None:
+        """Show each GPU's compute processes (PID, the server it belongs to or its program,
+        GPU memory) under the GPU's line, hosts expanded; the app turns it on while the
+        panel is zoomed."""
+        if on != self.show_processes:
+            self.show_processes = on
+            self._render_hosts()
 
     def set_max_rows(self, rows: int | None) -> None:
         """The rows the panel may take with hosts expanded (None: no limit); more than that
@@ -114,8 +134,37 @@ class GpuPanel(CursorList):
         if not expanded or not host.samples:
             return self._host_summary(host, width, name_w)
         lines = [] if single else [self._host_line(host, width)]
-        lines.extend(self._gpu_line(host, s, width) for s in host.samples)
+        for sample in host.samples:
+            lines.append(self._gpu_line(host, sample, width))
+            if self.show_processes:
+                lines.extend(self._process_lines(host, sample, width))
         return Text("\n").join(lines)
+
+    def _process_lines(self, host: HostSnapshot, s: GpuSample, width: int) -> list[Text]:
+        """One line per compute process of GPU ``s``, most memory first: PID, the server
+        it belongs to (its PID or an ancestor's is the server's) or else its program's
+        name, GPU memory."""
+        app = self.app
+        if s.processes is None:
+            return [Text("     processes n/a (not reported by this GPU source)", style="dim")]
+        if not s.processes:
+            return [Text("     no processes", style="dim")]
+        owners = self._server_pids.get(host.host, {})
+        lines = []
+        for proc in sorted(s.processes, key=lambda p: -(p.used_mib or 0.0)):
+            server = server_of_process(proc, owners)
+            program = proc.name.rsplit("/", 1)[-1] or "?"
+            line = Text(no_wrap=True, overflow="ellipsis")
+            line.append(f"     {proc.pid:>7} ", style="dim")
+            if server is not None:
+                line.append(f"{truncate(server, 16):<16} ", style=style(app, "primary", bold=True))
+            else:
+                line.append(f"{truncate(program, 16):<16} ", style="dim")
+            line.append(f"{fmt_mib(proc.used_mib):>7}")
+            if server is not None and width >= 50:
+                line.append(f"  {truncate(program, width - 40)}", style="dim")
+            lines.append(line)
+        return lines
 
     def _host_summary(self, host: HostSnapshot, width: int, name_w: int = 14) -> Text:
         """One line for a host: state, a mini bar per GPU for memory and for utilization
