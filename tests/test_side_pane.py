@@ -101,3 +101,35 @@ async def test_collapsed_host_rows_use_the_width_they_have(tmp_path, size):
         if size[0] > 80:
             assert "4×H200" in first and "kW" in first, first
         await pilot.press("q")
+
+
+def screen_lines(app) -> list[str]:
+    """What the terminal shows, line by line (the compositor's own render)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+@pytest.mark.timeout(120)
+async def test_a_benchmark_shows_its_progress_and_result_in_a_50x30_pane(tmp_path):
+    """Issue 20: at 50x30 a benchmark ran with no visible progress. On the real demo: its
+    progress line while it runs and its result row after, on screen, without zooming."""
+    from optui.cli.tui import write_demo_config
+    from optui.config import load_config
+    from optui.session import Session
+    from optui.ui.app import OptuiApp
+    from tests.helpers.demo import free_port
+    from tests.helpers.pilot import wait_for
+
+    cfg = write_demo_config(tmp_path / "demo", port=free_port(), speed=5.0)
+    app = OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
+    session = app.session
+    rt = session.servers["demo"]
+    async with app.run_test(size=(50, 30)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None, timeout=60)
+        await pilot.press("b", "enter")  # the default choice: sweep
+        await wait_for(pilot, lambda: any("sweep → demo  RUNNING" in line for line in screen_lines(app)), timeout=30,
+                       what=lambda: "\n".join(screen_lines(app)))
+        await wait_for(pilot, lambda: session.benches.current is not None and not session.benches.running, timeout=90)
+        await wait_for(pilot, lambda: any(line.startswith("│ sweep ") and "ok" in line for line in screen_lines(app)),
+                       timeout=10, what=lambda: "\n".join(screen_lines(app)))
+        assert app.screen.maximized is None
+        await pilot.press("q")
