@@ -21,6 +21,10 @@ def exit_on_signals(exit_app: Callable[[], None]) -> None:
             loop.add_signal_handler(sig, exit_app)
 
 
+#: generation-1 collections between two full ones once the startup objects are frozen (Python: 10)
+FULL_COLLECTION_AFTER = 100
+
+
 def freeze_long_lived_objects() -> None:
     """Collect garbage once, then move every object still alive (modules, widgets, styles,
     the loaded campaign: ~90k) out of the garbage collector's reach (``gc.freeze``).
@@ -28,8 +32,18 @@ def freeze_long_lived_objects() -> None:
     A full collection traverses every tracked object: with those it took 40-50 ms on the
     2-core VM, every ~3 s while a benchmark streamed, and a key pressed then waited for it
     (most key presses over 60 ms); without them 5-8 ms. Objects made later are collected as
-    usual; the frozen ones are never freed, so this is done once, after startup."""
+    usual; the frozen ones are never freed, so this is done once, after startup.
+
+    Full collections are also made :data:`FULL_COLLECTION_AFTER` times rarer than
+    Python's default: the frozen objects out of the count, the objects made since soon
+    outweigh a quarter of what is left in the oldest generation, so one came every ~3 s
+    while a benchmark streamed, 65-265 ms each on the loaded 2-core VM (traversing the
+    view's rendered rows, the log's lines...), on a key press as often as not
+    (``bench/keypress_experiments.py``). The young generations run as before; cyclic
+    garbage lives a little longer (a few thousand objects a full collection)."""
     import gc
 
     gc.collect()
     gc.freeze()
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(young, middle, max(old, FULL_COLLECTION_AFTER))
