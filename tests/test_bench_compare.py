@@ -148,8 +148,8 @@ def test_scaling_efficiency_within_a_sweep_and_from_history():
     rows = build_rows(group_entries([*sweep, later]))
     assert [None if r.scaling is None else round(r.scaling, 3) for r in rows] == [1.0, 0.871, 0.758, 0.75]
     assert build_rows(group_entries([Entry(1, result(100, conc=4))]))[0].scaling is None  # no T(1) known
-    assert [r.group.concurrency for r in sweep_series(rows, family_key(rows[0].group.result.workload))] == [1, 2, 4]
-    assert sweep_series(rows, family_key(rows[-1].group.result.workload))[-1].group.run_id == "t"  # newest per c
+    assert [r.group.concurrency for r in sweep_series(rows, family_key(rows[0].group.result.workload), None)] == [1, 2, 4]
+    assert sweep_series(rows, family_key(rows[-1].group.result.workload), None)[-1].group.run_id == "t"  # newest per c
 
 
 def test_nice_max_and_bars():

@@ -15,6 +15,7 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.cli.tui import write_demo_config
+from optui.core.bench.result import BenchResult
 from optui.core.journal_experiments import verdict_evidence
 from optui.session.export import load_experiments
 from tests.helpers.campaign import WL, CampaignWriter, flags, result
@@ -152,7 +153,7 @@ async def test_the_pinned_baseline_stays_at_the_top_of_the_bench_table():
         CSS = "#bench-results { height: auto; max-height: 4; }"  # optui.tcss's narrow layout
 
     panel = BenchPanel(id="bench")
-    async with SidePaneApp(panel).run_test(size=(60, 12)) as pilot:
+    async with SidePaneApp(panel).run_test(size=(80, 12)) as pilot:
         panel.show(BenchView("c16", "qwen", "ok", 0.0), rows)
         await pilot.pause()
         table = panel.query_one(DataTable)
@@ -162,3 +163,56 @@ async def test_the_pinned_baseline_stays_at_the_top_of_the_bench_table():
         first = table.render_line(1).text  # (line 0: the header)
         assert "baseline" in first and "1,000.0" in first, first
         assert panel.selected_row().group.ids == (11,)
+
+
+def _sweep_point(tput: float, conc: int, run: str) -> BenchResult:
+    r = result(tput, wl=replace(WL, max_concurrency=conc))
+    r.max_concurrency = conc
+    r.extra["run_id"] = run
+    return r
+
+
+def test_scale_and_the_chart_belong_to_one_experiment():
+    """``scale`` divided a point by the c=1 result of another configuration, and the chart
+    took the newest result per concurrency whichever configuration measured it."""
+    from optui.core.bench.compare import Entry, build_rows, family_key, group_entries, sweep_series
+
+    entries = [Entry(1, _sweep_point(100.0, 1, "a"), "sweep", experiment="exp-0001"),
+               Entry(2, _sweep_point(180.0, 2, "a"), "sweep", experiment="exp-0001"),
+               Entry(3, _sweep_point(300.0, 4, "a"), "sweep", experiment="exp-0001"),
+               Entry(4, _sweep_point(500.0, 4, "b"), "sweep", experiment="exp-0002"),  # another config, c=4 only
+               Entry(5, _sweep_point(400.0, 4, "c"), "sweep", experiment="exp-0001")]  # exp-0001 again, c=4
+    rows = build_rows(group_entries(entries))
+    scale = {r.group.ids: r.scaling for r in rows}
+    assert scale[(4,)] is None  # exp-0002 never measured c=1 (was 500 / (4 * 100) = 1.25)
+    assert scale[(5,)] == pytest.approx(400.0 / (4 * 100.0))  # its own experiment's c=1
+    family = family_key(WL)
+    assert [r.group.ids for r in sweep_series(rows, family, "exp-0001")] == [(1,), (2,), (5,)]
+    assert [r.group.ids for r in sweep_series(rows, family, "exp-0002")] == [(4,)]
+    assert {r.group.experiment for r in rows} == {"exp-0001", "exp-0002"}
+
+
+async def test_the_results_view_names_each_rows_experiment_and_charts_only_it():
+    from textual.widgets import DataTable, Static
+
+    from optui.core.bench.compare import Entry, build_rows, group_entries
+    from optui.ui.screens.results import ResultsScreen
+    from tests.test_panel_values import PanelApp
+
+    entries = [Entry(1, _sweep_point(100.0, 1, "a"), "sweep", experiment="exp-0001"),
+               Entry(2, _sweep_point(180.0, 2, "a"), "sweep", experiment="exp-0001"),
+               Entry(3, _sweep_point(900.0, 2, "b"), "sweep", experiment="exp-0002"),
+               Entry(4, _sweep_point(300.0, 4, "c"), "sweep", experiment="exp-0001")]
+    rows = build_rows(group_entries(entries))
+    app = PanelApp(Static("dashboard"))
+    async with app.run_test(size=(200, 40)) as pilot:
+        app.push_screen(ResultsScreen(lambda: rows))
+        await pilot.pause(0.3)
+        table = app.screen.query_one(DataTable)
+        assert [str(table.get_row_at(i)[1]) for i in range(4)] == ["exp-0001", "exp-0001", "exp-0002", "exp-0001"]
+        chart = str(app.screen.query_one("#results-chart").render())  # the newest row (exp-0001) selected
+        assert "on exp-0001" in chart and "900.0" not in chart and "180.0" in chart, chart
+        table.move_cursor(row=2)
+        await pilot.pause(0.2)
+        chart = str(app.screen.query_one("#results-chart").render())
+        assert "on exp-0002: one concurrency measured" in chart, chart

@@ -25,7 +25,8 @@ Definitions:
   repeats must not overlap at all).
 - Scaling efficiency of a point at concurrency N: ``T(N) / (N * T(1))`` with T the median
   output throughput (tok/s), T(1) from the same run when it measured concurrency 1, else from
-  the newest group of the same workload at concurrency 1. 1.0 = perfect linear scaling.
+  the newest group of the same workload at concurrency 1 measured on the same experiment
+  (server configuration; never another's). 1.0 = perfect linear scaling.
 """
 
 from __future__ import annotations
@@ -263,12 +264,14 @@ def compare_values(values: Sequence[float | None], base_values: Sequence[float |
 @dataclass(frozen=True, slots=True)
 class Entry:
     """A stored result as the comparison sees it: journal ``id``, ``result``, ``bench``
-    preset name, ``pinned`` (the workload's pinned baseline)."""
+    preset name, ``pinned`` (the workload's pinned baseline), ``experiment`` (the
+    ``exp-NNNN`` whose server configuration it measured; None: imported, or older)."""
 
     id: int
     result: BenchResult
     bench: str | None = None
     pinned: bool = False
+    experiment: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -299,6 +302,11 @@ class Group:
     def bench(self) -> str | None:
         """The preset name of the newest result."""
         return self.entries[-1].bench
+
+    @property
+    def experiment(self) -> str | None:
+        """The experiment (server configuration) the group measured: its newest result's."""
+        return self.entries[-1].experiment
 
     @property
     def pinned(self) -> bool:
@@ -425,18 +433,18 @@ def pinned_first(rows: Sequence[Row], most: int = 2) -> tuple[tuple[Row, ...], i
 def _concurrency_one(history: Sequence[Group]) -> Callable[[Group], Group | None]:
     """A lookup: group → the group measuring T(1) for its scaling efficiency."""
     by_run: dict[tuple[str, str], Group] = {}
-    by_key: dict[str, Group] = {}
+    by_key: dict[tuple[str, str | None], Group] = {}  # (workload, experiment): never another configuration's
     for group in history:  # oldest first: later ones win
         if group.concurrency == 1 and group.ok:
             by_run[(group.run_id, family_key(group.result.workload))] = group
-            by_key[group.workload_key] = group
+            by_key[(group.workload_key, group.experiment)] = group
 
     def lookup(group: Group) -> Group | None:
         wl = group.result.workload
         same_run = by_run.get((group.run_id, family_key(wl)))
         if same_run is not None:
             return same_run
-        return by_key.get(replace(wl, max_concurrency=1).key())
+        return by_key.get((replace(wl, max_concurrency=1).key(), group.experiment))
 
     return lookup
 
@@ -459,13 +467,15 @@ def scaling_efficiency(group: Group, one_of: Callable[[Group], Group | None], th
     return t_n / (n * t_1)
 
 
-def sweep_series(rows: Sequence[Row], family: str) -> list[Row]:
+def sweep_series(rows: Sequence[Row], family: str, experiment: str | None) -> list[Row]:
     """The newest row per concurrency of workload family ``family`` (see
-    :func:`family_key`), ordered by concurrency: the points of a throughput/TTFT chart."""
+    :func:`family_key`) measured on ``experiment`` (one server configuration: a chart never
+    mixes them), ordered by concurrency: the points of a throughput/TTFT chart."""
     newest: dict[int, Row] = {}
     for row in rows:
         conc = row.group.concurrency
-        if conc is None or family_key(row.group.result.workload) != family or not row.group.ok:
+        if (conc is None or family_key(row.group.result.workload) != family or not row.group.ok
+                or row.group.experiment != experiment):
             continue
         current = newest.get(conc)
         if current is None or row.group.ids[-1] > current.group.ids[-1]:

@@ -1,6 +1,8 @@
 """The results view: every stored benchmark result group with medians, spread, deltas per
 metric against its workload's baseline, scaling efficiency, and a fixed-scale text chart of
-output throughput and TTFT against concurrency for the selected row's workload.
+output throughput and TTFT against concurrency for the selected row's workload and
+experiment (one server configuration: a chart or a scale never mixes two). Every row
+names its experiment.
 
 Keys: ``B`` pin the selected row as baseline, ``escape``/``q`` close. The screen renders
 what ``session.benches.rows()`` returns (refreshed twice a second) and posts
@@ -26,7 +28,7 @@ from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.meters import fmt_value
 
-_FIXED = (("id", "#", 5), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
+_FIXED = (("id", "#", 5), ("exp", "experiment", 10), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
           ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8),
           ("requests", "requests", 13), ("vs", "vs", 9))
 _FORMATS = {"output_throughput_tok_s": "{:,.1f}", "total_throughput_tok_s": "{:,.1f}", "request_throughput": "{:.2f}",
@@ -115,7 +117,7 @@ class ResultsScreen(Screen[None]):
         r = g.result
         rate = r.request_rate if r.request_rate is not None else r.workload.request_rate
         cells: list = [
-            str(g.ids[-1]), g.bench or "?", r.tool, workload_text(row), fmt_value(g.concurrency, na="-"),
+            str(g.ids[-1]), g.experiment or "-", g.bench or "?", r.tool, workload_text(row), fmt_value(g.concurrency, na="-"),
             "inf" if rate is not None and math.isinf(rate) else fmt_value(rate, "{:g}", na="-"),
             spread_cell(row.samples["output_throughput_tok_s"]),
             Text(r.status if g.ok or r.status != "ok" else "degraded", style="" if g.ok else style(app, "error")),
@@ -148,9 +150,11 @@ class ResultsScreen(Screen[None]):
         if row is None or not self._rows:
             chart.update(Text("no results yet", style="dim"))
             return
-        series = sweep_series(self._rows, family_key(row.group.result.workload))
+        experiment = row.group.experiment
+        where = f"{workload_text(row)} on {experiment or 'no experiment'}"
+        series = sweep_series(self._rows, family_key(row.group.result.workload), experiment)
         if len(series) < 2:
-            chart.update(Text(f"{workload_text(row)}: one concurrency measured — run a sweep (s in the bench panel) "
+            chart.update(Text(f"{where}: one concurrency measured — run a sweep (s in the bench panel) "
                               "for the throughput / TTFT chart", style="dim"))
             return
         labels = [f"c={r.group.concurrency}" for r in series]
@@ -159,7 +163,7 @@ class ResultsScreen(Screen[None]):
         ttft = bar_chart("TTFT p50 ms", [(lb, r.samples["ttft_ms.median"].median) for lb, r in zip(labels, series)],
                          CHART_WIDTH)
         left, right = self._chart_lines(out, "gpu-util"), self._chart_lines(ttft, "gpu-mem-reserved")
-        text = Text(f"{workload_text(row)} — newest result per concurrency\n", style="bold")
+        text = Text(f"{where} — newest result per concurrency of this configuration\n", style="bold")
         if self.size.width >= 2 * _CHART_COLUMNS + 4:  # side by side
             for a, b in zip(left, right):
                 a.pad_right(_CHART_COLUMNS + 2 - a.cell_len)

@@ -2,7 +2,8 @@
 
 Output goes to a bounded ``Log`` fed in batches by the app's render loop (never one widget
 update per line: 20k lines/s must not freeze the UI). The results table has one row per
-point of a run (repeats folded into a median, ``n`` and spread), the scaling efficiency
+point of a run (repeats folded into a median, ``n`` and spread; the experiment that
+measured it: one server configuration), the scaling efficiency
 of concurrency sweeps and the change of out tok/s and TTFT against the workload's
 baseline, green/red by direction, ``~`` when inside the noise (inconclusive).
 
@@ -48,6 +49,7 @@ LOG_FRAME_S = 0.25
 
 COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the rest
     ("bench", "bench", 10),
+    ("exp", "exp", 8),  # which configuration produced the row (the experiments view has its flags)
     ("conc", "conc", 5),
     ("ok", "requests", 11),
     ("out", "out tok/s", 10),
@@ -318,14 +320,17 @@ class BenchPanel(Vertical):
         g = row.group
         r = g.result
         conc = fmt_value(g.concurrency, na="-")
+        exp = g.experiment or "-"
         ok = requests_text(g.requests)  # "15/400 ok": over the group's runs
         if not g.ok:  # failed / degraded: its counts, never a number compared
             status = r.status if r.status != "ok" else "degraded"
-            return [g.bench or "?", conc, Text(f"{ok} {status}", style=style(app, "error")), *[""] * (len(COLUMNS) - 3)]
+            return [g.bench or "?", exp, conc, Text(f"{ok} {status}", style=style(app, "error")),
+                    *[""] * (len(COLUMNS) - 4)]
         s = row.samples
         eff = "" if row.scaling is None else f"{row.scaling:.2f}"
         return [
             g.bench or "?",
+            exp,
             conc,
             ok,
             fmt_value(s["output_throughput_tok_s"].median, "{:,.1f}"),
