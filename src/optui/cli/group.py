@@ -22,6 +22,7 @@ _COMMANDS = {
     "status": "optui.cli.status:status",
     "restart": "optui.cli.status:restart",
     "journal": "optui.cli.journal:journal",
+    "mcp": "optui.cli.mcp:mcp",
 }
 
 

@@ -50,7 +50,7 @@ def _since(text: str | None) -> float | None:
         fail(str(exc), 2)
 
 
-def _types(values: tuple[str, ...]) -> frozenset[str] | None:
+def event_types(values: Sequence[str]) -> frozenset[str] | None:
     """``--type`` values: event types or group names (server, flags, failures, bench...)."""
     out: set[str] = set()
     for v in values:
@@ -65,10 +65,14 @@ def event_line(e: Event) -> str:
             f"{safe_line(e.summary())}")  # one row per event: a newline in a note must not forge a row
 
 
+def event_json(e: Event) -> dict:
+    """An event as ``journal tail --json`` prints it (and ``optui mcp`` returns it):
+    :meth:`Event.to_json` plus its ISO ``time``."""
+    return {**e.to_json(), "time": iso_time(e.ts)}
+
+
 def _event_json(e: Event) -> str:
-    obj = e.to_json()
-    obj["time"] = iso_time(e.ts)
-    return safe_json(json.dumps(obj, default=str, allow_nan=False, ensure_ascii=False))
+    return safe_json(json.dumps(event_json(e), default=str, allow_nan=False, ensure_ascii=False))
 
 
 @click.group()
@@ -90,7 +94,7 @@ def journal() -> None:
 def tail(ctx, count, follow, as_json, types, server, experiment, text, since, interval) -> None:
     """Print the newest events (oldest first); with -f, follow new ones."""
     _, j = _open(ctx)
-    flt = EventFilter(types=_types(types), target=server, experiment=experiment, text=text, since_ts=_since(since))
+    flt = EventFilter(types=event_types(types), target=server, experiment=experiment, text=text, since_ts=_since(since))
     emit = _event_json if as_json else event_line
     try:
         events = list(reversed(j.query(flt, limit=count))) if count else []
@@ -146,7 +150,7 @@ def show(ctx, seq: int, as_json: bool) -> None:
 def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     """One row per experiment: change vs baseline, ready time, out tok/s and Δ, verdict."""
     from optui.core.bench.compare import STATISTIC
-    from optui.core.journal_experiments import runs_text, sort_experiments, verdict_evidence
+    from optui.core.journal_experiments import fold_repeats, runs_text, sort_experiments, verdict_evidence
     from optui.session.export import load_experiments, load_imported
 
     _, j = _open(ctx)
@@ -163,6 +167,7 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     if not rows:
         _imported_lines(imported)
         return
+    rows, repeats = fold_repeats(rows)  # rollbacks / unchanged restarts: one row per configuration
     table = [("experiment", "server", "outcome", "ready s", "out tok/s", "Δ", "runs", "verdict", "evidence",
               "change vs baseline")]
     unverified: dict[int, tuple[str, ...]] = {}
@@ -174,6 +179,10 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         rel = f"{d.rel_pct:+.1f}%" if d and d.rel_pct is not None and not x.is_baseline else "-"
         ready = f"{x.ready_s:.1f}" if x.ready_s is not None else "-"
         change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
+        if x.id in repeats:
+            change += f" (started again with these flags: {', '.join(repeats[x.id])})"
+        elif x.same_config_as:  # measured again: its own row, said to be the same configuration
+            change += f" (same flags as {x.same_config_as})"
         evidence = verdict_evidence(x) or "-"
         table.append((x.id, x.server, outcome, ready, tput, rel, runs_text(x.primary), verdict, evidence, change))
         unverified[len(table) - 1] = x.unverified
@@ -227,6 +236,7 @@ def experiment_json(x) -> dict:
         "outcome": x.outcome, "crash_class": x.crash_class, "ready_s": x.ready_s, "verdict": x.verdict,
         "unverified": list(x.unverified),
         "decision": x.decision, "baseline": x.baseline_id, "is_baseline": x.is_baseline,
+        "same_config_as": x.same_config_as,
         "change_vs_baseline": list(x.diff_vs_baseline), "change_vs_previous": list(x.diff_prev), "argv": list(x.argv),
         "evidence": w.judgement.to_json() if w and w.judgement else None,
         "workloads": [{"workload": o.label, "key": o.key, "bench": o.bench, "runs": len(o.runs), "ok": o.n_ok,

@@ -35,36 +35,47 @@ def _result_json(r) -> dict:
 
 async def _collect(loaded, wait_s: float) -> dict:
     from optui.session import Session
-    from optui.session.export import load_experiments
 
     session = Session(loaded, actor=actor(), read_only=True, autostart=False, observer=True)
     await session.start()
     try:
         await asyncio.sleep(wait_s)  # one GPU tick and one health probe per server
-        state = session.snapshot()
-        experiments = load_experiments(session.journal)
-        return {
-            "config": str(loaded.path) if loaded.path else None,
-            "journal": state.journal_path,
-            "journal_error": state.journal_error,
-            "hosts": [
-                {"host": h.host, "status": h.status.value, "error": h.error, "source": h.source,
-                 "gpus": [s.to_json(h.host) for s in h.samples]}
-                for h in state.hosts
-            ],
-            "servers": [_server_json(session, s, experiments) for s in state.servers],
-            "bench": None if state.bench is None else {"name": state.bench.name, "server": state.bench.server,
-                                                       "status": state.bench.status},
-            "todo": [t.to_json() for t in state.todos],
-            "results": [_result_json(r) for r in state.results[:5]],
-            "experiments": [{"id": x.id, "server": x.server, "outcome": x.outcome, "verdict": x.verdict,
-                             "unverified": list(x.unverified),
-                             "change_vs_baseline": list(x.diff_vs_baseline),
-                             "delta_pct": x.primary_delta.rel_pct if x.primary_delta else None}
-                            for x in experiments[-10:]],
-        }
+        return status_json(loaded, session)
     finally:
         await session.close()
+
+
+def hosts_json(state) -> list[dict]:
+    """The hosts of a :class:`~optui.session.state.SessionState` as ``status --json`` prints
+    them: ``[{"host", "status", "error", "source", "gpus": [GpuSample.to_json(host)...]}]``."""
+    return [{"host": h.host, "status": h.status.value, "error": h.error, "source": h.source,
+             "gpus": [s.to_json(h.host) for s in h.samples]} for h in state.hosts]
+
+
+def status_json(loaded, session) -> dict:
+    """``optui status --json`` of a started ``session`` now (shared with ``optui mcp``'s
+    status tool): hosts/GPUs, servers (state, phase, flags, load, current experiment),
+    bench, todo, the 5 newest results, the 10 newest experiments."""
+    from optui.session.export import load_experiments
+
+    state = session.snapshot()
+    experiments = load_experiments(session.journal)
+    return {
+        "config": str(loaded.path) if loaded.path else None,
+        "journal": state.journal_path,
+        "journal_error": state.journal_error,
+        "hosts": hosts_json(state),
+        "servers": [_server_json(session, s, experiments) for s in state.servers],
+        "bench": None if state.bench is None else {"name": state.bench.name, "server": state.bench.server,
+                                                   "status": state.bench.status},
+        "todo": [t.to_json() for t in state.todos],
+        "results": [_result_json(r) for r in state.results[:5]],
+        "experiments": [{"id": x.id, "server": x.server, "outcome": x.outcome, "verdict": x.verdict,
+                         "unverified": list(x.unverified),
+                         "change_vs_baseline": list(x.diff_vs_baseline),
+                         "delta_pct": x.primary_delta.rel_pct if x.primary_delta else None}
+                        for x in experiments[-10:]],
+    }
 
 
 def _server_json(session, s, experiments) -> dict:

@@ -1,0 +1,280 @@
+"""The campaign as an agent sees it: what ``optui mcp``'s tools and resources answer.
+
+Every answer has the shape the CLI's ``--json`` prints for the same question (the same
+builders: :func:`optui.cli.status.status_json`, :func:`optui.cli.journal.event_json`,
+:func:`optui.cli.journal.experiment_json`, ``TodoItem.to_json``), so an agent that learned
+one door knows the other. Units are in the key names (``_tok_s``, ``_ms``, ``_mib``, ``_pct``).
+
+A request the agent got wrong (unknown server, event, todo item; a bad filter; a flag the
+server's catalogue refuses) raises :class:`AgentError` with a message that says what is
+wrong and what would be right; the MCP layer turns it into a tool error.
+
+Reads go through the session's read-only journal (an observer :class:`~optui.session.Session`,
+as ``optui status``); writes (todo items, notes) through a writable journal of their own,
+journaled with the agent's actor (``agent:NAME``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from optui.core import events as ev
+from optui.core.events import EventFilter, parse_since
+from optui.core.safe_text import safe_line
+from optui.core.todo import Priority, TodoStatus
+
+if TYPE_CHECKING:
+    from optui.adapters.journal import Journal
+    from optui.config import LoadedConfig
+    from optui.session import Session
+
+#: the most events one ``journal_tail`` returns (an agent's context is not a log file)
+MAX_EVENTS = 500
+#: the most log lines the log resource returns
+MAX_LOG_LINES = 2000
+#: longest client name kept in an actor (``agent:NAME``)
+MAX_AGENT_NAME = 40
+
+
+class AgentError(ValueError):
+    """A request an agent got wrong; the message names the argument and what is allowed."""
+
+
+def agent_actor(client_name: str | None) -> str:
+    """``agent:NAME`` from an MCP client's ``clientInfo.name`` (one line, at most
+    :data:`MAX_AGENT_NAME` characters; ``agent:unknown`` without a name)."""
+    name = safe_line((client_name or "").strip())[:MAX_AGENT_NAME].strip()
+    return f"agent:{name or 'unknown'}"
+
+
+class Cockpit:
+    """Answers the agent's questions on one campaign.
+
+    ``loaded`` the campaign's config; ``session`` a started observer Session on it (its
+    snapshot and journal are read, never written); ``read_only`` refuses every write.
+    Methods return JSON-ready values and raise :class:`AgentError` on a bad argument."""
+
+    def __init__(self, loaded: LoadedConfig, session: Session, *, read_only: bool = False) -> None:
+        self.loaded = loaded
+        self.session = session
+        self.read_only = read_only or loaded.config.read_only
+        self._writer: Journal | None = None
+
+    # ---------------------------------------------------------------- reads
+    def status(self) -> dict[str, Any]:
+        """``optui status --json`` now: hosts/GPUs, servers (state, phase, flags, load,
+        current experiment), bench, todo, newest results and experiments."""
+        from optui.cli.status import status_json
+
+        return status_json(self.loaded, self.session)
+
+    def gpus(self, host: str | None = None) -> list[dict[str, Any]]:
+        """The hosts' GPU readings (``status --json``'s ``hosts``; MiB, %, W, °C), all
+        hosts or the one named."""
+        from optui.cli.status import hosts_json
+
+        hosts = hosts_json(self.session.snapshot())
+        if host is None:
+            return hosts
+        found = [h for h in hosts if h["host"] == host]
+        if not found:
+            raise AgentError(f"unknown host {host!r} (known: {_names(h['host'] for h in hosts)})")
+        return found
+
+    def journal_tail(self, *, limit: int = 20, types: list[str] | None = None, server: str | None = None,
+                     experiment: str | None = None, grep: str | None = None, since: str | None = None) -> list[dict]:
+        """The newest ``limit`` events matching every filter given, oldest first, as
+        ``journal tail --json`` prints them. ``types`` event types or groups
+        (:data:`~optui.core.events.TYPE_GROUPS`), ``since`` ``90m``/``2h``/``1d`` or an ISO time."""
+        from optui.cli.journal import event_json, event_types
+
+        if not 1 <= limit <= MAX_EVENTS:
+            raise AgentError(f"limit must be between 1 and {MAX_EVENTS}, got {limit}")
+        unknown = [t for t in types or () if t not in ev.TYPE_GROUPS and t not in _event_types()]
+        if unknown:
+            raise AgentError(f"unknown event type or group {', '.join(map(repr, unknown))} "
+                             f"(groups: {', '.join(ev.TYPE_GROUPS)})")
+        try:
+            since_ts = parse_since(since) if since is not None else None
+        except ValueError as exc:
+            raise AgentError(f"since: {exc}") from None
+        flt = EventFilter(types=event_types(types or ()), target=server, experiment=experiment, text=grep,
+                          since_ts=since_ts)
+        return [event_json(e) for e in reversed(self.session.journal.query(flt, limit=limit))]
+
+    def journal_event(self, seq: int) -> dict[str, Any]:
+        """Event ``seq`` (``journal show SEQ --json``)."""
+        j = self.session.journal
+        found = j.events(since_seq=seq - 1, limit=1) if seq >= 1 else []
+        if not found or found[0].seq != seq:
+            raise AgentError(f"no event #{seq} (events are numbered 1 to {j.last_seq()})")
+        return found[0].to_json()
+
+    def experiments(self, *, server: str | None = None, sort: str = "id") -> list[dict[str, Any]]:
+        """``journal experiments --json``: one row per experiment (change vs baseline, ready
+        time, metrics with deltas, verdict with its evidence, ``unverified`` flags), then
+        the imported results no experiment ran."""
+        from optui.cli.journal import experiment_json, imported_json
+        from optui.core.journal_experiments import SORT_KEYS, sort_experiments
+        from optui.session.export import load_experiments, load_imported
+
+        if sort not in SORT_KEYS:
+            raise AgentError(f"unknown sort {sort!r} (one of: {', '.join(SORT_KEYS)})")
+        j = self.session.journal
+        if server is not None and server not in self.loaded.config.servers and server not in j.experiment_servers():
+            raise AgentError(self._unknown_server(server))
+        every = load_experiments(j)
+        rows = sort_experiments([x for x in every if server is None or x.server == server], sort)
+        return [experiment_json(x) for x in rows] + [imported_json(r) for r in load_imported(j, every, server=server)]
+
+    def todo_list(self, *, open_only: bool = False) -> list[dict[str, Any]]:
+        """The todo items in display order (``todo list --json``, ``blocked`` when an open
+        item blocks it)."""
+        from optui.core.todo_formats import dependency_labels
+
+        every = self.session.journal.todos()
+        deps = dependency_labels(every)
+        return [{**t.to_json(), "meta": t.meta, **({"blocked": deps[t.id]} if t.id in deps else {})}
+                for t in every if not (open_only and t.done)]
+
+    # ---------------------------------------------------------------- resources
+    def report(self) -> str:
+        """The Markdown findings report (``journal export --format md``)."""
+        from optui.session.export import render, report_input
+
+        return render("md", report_input(self.session.journal, self.loaded, "md"))
+
+    async def flag_catalog(self, server: str) -> dict[str, Any]:
+        """The server's flag catalogue (learned from its ``--help`` once, then cached):
+        ``FlagCatalog.to_json()``."""
+        from optui.session.flag_catalogs import CatalogError
+
+        rt = self._runtime(server)
+        try:
+            catalog = await rt.learn_catalog()
+        except CatalogError as exc:
+            raise AgentError(f"{server}: cannot learn its flags: {exc}") from None
+        return catalog.to_json()
+
+    def log_lines(self, server: str, count: int = 200) -> list[str]:
+        """The server's last ``count`` log lines this process read (made safe to show)."""
+        if not 1 <= count <= MAX_LOG_LINES:
+            raise AgentError(f"count must be between 1 and {MAX_LOG_LINES}, got {count}")
+        tail = list(self._runtime(server).log_tail)
+        return [safe_line(line) for line in tail[-count:]]
+
+    # ---------------------------------------------------------------- writes
+    def todo_add(self, text: str, *, actor: str, priority: str = "medium", server: str | None = None,
+                 sets: dict[str, str | None] | None = None, unsets: list[str] | None = None,
+                 benches: list[str] | None = None) -> dict[str, Any]:
+        """Add a todo item (``todo add --json``), with an experiment (flags to set/unset on
+        ``server``, benchmarks to run) when any of those is given: a proposed experiment."""
+        from optui.core.todo_experiment import build_experiment
+
+        if not text.strip():
+            raise AgentError("text must not be empty")
+        _check_choice("priority", priority, Priority)
+        experiment = None
+        if server or sets or unsets or benches:
+            try:
+                experiment = build_experiment(self.loaded.config, server, dict(sets or {}), list(unsets or ()),
+                                              list(benches or ()))
+            except ValueError as exc:
+                raise AgentError(f"experiment: {exc}") from None
+        return self._write(lambda j: j.add_todo(text, priority=priority, experiment=experiment, actor=actor)).to_json()
+
+    def todo_set(self, todo_id: int, *, actor: str, status: str | None = None, priority: str | None = None,
+                 content: str | None = None, note: str | None = None) -> dict[str, Any]:
+        """Change an item's status, priority, text or note (``todo set --json``); an empty
+        ``note`` removes it."""
+        changes: dict[str, Any] = {}
+        if status is not None:
+            _check_choice("status", status, TodoStatus)
+            changes.update(status=status, raw_status=None)
+        if priority is not None:
+            _check_choice("priority", priority, Priority)
+            changes["priority"] = priority
+        if content is not None:
+            if not content.strip():
+                raise AgentError("content must not be empty")
+            changes["content"] = content
+        if note is not None:
+            changes["note"] = note or None
+        if not changes:
+            raise AgentError("nothing to change: give status, priority, content or note")
+        op = "edit" if content is not None else "status" if status else "priority" if priority else "note"
+
+        def update(j: Journal):
+            item = j.todo(todo_id)
+            if item is None or todo_id in j.deleted_todo_ids():
+                raise AgentError(f"no todo item #{todo_id} (todo_list shows the ids)")
+            return j.update_todo(todo_id, actor=actor, expected=item, op=op, **changes)
+
+        return self._write(update).to_json()
+
+    def note(self, text: str, *, actor: str, server: str | None = None) -> dict[str, Any]:
+        """A free-text note linked to ``server``'s current experiment (else the newest
+        experiment), as ``journal note`` writes it; returns the event (``journal tail --json``)."""
+        from optui.cli.journal import event_json
+
+        if not text.strip():
+            raise AgentError("text must not be empty")
+        if server is not None:
+            self._runtime(server)
+
+        def append(j: Journal):
+            exp = j.current_experiment(server) if server else j.latest_experiment()
+            return j.append(ev.NOTE, server, {"text": text.strip()}, actor=actor, experiment=exp)
+
+        return event_json(self._write(append))
+
+    def close(self) -> None:
+        """Close the writable journal (when one was opened)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    # ---------------------------------------------------------------- helpers
+    def _write(self, fn):
+        """Run ``fn(journal)`` on the writable journal (opened on first use); a journal
+        that refuses (read-only, locked, missing item) becomes an AgentError."""
+        from optui.adapters.journal import Journal, JournalError
+
+        if self.read_only:
+            raise AgentError("read-only mode: this optui mcp changes nothing (started with --read-only "
+                             "or read_only = true in the config)")
+        try:
+            if self._writer is None:
+                self._writer = Journal(self.loaded.journal_path)
+            return fn(self._writer)
+        except (JournalError, KeyError) as exc:
+            raise AgentError(str(exc).strip("'\"")) from None
+        except ValueError as exc:
+            if isinstance(exc, AgentError):
+                raise
+            raise AgentError(str(exc)) from None
+
+    def _runtime(self, server: str):
+        rt = self.session.servers.get(server)
+        if rt is None:
+            raise AgentError(self._unknown_server(server))
+        return rt
+
+    def _unknown_server(self, server: str) -> str:
+        return f"unknown server {server!r} (known: {_names(self.loaded.config.servers)})"
+
+
+def _names(names) -> str:
+    return ", ".join(names) or "none"
+
+
+def _check_choice(what: str, value: str, enum) -> None:
+    allowed = [m.value for m in enum]
+    if value not in allowed:
+        raise AgentError(f"{what} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def _event_types() -> frozenset[str]:
+    """Every event type the journal writes (the constants of :mod:`optui.core.events`)."""
+    named = (v for k, v in vars(ev).items() if k.isupper() and isinstance(v, str))
+    return frozenset(named).union(*ev.TYPE_GROUPS.values())
