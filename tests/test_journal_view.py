@@ -266,3 +266,39 @@ async def test_a_failed_cli_restart_shows_in_the_tui_with_its_crash_class(tmp_pa
             await pilot.press("q")
     finally:
         kill_demo_server(cfg)
+
+
+TRACEBACK = ('Traceback (most recent call last):\n  File "/srv/launch.py", line 3, in <module>\n    main()\n'
+             'ValueError: boom at startup\n')
+
+
+async def test_the_text_filter_finds_what_the_rows_show_and_a_traceback_is_one_row(seeded):
+    # issue 20: `/ready in` found nothing while rows read `ready in 6.7s`; a traceback broke the
+    # one-row-per-event layout; two traceback toasts covered two panels
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("5", "slash", *"ready in", "enter")
+        await wait_for(pilot, lambda: "/ready in/" in app.query_one("#journal-box").border_title)
+        await wait_for(pilot, lambda: panel(app).shown_seqs, what="rows reading 'ready in'")
+        events = shown_events(app)
+        assert events and all("ready in" in e.summary() for e in events)
+        assert ev.SERVER_READY in {e.type for e in events}
+        await pilot.press("c")
+        await wait_for(pilot, lambda: app.query_one("#journal-box").border_title == "[5] Journal")
+        app.session.record(ev.NOTE, "qwen", {"text": TRACEBACK})
+        await wait_for(pilot, lambda: "ValueError: boom at startup" in panel(app).render().plain)
+        rows = [line for line in panel(app).render().plain.splitlines() if "boom" in line]
+        assert len(rows) == 1 and rows[0].rstrip().endswith("ValueError: boom at startup …"), rows
+        assert "Traceback" not in panel(app).render().plain
+        await pilot.press("home", "enter")
+        assert type(app.screen).__name__ == "EventDetailsScreen"
+        body = app.screen.query_one("#details-body").render().plain
+        assert "Traceback (most recent call last):" in body and 'File "/srv/launch.py"' in body
+        await pilot.press("escape")
+        app.notify(TRACEBACK, severity="error")
+        app.notify("y" * 400)
+        await wait_for(pilot, lambda: len(app._notifications) >= 2)
+        assert [n.message for n in list(app._notifications)[-2:]] == ["ValueError: boom at startup …", "y" * 160 + " …"]
+        await pilot.press("q")

@@ -401,3 +401,13 @@ def test_cli_rows_stay_one_row_per_item_and_event(campaign):
     assert "fake⏎#1    done" in listed
     tail = run(campaign, "journal", "tail", "-n", "5").stdout
     assert not any(line.startswith("14:00:00 #999") for line in tail.splitlines()), tail
+
+
+def test_headline_is_one_bounded_line_that_says_what_happened():
+    # issue 20: a traceback's journal row and toast were many lines
+    from optui.core.safe_text import headline
+
+    traceback = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\nKeyError: \'a\'\n'
+    assert headline(traceback) == "KeyError: 'a' …"
+    assert headline("one\r\ntwo") == "one …" and headline("\n\n  only\n") == "  only" and headline("") == ""
+    assert headline("z" * 50, limit=10) == "z" * 10 + " …" and headline("a\x1b]2;t\x07") == "a\\x1b]2;t\\x07"

@@ -170,7 +170,8 @@ class EventFilter:
 
     ``types`` a set of event types (None = all), ``target`` a server/host/todo id,
     ``experiment`` an id like ``exp-0007``, ``text`` a case-insensitive substring of the
-    type, target, actor or data (JSON), ``since_ts`` Unix seconds.
+    type, target, actor or data (JSON) or of the row's text (:meth:`Event.summary`: the
+    journal's SQL search cannot match that part, the TUI adds it), ``since_ts`` Unix seconds.
     """
 
     types: frozenset[str] | None = None
@@ -196,11 +197,12 @@ class EventFilter:
         if self.since_ts is not None and e.ts < self.since_ts:
             return False
         if self.text:
-            # same rule as Journal.events(text=...): the data as stored (compact, ASCII JSON)
+            # Journal.events(text=...)'s rule, the data as stored (compact, ASCII JSON), and
+            # what the row shows (``ready in 6.7s``: the summary, which SQL cannot compute)
             needle = self.text.lower()
             data = json.dumps(e.data, default=str, separators=(",", ":")).lower()
-            hay = " ".join((e.type, e.target or "", e.actor, data)).lower()
-            if needle not in hay and json.dumps(needle)[1:-1] not in data:
+            hay = " ".join((e.type, e.target or "", e.actor, e.experiment or "", data)).lower()
+            if needle not in hay and json.dumps(needle)[1:-1] not in data and needle not in e.summary().lower():
                 return False
         return True
 

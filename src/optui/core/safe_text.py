@@ -126,3 +126,23 @@ def csv_cell(value: object) -> object:
         return value
     out = safe_line(value)
     return "'" + out if value.startswith(_FORMULA_START) else out
+
+
+#: how long a toast's one line may be (characters)
+HEADLINE_MAX = 160
+
+
+def headline(text: str, limit: int = HEADLINE_MAX) -> str:
+    """One line that stands for ``text`` (a journal row, a toast): its first non-blank
+    line, or for a Python traceback its exception line (``ValueError: x``, the line that
+    says what happened), cut at ``limit`` characters; `` …`` marks that more follows (other
+    lines, or the cut). Made safe with :func:`safe_line`."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if first.lstrip().startswith("Traceback (most recent call last)"):
+        first = next((line for line in reversed(lines) if not line[:1].isspace()), first)
+    more = len(lines) > 1 or len(first) > limit
+    line = safe_line(first[:limit].rstrip())
+    return line + " …" if more else line

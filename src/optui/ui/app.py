@@ -25,7 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from optui.adapters.aio import wait_set
-from optui.core.safe_text import safe_line, safe_text
+from optui.core.safe_text import headline, safe_line
 from optui.ui.client import SessionClient
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
@@ -148,8 +148,10 @@ class OptuiApp(App):
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = False) -> None:
         """Textual's toast, its text escaped visibly (alerts quote servers' and agents' text)
-        and without markup by default (a ``[/x]`` in such text raised ``MarkupError``)."""
-        super().notify(safe_text(str(message)), title=safe_line(str(title)), severity=severity, timeout=timeout,
+        and without markup by default (a ``[/x]`` in such text raised ``MarkupError``); one
+        line, bounded (:func:`~optui.core.safe_text.headline`: a traceback's toast covered two
+        panels; the journal and the log hold the whole text)."""
+        super().notify(headline(str(message)), title=safe_line(str(title)), severity=severity, timeout=timeout,
                        markup=markup)
 
     def get_driver_class(self):
@@ -239,8 +241,8 @@ class OptuiApp(App):
         return errors
 
     def on_mount(self) -> None:
-        if self._theme_errors:
-            self.notify("\n".join(self._theme_errors), title="themes", severity="warning", timeout=10)
+        for error in self._theme_errors:  # a toast is one line: one each
+            self.notify(error, title="themes", severity="warning", timeout=10)
         if self._user_keymap:
             self.set_keymap(self._user_keymap)
         exit_on_signals(self.exit)  # tmux pane killed, terminal closed: quit like q

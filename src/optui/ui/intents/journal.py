@@ -68,16 +68,29 @@ class JournalActions(Actions):
         try:
             if cached is not None:
                 last = cached[1][-1].seq if cached[1] else 0
-                found = await self.client.query_events(flt, since_seq=cached[2], limit=FILTERED_LIMIT)
+                found = await self._matching(flt, since_seq=cached[2])
                 new = [e for e in reversed(found) if e.seq > last]  # a second look at the newest must not duplicate them
                 events = (cached[1] + tuple(new))[-FILTERED_LIMIT:]
             else:
-                events = tuple(reversed(await self.client.query_events(flt, limit=FILTERED_LIMIT)))
+                events = tuple(reversed(await self._matching(flt)))
         except Exception as exc:  # a locked or broken DB must not crash the UI
             self._journal_asked = None
             self.fail(exc)
             return
         self.app.post_message(JournalQueried(flt, events, known))
+
+    async def _matching(self, flt: EventFilter, **since) -> list[Event]:
+        """The newest :data:`FILTERED_LIMIT` events matching ``flt``, newest first: the
+        journal's search, and for a text filter also the newest events whose row reads so
+        (``/ready in`` finds ``ready in 6.7s``: the row's text is not stored, so the search
+        cannot see it)."""
+        found = await self.client.query_events(flt, limit=FILTERED_LIMIT, **since)
+        if not flt.text:
+            return found
+        seen = {e.seq for e in found}
+        recent = await self.client.query_events(replace(flt, text=None), limit=FILTERED_LIMIT, **since)
+        found += [e for e in recent if e.seq not in seen and flt.matches(e)]
+        return sorted(found, key=lambda e: e.seq, reverse=True)[:FILTERED_LIMIT]
 
     def journal_queried(self, msg: JournalQueried) -> None:
         """A search came back: show it unless the filter changed meanwhile."""

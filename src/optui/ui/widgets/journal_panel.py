@@ -19,7 +19,7 @@ from textual.message import Message
 
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter
-from optui.core.safe_text import safe_line
+from optui.core.safe_text import headline, safe_line
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
 
@@ -37,6 +37,8 @@ _TYPE_VAR = {
 #: shown only when the type filter asks for them (noise in the timeline)
 HIDDEN_BY_DEFAULT = frozenset({ev.SERVER_PHASE, ev.SESSION_STARTED, ev.SESSION_ENDED, ev.HOSTS_SEEN})
 _TYPE_CYCLE = (None, *ev.TYPE_GROUPS)
+#: a row's text is cut here (the row itself ends with … at the panel's width)
+ROW_TEXT_MAX = 400
 
 
 class JournalPanel(CursorList):
@@ -106,7 +108,7 @@ class JournalPanel(CursorList):
             row.append(f" [{safe_line(e.actor)}]", style="dim")
         if width >= 100 and e.experiment:
             row.append(f" {e.experiment}", style="dim")
-        row.append(" " + safe_line(e.summary()))  # a note or a log line: one row
+        row.append(" " + headline(e.summary(), limit=ROW_TEXT_MAX))  # a traceback, a note: one row, all of it in details
         return row
 
     @property
