@@ -216,3 +216,30 @@ async def test_the_results_view_names_each_rows_experiment_and_charts_only_it():
         await pilot.pause(0.2)
         chart = str(app.screen.query_one("#results-chart").render())
         assert "on exp-0002: one concurrency measured" in chart, chart
+
+
+def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign):
+    """Two rollbacks to the same flags were listed as two more "untested" experiments."""
+    from optui.core.journal_experiments import fold_repeats
+
+    cfg, j = campaign
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    big = w.restart(flags(max_running_requests=64))
+    w.bench(big, result(1300.0), result(1290.0), result(1295.0))
+    oom = w.restart(flags(max_running_requests=64, mem_fraction_static=0.99), crash="oom")
+    back = w.restart(flags(max_running_requests=64), reason="rollback")
+    again = w.restart(flags(max_running_requests=64, port=40000), reason="autostart")  # a new port: same config
+    measured = w.restart(flags(max_running_requests=64), reason="measure again")
+    w.bench(measured, result(1301.0), result(1291.0), result(1296.0))
+    xs = load_experiments(j)
+    same = {x.id: x.same_config_as for x in xs}
+    assert same == {base: None, big: None, oom: None, back: big, again: big, measured: big}
+    rows, folded = fold_repeats(xs)
+    assert [x.id for x in rows] == [base, big, oom, measured] and folded == {big: [back, again]}
+    table = optui(cfg, "journal", "experiments").stdout.splitlines()
+    listed = [line.split()[0] for line in table if line.startswith("exp-")]
+    assert listed == [base, big, oom, measured]
+    assert f"(started again with these flags: {back}, {again})" in next(line for line in table if line.startswith(big))
+    assert f"(same flags as {big})" in next(line for line in table if line.startswith(measured))

@@ -300,6 +300,15 @@ class Experiment:
     #: the flags the server reported running otherwise than the argv says (one line each,
     #: :mod:`optui.core.effective_config`); empty: verified or not checkable
     unverified: tuple[str, ...] = ()
+    #: the server's first experiment with this configuration (:func:`config_key`) when this
+    #: one came later (a rollback, a restart with unchanged flags); None: the first
+    same_config_as: str | None = None
+
+    @property
+    def is_repeat(self) -> bool:
+        """A later start of an earlier experiment's configuration that measured nothing and
+        did not fail: listings fold it into that experiment's row (see :func:`fold_repeats`)."""
+        return self.same_config_as is not None and not self.workloads and self.outcome != "failed"
 
     @property
     def primary(self) -> WorkloadOutcome | None:
@@ -517,6 +526,10 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
     ctx = _Compare(runs, exp_of, key_of, reference, main_key, _restart_spreads(items, runs, key_of, book, server),
                    baseline_id)
     ids = tuple(d["id"] for d in items)
+    first_of: dict[tuple[str, ...], str] = {}
+    for d in items:
+        first_of.setdefault(book._argv[d["id"]], d["id"])
+    same_as = {d["id"]: first_of[book._argv[d["id"]]] for d in items if first_of[book._argv[d["id"]]] != d["id"]}
     context = (baseline_id, base_argv, main_key, tuple((k, ctx.base_ids(k)) for k in sorted(reference)),
                tuple(sorted(ctx.restart_spread.items())))
     same_context = book._context.get(server) == (context, ids)
@@ -530,7 +543,8 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
         mine = runs.get(exp_id, [])
         keys = sorted({key_of[r.id] for r in mine})
         depends = tuple((k, ctx.base_ids(k), ctx.restart_spread.get(k)) for k in keys)
-        key = (exp_id, book._version[exp_id], book._runs_sig[exp_id], baseline_id, base_argv, main_key, depends)
+        key = (exp_id, book._version[exp_id], book._runs_sig[exp_id], baseline_id, base_argv, main_key, depends,
+               same_as.get(exp_id))
 
         def compute(d=d, mine=mine, exp_id=exp_id) -> Experiment:
             changed.add(exp_id)
@@ -538,7 +552,8 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
             diff = () if is_baseline else tuple(config_changes(base_flags, Flags.parse(d["argv"])))
             exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
                                 "workloads": ctx.workloads(exp_id, mine), "is_baseline": is_baseline,
-                                "baseline_id": baseline_id, "diff_vs_baseline": diff})
+                                "baseline_id": baseline_id, "diff_vs_baseline": diff,
+                                "same_config_as": same_as.get(exp_id)})
             return _with_verdict(exp)
 
         out.append(book._row(key, compute))
@@ -660,6 +675,23 @@ def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key
             out[key] = max(out.get(key, 0.0), 100.0 * (s.hi - s.lo) / abs(s.median))
     book._spreads[server] = (sig, out)
     return out
+
+
+def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], dict[str, list[str]]]:
+    """The experiments a listing shows, and for each of them the ids of the repeats folded
+    into it (:attr:`Experiment.is_repeat`: rollbacks and restarts with unchanged flags that
+    measured nothing are the same configuration, not new untested experiments). A repeat
+    whose first experiment is not among ``experiments`` stays listed."""
+    experiments = list(experiments)
+    listed = {x.id for x in experiments}
+    folded: dict[str, list[str]] = {}
+    rows = []
+    for x in experiments:
+        if x.is_repeat and x.same_config_as in listed:
+            folded.setdefault(x.same_config_as, []).append(x.id)
+        else:
+            rows.append(x)
+    return rows, folded
 
 
 def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:
