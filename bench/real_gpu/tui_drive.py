@@ -46,7 +46,11 @@ def _gpus_json(session) -> list:
     for h in session.snapshot().hosts:
         rows.append({"host": h.host, "status": h.status.value, "error": h.error,
                      "gpus": [{k: g.to_json(h.host).get(k) for k in ("index", "mem_used_mib", "mem_total_mib", "util_gpu_pct")}
-                              for g in h.samples]})
+                              for g in h.samples],
+                     # the compute processes NVML lists per GPU (None: the source cannot list them)
+                     "processes": {str(g.index): None if g.processes is None else
+                                   [{"pid": p.pid, "name": p.name, "mem_mib": p.used_mib} for p in g.processes]
+                                   for g in h.samples}})
     return rows
 
 
@@ -93,6 +97,14 @@ async def drive(config: Path, out: Path, prefix: str, server: str, bench: bool, 
                 name = f"{prefix}-ready.svg"
                 app.save_screenshot(filename=name, path=str(out))
                 report["screenshots"].append(name)
+            if mounted and bench:  # (the first drive only: $OUT brings back 8 files)
+                await pilot.press("1", "z")  # the GPU panel zoomed: each GPU's processes under its line
+                await pilot.pause(1.0)
+                name = f"{prefix}-gpu-processes.svg"
+                app.save_screenshot(filename=name, path=str(out))
+                report["screenshots"].append(name)
+                await pilot.press("z")
+                await pilot.pause(0.3)
             if mounted and bench:
                 benches = app.session.benches
                 await pilot.press("b")
