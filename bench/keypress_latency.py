@@ -44,8 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ptyrun import PtyProcess, load_average, parse_size, strip_escapes  # noqa: E402
 
 FLOOD = r"""
-import json, sys, time
+import json, os, sys, time
 rate, seconds, stats = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+
+def dump(figures):  # atomically: the script reads the file while this runs
+    with open(stats + ".tmp", "w") as f:
+        json.dump(figures, f)
+    os.replace(stats + ".tmp", stats)
+
 out = sys.stdout
 t0 = time.perf_counter()
 i = 0
@@ -60,11 +66,11 @@ while time.perf_counter() - t0 < seconds:
     out.write("".join(chunk))
     out.flush()
     if i % 20000 == 0:  # every second: what was printed so far
-        json.dump({"lines": i, "seconds": time.perf_counter() - t0}, open(stats, "w"))
+        dump({"lines": i, "seconds": time.perf_counter() - t0})
     ahead = i / rate - (time.perf_counter() - t0)
     if ahead > 0:
         time.sleep(ahead)
-json.dump({"lines": i, "seconds": time.perf_counter() - t0, "done": True}, open(stats, "w"))
+dump({"lines": i, "seconds": time.perf_counter() - t0, "done": True})
 """
 
 ITEM = "keypress probe item"
