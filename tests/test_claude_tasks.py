@@ -253,7 +253,8 @@ async def test_the_todo_panel_shows_what_a_task_is_blocked_by(tmp_path):
         first = {t.content: t.id for t in app.session.journal.todos()}["Run the baseline"]
         assert shown()[1] == f"○ M A+ Try tp 2  blocked by #{first}"
         write_list(lst, task("1", "Run the baseline", "completed"), task("2", "Try tp 2", blocked_by=["1"]))
-        await wait_for(pilot, lambda: shown()[1] == "○ M A+ Try tp 2", what=shown)  # its blocker is done
+        # its blocker is done (and listed after it: open items first)
+        await wait_for(pilot, lambda: shown()[0] == "○ M A+ Try tp 2", what=shown)
 
 
 def test_renumbered_ids_of_a_todowrite_list_are_not_taken_for_task_ids(tmp_path):

@@ -99,8 +99,9 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
         assert failed.note.startswith("failed at restart: oom") and "out of memory" in failed.note.lower()
         await pilot.pause(0.3)
         lines = shown(app)
-        assert lines[0].startswith("✔ H ⚗✓ Baseline") and "↳ tiny: " in lines[1]
-        assert any(line.startswith("○ M ⚗✗ oom Find the OOM edge") for line in lines)
+        assert lines[0].startswith("○ M ⚗✗ oom Find the OOM edge")  # open items first, done ones after
+        base_row = next(i for i, line in enumerate(lines) if line.startswith("✔ H ⚗✓ Baseline"))
+        assert "↳ tiny: " in lines[base_row + 1]
         # every step journaled and linked to the item and the run: the run's restart opened an
         # experiment (exp-NNNN, naming the item), and the run's steps, the server's events and
         # the bench results all carry it

@@ -272,8 +272,11 @@ class TodoPanel(Vertical):
             return
         rows = self._visible()
         at = next(i for i, t in enumerate(rows) if t.id == item.id)
-        if not 0 <= at + delta < len(rows) or _is_done(rows[at + delta]) != _is_done(item):
-            return  # the ends of the list or of its open part: moving would change nothing on screen
+        if not 0 <= at + delta < len(rows):
+            self.post_message(self.Move(item, delta))  # the list's end: the session leaves it there
+            return
+        if _is_done(rows[at + delta]) != _is_done(item):
+            return  # the end of the open part: moving would change nothing on screen
         places = {t.id: i for i, t in enumerate(self._items)}
         self.post_message(self.Move(item, places[rows[at + delta].id] - places[item.id]))
 
