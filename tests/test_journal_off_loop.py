@@ -23,6 +23,7 @@ from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.faults import Heartbeat, Locker, stored_events, wait_for
+from tests.helpers.waiting import until
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.serial]  # an event-loop gap is measured
 
@@ -182,4 +183,39 @@ async def test_a_baseline_pinned_under_a_locked_journal_waits_on_the_thread_and_
         [pinned] = stored_events(session.journal.path, types=["bench.baseline"])
         assert pinned.data["result_id"] == second
     finally:
+        await session.close()
+
+
+class OtherThreadsGuard(LoopGuard):
+    """Records (while ``armed``) every acquisition by a thread other than the journal's own."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self.armed and threading.current_thread().name != "optui-journal":
+            self.on_loop.append(threading.current_thread().name + "\n" + "".join(traceback.format_stack(limit=10)))
+        return self._inner.acquire(blocking, timeout)
+
+    __enter__ = acquire
+
+
+async def test_a_followed_agent_list_is_written_on_the_journal_thread(tmp_path):
+    """All journal reads and writes go through one thread: a followed list's snapshot is
+    applied there (it used to run in an asyncio.to_thread worker, a second thread on the
+    same connection, next to the journal thread)."""
+    plan = tmp_path / "plan.json"
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[hosts.local]\ngpu_source = "none"\n[todo]\npoll_s = 0.1\nfollow = '
+                   + json.dumps([f"claude:{plan}"]) + "\n")
+    session = Session(load_config(cfg), autostart=False)
+    guard = OtherThreadsGuard(session.journal._lock, threading.current_thread())
+    session.journal._lock = guard
+    guard.armed = True
+    await session.start(journal_off_loop=True)
+    try:
+        plan.write_text(json.dumps([{"content": c, "status": "pending", "activeForm": c} for c in ("one", "two")]))
+        await until(lambda: len(session.snapshot().todos) == 2)
+        guard.armed = False
+        assert [t.content for t in session.snapshot().todos] == ["one", "two"]
+        assert not guard.on_loop, "another thread took the journal's lock, first:\n" + guard.on_loop[0]
+    finally:
+        guard.armed = False
         await session.close()

@@ -7,10 +7,10 @@ its view's sync (reads here, applied on the loop), the watch's lock checks and d
 flushes, the interrupted-run closes at start, the UI's todo edits and notes (the whole
 service call runs here, :meth:`JournalThread.call`; a write meeting another process's lock
 waits it out here, :meth:`JournalThread.wait_out_lock`), a benchmark's experiment, events
-and results, and baseline pins (``JournalWriter.call`` / ``submit``). Every write made here waits for another
+and results, baseline pins and followed agent lists (``JournalWriter.call`` / ``submit``). Every write made here waits for another
 process's lock outside the connection's lock (``Journal.never_wait_here``), so a loop-side
 read never queues behind it. Not yet: the servers' own events and reads
-(``session/server_*.py`` hold the journal), todo follows and the experiment runner's writes,
+(``session/server_*.py`` hold the journal), the experiment runner's writes (``todo_runs``),
 the bench rows' result history and baseline reads (``BenchService._history``, ``baseline_for``),
 the restart paths' reads in ``session.py``, and the CLI (its one-shots keep the inline path).
 

@@ -13,6 +13,7 @@ loop of the outcome; the same call made on the event loop (the CLI) writes inlin
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -72,14 +73,15 @@ class JournalWriter:
             self.refresh()
         return result
 
-    async def call(self, fn: Callable[[], T]) -> T:
+    async def call(self, fn: Callable[[], T], *, slow: bool = False) -> T:
         """``fn()`` (journal reads and writes) on the journal thread once the session runs
         off the loop, retried while another process holds the lock
-        (:meth:`~optui.adapters.journal_thread.JournalThread.wait_out_lock`); inline
-        otherwise. Its result or exception."""
+        (:meth:`~optui.adapters.journal_thread.JournalThread.wait_out_lock`); otherwise
+        inline, or in a worker thread when ``slow`` (seconds of inserts). Its result or
+        exception."""
         thread = self.thread
         if thread is None or not thread.bound:
-            return fn()
+            return await asyncio.to_thread(fn) if slow else fn()
         return await thread.call(lambda: thread.wait_out_lock(fn, EDIT_WAIT_S))
 
     def submit(self, fn: Callable[[], object]) -> None:

@@ -145,8 +145,8 @@ class TodoFollowService:
 
     async def _snapshot(self, key: str, origin: str, items: list[AgentTodo]) -> None:
         w = self._writer
-        try:  # in a thread: the first read of a 15,000-item list is ~2 s of inserts
-            plan = await asyncio.to_thread(apply_snapshot, w.journal, origin, items)
+        try:  # off the loop (the journal thread): the first read of a 15,000-item list is ~2 s of inserts
+            plan = await w.call(lambda: apply_snapshot(w.journal, origin, items), slow=True)
         except JournalError as exc:
             w.failed(exc)
             self._set(key, state="error", error=str(exc))
