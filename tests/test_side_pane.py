@@ -133,3 +133,18 @@ async def test_a_benchmark_shows_its_progress_and_result_in_a_50x30_pane(tmp_pat
                        timeout=10, what=lambda: "\n".join(screen_lines(app)))
         assert app.screen.maximized is None
         await pilot.press("q")
+
+
+async def test_hosts_fold_and_unfold_as_the_pane_is_resized(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(60, 40)) as pilot:
+        await settle(pilot)
+        gpus = app.query_one("#gpus")
+        assert len(gpus.render().plain.splitlines()) == 7
+        await pilot.resize_terminal(50, 30)
+        await pilot.pause(0.2)
+        assert len(gpus.render().plain.splitlines()) == 2 and app._has_room(app.query_one("#bench-box"))
+        await pilot.resize_terminal(120, 30)  # not a side pane: hosts expanded whatever the height
+        await pilot.pause(0.2)
+        assert len(gpus.render().plain.splitlines()) == 7
+        await pilot.press("q")

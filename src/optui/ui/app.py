@@ -21,6 +21,7 @@ from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -208,9 +209,9 @@ class OptuiApp(App):
         if self.focused is None:
             focus_now(self.query_one("#servers"))
 
-    def on_resize(self) -> None:
-        if self.panels_mounted:
-            self._fit_side_pane()
+    def on_resize(self, event: events.Resize) -> None:
+        if self.panels_mounted:  # (runs before App's own handler: self.size is still the old size)
+            self._fit_side_pane(event.size)
 
     def _zoom_changed(self, zoomed: Widget | None) -> None:
         """The zoomed GPU panel lists each GPU's processes (PID, server, memory)."""
@@ -218,13 +219,14 @@ class OptuiApp(App):
 
         self.query_one("#gpus", GpuPanel).set_show_processes(zoomed is not None and zoomed.id == "gpus-box")
 
-    def _fit_side_pane(self) -> None:
+    def _fit_side_pane(self, size: Size | None = None) -> None:
         """In a side pane (< 80 columns) the GPU panel's expanded hosts get only the rows
         the other panels leave (:data:`SIDE_PANE_ROWS_BESIDE_GPUS`): more GPU lines than
-        that and hosts show one line each, so Todo and Bench keep their room."""
+        that and hosts show one line each, so Todo and Bench keep their room. ``size``: the
+        terminal's (default: the app's now)."""
         from optui.ui.widgets.gpu_panel import GpuPanel
 
-        width, height = self.size
+        width, height = size or self.size
         beside = SIDE_PANE_ROWS_BESIDE_GPUS["-short" if height < 30 else "-tall"]
         self.query_one("#gpus", GpuPanel).set_max_rows(max(2, height - beside) if width < 80 else None)
 
