@@ -347,3 +347,23 @@ def test_auto_rollback_from_the_cli_says_it_failed(tmp_path):
         assert status["state"] == "ready" and status["argv"] == good_argv
     finally:
         kill_demo_server(cfg)
+
+
+def test_each_experiments_log_is_kept_after_the_next_start(tmp_path):
+    # issue 20: only one old log was kept, so earlier experiments' logs were gone
+    cfg = small_demo_config(tmp_path)
+    try:
+        ids = []
+        for value in ("8", "16", "32"):
+            res = optui(cfg, "restart", "demo", "--set", f"--max-running-requests={value}", "--json")
+            assert res.returncode == 0, res.stderr + res.stdout
+            ids.append(json.loads(res.stdout)["experiment"])
+        assert len(set(ids)) == 3, ids
+        logs = cfg.parent / ".optui" / "logs"
+        kept = {p.name: p.read_text() for p in logs.iterdir()}
+        assert set(kept) == {"demo.log", f"demo.log.{ids[0]}", f"demo.log.{ids[1]}"}, sorted(kept)
+        assert "max_running_requests=8," in kept[f"demo.log.{ids[0]}"]
+        assert "max_running_requests=16," in kept[f"demo.log.{ids[1]}"]
+        assert "max_running_requests=32," in kept["demo.log"]
+    finally:
+        kill_demo_server(cfg)

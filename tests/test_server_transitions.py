@@ -159,6 +159,35 @@ async def test_the_phase_always_agrees_with_the_state(tmp_path):
         journal.close()
 
 
+async def test_only_the_process_that_launched_the_server_journals_its_transitions(tmp_path):
+    # issue 20: `warming → ready` was journaled by both the CLI and the TUI watching one server
+    from optui.session.server_transitions import launched_by_another_live_process
+
+    journal = Journal(tmp_path / "journal.db")
+    launcher = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(60)")
+    try:
+        journal.append("server.restart", "s", {"reason": "cli", "old_argv": [], "new_argv": ["x"], "pid": launcher.pid})
+        watcher = StatusKeeper(ServerStatus(name="s", kind="sglang", url="http://127.0.0.1:1"), ServerEvents(journal, "s"),
+                               on_change=lambda: None,
+                               launched_elsewhere=lambda: launched_by_another_live_process(journal, "s"))
+        for state in (ServerState.STARTING, ServerState.WARMING, ServerState.READY):
+            await watcher.set_state(state)
+        assert watcher.status.state is ServerState.READY
+        assert journal.events(types=["server.state"]) == []  # the launcher journals them, not a watcher
+        launcher.kill()
+        await launcher.wait()
+        await watcher.set_state(ServerState.DEGRADED, message="503")  # the launcher is gone: the first to see it
+        assert [(e.data["old"], e.data["new"]) for e in journal.events(types=["server.state"])] == [("ready", "degraded")]
+        journal.append("server.restart", "s", {"reason": "tui", "old_argv": [], "new_argv": ["x"], "pid": os.getpid()})
+        await watcher.set_state(ServerState.READY)  # this process launched it: it journals
+        assert journal.events(types=["server.state"])[-1].data["new"] == "ready"
+    finally:
+        if launcher.returncode is None:
+            launcher.kill()
+            await launcher.wait()
+        journal.close()
+
+
 def test_a_load_reading_decides_hung_and_recovered_in_the_state_machine():
     assert after_load_reading(ServerState.READY, "hung", hung=True) is ServerState.HUNG
     assert after_load_reading(ServerState.HUNG, "recovered", hung=False) is ServerState.READY

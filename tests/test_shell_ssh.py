@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from optui.adapters.shell import ShellError, shell_for
+from optui.adapters.shell import LocalShell, ShellError, shell_for
 from optui.adapters.shell_ssh import SshShell, parse_group_pids, remote_path
 from optui.adapters.ssh_procs import exit_code
 from tests.helpers.sshd import group_members, running_sshd, ssh_host
@@ -293,3 +293,49 @@ async def test_drain_reads_what_the_stream_has_not_delivered(shell, tmp_path):
     await follower.drain()
     follower.flush()
     assert lines == ["last words", "no newline"]
+
+
+async def test_logs_are_kept_one_per_experiment_bounded_in_count_and_bytes(tmp_path, monkeypatch):
+    # issue 20: only the last few starts' logs were kept, so earlier experiments' logs were gone
+    await check_kept_logs(LocalShell(), tmp_path, monkeypatch)
+
+
+async def test_logs_are_kept_one_per_experiment_over_ssh(shell, tmp_path, monkeypatch):
+    await check_kept_logs(shell, tmp_path, monkeypatch)
+
+
+async def check_kept_logs(shell, tmp_path, monkeypatch) -> None:
+    import optui.adapters.shell as local_shell
+    import optui.adapters.shell_ssh as ssh_shell
+
+    for module in (local_shell, ssh_shell):
+        monkeypatch.setattr(module, "KEPT_EXPERIMENT_LOGS", 3)
+        monkeypatch.setattr(module, "KEPT_EXPERIMENT_LOG_BYTES", 100)
+    folder = tmp_path / "logs dir"
+    folder.mkdir()
+    log = folder / "demo.log"
+
+    def kept() -> dict[str, str]:
+        return {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.name != "demo.log"}
+
+    for n, (experiment, size) in enumerate([("exp-0001", 10), ("exp-0002", 10), ("exp-0002", 20), ("exp-0003", 10)]):
+        log.write_text(f"{n}" * size)
+        os.utime(log, (1_000_000 + n, 1_000_000 + n))  # mtimes in start order, whatever the clock's resolution
+        await shell.rotate_file(str(log), experiment)
+        assert not log.exists()
+    # one per experiment (exp-0002's later start replaced its first one), oldest first
+    assert kept() == {"demo.log.exp-0001": "0" * 10, "demo.log.exp-0002": "2" * 20, "demo.log.exp-0003": "3" * 10}
+    log.write_text("4" * 10)
+    os.utime(log, (1_000_010, 1_000_010))
+    await shell.rotate_file(str(log), "exp-0004")  # a fourth: the oldest goes (count)
+    assert sorted(kept()) == ["demo.log.exp-0002", "demo.log.exp-0003", "demo.log.exp-0004"]
+    log.write_text("5" * 85)
+    os.utime(log, (1_000_020, 1_000_020))
+    await shell.rotate_file(str(log), "exp-0005")  # 85 + 10 + 10 bytes > 100: exp-0003 goes too (bytes)
+    assert sorted(kept()) == ["demo.log.exp-0004", "demo.log.exp-0005"]
+    log.write_text("6" * 500)
+    await shell.rotate_file(str(log), "exp-0006")  # the newest stays whatever its size
+    assert sorted(kept()) == ["demo.log.exp-0006"]
+    log.write_text("")
+    await shell.rotate_file(str(log), "exp-0007")  # an empty log is not kept
+    assert sorted(kept()) == ["demo.log.exp-0006"] and log.exists()

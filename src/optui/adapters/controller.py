@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shlex
 import time
 from collections.abc import Callable
@@ -31,6 +32,9 @@ from optui.adapters import proc
 from optui.adapters.private_files import private_dir, private_file
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError, Spawned
 from optui.core.flags import Flags
+
+#: an experiment id a kept log is named after (part of a file name; the shells prune ``.exp-*``)
+_FILE_SAFE = re.compile(r"exp-[0-9]{1,12}")
 
 
 class ControllerError(Exception):
@@ -65,8 +69,10 @@ class Controller(Protocol):
 
     launch: Launch | None
 
-    async def start(self, argv: list[str]) -> Launch:
-        """Start the server with ``argv``; raises ControllerError."""
+    async def start(self, argv: list[str], *, keep_log_as: str | None = None) -> Launch:
+        """Start the server with ``argv``; raises ControllerError. ``keep_log_as``: the
+        experiment whose launch wrote the log this start replaces (the old log is kept
+        under its name: :meth:`~optui.adapters.shell.Shell.rotate_file`)."""
         ...
 
     async def stop(self, timeout_s: float) -> proc.StopOutcome:
@@ -138,7 +144,8 @@ class ProcessController:
     """Runs the server in its own process group through ``shell`` (see module doc).
 
     ``state_dir`` holds ``servers/NAME.json`` (the pidfile) and ``logs/NAME.log`` (the
-    log; the five previous starts' logs are kept as ``NAME.log.1`` ... ``.5``).
+    log; earlier starts' logs are kept one per experiment as ``NAME.log.exp-0007``, bounded
+    in count and bytes, or as ``NAME.log.1`` ... ``.5`` when a start names no experiment).
     """
 
     def __init__(self, name: str, state_dir: Path, *, cwd: str | None = None, env: dict[str, str] | None = None,
@@ -164,12 +171,14 @@ class ProcessController:
     def preview(self, argv: list[str]) -> str:
         return f"run in a new process group on {self.shell.host}, log {self.log_path}:\n{shlex.join(self.command(argv))}"
 
-    async def start(self, argv: list[str]) -> Launch:
+    async def start(self, argv: list[str], *, keep_log_as: str | None = None) -> Launch:
         if not argv:
             raise ControllerError(f"{self.name}: empty argv")
         command = self.command(argv)
+        if keep_log_as is not None and not _FILE_SAFE.fullmatch(keep_log_as):
+            keep_log_as = None  # not an experiment id: numbered, as without one
         try:
-            await self.shell.rotate_file(self.log_path)
+            await self.shell.rotate_file(self.log_path, keep_log_as)
             child = await self.shell.spawn_to_log(command, self.log_path, cwd=self.cwd, env=self.env)
         except OSError as exc:
             raise ControllerError(f"{self.name}: {exc.strerror or exc}") from exc
@@ -333,7 +342,7 @@ class ObservedController:
         self.name = name
         self.launch: Launch | None = None
 
-    async def start(self, argv: list[str]) -> Launch:
+    async def start(self, argv: list[str], *, keep_log_as: str | None = None) -> Launch:
         raise ControllerError(f"{self.name}: control = 'none' (optui only observes this server)")
 
     async def stop(self, timeout_s: float) -> proc.StopOutcome:

@@ -101,7 +101,7 @@ class SystemdController:
         return f"write {self.dropin_path} on {self.shell.host}:\n{text}then: " + "; ".join(steps)
 
     # ------------------------------------------------------------ lifecycle
-    async def start(self, argv: list[str]) -> Launch:
+    async def start(self, argv: list[str], *, keep_log_as: str | None = None) -> Launch:  # the unit's journal keeps its logs
         try:
             text = render_dropin(argv, env=self.env, cwd=self.cwd)
         except UnitError as exc:

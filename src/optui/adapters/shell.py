@@ -30,8 +30,13 @@ if TYPE_CHECKING:
     from optui.adapters.ssh import SshHost
 
 
-#: How many earlier server logs a start keeps beside the current one (``NAME.log.1`` newest).
+#: How many earlier server logs a start keeps beside the current one (``NAME.log.1`` newest)
+#: when it does not know which experiment the current one belongs to.
 KEPT_LOGS = 5
+#: Logs kept one per experiment (``NAME.log.exp-0007``): at most this many, the newest ...
+KEPT_EXPERIMENT_LOGS = 50
+#: ... and at most this many bytes together (the newest one is always kept).
+KEPT_EXPERIMENT_LOG_BYTES = 1 << 30
 
 
 class ShellError(Exception):
@@ -169,9 +174,13 @@ class Shell(Protocol):
         ShellError (e.g. permission)."""
         ...
 
-    async def rotate_file(self, path: str) -> None:
-        """Keep a non-empty ``path`` as ``path.1``, the earlier ones as ``.2`` ... ``.5``
-        (:data:`KEPT_LOGS` starts: a failed start's log survives the rollback after it)."""
+    async def rotate_file(self, path: str, keep_as: str | None = None) -> None:
+        """Put a non-empty ``path`` aside before a start writes it anew. ``keep_as`` (the
+        experiment whose launch wrote it, e.g. ``exp-0007``): kept as ``path.exp-0007``, one
+        per experiment (an earlier one of the same experiment is replaced), the newest
+        :data:`KEPT_EXPERIMENT_LOGS` and :data:`KEPT_EXPERIMENT_LOG_BYTES` of them (by
+        modification time); else ``path.1``, the earlier ones as ``.2`` ... ``.5``
+        (:data:`KEPT_LOGS`). Either way a failed start's log survives the rollback after it."""
         ...
 
     async def pid_alive(self, pid: int) -> bool:
@@ -310,13 +319,18 @@ class LocalShell:
                 tmp.unlink()
             raise ShellError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
-    async def rotate_file(self, path: str) -> None:
+    async def rotate_file(self, path: str, keep_as: str | None = None) -> None:
         with contextlib.suppress(OSError):
-            if os.path.getsize(path):
-                for n in range(KEPT_LOGS - 1, 0, -1):  # .4 -> .5 ... .1 -> .2: the oldest falls off
-                    with contextlib.suppress(FileNotFoundError):
-                        os.replace(f"{path}.{n}", f"{path}.{n + 1}")
-                os.replace(path, path + ".1")
+            if not os.path.getsize(path):
+                return
+            if keep_as:
+                os.replace(path, f"{path}.{keep_as}")
+                _prune_experiment_logs(path)
+                return
+            for n in range(KEPT_LOGS - 1, 0, -1):  # .4 -> .5 ... .1 -> .2: the oldest falls off
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(f"{path}.{n}", f"{path}.{n + 1}")
+            os.replace(path, path + ".1")
 
     async def pid_alive(self, pid: int) -> bool:
         return proc.pid_alive(pid)
@@ -333,6 +347,25 @@ class LocalShell:
 
     def kill_group_now(self, pgid: int) -> None:
         proc.kill_group_now(pgid)
+
+
+def _prune_experiment_logs(path: str) -> None:
+    """Delete the oldest ``path.exp-*`` beyond :data:`KEPT_EXPERIMENT_LOGS` files or
+    :data:`KEPT_EXPERIMENT_LOG_BYTES` bytes (the newest is kept whatever its size)."""
+    folder, base = os.path.split(path)
+    kept: list[tuple[float, int, str]] = []
+    with os.scandir(folder or ".") as entries:
+        for entry in entries:
+            if entry.name.startswith(base + ".exp-") and entry.is_file(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                kept.append((info.st_mtime, info.st_size, entry.path))
+    kept.sort(reverse=True)  # newest first
+    total = 0
+    for index, (_mtime, size, name) in enumerate(kept):
+        total += size
+        if index and (index >= KEPT_EXPERIMENT_LOGS or total > KEPT_EXPERIMENT_LOG_BYTES):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
 
 
 def shell_for(host: str, ssh: SshHost | None = None) -> Shell:

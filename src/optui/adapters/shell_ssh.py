@@ -44,7 +44,14 @@ from pathlib import Path
 import asyncssh
 
 from optui.adapters import proc
-from optui.adapters.shell import KEPT_LOGS, CommandResult, LogSource, ShellError
+from optui.adapters.shell import (
+    KEPT_EXPERIMENT_LOG_BYTES,
+    KEPT_EXPERIMENT_LOGS,
+    KEPT_LOGS,
+    CommandResult,
+    LogSource,
+    ShellError,
+)
 from optui.adapters.ssh import SshError, SshHost
 from optui.adapters.ssh_procs import CHUNK, RemoteFileFollower, RemotePiped, RemoteSpawned, reap
 from optui.core.textstream import iter_lines
@@ -256,7 +263,15 @@ class SshShell:
         if done.returncode != 0:
             raise ShellError(f"cannot write {path} on {self.host}: {done.stderr.strip()}")
 
-    async def rotate_file(self, path: str) -> None:
+    async def rotate_file(self, path: str, keep_as: str | None = None) -> None:
+        if keep_as:  # one per experiment, the newest N and B bytes of them (LocalShell.rotate_file)
+            script = ('[ -s "$1" ] || exit 0; mv -f -- "$1" "$1.$2" || exit 1; n=0; total=0; '
+                      'ls -1t -- "$1".exp-* 2>/dev/null | while IFS= read -r f; do '
+                      'size=$(wc -c < "$f" 2>/dev/null || echo 0); total=$((total + size)); n=$((n + 1)); '
+                      'if [ "$n" -gt 1 ] && { [ "$n" -gt "$3" ] || [ "$total" -gt "$4" ]; }; then rm -f -- "$f"; fi; done')
+            await self._sh(script, remote_path(path), keep_as, str(KEPT_EXPERIMENT_LOGS), str(KEPT_EXPERIMENT_LOG_BYTES),
+                           log_argv=["rotate", path, keep_as])
+            return
         script = ('if [ -s "$1" ]; then n=$2; while [ "$n" -gt 1 ]; do p=$((n - 1)); '
                   '[ -e "$1.$p" ] && mv -f -- "$1.$p" "$1.$n"; n=$p; done; mv -f -- "$1" "$1.1"; fi')
         await self._sh(script, remote_path(path), str(KEPT_LOGS), log_argv=["rotate", path])

@@ -33,6 +33,13 @@ def last_journaled_state(journal: Journal, server: str) -> str | None:
     return found[0].data.get("new") if found else None
 
 
+def experiment_of_last_launch(journal: Journal, server: str) -> str | None:
+    """The experiment of ``server``'s newest ``server.starting`` event (the launch whose log
+    the server's log file holds), None when it has none or it was outside any experiment."""
+    found = journal.events(target=server, types=[ev.SERVER_STARTING], limit=1, newest_first=True)
+    return found[0].experiment if found else None
+
+
 def failure_journaled_since(journal: Journal, server: str, since_ts: float) -> Event | None:
     """The ``server.failed`` event of ``server`` written at or after ``since_ts`` (Unix
     seconds) when it is the newest of its starts, readies and failures (no later launch has

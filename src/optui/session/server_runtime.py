@@ -43,10 +43,16 @@ from optui.core.server_log import LogClassifier, exit_description, phase_duratio
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.command_log import hide_value
 from optui.session.flag_catalogs import CatalogError, CatalogStore
-from optui.session.server_history import OtherProcesses, end_journaled_since, last_journaled_state, last_seen_alive
+from optui.session.server_history import (
+    OtherProcesses,
+    end_journaled_since,
+    experiment_of_last_launch,
+    last_journaled_state,
+    last_seen_alive,
+)
 from optui.session.server_load import LoadMonitor
 from optui.session.server_restart import GpuHolders, RestartError, RestartFlow, port_open, url_host_port
-from optui.session.server_transitions import ServerEvents, StatusKeeper
+from optui.session.server_transitions import ServerEvents, StatusKeeper, launched_by_another_live_process
 
 __all__ = ["RestartError", "ServerRuntime", "health_timeout_s", "port_open", "url_host_port"]
 
@@ -97,9 +103,12 @@ class ServerRuntime:
         self.catalogs = catalogs
         self._events = ServerEvents(journal, name, failed=journal_failed, written=on_journal)
         self._keeper = StatusKeeper(ServerStatus(name=name, kind=cfg.kind, url=cfg.url, host=cfg.host, argv=tuple(cfg.argv),
-                                                 managed=cfg.control != "none", last_good_argv=None),
+                                                 managed=cfg.control != "none", last_good_argv=None,
+                                                 configured_argv=tuple(cfg.argv)),
                                     self._events, on_change=on_change, restarting_elsewhere=restarting_elsewhere,
-                                    journaled_state=lambda: self._events.safe(lambda: last_journaled_state(journal, name)))
+                                    journaled_state=lambda: self._events.safe(lambda: last_journaled_state(journal, name)),
+                                    launched_elsewhere=lambda: bool(self._events.safe(
+                                        lambda: launched_by_another_live_process(journal, name))))
         self.probe = ServerProbe(cfg.url, api_key_env=cfg.api_key_env, health_timeout_s=health_timeout_s(cfg))
         self.load = LoadMonitor(cfg.kind, self.probe, cfg.hung_after_s, confirm=self._generates)
         self.catalog: FlagCatalog | None = None
@@ -416,8 +425,10 @@ class ServerRuntime:
         self._unhealthy_since = self._health_reason = None
         self._generated = False
         self._starting = True
+        # the log being replaced was written by the previous launch: kept under its experiment
+        keep_log_as = self._events.safe(lambda: experiment_of_last_launch(self.journal, self.name))
         try:
-            launch = await self.controller.start(argv)
+            launch = await self.controller.start(argv, keep_log_as=keep_log_as)
         except ControllerError as exc:
             self._starting = False
             await self._keeper.set_state(ServerState.CRASHED, crash_class=CrashClass.UNKNOWN, crash_lines=(str(exc),),

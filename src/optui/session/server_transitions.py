@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
 from optui.adapters.journal import Journal, JournalError
+from optui.adapters.proc import pid_alive
 from optui.core import events as ev
 from optui.core.server_fsm import phase_in_state
 from optui.core.server_state import ServerState, ServerStatus
@@ -72,16 +74,20 @@ class StatusKeeper:
     None when none or unreadable: see
     :func:`~optui.session.server_history.last_journaled_state`), asked at every state change:
     two windows (or a window and the CLI) see the same transitions, and only the first to
-    see one journals it.
+    see one journals it; ``launched_elsewhere()`` says the server's launch was made by
+    another optui process that still runs (:func:`launched_by_another_live_process`): that
+    process journals the transitions, the others none.
     """
 
     def __init__(self, status: ServerStatus, journal: ServerEvents, *, on_change: Callable[[], None],
                  restarting_elsewhere: Callable[[], bool] = lambda: False,
-                 journaled_state: Callable[[], str | None] = lambda: None) -> None:
+                 journaled_state: Callable[[], str | None] = lambda: None,
+                 launched_elsewhere: Callable[[], bool] = lambda: False) -> None:
         self.status = status
         self._journal = journal
         self._on_change = on_change
         self._restarting_elsewhere = restarting_elsewhere
+        self._launched_elsewhere = launched_elsewhere
         self._journaled_state = journaled_state
         self._state_changed = asyncio.Condition()
 
@@ -110,7 +116,10 @@ class StatusKeeper:
         if state is not old:
             changes["state_since"] = time.time()
             phase = phase_in_state(state, changes["phase"] if "phase" in changes else self.status.phase)
-            if journal and not self._restarting_elsewhere():  # the restarting process journals its own
+            # the process that launched the server (restarting it now, or still running after
+            # its restart) journals its transitions: a second window or the CLI watching the
+            # same server journaled `warming → ready` too, after the launcher's lock was gone
+            if journal and not self._restarting_elsewhere() and not self._launched_elsewhere():
                 journaled = self._journaled_state()
                 if journaled != str(state):
                     data = {"old": journaled or str(old), "new": str(state), "phase": phase}
@@ -135,3 +144,12 @@ class StatusKeeper:
                     async with asyncio.timeout(remaining):
                         await self._state_changed.wait()
         return True
+
+
+def launched_by_another_live_process(journal: Journal, server: str) -> bool:
+    """True when ``server``'s newest restart (``server.restart``, which records the pid of
+    the optui process that made it: optui's processes share the journal's machine) was
+    made by another optui process that is still running."""
+    found = journal.events(target=server, types=[ev.RESTART_REQUESTED], limit=1, newest_first=True)
+    pid = found[0].data.get("pid") if found else None
+    return isinstance(pid, int) and pid != os.getpid() and pid_alive(pid)
