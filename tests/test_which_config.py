@@ -243,3 +243,31 @@ def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign
     assert listed == [base, big, oom, measured]
     assert f"(started again with these flags: {back}, {again})" in next(line for line in table if line.startswith(big))
     assert f"(same flags as {big})" in next(line for line in table if line.startswith(measured))
+
+
+@pytest.mark.parametrize("size", [(200, 50), (60, 40)])
+async def test_the_servers_panel_shows_the_tuned_flag_first_and_i_the_full_command(tmp_path, size):
+    """The row cut the argv where the tuned flag is (``--max-…`` at 200x50, nothing of it at
+    60x40); ``i`` on the Servers panel shows the whole running command."""
+    from tests.helpers.pilot import wait_for
+    from tests.test_app_flows import make_app
+
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+        from optui.core.flags import Flags
+
+        argv = Flags.parse(rt.status.argv).set("--max-running-requests", "32").to_argv()
+        status = await app.session.restart_server("demo", argv, reason="test")
+        assert status.state.value == "ready"
+        panel = app.query_one("#servers")
+        await wait_for(pilot, lambda: "--max-running-requests 32" in panel.render().plain, what=lambda: panel.render().plain)
+        shown = panel.render().plain
+        if size[0] >= 120:
+            assert shown.index("--max-running-requests 32") < shown.index("--model-path"), shown
+        await pilot.press("2", "i")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailsScreen")
+        body = app.screen.query_one("#details-body").render().plain
+        assert "--demo-speed" in body and "~ --max-running-requests: 4 → 32" in body, body
+        await pilot.press("escape", "q")

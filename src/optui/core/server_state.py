@@ -126,3 +126,5 @@ class ServerStatus:
     #: the flags the server does not run as credited ("--max-running-requests 8: server runs 32"),
     #: from the ready gate's check of what it reports (:mod:`optui.core.effective_config`)
     config_mismatch: tuple[str, ...] = ()
+    #: the launch argv optui.toml configures: the reference the panel lists changed flags against
+    configured_argv: tuple[str, ...] = ()

@@ -578,6 +578,9 @@ class OptuiApp(App):
     def on_bench_panel_results(self, msg) -> None:
         self.bench_actions.show_results()
 
+    def on_server_panel_command(self, msg) -> None:
+        self.server_actions.show_command(msg.name)
+
     def on_journal_panel_opened(self, msg) -> None:
         self.journal_actions.open_event(msg.event)
 

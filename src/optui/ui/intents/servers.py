@@ -217,6 +217,26 @@ class ServerActions(Actions):
         if name is not None:
             self.show_server_log(name)
 
+    def show_command(self, name: str) -> None:
+        """The server's full running command (one pasteable line) and its flags that differ
+        from the configured launch: what the panel's row cuts."""
+        from optui.core.flags import Flags
+        from optui.core.journal_experiments import config_changes
+        from optui.ui.screens.details import DetailsScreen
+        from optui.ui.widgets.server_panel import changed_first
+
+        st = self.client.server_status(name)
+        body = Text()
+        body.append("running command (pid " + (str(st.pid) if st.pid else "-") + "):\n", style="bold")
+        body.append(shlex.join(st.argv) + "\n\n" if st.argv else "(no argv)\n\n")
+        changes = config_changes(Flags.parse(st.configured_argv), Flags.parse(st.argv)) if st.configured_argv else []
+        body.append("changed vs optui.toml's launch:\n", style="bold")
+        body.append("\n".join(f"  {line}" for line in changes) + "\n" if changes else "  (none)\n")
+        changed, _ = changed_first(st.argv, st.configured_argv)
+        if changed:
+            body.append(f"\nthe panel lists these first: {changed}\n", style="dim")
+        self.push_screen(DetailsScreen(f"{name}: running command", body))
+
     def show_server_log(self, name: str) -> None:
         """Show why the server failed (class and the relevant lines) above its log tail."""
         from optui.ui.screens.server_log import ServerLogScreen

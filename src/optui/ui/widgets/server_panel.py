@@ -1,7 +1,9 @@
 """The servers panel: state, phase with elapsed times, model, uptime, URL, flags, load.
 
 One row per configured server (three lines wide, one line narrow). The cursor selects the
-server that ``r`` (restart with new flags), ``ctrl+r`` (roll back) and ``b`` act on.
+server that ``r`` (restart with new flags), ``ctrl+r`` (roll back) and ``b`` act on; ``i``
+shows its full running command. The flags line lists the flags that differ from the
+configured launch first (the tuned flag is never where the row is cut).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import shlex
 import time
 
 from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
 
 from optui.core.safe_text import safe_line
 from optui.core.server_log import phase_durations
@@ -41,8 +45,46 @@ def flags_text(argv: tuple[str, ...]) -> str:
     return shlex.join(flags.to_argv()[len(flags.program):])
 
 
+def changed_first(argv: tuple[str, ...], reference: tuple[str, ...]) -> tuple[str, str]:
+    """``(changed, rest)``: the flags of ``argv`` that differ from ``reference`` (the
+    configured argv) as they run, flags it dropped as ``-(--name)``, then the other flags,
+    each part shell-quoted for display. Listen-only flags (``--port``...) are never a
+    change. Without a reference, or nothing changed: ``("", flags_text(argv))``."""
+    from optui.core.flags import Flags, canonical_name
+    from optui.core.journal_experiments import LISTEN_FLAGS
+
+    flags = Flags.parse(argv)
+    if not reference:
+        return "", flags_text(argv)
+    old, new = Flags.parse(reference).as_mapping(), flags.as_mapping()
+    changed, rest = [], []
+    for arg in flags.args:
+        name = canonical_name(arg.name) if arg.name else None
+        differs = name is not None and name not in LISTEN_FLAGS and old.get(name) != new.get(name)
+        (changed if differs else rest).extend(arg.to_argv())
+    dropped = [f"-({name})" for name in old if name.startswith("-") and name not in new and name not in LISTEN_FLAGS]
+    if not changed and not dropped:
+        return "", flags_text(argv)
+    return " ".join(filter(None, (shlex.join(changed), " ".join(dropped)))), shlex.join(rest)
+
+
 class ServerPanel(CursorList):
-    """Renders :class:`ServerStatus` rows; emits :class:`CursorList.Highlighted`."""
+    """Renders :class:`ServerStatus` rows; emits :class:`CursorList.Highlighted`, and
+    :class:`ServerPanel.Command` for ``i`` (the selected server's full command)."""
+
+    BINDINGS = [Binding("i", "command", "Command", id="server.command")]
+
+    class Command(Message):
+        """Show server ``name``'s full running command (the panel's row cuts it)."""
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    def action_command(self) -> None:
+        name = self.current_key
+        if isinstance(name, str):
+            self.post_message(ServerPanel.Command(name))
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(empty_text="no servers configured (add [servers.NAME] to optui.toml)", id=id)
@@ -82,6 +124,9 @@ class ServerPanel(CursorList):
             more = f" (+{len(s.config_mismatch) - 1} more)" if len(s.config_mismatch) > 1 else ""
             row.append(f"  ⚠ UNVERIFIED {safe_line(s.config_mismatch[0])}{more}", style=style(app, "warning"))
         if compact:
+            changed, _ = changed_first(s.argv, s.configured_argv)
+            if changed:  # the one line still says which configuration runs
+                row.append(f"  {changed}", style=style(app, "warning"))
             detail = self._detail(s)
             if detail:
                 row.append("  ")
@@ -93,7 +138,16 @@ class ServerPanel(CursorList):
         row.append("\n  ")
         row.append_text(self._detail(s) or self._idle_hint(s))
         row.append("\n  ")
-        row.append(truncate(flags_text(s.argv) or "(no argv)", max(10, width - 4)), style="dim")
+        changed, rest = changed_first(s.argv, s.configured_argv)  # the tuned flags are never cut off
+        room = max(10, width - 4)
+        if changed:
+            changed = truncate(changed, room)
+            row.append(changed, style=style(app, "warning"))
+            room -= len(changed) + 3
+            if rest and room >= 4:
+                row.append(" · " + truncate(rest, room), style="dim")
+        else:
+            row.append(truncate(rest or "(no argv)", room), style="dim")
         return row
 
     def _idle_hint(self, s: ServerStatus) -> Text:
