@@ -187,3 +187,77 @@ async def test_b_offers_the_configured_benchmarks_as_a_list(tmp_path):
         await pilot.press("A")
         await wait_for(pilot, lambda: not s.benches.running, timeout=30)
         await pilot.press("q")
+
+
+def _bar_items(app) -> list[str]:
+    """The key bar's items (``"A Abort"``), the palette hint left out."""
+    from optui.ui.widgets.key_bar import KeyBar
+
+    return [item.strip() for item in app.query_one(KeyBar)._text.plain.split("  ")
+            if item.strip() and item.strip() != "^p palette"]
+
+
+async def _compare_help_palette_and_bar(pilot) -> list:
+    """Open the help on the focus of the moment and check that it, the key bar and the
+    palette say what the key table says; the table's rows."""
+    from optui.ui.key_table import PALETTE_IDS, key_rows
+    from optui.ui.widgets.key_help import KeyHelp
+
+    app = pilot.app
+    await pilot.press("question_mark")
+    await wait_for(pilot, lambda: app.screen.query(KeyHelp))
+    await pilot.pause(0.1)
+    rows = key_rows(app.screen)  # with the help open (Esc closes it)
+    assert any(r.binding_id == "app.close_help" for r in rows)
+    wheres = {r.where for r in rows}
+    lines = [line.strip() for line in app.screen.query_one(KeyHelp).render().plain.splitlines() if line.strip()]
+    assert sorted(line for line in lines if line not in wheres) == sorted(f"{r.keys} {r.label}" for r in rows)
+    assert sorted(_bar_items(app)) == sorted({f"{r.keys.split(' ')[0]} {r.label}" for r in rows if r.shown})
+    commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+    for r in rows:
+        if r.binding_id in PALETTE_IDS:
+            assert commands.get(r.label) == f"key {r.keys}", (r, sorted(commands))
+    await pilot.press("question_mark")
+    await wait_for(pilot, lambda: not app.screen.query(KeyHelp))
+    return rows
+
+
+async def test_help_palette_and_key_bar_read_one_table(tmp_path):
+    """Help (``?``), command palette and key bar list the same keys with the same words, on
+    every panel; the palette has the command log (``@``) and says Zoom, not Maximize."""
+    from tests.helpers.snapshot_campaign import make_app, settle
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        for panel in "12345":
+            await pilot.press(panel)
+            await pilot.pause(0.2)
+            rows = await _compare_help_palette_and_bar(pilot)
+            assert {r.label for r in rows} >= {"Quit", "Help", "Zoom", "Command log"}
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Command log" in titles and "Zoom" in titles and "Maximize" not in titles and "Keys" not in titles
+        assert len(titles) == len(set(titles)), titles
+        await pilot.press("q")
+
+
+async def test_help_in_the_bench_panel_says_ctrl_c_aborts_while_a_benchmark_runs(tmp_path):
+    """While a benchmark runs, ctrl+c in the bench panel aborts it: the help says so (not
+    "Copy"), and so do the key bar (A) and the palette (Abort bench)."""
+    from tests.test_bench_ui import make_app, run_anyway
+
+    app = make_app(tmp_path, "--silent", "300")
+    benches = app.session.benches
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("b")
+        await run_anyway(pilot)
+        await wait_for(pilot, lambda: benches.running and app.focused.id == "bench-log")
+        await wait_for(pilot, lambda: "A Abort" in _bar_items(app))
+        rows = await _compare_help_palette_and_bar(pilot)
+        (abort,) = [r for r in rows if r.binding_id == "bench.panel_abort"]
+        assert abort.keys.split(" ") == ["A", "^c"] and abort.label == "Abort" and abort.where == "Bench"
+        assert not [r for r in rows if "^c" in r.keys.split(" ") and r is not abort]  # not also "Copy"
+        assert "Abort bench" in [c.title for c in app.get_system_commands(app.screen)]
+        await pilot.press("A")
+        await wait_for(pilot, lambda: not benches.running, timeout=30)
+        await pilot.press("q")

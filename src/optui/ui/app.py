@@ -34,6 +34,7 @@ from optui.ui.intents import BenchActions, HostActions, JournalActions, ServerAc
 from optui.ui.intents.journal import JournalQueried
 from optui.ui.intents.todo import todo_commands
 from optui.ui.key_order import KeyBarrier, KeySequencer
+from optui.ui.key_table import TEXTUAL_KEY_COMMANDS, palette_key_commands
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
@@ -93,7 +94,7 @@ class OptuiApp(App):
         Binding("n", "note", "Note", show=False, id="journal.note"),
         Binding("E", "experiments", "Experiments", show=False, id="journal.experiments"),
         Binding("p", "pause", "Pause", show=False, id="app.pause"),
-        Binding("at", "command_log", "Commands", show=False, id="app.command_log"),
+        Binding("at", "command_log", "Command log", show=False, id="app.command_log"),
         Binding("ctrl+l", "refresh", "Refresh", show=False, id="app.refresh"),
     ]
 
@@ -430,14 +431,17 @@ class OptuiApp(App):
 
     # ---------------------------------------------------------- actions: view
     def get_system_commands(self, screen):
-        yield from super().get_system_commands(screen)
+        # Textual's Keys, Maximize/Minimize and Quit are the keys' own commands here, by the
+        # keys' own labels (ui/key_table.py): the palette and the help cannot disagree
+        yield from (c for c in super().get_system_commands(screen) if c.title not in TEXTUAL_KEY_COMMANDS)
+        yield from palette_key_commands(screen)
         if self.client is not None:
             yield from palette_commands(self)
             yield from todo_commands(self)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_help":
-            return bool(self.screen.query("HelpPanel"))
+            return bool(self.screen.query("KeyHelp"))
         return allowed(self, action, parameters)  # False: hidden from the footer and refused
 
     def action_focus_panel(self, name: str) -> None:
@@ -480,10 +484,21 @@ class OptuiApp(App):
         self.action_hide_help_panel()
 
     def action_help(self) -> None:
-        if self.screen.query("HelpPanel"):
+        if self.screen.query("KeyHelp"):
             self.action_hide_help_panel()
         else:
             self.action_show_help_panel()
+
+    def action_show_help_panel(self) -> None:
+        """Open the help: every key that works now, from the key table (ui/widgets/key_help.py)
+        instead of Textual's help panel."""
+        from optui.ui.widgets.key_help import KeyHelp
+
+        if not self.screen.query(KeyHelp):
+            self.screen.mount(KeyHelp())
+
+    def action_hide_help_panel(self) -> None:
+        self.screen.query("KeyHelp").remove()
 
     def action_command_log(self) -> None:
         from optui.ui.screens.command_log import CommandLogScreen

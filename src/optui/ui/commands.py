@@ -1,4 +1,6 @@
-"""Command-palette entries (ctrl+p): every action, spelled out per server / preset."""
+"""Command-palette entries (ctrl+p): every action, spelled out per server / preset. The
+global keys' own commands (note, experiments, pause, command log, zoom...) come from the key
+table (:func:`optui.ui.key_table.palette_key_commands`), by the keys' labels."""
 
 from __future__ import annotations
 
@@ -43,9 +45,5 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
     for host, ssh in client.ssh_hosts().items():
         if ssh.state.value != "live":
             yield SystemCommand(f"Reconnect {host} now", f"{ssh.state.value}: {ssh.error or ''}", partial(app.host_actions.reconnect_host, host))
-    yield SystemCommand("Add note to the journal", "A free-text note, linked to the current experiment", app.action_note)
-    yield SystemCommand("Show experiments", "One row per experiment: change, ready time, metrics vs baseline, verdict (E)",
-                        app.action_experiments)
     yield SystemCommand("Export findings report", "Markdown report of every experiment into the campaign directory",
                         app.journal_actions.export_report)
-    yield SystemCommand("Pause / resume refresh", "Stop or restart GPU polling", app.action_pause)

@@ -25,6 +25,8 @@ def allowed(app, action: str, parameters: tuple[object, ...]) -> bool:
     client = getattr(app, "client", None)
     if client is None:
         return action in VIEW_ONLY
+    if action == "abort_bench" and not client.bench_running:
+        return False  # nothing to abort: not offered (key bar, help, palette)
     if client.read_only:
         key = (action, parameters[0] if parameters else None)
         if key in MUTATING or (action, None) in MUTATING and not parameters:

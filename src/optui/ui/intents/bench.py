@@ -200,8 +200,6 @@ def bench_palette_commands(app) -> Iterator[SystemCommand]:
                                 partial(actions.ask_sweep, name))
             yield SystemCommand(f"Repeat benchmark {name} x{config.repeat_of(name)}", "Median and spread of several runs",
                                 partial(actions.start_repeats, name))
-        if app.client.bench_running:  # the palette is built when it opens
-            yield SystemCommand("Abort benchmark", "Kill the running benchmark's process group", actions.abort)
         yield SystemCommand("Pin selected result as baseline", "The selected row of the bench results table",
                             lambda: actions.pin_baseline(app.query_one("#bench").selected_row()))
     yield SystemCommand("Show benchmark results", "All results: deltas vs baseline, repeats, scaling, chart",

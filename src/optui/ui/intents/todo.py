@@ -267,6 +267,5 @@ def todo_commands(app) -> Iterator[SystemCommand]:
             yield SystemCommand(f"Stop following {key}", "its items stay in the list", partial(todo.unfollow, key))
         yield SystemCommand("Run all pending experiments", "restart → ready → bench → compare, one item after another",
                             partial(todo.run_experiments, None))
-        yield SystemCommand("Stop experiments", "empty the queue, abort the running benchmark", todo.stop_runs)
     yield SystemCommand("Export todo list as Markdown", "writes todo.md beside the journal", partial(todo.export_todos, "markdown"))
     yield SystemCommand("Export todo list as todowrite JSON", "writes todo.json beside the journal", partial(todo.export_todos, "todowrite"))

@@ -1,5 +1,6 @@
 """The key bar at the bottom: the keys of the focused panel and the global ones, in one
-line (one widget, cheap to redraw).
+line (one widget, cheap to redraw): the shown rows of :func:`optui.ui.key_table.key_rows`,
+the table the help and the palette read too.
 
 In a narrow terminal (tmux side pane) only the essential keys are shown; ``?`` lists them
 all. Keys that do not fit the width are left out whole, from the end of the line (the
@@ -13,6 +14,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from optui.ui.colors import style
+from optui.ui.key_table import key_rows
 
 #: binding ids kept in a narrow terminal
 ESSENTIAL = frozenset({"app.quit", "app.help", "app.zoom", "server.restart", "bench.run", "todo.add",
@@ -52,20 +54,19 @@ class KeyBar(Widget):
     def update_keys(self) -> None:
         """Recompute the bar from the screen's active bindings (no-op when unchanged)."""
         try:
-            bindings = self.screen.active_bindings
+            rows = key_rows(self.screen)
         except Exception:  # no screen yet
             return
         narrow = self.screen.has_class("-narrow")
         items = []
         seen = set()
-        for active in bindings.values():
-            binding = active.binding
-            if not binding.show or not active.enabled or binding.action in seen:
+        for row in rows:
+            if not row.shown or row.action in seen:
                 continue
-            if narrow and binding.id not in ESSENTIAL:
+            if narrow and row.binding_id not in ESSENTIAL:
                 continue
-            seen.add(binding.action)
-            items.append((self.app.get_key_display(binding), binding.description, binding.id))
+            seen.add(row.action)
+            items.append((row.keys.split(" ")[0], row.label, row.binding_id))  # the first key: room is short
         signature = (narrow, tuple(items), self.size.width)
         if signature == self._key:
             return

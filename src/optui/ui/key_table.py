@@ -1,0 +1,113 @@
+"""The one table of the keys that work now: (key, binding id, label, where) for the focus of
+the moment, read from the bindings Textual resolved for it (the focused panel's first, then
+the global ones; a key the panel takes is not listed again as global), the keymap and the
+policy (read-only, loading) applied.
+
+The help (``?``, :mod:`optui.ui.widgets.key_help`), the key bar
+(:mod:`optui.ui.widgets.key_bar`) and the command palette's key commands
+(:func:`palette_key_commands`) all read it, so none of them can name a key another does
+not, or give it another word (tests/test_operator_keys.py compares the three)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.binding import Binding
+
+if TYPE_CHECKING:
+    from textual.app import SystemCommand
+    from textual.dom import DOMNode
+    from textual.screen import Screen
+
+#: where a global key is listed (a key bound on the app or the screen)
+GLOBAL = "global"
+
+#: Textual's own palette commands for keys optui binds itself (its help panel, maximize, quit):
+#: the palette offers those keys by their own labels instead (:func:`palette_key_commands`)
+TEXTUAL_KEY_COMMANDS = frozenset({"Keys", "Maximize", "Minimize", "Quit"})
+
+#: binding ids of global keys the command palette offers as commands, by the key's own label
+PALETTE_IDS = ("app.help", "app.zoom", "app.command_log", "app.pause", "app.refresh", "journal.note",
+               "journal.experiments", "todo.stop_experiments", "bench.abort", "app.quit")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRow:
+    """One key that works now: ``keys`` as shown (``"A"``, ``"^c"``; several keys of one
+    binding joined by a space), the binding's ``binding_id`` (None for Textual's own
+    bindings that have none), its ``label``, ``where`` it works (a panel's name, or
+    :data:`GLOBAL`), the Textual ``action`` it runs (as bound on ``node``), and whether it
+    is ``shown`` on the key bar."""
+
+    keys: str
+    binding_id: str | None
+    label: str
+    where: str
+    action: str
+    shown: bool
+    node: DOMNode
+
+
+def where_of(node: DOMNode) -> str:
+    """The panel a binding of ``node`` works in: the title of its bordered panel box
+    (``"[4] Bench"`` → ``"Bench"``), :data:`GLOBAL` for the app and the screen."""
+    from textual.app import App
+    from textual.screen import Screen
+
+    if isinstance(node, App | Screen):
+        return GLOBAL
+    for ancestor in node.ancestors_with_self:
+        if ancestor.has_class("panel") and getattr(ancestor, "border_title", None):
+            return str(ancestor.border_title).split("] ", 1)[-1]
+    return type(node).__name__
+
+
+def key_rows(screen: Screen) -> list[KeyRow]:
+    """The table for ``screen``'s focus now (see module doc), in the order Textual resolves
+    bindings: the focused widget's first, the global ones last."""
+    app = screen.app
+    slots: dict[tuple[int, str], list] = {}  # (node, action) → [the first binding, node, [(shown, key)...]]
+    for active in screen.active_bindings.values():
+        binding = active.binding
+        if not active.enabled or binding.system or not binding.description:
+            continue
+        slot = slots.setdefault((id(active.node), binding.action), [binding, active.node, []])
+        key = app.get_key_display(binding)
+        if all(k != key for _, k in slot[2]):
+            slot[2].append((binding.show, key))
+        if binding.show and not slot[0].show:  # a shown binding's label and id win over a hidden one's
+            slot[0] = binding
+    rows = []
+    for binding, node, keys in slots.values():
+        ordered = [k for shown, k in keys if shown] + [k for shown, k in keys if not shown]  # shown keys first
+        rows.append(KeyRow(" ".join(ordered), binding.id, binding.description, where_of(node), binding.action,
+                           any(shown for shown, _ in keys), node))
+    return rows
+
+
+def palette_key_commands(screen: Screen) -> Iterator[SystemCommand]:
+    """The palette's commands for the global keys of :data:`PALETTE_IDS`, titled with the
+    key's own label and the key in the help line; one whose key the focused panel takes
+    for itself is offered too (the app's binding, without a key to press here); one the
+    policy disables now (nothing to abort, read-only) is not."""
+    from textual.app import SystemCommand
+
+    app = screen.app
+    rows = {row.binding_id: row for row in key_rows(screen) if row.where == GLOBAL}
+    shadowed = {b.id: b for b in type(app).BINDINGS if isinstance(b, Binding) and b.id in PALETTE_IDS}
+    for binding_id in PALETTE_IDS:
+        row = rows.get(binding_id)
+        if row is not None:
+            yield SystemCommand(row.label, f"key {row.keys}", _runner(row.node, row.action))
+        elif (binding := shadowed.get(binding_id)) is not None and app.check_action(binding.action, ()) is not False:
+            yield SystemCommand(binding.description, "a global key (the focused panel uses it for its own)",
+                                _runner(app, binding.action))
+
+
+def _runner(node: DOMNode, action: str):
+    async def run() -> None:
+        await node.app.run_action(action, node)
+
+    return run
