@@ -17,7 +17,7 @@ import pytest
 from optui.adapters.gpu_nvml import process_ancestors
 from optui.cli.tui import write_demo_config
 from optui.config import load_config
-from optui.core.gpu import GpuProcess, server_of_process
+from optui.core.gpu import GpuProcess, ancestors_of, parse_ps_parents, server_of_process
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import TEST_SPEED, free_port, stop_process_group
@@ -33,6 +33,16 @@ def test_a_process_belongs_to_the_server_of_its_pid_or_an_ancestors():
     assert server_of_process(worker, servers) == "llama"
     assert server_of_process(GpuProcess(9, "/opt/other", 10.0, ancestors=(8, 7)), servers) is None
     assert server_of_process(GpuProcess(4242, "x", None), {}) is None
+
+
+def test_ancestors_from_ps_output():
+    text = "    1     0\n  400     1\n  401   400\n  402   401\n garbage line\n  403   999\n"
+    parents = parse_ps_parents(text)
+    assert parents == {1: 0, 400: 1, 401: 400, 402: 401, 403: 999}
+    assert ancestors_of(402, parents) == (401, 400)  # up to, not including, PID 1
+    assert ancestors_of(403, parents) == (999,)  # a parent ps did not list ends the chain
+    assert ancestors_of(7, parents) == ()
+    assert ancestors_of(5, {5: 6, 6: 5}) == (6, 5)  # a cycle (a torn read) ends too
 
 
 def test_ancestors_come_from_proc():
@@ -110,3 +120,33 @@ async def test_nvidia_smi_processes_on_an_ssh_host_name_the_remote_server(tmp_pa
             assert any(line.split()[:4] == [str(pid), "demo", "40.0G", "python3"] for line in lines), lines
             assert any(line.split()[:3] == ["99999", "trainer", "1.0G"] for line in lines), lines
             await pilot.press("z", "q")
+
+
+async def test_ssh_nvidia_smi_processes_carry_their_ancestors_from_the_hosts_ps(tmp_path):
+    """A server's TP workers are its children: the SSH source reads the host's ``ps`` with the
+    process list, so a worker's chain reaches the server's PID."""
+    from optui.adapters.gpu_smi_stream import SshNvidiaSmiSource
+    from tests.helpers.sshd import running_sshd, ssh_host
+    from tests.helpers.waiting import until
+
+    code = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+            "print(p.pid, flush=True); p.wait()")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        child = int(parent.stdout.readline())
+        with running_sshd(tmp_path / "sshd") as sshd:
+            (sshd.bin_dir / "apps.csv").write_text(f"GPU-11111111-0000-0000-0000-000000000000, {child}, 70000, python3\n")
+            host = ssh_host(sshd)
+            source = SshNvidiaSmiSource("rack1", host, interval_s=0.5, procs_every_s=0.3)
+            try:
+                await source.read()
+                snap = await until(lambda: (s := source.snapshot()).samples and s.samples[0].processes and s, timeout=20)
+                (proc,) = snap.samples[0].processes
+                assert proc.pid == child and proc.ancestors[:2] == (parent.pid, os.getpid()), proc
+                assert server_of_process(proc, {parent.pid: "qwen"}) == "qwen"
+                assert snap.samples[1].processes == ()
+            finally:
+                await source.close()
+                await host.close()
+    finally:
+        stop_process_group(parent)

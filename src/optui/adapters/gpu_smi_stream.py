@@ -6,7 +6,8 @@ arrives (reads never align with lines: bytes go through the chunked line splitte
 is published as soon as it has one row per known GPU (so a change reaches the screen within
 one interval), else when the next tick starts. Processes are polled separately every
 ``procs_every_s`` with a timeout (``--query-compute-apps`` prints nothing when idle, so it is
-never streamed). Driver errors (``couldn't communicate with the NVIDIA driver``, ``No devices
+never streamed), with the host's ``ps -e -o pid=,ppid=`` when there are any, so each process
+carries its ancestors (the GPU panel names the server a worker belongs to). Driver errors (``couldn't communicate with the NVIDIA driver``, ``No devices
 were found``) become the host's error.
 
 Freshness: ``read()`` reports ``live`` while ticks arrive, ``stale`` (with the age) after 3
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from optui.adapters.ssh import SshError, SshHost, SshState
-from optui.core.gpu import HostSnapshot, HostStatus
+from optui.core.gpu import GpuProcess, HostSnapshot, HostStatus, ancestors_of, parse_ps_parents
 from optui.core.nvsmi import (
     DEFAULT_APPS_FIELDS,
     DEFAULT_QUERY_FIELDS,
@@ -177,6 +178,21 @@ class SshNvidiaSmiSource:
             try:
                 done = await self.ssh.run(argv, timeout_s=5.0)
                 if done.returncode == 0:
-                    self._procs = parse_compute_apps(done.stdout, DEFAULT_APPS_FIELDS)
+                    self._procs = await self._with_ancestors(parse_compute_apps(done.stdout, DEFAULT_APPS_FIELDS))
             except (SshError, ValueError):
                 continue
+
+    async def _with_ancestors(self, procs: dict[str, tuple[GpuProcess, ...]]) -> dict[str, tuple[GpuProcess, ...]]:
+        """``procs`` with each process's ancestors from the host's ``ps`` (a server's TP
+        workers are its children); as they are when ``ps`` fails."""
+        if not any(procs.values()):
+            return procs
+        try:
+            done = await self.ssh.run(["ps", "-e", "-o", "pid=,ppid="], timeout_s=5.0)
+        except SshError:
+            return procs
+        parents = parse_ps_parents(done.stdout) if done.returncode == 0 else {}
+        if not parents:
+            return procs
+        return {uuid: tuple(replace(p, ancestors=ancestors_of(p.pid, parents)) for p in listed)
+                for uuid, listed in procs.items()}

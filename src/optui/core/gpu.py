@@ -40,6 +40,28 @@ class GpuProcess:
     ancestors: tuple[int, ...] = ()
 
 
+def parse_ps_parents(text: str) -> dict[int, int]:
+    """``{pid: parent pid}`` from ``ps -e -o pid=,ppid=`` output (two integers a line;
+    other lines are skipped)."""
+    parents: dict[int, int] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
+            parents[int(fields[0])] = int(fields[1])
+    return parents
+
+
+def ancestors_of(pid: int, parents: Mapping[int, int], limit: int = 32) -> tuple[int, ...]:
+    """``pid``'s parent, grandparent... from a ``{pid: parent pid}`` map, up to (not
+    including) PID 1; at most ``limit`` PIDs (a cycle in a torn read ends the chain)."""
+    chain: list[int] = []
+    parent = parents.get(pid)
+    while parent is not None and parent > 1 and parent not in chain and len(chain) < limit:
+        chain.append(parent)
+        parent = parents.get(parent)
+    return tuple(chain)
+
+
 def server_of_process(process: GpuProcess, server_pids: Mapping[int, str]) -> str | None:
     """The server ``process`` belongs to: the one whose PID (in ``server_pids``, PID →
     server name, servers of the GPU's host only) is the process's own or an ancestor's;
