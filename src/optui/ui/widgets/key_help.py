@@ -5,7 +5,9 @@ key bar and the palette read too. It follows the focus while it is open."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widget import Widget
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
 
 from optui.ui.colors import style
 from optui.ui.key_table import GLOBAL, KeyRow, key_rows
@@ -29,34 +31,42 @@ def help_text(rows: list[KeyRow], key_style="bold") -> Text:
     return text
 
 
-class KeyHelp(Widget):
-    """The help beside the dashboard (``?`` opens and closes it, so does Esc)."""
+class KeyHelp(VerticalScroll, can_focus=False):
+    """The help beside the dashboard (``?`` opens and closes it, so does Esc); never
+    focused (the keys it lists are the focused panel's), scrolled with the mouse when
+    taller than the terminal."""
 
     DEFAULT_CSS = """
     KeyHelp { split: right; width: 33%; min-width: 30; max-width: 60; height: 100%;
         border-left: vkey $foreground 30%; padding: 0 1; }
+    KeyHelp > Static { width: auto; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: tuple = ()
 
+    def compose(self) -> ComposeResult:
+        yield Static("", markup=False)
+
     def on_mount(self) -> None:
         self.watch(self.screen, "focused", lambda _focused: self.update_rows(), init=False)
         # keys also come and go with the state (A while a benchmark runs, read-only...): only
         # while the help is open, a cheap comparison twice a second
         self.set_interval(0.5, self.update_rows)
+        self.update_rows()
 
     def rows(self) -> list[KeyRow]:
         """The table this help shows now."""
         return key_rows(self.screen)
 
+    def text(self) -> Text:
+        """What the help shows now (see :func:`help_text`)."""
+        return help_text(self.rows(), style(self.app, "accent", bold=True))
+
     def update_rows(self) -> None:
-        """Repaint when the table changed (focus, state)."""
+        """Show the table again when it changed (focus, state)."""
         shown = tuple((r.keys, r.label, r.where) for r in self.rows())
         if shown != self._shown:
             self._shown = shown
-            self.refresh()
-
-    def render(self) -> Text:
-        return help_text(self.rows(), style(self.app, "accent", bold=True))
+            self.query_one(Static).update(self.text())
