@@ -39,10 +39,10 @@ def test_ancestors_from_ps_output():
     text = "    1     0\n  400     1\n  401   400\n  402   401\n garbage line\n  403   999\n"
     parents = parse_ps_parents(text)
     assert parents == {1: 0, 400: 1, 401: 400, 402: 401, 403: 999}
-    assert ancestors_of(402, parents) == (401, 400)  # up to, not including, PID 1
-    assert ancestors_of(403, parents) == (999,)  # a parent ps did not list ends the chain
-    assert ancestors_of(7, parents) == ()
-    assert ancestors_of(5, {5: 6, 6: 5}) == (6, 5)  # a cycle (a torn read) ends too
+    assert ancestors_of(402, parents.get) == (401, 400)  # up to, not including, PID 1
+    assert ancestors_of(403, parents.get) == (999,)  # a parent ps did not list ends the chain
+    assert ancestors_of(7, parents.get) == ()
+    assert ancestors_of(5, {5: 6, 6: 5}.get) == (6, 5)  # a cycle (a torn read) ends too
 
 
 def test_ancestors_come_from_proc():

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from optui.adapters.worker_thread import SingleThreadExecutor
-from optui.core.gpu import GpuProcess, GpuSample, HostSnapshot, HostStatus
+from optui.core.gpu import GpuProcess, GpuSample, HostSnapshot, HostStatus, ancestors_of
 
 # NVML return codes (nvml.h); the module's NVML_ERROR_* constants win when present.
 _CODES = {
@@ -409,19 +409,17 @@ class NvmlGpuSource:
         return name
 
 
-def process_ancestors(pid: int, limit: int = 32) -> tuple[int, ...]:
+def process_ancestors(pid: int) -> tuple[int, ...]:
     """``pid``'s parent, grandparent... up to (not including) PID 1, from ``/proc`` (NVML
     reads the GPUs of this machine, whose PIDs ``/proc`` knows); what cannot be read ends
-    the chain (another PID namespace, a process gone). At most ``limit`` PIDs."""
-    chain: list[int] = []
-    while len(chain) < limit:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            break
-        if parent <= 1 or parent in chain:
-            break
-        chain.append(parent)
-        pid = parent
-    return tuple(chain)
+    the chain (another PID namespace, a process gone)."""
+    return ancestors_of(pid, _proc_parent)
+
+
+def _proc_parent(pid: int) -> int | None:
+    """The parent PID of ``pid`` from ``/proc/PID/stat``; None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None

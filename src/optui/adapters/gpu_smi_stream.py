@@ -194,5 +194,5 @@ class SshNvidiaSmiSource:
         parents = parse_ps_parents(done.stdout) if done.returncode == 0 else {}
         if not parents:
             return procs
-        return {uuid: tuple(replace(p, ancestors=ancestors_of(p.pid, parents)) for p in listed)
+        return {uuid: tuple(replace(p, ancestors=ancestors_of(p.pid, parents.get)) for p in listed)
                 for uuid, listed in procs.items()}

@@ -8,7 +8,7 @@ utilization; GB10 has no dedicated memory).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
 #: Keys of one GPU in ``optui gpus --json`` (and of :meth:`GpuSample.to_json`), in order.
@@ -51,14 +51,15 @@ def parse_ps_parents(text: str) -> dict[int, int]:
     return parents
 
 
-def ancestors_of(pid: int, parents: Mapping[int, int], limit: int = 32) -> tuple[int, ...]:
-    """``pid``'s parent, grandparent... from a ``{pid: parent pid}`` map, up to (not
-    including) PID 1; at most ``limit`` PIDs (a cycle in a torn read ends the chain)."""
+def ancestors_of(pid: int, parent_of: Callable[[int], int | None], limit: int = 32) -> tuple[int, ...]:
+    """``pid``'s parent, grandparent... as ``parent_of`` (PID → parent PID, None where
+    unknown: ``parse_ps_parents(text).get``, a ``/proc`` reader) tells, up to (not including)
+    PID 1; at most ``limit`` PIDs (a cycle in a torn read ends the chain)."""
     chain: list[int] = []
-    parent = parents.get(pid)
+    parent = parent_of(pid)
     while parent is not None and parent > 1 and parent not in chain and len(chain) < limit:
         chain.append(parent)
-        parent = parents.get(parent)
+        parent = parent_of(parent)
     return tuple(chain)
 
 
