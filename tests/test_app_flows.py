@@ -114,7 +114,7 @@ async def test_benchmark_fills_results_table(tmp_path):
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, lambda: session.servers["demo"].status.state.value == "ready" and session.servers["demo"].status.busy is None)
         await pilot.press("b")
-        assert type(app.screen).__name__ == "TextPrompt"
+        assert type(app.screen).__name__ == "ChoiceScreen"  # the configured benchmarks, the default first
         await pilot.press("enter")  # the default choice: sweep (bundled SGLang-style command)
         await wait_for(pilot, lambda: session.benches.current is not None and not session.benches.running, timeout=60)
         assert session.benches.current.view.status == "ok", session.benches.current.view.error

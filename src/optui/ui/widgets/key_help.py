@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from optui.ui.binding_ids import with_ids
 from optui.ui.colors import style
 from optui.ui.key_table import GLOBAL, KeyRow, key_rows
 
@@ -36,6 +37,7 @@ class KeyHelp(VerticalScroll, can_focus=False):
     focused (the keys it lists are the focused panel's), scrolled with the mouse when
     taller than the terminal."""
 
+    BINDINGS = with_ids(VerticalScroll.BINDINGS, "help")  # never focused: ids for the keymap's sake only
     DEFAULT_CSS = """
     KeyHelp { split: right; width: 33%; min-width: 30; max-width: 60; height: 100%;
         border-left: vkey $foreground 30%; padding: 0 1; }
