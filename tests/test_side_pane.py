@@ -75,6 +75,7 @@ async def test_bench_and_todo_keep_room_in_a_side_pane(tmp_path, size):
         results = app.query_one("#bench-results")
         assert results.region.height >= 2 and results.region.bottom <= bench.region.bottom - 1  # header + last result
         assert app._has_room(app.query_one("#todo-box"))
+        assert app.query_one("#servers-box").region.height == 3  # one server, one line: no blank rows under it
         await pilot.press("1", "e")  # e toggles all: folded hosts expand on demand, and back
         await pilot.pause(0.1)
         assert len(gpus.render().plain.splitlines()) == (2 if size == (60, 40) else 7)
