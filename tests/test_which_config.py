@@ -271,3 +271,67 @@ async def test_the_servers_panel_shows_the_tuned_flag_first_and_i_the_full_comma
         body = app.screen.query_one("#details-body").render().plain
         assert "--demo-speed" in body and "~ --max-running-requests: 4 → 32" in body, body
         await pilot.press("escape", "q")
+
+
+def test_journal_lines_say_what_a_run_ran_with_its_numbers():
+    """``todo.run.started … → no benchmark`` for a run that then ran ``sweep``; a sweep's
+    line named one run's figure as if for all its points; the start no plan."""
+    from optui.core import events as ev
+    from optui.core.events import Event
+
+    started = Event(1, 0.0, ev.BENCH_STARTED, "demo", data={"bench": "loadgen", "plan": "sweep concurrency 1,2,4"})
+    assert started.summary() == "bench loadgen started (sweep concurrency 1,2,4)"
+    points = [dict(_sweep_point(t, c, "s").to_json()) for c, t in ((1, 95.0), (2, 180.0), (2, 182.0), (4, 300.0))]
+    finished = Event(2, 0.0, ev.BENCH_FINISHED, "demo", data={"bench": "loadgen", "status": "ok", "results": points})
+    assert finished.summary() == "bench loadgen ok, sweep c=1 95.0 · c=2 180.0 · c=4 300.0 out tok/s"
+    repeats = [dict(result(v).to_json()) for v in (1000.0, 1010.0, 990.0)]
+    again = Event(3, 0.0, ev.BENCH_FINISHED, "demo", data={"bench": "c16", "status": "ok", "results": repeats})
+    assert again.summary().startswith("bench c16 ok, 3 runs (median), 1000.0 out tok/s")
+
+
+def test_a_todo_run_names_the_benchmark_it_runs_and_its_history_reads(tmp_path):
+    from click.testing import CliRunner
+
+    from optui.cli import cli
+    from optui.config import load_config
+    from optui.core.todo_experiment import experiment_text
+    from optui.session import Session
+    from tests.test_todo_runs import demo_campaign
+
+    cfg = demo_campaign(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["-c", str(cfg), "todo", "add", "bad flag", "--server", "demo",
+                               "--set", "--no-such-flag=1"]).exit_code == 0  # no --bench: the server's first
+    session = Session(load_config(cfg), stop_servers_on_exit=True)  # only to stop what the CLI leaves
+    try:
+        assert runner.invoke(cli, ["-c", str(cfg), "todo", "run", "1"]).exit_code == 1
+        (started,) = session.journal.events(types=["todo.run.started"])
+        assert started.data["message"].endswith("--no-such-flag 1 → sweep"), started.data["message"]
+        item = session.journal.todo(1)
+        assert experiment_text(item.experiment) == ("demo: --no-such-flag 1 → its server's first configured benchmark, "
+                                                    "if any")
+    finally:
+        from optui.adapters import proc
+
+        launch = session.servers["demo"].controller.recorded()
+        if launch is not None:
+            proc.kill_group_now(launch.pid)
+        session.journal.close()
+
+
+async def test_a_todo_items_history_renders_its_experiment(tmp_path):
+    """``i`` on a todo item showed its experiment as raw JSON."""
+    from tests.helpers.pilot import wait_for
+    from tests.test_app_flows import make_app
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(60, 40)) as pilot:
+        await wait_for(pilot, lambda: app.query_one("#todo-list"))
+        app.session.todos.add("try 32", "high", {"server": "demo", "set": {"--max-running-requests": "32"},
+                                                 "bench": ["sweep"]})
+        await wait_for(pilot, lambda: "try 32" in app.query_one("#todo-list").render().plain)
+        await pilot.press("3", "home", "i")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailsScreen")
+        body = app.screen.query_one("#details-body").render().plain
+        assert "experiment: demo: --max-running-requests 32 → sweep" in body and '{"server"' not in body, body
+        await pilot.press("escape", "q")

@@ -67,6 +67,26 @@ def _median_run(runs: list[dict]) -> dict:
     return rated[(len(rated) - 1) // 2] if rated else {}
 
 
+def _sweep_points(runs: list[dict]) -> str:
+    """``"c=1 95.0 · c=2 180.0 · c=4 300.0"``: the median output tok/s per concurrency of a
+    sweep's runs (repeats folded); ``""`` when the runs are of one concurrency."""
+    by_conc: dict[object, list[float]] = {}
+    for x in runs:
+        conc = x.get("max_concurrency") if x.get("max_concurrency") is not None else (x.get("workload") or {}).get("max_concurrency")
+        tput = x.get("output_throughput_tok_s")
+        by_conc.setdefault(conc, [])
+        if isinstance(tput, int | float):
+            by_conc[conc].append(tput)
+    if len(by_conc) < 2:
+        return ""
+
+    def median(vals: list[float]) -> str:
+        return f"{sorted(vals)[(len(vals) - 1) // 2]:.1f}" if vals else "-"
+
+    order = sorted(by_conc, key=lambda c: (not isinstance(c, int | float), c if isinstance(c, int | float) else 0))
+    return " · ".join(f"c={c if c is not None else '?'} {median(by_conc[c])}" for c in order)
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One journal event (see module docstring for the fields)."""
@@ -120,9 +140,12 @@ class Event:
         if t == ROLLBACK:
             return f"rollback to last good flags ({d.get('reason', '')})"
         if t == BENCH_STARTED:
-            return f"bench {d.get('bench', '')} started"
+            return f"bench {d.get('bench', '')} started" + (f" ({d['plan']})" if d.get("plan") else "")
         if t == BENCH_FINISHED:
             runs = [x for x in d.get("results") or () if isinstance(x, dict)]
+            points = _sweep_points(runs)
+            if points:  # a sweep: one figure per concurrency, never one run's as if for all
+                return f"bench {d.get('bench', '')} {d.get('status', '')}, sweep {points} out tok/s"
             r = d.get("result") or (_median_run(runs) if runs else {})
             tput = r.get("output_throughput_tok_s")
             ttft = (r.get("ttft_ms") or {}).get("median")

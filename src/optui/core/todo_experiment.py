@@ -97,11 +97,32 @@ class ExperimentSpec:
         """The flag change as the editor shows it: ``--a 1 --b !--c``."""
         return format_flag_edits(self.set, self.unset)
 
-    def describe(self) -> str:
-        """One line: ``demo: --max-running-requests 32 → sweep``."""
+    def describe(self, benches: Sequence[str] | None = None) -> str:
+        """One line: ``demo: --max-running-requests 32 → sweep``; ``benches``: the ones a
+        run executes (:func:`benches_for`: the server's default when the item names none),
+        else the item's own."""
         flags = self.flags_text() or "(same flags)"
-        bench = ", ".join(self.bench) or "no benchmark"
+        bench = ", ".join(self.bench if benches is None else benches) or "no benchmark"
         return f"{self.server}: {flags} → {bench}"
+
+
+def experiment_text(data: object) -> str:
+    """A todo item's stored experiment as one line to read (:meth:`ExperimentSpec.describe`,
+    with its preset and base when set); its JSON only when it is no valid experiment (what
+    is stored is shown, never hidden)."""
+    import json
+
+    try:
+        spec = ExperimentSpec.from_dict(data)
+    except ValueError:
+        return f"(not a valid experiment) {json.dumps(data, default=str)}"
+    extra = [f"preset {spec.preset}"] if spec.preset else []
+    extra += [{"current": "from the running flags", "last_good": "from the last good flags"}[spec.base]] \
+        if spec.base != "config" else []
+    text = spec.describe()
+    if not spec.bench:
+        text = text.removesuffix("no benchmark") + "its server's first configured benchmark, if any"
+    return text + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _check_flag(name: object, where: str) -> None:

@@ -352,7 +352,7 @@ class TodoRunQueue:
             base = self._base_argv(spec, rt)
             argv = spec.apply(base)
             self._event(todo_id, run_id, TODO_RUN_STARTED, {
-                "message": f"experiment {run_id}: {spec.describe()}", "spec": spec.to_dict(),
+                "message": f"experiment {run_id}: {spec.describe(self.benches_of(spec))}", "spec": spec.to_dict(),
                 "server": spec.server, "old_argv": list(rt.status.argv), "argv": argv})
             item = todos.update(item, op="experiment.run", status=TodoStatus.IN_PROGRESS,
                                   meta={**item.meta, "experiment_run": run_meta})

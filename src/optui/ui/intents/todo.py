@@ -197,7 +197,9 @@ class TodoActions(Actions):
         body.append(f"#{item.id} {item.content}\n", style="bold")
         body.append(f"origin {item.origin}   status {item.status.value}   priority {item.priority.value}\n")
         if item.experiment:
-            body.append(f"experiment: {json.dumps(item.experiment)}\n")
+            from optui.core.todo_experiment import experiment_text
+
+            body.append(f"experiment: {experiment_text(item.experiment)}\n")
         if item.note:
             body.append(f"note:\n{item.note}\n")
         if item.conflict:
