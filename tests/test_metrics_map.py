@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -167,7 +168,8 @@ def test_llamacpp_real_scrape():
     first = parse_scrape(text, 0.0)
     view = load_view(first)
     assert (view.running, view.waiting) == (0.0, 0.0)
-    assert view.generated_total == 16.0 and view.gen_tok_s == pytest.approx(137.285)  # the server's own average
+    # predicted_tokens_seconds (137.285) is one request's decode speed, not a throughput: no rate yet
+    assert view.generated_total == 16.0 and view.gen_tok_s is None
     later = parse_scrape(
         text.replace("llamacpp:tokens_predicted_total 16", "llamacpp:tokens_predicted_total 48")
         .replace("llamacpp:prompt_tokens_total 40", "llamacpp:prompt_tokens_total 42")
@@ -204,6 +206,28 @@ def test_llamacpp_tokens_of_running_requests_count_from_slots():
     assert load_view(plain_b, plain_a).generated_total == 0.0
     assert progress_total(plain_b) > progress_total(plain_a)
     assert progress_total(b) > progress_total(a)
+
+
+def test_llamacpp_live_tok_s_is_the_servers_throughput_not_one_requests_decode_speed():
+    """Seen on the H200 (bench/RESULTS.md, "live load"): at c=1 the server made 575 tok/s by its
+    own counter while optui showed 804, the gauge predicted_tokens_seconds (Σ tokens / Σ
+    per-request generation time: 1/TPOT), whenever the counter-plus-slots pair was not
+    comparable; at c=4 it showed a quarter of the throughput."""
+    text = (FIXTURES / "llamacpp_0.3.36_after_2_requests.txt").read_text()
+
+    def scrape(t: float, predicted: int, gauge: float, in_flight: int | None):
+        s = parse_scrape(text.replace("llamacpp:tokens_predicted_total 16", f"llamacpp:tokens_predicted_total {predicted}")
+                         .replace("llamacpp:predicted_tokens_seconds 137.285", f"llamacpp:predicted_tokens_seconds {gauge}"), t)
+        return s if in_flight is None else replace(s, in_flight_decoded=float(in_flight))
+
+    # /slots answered for one scrape only (it queues behind busy slots): the counter alone
+    assert load_view(scrape(1.0, 1591, 804.0, 60), scrape(0.0, 1016, 804.0, None)).gen_tok_s == pytest.approx(575.0)
+    # a request ended between the /slots and the /metrics read: its 128 tokens were in both
+    # the previous counter and its slot, so the pair goes down: the counter alone (64 in 0.5 s)
+    before = scrape(0.0, 1016, 804.0, 128)
+    assert load_view(scrape(0.5, 1080, 804.0, 10), before).gen_tok_s == pytest.approx(128.0)
+    # the comparable pair: counter + in-flight
+    assert load_view(scrape(1.0, 1591, 804.0, 60), scrape(0.0, 1016, 804.0, 50)).gen_tok_s == pytest.approx(585.0)
 
 
 def test_parse_slots_idle_and_junk():

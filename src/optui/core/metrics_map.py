@@ -49,7 +49,11 @@ _COUNTERS = {
     "spec_drafts": ("vllm:spec_decode_num_drafts_total", "llamacpp:spec_decode_num_drafts_total"),
 }
 _GAUGE_FALLBACKS = {
-    "gen_tok_s": ("sglang:gen_throughput", "llamacpp:predicted_tokens_seconds", "vllm:avg_generation_throughput_toks_per_s"),
+    # (not llama.cpp's ``predicted_tokens_seconds``: Σ tokens / Σ per-request generation time of
+    # the requests finished since the previous scrape, i.e. one request's decode speed, 1/TPOT,
+    # not the server's throughput: 804 tok/s on the H200 at c=1 where the server made 575, and a
+    # quarter of the throughput at c=4; bench/RESULTS.md, "live load")
+    "gen_tok_s": ("sglang:gen_throughput", "vllm:avg_generation_throughput_toks_per_s"),
     "prompt_tok_s": ("vllm:avg_prompt_throughput_toks_per_s",),
     "prefix_hit_frac": ("sglang:cache_hit_rate",),
     "accept_length": ("sglang:spec_accept_length",),
@@ -172,14 +176,18 @@ def progress_total(scrape: Scrape) -> float | None:
 
 
 def _generated_rate(prev: Scrape | None, cur: Scrape) -> float | None:
-    """Generated tok/s between two scrapes; None without a comparable pair (no previous,
-    a counter reset, or in-flight tokens known in one scrape only)."""
-    if prev is None or cur.t <= prev.t or (prev.in_flight_decoded is None) != (cur.in_flight_decoded is None):
+    """Generated tok/s between two scrapes: the counter plus the in-flight tokens of
+    ``/slots`` where both scrapes have them; else (in-flight tokens known in one scrape only,
+    or a request that finished between a ``/slots`` and a ``/metrics`` read, counted twice in
+    one of them) the counter alone, which counts a llama.cpp request only once it ends but
+    never twice. None without a previous scrape or after a counter reset."""
+    if prev is None or cur.t <= prev.t:
         return None
-    a, b = generated_total(prev), generated_total(cur)
-    if a is None or b is None or b < a:  # a reset, or a request that finished between /slots and /metrics
-        return None
-    return (b - a) / (cur.t - prev.t)
+    if (prev.in_flight_decoded is None) == (cur.in_flight_decoded is None):
+        a, b = generated_total(prev), generated_total(cur)
+        if a is not None and b is not None and b >= a:
+            return (b - a) / (cur.t - prev.t)
+    return _rate(prev, cur, _COUNTERS["generated"])
 
 
 def _rate(prev: Scrape | None, cur: Scrape, names: tuple[str, ...]) -> float | None:
