@@ -5,6 +5,7 @@ journaled as ``agent:<clientInfo.name>``, ``--read-only`` refusing writes."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sys
@@ -141,3 +142,106 @@ async def test_read_only_refuses_writes_and_still_reads(campaign):
         assert "read-only mode" in error_text(await client.call_tool("todo_add", {"text": "x"}))
         assert "read-only mode" in error_text(await client.call_tool("note", {"text": "x"}))
         assert data(await client.call_tool("todo_list", {})) is not None
+
+
+# --- guarded actions: a request the operator decides in the TUI -------------------------------
+
+def argv_flag(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+async def test_restart_request_denied_then_approved_through_the_tui(campaign):
+    from optui.config import load_config
+    from optui.session import Session
+    from optui.ui.app import OptuiApp
+    from optui.ui.screens.agent_requests import AgentRequestScreen
+    from tests.helpers.pilot import wait_for
+
+    before = json.loads(optui(campaign, "status", "--json", "--wait", "0.5").stdout)["servers"][0]["argv"]
+    app = OptuiApp(Session(load_config(campaign)), title="test")
+    async with app.run_test(size=(120, 40)) as pilot, agent(campaign, name="claude-code") as client:
+        await wait_for(pilot, lambda: app.client is not None and app.panels_mounted, what="the campaign on screen")
+        ask = {"server": "demo", "why": "more requests in flight", "wait_s": 90,
+               "set_flags": {"--max-running-requests": "6"}}
+        call = asyncio.create_task(client.call_tool("restart_server", ask))
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentRequestScreen), what=lambda: app.screen)
+        body = str(app.screen.query_one("#agent-request-body").render())
+        assert "restart demo" in body and "--max-running-requests" in body and "more requests in flight" in body
+        assert "agent:claude-code asks" in str(app.screen.query_one("#agent-request-title").render())
+        await pilot.press("d")
+        denied = data(await call)
+        assert denied["outcome"] == "denied" and denied["request"]["by"] == "tui" and "restart" not in denied
+        assert any("--max-running-requests" in line for line in denied["diff"])
+
+        call = asyncio.create_task(client.call_tool("restart_server", ask))
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentRequestScreen), what=lambda: app.screen)
+        await pilot.press("a")
+        ran = data(await call)
+    assert ran["outcome"] == "ran" and ran["request"]["decision"] == "approved"
+    restart = ran["restart"]
+    assert restart["state"] == "ready" and restart["crash_class"] is None and restart["config_mismatch"] == []
+    assert argv_flag(restart["argv"], "--max-running-requests") == "6" != argv_flag(before, "--max-running-requests")
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        requests = j.events(types=["agent.request"])[-2:]
+        assert [e.actor for e in requests] == ["agent:claude-code"] * 2
+        assert requests[0].data["why"] == "more requests in flight" and requests[0].data["diff"] == denied["diff"]
+        decisions = [(e.data["request"], e.data["decision"], e.actor) for e in j.events(types=["agent.decision"])[-2:]]
+        assert decisions == [(requests[0].seq, "denied", "tui"), (requests[1].seq, "approved", "tui")]
+        started = j.events(types=["experiment.started"], experiment=restart["experiment"])[0]
+        assert started.actor == "agent:claude-code"
+    finally:
+        j.close()
+
+
+async def test_restart_request_nobody_answers_times_out(campaign):
+    async with agent(campaign, name="codex") as client:
+        result = data(await client.call_tool("restart_server", {
+            "server": "demo", "why": "try 5", "wait_s": 1, "set_flags": {"--max-running-requests": "5"}}))
+    assert result["outcome"] == "timeout" and result["request"] == {**result["request"], "decision": "timeout", "by": "agent:codex"}
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        last = j.events(types=["agent.decision"])[-1]
+        assert (last.data, last.actor) == ({"request": result["request"]["request"], "decision": "timeout"}, "agent:codex")
+    finally:
+        j.close()
+
+
+async def test_restart_requests_refused_read_only_or_with_a_bad_flag(campaign):
+    async with agent(campaign, "--read-only") as client:
+        assert "read-only mode" in error_text(await client.call_tool("restart_server", {"server": "demo", "why": "x"}))
+    async with agent(campaign) as client:
+        assert "unknown server 'nope'" in error_text(await client.call_tool("restart_server", {"server": "nope", "why": "x"}))
+        bad = error_text(await client.call_tool("restart_server", {
+            "server": "demo", "why": "x", "set_flags": {"--max-running-requestz": "8"}}))
+        assert "--max-running-requestz: unknown flag" in bad and "Traceback" not in bad
+        bad = error_text(await client.call_tool("restart_server", {
+            "server": "demo", "why": "x", "set_flags": {"--kv-cache-dtype": "fp7"}}))
+        assert "--kv-cache-dtype: invalid choice: 'fp7'" in bad and "not restarted" in bad
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        assert not [e for e in j.events(types=["agent.request"]) if e.data.get("why") == "x"], "nothing was asked"
+    finally:
+        j.close()
+
+
+async def test_the_agent_policy_allows_or_forbids_flags_without_asking(campaign):
+    policed = campaign.with_name("optui-policy.toml")  # the same campaign (journal, servers) with an [agent] policy
+    policed.write_text(campaign.read_text()
+                       + '\n[agent]\nallowed_flags = ["--max-running-requests"]\nforbidden_flags = ["tp-size"]\n')
+    async with agent(policed, name="codex") as client:
+        ran = data(await client.call_tool("restart_server", {
+            "server": "demo", "why": "inside the allowed flags", "set_flags": {"--max-running-requests": "7"}}))
+        refused = error_text(await client.call_tool("restart_server", {
+            "server": "demo", "why": "bigger TP", "set_flags": {"--tp-size": "4"}}))
+    assert ran["outcome"] == "ran" and ran["request"]["decision"] == "allowed" and ran["request"]["by"] == "agent:codex"
+    assert ran["request"]["policy"] == "[agent] allowed_flags: --max-running-requests"
+    assert ran["restart"]["state"] == "ready" and argv_flag(ran["restart"]["argv"], "--max-running-requests") == "7"
+    assert "not restarted, [agent] forbidden_flags: --tp-size" in refused
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        last = j.events(types=["agent.decision"])[-1]
+        assert (last.data["decision"], last.actor, last.data["policy"]) == ("refused", "agent:codex",
+                                                                           "[agent] forbidden_flags: --tp-size")
+    finally:
+        j.close()

@@ -56,8 +56,19 @@ def push_choice(app) -> None:
         ("loadgen", "loadgen  built-in load generator  → qwen")]))
 
 
+def push_agent_request(app) -> None:
+    from optui.core.agent_requests import AgentRequest
+    from optui.ui.screens.agent_requests import AgentRequestScreen
+
+    app.push_screen(AgentRequestScreen(AgentRequest(
+        seq=118, agent="agent:claude-code", action="restart", server="qwen",
+        diff=("~ --max-running-requests: 64 → 128",), argv=(), why="KV cache is at 40 %: room for more requests",
+        deadline_ts=time.time() + 240)))
+
+
 #: screen module → (screen class name, keys before it opens or a function that pushes it, keys after)
 CASES = {
+    "agent_requests": ("AgentRequestScreen", push_agent_request, []),
     "choice": ("ChoiceScreen", push_choice, ["down"]),
     "confirm": ("ConfirmScreen", push_confirm, []),
     "text_prompt": ("TextPrompt", ["n"], [*"64 looks better"]),

@@ -321,6 +321,20 @@ class TodoConfig(_Model):
         return value
 
 
+class AgentConfig(_Model):
+    """``[agent]``: what an agent (``optui mcp``) may do without the operator's approval.
+
+    A restart an agent asks for is a request the operator approves or denies in optui, unless
+    every flag it changes is in ``allowed_flags`` (then it runs at once); one that changes a
+    flag in ``forbidden_flags`` is refused; past ``max_restarts_per_hour`` restarts by agents
+    in the last hour, more are refused (0: none at all).
+    """
+
+    allowed_flags: list[str] = Field(default_factory=list, description="flags an agent may change without approval")
+    forbidden_flags: list[str] = Field(default_factory=list, description="flags an agent may never change")
+    max_restarts_per_hour: int = Field(10, ge=0, le=10_000, description="restarts by agents in any hour")
+
+
 class Config(_Model):
     """The whole ``optui.toml``."""
 
@@ -338,6 +352,7 @@ class Config(_Model):
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     benchmarks: dict[str, BenchmarkConfig] = Field(default_factory=dict)
     todo: TodoConfig = Field(default_factory=TodoConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
 
     @field_validator("hosts", "servers", "benchmarks", mode="before")
     @classmethod

@@ -16,15 +16,16 @@ journaled with the agent's actor (``agent:NAME``).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
+from optui.adapters.journal import Journal, JournalError
 from optui.core import events as ev
 from optui.core.events import EventFilter, parse_since
 from optui.core.safe_text import safe_line
 from optui.core.todo import Priority, TodoStatus
 
 if TYPE_CHECKING:
-    from optui.adapters.journal import Journal
     from optui.config import LoadedConfig
     from optui.session import Session
 
@@ -34,6 +35,9 @@ MAX_EVENTS = 500
 MAX_LOG_LINES = 2000
 #: longest client name kept in an actor (``agent:NAME``)
 MAX_AGENT_NAME = 40
+#: how long a request waits for the operator's decision by default, and at most (s)
+DEFAULT_DECISION_WAIT_S = 300.0
+MAX_DECISION_WAIT_S = 3600.0
 
 
 class AgentError(ValueError):
@@ -228,6 +232,75 @@ class Cockpit:
 
         return event_json(self._write(append))
 
+    # ---------------------------------------------------------------- guarded actions
+    async def restart(self, server: str, *, actor: str, why: str, sets: dict[str, str | None] | None = None,
+                      unsets: list[str] | None = None, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask the operator to restart ``server`` with flags changed (``sets`` flag → value,
+        None for a boolean; ``unsets``), checked first by the same door as the TUI and
+        ``optui restart`` (base flags, the flag catalogue: a refused value is an AgentError
+        and nothing is asked). The request (``agent.request``: diff, agent, why) waits up to
+        ``wait_s`` s for a decision in an optui window. Returns ``{"outcome": "denied" |
+        "timeout" | "refused" | "ran", "request": {request, decision, by}, "diff", "warnings",
+        "restart": <optui restart --json> once run}``."""
+        from optui.cli.status import restart_json
+        from optui.core.agent_requests import ALLOWED, APPROVED, REFUSED, restart_policy
+        from optui.core.flags import FlagError, Flags
+        from optui.core.journal_experiments import config_changes
+        from optui.session import Session, SessionError
+        from optui.session.agent_requests import ask_operator, decided_by_policy
+
+        self._refuse_read_only()
+        self._runtime(server)
+        if not why.strip():
+            raise AgentError("why must not be empty: the operator decides on it")
+        if not 1 <= wait_s <= MAX_DECISION_WAIT_S:
+            raise AgentError(f"wait_s must be between 1 and {MAX_DECISION_WAIT_S:g}, got {wait_s:g}")
+        edits = [name if value is None else f"{name}={value}" for name, value in (sets or {}).items()]
+        session = Session(self.loaded, actor=actor, autostart=False)
+        await session.start()
+        try:
+            try:
+                plan = await session.plan_restart(server, sets=edits, unsets=list(unsets or ()))
+            except (SessionError, FlagError) as exc:
+                raise AgentError(str(exc)) from None
+            unknown = [str(i) for i in plan.warnings if i.message.startswith("unknown flag")]
+            if unknown:  # a warning for an operator who knows better; an agent's typo is refused
+                raise AgentError(f"{server}: not asked, " + "; ".join(unknown))
+            base, new = Flags.parse(plan.base), Flags.parse(plan.argv)
+            diff = config_changes(base, new)
+            rules = self.loaded.config.agent
+            policy = restart_policy([c.name for c in base.diff(new)], allowed=rules.allowed_flags,
+                                    forbidden=rules.forbidden_flags, max_per_hour=rules.max_restarts_per_hour,
+                                    restarts_last_hour=self._agent_restarts_since(time.time() - 3600))
+            request = {"actor": actor, "action": "restart", "server": server, "diff": diff, "argv": plan.argv,
+                       "why": why.strip()}
+            try:
+                if policy.verdict == "ask":
+                    decision = await ask_operator(self._journal_for_writes(), **request, timeout_s=wait_s)
+                else:
+                    decision = decided_by_policy(self._journal_for_writes(), **request, reason=policy.reason,
+                                                 decision=ALLOWED if policy.verdict == "allow" else REFUSED)
+            except JournalError as exc:
+                raise AgentError(f"cannot journal the request: {exc}") from None
+            if decision.decision == REFUSED:
+                raise AgentError(f"{server}: not restarted, {policy.reason}")
+            answer = {"request": decision.to_json(), "diff": diff, "warnings": [str(i) for i in plan.warnings],
+                      "unchecked": plan.unchecked}
+            if decision.decision not in (APPROVED, ALLOWED):
+                return {"outcome": decision.decision, **answer}
+            try:
+                outcome = await session.restart_checked(server, plan=plan, reason=f"{actor}: {why.strip()}")
+            except SessionError as exc:  # another optui process restarts it: who holds the lock
+                return {"outcome": "refused", "error": str(exc), **answer}
+            return {"outcome": "ran", **answer, "restart": restart_json(session, server, plan, outcome)}
+        finally:
+            await session.close()
+
+    def _agent_restarts_since(self, ts: float) -> int:
+        """Restarts agents asked for (journaled ``server.restart`` by ``agent:*``) since ``ts``."""
+        flt = EventFilter(types=frozenset({ev.RESTART_REQUESTED}), since_ts=ts)
+        return sum(1 for e in self.session.journal.query(flt, limit=None) if e.actor.startswith("agent:"))
+
     def close(self) -> None:
         """Close the writable journal (when one was opened)."""
         if self._writer is not None:
@@ -235,18 +308,23 @@ class Cockpit:
             self._writer = None
 
     # ---------------------------------------------------------------- helpers
-    def _write(self, fn):
-        """Run ``fn(journal)`` on the writable journal (opened on first use); a journal
-        that refuses (read-only, locked, missing item) becomes an AgentError."""
-        from optui.adapters.journal import Journal, JournalError
-
+    def _refuse_read_only(self) -> None:
         if self.read_only:
             raise AgentError("read-only mode: this optui mcp changes nothing (started with --read-only "
                              "or read_only = true in the config)")
+
+    def _journal_for_writes(self) -> Journal:
+        """The writable journal, opened on first use (JournalError when it cannot be)."""
+        if self._writer is None:
+            self._writer = Journal(self.loaded.journal_path)
+        return self._writer
+
+    def _write(self, fn):
+        """Run ``fn(journal)`` on the writable journal; a journal that refuses (read-only,
+        locked, missing item) becomes an AgentError."""
+        self._refuse_read_only()
         try:
-            if self._writer is None:
-                self._writer = Journal(self.loaded.journal_path)
-            return fn(self._writer)
+            return fn(self._journal_for_writes())
         except (JournalError, KeyError) as exc:
             raise AgentError(str(exc).strip("'\"")) from None
         except ValueError as exc:

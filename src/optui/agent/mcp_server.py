@@ -2,7 +2,9 @@
 
 Tools (each answer in the shape of the CLI's ``--json`` for the same question, see
 :mod:`optui.agent.cockpit`): ``status``, ``gpus``, ``journal_tail``, ``journal_event``,
-``experiments``, ``todo_list``, ``todo_add``, ``todo_set``, ``note``. Resources:
+``experiments``, ``todo_list``, ``todo_add``, ``todo_set``, ``note``; the guarded action
+``restart_server``: a request the operator approves or denies in an optui window
+(:mod:`optui.session.agent_requests`), journaled with the decision, run once approved. Resources:
 ``optui://report`` (the Markdown findings report), ``optui://servers/{server}/flags`` (the
 flag catalogue learned from the server's ``--help``, JSON), ``optui://servers/{server}/log``
 (its last log lines).
@@ -43,7 +45,8 @@ optui://report, optui://servers/{server}/flags and optui://servers/{server}/log.
 Units are in key names (_tok_s, _ms, _mib, _pct). An experiment's verdict comes with its
 evidence (n, spread, baseline): 'untested' or 'noise' is not a win, and 'unverified' flags
 mean the server does not run what the result is credited to.
-Add and update todo items and notes; your writes are journaled as agent:<your client name>."""
+Add and update todo items and notes; your writes are journaled as agent:<your client name>.
+restart_server is a request: the operator approves or denies it in optui; say why."""
 
 
 def _client_actor(ctx: Context) -> str:
@@ -91,7 +94,8 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         if (wait := FIRST_LOOK_S - (time.monotonic() - started)) > 0:
             await asyncio.sleep(wait)
 
-    mcp = MCPServer("optui", instructions=INSTRUCTIONS, lifespan=lifespan)
+    # WARNING: the SDK's INFO logs every tool error and, through the root logger, every probe
+    mcp = MCPServer("optui", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
 
     @mcp.tool()
     async def status() -> dict[str, Any]:
@@ -168,6 +172,19 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         with _as_tool_error():
             return here().note(text, actor=_client_actor(ctx), server=server)
 
+    @mcp.tool()
+    async def restart_server(server: str, why: str, ctx: Context, set_flags: dict[str, str | None] | None = None,
+                             unset_flags: list[str] | None = None, wait_s: float = 300.0) -> dict[str, Any]:
+        """Ask the operator to restart a server with changed flags; waits (up to wait_s seconds) for the
+        operator's approve/deny in optui, then runs it through the same checks as optui's own restart. set_flags
+        maps a flag to its value ({"--max-running-requests": "64"}; null for a boolean flag). Returns outcome
+        (ran, denied, timeout, refused), the request's decision and who made it, the flag diff, catalogue
+        warnings, and once ran the restart as `optui restart --json`: state, crash_class and log lines when it
+        failed, config_mismatch (flags the server does not really run), rolled_back."""
+        with _as_tool_error():
+            return await here().restart(server, actor=_client_actor(ctx), why=why, sets=set_flags,
+                                        unsets=unset_flags, wait_s=wait_s)
+
     @mcp.resource("optui://report", name="report", mime_type="text/markdown")
     def report() -> str:
         """The findings report (Markdown, as `optui journal export --format md`)."""
@@ -182,8 +199,9 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
             raise ResourceNotFoundError(str(exc)) from None
 
     @mcp.resource("optui://servers/{server}/log", name="server-log", mime_type="text/plain")
-    def server_log(server: str) -> str:
+    async def server_log(server: str) -> str:
         """The server's last log lines (up to 200) this optui read."""
+        await first_look()  # the log follower starts once the server is attached
         try:
             return "\n".join(here().log_lines(server))
         except AgentError as exc:

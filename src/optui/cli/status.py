@@ -203,20 +203,7 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
                     raise failure
             else:
                 outcome = await task
-            st = rt.status
-            rolled_back = bool(outcome is not None and plan is not None and outcome.rolled_back)
-            offer = outcome.offer if outcome is not None and plan is not None else None
-            return {"server": server, "state": st.state.value, "experiment": session.current_experiment(server),
-                    "crash_class": st.crash_class and str(st.crash_class), "message": st.message,
-                    "lines": list(st.crash_lines), "argv": list(st.argv),
-                    "requested_argv": list(plan.argv) if plan else list(st.argv),
-                    "base": plan.base_from if plan else "last good",
-                    "ready_s": round(st.ready_at - st.started_at, 3) if st.ready_at and st.started_at else None,
-                    "phases": [{"phase": p.phase, "t": p.t} for p in st.phases],
-                    "warnings": [str(i) for i in plan.warnings] if plan else [],
-                    "config_mismatch": list(st.config_mismatch),
-                    "rolled_back": rolled_back, "failed": _failed_class(session, server) if rolled_back else None,
-                    "rollback_command": _rollback_command(loaded.path, server) if offer else None}
+            return restart_json(session, server, plan, outcome)
         finally:
             await session.close()
 
@@ -242,6 +229,27 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
         if result["rollback_command"]:
             echo(f"  roll back to the last good flags: {result['rollback_command']}")
     sys.exit(0 if ok else 1)
+
+
+def restart_json(session, server: str, plan, outcome) -> dict:
+    """``optui restart --json`` (shared with ``optui mcp``): ``server``'s status after a
+    restart of ``plan`` (None: a rollback) that ended in ``outcome`` (None: not waited for):
+    state, crash class and log lines, argv vs requested_argv, ready_s, phases, catalogue
+    warnings, ``config_mismatch`` (flags the server does not run), rolled back or not."""
+    st = session.servers[server].status
+    rolled_back = bool(outcome is not None and plan is not None and outcome.rolled_back)
+    offer = outcome.offer if outcome is not None and plan is not None else None
+    return {"server": server, "state": st.state.value, "experiment": session.current_experiment(server),
+            "crash_class": st.crash_class and str(st.crash_class), "message": st.message,
+            "lines": list(st.crash_lines), "argv": list(st.argv),
+            "requested_argv": list(plan.argv) if plan else list(st.argv),
+            "base": plan.base_from if plan else "last good",
+            "ready_s": round(st.ready_at - st.started_at, 3) if st.ready_at and st.started_at else None,
+            "phases": [{"phase": p.phase, "t": p.t} for p in st.phases],
+            "warnings": [str(i) for i in plan.warnings] if plan else [],
+            "config_mismatch": list(st.config_mismatch),
+            "rolled_back": rolled_back, "failed": _failed_class(session, server) if rolled_back else None,
+            "rollback_command": _rollback_command(session.loaded.path, server) if offer else None}
 
 
 def _failed_class(session, server: str) -> str | None:

@@ -135,6 +135,9 @@ class OptuiApp(App):
         self.todo_actions = TodoActions(self)
         self.journal_actions = JournalActions(self)
         self.host_actions = HostActions(self)
+        from optui.ui.intents.agent_requests import AgentRequestActions
+
+        self.agent_request_actions = AgentRequestActions(self)  # optui mcp's requests
         self._key_pressed = asyncio.Event()  # a key ends the render loop's pause between frames
         if title:
             self.sub_title = title
@@ -350,6 +353,7 @@ class OptuiApp(App):
                 self.query_one("#servers", ServerPanel).show(state.servers)
             self._show_alerts(state)
             self._show_todos(state)
+            self.agent_request_actions.show(state)
             if shown:
                 self.journal_actions.show_journal(state)
                 self.query_one("#bench", BenchPanel).show(state.bench, state.bench_rows, state.bench_output)

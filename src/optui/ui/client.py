@@ -322,6 +322,14 @@ class SessionClient:
         written on the journal thread); SessionError when refused (read-only, empty)."""
         await self._session.add_note_async(text, server=server)
 
+    def decide_agent_request(self, request_seq: int, server: str | None, decision: str) -> None:
+        """Journal the operator's ``decision`` (approved/denied) on an agent's request
+        (:mod:`optui.core.agent_requests`) as this window's actor; SessionError when read-only."""
+        from optui.core.agent_requests import AGENT_DECISION, decision_data
+
+        self._session.check_writable("answering an agent's request")
+        self._session.record(AGENT_DECISION, server, decision_data(request_seq, decision))
+
     def export_report(self, fmt: str = "md") -> Path:
         """Write the findings report (every experiment) into the campaign directory; its
         path. OSError / ValueError (unknown ``fmt``)."""
