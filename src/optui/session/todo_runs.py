@@ -391,6 +391,9 @@ class TodoRunQueue:
                     raise _Failed(step, f"benchmark {name} {run.view.status}: {run.view.error or 'no result'}")
             step = "compare"
             self._step(step)
+            # the benchmark's results go to the journal thread fire-and-forget, in order:
+            # a call behind them returns once they are stored (the compare read none before)
+            await self._writer.call(lambda: None)
             summary, results = self._compare(spec.server, res0)
             self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "compare", "message": summary, "results": results})
             outcome = TodoRunOutcome(todo_id, run_id, "ok", step, summary, results=tuple(results))
