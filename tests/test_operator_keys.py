@@ -261,3 +261,29 @@ async def test_help_in_the_bench_panel_says_ctrl_c_aborts_while_a_benchmark_runs
         await pilot.press("A")
         await wait_for(pilot, lambda: not benches.running, timeout=30)
         await pilot.press("q")
+
+
+async def test_a_failed_queued_experiment_under_rollback_auto_is_rolled_back(tmp_path):
+    """``rollback = "auto"``: the queue's failed restart is rolled back at once, as a failed
+    ``r`` would be, and the run's summary says so (no offer is asked)."""
+    from optui.ui.screens.confirm import ConfirmScreen
+    from tests.test_todo_runs import confirm, demo_campaign, make_app, ready
+
+    cfg = demo_campaign(tmp_path)
+    cfg.write_text(cfg.read_text().replace("[servers.demo]\n", '[servers.demo]\nrollback = "auto"\n', 1))
+    app = make_app(cfg)
+    s = app.session
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: ready(s) and s.servers["demo"].status.last_good_argv)
+        good = tuple(s.servers["demo"].status.argv)
+        s.todos.add("Find the OOM edge", "medium", {"server": "demo", "set": {"--mem-fraction-static": "0.99"},
+                                                    "bench": ["tiny"]})
+        await pilot.press("3", "X")
+        await confirm(pilot)
+        await wait_for(pilot, lambda: s.todo_runs.outcomes and not s.todo_runs.running, timeout=90)
+        (outcome,) = s.todo_runs.outcomes
+        assert outcome.status == "failed" and outcome.crash_class == "oom" and outcome.rollback_offer is None
+        assert "rolled back to the last good flags" in outcome.summary, outcome.summary
+        await wait_for(pilot, lambda: ready(s) and tuple(s.servers["demo"].status.argv) == good, timeout=60)
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.press("q")
