@@ -287,3 +287,18 @@ async def test_a_failed_queued_experiment_under_rollback_auto_is_rolled_back(tmp
         await wait_for(pilot, lambda: ready(s) and tuple(s.servers["demo"].status.argv) == good, timeout=60)
         assert not isinstance(app.screen, ConfirmScreen)
         await pilot.press("q")
+
+
+@pytest.mark.usefixtures("snapshot_clock")
+def test_help_snapshot_beside_the_bench_panel_at_60x40(snap_compare, tmp_path):
+    """The help in a tmux side pane: the bench panel's keys, then the global ones, one line each."""
+    from tests.helpers.snapshot_campaign import make_app, settle
+
+    async def open_help(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("4", "question_mark")
+        await pilot.pause(0.3)
+        pilot.app.clear_notifications()  # the seeded GPU's memory alert: its toast times out at no fixed frame
+        await pilot.pause(0.1)
+
+    assert snap_compare(make_app(tmp_path), terminal_size=(60, 40), run_before=open_help)
