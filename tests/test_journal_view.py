@@ -155,7 +155,9 @@ async def test_experiments_view_sort_decide_and_export(seeded):
         await pilot.press("S")
         order = [table.coordinate_to_cell_key((r, 0)).row_key.value for r in range(table.row_count)]
         assert order[0] == ids["big"]
-        await pilot.press(*["up"] * 5, "k")  # keep the first one
+        await pilot.press(*["up"] * 5, "k")  # keep the first one: it asks why (empty allowed)
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
+        await pilot.press("enter")
         await wait_for(pilot, lambda: str(table.get_row(ids["big"])[12]) == "keep")
         verdict = app.session.journal.events(types=[ev.VERDICT])[-1]
         assert (verdict.experiment, verdict.data["decision"], verdict.actor) == (ids["big"], "keep", "tui")
@@ -173,6 +175,31 @@ async def test_experiments_view_sort_decide_and_export(seeded):
         report = next(campaign.glob("findings-*.md")).read_text()
         assert "## Best configuration" in report and "decision: **keep**" in report
         await pilot.press("q")
+
+
+async def test_a_verdict_key_asks_for_a_reason(seeded):
+    """k / x / i in the experiments view ask why, as ``optui journal verdict --reason`` does
+    (issue 20): the reason is journaled with the verdict; Esc records nothing."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(180, 45)) as pilot:
+        await pilot.press("E")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        table.move_cursor(row=table.get_row_index(ids["chunk"]))
+        await pilot.press("x")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
+        await pilot.press("escape")  # no verdict
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ExperimentsScreen")
+        assert not app.session.journal.events(types=[ev.VERDICT])
+        await pilot.press("x")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
+        await pilot.press(*"p99 TTFT doubled", "enter")
+        await wait_for(pilot, lambda: str(table.get_row(ids["chunk"])[12]) == "reject")
+        verdict = app.session.journal.events(types=[ev.VERDICT])[-1]
+        assert (verdict.experiment, verdict.data["decision"], verdict.data.get("reason")) == (
+            ids["chunk"], "reject", "p99 TTFT doubled")
+        await pilot.press("escape")
 
 
 async def run_cli(cfg, *args) -> asyncio.subprocess.Process:

@@ -2,7 +2,8 @@
 key metrics and deltas, runs and ok requests, verdict with its evidence, decision), sortable.
 
 Keys: ``s`` next sort column, ``S`` reverse (or click a column header), Enter details,
-``k`` keep / ``x`` reject / ``i`` inconclusive (journaled ``verdict``), ``f`` show the
+``k`` keep / ``x`` reject / ``i`` inconclusive (each asks why, empty allowed; journaled
+``verdict`` with the reason), ``f`` show the
 experiment in the journal panel, ``ctrl+l`` reload, Esc close. The rows reload by
 themselves when the journal changes (other optui windows, the CLI).
 
@@ -32,6 +33,7 @@ from optui.core.bench.compare import STATISTIC
 from optui.core.journal_experiments import Experiment, runs_text, sort_experiments, verdict_evidence
 from optui.ui.colors import style
 from optui.ui.process_setup import freeze_long_lived_objects
+from optui.ui.screens.text_prompt import TextPrompt
 from optui.ui.widgets.experiment_table import RowCachedTable
 
 if TYPE_CHECKING:
@@ -112,7 +114,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
 
     ``load()`` is awaited for an :class:`~optui.adapters.journal_thread.ExperimentsUpdate`
     (every experiment, and the ids changed since the previous call: a session's
-    ``experiments_reader()``); ``decide(exp_id, decision)`` is awaited to record a verdict
+    ``experiments_reader()``); ``decide(exp_id, decision, reason)`` is awaited to record a verdict
     (raising shows a notification); ``version()`` (cheap, on the event loop) tells whether
     the journal changed (reload then); ``details(x)`` opens one.
     """
@@ -136,7 +138,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
     ExperimentsScreen DataTable { height: 1fr; }
     """
 
-    def __init__(self, load: Callable[[], Awaitable[ExperimentsUpdate]], decide: Callable[[str, str], Awaitable[None]],
+    def __init__(self, load: Callable[[], Awaitable[ExperimentsUpdate]], decide: Callable[[str, str, str], Awaitable[None]],
                  version: Callable[[], int], details: Callable[[Experiment], None]) -> None:
         super().__init__()
         self.load = load
@@ -327,13 +329,23 @@ class ExperimentsScreen(ModalScreen[str | None]):
             underlay.over = app.screen
 
     def action_decide(self, decision: str) -> None:
+        """Ask why (a :class:`TextPrompt`, empty allowed; Esc records nothing), then record
+        ``decision`` on the experiment under the cursor with that reason."""
         x = self._current()
-        if x is not None:
-            self.run_worker(self._decide(x.id, decision), group="experiments-decide", exit_on_error=False)
+        if x is None:
+            return
 
-    async def _decide(self, exp_id: str, decision: str) -> None:
+        def answered(reason: str | None, exp_id: str = x.id) -> None:
+            if reason is not None:
+                self.run_worker(self._decide(exp_id, decision, reason.strip()), group="experiments-decide",
+                                exit_on_error=False)
+
+        self.app.push_screen(TextPrompt(f"{decision} {x.id}: why? (Enter: no reason, Esc: cancel)",
+                                        placeholder="reason (optional)"), answered)
+
+    async def _decide(self, exp_id: str, decision: str, reason: str = "") -> None:
         try:
-            await self.decide(exp_id, decision)
+            await self.decide(exp_id, decision, reason)
         except Exception as exc:  # noqa: BLE001 - shown, never a crash
             self.notify(str(exc), severity="error")
             return
