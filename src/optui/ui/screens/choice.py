@@ -41,7 +41,7 @@ class ChoiceScreen(ModalScreen[str | None]):
         with Vertical():
             yield Static(self.title_text, markup=False)
             yield ChoiceList(*(Option(label, id=value) for value, label in self.choices), id="choice-list")
-            yield Static("↑/↓ choose, Enter runs, Esc cancels", classes="hint", markup=False)
+            yield Static("↑/↓ choose, Enter picks, Esc cancels", classes="hint", markup=False)
 
     def on_mount(self) -> None:
         choices = self.query_one(ChoiceList)
