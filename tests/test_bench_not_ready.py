@@ -77,7 +77,7 @@ async def test_without_wait_a_down_server_is_refused_after_its_first_probe_not_a
     # `bench run` without --wait waited a fixed 3 s on a server its first probe had found down
     # (and operators with it); now it settles on the first probe unless the server is on its
     # way to ready. A 600 s grace here would hit the test's timeout on the old code.
-    from optui.cli.bench_run_cmd import _wait_ready
+    from optui.cli.bench_run_cmd import wait_ready
     from optui.config import load_config
     from optui.session import Session
 
@@ -86,7 +86,7 @@ async def test_without_wait_a_down_server_is_refused_after_its_first_probe_not_a
     await session.start()
     try:
         rt = session.server("demo")
-        assert await _wait_ready(rt, 600.0, settle=True) == "down"
+        assert await wait_ready(rt, 600.0, settle=True) == "down"
         assert rt.polled.is_set()
     finally:
         await session.close()

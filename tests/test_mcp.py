@@ -228,20 +228,37 @@ async def test_restart_requests_refused_read_only_or_with_a_bad_flag(campaign):
 async def test_the_agent_policy_allows_or_forbids_flags_without_asking(campaign):
     policed = campaign.with_name("optui-policy.toml")  # the same campaign (journal, servers) with an [agent] policy
     policed.write_text(campaign.read_text()
-                       + '\n[agent]\nallowed_flags = ["--max-running-requests"]\nforbidden_flags = ["tp-size"]\n')
+                       + '\n[agent]\nallowed_flags = ["--max-running-requests"]\nforbidden_flags = ["tp-size"]\n'
+                       + 'benchmarks_without_approval = true\n')
     async with agent(policed, name="codex") as client:
         ran = data(await client.call_tool("restart_server", {
             "server": "demo", "why": "inside the allowed flags", "set_flags": {"--max-running-requests": "7"}}))
         refused = error_text(await client.call_tool("restart_server", {
             "server": "demo", "why": "bigger TP", "set_flags": {"--tp-size": "4"}}))
+        bench = data(await client.call_tool("run_benchmark", {"benchmark": "sweep", "why": "measure 7", "repeat": 1}))
+        assert "unknown benchmark 'nope' (known: sweep, loadgen)" in error_text(
+            await client.call_tool("run_benchmark", {"benchmark": "nope", "why": "x"}))
+    assert bench["outcome"] == "ran" and bench["request"]["policy"] == "[agent] benchmarks_without_approval"
+    run = bench["run"]
+    assert run["status"] == "ok" and run["experiment"] == ran["restart"]["experiment"]
+    assert run["results"][0]["output_throughput_tok_s"] > 0 and "vs_baseline" in run["results"][0]
+    assert run["experiment_summary"]["verdict"] in ("untested noise", "untested", "baseline")  # one run: no claim
     assert ran["outcome"] == "ran" and ran["request"]["decision"] == "allowed" and ran["request"]["by"] == "agent:codex"
     assert ran["request"]["policy"] == "[agent] allowed_flags: --max-running-requests"
     assert ran["restart"]["state"] == "ready" and argv_flag(ran["restart"]["argv"], "--max-running-requests") == "7"
     assert "not restarted, [agent] forbidden_flags: --tp-size" in refused
     j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
     try:
-        last = j.events(types=["agent.decision"])[-1]
-        assert (last.data["decision"], last.actor, last.data["policy"]) == ("refused", "agent:codex",
-                                                                           "[agent] forbidden_flags: --tp-size")
+        decisions = [(e.data["decision"], e.actor, e.data.get("policy")) for e in j.events(types=["agent.decision"])[-3:]]
+        assert decisions == [("allowed", "agent:codex", "[agent] allowed_flags: --max-running-requests"),
+                             ("refused", "agent:codex", "[agent] forbidden_flags: --tp-size"),
+                             ("allowed", "agent:codex", "[agent] benchmarks_without_approval")]
     finally:
         j.close()
+
+
+async def test_a_stop_request_nobody_answers_leaves_the_server_running(campaign):
+    async with agent(campaign) as client:
+        result = data(await client.call_tool("stop_server", {"server": "demo", "why": "free the GPUs", "wait_s": 1}))
+        assert result["outcome"] == "timeout"
+        assert data(await client.call_tool("status", {}))["servers"][0]["state"] == "ready"

@@ -327,12 +327,14 @@ class AgentConfig(_Model):
     A restart an agent asks for is a request the operator approves or denies in optui, unless
     every flag it changes is in ``allowed_flags`` (then it runs at once); one that changes a
     flag in ``forbidden_flags`` is refused; past ``max_restarts_per_hour`` restarts by agents
-    in the last hour, more are refused (0: none at all).
+    in the last hour, more are refused (0: none at all). An agent's benchmark is a request too,
+    unless ``benchmarks_without_approval``.
     """
 
     allowed_flags: list[str] = Field(default_factory=list, description="flags an agent may change without approval")
     forbidden_flags: list[str] = Field(default_factory=list, description="flags an agent may never change")
     max_restarts_per_hour: int = Field(10, ge=0, le=10_000, description="restarts by agents in any hour")
+    benchmarks_without_approval: bool = Field(False, description="an agent's benchmark runs without asking")
 
 
 class Config(_Model):

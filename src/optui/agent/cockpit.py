@@ -16,7 +16,9 @@ journaled with the agent's actor (``agent:NAME``).
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from optui.adapters.journal import Journal, JournalError
@@ -239,26 +241,19 @@ class Cockpit:
         None for a boolean; ``unsets``), checked first by the same door as the TUI and
         ``optui restart`` (base flags, the flag catalogue: a refused value is an AgentError
         and nothing is asked). The request (``agent.request``: diff, agent, why) waits up to
-        ``wait_s`` s for a decision in an optui window. Returns ``{"outcome": "denied" |
-        "timeout" | "refused" | "ran", "request": {request, decision, by}, "diff", "warnings",
-        "restart": <optui restart --json> once run}``."""
+        ``wait_s`` s for a decision in an optui window (or the ``[agent]`` policy decides).
+        Returns ``{"outcome": "denied" | "timeout" | "refused" | "ran", "request": {request,
+        decision, by[, policy]}, "diff", "warnings", "unchecked", "restart": <optui restart
+        --json> once run}``."""
         from optui.cli.status import restart_json
-        from optui.core.agent_requests import ALLOWED, APPROVED, REFUSED, restart_policy
+        from optui.core.agent_requests import restart_policy
         from optui.core.flags import FlagError, Flags
         from optui.core.journal_experiments import config_changes
-        from optui.session import Session, SessionError
-        from optui.session.agent_requests import ask_operator, decided_by_policy
+        from optui.session import SessionError
 
-        self._refuse_read_only()
-        self._runtime(server)
-        if not why.strip():
-            raise AgentError("why must not be empty: the operator decides on it")
-        if not 1 <= wait_s <= MAX_DECISION_WAIT_S:
-            raise AgentError(f"wait_s must be between 1 and {MAX_DECISION_WAIT_S:g}, got {wait_s:g}")
+        self._check_request(server, why, wait_s)
         edits = [name if value is None else f"{name}={value}" for name, value in (sets or {}).items()]
-        session = Session(self.loaded, actor=actor, autostart=False)
-        await session.start()
-        try:
+        async with self._action_session(actor) as session:
             try:
                 plan = await session.plan_restart(server, sets=edits, unsets=list(unsets or ()))
             except (SessionError, FlagError) as exc:
@@ -272,29 +267,119 @@ class Cockpit:
             policy = restart_policy([c.name for c in base.diff(new)], allowed=rules.allowed_flags,
                                     forbidden=rules.forbidden_flags, max_per_hour=rules.max_restarts_per_hour,
                                     restarts_last_hour=self._agent_restarts_since(time.time() - 3600))
-            request = {"actor": actor, "action": "restart", "server": server, "diff": diff, "argv": plan.argv,
-                       "why": why.strip()}
-            try:
-                if policy.verdict == "ask":
-                    decision = await ask_operator(self._journal_for_writes(), **request, timeout_s=wait_s)
-                else:
-                    decision = decided_by_policy(self._journal_for_writes(), **request, reason=policy.reason,
-                                                 decision=ALLOWED if policy.verdict == "allow" else REFUSED)
-            except JournalError as exc:
-                raise AgentError(f"cannot journal the request: {exc}") from None
-            if decision.decision == REFUSED:
-                raise AgentError(f"{server}: not restarted, {policy.reason}")
+            decision = await self._decide(policy, actor=actor, action="restart", server=server, diff=diff,
+                                          argv=plan.argv, why=why, wait_s=wait_s)
             answer = {"request": decision.to_json(), "diff": diff, "warnings": [str(i) for i in plan.warnings],
                       "unchecked": plan.unchecked}
-            if decision.decision not in (APPROVED, ALLOWED):
+            if not decision.go:
                 return {"outcome": decision.decision, **answer}
             try:
                 outcome = await session.restart_checked(server, plan=plan, reason=f"{actor}: {why.strip()}")
             except SessionError as exc:  # another optui process restarts it: who holds the lock
                 return {"outcome": "refused", "error": str(exc), **answer}
             return {"outcome": "ran", **answer, "restart": restart_json(session, server, plan, outcome)}
+
+    async def run_benchmark(self, preset: str, *, actor: str, why: str, repeat: int | None = None,
+                            wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask to run benchmark ``preset`` (its server must be READY), each point ``repeat``
+        times (default: the preset's, else the config's ``repeat``); without asking when
+        ``[agent] benchmarks_without_approval``. Results are stored under the server's
+        current experiment and judged against its baseline, as ``optui bench run``. Returns
+        ``{"outcome", "request", "run": {"status", "error", "results": [... vs_baseline],
+        "experiment", "experiment_summary": {"verdict", "evidence", ...}} once run}``."""
+        from optui.cli.bench_run_cmd import READY, result_json, summary_json, wait_ready
+        from optui.core.agent_requests import PolicyVerdict
+        from optui.session import SessionError
+
+        cfg = self.loaded.config.benchmarks.get(preset)
+        if cfg is None:
+            raise AgentError(f"unknown benchmark {preset!r} (known: {_names(self.loaded.config.benchmarks)})")
+        self._check_request(cfg.server, why, wait_s)
+        if repeat is not None and not 1 <= repeat <= 50:
+            raise AgentError(f"repeat must be between 1 and 50, got {repeat}")
+        repeats = repeat if repeat is not None else self.loaded.config.repeat_of(preset)
+        async with self._action_session(actor) as session:
+            rt = session.server(cfg.server)
+            state = await wait_ready(rt, 3.0, settle=True)
+            if state != READY:
+                raise AgentError(f"{cfg.server} is {state}" + (f" ({rt.status.message})" if rt.status.message else "")
+                                 + ": not benchmarked (status shows when it is ready)")
+            policy = (PolicyVerdict("allow", "[agent] benchmarks_without_approval")
+                      if self.loaded.config.agent.benchmarks_without_approval else PolicyVerdict("ask", ""))
+            decision = await self._decide(policy, actor=actor, action="benchmark", server=cfg.server,
+                                          diff=[f"benchmark {preset} x{repeats}"], argv=(), why=why, wait_s=wait_s)
+            answer = {"request": decision.to_json(), "benchmark": preset, "repeats": repeats}
+            if not decision.go:
+                return {"outcome": decision.decision, **answer}
+            try:
+                bench_run = session.benches.run(preset, repeats=repeats)
+            except SessionError as exc:  # a benchmark runs already
+                return {"outcome": "refused", "error": str(exc), **answer}
+            await session.benches.wait()
+            view = bench_run.view
+            exp = session.current_experiment(cfg.server)
+            return {"outcome": "ran", **answer, "run": {
+                "status": view.status, "error": view.error, "experiment": exp,
+                "results": [result_json(session, r) for r in view.results],
+                "experiment_summary": summary_json(session, exp)}}
+
+    async def stop(self, server: str, *, actor: str, why: str, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask the operator to stop ``server``; returns ``{"outcome", "request", "state"}``."""
+        from optui.core.agent_requests import PolicyVerdict
+        from optui.session import SessionError
+
+        self._check_request(server, why, wait_s)
+        async with self._action_session(actor) as session:
+            decision = await self._decide(PolicyVerdict("ask", ""), actor=actor, action="stop", server=server,
+                                          diff=["stop the server"], argv=(), why=why, wait_s=wait_s)
+            if not decision.go:
+                return {"outcome": decision.decision, "request": decision.to_json()}
+            try:
+                await session.stop_server(server)
+            except SessionError as exc:
+                return {"outcome": "refused", "error": str(exc), "request": decision.to_json()}
+            return {"outcome": "ran", "request": decision.to_json(), "state": session.server(server).status.state.value}
+
+    def _check_request(self, server: str, why: str, wait_s: float) -> None:
+        self._refuse_read_only()
+        self._runtime(server)
+        if not why.strip():
+            raise AgentError("why must not be empty: the operator decides on it")
+        if not 1 <= wait_s <= MAX_DECISION_WAIT_S:
+            raise AgentError(f"wait_s must be between 1 and {MAX_DECISION_WAIT_S:g}, got {wait_s:g}")
+
+    @contextlib.asynccontextmanager
+    async def _action_session(self, actor: str) -> AsyncIterator[Session]:
+        """A session that may change servers, journaled as ``actor`` (as a CLI command's)."""
+        from optui.session import Session
+
+        session = Session(self.loaded, actor=actor, autostart=False)
+        await session.start()
+        try:
+            yield session
         finally:
             await session.close()
+
+    async def _decide(self, policy, *, actor: str, action: str, server: str, diff, argv, why: str, wait_s: float):
+        """The decision on a request: the operator's (``policy.verdict`` "ask", waiting up to
+        ``wait_s`` s) or the policy's, journaled either way; AgentError when refused."""
+        from optui.core.agent_requests import ALLOWED, REFUSED
+        from optui.session.agent_requests import ask_operator, decided_by_policy
+
+        request = {"actor": actor, "action": action, "server": server, "diff": list(diff), "argv": list(argv),
+                   "why": why.strip()}
+        try:
+            if policy.verdict == "ask":
+                decision = await ask_operator(self._journal_for_writes(), **request, timeout_s=wait_s)
+            else:
+                decision = decided_by_policy(self._journal_for_writes(), **request, reason=policy.reason,
+                                             decision=ALLOWED if policy.verdict == "allow" else REFUSED)
+        except JournalError as exc:
+            raise AgentError(f"cannot journal the request: {exc}") from None
+        if decision.decision == REFUSED:
+            not_done = {"restart": "not restarted", "benchmark": "not benchmarked", "stop": "not stopped"}[action]
+            raise AgentError(f"{server}: {not_done}, {policy.reason}")
+        return decision
 
     def _agent_restarts_since(self, ts: float) -> int:
         """Restarts agents asked for (journaled ``server.restart`` by ``agent:*``) since ``ts``."""

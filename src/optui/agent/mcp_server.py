@@ -2,8 +2,9 @@
 
 Tools (each answer in the shape of the CLI's ``--json`` for the same question, see
 :mod:`optui.agent.cockpit`): ``status``, ``gpus``, ``journal_tail``, ``journal_event``,
-``experiments``, ``todo_list``, ``todo_add``, ``todo_set``, ``note``; the guarded action
-``restart_server``: a request the operator approves or denies in an optui window
+``experiments``, ``todo_list``, ``todo_add``, ``todo_set``, ``note``; the guarded actions
+``restart_server``, ``run_benchmark``, ``stop_server``: each a request the operator approves or
+denies in an optui window, or the config's ``[agent]`` policy decides
 (:mod:`optui.session.agent_requests`), journaled with the decision, run once approved. Resources:
 ``optui://report`` (the Markdown findings report), ``optui://servers/{server}/flags`` (the
 flag catalogue learned from the server's ``--help``, JSON), ``optui://servers/{server}/log``
@@ -46,7 +47,9 @@ Units are in key names (_tok_s, _ms, _mib, _pct). An experiment's verdict comes 
 evidence (n, spread, baseline): 'untested' or 'noise' is not a win, and 'unverified' flags
 mean the server does not run what the result is credited to.
 Add and update todo items and notes; your writes are journaled as agent:<your client name>.
-restart_server is a request: the operator approves or denies it in optui; say why."""
+restart_server, run_benchmark and stop_server are requests: the operator approves or denies them
+in optui (or the config's policy decides); say why. Their answers carry the same checks as optui's own
+restart and benchmark: crash class and log lines, config_mismatch, the verdict with its evidence."""
 
 
 def _client_actor(ctx: Context) -> str:
@@ -184,6 +187,24 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         with _as_tool_error():
             return await here().restart(server, actor=_client_actor(ctx), why=why, sets=set_flags,
                                         unsets=unset_flags, wait_s=wait_s)
+
+    @mcp.tool()
+    async def run_benchmark(benchmark: str, why: str, ctx: Context, repeat: int | None = None,
+                            wait_s: float = 300.0) -> dict[str, Any]:
+        """Ask to run a configured benchmark against its server (which must be ready), each point `repeat` times
+        (default: the config's; verdicts need >= 3). A request the operator approves in optui, unless the config
+        allows benchmarks without approval. Results are stored under the server's current experiment; the answer
+        has each result with its deltas vs the baseline and the experiment's verdict with its evidence
+        (as `optui bench run --json`): one run alone is 'untested noise', never better or worse."""
+        with _as_tool_error():
+            return await here().run_benchmark(benchmark, actor=_client_actor(ctx), why=why, repeat=repeat,
+                                              wait_s=wait_s)
+
+    @mcp.tool()
+    async def stop_server(server: str, why: str, ctx: Context, wait_s: float = 300.0) -> dict[str, Any]:
+        """Ask the operator to stop a server; returns the outcome and the server's state."""
+        with _as_tool_error():
+            return await here().stop(server, actor=_client_actor(ctx), why=why, wait_s=wait_s)
 
     @mcp.resource("optui://report", name="report", mime_type="text/markdown")
     def report() -> str:

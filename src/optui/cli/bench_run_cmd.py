@@ -64,7 +64,7 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
         await session.start()
         try:
             rt = session.server(server)
-            state = await _wait_ready(rt, timeout_s) if wait else await _wait_ready(rt, 3.0, settle=True)
+            state = await wait_ready(rt, timeout_s) if wait else await wait_ready(rt, 3.0, settle=True)
             why = f" ({rt.status.message})" if rt.status.message and state != READY else ""
             if state != READY and not force:
                 hint = (" (--force benchmarks it anyway)" if wait else
@@ -88,9 +88,9 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
                 runs.append({"status": view.status, "error": view.error, "repeats": repeats,
                              "experiment": session.current_experiment(server),
                              "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
-                             "results": [_result(session, r) for r in view.results]})
+                             "results": [result_json(session, r) for r in view.results]})
             return {"server": server, "bench": preset, "experiment": session.current_experiment(server), "runs": runs,
-                    "experiment_summary": _summary(session, session.current_experiment(server))}
+                    "experiment_summary": summary_json(session, session.current_experiment(server))}
         finally:
             await session.close()
 
@@ -106,7 +106,7 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
     sys.exit(0 if ok else 1)
 
 
-async def _wait_ready(rt, timeout_s: float, *, settle: bool = False) -> str:
+async def wait_ready(rt, timeout_s: float, *, settle: bool = False) -> str:
     """Poll the runtime's state until READY or ``timeout_s``; the last state. ``settle``
     (no ``--wait``): once the first health probe is classified, give up at once unless the
     server is READY or on its way there (starting, warming): a down or crashed server is
@@ -123,7 +123,8 @@ async def _wait_ready(rt, timeout_s: float, *, settle: bool = False) -> str:
     return rt.status.state.value if rt.status.busy is None else str(rt.status.busy)
 
 
-def _result(session, result) -> dict:
+def result_json(session, result) -> dict:
+    """A stored bench result with its deltas vs the baseline (``bench run --json``'s ``results``)."""
     from optui.core.journal_experiments import result_deltas
 
     base = session.benches.baseline_for(result)
@@ -133,7 +134,8 @@ def _result(session, result) -> dict:
             "baseline_result_id": base.id if base else None}
 
 
-def _summary(session, exp_id: str | None) -> dict | None:
+def summary_json(session, exp_id: str | None) -> dict | None:
+    """Experiment ``exp_id``'s verdict with its evidence (``bench run --json``'s ``experiment_summary``)."""
     from optui.session.export import load_experiments
 
     x = next((x for x in load_experiments(session.journal) if x.id == exp_id), None)

@@ -61,6 +61,11 @@ class Decision:
     by: str
     policy: str | None = None
 
+    @property
+    def go(self) -> bool:
+        """The action may run: approved by the operator or allowed by the policy."""
+        return self.decision in (APPROVED, ALLOWED)
+
     def to_json(self) -> dict:
         return {"request": self.request_seq, "decision": self.decision, "by": self.by,
                 **({"policy": self.policy} if self.policy else {})}
