@@ -51,7 +51,9 @@ async def test_the_view_reads_and_writes_the_journal_off_the_event_loop(seeded, 
             if key != ids["radix"]:
                 assert table.get_row(key) == cells
 
-        await pilot.press("k")  # the row under the cursor: kept, journaled from the journal thread
+        await pilot.press("k")  # the row under the cursor: kept (Enter: no reason), journaled from the journal thread
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
+        await pilot.press("enter")
         await wait_for(pilot, lambda: any(what == "verdict" for what, _ in threads))
         assert [name for what, name in threads if what == "verdict"] == ["optui-journal"]
         assert all(name == "optui-journal" for _, name in threads), threads

@@ -202,6 +202,33 @@ async def test_a_verdict_key_asks_for_a_reason(seeded):
         await pilot.press("escape")
 
 
+@pytest.mark.parametrize("size", [(60, 40), (200, 50)])
+async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
+    """Issue 20: at 60 columns the view dropped the "change vs baseline" column (it came
+    last, scrolled off); at 200 the columns ran past the edge while the change was cut at 48.
+    Narrow: the change comes right after the id, beside its Δ and verdict, all on screen;
+    wide: every column fits (the longest change and evidence give way only for that) and
+    the change is whole."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("E")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        await pilot.pause(0.2)
+        widths = {c.key.value: c.get_render_width(table) for c in table.ordered_columns}
+        keys = list(widths)
+        shown = keys[: keys.index("change") + 1] if size[0] < 100 else keys
+        assert sum(widths[k] for k in shown) <= table.size.width, widths
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        row = next(line for line in lines if ids["big"] in line)
+        if size[0] < 100:
+            assert "~ --max-running-" in row and "+28.9%" in row and "better" in row, row
+        else:
+            assert "~ --max-running-requests: 16 → 64" in row and "n=3 vs 3, ±0.4 %" in row, row
+        await pilot.press("escape")
+
+
 async def run_cli(cfg, *args) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "optui", "-c", str(cfg), *args, stdin=asyncio.subprocess.DEVNULL,

@@ -22,6 +22,7 @@ import gc
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -56,10 +57,15 @@ COLUMNS = (
     ("decision", "decision", None),
 )
 _SORTABLE = [c for c in COLUMNS if c[2]]
-#: below this many columns the numbers and the verdict come first, the names and the change last
+#: below this many columns the change and its result come first (they fit the width), the rest
+#: after them (scrolled to)
 NARROW_BELOW = 100
-_NARROW_ORDER = ("id", "outcome", "tput", "delta", "verdict", "evidence", "runs", "ttft", "ttft_delta", "ready", "decision",
-                 "server", "change")
+_NARROW_ORDER = ("id", "change", "delta", "verdict", "tput", "evidence", "outcome", "runs", "ttft", "ttft_delta", "ready",
+                 "decision", "server")
+#: the columns that share the width with the change in a narrow view
+_NARROW_FIRST = ("id", "delta", "verdict")
+#: the fewest characters a shortened column keeps (the widest columns give way first)
+_MIN_EVIDENCE, _MIN_CHANGE, _MIN_CHANGE_NARROW = 24, 16, 12
 _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-failed", "baseline": "primary"}
 
 
@@ -157,7 +163,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
         width = self.app.size.width
         narrow = width < NARROW_BELOW
         self._order = _NARROW_ORDER if narrow else tuple(key for key, _, _ in COLUMNS)
-        self._change_w = max(16, min(48, width - 100))  # the diff can be long: the rest stays visible
+        self._narrow = narrow
+        self._change_w = max(16, min(48, width - 100))  # until the rows are there (_fit_widths)
         with Vertical():
             yield Static("Experiments", id="experiments-title", markup=False)
             yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close\n"
@@ -219,9 +226,14 @@ class ExperimentsScreen(ModalScreen[str | None]):
         shown = set(self._shown)
         if not shown.issubset(order) or not self._shown:
             current = self.current_id()
-            table.clear()
-            for x in rows:
-                table.add_row(*self._cells(x), key=x.id)
+            cells = [self._cells(x) for x in rows]
+            table.clear(columns=True)
+            headers = {key: header for key, header, _ in COLUMNS}
+            widths = self._fit_widths(cells)
+            for key in self._order:
+                table.add_column(headers[key], key=key, width=widths.get(key))
+            for x, row in zip(rows, cells, strict=True):
+                table.add_row(*row, key=x.id)
             if current is not None and current in set(order):
                 table.move_cursor(row=table.get_row_index(current))
             self._shown = order
@@ -261,10 +273,34 @@ class ExperimentsScreen(ModalScreen[str | None]):
             "delta": self._delta(tput, x), "ttft": _num(ttft.value if ttft else None, 1), "ttft_delta": self._delta(ttft, x),
             "verdict": Text(x.verdict, style=style(app, verdict_var) if verdict_var else ""),
             "runs": runs_text(x.primary) if x.primary else "-",
-            "evidence": Text(verdict_evidence(x) or "-", style="" if verdict_evidence(x) else "dim"),
+            "evidence": Text(verdict_evidence(x) or "-", style="" if verdict_evidence(x) else "dim", no_wrap=True,
+                             overflow="ellipsis"),
             "decision": x.decision or "",
         }
         return [cells[key] for key in self._order]
+
+    def _fit_widths(self, rows: list[list]) -> dict[str, int]:
+        """Fixed widths (characters, without padding) for the columns that give way, so that
+        the table fits its width: narrow, the change takes what the id, Δ and verdict leave;
+        wide, every column at its full width where that fits, else the evidence and then the
+        change are shortened (never below :data:`_MIN_EVIDENCE` / :data:`_MIN_CHANGE`)."""
+        table = self._table
+        avail = table.size.width or self.app.size.width - 4
+        if len(rows) > table.size.height - 1:
+            avail -= table.styles.scrollbar_size_vertical
+        pad = 2 * table.cell_padding
+        headers = {key: header for key, header, _ in COLUMNS}
+        natural = {key: max([cell_len(headers[key]), *(_cell_width(row[n]) for row in rows)])
+                   for n, key in enumerate(self._order)}
+        if self._narrow:
+            room = avail - sum(natural[key] + pad for key in _NARROW_FIRST) - pad
+            return {"change": max(_MIN_CHANGE_NARROW, min(natural["change"], room))}
+        excess = sum(w + pad for w in natural.values()) - avail
+        widths = {}
+        for key, least in (("evidence", _MIN_EVIDENCE), ("change", _MIN_CHANGE)):
+            give = max(0, min(excess, natural[key] - least))
+            widths[key], excess = natural[key] - give, excess - give
+        return widths
 
     def _outcome(self, outcome: str, x: Experiment) -> Text:
         text = Text(outcome, style=style(self.app, "state-failed") if x.outcome == "failed" else "")
@@ -371,6 +407,11 @@ class ExperimentsScreen(ModalScreen[str | None]):
 
 async def _closed():
     raise RuntimeError("the experiments view is closed")
+
+
+def _cell_width(cell) -> int:
+    """The characters a cell takes (a str cell here is plain text)."""
+    return cell.cell_len if isinstance(cell, Text) else cell_len(str(cell))
 
 
 def _num(value, digits: int) -> str:
