@@ -7,12 +7,18 @@ its view's sync (reads here, applied on the loop), the watch's lock checks and d
 flushes, the interrupted-run closes at start, the UI's todo edits and notes (the whole
 service call runs here, :meth:`JournalThread.call`; a write meeting another process's lock
 waits it out here, :meth:`JournalThread.wait_out_lock`), a benchmark's experiment, events
-and results, baseline pins and followed agent lists (``JournalWriter.call`` / ``submit``). Every write made here waits for another
-process's lock outside the connection's lock (``Journal.never_wait_here``), so a loop-side
-read never queues behind it. Not yet: the servers' own events and reads
-(``session/server_*.py`` hold the journal), the experiment runner's writes (``todo_runs``),
-the bench rows' result history and baseline reads (``BenchService._history``, ``baseline_for``),
-the restart paths' reads in ``session.py``, and the CLI (its one-shots keep the inline path).
+and results, baseline pins and followed agent lists (``JournalWriter.call`` / ``submit``); the
+servers' events (fire-and-forget, in order, whether a ``server.state`` is news decided here:
+``ServerEvents.record_with``), their last good flags, and the reads and new experiments their
+restart flow awaits (``ServerEvents.read``, ``ServerRuntime.read_journal``), the restart paths'
+reads in ``session.py`` (``Session._read``); the bench rows' history is read here by the sync
+when its cache cannot take in new results (``BenchService.wants_history``). Every write made
+here waits for another process's lock outside the connection's lock (``Journal.never_wait_here``),
+so a loop-side read never queues behind it. Not yet: the experiment runner's own reads and
+writes (``session/todo_runs.py``: its events, ``last_good``, its verdict evidence), the bench
+rows' ``baseline_for`` (the client's per-result baseline), the sync ``set_verdict`` /
+``query_events`` / ``experiments()`` / the client's ``export_report``, and the CLI (its one-shots
+keep the inline path: ``journal_off_loop=False``).
 
 A query over a long campaign (every experiment: ~0.7 s on 100k events; a text filter: a scan
 of every event) or a write that waits for another process's lock (up to ``busy_timeout_s``)

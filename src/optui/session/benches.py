@@ -61,6 +61,7 @@ class BenchService:
         self._baselines: dict[str, StoredResult | None] = {}
         self._rows: dict[int | None, list[Row]] = {}
         self._stored: dict[int, StoredResult] | None = None  # id -> stored result (the newest HISTORY_LIMIT)
+        self._shown: dict[int, StoredResult] = {}  # the history the rows were last built from
 
     @property
     def running(self) -> bool:
@@ -244,13 +245,42 @@ class BenchService:
         return True
 
     # ----------------------------------------------------------- comparison
+    def wants_history(self, latest: Sequence[StoredResult], events: Sequence = ()) -> bool:
+        """True when the cached history cannot take in ``latest`` / ``events`` (what a sync
+        read): it is not loaded, a baseline was pinned, results were imported, or results are
+        missing between. Asked on the journal thread by the session's sync once it runs off
+        the loop: the sync then reads the history there (:meth:`load_history`)."""
+        cache = self._stored
+        if cache is None or any(e.type in (BENCH_BASELINE, BENCH_IMPORTED) for e in events):
+            return True
+        return bool(latest) and min(r.id for r in latest) > max(cache, default=0) + 1
+
+    @staticmethod
+    def load_history(journal: Journal) -> dict[int, StoredResult]:
+        """The newest :data:`HISTORY_LIMIT` stored results by id (JournalError when unreadable)."""
+        return {r.id: r for r in journal.results(limit=HISTORY_LIMIT)}
+
+    def history_loaded(self, history: dict[int, StoredResult]) -> None:
+        """The history a sync read (:meth:`load_history`) replaces the cache (on the loop,
+        after :meth:`results_changed`); the comparison rows are rebuilt from it."""
+        self._stored = history
+        self._shown = history
+        self._rows.clear()
+
     def _history(self) -> list[StoredResult]:
-        """The newest :data:`HISTORY_LIMIT` stored results, newest first (cached)."""
+        """The newest :data:`HISTORY_LIMIT` stored results, newest first (cached). Off the
+        loop a missing cache is never read here: the rows show the last history they had
+        until the sync that follows every change of it brings the new one (its read loads it:
+        :meth:`wants_history`)."""
+        if self._stored is None and self._writer.off_loop:
+            shown = self._shown
+            return [shown[i] for i in sorted(shown, reverse=True)]
         if self._stored is None:
             try:
                 self._stored = {r.id: r for r in self._writer.journal.results(limit=HISTORY_LIMIT)}
             except Exception:
                 self._stored = {}
+        self._shown = self._stored
         return [self._stored[i] for i in sorted(self._stored, reverse=True)]
 
     def rows(self, last: int | None = None) -> list[Row]:

@@ -50,6 +50,12 @@ class JournalWriter:
     check_writable: Callable[[str], None]
     thread: JournalThread | None = None
 
+    @property
+    def off_loop(self) -> bool:
+        """True once the session runs off the loop (its journal thread is bound): a service
+        never calls the journal on the event loop then."""
+        return self.thread is not None and self.thread.bound
+
     def write(self, fn: Callable[[], T]) -> T:
         """Run the journal write ``fn`` and refresh the session's view; returns what ``fn``
         returned. A JournalError is shown (``failed``) and raised as SessionError. On the

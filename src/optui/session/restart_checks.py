@@ -126,7 +126,7 @@ async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[
         await asyncio.wait_for(rt.attached.wait(), ATTACH_WAIT_S)
     last_good = None
     with contextlib.suppress(Exception):  # an unreadable journal: no last good flags to start from
-        last_good = rt.journal.last_good(rt.name)
+        last_good = await rt.read_journal(lambda: rt.journal.last_good(rt.name))
     last_good = last_good or rt.status.last_good_argv
     running = rt.controller.process_state() == "running"
     base, base_from = base_argv(rt.status, running=running, last_good=last_good)

@@ -164,7 +164,7 @@ class OtherProcesses:
         if self.elsewhere_since is None or self._keeper.status.state is ServerState.CRASHED:
             return self.elsewhere_since is not None
         since = self.elsewhere_since
-        failure = self._events.safe(lambda: failure_journaled_since(self._events.journal, self._events.server, since))
+        failure = await self._events.read(lambda: failure_journaled_since(self._events.journal, self._events.server, since))
         if failure is None:
             return False
         self._stop_following()

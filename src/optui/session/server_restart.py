@@ -134,8 +134,8 @@ class RestartFlow:
         self._keeper.set(busy="restarting")
         try:
             extra_exp = {} if todo_id is None else {"todo_id": todo_id}
-            if not self._continues_current_experiment(argv, reason):
-                self._events.safe(lambda: self._events.journal.new_experiment(
+            if not await self._continues_current_experiment(argv, reason):
+                await self._events.read(lambda: self._events.journal.new_experiment(
                     self.name, experiment_start(old, argv, reason, **extra_exp), actor=actor))
             self._events.record(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv),
                                                         "pid": os.getpid()}, actor=actor)
@@ -173,7 +173,7 @@ class RestartFlow:
             self._launcher.end_start()
             self._keeper.set(busy=None)
 
-    def _continues_current_experiment(self, argv: list[str], reason: str) -> bool:
+    async def _continues_current_experiment(self, argv: list[str], reason: str) -> bool:
         """An autostart with the flags the server's current experiment started with (its port aside:
         :func:`~optui.core.journal_experiments.config_key`) continues
         that experiment: a new optui session (the demo stops its server on quit) is not a
@@ -181,10 +181,10 @@ class RestartFlow:
         if reason != "autostart":
             return False
         journal = self._events.journal
-        exp = self._events.safe(lambda: journal.current_experiment(self.name))
+        exp = await self._events.read(lambda: journal.current_experiment(self.name))
         if not exp:
             return False
-        started = self._events.safe(lambda: journal.events(experiment=exp, types=[ev.EXPERIMENT_STARTED], limit=1))
+        started = await self._events.read(lambda: journal.events(experiment=exp, types=[ev.EXPERIMENT_STARTED], limit=1))
         return started is not None and bool(started) and config_key(started[0].data.get("argv") or ()) == config_key(argv)
 
     async def _fail_before_start(self, crash: CrashClass, msg: str, argv: list[str], actor: str) -> ServerStatus:
@@ -286,7 +286,8 @@ class RestartFlow:
                                                    "generate_probe": self._launcher.generation_passed(),
                                                    "server_version": version, "config_check": check.to_json()}, actor=actor)
             argv = list(self.status.argv)
-            self._events.safe(lambda: self._events.journal.set_last_good(self.name, argv))
+            # queued like an event (in order after server.ready): the status holds it meanwhile
+            self._events.write(lambda: self._events.journal.set_last_good(self.name, argv))
             self._keeper.set(last_good_argv=self.status.argv)
             return self.status
         self._launcher.end_start()

@@ -27,6 +27,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters.aio import wait_set
 from optui.adapters.controller import Controller, ControllerError, Launch, ProcessController
@@ -54,6 +55,11 @@ from optui.session.server_load import LoadMonitor
 from optui.session.server_restart import GpuHolders, RestartError, RestartFlow, port_open, url_host_port
 from optui.session.server_transitions import ServerEvents, StatusKeeper, launched_by_another_live_process
 
+if TYPE_CHECKING:
+    from optui.adapters.journal_thread import JournalThread
+
+T = TypeVar("T")
+
 __all__ = ["RestartError", "ServerRuntime", "health_timeout_s", "port_open", "url_host_port"]
 
 #: SGLang's /health generates a token and may need its 20 s health-check window.
@@ -76,7 +82,9 @@ class ServerRuntime:
     ``on_change()`` is called after every status change, ``journal_failed(exc)`` for every
     journal error, ``on_journal()`` after every journal write; ``restarting_elsewhere()``
     says another optui process holds the server's restart lock; ``gpu_holders`` see
-    :data:`~optui.session.server_restart.GpuHolders`; ``catalogs`` caches flag catalogues.
+    :data:`~optui.session.server_restart.GpuHolders`; ``catalogs`` caches flag catalogues;
+    ``journal_thread``: the session's journal thread (once bound, every journal write of this
+    server is queued there and every read awaited there: :class:`ServerEvents`).
     """
 
     def __init__(
@@ -92,6 +100,7 @@ class ServerRuntime:
         restarting_elsewhere: Callable[[], bool] = lambda: False,
         gpu_holders: GpuHolders | None = None,
         catalogs: CatalogStore | None = None,
+        journal_thread: JournalThread | None = None,
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -101,7 +110,7 @@ class ServerRuntime:
         #: another optui process holds this server's restart lock (it journals the server's states)
         self._restarting_elsewhere = restarting_elsewhere
         self.catalogs = catalogs
-        self._events = ServerEvents(journal, name, failed=journal_failed, written=on_journal)
+        self._events = ServerEvents(journal, name, failed=journal_failed, written=on_journal, thread=journal_thread)
         self._keeper = StatusKeeper(ServerStatus(name=name, kind=cfg.kind, url=cfg.url, host=cfg.host, argv=tuple(cfg.argv),
                                                  managed=cfg.control != "none", last_good_argv=None,
                                                  configured_argv=tuple(cfg.argv)),
@@ -144,6 +153,12 @@ class ServerRuntime:
     def status(self) -> ServerStatus:
         """The server's status now (an immutable snapshot)."""
         return self._keeper.status
+
+    async def read_journal(self, fn: Callable[[], T]) -> T | None:
+        """``fn()`` (journal reads: ``lambda: rt.journal.last_good(rt.name)``) where this
+        server's journal calls run: awaited on the session's journal thread once it is bound
+        (the TUI), inline otherwise (the CLI); None when it raises JournalError (reported)."""
+        return await self._events.read(fn)
 
     def show_config_check(self, ready: dict) -> None:
         """Show the running-configuration check of a ``server.ready`` event's ``ready`` data
@@ -191,11 +206,11 @@ class ServerRuntime:
             await self._account_for_lost_launch(self.controller, self.controller.lost)
         self.attached.set()
         if launch is not None:  # what its ready gate found (issue 16), shown again by a new session
-            ready = self._events.safe(lambda: self.journal.events(target=self.name, types=[ev.SERVER_READY], limit=1,
+            ready = await self._events.read(lambda: self.journal.events(target=self.name, types=[ev.SERVER_READY], limit=1,
                                                                   newest_first=True))
             if ready:
                 self.show_config_check(ready[0].data)
-        last_good = self._events.safe(lambda: self.journal.last_good(self.name))
+        last_good = await self._events.read(lambda: self.journal.last_good(self.name))
         if last_good:
             self._keeper.set(last_good_argv=tuple(last_good))
         try:
@@ -224,16 +239,16 @@ class ServerRuntime:
         an optui process last saw it alive, its log's last lines and crash class (the exit
         status is unknown: the server was not this process's child). An observer session
         (``optui status``) only shows it; the next writing session journals it."""
-        ended = self._events.safe(lambda: end_journaled_since(self.journal, self.name, lost.started_at))
+        ended = await self._events.read(lambda: end_journaled_since(self.journal, self.name, lost.started_at))
         if ended is None:  # a restart asked for since it started stopped it (its process may have died mid-way)
-            ended = self._events.safe(lambda: next(iter(self.journal.events(
+            ended = await self._events.read(lambda: next(iter(self.journal.events(
                        target=self.name, types=[ev.RESTART_REQUESTED], since_ts=lost.started_at, limit=1)), None))
         if ended is not None:  # another process journaled its end (a stop, a failure, a restart)
             if not self.journal.read_only:
                 controller.forget_lost()
             return
         crash, lines, _cause = await self._classify_log_of(lost)
-        seen = self._events.safe(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
+        seen = await self._events.read(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
         message = f"pid {lost.pid} ended while no optui process watched it (last seen alive {when}; exit status unknown)"
         await self._keeper.set_state(ServerState.CRASHED, journal=not self.journal.read_only, crash_class=crash,
@@ -426,7 +441,7 @@ class ServerRuntime:
         self._generated = False
         self._starting = True
         # the log being replaced was written by the previous launch: kept under its experiment
-        keep_log_as = self._events.safe(lambda: experiment_of_last_launch(self.journal, self.name))
+        keep_log_as = await self._events.read(lambda: experiment_of_last_launch(self.journal, self.name))
         try:
             launch = await self.controller.start(argv, keep_log_as=keep_log_as)
         except ControllerError as exc:

@@ -23,13 +23,17 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters.journal import Journal, JournalError
+from optui.adapters.journal_thread import EDIT_WAIT_S, WRITE_WAIT_S
 from optui.adapters.proc import pid_alive
 from optui.core import events as ev
 from optui.core.server_fsm import phase_in_state
 from optui.core.server_state import ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from optui.adapters.journal_thread import JournalThread
 
 T = TypeVar("T")
 
@@ -39,25 +43,93 @@ class ServerEvents:
 
     ``failed(exc)`` is told of every :class:`JournalError` (the status line shows it);
     ``written()`` is called after every write attempt (the session's journal view refreshes).
+    ``thread``: the session's journal thread; once it is bound (``Session.start(journal_off_loop=True)``,
+    the TUI) every write is queued there in order (:meth:`record`, :meth:`record_with`) and
+    every read is awaited there (:meth:`read`), so the event loop never runs SQLite; otherwise
+    (the CLI) both run inline as before.
     """
 
     def __init__(self, journal: Journal, server: str, *, failed: Callable[[JournalError], None] = lambda exc: None,
-                 written: Callable[[], None] = lambda: None) -> None:
+                 written: Callable[[], None] = lambda: None, thread: JournalThread | None = None) -> None:
         self.journal = journal
         self.server = server
         self._failed = failed
         self._written = written
+        self._thread = thread
+
+    @property
+    def off_loop(self) -> bool:
+        """True when the journal calls run on the session's journal thread."""
+        return self._thread is not None and self._thread.bound
 
     def record(self, type: str, data: dict, *, actor: str = "optui") -> None:
         """Append event ``type`` about this server (tagged with its current experiment)."""
+        self.record_with(lambda: (type, data), actor=actor)
+
+    def record_with(self, make: Callable[[], tuple[str, dict] | None], *, actor: str = "optui") -> None:
+        """Append the event ``make()`` returns (``(type, data)``; None: nothing) about this
+        server, tagged with its current experiment. ``make`` runs where the journal is (it
+        may read it: whether the event is new). Off the loop: queued on the journal thread
+        after every earlier write and read (fire-and-forget, stamped now; a write meeting
+        another process's lock waits in the ``DeferringJournal``'s memory); inline otherwise."""
+        thread, ts = self._thread, time.time()
+        if thread is None or not thread.bound:
+            try:
+                made = make()
+                if made is not None:
+                    self.journal.append(made[0], self.server, made[1], actor=actor,
+                                        experiment=self.journal.current_experiment(self.server))
+            except JournalError as exc:
+                self._failed(exc)
+            self._written()
+            return
+
+        def append(journal: Journal) -> None:
+            try:
+                made = make()
+                if made is not None:
+                    journal.append(made[0], self.server, made[1], actor=actor,
+                                   experiment=journal.current_experiment(self.server), ts=ts)
+            except JournalError as exc:
+                thread.to_loop(self._failed, exc)
+            thread.to_loop(self._written)
+
+        thread.submit(append)
+
+    def write(self, fn: Callable[[], object]) -> None:
+        """The journal write ``fn`` that is not an event (the last good flags), nobody waiting
+        for it: off the loop queued on the journal thread in order, waiting out another
+        process's lock there (up to ``WRITE_WAIT_S``); inline otherwise. A JournalError is reported."""
+        thread = self._thread
+        if thread is None or not thread.bound:
+            self.safe(fn)
+            return
+
+        def write(_journal: Journal) -> None:
+            try:
+                thread.wait_out_lock(fn, WRITE_WAIT_S)
+            except JournalError as exc:
+                thread.to_loop(self._failed, exc)
+
+        thread.submit(write)
+
+    async def read(self, fn: Callable[[], T]) -> T | None:
+        """``fn()`` (journal reads, or a write whose result the caller needs: a new experiment's
+        id), or None when it raises :class:`JournalError` (reported). Off the loop it runs on
+        the journal thread after every write queued before it (waiting out another process's
+        lock there, up to ``EDIT_WAIT_S``); inline otherwise."""
+        thread = self._thread
+        if thread is None or not thread.bound:
+            return self.safe(fn)
         try:
-            self.journal.append(type, self.server, data, actor=actor, experiment=self.journal.current_experiment(self.server))
+            return await thread.call(lambda: thread.wait_out_lock(fn, EDIT_WAIT_S))
         except JournalError as exc:
-            self._failed(exc)
-        self._written()
+            self._failed(exc)  # on the loop here
+            return None
 
     def safe(self, fn: Callable[[], T]) -> T | None:
-        """``fn()``, or None when it raises :class:`JournalError` (reported)."""
+        """``fn()``, or None when it raises :class:`JournalError` (reported). Inline: where
+        the caller is (the journal thread inside :meth:`record_with`, or the CLI's loop)."""
         try:
             return fn()
         except JournalError as exc:
@@ -119,13 +191,22 @@ class StatusKeeper:
             # the process that launched the server (restarting it now, or still running after
             # its restart) journals its transitions: a second window or the CLI watching the
             # same server journaled `warming → ready` too, after the launcher's lock was gone
-            if journal and not self._restarting_elsewhere() and not self._launched_elsewhere():
-                journaled = self._journaled_state()
-                if journaled != str(state):
+            if journal and not self._restarting_elsewhere():
+                reason = changes.get("message") if state in (ServerState.DEGRADED, ServerState.HUNG) else None
+
+                def state_event(old=old, phase=phase, reason=reason) -> tuple[str, dict] | None:
+                    # read where the journal is (its thread in the TUI): is the change news?
+                    if self._launched_elsewhere():
+                        return None
+                    journaled = self._journaled_state()
+                    if journaled == str(state):
+                        return None
                     data = {"old": journaled or str(old), "new": str(state), "phase": phase}
-                    if changes.get("message") and state in (ServerState.DEGRADED, ServerState.HUNG):
-                        data["reason"] = changes["message"]  # why: health timeouts, 503s, refused, no tokens
-                    self._journal.record(ev.SERVER_STATE, data, actor=actor)
+                    if reason:
+                        data["reason"] = reason  # why: health timeouts, 503s, refused, no tokens
+                    return ev.SERVER_STATE, data
+
+                self._journal.record_with(state_event, actor=actor)
         self.status = self._consistent(replace(self.status, state=state, **changes))
         self._on_change()
         async with self._state_changed:

@@ -159,7 +159,7 @@ class Session:
                                                journal_failed=self.journal_failed, on_journal=self.sync_journal,
                                                restarting_elsewhere=ServerLock(self.state_dir, name).held_by_other,
                                                gpu_holders=self._gpu_holders_on(cfg.host),
-                                               catalogs=catalogs)
+                                               catalogs=catalogs, journal_thread=self.journal_thread)
             shell = getattr(controller, "shell", None)
             if shell is not None and shell.local:  # remote commands are logged by their SSH connection
                 shell.on_command = self.command_log.add
@@ -303,11 +303,16 @@ class Session:
     def _read_journal(self, journal: Journal) -> tuple | JournalError:
         """The SQLite half of a sync (safe on the journal thread: it reads only the fields
         that :meth:`_apply_journal` replaces, one read at a time): ``(new events, todos,
-        results)``, or the JournalError that the read met."""
+        results, the bench rows' whole history or None)``, or the JournalError that the read met.
+        Off the loop the history is read here when the bench rows' cache cannot take in the
+        new results (:meth:`BenchService.wants_history`), so the snapshot never reads it."""
         try:
             new = journal.events(since_seq=self._last_seq)
             todos = self._todos_after(journal, new)
-            return new, todos, tuple(journal.results(limit=50))
+            results = tuple(journal.results(limit=50))
+            history = self.benches.load_history(journal) \
+                if self._off_loop and self.benches.wants_history(results, new) else None
+            return new, todos, results, history
         except Exception as exc:  # sqlite3 errors while another process holds a lock
             return JournalError(str(exc))
 
@@ -316,7 +321,7 @@ class Session:
         if isinstance(read, JournalError):
             self.journal_failed(read)
             return
-        new, todos, results = read
+        new, todos, results, history = read
         new = [e for e in new if e.seq > self._last_seq]
         if new:
             self._events.extend(new)
@@ -329,6 +334,8 @@ class Session:
         changed = bool(new) or todos != self._todos or results_changed
         if results_changed or any(e.type.startswith("bench.") for e in new):
             self.benches.results_changed(results, new)  # also a baseline pinned elsewhere
+        if history is not None:
+            self.benches.history_loaded(history)
         self._todos, self._results = todos, results
         if changed:
             self.touch()
@@ -537,7 +544,7 @@ class Session:
         try:
             if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
                 return rt.status
-            self._refuse_during_a_benchmark(name)
+            await self._refuse_during_a_benchmark(name)
             status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s,
                                       todo_id=todo_id)
         except RestartError as exc:
@@ -556,7 +563,9 @@ class Session:
         from optui.session.restart_checks import base_argv
 
         rt = self.server(name)
-        last_good = rt.status.last_good_argv or self._safe_last_good(name)
+        # off the loop (the TUI) the status holds the last good flags (read when the runtime
+        # started, kept at every ready): no journal read on the event loop
+        last_good = rt.status.last_good_argv or (None if self._off_loop else self._safe_last_good(name))
         return base_argv(rt.status, running=rt.controller.process_state() == "running", last_good=last_good)
 
     def _safe_last_good(self, name: str) -> list[str] | None:
@@ -582,10 +591,11 @@ class Session:
         if rt.cfg.control == "none":
             raise SessionError(f"{name}: control = 'none' (optui only observes this server)")
         plan = plan or await self.plan_restart(name, argv=argv, sets=sets, unsets=unsets, preset=preset)
-        since = self.journal.last_seq()
+        since = await self._read(self.journal.last_seq)
         status = await self.restart_server(name, list(plan.argv), reason=reason, actor=actor,
                                            ready_timeout_s=ready_timeout_s, todo_id=todo_id)
-        rolled_back = any(e.type == ev.ROLLBACK for e in self.journal.events(target=name, since_seq=since))
+        rolled_back = any(e.type == ev.ROLLBACK
+                          for e in await self._read(lambda: self.journal.events(target=name, since_seq=since)))
         offer = None if rolled_back else rollback_offer(rt.cfg.rollback, plan.argv, status)
         return RestartOutcome(plan, status, rolled_back, offer)
 
@@ -597,7 +607,7 @@ class Session:
 
         return await plan_restart(self.server(name), argv=argv, sets=sets, unsets=unsets, preset=preset)
 
-    def _refuse_during_a_benchmark(self, name: str) -> None:
+    async def _refuse_during_a_benchmark(self, name: str) -> None:
         """SessionError when a benchmark runs against server ``name``, in this process or
         another: a restart under it credited its results to the old experiment and mixed two
         configurations in one run (found by a break-it trial)."""
@@ -607,7 +617,7 @@ class Session:
         from optui.session.interrupted import bench_running_on
 
         try:
-            other = bench_running_on(self.journal, name)
+            other = await self._read(lambda: bench_running_on(self.journal, name))
         except JournalError:
             other = None
         if other is not None:
@@ -620,12 +630,12 @@ class Session:
         rt = self.server(name)
         last_good = rt.status.last_good_argv
         if not last_good:
-            stored = self.journal.last_good(name)
+            stored = await self._read(lambda: self.journal.last_good(name))
             last_good = tuple(stored) if stored else None
         if not last_good:
             raise SessionError(f"{name}: no last good flags recorded yet")
         self.record(ev.ROLLBACK, name, {"reason": reason, "from_argv": list(rt.status.argv), "to_argv": list(last_good)},
-                    experiment=self.current_experiment(name))  # closes the experiment that failed
+                    experiment=await self._read(lambda: self.current_experiment(name)))  # closes the failed experiment
         return await self.restart_server(name, list(last_good), reason=f"rollback: {reason}", actor=actor)
 
     async def stop_server(self, name: str, *, actor: str | None = None) -> None:
@@ -728,6 +738,14 @@ class Session:
         except JournalError as exc:
             self.journal_failed(exc)
         self.sync_journal()
+
+    async def _read(self, fn: Callable[[], T]) -> T:
+        """``fn()`` (journal reads the session's own async paths make: the restart flow's) on
+        the journal thread once the session runs off the loop, inline otherwise; its result
+        or what it raised."""
+        if not self._off_loop:
+            return fn()
+        return await self.journal_thread.call(fn)
 
     async def on_journal_thread(self, fn: Callable[[], T]) -> T:
         """``fn()`` — a service call (``lambda: session.todos.cycle(item)``) — on the journal
