@@ -262,3 +262,16 @@ async def test_a_stop_request_nobody_answers_leaves_the_server_running(campaign)
         result = data(await client.call_tool("stop_server", {"server": "demo", "why": "free the GPUs", "wait_s": 1}))
         assert result["outcome"] == "timeout"
         assert data(await client.call_tool("status", {}))["servers"][0]["state"] == "ready"
+
+
+async def test_a_restart_that_crashes_answers_with_the_crash_class_and_log_lines(campaign):
+    """Last in the module: it leaves the demo server crashed (rollback = "offer")."""
+    policed = campaign.with_name("optui-oom.toml")
+    policed.write_text(campaign.read_text() + '\n[agent]\nallowed_flags = ["--mem-fraction-static"]\n')
+    async with agent(policed) as client:
+        ran = data(await client.call_tool("restart_server", {
+            "server": "demo", "why": "all memory to the KV cache", "set_flags": {"--mem-fraction-static": "0.99"}}))
+    restart = ran["restart"]
+    assert ran["outcome"] == "ran" and restart["state"] == "crashed" and restart["crash_class"] == "oom"
+    assert any("out of memory" in line.lower() for line in restart["lines"]), restart["lines"]
+    assert restart["rollback_command"] and restart["rollback_command"].endswith("restart demo --rollback")
