@@ -13,6 +13,7 @@ import pytest
 from optui.adapters.journal import Journal
 from optui.config import load_config
 from optui.core import events as ev
+from optui.core.safe_text import HEADLINE_MAX
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.campaign import standard_campaign
@@ -229,6 +230,26 @@ async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
         await pilot.press("escape")
 
 
+async def test_every_result_row_names_its_flag_diff_vs_the_baseline(seeded):
+    """Issue 20: result rows named their experiment, not the flags it ran. The results view
+    shows each row's change vs the baseline experiment (as the experiments view does),
+    read through the session's journal thread."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("4", "v")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ResultsScreen")
+        table = app.screen.query_one("#results-table")
+
+        def changes():
+            return {str(table.get_row_at(n)[1]): str(table.get_row_at(n)[2]) for n in range(table.row_count)}
+
+        await wait_for(pilot, lambda: "…" not in changes().values() and len(changes()) == 3)
+        assert changes() == {ids["base"]: "baseline", ids["big"]: "~ --max-running-requests: 16 → 64",
+                             ids["chunk"]: "~ --max-running-requests: 16 → 64; + --chunked-prefill-size 512"}, changes()
+        await pilot.press("escape")
+
+
 async def run_cli(cfg, *args) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "optui", "-c", str(cfg), *args, stdin=asyncio.subprocess.DEVNULL,
@@ -354,5 +375,5 @@ async def test_the_text_filter_finds_what_the_rows_show_and_a_traceback_is_one_r
         app.notify(TRACEBACK, severity="error")
         app.notify("y" * 400)
         await wait_for(pilot, lambda: len(app._notifications) >= 2)
-        assert [n.message for n in list(app._notifications)[-2:]] == ["ValueError: boom at startup …", "y" * 160 + " …"]
+        assert [n.message for n in list(app._notifications)[-2:]] == ["ValueError: boom at startup …", "y" * HEADLINE_MAX + " …"]
         await pilot.press("q")

@@ -2,7 +2,8 @@
 metric against its workload's baseline, scaling efficiency, and a fixed-scale text chart of
 output throughput and TTFT against concurrency for the selected row's workload and
 experiment (one server configuration: a chart or a scale never mixes two). Every row
-names its experiment.
+names its experiment and that experiment's flag diff vs the server's baseline experiment
+(the experiments view's "change vs baseline", read through the session's journal thread).
 
 Keys: ``B`` pin the selected row as baseline, ``escape``/``q`` close. The screen renders
 what ``session.benches.rows()`` returns (refreshed twice a second) and posts
@@ -12,7 +13,8 @@ what ``session.benches.rows()`` returns (refreshed twice a second) and posts
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -28,7 +30,11 @@ from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.meters import fmt_value
 
-_FIXED = (("id", "#", 5), ("exp", "experiment", 10), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
+if TYPE_CHECKING:
+    from optui.adapters.journal_thread import ExperimentsUpdate
+    from optui.core.journal_experiments import Experiment
+
+_FIXED = (("id", "#", 5), ("exp", "experiment", 10), ("change", "change vs baseline", 30), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
           ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8),
           ("requests", "requests", 13), ("vs", "vs", 9))
 _FORMATS = {"output_throughput_tok_s": "{:,.1f}", "total_throughput_tok_s": "{:,.1f}", "request_throughput": "{:.2f}",
@@ -43,6 +49,12 @@ def workload_text(row: Row) -> str:
     lengths = f" {fmt_value(wl.input_len, na='?')}/{fmt_value(wl.output_len, na='?')}" if wl.input_len or wl.output_len else ""
     prompts = f" x{wl.num_prompts}" if wl.num_prompts else ""
     return f"{wl.dataset or '?'}{lengths}{prompts}"
+
+
+def change_text(x: Experiment) -> str:
+    """An experiment's configuration as a result row names it: ``baseline``, its flag diff
+    vs the baseline experiment (``~ --max-running-requests: 16 → 64``), or ``same flags``."""
+    return "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
 
 
 def _versus(row: Row) -> Text:
@@ -68,12 +80,17 @@ class ResultsScreen(Screen[None]):
     ResultsScreen #results-chart { height: auto; max-height: 60%; padding: 0 1; border-top: solid $panel; }
     """
 
-    def __init__(self, rows: Callable[[], list[Row]]) -> None:
+    def __init__(self, rows: Callable[[], list[Row]],
+                 experiments: Callable[[], Awaitable[ExperimentsUpdate]] | None = None) -> None:
         """``rows()``: every result group's comparison row, oldest first, the same list
-        until the results change (it is asked twice a second)."""
+        until the results change (it is asked twice a second). ``experiments()``: awaited
+        (in a worker) for the campaign's experiments when the rows change, for each row's
+        flag diff (a session's ``experiments_reader()``; None: the column says ``?``)."""
         super().__init__()
         self._rows_now = rows
         self._rows: list[Row] | None = None
+        self._experiments = experiments
+        self._changes: dict[str, str] = {}  # experiment id -> its change vs the baseline
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -101,6 +118,25 @@ class ResultsScreen(Screen[None]):
         rows = self._rows_now()
         if rows is self._rows:
             return
+        if self._experiments is not None:
+            self.run_worker(self._load_changes(), group="results-changes", exclusive=True, exit_on_error=False)
+        self._fill(rows)
+
+    async def _load_changes(self) -> None:
+        """Each experiment's change vs the baseline (off the event loop); the rows again
+        when one of theirs is new."""
+        try:
+            update = await self._experiments()  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001 - a locked or broken journal is shown, never a crash
+            self.notify(f"experiments: {exc}", severity="error")
+            return
+        changes = {x.id: change_text(x) for x in update.experiments}
+        if changes != self._changes:
+            self._changes = changes
+            if self._rows is not None:
+                self._fill(self._rows)
+
+    def _fill(self, rows: list[Row]) -> None:
         table = self.query_one(DataTable)
         keep = table.cursor_row if self._rows else None
         self._rows = rows
@@ -117,7 +153,7 @@ class ResultsScreen(Screen[None]):
         r = g.result
         rate = r.request_rate if r.request_rate is not None else r.workload.request_rate
         cells: list = [
-            str(g.ids[-1]), g.experiment or "-", g.bench or "?", r.tool, workload_text(row), fmt_value(g.concurrency, na="-"),
+            str(g.ids[-1]), g.experiment or "-", self._change(g.experiment), g.bench or "?", r.tool, workload_text(row), fmt_value(g.concurrency, na="-"),
             "inf" if rate is not None and math.isinf(rate) else fmt_value(rate, "{:g}", na="-"),
             spread_cell(row.samples["output_throughput_tok_s"]),
             Text(r.status if g.ok or r.status != "ok" else "degraded", style="" if g.ok else style(app, "error")),
@@ -133,6 +169,14 @@ class ResultsScreen(Screen[None]):
             cells.append(cell)
         cells.append("" if row.scaling is None else f"{row.scaling:.2f}")
         return cells
+
+    def _change(self, experiment: str | None) -> Text:
+        if experiment is None:
+            return Text("-", style="dim")
+        text = self._changes.get(experiment)
+        if text is None:
+            return Text("?" if self._experiments is None or self._changes else "…", style="dim")
+        return Text(text, no_wrap=True, overflow="ellipsis")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_chart()
