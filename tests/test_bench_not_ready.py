@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from optui.cli.tui import write_demo_config
+from optui.ui.screens.choice import ChoiceScreen
 from optui.ui.screens.confirm import ConfirmScreen
-from optui.ui.screens.text_prompt import TextPrompt
 from tests.helpers.demo import free_port, subprocess_env
 from tests.helpers.faults import demo_app, ready, stored_events, wait_for
 
@@ -32,7 +32,7 @@ async def test_a_benchmark_on_a_server_that_is_not_ready_asks_first_with_cancel_
 
         async def ask() -> ConfirmScreen:
             await pilot.press("b")
-            await wait_for(pilot, lambda: isinstance(app.screen, TextPrompt), what="preset prompt")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen), what="preset list")
             await pilot.press("enter")  # the first preset of the server: sweep
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="not-ready confirm")
             return app.screen
