@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -37,11 +38,11 @@ def campaign(tmp_path_factory):
 
 
 @contextlib.asynccontextmanager
-async def agent(cfg: Path, *options: str, name: str = "claude-code") -> AsyncIterator[Client]:
+async def agent(cfg: Path, *options: str, name: str = "claude-code", env: dict | None = None) -> AsyncIterator[Client]:
     """The SDK's stdio client connected to ``python -m optui -c CFG [OPTIONS] mcp``, as
-    client ``name``."""
+    client ``name`` (``env``: more environment for optui and the servers it starts)."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "optui", "-c", str(cfg), *options, "mcp"],
-                                   env=subprocess_env(), cwd=str(cfg.parent))
+                                   env=subprocess_env(env), cwd=str(cfg.parent))
     async with Client(params, client_info=types.Implementation(name=name, version="1.0"),
                       read_timeout_seconds=60) as client:
         yield client
@@ -262,6 +263,27 @@ async def test_a_stop_request_nobody_answers_leaves_the_server_running(campaign)
         result = data(await client.call_tool("stop_server", {"server": "demo", "why": "free the GPUs", "wait_s": 1}))
         assert result["outcome"] == "timeout"
         assert data(await client.call_tool("status", {}))["servers"][0]["state"] == "ready"
+
+
+async def test_a_flag_the_server_does_not_apply_is_unverified_in_the_answers(tmp_path):
+    cfg = small_demo_config(tmp_path)
+    cfg.write_text(cfg.read_text() + '\n[agent]\nallowed_flags = ["--max-running-requests"]\n')
+    ignore = {"OPTUI_DEMO_IGNORE": "--max-running-requests"}  # the demo accepts the flag but runs its default
+    line = "--max-running-requests 8: server runs max_running_requests=32 (expected 8)"
+    try:
+        async with agent(cfg, env=ignore) as client:
+            ran = data(await client.call_tool("restart_server", {
+                "server": "demo", "why": "8 in flight", "set_flags": {"--max-running-requests": "8"}}))
+            assert ran["restart"]["state"] == "ready" and ran["restart"]["config_mismatch"] == [line]
+            rows = data(await client.call_tool("experiments", {"server": "demo"}))
+            assert next(x for x in rows if x["id"] == ran["restart"]["experiment"])["unverified"] == [line]
+            # status is the long-lived session's view: it checks the new process's config itself, a moment later
+            deadline = time.monotonic() + 30
+            while (found := data(await client.call_tool("status", {}))["servers"][0]["config_mismatch"]) != [line]:
+                assert time.monotonic() < deadline, found
+                await asyncio.sleep(0.2)
+    finally:
+        kill_demo_server(cfg)
 
 
 async def test_a_restart_that_crashes_answers_with_the_crash_class_and_log_lines(campaign):
