@@ -128,6 +128,13 @@ async def test_todo_items_and_notes_are_journaled_as_the_agent(campaign):
         assert item["id"] in [t["id"] for t in listed]
         note = data(await client.call_tool("note", {"text": "16 looks promising", "server": "demo"}))
         assert note["type"] == "note" and note["actor"] == "agent:opencode"
+        exp = data(await client.call_tool("experiments", {}))[-1]["id"]
+        decided = data(await client.call_tool("verdict", {"experiment": exp, "decision": "keep", "reason": "fits"}))
+        assert (decided["type"], decided["experiment"], decided["actor"]) == ("verdict", exp, "agent:opencode")
+        assert "decision must be one of keep, reject, inconclusive" in error_text(
+            await client.call_tool("verdict", {"experiment": exp, "decision": "ship"}))
+        assert "unknown experiment 'exp-9999'" in error_text(
+            await client.call_tool("verdict", {"experiment": "exp-9999", "decision": "keep"}))
     j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
     try:
         changes = j.events(target=f"todo:{item['id']}", types=["todo.changed"])

@@ -37,6 +37,8 @@ MAX_EVENTS = 500
 MAX_LOG_LINES = 2000
 #: longest client name kept in an actor (``agent:NAME``)
 MAX_AGENT_NAME = 40
+#: an operator's (or agent's) decisions on an experiment
+VERDICTS = ("keep", "reject", "inconclusive")
 #: how long a request waits for the operator's decision by default, and at most (s)
 DEFAULT_DECISION_WAIT_S = 300.0
 MAX_DECISION_WAIT_S = 3600.0
@@ -385,6 +387,22 @@ class Cockpit:
         """Restarts agents asked for (journaled ``server.restart`` by ``agent:*``) since ``ts``."""
         flt = EventFilter(types=frozenset({ev.RESTART_REQUESTED}), since_ts=ts)
         return sum(1 for e in self.session.journal.query(flt, limit=None) if e.actor.startswith("agent:"))
+
+    def verdict(self, experiment: str, decision: str, *, actor: str, reason: str = "") -> dict[str, Any]:
+        """Record a decision (keep, reject, inconclusive) on ``experiment`` as ``journal
+        verdict`` does; returns the event. The noise-aware verdict beside it is unchanged."""
+        if decision not in VERDICTS:
+            raise AgentError(f"decision must be one of {', '.join(VERDICTS)}, got {decision!r}")
+        from optui.cli.journal import event_json
+
+        def append(j: Journal):
+            server = j.experiment_server(experiment)
+            if server is None:
+                raise AgentError(f"unknown experiment {experiment!r} (experiments lists them)")
+            return j.append(ev.VERDICT, server, {"decision": decision, "reason": reason}, actor=actor,
+                            experiment=experiment)
+
+        return event_json(self._write(append))
 
     def close(self) -> None:
         """Close the writable journal (when one was opened)."""

@@ -2,7 +2,7 @@
 
 Tools (each answer in the shape of the CLI's ``--json`` for the same question, see
 :mod:`optui.agent.cockpit`): ``status``, ``gpus``, ``journal_tail``, ``journal_event``,
-``experiments``, ``todo_list``, ``todo_add``, ``todo_set``, ``note``; the guarded actions
+``experiments``, ``todo_list``, ``todo_add``, ``todo_set``, ``note``, ``verdict``; the guarded actions
 ``restart_server``, ``run_benchmark``, ``stop_server``: each a request the operator approves or
 denies in an optui window, or the config's ``[agent]`` policy decides
 (:mod:`optui.session.agent_requests`), journaled with the decision, run once approved. Resources:
@@ -174,6 +174,13 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         """A note in the journal, linked to the server's current experiment (else the newest experiment)."""
         with _as_tool_error():
             return here().note(text, actor=_client_actor(ctx), server=server)
+
+    @mcp.tool()
+    def verdict(experiment: str, decision: str, ctx: Context, reason: str = "") -> dict[str, Any]:
+        """Record your decision on an experiment: keep, reject or inconclusive, with the reason (shown in the
+        report beside the measured verdict)."""
+        with _as_tool_error():
+            return here().verdict(experiment, decision, actor=_client_actor(ctx), reason=reason)
 
     @mcp.tool()
     async def restart_server(server: str, why: str, ctx: Context, set_flags: dict[str, str | None] | None = None,
