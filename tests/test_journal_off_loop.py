@@ -304,3 +304,23 @@ async def test_a_server_campaign_under_a_locked_journal_never_runs_sqlite_on_the
     assert "under the lock" in [e.data.get("item", {}).get("content") for e in stored if e.type == "todo.changed"] \
         or any("under the lock" in str(e.data) for e in stored if e.type == "todo.changed")
     assert list(rt.status.last_good_argv) != good  # the restarted flags became the last good ones
+
+
+async def test_the_findings_report_is_read_and_written_on_the_journal_thread(tmp_path):
+    """The palette's "Export findings report" reads every experiment: on the journal thread
+    (it used to run on the event loop: a long campaign's export froze the screen)."""
+    session = Session(_campaign(tmp_path))
+    guard = LoopGuard(session.journal._lock, threading.current_thread())
+    session.journal._lock = guard
+    app = OptuiApp(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.6)  # the watch and the start-up writes are done
+        guard.armed = True
+        await app.journal_actions.export_report("md")
+        guard.armed = False
+        assert not guard.on_loop, "the export took the journal's lock on the loop, first from:\n" + guard.on_loop[0]
+        await pilot.pause(0.2)
+        assert any("findings report written to" in str(n.message) for n in app._notifications), \
+            [n.message for n in app._notifications]
+        await pilot.press("q")
+    assert list(tmp_path.rglob("*.md"))

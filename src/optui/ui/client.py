@@ -330,12 +330,14 @@ class SessionClient:
         self._session.check_writable("answering an agent's request")
         self._session.record(AGENT_DECISION, server, decision_data(request_seq, decision))
 
-    def export_report(self, fmt: str = "md") -> Path:
+    async def export_report(self, fmt: str = "md") -> Path:
         """Write the findings report (every experiment) into the campaign directory; its
-        path. OSError / ValueError (unknown ``fmt``)."""
+        path. Its reads (every experiment of the campaign) and the file's write run on the
+        session's journal thread. OSError / ValueError (unknown ``fmt``)."""
         from optui.session.export import export
 
-        return export(self._session.journal, self._session.loaded, fmt)
+        session = self._session
+        return await session.on_journal_thread(lambda: export(session.journal, session.loaded, fmt))
 
     # ------------------------------------------------------------ SSH hosts
     def ssh_hosts(self) -> Mapping[str, SshHost]:

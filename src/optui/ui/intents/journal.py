@@ -175,10 +175,10 @@ class JournalActions(Actions):
         self.push_screen(DetailsScreen(f"{x.id} on {x.server}", sections_text(self.app, experiment_sections(x))))
 
     # ------------------------------------------------------------ export
-    def export_report(self, fmt: str = "md") -> None:
-        """Write the findings report into the campaign directory and say where."""
+    async def export_report(self, fmt: str = "md") -> None:
+        """Write the findings report into the campaign directory (on the journal thread) and say where."""
         try:
-            path = self.client.export_report(fmt)
+            path = await self.client.export_report(fmt)
         except (OSError, ValueError) as exc:
             self.fail(exc)
             return
