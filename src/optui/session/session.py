@@ -406,8 +406,11 @@ class Session:
     async def _watch_journal(self) -> None:
         for tick in itertools.count(1):
             await asyncio.sleep(0.5)
-            flushed, changed = await self.journal_thread.run(self._watch_reads) if self._off_loop \
-                else self._watch_reads(self.journal)
+            snapshots = list(self.gpus.snapshots.values())
+            # one call on the journal thread per tick (an idle TUI's only journal work: each call
+            # wakes that thread, and tests/test_driver.py counts an idle app's wake-ups)
+            flushed, changed, seen = await self.journal_thread.run(self._watch_reads, snapshots) if self._off_loop \
+                else self._watch_reads(self.journal, snapshots)
             if isinstance(flushed, JournalError):
                 self.journal_failed(flushed)
             elif flushed:  # events that waited for another process's lock
@@ -417,18 +420,15 @@ class Session:
                 self.sync_journal()
             if tick % 4 == 0:  # every 2 s: a stat of the config file
                 self._check_config()
-            with contextlib.suppress(Exception):  # GPU inventory for reports (hosts.seen)
-                snapshots = list(self.gpus.snapshots.values())
-                seen = await self.journal_thread.run(lambda j, snaps=snapshots: list(self._inventory.changes(snaps))) \
-                    if self._off_loop else self._inventory.changes(snapshots)
-                for host, data in seen:
-                    self.record(ev.HOSTS_SEEN, host, data)
+            for host, data in seen:  # GPU inventory for reports (hosts.seen)
+                self.record(ev.HOSTS_SEEN, host, data)
             self._check_alerts()
 
-    def _watch_reads(self, journal: Journal) -> tuple[bool | JournalError, bool]:
+    def _watch_reads(self, journal: Journal, snapshots: list) -> tuple[bool | JournalError, bool, list]:
         """The SQLite half of a watch tick (on the journal thread off the loop): whether events
-        that waited for the lock were written now (or why not), and whether another
-        connection committed since the last tick."""
+        that waited for the lock were written now (or why not), whether another connection
+        committed since the last tick, and the GPU inventory changes of ``snapshots`` to
+        journal as ``hosts.seen`` ((host, data) pairs)."""
         try:
             flushed: bool | JournalError = self.journal_health.flush()
         except JournalError as exc:
@@ -437,7 +437,10 @@ class Session:
             changed = journal.changed()
         except Exception:
             changed = True
-        return flushed, changed
+        seen: list = []
+        with contextlib.suppress(Exception):  # an inventory read that fails is tried next tick
+            seen = list(self._inventory.changes(snapshots))
+        return flushed, changed, seen
 
     def _check_config(self) -> None:
         """The config file was edited: journal and show whether it still loads (it is
