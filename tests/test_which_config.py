@@ -245,6 +245,37 @@ def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign
     assert f"(same flags as {big})" in next(line for line in table if line.startswith(measured))
 
 
+def test_a_configuration_measured_again_counts_with_its_first_experiment(campaign):
+    """An experiment whose flags equal an earlier one's is that configuration again: its
+    results are counted with the earlier ones' for the verdict (n adding up), not judged as
+    a new change; the restart spread still comes from the two instances' medians. The same
+    rows from one build and from a book kept up to date."""
+    from optui.core.journal_experiments import ExperimentBook
+    from optui.session.export import experiment_events
+
+    cfg, j = campaign
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    big = w.restart(flags(max_running_requests=64))
+    w.bench(big, result(1300.0), result(1290.0), result(1295.0))
+    book = ExperimentBook()
+    book.add(experiment_events(j), j.results(limit=None))
+    assert book.experiments[1].primary.n_ok == 3
+    w.restart(flags(max_running_requests=64, chunked_prefill_size=512))
+    measured = w.restart(flags(max_running_requests=64, port=40000), reason="measure again")
+    w.bench(measured, result(1301.0), result(1291.0), result(1296.0))
+    book.add(experiment_events(j), j.results(limit=None))
+    for xs in (by_id(load_experiments(j)), by_id(book.experiments)):
+        assert xs[measured].same_config_as == big
+        for x in (xs[big], xs[measured]):
+            assert x.verdict == "better" and x.primary.n_ok == 6, (x.id, x.verdict, x.primary.n_ok)
+            assert verdict_evidence(x).startswith("n=6 vs 3,"), verdict_evidence(x)
+            assert x.primary.judgement.restart_spread_pct == pytest.approx(100 * 1 / 1295.5, abs=0.01)
+    row = next(line for line in optui(cfg, "journal", "experiments").stdout.splitlines() if line.startswith(measured))
+    assert f"(same flags as {big})" in row and "n=6 vs 3" in row, row
+
+
 @pytest.mark.parametrize("size", [(200, 50), (60, 40)])
 async def test_the_servers_panel_shows_the_tuned_flag_first_and_i_the_full_command(tmp_path, size):
     """The row cut the argv where the tuned flag is (``--max-…`` at 200x50, nothing of it at

@@ -13,7 +13,12 @@ grouping key: todo items, exports and agents refer to experiments by it.
 pinned one (``bench_results.baseline``), else the first comparable result. The server's
 baseline experiment is the one holding the reference result of its most-measured workload,
 else its first experiment that became ready. Values are *medians* over an experiment's
-comparable runs of one workload (repeats), compared with the reference experiment's.
+comparable runs of one workload (repeats), compared with the reference experiment's. An
+experiment whose configuration (:func:`config_key`) an earlier one of its server had is
+that configuration again (``same_config_as``): the runs of all its experiments are judged
+together (n adds up; each of them shows the same numbers and verdict), except the
+baseline's configuration, whose instances are compared one by one with the baseline
+(``same``: they are the restart-to-restart spread's evidence, below).
 A run is comparable when its status is "ok" and its failed requests are within the
 threshold (:func:`~optui.core.bench.result.comparable`); a "degraded" or failed run is
 listed with its ok/total request counts and never compared.
@@ -509,6 +514,11 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
     row whose inputs are those it was computed from is reused either way. The ids of the
     rebuilt rows go into ``changed``."""
     key_of, ok = book._workload_key, book._comparable
+    first_of: dict[tuple[str, ...], str] = {}
+    for d in items:
+        first_of.setdefault(book._argv[d["id"]], d["id"])
+    first = {d["id"]: first_of[book._argv[d["id"]]] for d in items}
+    same_as = {exp_id: f for exp_id, f in first.items() if f != exp_id}
     exp_of = {r.id: d["id"] for d in items for r in runs.get(d["id"], ())}
     by_workload: dict[str, list[StoredResult]] = {}
     for d in items:
@@ -523,13 +533,19 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
         baseline_id = next((d["id"] for d in items if d["outcome"] == "ready"), items[0]["id"] if items else None)
     base_argv = next((d["argv"] for d in items if d["id"] == baseline_id), ())
     base_flags = Flags.parse(base_argv)
-    ctx = _Compare(runs, exp_of, key_of, reference, main_key, _restart_spreads(items, runs, key_of, book, server),
+    # what is judged: a configuration's runs, whichever of its experiments measured them
+    # (oldest first; n adds up); the baseline's configuration excepted: its instances are
+    # compared one by one (each again is the restart-to-restart spread's evidence)
+    base_config = first.get(baseline_id) if baseline_id is not None else None
+    unit = {exp_id: exp_id if f == base_config else f for exp_id, f in first.items()}
+    members: dict[str, list[str]] = {}
+    for d in items:
+        members.setdefault(unit[d["id"]], []).append(d["id"])
+    pooled = {u: sorted((r for m in ms for r in runs.get(m, ())), key=lambda r: r.id) for u, ms in members.items()}
+    exp_of = {r.id: unit[d["id"]] for d in items for r in runs.get(d["id"], ())}
+    ctx = _Compare(pooled, exp_of, key_of, reference, main_key, _restart_spreads(items, runs, key_of, book, server),
                    baseline_id)
     ids = tuple(d["id"] for d in items)
-    first_of: dict[tuple[str, ...], str] = {}
-    for d in items:
-        first_of.setdefault(book._argv[d["id"]], d["id"])
-    same_as = {d["id"]: first_of[book._argv[d["id"]]] for d in items if first_of[book._argv[d["id"]]] != d["id"]}
     context = (baseline_id, base_argv, main_key, tuple((k, ctx.base_ids(k)) for k in sorted(reference)),
                tuple(sorted(ctx.restart_spread.items())))
     same_context = book._context.get(server) == (context, ids)
@@ -540,18 +556,18 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
         if same_context and exp_id not in book._dirty and exp_id in book._rows:
             out.append(book._rows[exp_id][1])
             continue
-        mine = runs.get(exp_id, [])
+        mine = pooled[unit[exp_id]] if runs.get(exp_id) else []  # measured: its configuration's runs
         keys = sorted({key_of[r.id] for r in mine})
         depends = tuple((k, ctx.base_ids(k), ctx.restart_spread.get(k)) for k in keys)
-        key = (exp_id, book._version[exp_id], book._runs_sig[exp_id], baseline_id, base_argv, main_key, depends,
-               same_as.get(exp_id))
+        key = (exp_id, book._version[exp_id], tuple(book._runs_sig[m] for m in members[unit[exp_id]]), baseline_id,
+               base_argv, main_key, depends, same_as.get(exp_id))
 
         def compute(d=d, mine=mine, exp_id=exp_id) -> Experiment:
             changed.add(exp_id)
             is_baseline = exp_id == baseline_id
             diff = () if is_baseline else tuple(config_changes(base_flags, Flags.parse(d["argv"])))
             exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
-                                "workloads": ctx.workloads(exp_id, mine), "is_baseline": is_baseline,
+                                "workloads": ctx.workloads(unit[exp_id], mine), "is_baseline": is_baseline,
                                 "baseline_id": baseline_id, "diff_vs_baseline": diff,
                                 "same_config_as": same_as.get(exp_id)})
             return _with_verdict(exp)
