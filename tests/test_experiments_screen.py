@@ -249,3 +249,77 @@ async def test_the_view_is_not_drawn_under_an_experiments_details(seeded):  # no
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert [type(s).__name__ for s in app.screen_stack] == ["MainScreen"]
+
+
+async def test_one_details_screen_serves_every_enter_while_the_view_is_open(seeded):  # noqa: F811
+    """Enter shows the experiment under the cursor in the details screen the view keeps (a
+    new one per Enter was composed, styled, laid out and drawn twice: most of the ~50 ms
+    press on 16 cores, and left its widgets in cycles whose full collection took 80-100 ms
+    of a later press: issue 17 §2, bench/keypress_experiments.py --mode details); it goes
+    with the view."""
+    loaded, _ = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(180, 45)) as pilot:
+        await _view_with_rows(app, pilot, 5)
+        view = app.screen
+        shown = []
+        for row in range(3):
+            view.query_one("#experiments-table").move_cursor(row=row)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailsScreen")
+            await pilot.pause(0.1)
+            details = app.screen
+            title = str(details.query_one("#details-title").render())
+            assert title.startswith(f"{view.current_id()} on ")  # this row's, not the first one's
+            assert details.query_one("#details-body").render().plain.startswith(f"{view.current_id()} on ")
+            shown.append(details)
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is view)
+        assert shown[0] is shown[1] is shown[2] and shown[0].is_mounted
+        assert [type(s).__name__ for s in app.screen_stack] == ["MainScreen", "ExperimentsUnderlay", "ExperimentsScreen"]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not shown[0].is_attached)
+        assert [type(s).__name__ for s in app.screen_stack] == ["MainScreen"]
+        assert not app._installed_screens
+
+
+async def test_the_details_over_their_underlay_are_opaque_and_look_the_same(seeded):  # noqa: F811
+    """Over their empty underlay the details are opaque in the colour their translucent
+    background showed there: the same picture, without Textual composing the underlay under
+    each of their frames."""
+    loaded, _ = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(180, 45)) as pilot:
+        await _view_with_rows(app, pilot, 5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailsScreen")
+        await pilot.pause(0.3)
+        details = app.screen
+        assert details.styles.background.a == 1
+        opaque = _cells(app.export_screenshot())
+        assert len(opaque) == 180 * 45 and "".join(cell[1] for cell in opaque.values()).count("on qwen")
+        details.remove_class("-over-experiments-underlay")  # as Textual drew them before
+        await pilot.pause(0.3)
+        assert details.styles.background.a < 1
+        assert _cells(app.export_screenshot()) == opaque
+
+
+def _cells(svg: str) -> dict:
+    """What a screenshot shows, cell by cell: (column, row) → (background, character, its
+    style; a space's style is not shown). The SVG's own grouping of cells and numbering of
+    styles differ between two renders of the same picture."""
+    import html
+    import re
+
+    styles = dict(re.findall(r"\.terminal-\d+-(r\d+) \{ ([^}]*) \}", svg))
+    cell_w, cells = 12.2, {}
+    for fill, x, y, width in re.findall(r'<rect fill="(#[0-9a-f]+)" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)"', svg):
+        col, row = round(float(x) / cell_w), round(float(y) / 24.4)
+        for n in range(round(float(width) / cell_w)):
+            cells[(col + n, row)] = [fill, " ", ""]
+    for cls, x, y, text in re.findall(r'<text class="terminal-\d+-(r\d+)" x="([\d.]+)" y="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        col, row = round(float(x) / cell_w), round((float(y) - 20) / 24.4)
+        for n, char in enumerate(html.unescape(text).replace("\n", "").replace("\xa0", " ")):
+            cell = cells.setdefault((col + n, row), ["", " ", ""])
+            cell[1:] = [char, styles.get(cls, "") if char.strip() else ""]
+    return {key: tuple(cell) for key, cell in cells.items()}

@@ -164,15 +164,14 @@ class JournalActions(Actions):
 
         # the rows load on the session's journal thread (adapters/journal_thread), only what is new
         push_experiments_screen(self.app, ExperimentsScreen(self.client.experiments_reader(), self.client.set_verdict,
-                                                            journal_seq, self.show_experiment), chosen)
+                                                            journal_seq, self.experiment_details), chosen)
 
-    def show_experiment(self, x) -> None:
-        """Open the details of experiment ``x``."""
+    def experiment_details(self, x):
+        """The title and body of experiment ``x``'s details (the view shows them)."""
         from optui.core.event_details import experiment_sections
-        from optui.ui.screens.details import DetailsScreen
         from optui.ui.screens.event_details import sections_text
 
-        self.push_screen(DetailsScreen(f"{x.id} on {x.server}", sections_text(self.app, experiment_sections(x))))
+        return f"{x.id} on {x.server}", sections_text(self.app, experiment_sections(x))
 
     # ------------------------------------------------------------ export
     async def export_report(self, fmt: str = "md") -> None:

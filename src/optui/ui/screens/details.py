@@ -35,5 +35,16 @@ class DetailsScreen(ModalScreen[None]):
             with VerticalScroll():
                 yield Static(self.body, markup=False, id="details-body")
 
+    def show(self, title: str, body: str | Text) -> None:
+        """Show another ``title`` and ``body`` (as the constructor takes them), scrolled to
+        the top: a screen kept for the next details (the experiments view) is shown again
+        without being composed, styled and laid out from nothing."""
+        self.title_text = safe_line(title)
+        self.body = visible_text(body) if isinstance(body, Text) else safe_text(body)
+        if self.is_mounted:
+            self.query_one("#details-title", Static).update(self.title_text)
+            self.query_one("#details-body", Static).update(self.body)
+            self.query_one(VerticalScroll).scroll_home(animate=False)
+
     def action_close(self) -> None:
         self.dismiss(None)

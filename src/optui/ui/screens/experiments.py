@@ -34,6 +34,7 @@ from optui.core.bench.compare import STATISTIC
 from optui.core.journal_experiments import Experiment, runs_text, sort_experiments, verdict_evidence
 from optui.ui.colors import style
 from optui.ui.process_setup import freeze_long_lived_objects
+from optui.ui.screens.details import DetailsScreen
 from optui.ui.screens.text_prompt import TextPrompt
 from optui.ui.widgets.experiment_table import RowCachedTable
 
@@ -78,12 +79,23 @@ class ExperimentsUnderlay(Screen[None]):
     its own frames. Under this one the screens below are neither drawn nor laid out until
     ``over`` closes."""
 
-    DEFAULT_CSS = "ExperimentsUnderlay { background: $background; }"
+    #: the class of the screen over it: opaque, in the colour that screen's translucent
+    #: background shows over this empty one (the same picture), so Textual composes no
+    #: background screen under each of its frames (a frame of the details: ~half of the
+    #: Enter press, bench/keypress_experiments.py --mode details)
+    OVER_CLASS = "-over-experiments-underlay"
+    SCOPED_CSS = False  # the rule below is for the screen over it, not for a widget inside it
+    DEFAULT_CSS = f"""
+    ExperimentsUnderlay {{ background: $background; }}
+    Screen.{OVER_CLASS} {{ background: $background; }}
+    """
     BINDINGS: ClassVar[list[BindingType]] = []  # none of its own (Screen's tab / shift+tab are inherited)
 
     def __init__(self, over: Screen | None = None) -> None:
         super().__init__()
         self.over = over
+        if over is not None:
+            over.add_class(self.OVER_CLASS)
 
     def on_mount(self) -> None:
         # immediate: popped within the pop of ``over``, before any frame shows it empty
@@ -122,7 +134,9 @@ class ExperimentsScreen(ModalScreen[str | None]):
     (every experiment, and the ids changed since the previous call: a session's
     ``experiments_reader()``); ``decide(exp_id, decision, reason)`` is awaited to record a verdict
     (raising shows a notification); ``version()`` (cheap, on the event loop) tells whether
-    the journal changed (reload then); ``details(x)`` opens one.
+    the journal changed (reload then); ``details(x)`` gives the ``(title, body)`` of an
+    experiment's details (a :class:`~optui.ui.screens.details.DetailsScreen`'s arguments),
+    shown by Enter in one details screen that the view keeps while it is open.
     """
 
     BINDINGS = [
@@ -145,12 +159,13 @@ class ExperimentsScreen(ModalScreen[str | None]):
     """
 
     def __init__(self, load: Callable[[], Awaitable[ExperimentsUpdate]], decide: Callable[[str, str, str], Awaitable[None]],
-                 version: Callable[[], int], details: Callable[[Experiment], None]) -> None:
+                 version: Callable[[], int], details: Callable[[Experiment], tuple[str, str | Text]]) -> None:
         super().__init__()
         self.load = load
         self.decide = decide
         self.version = version
-        self.open_details = details
+        self.details_of = details
+        self._details: DetailsScreen | None = None  # kept (installed) from the first Enter until the view closes
         self.sort_key = "id"
         self.reverse = False
         self.experiments: list[Experiment] = []
@@ -350,19 +365,23 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self.action_details()
 
     def action_details(self) -> None:
-        """``details(x)`` pushes the experiment's screen: over an underlay of its own, so
-        that the view is not drawn again under it (dimmed: its whole screen per frame)."""
+        """Show the experiment's details over an underlay of their own, so that the view is
+        not drawn again under them (dimmed: its whole screen per frame). The details screen
+        is made once and kept (installed) while the view is open. A new one per Enter was
+        composed, styled, and laid out and drawn twice from nothing (16-21 ms per drawing on
+        the 16-core machine: most of the ~50 ms press), and left its widgets in cycles: a
+        full collection of them (~59k objects) took 80-100 ms of a later press
+        (``bench/keypress_experiments.py --mode details``, the old code traced)."""
         x = self._current()
         if x is None:
             return
-        app = self.app
-        underlay = ExperimentsUnderlay()
-        app.push_screen(underlay)
-        self.open_details(x)
-        if app.screen is underlay:  # it pushed nothing
-            app.pop_screen()
+        title, body = self.details_of(x)
+        if self._details is None:
+            self._details = DetailsScreen(title, body)
+            self.app.install_screen(self._details, f"experiments-details-{id(self)}")
         else:
-            underlay.over = app.screen
+            self._details.show(title, body)
+        push_over_underlay(self.app, self._details)
 
     def action_decide(self, decision: str) -> None:
         """Ask why (a :class:`TextPrompt`, empty allowed; Esc records nothing), then record
@@ -394,6 +413,10 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self.experiments, self._shown = [], []
         self.load = _closed
         self._table.clear()  # (its children are unmounted first: no query)
+        details, self._details = self._details, None
+        if details is not None and details not in self.app.screen_stack:
+            self.app.uninstall_screen(details)
+            details.remove()  # an installed screen stays mounted until removed
 
     def action_show_in_journal(self) -> None:
         self._leave(self.current_id())
