@@ -2,7 +2,7 @@
 """Key press to screen with the experiments view open on a 100k-event campaign while a
 benchmark streams 20k lines/s and the journal grows (issue 17 §2; target: p95 <= 50 ms).
 
-    python bench/keypress_experiments.py [--events 100000] [--presses 40] [--rate 20000]
+    python bench/keypress_experiments.py [--events 100000] [--presses 60] [--rate 20000]
                                          [--mode sort|details] [--write-every 0.5] [--size 160x45] [--json]
 
 The method of ``keypress_latency.py`` (a real pseudo-terminal, the same flood client, a key
@@ -18,8 +18,10 @@ note on a random experiment every ``--write-every`` s, so the view reloads every
 - ``details``: Enter opens the experiment under the cursor (seen: ``exp-NNNN on <server>``),
   the next press (Escape) closes it (seen: the view's title again).
 
-Prints median / p95 / max in ms, the lines/s the client achieved, and how long the view
-took to show every experiment after ``E``.
+Prints median / p95 / max in ms (and per key: ``by_key``), the lines/s the client achieved,
+and how long the view took to show every experiment after ``E``; ``slowest`` names the key
+of each press at or above the p95 (``open`` / ``close`` in ``details``, ``sort``), so the
+tail is explained: with ``--json`` the whole record, ``presses_ms`` in press order.
 """
 
 from __future__ import annotations
@@ -88,10 +90,32 @@ def keep_writing(path: Path, experiments: list[str], every: float, stop: threadi
     j.close()
 
 
+def press_key(n: int, mode: str) -> str:
+    """What press ``n`` did: ``sort``, or in ``details`` ``open`` (even n) / ``close``."""
+    return "sort" if mode == "sort" else ("open", "close")[n % 2]
+
+
+def tail_by_key(record: list[tuple[int, float, float | None]], mode: str) -> dict:
+    """``by_key``: median / p95 / max per key; ``slowest``: each press at or above the p95
+    of all presses (slowest first) with its key, its number and its time after the first
+    press (s); ``presses_ms``: every press's ms in order (None: missed)."""
+    seen = [(n, t, ms) for n, t, ms in record if ms is not None]
+    if not seen:
+        return {"by_key": {}, "slowest": [], "presses_ms": [ms for _, _, ms in record]}
+    p95 = latency_summary([ms for _, _, ms in seen])["p95_ms"]
+    keys = sorted({press_key(n, mode) for n, _, _ in seen})
+    by_key = {key: latency_summary([ms for n, _, ms in seen if press_key(n, mode) == key]) for key in keys}
+    t_first = record[0][1]
+    slowest = [{"press": n, "key": press_key(n, mode), "ms": round(ms, 1), "at_s": round(t - t_first, 2)}
+               for n, t, ms in sorted(seen, key=lambda r: -r[2]) if round(ms, 1) >= p95]
+    return {"by_key": by_key, "slowest": slowest,
+            "presses_ms": [None if ms is None else round(ms, 1) for _, _, ms in record]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--presses", type=int, default=60, help="60 or more for a p95 that is not one press")
     parser.add_argument("--rate", type=float, default=20000.0, help="benchmark lines/s (0: no benchmark)")
     parser.add_argument("--seconds", type=float, default=90.0, help="how long the benchmark prints")
     parser.add_argument("--mode", choices=["sort", "details"], default="sort")
@@ -103,6 +127,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     watch = Watch()
     latencies: list[float] = []
+    record: list[tuple[int, float, float | None]] = []
     missed = 0
     with tempfile.TemporaryDirectory(prefix="optui-keys-exp-") as tmp:
         root = Path(tmp)
@@ -146,7 +171,7 @@ def main() -> int:
                     return b"\r", b" on qwen"  # the details title: exp-NNNN on qwen (sorted by id: row 1)
                 return b"\r", title  # Enter closes the details too
 
-            latencies, missed = timed_presses(proc, watch, press, args.presses, rng)
+            latencies, missed = timed_presses(proc, watch, press, args.presses, rng, record)
             elapsed = time.monotonic() - t_start
             stats = root / "flood.json"
             still_streaming = args.rate <= 0 or (stats.exists() and not json.loads(stats.read_text()).get("done"))
@@ -168,6 +193,8 @@ def main() -> int:
         "seen": len(latencies),
         "missed": missed,
         **latency_summary(latencies),
+        **tail_by_key(record, args.mode),
+        "first_press_monotonic": round(record[0][1], 4) if record else None,  # to line up a trace of the process
         "view_shown_s": round(open_s, 2),
         "journal_built_s": round(build_s, 1),
         "presses_s": round(elapsed, 1),
@@ -184,7 +211,8 @@ def main() -> int:
               f"streaming {args.rate:.0f} lines/s; key -> screen median {result['median_ms']} ms, "
               f"p95 {result['p95_ms']} ms, max {result['max_ms']} ms; view shown {result['view_shown_s']} s after E; "
               f"client printed {result['client_lines_per_s']} lines/s; streaming throughout: {still_streaming}; "
-              f"load {load}")
+              f"load {load}; per key {result['by_key']}; slowest "
+              + ", ".join(f"{x['key']} {x['ms']}" for x in result["slowest"]))
     return 0 if not missed else 1
 
 

@@ -104,10 +104,12 @@ class Watch:
 
 
 def timed_presses(proc: PtyProcess, watch: Watch, press: Callable[[int], tuple[bytes, bytes]], count: int,
-                  rng: random.Random) -> tuple[list[float], int]:
+                  rng: random.Random, record: list[tuple[int, float, float | None]] | None = None
+                  ) -> tuple[list[float], int]:
     """Type ``press(n) -> (key, marker)`` ``count`` times, 0.2-0.6 s apart (random): each
     press's ms from writing the key until ``marker`` shows (5 s at most, else missed).
-    Returns (latencies in ms, missed)."""
+    Returns (latencies in ms, missed); ``record`` (if given) gets ``(n, time.monotonic() of
+    the write, ms or None when missed)`` for every press, in order."""
     latencies: list[float] = []
     missed = 0
     for n in range(count):
@@ -115,10 +117,14 @@ def timed_presses(proc: PtyProcess, watch: Watch, press: Callable[[int], tuple[b
         watch.arm(marker)
         t0 = time.monotonic()
         proc.send(key)
+        ms = None
         if watch.event.wait(5.0):
-            latencies.append((watch.found_at - t0) * 1000)
+            ms = (watch.found_at - t0) * 1000
+            latencies.append(ms)
         else:
             missed += 1
+        if record is not None:
+            record.append((n, t0, ms))
         time.sleep(rng.uniform(0.2, 0.6))
     return latencies, missed
 
