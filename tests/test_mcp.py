@@ -19,7 +19,12 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from optui.adapters.journal import Journal
+from optui.config import load_config
+from optui.session import Session
+from optui.ui.app import OptuiApp
+from optui.ui.screens.agent_requests import AgentRequestScreen
 from tests.helpers.demo import subprocess_env
+from tests.helpers.pilot import wait_for
 from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
 
 pytestmark = pytest.mark.timeout(120)
@@ -159,12 +164,6 @@ def argv_flag(argv: list[str], flag: str) -> str | None:
 
 
 async def test_restart_request_denied_then_approved_through_the_tui(campaign):
-    from optui.config import load_config
-    from optui.session import Session
-    from optui.ui.app import OptuiApp
-    from optui.ui.screens.agent_requests import AgentRequestScreen
-    from tests.helpers.pilot import wait_for
-
     before = json.loads(optui(campaign, "status", "--json", "--wait", "0.5").stdout)["servers"][0]["argv"]
     app = OptuiApp(Session(load_config(campaign)), title="test")
     async with app.run_test(size=(120, 40)) as pilot, agent(campaign, name="claude-code") as client:
