@@ -16,7 +16,7 @@ from optui.core import events as ev
 from optui.core.safe_text import HEADLINE_MAX
 from optui.session import Session
 from optui.ui.app import OptuiApp
-from tests.helpers.campaign import standard_campaign
+from tests.helpers.campaign import CampaignWriter, flags, result, standard_campaign
 from tests.helpers.demo import subprocess_env
 from tests.helpers.faults import app_on, demo_config
 from tests.test_app_flows import make_app, wait_for
@@ -247,6 +247,41 @@ async def test_every_result_row_names_its_flag_diff_vs_the_baseline(seeded):
         await wait_for(pilot, lambda: "…" not in changes().values() and len(changes()) == 3)
         assert changes() == {ids["base"]: "baseline", ids["big"]: "~ --max-running-requests: 16 → 64",
                              ids["chunk"]: "~ --max-running-requests: 16 → 64; + --chunked-prefill-size 512"}, changes()
+        await pilot.press("escape")
+
+
+async def test_the_experiments_view_shows_a_configuration_again_as_that_configuration(tmp_path):
+    """The experiments view (60x40: the change column first) names the earlier experiment a
+    repeat's flags are those of, and shows the configuration's pooled runs and verdict."""
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(CONFIG)
+    loaded = load_config(cfg)
+    j = Journal(loaded.journal_path)
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    big = w.restart(flags(max_running_requests=64))
+    w.bench(big, result(1300.0), result(1290.0), result(1295.0))
+    measured = w.restart(flags(max_running_requests=64), reason="measure again")
+    w.bench(measured, result(1301.0), result(1291.0), result(1296.0))
+    again = w.restart(flags(), reason="baseline again")
+    w.bench(again, result(1002.0), result(1008.0), result(1004.0))
+    j.close()
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(60, 40)) as pilot:
+        await pilot.press("E")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ExperimentsScreen")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 4)
+        columns = [c.key.value for c in table.ordered_columns]
+
+        def cell(exp_id, key):
+            return str(table.get_row(exp_id)[columns.index(key)])
+
+        assert cell(measured, "change") == f"~ --max-running-requests: 16 → 64 (same flags as {big})"
+        assert cell(again, "change") == f"same flags as {base}" and cell(again, "verdict") == "same"
+        for exp_id in (big, measured):
+            assert cell(exp_id, "verdict") == "better" and cell(exp_id, "evidence").startswith("n=6 vs 3")
         await pilot.press("escape")
 
 

@@ -752,6 +752,19 @@ def verdict_evidence(x: Experiment) -> str:
     return text + (f"; ⚠ {w.cache_note}" if w.cache_note else "")
 
 
+def change_text(x: Experiment) -> str:
+    """An experiment's configuration as a row names it: ``baseline``, its flag diff vs the
+    baseline experiment (``~ --max-running-requests: 16 → 64``) or ``same flags``, and for a
+    configuration an earlier experiment had, which one (``... (same flags as exp-0002)``,
+    ``same flags as exp-0001``)."""
+    if x.is_baseline:
+        return "baseline"
+    diff = "; ".join(x.diff_vs_baseline)
+    if x.same_config_as is None:
+        return diff or "same flags"
+    return f"{diff} (same flags as {x.same_config_as})" if diff else f"same flags as {x.same_config_as}"
+
+
 def runs_text(w: WorkloadOutcome | None) -> str:
     """``"3/3 runs, 1200/1200 ok"``: comparable runs of all, and ok requests of all sent
     (``"15/400 ok"`` shows a run that lost most of its requests); ``"-"`` without runs."""

@@ -31,7 +31,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import STATISTIC
-from optui.core.journal_experiments import Experiment, runs_text, sort_experiments, verdict_evidence
+from optui.core.journal_experiments import Experiment, change_text, runs_text, sort_experiments, verdict_evidence
 from optui.ui.colors import style
 from optui.ui.process_setup import freeze_long_lived_objects
 from optui.ui.screens.details import DetailsScreen
@@ -279,7 +279,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         app = self.app
         tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
         outcome = x.outcome if x.outcome != "failed" else f"failed: {x.crash_class or '?'}"
-        change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
+        change = change_text(x)
         verdict_var = _VERDICT_VAR.get(x.verdict)
         cells = {
             "id": x.id, "server": x.server, "change": Text(change, no_wrap=True, overflow="ellipsis"),

@@ -26,13 +26,13 @@ from textual.widgets import DataTable, Footer, Static
 from optui.core.bench.chart import Chart, bar_chart
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
 from optui.core.bench.result import requests_text
+from optui.core.journal_experiments import change_text
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.meters import fmt_value
 
 if TYPE_CHECKING:
     from optui.adapters.journal_thread import ExperimentsUpdate
-    from optui.core.journal_experiments import Experiment
 
 _FIXED = (("id", "#", 5), ("exp", "experiment", 10), ("change", "change vs baseline", 30), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
           ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8),
@@ -49,12 +49,6 @@ def workload_text(row: Row) -> str:
     lengths = f" {fmt_value(wl.input_len, na='?')}/{fmt_value(wl.output_len, na='?')}" if wl.input_len or wl.output_len else ""
     prompts = f" x{wl.num_prompts}" if wl.num_prompts else ""
     return f"{wl.dataset or '?'}{lengths}{prompts}"
-
-
-def change_text(x: Experiment) -> str:
-    """An experiment's configuration as a result row names it: ``baseline``, its flag diff
-    vs the baseline experiment (``~ --max-running-requests: 16 → 64``), or ``same flags``."""
-    return "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
 
 
 def _versus(row: Row) -> Text:
