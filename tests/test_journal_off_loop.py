@@ -324,3 +324,48 @@ async def test_the_findings_report_is_read_and_written_on_the_journal_thread(tmp
             [n.message for n in app._notifications]
         await pilot.press("q")
     assert list(tmp_path.rglob("*.md"))
+
+
+async def test_a_todo_experiment_run_under_a_locked_journal_never_runs_sqlite_on_the_loop(tmp_path):
+    """The experiment runner (session/todo_runs.py): a todo item's run — its todo reads, the
+    item's status writes, the restart, the benchmark, the compare of its results and the
+    verdict — while another process holds the journal's write lock for ~2 s: every journal
+    call goes through the journal thread (they ran on the loop and waited 0.5 s each for the
+    lock), and the run ends completed with its result compared once the lock is free."""
+    from tests.helpers.faults import app_on, demo_config, small_client
+
+    cfg = demo_config(tmp_path)
+    small_client(cfg)
+    app = app_on(cfg)
+    session, rt = app.session, app.session.servers["demo"]
+    guard = LoopGuard(session.journal._lock, threading.current_thread())
+    session.journal._lock = guard
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None, timeout=60,
+                       what="demo ready")
+        item = await app.client.add_todo("try 8 running requests")
+        await app.client.set_todo_experiment(item, {"server": "demo", "set": {"--max-running-requests": "8"},
+                                                    "bench": ["client"]})
+        await session.synced()
+        await pilot.pause(0.6)  # start-up reads and writes are done
+        locker = Locker(session.journal.path)
+        release = threading.Timer(2.0, locker.release)
+        try:
+            guard.armed = True
+            release.start()
+            session.todo_runs.enqueue([session.todos.items[0]])
+            await wait_for(pilot, lambda: session.todo_runs.outcomes, timeout=90, what="the run's outcome")
+            await session.synced()
+        finally:
+            guard.armed = False
+            release.cancel()
+            locker.kill()
+        assert not guard.on_loop, f"the event loop took the journal's lock {len(guard.on_loop)}x, first from:\n" \
+                                  + guard.on_loop[0]
+        outcome = session.todo_runs.outcomes[-1]
+        assert outcome.status == "ok", outcome
+        assert "8" in rt.status.argv and outcome.results
+        assert session.todos.items[0].status.value == "completed"
+        await pilot.press("q")
+    types = [e.type for e in stored_events(session.journal.path)]
+    assert types.index("todo.run.started") < types.index("bench.finished") < types.index("todo.run.finished")

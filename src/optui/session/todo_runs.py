@@ -181,7 +181,7 @@ class TodoRunQueue:
         spec = self.check(item)
         rt = self._server(spec.server)
         try:
-            argv = spec.apply(self._base_argv(spec, rt))
+            argv = spec.apply(self._base_argv_known(spec, rt))
         except _Failed as exc:
             raise SessionError(f"#{item.id}: {exc.message}") from None
         return TodoRunPlan(item.id, item.content, spec.server, tuple(rt.status.argv), tuple(argv), self.benches_of(spec))
@@ -328,19 +328,21 @@ class TodoRunQueue:
 
     async def run_one(self, todo_id: int) -> TodoRunOutcome:
         """Run the experiment of item ``todo_id`` now (see module doc)."""
-        j = self._writer.journal
+        w, j = self._writer, self._writer.journal
         todos, benches = self._todos, self._benches
-        item = j.todo(todo_id)
-        if item is None or todo_id in j.deleted_todo_ids():
+        # every journal call here goes through w.call: on the journal thread once the session
+        # runs off the event loop (the TUI), inline otherwise (the CLI)
+        item, deleted = await w.call(lambda: (j.todo(todo_id), j.deleted_todo_ids()))
+        if item is None or todo_id in deleted:
             return TodoRunOutcome(todo_id, None, "skipped", "start", f"#{todo_id} no longer exists")
         try:
             spec = self.check(item)
         except SessionError as exc:
             return TodoRunOutcome(todo_id, None, "skipped", "start", str(exc))
-        n = len(j.events(target=f"todo:{todo_id}", types=[TODO_RUN_STARTED])) + 1
-        run_id = f"todo-{todo_id}.{n}"
+        runs, seq0, res0 = await w.call(lambda: (
+            len(j.events(target=f"todo:{todo_id}", types=[TODO_RUN_STARTED])), j.last_seq(), j.last_result_id()))
+        run_id = f"todo-{todo_id}.{runs + 1}"
         rt = self._server(spec.server)
-        seq0, res0 = j.last_seq(), j.last_result_id()
         reopen = item.status if not item.done else TodoStatus.PENDING
         now = time.time()
         self.current = TodoRunProgress(todo_id, run_id, "restart", now, now)
@@ -349,13 +351,14 @@ class TodoRunQueue:
         results: list[dict] = []
         step = "restart"
         try:
-            base = self._base_argv(spec, rt)
+            base = await self._base_argv(spec, rt)
             argv = spec.apply(base)
             self._event(todo_id, run_id, TODO_RUN_STARTED, {
                 "message": f"experiment {run_id}: {spec.describe(self.benches_of(spec))}", "spec": spec.to_dict(),
                 "server": spec.server, "old_argv": list(rt.status.argv), "argv": argv})
-            item = todos.update(item, op="experiment.run", status=TodoStatus.IN_PROGRESS,
-                                  meta={**item.meta, "experiment_run": run_meta})
+            started: TodoItem = item
+            item = await w.call(lambda: todos.update(started, op="experiment.run", status=TodoStatus.IN_PROGRESS,
+                                                     meta={**started.meta, "experiment_run": run_meta}))
             self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "restart", "message": f"restart {spec.server} with {spec.flags_text() or 'the same flags'}"})
             if rt.status.busy:  # a restart (autostart, the operator) is in flight: let it end
                 await self._race(self._until_idle(rt))
@@ -364,9 +367,9 @@ class TodoRunQueue:
             restarted = await self._race(self._restart(spec.server, argv=argv, reason=f"experiment {run_id}",
                                                        todo_id=todo_id))
             status = restarted.status
-            self._exp = self._current_experiment(spec.server)
+            self._exp = await w.call(lambda: self._current_experiment(spec.server))
             if status.state.value != "ready" or list(status.argv) != argv:
-                message, crash, lines = self._crash(spec.server, seq0, status)
+                message, crash, lines = await w.call(lambda: self._crash(spec.server, seq0, status))
                 if restarted.rolled_back:  # rollback = "auto"
                     message += f"; rolled back to the last good flags ({status.state.value})"
                 raise _Failed("restart", message, crash, lines, offer=restarted.offer is not None)
@@ -393,8 +396,7 @@ class TodoRunQueue:
             self._step(step)
             # the benchmark's results go to the journal thread fire-and-forget, in order:
             # a call behind them returns once they are stored (the compare read none before)
-            await self._writer.call(lambda: None)
-            summary, results = self._compare(spec.server, res0)
+            summary, results = await w.call(lambda: self._compare(spec.server, res0))
             self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "compare", "message": summary, "results": results})
             outcome = TodoRunOutcome(todo_id, run_id, "ok", step, summary, results=tuple(results))
             final = {"status": TodoStatus.COMPLETED, "note": summary}
@@ -406,7 +408,8 @@ class TodoRunQueue:
             if exc.lines:
                 note += "\n" + "\n".join(exc.lines[-LOG_EXCERPT_LINES:])
             # the rollback is offered once nothing queued restarts the server again
-            later = (self._writer.journal.todo(i) for i in self.queue)
+            queued = list(self.queue)
+            later = await w.call(lambda: [j.todo(i) for i in queued])
             again = any(t is not None and (t.experiment or {}).get("server") == spec.server for t in later)
             offer = spec.server if exc.offer and not again else None
             outcome = TodoRunOutcome(todo_id, run_id, "failed", exc.step, note, exc.crash_class, exc.lines,
@@ -420,19 +423,38 @@ class TodoRunQueue:
             self._on_change()
         run_meta = {**run_meta, "status": outcome.status, "step": outcome.step, "summary": outcome.summary,
                     "crash_class": outcome.crash_class, "finished": time.time()}
-        latest = j.todo(todo_id) or item
+        stored = await w.call(lambda: j.todo(todo_id))
+        latest: TodoItem = stored or item
         with contextlib.suppress(SessionError, ValueError):
-            todos.update(latest, op="experiment.result", meta={**latest.meta, "experiment_run": run_meta}, **final)
+            await w.call(lambda: todos.update(latest, op="experiment.result", meta={**latest.meta, "experiment_run": run_meta},
+                                              **final))
         self._event(todo_id, run_id, TODO_RUN_FINISHED, {
             "status": outcome.status, "step": outcome.step, "message": f"{outcome.status}: {outcome.summary}",
             "crash_class": outcome.crash_class, "lines": list(outcome.lines[-LOG_EXCERPT_LINES:])})
         return outcome
 
-    def _base_argv(self, spec: ExperimentSpec, rt) -> list[str]:
+    async def _base_argv(self, spec: ExperimentSpec, rt) -> list[str]:
+        """The argv a run's flags apply to (``spec.base``); the journal's last good flags are
+        read through the writer (the journal thread off the loop). _Failed when unknown."""
+        last = None
+        if spec.base == "last_good" and not rt.status.last_good_argv:
+            last = await self._writer.call(lambda: self._writer.journal.last_good(spec.server))
+        return self._base_from(spec, rt, last)
+
+    def _base_argv_known(self, spec: ExperimentSpec, rt) -> list[str]:
+        """:meth:`_base_argv` for a preview on the event loop: the journal is read only when
+        the session runs inline (the CLI); off the loop the status's last good flags decide."""
+        last = None
+        if spec.base == "last_good" and not rt.status.last_good_argv and not self._writer.off_loop:
+            last = self._writer.journal.last_good(spec.server)
+        return self._base_from(spec, rt, last)
+
+    @staticmethod
+    def _base_from(spec: ExperimentSpec, rt, stored_last_good) -> list[str]:
         if spec.base == "current":
             return list(rt.status.argv)
         if spec.base == "last_good":
-            last = rt.status.last_good_argv or self._writer.journal.last_good(spec.server)
+            last = rt.status.last_good_argv or stored_last_good
             if not last:
                 raise _Failed("restart", f"{spec.server}: no last good flags recorded yet (base = 'last_good')")
             return list(last)
