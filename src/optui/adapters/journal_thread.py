@@ -14,12 +14,13 @@ restart flow awaits (``ServerEvents.read``, ``ServerRuntime.read_journal``), the
 reads in ``session.py`` (``Session._read``); the bench rows' history is read here by the sync
 when its cache cannot take in new results (``BenchService.wants_history``). Every write made
 here waits for another process's lock outside the connection's lock (``Journal.never_wait_here``),
-so a loop-side read never queues behind it. Not yet: the experiment runner's own reads and
-writes (``session/todo_runs.py``: its events, ``last_good``, its verdict evidence), the bench
-rows' ``baseline_for`` (the client's per-result baseline, an event's details), the sync
-``Session.set_verdict`` / ``query_events`` / ``experiments()`` (the UI uses their async twins), and
-the CLI (its one-shots keep the inline path: ``journal_off_loop=False``). The findings report
-(``SessionClient.export_report``) is read and written here too.
+so a loop-side read never queues behind it. The experiment runner's reads and writes
+(``session/todo_runs.py``, through ``JournalWriter.call``), an event's baselines
+(``SessionClient.baseline_for``) and the findings report (``SessionClient.export_report``)
+come here too. Not here: the sync ``Session.set_verdict`` / ``query_events`` /
+``experiments()`` (the UI uses their async twins; they are for inline callers), the
+``session.ended`` append of ``Session.close`` once the app has stopped drawing, and the CLI
+(its one-shots keep the inline path: ``journal_off_loop=False``).
 
 A query over a long campaign (every experiment: ~0.7 s on 100k events; a text filter: a scan
 of every event) or a write that waits for another process's lock (up to ``busy_timeout_s``)

@@ -600,8 +600,8 @@ class OptuiApp(App):
     def on_server_panel_command(self, msg) -> None:
         self.server_actions.show_command(msg.name)
 
-    def on_journal_panel_opened(self, msg) -> None:
-        self.journal_actions.open_event(msg.event)
+    async def on_journal_panel_opened(self, msg) -> None:
+        await self.journal_actions.open_event(msg.event)
 
     def on_journal_panel_filter_changed(self, msg) -> None:
         self.journal_actions.filter_changed()

@@ -195,9 +195,10 @@ class SessionClient:
         thread); SessionError when refused."""
         await self._session.benches.pin_baseline_async(result_id)
 
-    def baseline_for(self, result):
-        """The pinned (or first) baseline of ``result``'s workload, or None."""
-        return self._session.benches.baseline_for(result)
+    async def baseline_for(self, result):
+        """The pinned (or first) baseline of ``result``'s workload, or None (a journal read
+        on the journal thread once the session runs off the loop)."""
+        return await self._session.on_journal_thread(lambda: self._session.benches.baseline_for(result))
 
     # ------------------------------------------------------------ todo list
     def todo_items(self) -> tuple[TodoItem, ...]:

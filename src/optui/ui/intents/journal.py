@@ -119,14 +119,15 @@ class JournalActions(Actions):
         panel.focus()
 
     # ------------------------------------------------------------ details
-    def open_event(self, e: Event) -> None:
-        """The details of event ``e`` (with the baselines of its results)."""
+    async def open_event(self, e: Event) -> None:
+        """The details of event ``e`` (with the baselines of its results, read on the
+        journal thread)."""
         from optui.core.event_details import bench_results_of, event_sections
         from optui.ui.screens.event_details import EventDetailsScreen
 
         baselines = {}
         for result in bench_results_of(e):
-            base = self.client.baseline_for(result)
+            base = await self.client.baseline_for(result)
             if base is not None:
                 baselines[result.workload.key()] = base.result
         self.push_screen(EventDetailsScreen(e, event_sections(e, baselines)))
