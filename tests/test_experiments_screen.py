@@ -254,8 +254,7 @@ async def test_the_view_is_not_drawn_under_an_experiments_details(seeded):  # no
 async def test_one_details_screen_serves_every_enter_while_the_view_is_open(seeded):  # noqa: F811
     """Enter shows the experiment under the cursor in the details screen the view keeps (a
     new one per Enter was composed, styled, laid out and drawn twice: most of the ~50 ms
-    press on 16 cores, and left its widgets in cycles whose full collection took 80-100 ms
-    of a later press: issue 17 §2, bench/keypress_experiments.py --mode details); it goes
+    press on 16 cores, issue 17 §2, bench/keypress_experiments.py --mode details); it goes
     with the view."""
     loaded, _ = seeded
     app = OptuiApp(Session(loaded))

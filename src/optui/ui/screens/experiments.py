@@ -367,11 +367,10 @@ class ExperimentsScreen(ModalScreen[str | None]):
     def action_details(self) -> None:
         """Show the experiment's details over an underlay of their own, so that the view is
         not drawn again under them (dimmed: its whole screen per frame). The details screen
-        is made once and kept (installed) while the view is open. A new one per Enter was
+        is made once and kept (installed) while the view is open: a new one per Enter was
         composed, styled, and laid out and drawn twice from nothing (16-21 ms per drawing on
-        the 16-core machine: most of the ~50 ms press), and left its widgets in cycles: a
-        full collection of them (~59k objects) took 80-100 ms of a later press
-        (``bench/keypress_experiments.py --mode details``, the old code traced)."""
+        the 16-core machine: most of the ~50 ms press; ``bench/keypress_experiments.py
+        --mode details``, the old code traced)."""
         x = self._current()
         if x is None:
             return
