@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pty
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -42,18 +43,32 @@ class PtyApp:
         self.master = master
         self._out = bytearray()
         self._lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._stop = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
-        while True:
+        # never blocked inside read() for long: a thread in read() keeps the master's file
+        # open after os.close(), so the app would never see its terminal hang up
+        while not self._stop.is_set():
             try:
+                if not select.select([self.master], [], [], 0.05)[0]:
+                    continue
                 data = os.read(self.master, 65536)
-            except OSError:
+            except (OSError, ValueError):
                 return
             if not data:
                 return
             with self._lock:
                 self._out += data
+
+    def hang_up(self) -> None:
+        """Close the terminal's master side, as a closed terminal window does (the reader
+        stops first: see ``_read``); the app's end of input."""
+        self._stop.set()
+        self._reader.join(5)
+        os.close(self.master)
+        self.master = os.open("/dev/null", os.O_RDONLY)  # for kill()'s close
 
     def screen(self) -> str:
         with self._lock:
@@ -172,7 +187,6 @@ def contextlib_suppress():
 def test_end_of_input_ends_the_app(app):
     """The terminal is gone and no SIGHUP came (this pty is not the app's controlling
     terminal): Textual's input thread spun on select at 100% of a core; optui exits."""
-    os.close(app.master)
-    app.master = os.open("/dev/null", os.O_RDONLY)  # for kill()'s close
+    app.hang_up()
     code = app.wait_exit(10)
     assert code is not None, "optui did not exit at the end of its input"
