@@ -79,6 +79,7 @@ async def test_config_edited_with_an_error_while_running(tmp_path):
         # the running session keeps its last good config: a restart uses it
         assert rt.cfg.stop_timeout_s == 10
         status = await session.restart_server("demo", list(rt.status.argv), reason="with the config it started with")
+        await session.synced()  # its events are written on the journal thread: read the DB after them
         assert status.state.value == "ready"
         # a one-shot command against the broken file: exit 2, FILE:LINE: FIELD: problem, no traceback
         cli = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "optui", "-c", str(path), "status"],

@@ -69,6 +69,7 @@ async def test_port_taken_by_another_process_at_start(tmp_path):
             squatter.bind(("127.0.0.1", port))
             squatter.listen()
             status = await session.restart_server("demo", list(rt.status.argv), reason="port test")
+            await session.synced()  # its events are written on the journal thread: read the DB after them
             assert status.state.value == "crashed" and str(status.crash_class) == "port_in_use"
             failed = stored_events(session.journal.path, types=["server.failed"])[-1]
             assert failed.data["class"] == "port_in_use"
@@ -83,6 +84,7 @@ async def test_port_taken_by_another_process_at_start(tmp_path):
         finally:
             squatter.close()
         status = await session.restart_server("demo", list(rt.status.argv), reason="port free again")
+        await session.synced()  # its events are written on the journal thread: read the DB after them
         assert status.state.value == "ready"
         assert beat.stop() < 1.0, beat.max_gap_s
         await pilot.press("q")
@@ -130,6 +132,7 @@ async def test_bad_flag_and_oom_at_startup_end_crashed_with_their_class(tmp_path
         good = list(rt.status.argv)
         before = {e.seq for e in stored_events(session.journal.path)}
         status = await session.restart_server("demo", good + flags, reason=crash)
+        await session.synced()  # its events are written on the journal thread: read the DB after them
         assert status.state.value == "crashed" and str(status.crash_class) == crash
         failed = stored_events(session.journal.path, types=["server.failed"])[-1]
         started = stored_events(session.journal.path, types=["server.starting"])[-1]
@@ -140,6 +143,7 @@ async def test_bad_flag_and_oom_at_startup_end_crashed_with_their_class(tmp_path
         await wait_for(pilot, lambda: [e for e in stored_events(session.journal.path, types=["alert"]) if e.data["kind"] == kind],
                        what=f"alert {kind}")
         status = await session.rollback("demo", reason=f"after {crash}")
+        await session.synced()  # its events are written on the journal thread: read the DB after them
         assert status.state.value == "ready" and list(rt.status.argv) == good
         assert {e.seq for e in stored_events(session.journal.path)} >= before
         assert beat.stop() < 1.0, beat.max_gap_s

@@ -171,7 +171,8 @@ async def test_restart_request_denied_then_approved_through_the_tui(campaign):
         ask = {"server": "demo", "why": "more requests in flight", "wait_s": 90,
                "set_flags": {"--max-running-requests": "6"}}
         call = asyncio.create_task(client.call_tool("restart_server", ask))
-        await wait_for(pilot, lambda: isinstance(app.screen, AgentRequestScreen), what=lambda: app.screen)
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentRequestScreen)
+                       and bool(app.screen.query("#agent-request-body")), what=lambda: app.screen)  # pushed, then composed
         body = str(app.screen.query_one("#agent-request-body").render())
         assert "restart demo" in body and "--max-running-requests" in body and "more requests in flight" in body
         assert "agent:claude-code asks" in str(app.screen.query_one("#agent-request-title").render())
