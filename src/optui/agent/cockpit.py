@@ -368,8 +368,8 @@ class Cockpit:
         from optui.core.agent_requests import ALLOWED, REFUSED
         from optui.session.agent_requests import ask_operator, decided_by_policy
 
-        request = {"actor": actor, "action": action, "server": server, "diff": list(diff), "argv": list(argv),
-                   "why": why.strip()}
+        request: dict[str, Any] = {"actor": actor, "action": action, "server": server, "diff": list(diff),
+                                   "argv": list(argv), "why": why.strip()}
         try:
             if policy.verdict == "ask":
                 decision = await ask_operator(self._journal_for_writes(), **request, timeout_s=wait_s)

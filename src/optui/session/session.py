@@ -15,7 +15,7 @@ import itertools
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
 from optui.adapters.aio import wait_set
@@ -138,7 +138,7 @@ class Session:
                                refresh=self.sync_journal, check_writable=self.check_writable,
                                thread=self.journal_thread)
         self.benches = BenchService(writer, self.config, server=self.server, shell=self.shell, on_change=self.touch,
-                                    on_command=self.command_log.add, ensure_experiment=self.ensure_experiment)
+                                    on_command=self._log_command, ensure_experiment=self.ensure_experiment)
         # the list itself (a tuple, swapped whole on the loop): readable from the journal thread
         self.todos = TodoService(writer, self.config.todo, items=lambda: self._todos)
         self.todo_follow = TodoFollowService(writer, self.config.todo, on_change=self.touch)
@@ -150,7 +150,7 @@ class Session:
 
         # one connection per SSH host, shared by its GPU stream, controllers, logs and benchmarks
         self.ssh_hosts = make_ssh_hosts(self.config, on_state=self.touch,
-                                        on_command=lambda host, argv, rc, dt: self.command_log.add(host, argv, rc, dt, "ssh"))
+                                        on_command=lambda host, argv, rc, dt: self._log_command(host, argv, rc, dt, "ssh"))
         self.servers: dict[str, ServerRuntime] = {}
         catalogs = CatalogStore(self.state_dir)
         for name, cfg in self.config.servers.items():
@@ -229,6 +229,10 @@ class Session:
         steps = [(runner.current.todo_id, runner.current.step)] if runner.current is not None else []
         steps += [(i, "queued") for i in runner.queue]
         return TodoRunsView(tuple(steps), runner.running, tuple(runner.outcomes))
+
+    def _log_command(self, host: str, argv: Sequence[str], rc: int | None, duration_s: float, what: str = "") -> None:
+        """A command that ran and ended (a benchmark's, an SSH host's), into the command log."""
+        self.command_log.add(host, argv, rc, duration_s, what)
 
     @property
     def journal_error(self) -> str | None:

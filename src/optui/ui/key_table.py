@@ -59,8 +59,9 @@ def where_of(node: DOMNode) -> str:
     if isinstance(node, App | Screen):
         return GLOBAL
     for ancestor in node.ancestors_with_self:
-        if ancestor.has_class("panel") and getattr(ancestor, "border_title", None):
-            return str(ancestor.border_title).split("] ", 1)[-1]
+        title = getattr(ancestor, "border_title", None)  # a Widget's; a DOMNode has none
+        if ancestor.has_class("panel") and title:
+            return str(title).split("] ", 1)[-1]
     return type(node).__name__
 
 

@@ -57,7 +57,8 @@ def changed_first(argv: tuple[str, ...], reference: tuple[str, ...]) -> tuple[st
     if not reference:
         return "", flags_text(argv)
     old, new = Flags.parse(reference).as_mapping(), flags.as_mapping()
-    changed, rest = [], []
+    changed: list[str] = []
+    rest: list[str] = []
     for arg in flags.args:
         name = canonical_name(arg.name) if arg.name else None
         differs = name is not None and name not in LISTEN_FLAGS and old.get(name) != new.get(name)
