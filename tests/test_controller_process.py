@@ -137,6 +137,7 @@ async def test_a_pidfile_whose_pid_now_names_another_process_is_not_attached(tmp
     ctl = ProcessController("s", tmp_path)
     launch = await ctl.start([sys.executable, "-c", "import time; time.sleep(30)"])
     await ctl.stop(5.0)
+    time.sleep(0.05)  # a start identity is in clock ticks (10 ms): a reused PID starts later than that
     sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
         write_pidfile(ctl.pidfile, dataclasses.replace(launch, pid=sleeper.pid))  # the old start time, the new PID
@@ -163,6 +164,7 @@ async def test_a_pidfile_without_a_start_time_is_checked_by_its_command(tmp_path
     ctl = ProcessController("s", tmp_path)
     launch = await ctl.start([sys.executable, "-c", "import time; time.sleep(30)"])
     await ctl.stop(5.0)
+    time.sleep(0.05)  # a start identity is in clock ticks (10 ms): a reused PID starts later than that
     sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
         write_pidfile(ctl.pidfile, dataclasses.replace(launch, pid=sleeper.pid, proc_start=""))

@@ -35,6 +35,7 @@ async def test_garbage_megabyte_line_and_invalid_utf8_keep_the_results_and_the_u
         beat = Heartbeat(app)
         run = session.benches.run("noisy")
         await wait_for(pilot, lambda: not session.benches.running, timeout=60, what="bench end")
+        await session.synced()  # the run's events are written on the journal thread
         finished = stored_events(session.journal.path, types=["bench.finished"])[-1].data
         assert finished["status"] == "ok", finished
         assert finished["result"]["output_throughput_tok_s"] == 100.12  # parsed from the printed block
@@ -60,6 +61,7 @@ async def test_silent_client_with_a_healthy_server_is_stalled_after_silent_s(tmp
         beat = Heartbeat(app)
         run = session.benches.run("quiet")
         await wait_for(pilot, lambda: not session.benches.running, timeout=30, what="stall")
+        await session.synced()  # the run's events are written on the journal thread
         assert rt.status.state.value == "ready"  # the server was healthy all along
         finished = stored_events(session.journal.path, types=["bench.finished"])[-1].data
         assert finished["status"] == "stalled"

@@ -85,6 +85,7 @@ async def test_chat_endpoint_counts_from_the_usage_chunk(llama_server: LlamaPeer
     assert result.extra["endpoint"] == "/v1/chat/completions"
 
 
+@pytest.mark.serial  # timings compared with the server's own: measured alone
 async def test_ttft_and_throughput_agree_with_the_servers_timings(launch_llama_server: LaunchPeer, big_gguf):
     with launch_llama_server(model=big_gguf) as peer:
         result = await run_load(peer.url, input_len=32, output_len=24, num_prompts=6, concurrency=1, warmup=1)
