@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.tty, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.tty, pytest.mark.timeout(60), pytest.mark.serial]  # counts an idle process's wake-ups
 ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
 
 
