@@ -11,12 +11,12 @@ import re
 import httpx
 import pytest
 
+from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
-from optui.cli.tui import write_demo_config
-from tests.helpers.faults import demo_config
 from tests.helpers.demo import free_port
+from tests.helpers.faults import demo_config
 from tests.helpers.pilot import wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -25,7 +25,6 @@ pytestmark = pytest.mark.timeout(120)
 def make_app(directory, *, extra: str = "", env: str = "") -> OptuiApp:
     cfg = demo_config(directory, server_extra=extra, env=env)
     return OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
-
 
 
 def text_of(app, selector: str) -> str:
@@ -57,7 +56,7 @@ async def test_the_journal_ready_row_gives_each_startup_phase_its_time(tmp_path)
         row = next(line for line in app.query_one("#journal").render().plain.splitlines() if "ready in" in line)
         total = re.search(r"ready in (\d+\.\d)s \(", row)
         assert total, row
-        times = {name: float(t) for name, t in re.findall(r"(\w+) (\d+\.\d)s", row[total.end():])}
+        times = {name: float(t) for name, t in re.findall(r"(\w+) (\d+\.\d)s", row[total.end() :])}
         assert times.get("loading_weights", 0) >= 0.5, row  # 4 shards of 0.5 s at speed 2: 1 s
         assert sum(times.values()) <= float(total.group(1)) + 0.1, row
 
@@ -70,8 +69,11 @@ async def test_editor_checks_values_against_the_learned_help_and_confirm_lists_w
         # startup time in the servers panel (per-phase times: the next test)
         await wait_for(pilot, lambda: "(start " in app.query_one("#servers").render().plain)
         await pilot.press("2", "r")
-        await wait_for(pilot, lambda: "flags known from" in text_of(app, "#flags-help"),
-                       what=lambda: (type(app.screen).__name__, text_of(app, "#flags-help")))
+        await wait_for(
+            pilot,
+            lambda: "flags known from" in text_of(app, "#flags-help"),
+            what=lambda: (type(app.screen).__name__, text_of(app, "#flags-help")),
+        )
         await edit(pilot, app, "--kv-cache-dtype fp7")
         assert "invalid choice: 'fp7'" in text_of(app, "#flags-error")
         assert "fp7" not in " ".join(app.screen.flags.to_argv())
@@ -103,8 +105,14 @@ async def test_failed_restart_offers_rollback_and_the_log_shows_the_class(tmp_pa
         await pilot.press("2", "r")
         await edit(pilot, app, "--mem-fraction-static 0.99")
         await pilot.press("ctrl+s", "y")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title")
-                       and bool(app.screen.query("#confirm-body")))  # the body mounts after the title
+        await wait_for(
+            pilot,
+            lambda: (
+                type(app.screen).__name__ == "ConfirmScreen"
+                and "roll back" in text_of(app, "#confirm-title")
+                and bool(app.screen.query("#confirm-body"))
+            ),
+        )  # the body mounts after the title
         assert str(rt.status.crash_class) == "oom"
         assert "The restart failed: oom" in text_of(app, "#confirm-body")
         await pilot.pause(1.2)  # the session's alert watcher ticks every 0.5 s
@@ -116,18 +124,30 @@ async def test_failed_restart_offers_rollback_and_the_log_shows_the_class(tmp_pa
         details = app.screen.query("Static").last().render().plain
         assert details.startswith("oom") and "CUDA out of memory" in details and "last " in details
         await pilot.press("escape", "ctrl+r", "y")
-        await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready" and list(rt.status.argv) == good,
-                       timeout=40)
+        await wait_for(
+            pilot,
+            lambda: rt.status.busy is None and rt.status.state.value == "ready" and list(rt.status.argv) == good,
+            timeout=40,
+        )
         assert session.journal.events(types=["rollback"])[-1].data["reason"] == "operator"
         # the offer path: fail again, accept the offer
         await pilot.press("r")
         await edit(pilot, app, "--mem-fraction-static 0.99")
         await pilot.press("ctrl+s", "y")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title")
-                       and bool(app.screen.query("#confirm-body")))  # the body mounts after the title
+        await wait_for(
+            pilot,
+            lambda: (
+                type(app.screen).__name__ == "ConfirmScreen"
+                and "roll back" in text_of(app, "#confirm-title")
+                and bool(app.screen.query("#confirm-body"))
+            ),
+        )  # the body mounts after the title
         await pilot.press("y")
-        await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready" and list(rt.status.argv) == good,
-                       timeout=40)
+        await wait_for(
+            pilot,
+            lambda: rt.status.busy is None and rt.status.state.value == "ready" and list(rt.status.argv) == good,
+            timeout=40,
+        )
         assert session.journal.events(types=["rollback"])[-1].data["reason"] == "offered after oom"
         await pilot.press("q")
 
@@ -140,7 +160,9 @@ async def test_hung_server_is_shown_and_notified(tmp_path):
         async with httpx.AsyncClient(base_url=rt.cfg.url, timeout=60) as client:
 
             async def drain():
-                async with client.stream("POST", "/v1/completions", json={"prompt": "x", "max_tokens": 20000, "stream": True}) as r:
+                async with client.stream(
+                    "POST", "/v1/completions", json={"prompt": "x", "max_tokens": 20000, "stream": True}
+                ) as r:
                     async for _ in r.aiter_lines():
                         pass
 
@@ -167,7 +189,9 @@ async def test_after_a_failed_restart_the_editor_starts_from_the_last_good_flags
         await pilot.press("2", "r")
         await edit(pilot, app, "--mem-fraction-static 0.99")
         await pilot.press("ctrl+s", "y")
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title"))
+        await wait_for(
+            pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title")
+        )
         await pilot.press("n")  # no rollback now: the server stays crashed with the failed flags
         assert rt.status.state.value == "crashed" and "0.99" in rt.status.argv
         await pilot.press("r")
@@ -185,8 +209,11 @@ async def test_a_preset_with_a_bad_value_is_refused_before_the_server_stops(tmp_
         app.server_actions.restart_with_preset("demo", "fp4")  # the palette's "restart demo with preset fp4"
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
         await pilot.press("y")
-        await wait_for(pilot, lambda: any("invalid choice: 'fp4'" in n.message for n in app._notifications),
-                       what=lambda: [n.message for n in app._notifications])
+        await wait_for(
+            pilot,
+            lambda: any("invalid choice: 'fp4'" in n.message for n in app._notifications),
+            what=lambda: [n.message for n in app._notifications],
+        )
         assert rt.status.state.value == "ready" and rt.status.pid == pid
         assert not app.session.journal.events(since_seq=seq, types=["server.restart", "server.stopped"])
         await pilot.press("q")
@@ -200,8 +227,11 @@ async def test_a_value_for_an_unknown_no_flag_reads_the_same_in_editor_review_an
     async with app.run_test(size=(160, 45)) as pilot:
         await ready(pilot, rt)
         await pilot.press("2", "r")
-        await wait_for(pilot, lambda: "flags known from" in text_of(app, "#flags-help"),
-                       what=lambda: (type(app.screen).__name__, text_of(app, "#flags-help")))
+        await wait_for(
+            pilot,
+            lambda: "flags known from" in text_of(app, "#flags-help"),
+            what=lambda: (type(app.screen).__name__, text_of(app, "#flags-help")),
+        )
         await edit(pilot, app, "--no-such-flag 1")
         assert text_of(app, "#flags-diff").strip() == "+ --no-such-flag 1"
         await pilot.press("ctrl+s")
@@ -222,13 +252,20 @@ async def test_the_server_log_opens_at_its_newest_line_and_h_hides_the_probe_lin
     rt = app.session.servers["demo"]
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, rt)
-        await wait_for(pilot, lambda: sum('"GET /health' in line for line in rt.log_tail) >= 3, timeout=30,
-                       what="a few health probes in the log")
+        await wait_for(
+            pilot,
+            lambda: sum('"GET /health' in line for line in rt.log_tail) >= 3,
+            timeout=30,
+            what="a few health probes in the log",
+        )
         await pilot.press("2", "l")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ServerLogScreen")
         scroll = app.screen.query_one("VerticalScroll")
-        await wait_for(pilot, lambda: scroll.max_scroll_y > 0 and scroll.scroll_y == scroll.max_scroll_y,
-                       what=lambda: (scroll.scroll_y, scroll.max_scroll_y))
+        await wait_for(
+            pilot,
+            lambda: scroll.max_scroll_y > 0 and scroll.scroll_y == scroll.max_scroll_y,
+            what=lambda: (scroll.scroll_y, scroll.max_scroll_y),
+        )
         body = app.screen.query_one("#details-body").render().plain
         assert '"GET /health HTTP/1.1" 200' in body and "probe requests: h hides them" in body
         assert "server_args=" in body  # the start of the tail is still there, above
