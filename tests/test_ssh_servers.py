@@ -305,3 +305,42 @@ def test_config_benchmark_host_and_remote_defaults(tmp_path):
     ctl = build_controller("qwen", ServerConfig(url="http://h:1", host="n1", argv=["x"]), tmp_path, shell)
     assert ctl.log_path == ".optui/logs/qwen.log" and ctl.pidfile == tmp_path / "servers" / "qwen.json"
     assert "on n1" in ctl.preview(["x", "--a b"])
+
+
+async def test_a_remote_server_start_records_the_servers_own_exit_status(sshd, tmp_path):
+    """The command log's row of a server started over SSH showed the exit status of the
+    launch wrapper that returns at once (0, in a few ms), not the server's: it says
+    ``running`` while the server runs, then the server's own status, the same as the
+    journal's, for a crash and for a stop."""
+    port = free_port()
+    session = Session(load_config(write_campaign(tmp_path, sshd, port)))
+    await session.start()
+
+    def server_rows(argv: list[str]):
+        return [r for r in session.command_log.records if r.argv == tuple(argv)]
+
+    with kill_group_at_end() as pgids:
+        try:
+            bad = demo_argv(port, "--no-such-flag")
+            status = await session.restart_server("demo", bad, reason="test")
+            assert status.state.value == "crashed"
+            await session.synced()
+            failed = session.journal.events(types=["server.failed"])[-1].data
+            assert failed["returncode"] == 2
+            [row] = server_rows(bad)
+            assert (row.host, row.running, row.exit_text()) == ("rack1", False, "2"), row
+
+            good = demo_argv(port)
+            status = await session.restart_server("demo", good, reason="test")
+            pgids.append(session.servers["demo"].controller.launch.pid)
+            assert status.state.value == "ready", status
+            [row] = server_rows(good)
+            assert row.running and row.exit_text() == "running", row
+            await session.stop_server("demo")
+            await session.synced()
+            stopped = session.journal.events(types=["server.stopped"])[-1].data
+            [row] = server_rows(good)
+            assert not row.running and row.returncode == stopped["returncode"] is not None, (row, stopped)
+            assert row.duration_s > 0.5  # the server's run, not the launch's few milliseconds
+        finally:
+            await session.close()

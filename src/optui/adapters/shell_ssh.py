@@ -129,6 +129,11 @@ class SshShell:
     def __init__(self, host: str, ssh: SshHost) -> None:
         self.host = host
         self.ssh = ssh
+        #: the command log of server starts, as :class:`~optui.adapters.shell.LocalShell`'s
+        #: (``on_command(host, argv, returncode, duration_s, what, running=False)``, which for
+        #: a ``running`` start returns ``ended(returncode)``); every other command is logged
+        #: by the host's connection
+        self.on_command: Callable[..., Callable[[int | None], None] | None] | None = None
 
     def default_log_path(self, name: str, state_dir: Path) -> str:
         """Where a server's log goes on the host: ``.optui/logs/NAME.log`` in the remote home."""
@@ -177,17 +182,31 @@ class SshShell:
             args = _prelude_args({"PYTHONUNBUFFERED": "1", **(env or {})}, cwd)
         except ShellError as exc:
             raise OSError(errno.EINVAL, str(exc)) from exc
-        try:
-            done = await self._sh(_LAUNCH, log, status, *args, *argv, timeout_s=30.0, log_argv=argv)
+        try:  # the wrapper returns at once: the server's row is logged here, with the server's exit
+            done = await self._sh(_LAUNCH, log, status, *args, *argv, timeout_s=30.0, log_argv=())
         except ShellError as exc:
+            self._log_launch(argv, None, started=False)
             raise OSError(errno.EHOSTUNREACH, str(exc)) from exc
         out = (done.stderr.strip() or done.stdout.strip())
+        lines = done.stdout.split()
+        started = done.returncode == 0 and bool(lines) and lines[-1].isdigit()
+        ended = self._log_launch(argv, done.returncode, started=started)
         if done.returncode == 127:
             raise OSError(errno.ENOENT, f"{out or f'cannot start {argv[0]!r}'} on {self.host}")
-        lines = done.stdout.split()
-        if done.returncode != 0 or not lines or not lines[-1].isdigit():
+        if not started:
             raise OSError(errno.EIO, f"cannot start {argv[0]!r} on {self.host} (exit {done.returncode}): {out[-300:]}")
-        return RemoteSpawned(self, int(lines[-1]), status)
+        return RemoteSpawned(self, int(lines[-1]), status, on_exit=ended)
+
+    def _log_launch(self, argv: Sequence[str], rc: int | None, *, started: bool) -> Callable[[int | None], None] | None:
+        """The command log's row of a server start: ``running`` when the wrapper said it
+        started (its ``ended(returncode)`` is returned), else ended with the wrapper's status
+        ``rc`` (None: the host did not answer)."""
+        if self.on_command is None:
+            return None
+        if started:
+            return self.on_command(self.host, list(argv), None, 0.0, "server start", running=True)
+        self.on_command(self.host, list(argv), rc, 0.0, "server start")
+        return None
 
     async def spawn_piped(self, argv: Sequence[str], *, cwd: str | None = None,
                           env: Mapping[str, str] | None = None) -> RemotePiped:

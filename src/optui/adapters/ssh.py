@@ -292,7 +292,8 @@ class SshHost:
         not connected or on timeout (the remote process is not killed by that: callers
         wrap long commands in ``timeout``). ``stdin`` is sent then closed (no stdin: EOF at
         once). ``wait_s``: how long to wait for the connection (default: up to the connect
-        timeout). ``log_argv``: what the command log shows (default ``argv``)."""
+        timeout). ``log_argv``: what the command log shows (default ``argv``; empty: nothing,
+        the caller logs it, as a server start's launch wrapper)."""
         wait = min(timeout_s, self.connect_timeout_s) if wait_s is None else wait_s
         conn = await self.connection(wait)
         shown = list(log_argv if log_argv is not None else argv)
@@ -337,5 +338,5 @@ class SshHost:
             raise SshError(f"{self.name}: {argv[0]}: {exc}") from exc
 
     def _log(self, argv: Sequence[str], rc: int | None, duration: float) -> None:
-        if self.on_command is not None:
+        if self.on_command is not None and argv:
             self.on_command(self.name, list(argv), rc, duration)

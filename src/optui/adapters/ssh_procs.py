@@ -46,13 +46,16 @@ async def reap(handle) -> int | None:
 class RemoteSpawned:
     """A detached remote server (:meth:`SshShell.spawn_to_log`): ``pid`` (= its process
     group); ``returncode`` once :meth:`poll` saw it gone (from ``LOG.exit``; ``-9`` when the
-    wrapper itself was killed and wrote nothing)."""
+    wrapper itself was killed and wrote nothing). ``on_exit(returncode)`` is called once
+    when the exit is first seen (the command log's row of the start)."""
 
-    def __init__(self, shell: SshShell, pid: int, status_path: str) -> None:
+    def __init__(self, shell: SshShell, pid: int, status_path: str,
+                 on_exit: Callable[[int | None], None] | None = None) -> None:
         self.shell = shell
         self.pid = pid
         self.status_path = status_path
         self.returncode: int | None = None
+        self.on_exit = on_exit
 
     async def poll(self) -> int | None:
         """Check once whether it exited; the exit status or None. Raises ShellError when
@@ -60,6 +63,9 @@ class RemoteSpawned:
         if self.returncode is None and not await self.shell.pid_alive(self.pid):
             text = (await self.shell.read_file(self.status_path) or "").strip()
             self.returncode = exit_code(int(text)) if text.lstrip("-").isdigit() else -9
+            if self.on_exit is not None:
+                report, self.on_exit = self.on_exit, None
+                report(self.returncode)
         return self.returncode
 
     async def wait(self) -> int:

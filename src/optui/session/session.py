@@ -161,7 +161,7 @@ class Session:
                                                gpu_holders=self._gpu_holders_on(cfg.host),
                                                catalogs=catalogs, journal_thread=self.journal_thread)
             shell = getattr(controller, "shell", None)
-            if shell is not None and shell.local:  # remote commands are logged by their SSH connection
+            if shell is not None:  # a remote shell logs its server starts only (its connection, the rest)
                 shell.on_command = self.command_log.add
         sources = {}
         intervals = {}
