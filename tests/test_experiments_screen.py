@@ -181,6 +181,42 @@ async def test_the_row_cached_table_draws_every_line_as_datatable_does():
             assert lines(cached) == lines(plain)
 
 
+async def test_rows_off_screen_are_rendered_ahead_so_a_new_sort_finds_them_ready(monkeypatch):
+    """200 rows, 10 on screen: after the first paint the others are rendered in timer steps
+    of a few rows; the sort that brings the bottom rows into view then renders no data cell
+    (the header and the cursor row are DataTable's own lines)."""
+    from textual.app import App
+
+    from optui.ui.widgets import experiment_table
+    from optui.ui.widgets.experiment_table import RowCachedTable
+
+    class One(App):
+        CSS = "DataTable { height: 12; width: 60; }"
+
+        def compose(self):
+            yield RowCachedTable(id="cached", cursor_type="row", zebra_stripes=True)
+
+    app = One()
+    async with app.run_test(size=(80, 30)) as pilot:
+        table = app.query_one("#cached")
+        for key in ("id", "change", "n"):
+            table.add_column(key, key=key)
+        for k in range(200):
+            table.add_row(f"exp-{k:04d}", f"--flag-{k}", k * 1.5, key=f"e{k}")
+        steps = []
+        ahead = table.render_ahead
+        monkeypatch.setattr(table, "render_ahead", lambda rows=experiment_table.AHEAD_ROWS_PER_STEP: steps.append(ahead(rows)) or steps[-1])
+        await wait_for(pilot, lambda: sum(steps) >= 190, timeout=30, what=lambda: steps)
+        assert max(steps) <= experiment_table.AHEAD_ROWS_PER_STEP  # a few rows per step, never all at once
+        cells = []  # the data cells rendered for the lines this table draws itself
+        render_cell = experiment_table._render_cell
+        monkeypatch.setattr(experiment_table, "_render_cell", lambda *a: cells.append(a[2]) or render_cell(*a))
+        table.sort("n", reverse=True)  # rows 199..190 come into view
+        await pilot.pause(0.2)
+        assert table.get_row_at(1)[0] == "exp-0198"
+        assert cells == [], cells
+
+
 async def test_a_change_on_the_dashboard_does_not_repaint_the_view(seeded):  # noqa: F811
     """Under the view lies an empty opaque screen, so the dashboard is not current: its
     frames (every frame while a benchmark streams) do not lay out and repaint the view, as
