@@ -134,6 +134,9 @@ class ServerRuntime:
         self._starting = False  # a start of this process's is under way (its ready gate is open)
         self._stopping = False
         self._generated = False  # the 1-token probe of this start passed
+        # the newest server.ready seen for an argv not (yet) shown here: another process's ready
+        # gate can be read from the journal before this session adopts that launch (the pidfile)
+        self._ready_unmatched: dict | None = None
         self._wake = asyncio.Event()
         self.attached = asyncio.Event()  # set once run() has tried to re-attach
         self.polled = asyncio.Event()  # set once the first health probe has been classified
@@ -162,11 +165,15 @@ class ServerRuntime:
 
     def show_config_check(self, ready: dict) -> None:
         """Show the running-configuration check of a ``server.ready`` event's ``ready`` data
-        (this process's or another's) when it is about the argv running now."""
-        if list(ready.get("argv") or ()) == list(self.status.argv):
-            mismatch = mismatch_lines(ready.get("config_check"))
-            if mismatch != self.status.config_mismatch:
-                self._keeper.set(config_mismatch=mismatch)
+        (this process's or another's) when it is about the argv running now; else keep it
+        until a launch of that argv is adopted (:meth:`_follow_launch_from`)."""
+        if list(ready.get("argv") or ()) != list(self.status.argv):
+            self._ready_unmatched = ready
+            return
+        self._ready_unmatched = None
+        mismatch = mismatch_lines(ready.get("config_check"))
+        if mismatch != self.status.config_mismatch:
+            self._keeper.set(config_mismatch=mismatch)
 
     def wake(self) -> None:
         """Probe now instead of at the next interval."""
@@ -401,6 +408,8 @@ class ServerRuntime:
         its first line, its phase times counted from that start."""
         self._start_mono = time.monotonic() - max(0.0, time.time() - started_at)
         self._follow()
+        if self._ready_unmatched is not None:  # its ready gate was journaled before the pidfile was read here
+            self.show_config_check(self._ready_unmatched)
 
     def _stop_follower(self) -> None:
         if self._log is not None:
