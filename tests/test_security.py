@@ -41,6 +41,9 @@ async def test_metacharacters_in_flags_and_todo_text_never_execute(tmp_path):
                                                          "bench": ["tiny"]})
         session.todo_runs.enqueue([item])
         await wait_for(pilot, lambda: not session.todo_runs.running, timeout=60, what="experiment done")
+        # the item's final status is written on the journal thread, then read back to the list
+        await wait_for(pilot, lambda: session.todos.items[0].status.value != "in_progress", timeout=30,
+                       what=lambda: session.todos.items[0])
         assert session.todos.items[0].status.value == "completed", session.todos.items[0]
         argv = cmdline(rt.status.pid)
         assert argv[argv.index("--served-model-name") + 1] == evil  # one argv element, byte for byte
