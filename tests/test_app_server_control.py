@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 
 import httpx
 import pytest
@@ -279,3 +280,34 @@ async def test_the_server_log_opens_at_its_newest_line_and_h_hides_the_probe_lin
         await pilot.pause()
         assert "GET /health" in app.screen.query_one("#details-body").render().plain
         await pilot.press("escape", "q")
+
+
+async def test_the_zoomed_servers_panel_uses_the_whole_60x40_pane(tmp_path):
+    """Issue 20: ``2 z`` at 60x40 showed the one line a side pane gives each server. Zoomed,
+    on the real demo: the state line, then where it runs, its load, the changed flag and
+    the whole command (wrapped, nothing cut), on lines of their own; unzoomed, one line again."""
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(60, 40)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None, timeout=60)
+        argv = list(rt.status.argv)
+        argv[argv.index("--max-running-requests") + 1] = "12"
+        await app.session.restart_server("demo", argv, reason="test")
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None, timeout=60)
+        await pilot.press("2", "z")
+        await wait_for(pilot, lambda: "command" in app.query_one("#servers").render().plain)
+        lines = [line.rstrip() for line in app.query_one("#servers").render().plain.splitlines()]
+        assert app.screen.maximized is app.query_one("#servers-box")
+        assert lines[0].startswith("● demo READY"), lines
+        labels = [line.split()[0] for line in lines[1:] if line[2] != " "]
+        assert labels == ["where", "model", "now", "changed", "command"], lines
+        assert "run " in lines[3] and "kv " in lines[3], lines  # the load
+        assert next(line for line in lines if "changed" in line).endswith("--max-running-requests 12"), lines
+        command = " ".join(line.split(maxsplit=1)[-1] if line.lstrip().startswith("command") else line.strip()
+                           for line in lines[lines.index(next(x for x in lines if "command" in x)):])
+        assert command == shlex.join(argv), (command, lines)
+        assert all(len(line) <= 58 and "…" not in line for line in lines), lines
+        await pilot.press("z")
+        await pilot.pause(0.1)
+        assert len(app.query_one("#servers").render().plain.splitlines()) == 1
+        await pilot.press("q")

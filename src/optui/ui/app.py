@@ -218,10 +218,13 @@ class OptuiApp(App):
             self._fit_side_pane(event.size)
 
     def _zoom_changed(self, zoomed: Widget | None) -> None:
-        """The zoomed GPU panel lists each GPU's processes (PID, server, memory)."""
+        """The zoomed GPU panel lists each GPU's processes (PID, server, memory); the zoomed
+        Servers panel gives each server the lines it needs (command, flags, load)."""
         from optui.ui.widgets.gpu_panel import GpuPanel
+        from optui.ui.widgets.server_panel import ServerPanel
 
         self.query_one("#gpus", GpuPanel).set_show_processes(zoomed is not None and zoomed.id == "gpus-box")
+        self.query_one("#servers", ServerPanel).set_zoomed(zoomed is not None and zoomed.id == "servers-box")
 
     def _fit_side_pane(self, size: Size | None = None) -> None:
         """In a side pane (< 80 columns) the GPU panel's expanded hosts get only the rows

@@ -1,6 +1,7 @@
 """The servers panel: state, phase with elapsed times, model, uptime, URL, flags, load.
 
-One row per configured server (three lines wide, one line narrow). The cursor selects the
+One row per configured server (three lines wide, one line narrow; zoomed, ``z``, every
+field on lines of its own, the full command wrapped: :meth:`ServerPanel.set_zoomed`). The cursor selects the
 server that ``r`` (restart with new flags), ``ctrl+r`` (roll back) and ``b`` act on; ``i``
 shows its full running command. The flags line lists the flags that differ from the
 configured launch first (the tuned flag is never where the row is cut).
@@ -90,40 +91,32 @@ class ServerPanel(CursorList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(empty_text="no servers configured (add [servers.NAME] to optui.toml)", id=id)
         self._servers: tuple[ServerStatus, ...] = ()
+        self._zoomed = False
 
     def show(self, servers: tuple[ServerStatus, ...]) -> None:
         """Display ``servers``."""
         self._servers = servers
         width = max(20, self.size.width or 80)
+        if self._zoomed:
+            self.set_rows([s.name for s in servers], [self._zoomed_row(s, width) for s in servers])
+            return
         compact = width < 50 or self.screen.has_class("-narrow")
         self.set_rows([s.name for s in servers], [self._row(s, width, compact) for s in servers])
+
+    def set_zoomed(self, zoomed: bool) -> None:
+        """Zoomed (``z``), the panel has the screen: each server gets the lines it needs
+        (state, phase or load, changed flags, the whole command wrapped), also in a side
+        pane, where it otherwise has one line."""
+        if zoomed != self._zoomed:
+            self._zoomed = zoomed
+            self.show(self._servers)
 
     def on_resize(self) -> None:
         self.show(self._servers)
 
     def _row(self, s: ServerStatus, width: int, compact: bool) -> Text:
         app = self.app
-        state = s.state.value
-        st = style(app, STATE_VARIABLE.get(state, "state-down"), bold=True)
-        now = time.time()
-        row = Text(no_wrap=True, overflow="ellipsis")
-        row.append(f"{_DOT.get(state, '?')} ", style=st)
-        row.append(truncate(s.name, 14), style="bold")
-        row.append(f" {state.upper()}", style=st)
-        if s.state is ServerState.READY and s.ready_at:
-            row.append(f" {fmt_duration(now - s.ready_at)}")
-            started = startup_seconds(s.phases)
-            if started is not None:
-                row.append(f" (start {started:.1f}s)", style="dim")
-        elif s.state.is_transitional and s.state_since:
-            row.append(f" {fmt_duration(now - (s.started_at or s.state_since))}")
-        if s.busy:
-            row.append(f" [{safe_line(s.busy)}]", style=style(app, "warning"))
-        if s.host_problem:  # the host's link, not the server, is the problem: say so on its row
-            row.append(f"  ⚠ {safe_line(s.host)}: {safe_line(s.host_problem)}", style=style(app, "warning"))
-        if s.config_mismatch and s.state is not ServerState.CRASHED:  # it does not run the flags shown below
-            more = f" (+{len(s.config_mismatch) - 1} more)" if len(s.config_mismatch) > 1 else ""
-            row.append(f"  ⚠ UNVERIFIED {safe_line(s.config_mismatch[0])}{more}", style=style(app, "warning"))
+        row = self._head(s)
         if compact:
             changed, _ = changed_first(s.argv, s.configured_argv)
             if changed:  # the one line still says which configuration runs
@@ -150,6 +143,60 @@ class ServerPanel(CursorList):
         else:
             row.append(truncate(rest or "(no argv)", room), style="dim")
         return row
+
+    def _head(self, s: ServerStatus) -> Text:
+        """A row's first part: state dot, name, state and for how long, what it is busy with,
+        its host's problem, flags it does not run (one line)."""
+        app = self.app
+        state = s.state.value
+        st = style(app, STATE_VARIABLE.get(state, "state-down"), bold=True)
+        now = time.time()
+        row = Text(no_wrap=True, overflow="ellipsis")
+        row.append(f"{_DOT.get(state, '?')} ", style=st)
+        row.append(truncate(s.name, 14), style="bold")
+        row.append(f" {state.upper()}", style=st)
+        if s.state is ServerState.READY and s.ready_at:
+            row.append(f" {fmt_duration(now - s.ready_at)}")
+            started = startup_seconds(s.phases)
+            if started is not None:
+                row.append(f" (start {started:.1f}s)", style="dim")
+        elif s.state.is_transitional and s.state_since:
+            row.append(f" {fmt_duration(now - (s.started_at or s.state_since))}")
+        if s.busy:
+            row.append(f" [{safe_line(s.busy)}]", style=style(app, "warning"))
+        if s.host_problem:  # the host's link, not the server, is the problem: say so on its row
+            row.append(f"  ⚠ {safe_line(s.host)}: {safe_line(s.host_problem)}", style=style(app, "warning"))
+        if s.config_mismatch and s.state is not ServerState.CRASHED:  # it does not run the flags shown below
+            more = f" (+{len(s.config_mismatch) - 1} more)" if len(s.config_mismatch) > 1 else ""
+            row.append(f"  ⚠ UNVERIFIED {safe_line(s.config_mismatch[0])}{more}", style=style(app, "warning"))
+        return row
+
+    def _zoomed_row(self, s: ServerStatus, width: int) -> Text:
+        """The zoomed row (see :meth:`set_zoomed`): the state line, then where it runs, the
+        model, its phase / load / crash, the changed flags and the whole command, each
+        wrapped to ``width`` under a two-column indent (a row is one Text, its lines split
+        by newlines: the list counts them)."""
+        app = self.app
+        console = app.console
+        room = max(10, width - 2)
+        out = self._head(s)
+
+        def block(label: str, text: Text) -> None:  # label, then the text wrapped under itself
+            for n, line in enumerate(text.wrap(console, max(10, room - len(label) - 1), overflow="fold")):
+                line.rstrip()
+                out.append("\n  ")
+                out.append(f"{label} " if n == 0 else " " * (len(label) + 1), style="dim")
+                out.append_text(line)
+
+        block("where  ", Text(f"{safe_line(s.kind)}  {safe_line(s.url)}  on {safe_line(s.host)}"))
+        if s.model:
+            block("model  ", Text(safe_line(s.model)))
+        block("now    ", self._detail(s) or self._idle_hint(s) or Text("-", style="dim"))
+        changed, _ = changed_first(s.argv, s.configured_argv)
+        block("changed", Text(safe_line(changed), style=style(app, "warning")) if changed
+              else Text("none (the configured flags)", style="dim"))
+        block("command", Text(safe_line(shlex.join(s.argv))) if s.argv else Text("(no argv)", style="dim"))
+        return out
 
     def _idle_hint(self, s: ServerStatus) -> Text:
         if s.state is ServerState.DOWN:
