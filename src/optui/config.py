@@ -355,6 +355,7 @@ class Config(_Model):
     benchmarks: dict[str, BenchmarkConfig] = Field(default_factory=dict)
     todo: TodoConfig = Field(default_factory=TodoConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    search: dict[str, dict] = Field(default_factory=dict, description="flag searches [search.NAME] (optui.core.search.spec checks them)")
 
     @field_validator("hosts", "servers", "benchmarks", mode="before")
     @classmethod

@@ -1,0 +1,253 @@
+"""Search strategies (pure): what the next trial of a search is, given the trials so far.
+
+- ``grid``: every configuration in order (the first flag varies slowest), up to ``budget``;
+- ``random``: configurations drawn without replacement by a generator seeded with ``seed``;
+- ``sla``: one configuration, the largest load (concurrency or request rate) meeting the
+  constraints, by bisection as ``vllm bench sweep serve_sla`` does: ``low`` first, then
+  ``high``, then halving the bracket between the largest load that met the SLA and the
+  smallest that did not, until it is ``tolerance`` wide.
+
+A trial that failed (``oom``, ``bad_flag``, ``timeout`` ...) is kept as an infeasible
+point with its crash class; grid and random never run a configuration twice while
+exploring. Before a winner is named the ``confirm_top`` best configurations are run again
+(``confirm_runs`` times each); a configuration's standing is the median of all its runs,
+so one lucky run does not win. :func:`next_step` drives it all; the runner
+(``session/search.py``) only measures what it is told to.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from optui.core.search.spec import Point, SearchSpec, point_from_json
+
+TrialStatus = Literal["ok", "violates", "failed"]
+Phase = Literal["explore", "confirm"]
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One run of one configuration: ``number`` (1-based, in the order run), its ``point``,
+    ``phase`` (explore | confirm), ``status`` ("ok": measured and every constraint holds;
+    "violates": measured, ``violated`` names the broken constraints; "failed": no
+    measurement, ``crash_class`` says why: oom, bad_flag, timeout ...), ``score`` (the
+    objective's metric, None when not measured), ``values`` (every measured metric, by
+    :data:`~optui.core.search.spec.METRICS` name), ``load`` (the sla strategy's
+    concurrency or req/s), ``experiment`` (the exp-NNNN it ran as) and a ``message``."""
+
+    number: int
+    point: Point
+    phase: Phase
+    status: TrialStatus
+    score: float | None = None
+    values: Mapping[str, float] = field(default_factory=dict)
+    crash_class: str | None = None
+    violated: tuple[str, ...] = ()
+    load: float | None = None
+    experiment: str | None = None
+    message: str = ""
+
+    @property
+    def feasible(self) -> bool:
+        """Measured, and every constraint held."""
+        return self.status == "ok"
+
+    def to_json(self) -> dict:
+        """The trial as the ``search.trial`` event's data carries it."""
+        return {"number": self.number, "point": [list(p) for p in self.point], "phase": self.phase,
+                "status": self.status, "score": self.score, "values": dict(self.values),
+                "crash_class": self.crash_class, "violated": list(self.violated), "load": self.load,
+                "experiment": self.experiment, "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Trial:
+        """Back from :meth:`to_json` (a resumed search reads its journaled trials)."""
+        return cls(int(data["number"]), point_from_json(data.get("point") or []), data.get("phase", "explore"),
+                   data.get("status", "failed"), data.get("score"), dict(data.get("values") or {}),
+                   data.get("crash_class"), tuple(data.get("violated") or ()), data.get("load"),
+                   data.get("experiment"), data.get("message") or "")
+
+
+def judge(spec: SearchSpec, point: Point, values: Mapping[str, float], *, number: int, phase: Phase = "explore",
+          load: float | None = None, experiment: str | None = None) -> Trial:
+    """A measured trial: its score (the objective's metric) and the constraints it broke
+    (status "violates" when any; a missing objective metric is a failed trial)."""
+    score = values.get(spec.goal.metric)
+    violated = tuple(str(c) for c in spec.rules if not c.holds(values))
+    if score is None:
+        return Trial(number, point, phase, "failed", None, dict(values), "no_metric", violated, load, experiment,
+                     f"the benchmark reported no {spec.goal.metric}")
+    return Trial(number, point, phase, "violates" if violated else "ok", float(score), dict(values), None, violated,
+                 load, experiment, ("breaks " + ", ".join(violated)) if violated else "")
+
+
+def failed(point: Point, crash_class: str | None, message: str, *, number: int, phase: Phase = "explore",
+           load: float | None = None, experiment: str | None = None) -> Trial:
+    """A trial that measured nothing (the server did not start, the benchmark failed)."""
+    return Trial(number, point, phase, "failed", None, {}, crash_class or "failed", (), load, experiment, message)
+
+
+# ------------------------------------------------------------------ exploring
+def _untried(order: Iterator[int], spec: SearchSpec, trials: Sequence[Trial]) -> Point | None:
+    tried = {t.point for t in trials}
+    for index in order:
+        point = spec.point_at(index)
+        if point not in tried:
+            return point
+    return None
+
+
+def grid_order(spec: SearchSpec) -> Iterator[int]:
+    """Configuration indices of the grid strategy, in order."""
+    return iter(range(spec.size()))
+
+
+def random_order(spec: SearchSpec) -> Iterator[int]:
+    """Configuration indices of the random strategy: a seeded draw without replacement,
+    the same for the same ``seed`` (a resumed search continues the same sequence)."""
+    size = spec.size()
+    return iter(random.Random(spec.seed).sample(range(size), size))
+
+
+def explore_budget(spec: SearchSpec) -> int:
+    """How many exploring trials the search runs at most."""
+    return min(spec.budget or spec.size(), spec.size())
+
+
+# ------------------------------------------------------------------ standings
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """One configuration over all its runs: the median ``score`` and the median of each
+    metric, ``runs`` (how many), ``spread`` (lowest, highest score), ``feasible`` (no run
+    failed and the constraints hold on the medians), the ``violated`` constraints, the
+    crash class of a failed run, and its trials' numbers."""
+
+    point: Point
+    score: float | None
+    runs: int
+    spread: tuple[float, float] | None
+    feasible: bool
+    values: Mapping[str, float]
+    violated: tuple[str, ...]
+    crash_class: str | None
+    trials: tuple[int, ...]
+
+
+def standings(spec: SearchSpec, trials: Sequence[Trial]) -> list[Standing]:
+    """Every configuration tried: the feasible ones best first, then those breaking a
+    constraint (best score first), then the failed ones (in the order tried)."""
+    groups: dict[Point, list[Trial]] = {}
+    for t in trials:
+        groups.setdefault(t.point, []).append(t)
+    goal = spec.goal
+    out: list[Standing] = []
+    for point, runs in groups.items():
+        crashed = next((t for t in runs if t.status == "failed"), None)
+        scores = [t.score for t in runs if t.score is not None]
+        keys = {k for t in runs for k in t.values}
+        values = {k: statistics.median([t.values[k] for t in runs if k in t.values]) for k in sorted(keys)}
+        violated = tuple(str(c) for c in spec.rules if not c.holds(values))
+        score = statistics.median(scores) if scores and crashed is None else None
+        out.append(Standing(point, score, len(runs), (min(scores), max(scores)) if scores else None,
+                            crashed is None and score is not None and not violated, values, violated,
+                            crashed.crash_class if crashed else None, tuple(t.number for t in runs)))
+    rank = {"ok": 0, "violates": 1, "failed": 2}
+
+    def key(s: Standing) -> tuple:
+        kind = "ok" if s.feasible else "failed" if s.score is None else "violates"
+        return (rank[kind], goal.sort_key(s.score) if s.score is not None else 0.0, s.trials[0])
+
+    return sorted(out, key=key)
+
+
+def winner(spec: SearchSpec, trials: Sequence[Trial]) -> Standing | None:
+    """The best feasible configuration (None when none is feasible)."""
+    best = next(iter(standings(spec, trials)), None)
+    return best if best is not None and best.feasible else None
+
+
+# ------------------------------------------------------------------ the largest load under the SLA
+def next_load(spec: SearchSpec, trials: Sequence[Trial]) -> float | None:
+    """The sla strategy's next load to measure (None: the bracket is closed)."""
+    sla = spec.sla
+    assert sla is not None
+    measured = {t.load: t.feasible for t in trials if t.load is not None}
+    if sla.low not in measured:
+        return sla.low
+    if not measured[sla.low]:
+        return None  # even the lowest load breaks the SLA
+    if sla.high not in measured:
+        return sla.high
+    good = max(load for load, ok in measured.items() if ok)
+    bad = [load for load, ok in measured.items() if not ok and load > good]
+    if not bad:
+        return None  # high met the SLA
+    hi = min(bad)
+    tolerance = sla.tolerance or (1.0 if sla.kind == "concurrency" else (sla.high - sla.low) / 64)
+    if hi - good <= tolerance:
+        return None
+    mid = (good + hi) / 2
+    if sla.kind == "concurrency":
+        mid = float(int(mid))
+        if mid <= good:
+            return None
+    return mid
+
+
+def best_load(spec: SearchSpec, trials: Sequence[Trial]) -> float | None:
+    """The largest load measured that met the SLA (None: not even ``low``)."""
+    loads = [t.load for t in trials if t.load is not None and t.feasible]
+    return max(loads) if loads else None
+
+
+# ------------------------------------------------------------------ the driver
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What to run next: ``point`` in ``phase``; ``load`` for the sla strategy."""
+
+    phase: Phase
+    point: Point
+    load: float | None = None
+
+
+def next_step(spec: SearchSpec, trials: Sequence[Trial]) -> Step | None:
+    """The next trial of the search (None: it is done). Exploring first (up to
+    :func:`explore_budget`), then the re-runs of the ``confirm_top`` best feasible
+    configurations; the sla strategy bisects its load instead."""
+    if spec.strategy == "sla":
+        load = next_load(spec, trials)
+        return None if load is None else Step("explore", spec.point_at(0) if spec.flags else (), load)
+    explored = sum(1 for t in trials if t.phase == "explore")
+    if explored < explore_budget(spec):
+        order = random_order(spec) if spec.strategy == "random" else grid_order(spec)
+        point = _untried(order, spec, trials)
+        if point is not None:
+            return Step("explore", point)
+    confirmed: dict[Point, int] = {}
+    for t in trials:
+        if t.phase == "confirm":
+            confirmed[t.point] = confirmed.get(t.point, 0) + 1
+    top = [s for s in standings(spec, trials) if s.feasible][: spec.confirm_top]
+    for s in top:
+        if confirmed.get(s.point, 0) < spec.confirm_runs:
+            return Step("confirm", s.point)
+    return None
+
+
+def planned_trials(spec: SearchSpec) -> int:
+    """How many trials the search runs when nothing fails (for an ETA): the exploring
+    budget plus the re-runs (sla: the bisection's steps)."""
+    if spec.strategy == "sla":
+        sla = spec.sla
+        assert sla is not None
+        tolerance = sla.tolerance or (1.0 if sla.kind == "concurrency" else (sla.high - sla.low) / 64)
+        steps, width = 2, sla.high - sla.low
+        while width > tolerance:
+            width /= 2
+            steps += 1
+        return steps
+    return explore_budget(spec) + min(spec.confirm_top, explore_budget(spec)) * spec.confirm_runs

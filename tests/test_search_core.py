@@ -1,0 +1,226 @@
+"""Flag search, pure (:mod:`optui.core.search`): the spec and its errors (file:line:field),
+the grid / random / sla strategies on synthetic objectives (no server), failed and noisy
+trials, the re-runs of the best before a winner is named."""
+
+from __future__ import annotations
+
+import pytest
+
+from optui.config_file import ConfigError
+from optui.core.bench.result import BenchResult
+from optui.core.search.spec import measurements, parse_search_text, point_text
+from optui.core.search.strategies import (
+    Trial,
+    best_load,
+    failed,
+    judge,
+    next_step,
+    planned_trials,
+    standings,
+    winner,
+)
+
+CONFIG = '''
+[servers.demo]
+url = "http://127.0.0.1:30000"
+argv = ["x"]
+
+[search.batch]
+server = "demo"
+bench = "tiny"
+objective = "max output_tok_s"
+fixed = { "--enable-metrics" = true }
+{extra}
+[search.batch.flags]
+"--max-running-requests" = [8, 16, 64]
+"--mem-fraction-static" = { range = [0.80, 0.96], step = 0.08 }
+'''
+
+
+def spec_of(extra: str = ""):
+    return parse_search_text(CONFIG.replace("{extra}", extra), "optui.toml", "batch")
+
+
+def run_search(spec, measure):
+    """Drive a search to its end: ``measure(point, load, nth_run_of_point)`` returns the
+    values dict, or a crash class (str) for a failed trial."""
+    trials: list[Trial] = []
+    runs: dict = {}
+    while (step := next_step(spec, trials)) is not None:
+        assert len(trials) < 200, "the search does not end"
+        n = runs[(step.point, step.load)] = runs.get((step.point, step.load), 0) + 1
+        out = measure(dict(step.point), step.load, n)
+        number = len(trials) + 1
+        if isinstance(out, str):
+            trials.append(failed(step.point, out, "did not start", number=number, phase=step.phase, load=step.load))
+        else:
+            trials.append(judge(spec, step.point, out, number=number, phase=step.phase, load=step.load))
+    return trials
+
+
+def throughput(flags, load=None, n=1):
+    """The demo's shape: more running requests is faster, a memory fraction above 0.95 OOMs."""
+    if float(flags["--mem-fraction-static"]) > 0.95:
+        return "oom"
+    mrr = int(flags["--max-running-requests"])
+    return {"output_tok_s": 100.0 * mrr + 10 * float(flags["--mem-fraction-static"]), "ttft_p99_ms": 20.0 * mrr}
+
+
+def test_a_spec_in_optui_toml_and_in_a_file_of_its_own():
+    from optui.config import parse_config_text
+
+    assert list(parse_config_text(CONFIG.replace("{extra}", "")).search) == ["batch"]  # optui.toml takes [search.NAME]
+    spec = spec_of()
+    assert spec.size() == 9 and spec.strategy == "grid" and spec.confirm_top == 2
+    assert spec.flags["--mem-fraction-static"].values == ("0.8", "0.88", "0.96")
+    assert spec.point_at(0) == (("--max-running-requests", "8"), ("--mem-fraction-static", "0.8"))
+    assert spec.point_at(8) == (("--max-running-requests", "64"), ("--mem-fraction-static", "0.96"))
+    # the fixed flags and the point become an experiment's change; a switch off is an unset
+    own = parse_search_text('server = "demo"\nbench = "tiny"\nstrategy = "random"\nbudget = 3\n'
+                            '[flags]\n"--disable-radix-cache" = "on/off"\n"--schedule-policy" = ["lpm", "fcfs"]\n',
+                            "search.toml")
+    assert own.size() == 4 and own.budget == 3
+    point = (("--disable-radix-cache", False), ("--schedule-policy", "lpm"))
+    assert own.change(point) == ({"--schedule-policy": "lpm"}, ["--disable-radix-cache"])
+    assert spec.change(spec.point_at(0)) == ({"--enable-metrics": None, "--max-running-requests": "8",
+                                               "--mem-fraction-static": "0.8"}, [])
+    assert point_text(point) == "!--disable-radix-cache --schedule-policy lpm"
+
+
+@pytest.mark.parametrize(("extra", "line", "expected"), [
+    ('budget = "3"', 11, "search.batch.budget: Input should be a valid integer"),
+    ('strategy = "annealing"', 11, "search.batch.strategy: Input should be 'grid', 'random' or 'sla'"),
+    ('confirm_topp = 1', 11, "search.batch.confirm_topp: unknown field"),
+    ('sla = { high = 8 }\nstrategy = "sla"\nconstraints = ["itl_p99_ms <= 50"]', 6,
+     "search.batch: strategy 'sla' measures one configuration"),
+])
+def test_a_bad_spec_names_file_line_and_field(extra, line, expected):
+    with pytest.raises(ConfigError) as err:
+        spec_of(extra)
+    assert f"optui.toml:{line}: " in str(err.value) and expected in str(err.value), str(err.value)
+
+
+def test_bad_values_inside_the_tables_name_their_line():
+    text = CONFIG.replace("{extra}", 'constraints = ["ttft_p99 <= 2"]').replace('"max output_tok_s"', '"max speed"').replace(
+        "step = 0.08", "step = -1")
+    with pytest.raises(ConfigError) as err:
+        parse_search_text(text, "optui.toml", "batch")
+    lines = str(err.value).splitlines()  # every problem, each on the line of its field
+    assert len(lines) == 3
+    assert "optui.toml:14: search.batch.flags.--mem-fraction-static: range [0.8, 0.96] step -1: needs LOW <= HIGH and STEP > 0" in lines
+    assert any(line.startswith("optui.toml:9: search.batch.objective: unknown metric 'speed' (known: output_tok_s") for line in lines)
+    assert any(line.startswith("optui.toml:11: search.batch.constraints: unknown metric 'ttft_p99'") for line in lines)
+    with pytest.raises(ConfigError, match=r"^optui.toml: no \[search.other\] \(searches there: batch\)$"):
+        parse_search_text(CONFIG.replace("{extra}", ""), "optui.toml", "other")
+    with pytest.raises(ConfigError, match=r"^s.toml:2: TOML syntax error"):
+        parse_search_text('server = "demo"\nbench = \n', "s.toml")
+    with pytest.raises(ConfigError, match="both searched .flags. and fixed"):
+        parse_search_text(CONFIG.replace("{extra}", "").replace('"--enable-metrics" = true', '"--max-running-requests" = 4'),
+                          "optui.toml", "batch")
+
+
+def test_measurements_read_a_benchmark_result():
+    r = BenchResult(output_throughput_tok_s=812.5, request_throughput=3.0)
+    r.ttft_ms["p99"], r.itl_ms["median"], r.extra["request_goodput"] = 140.0, 7.5, 2.5
+    assert measurements(r) == {"output_tok_s": 812.5, "request_s": 3.0, "goodput_req_s": 2.5,
+                               "ttft_p99_ms": 140.0, "itl_p50_ms": 7.5}
+
+
+def test_grid_finds_the_optimum_keeps_failed_points_and_reruns_the_best():
+    spec = spec_of('confirm_top = 2')
+    trials = run_search(spec, throughput)
+    explored = [t for t in trials if t.phase == "explore"]
+    assert [t.point for t in explored] == [spec.point_at(i) for i in range(9)]  # every point once, in order
+    oom = [t for t in explored if t.status == "failed"]
+    assert len(oom) == 3 and {t.crash_class for t in oom} == {"oom"}
+    assert all(dict(t.point)["--mem-fraction-static"] == "0.96" for t in oom)
+    # the two best feasible configurations are run again before the winner is named; no failed one is
+    confirm = [t for t in trials if t.phase == "confirm"]
+    assert [dict(t.point)["--max-running-requests"] for t in confirm] == ["64", "64"]
+    assert {dict(t.point)["--mem-fraction-static"] for t in confirm} == {"0.88", "0.8"}
+    best = winner(spec, trials)
+    assert best is not None and best.point == (("--max-running-requests", "64"), ("--mem-fraction-static", "0.88"))
+    assert best.runs == 2 and best.feasible
+    table = standings(spec, trials)
+    assert [s.crash_class for s in table[-3:]] == ["oom"] * 3 and not any(s.feasible for s in table[-3:])
+    assert len(trials) == planned_trials(spec) == 11
+
+
+def test_constraints_make_the_fastest_point_infeasible():
+    spec = spec_of('constraints = ["ttft_p99_ms <= 400"]')
+    trials = run_search(spec, throughput)
+    fast = [t for t in trials if dict(t.point)["--max-running-requests"] == "64" and t.status != "failed"]
+    assert fast and all(t.status == "violates" and t.violated == ("ttft_p99_ms <= 400",) for t in fast)
+    best = winner(spec, trials)
+    assert best is not None and dict(best.point)["--max-running-requests"] == "16"
+
+
+def test_a_budget_caps_the_search_and_random_is_seeded_without_repeats():
+    spec = spec_of('strategy = "random"\nbudget = 5\nseed = 7\nconfirm_top = 1')
+    first = run_search(spec, throughput)
+    again = run_search(spec, throughput)
+    other = run_search(spec.model_copy(update={"seed": 8}), throughput)
+    explored = [t.point for t in first if t.phase == "explore"]
+    assert len(explored) == 5 and len(set(explored)) == 5
+    assert explored == [t.point for t in again if t.phase == "explore"]  # the same seed draws the same points
+    assert explored != [t.point for t in other if t.phase == "explore"]
+    assert sum(t.phase == "confirm" for t in first) == 1
+    # with the whole space as budget random finds the grid's optimum too
+    full = run_search(spec.model_copy(update={"budget": 9}), throughput)
+    assert dict(winner(spec, full).point) == {"--max-running-requests": "64", "--mem-fraction-static": "0.88"}
+
+
+def test_a_lucky_run_is_rerun_and_the_median_decides():
+    """B's first run is 20 % high by chance; its re-runs bring its median under A's."""
+    spec = parse_search_text('server = "d"\nbench = "b"\nconfirm_top = 2\nconfirm_runs = 2\n'
+                             '[flags]\n"--x" = ["a", "b", "c"]\n', "s.toml")
+    runs = {"a": [100.0, 99.0, 101.0], "b": [120.0, 94.0, 95.0], "c": [50.0, 50.0, 50.0]}
+    trials = run_search(spec, lambda flags, load, n: {"output_tok_s": runs[flags["--x"]][n - 1]})
+    assert [t.point for t in trials if t.phase == "explore"][0] == (("--x", "a"),)
+    best = winner(spec, trials)
+    assert best is not None and best.point == (("--x", "a"),) and best.score == 100.0 and best.runs == 3
+    b = next(s for s in standings(spec, trials) if s.point == (("--x", "b"),))
+    assert b.score == 95.0 and b.spread == (94.0, 120.0)
+
+
+def test_a_confirm_run_that_crashes_makes_the_configuration_infeasible():
+    spec = parse_search_text('server = "d"\nbench = "b"\nconfirm_top = 1\n[flags]\n"--x" = ["a", "b"]\n', "s.toml")
+
+    def measure(flags, load, n):
+        if flags["--x"] == "a" and n == 2:
+            return "timeout"
+        return {"output_tok_s": {"a": 10.0, "b": 8.0}[flags["--x"]]}
+
+    trials = run_search(spec, measure)
+    # a's re-run timed out: b, now the best, gets its own re-run before it is named
+    assert [(dict(t.point)["--x"], t.phase, t.status) for t in trials] == [
+        ("a", "explore", "ok"), ("b", "explore", "ok"), ("a", "confirm", "failed"), ("b", "confirm", "ok")]
+    a = next(s for s in standings(spec, trials) if s.point == (("--x", "a"),))
+    assert not a.feasible and a.crash_class == "timeout"
+    assert winner(spec, trials).point == (("--x", "b"),)
+
+
+def test_sla_bisects_to_the_largest_load_under_the_slo():
+    spec = parse_search_text('server = "d"\nbench = "b"\nstrategy = "sla"\nconstraints = ["ttft_p99_ms <= 250"]\n'
+                             'fixed = { "--max-running-requests" = 64 }\nsla = { low = 1, high = 64 }\n', "s.toml")
+    trials = run_search(spec, lambda flags, load, n: {"output_tok_s": 10 * load, "ttft_p99_ms": 10.0 * load})
+    loads = [t.load for t in trials]
+    assert loads[:2] == [1.0, 64.0] and best_load(spec, trials) == 25.0
+    assert len(trials) <= planned_trials(spec) and len(set(loads)) == len(loads)
+    # even the lowest load breaks the SLA: one trial, no answer
+    none = run_search(spec, lambda flags, load, n: {"output_tok_s": 1.0, "ttft_p99_ms": 900.0})
+    assert len(none) == 1 and best_load(spec, none) is None
+    # a request-rate bracket closes within its tolerance
+    rate = spec.model_copy(update={"sla": spec.sla.model_copy(update={"kind": "request_rate", "high": 8.0, "tolerance": 0.1})})
+    trials = run_search(rate, lambda flags, load, n: {"output_tok_s": load, "ttft_p99_ms": 100.0 * load})
+    assert 2.4 <= best_load(rate, trials) <= 2.5
+
+
+def test_a_trial_round_trips_through_json():
+    spec = spec_of('constraints = ["ttft_p99_ms <= 2000"]')
+    t = judge(spec, spec.point_at(4), {"output_tok_s": 5.0, "ttft_p99_ms": 3000.0}, number=5, phase="confirm",
+              experiment="exp-0007")
+    assert t.status == "violates" and t.message == "breaks ttft_p99_ms <= 2000"
+    assert Trial.from_json(t.to_json()) == t
+    f = failed((("--x", True),), "oom", "CUDA out of memory", number=1)
+    assert Trial.from_json(f.to_json()) == f and not f.feasible
