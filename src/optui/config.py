@@ -337,6 +337,23 @@ class AgentConfig(_Model):
     benchmarks_without_approval: bool = Field(False, description="an agent's benchmark runs without asking")
 
 
+class FleetConfig(_Model):
+    """``[fleet]``: the GPU hosts a Prometheus already scrapes (dcgm-exporter / nvidia_gpu_exporter).
+
+    ``prometheus`` is the HTTP API's base URL; ``bearer_token_env`` names the environment
+    variable that holds a bearer token (the token itself is never in the file, never stored
+    or logged); ``selector`` is a label selector (``{cluster="a"}``) added to every query;
+    one query every ``interval_s`` seconds, each given up after ``timeout_s``. docs/fleet.md.
+    """
+
+    prometheus: str = Field(pattern=r"^https?://[^\s/]+", description="Prometheus HTTP API base URL")
+    bearer_token_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                                         description="environment variable holding a bearer token")
+    selector: str | None = Field(None, pattern=r"^\{.*\}$", description="label selector added to every query")
+    interval_s: Real = Field(2.0, ge=0.25, le=300, description="seconds between queries")
+    timeout_s: Real = Field(5.0, gt=0, le=60, description="a query not answered in this many seconds fails")
+
+
 class Config(_Model):
     """The whole ``optui.toml``."""
 
@@ -356,6 +373,7 @@ class Config(_Model):
     todo: TodoConfig = Field(default_factory=TodoConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     search: dict[str, dict] = Field(default_factory=dict, description="flag searches [search.NAME] (optui.core.search.spec checks them)")
+    fleet: FleetConfig | None = None
 
     @field_validator("hosts", "servers", "benchmarks", mode="before")
     @classmethod

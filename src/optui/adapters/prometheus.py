@@ -1,0 +1,95 @@
+"""A Prometheus HTTP API client (``/api/v1/query``) on one reused ``httpx.AsyncClient``.
+
+Every query has a deadline (``timeout_s``, for the whole request, also sent to Prometheus as
+its own ``timeout`` so it stops evaluating); a bearer token is read from the environment
+variable named in ``[fleet] bearer_token_env`` at each request and is never kept, logged or
+put in a message. Failures raise :class:`PrometheusError` with a message the operator can act
+on and a ``kind``: ``auth`` (401/403, or the variable unset), ``timeout``, ``connect``
+(refused, no route, DNS), ``answer`` (not a Prometheus answer, bad JSON, a refused query),
+``http`` (another status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping
+
+import httpx
+
+from optui.core.fleet_query import PromAnswerError, PromSample, parse_vector_answer
+
+
+class PrometheusError(Exception):
+    """A query that failed; ``str()`` is the message, ``kind`` one of the module doc's."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class PrometheusClient:
+    """Instant queries against the Prometheus at ``base_url`` (``http://prom:9090``, a path
+    prefix allowed). ``token_env``: the variable holding a bearer token (None: no auth);
+    ``environ``: where it is read (the process environment by default)."""
+
+    def __init__(self, base_url: str, *, token_env: str | None = None, timeout_s: float = 5.0,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token_env = token_env
+        self.timeout_s = timeout_s
+        #: Seconds the last answered query took (None before one).
+        self.last_duration_s: float | None = None
+        self._environ = os.environ if environ is None else environ
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(max_connections=2, max_keepalive_connections=1),
+            trust_env=False,
+        )
+
+    def __repr__(self) -> str:  # never the token: only where it comes from
+        return f"PrometheusClient({self.base_url!r}, token_env={self.token_env!r}, timeout_s={self.timeout_s})"
+
+    def _headers(self) -> dict[str, str]:
+        if not self.token_env:
+            return {}
+        token = self._environ.get(self.token_env)
+        if not token:
+            raise PrometheusError("auth", f"[fleet] bearer_token_env: the variable {self.token_env} is not set")
+        return {"Authorization": f"Bearer {token}"}
+
+    async def query(self, promql: str) -> list[PromSample]:
+        """The samples of instant query ``promql`` now (a vector result); raises
+        :class:`PrometheusError`."""
+        url = f"{self.base_url}/api/v1/query"
+        data = {"query": promql, "timeout": f"{self.timeout_s:g}s"}
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                resp = await self._client.post(url, data=data, headers=self._headers())
+                body = resp.content
+        except (TimeoutError, httpx.TimeoutException):
+            raise PrometheusError("timeout", f"Prometheus at {self.base_url} did not answer within "
+                                             f"{self.timeout_s:g} s") from None
+        except httpx.ConnectError as exc:
+            raise PrometheusError("connect", f"cannot connect to Prometheus at {self.base_url}: "
+                                             f"{exc or 'connection refused'}") from None
+        except httpx.HTTPError as exc:
+            raise PrometheusError("connect", f"Prometheus at {self.base_url}: {exc.__class__.__name__}: {exc}") from None
+        if resp.status_code in (401, 403):
+            how = f"the token in ${self.token_env}" if self.token_env else "no token ([fleet] bearer_token_env)"
+            raise PrometheusError("auth", f"Prometheus at {self.base_url} refused the query (HTTP "
+                                          f"{resp.status_code}) with {how}")
+        try:
+            samples = parse_vector_answer(body)
+        except PromAnswerError as exc:
+            if resp.is_success or resp.status_code in (400, 422, 503):  # the API's own error answers
+                raise PrometheusError("answer", f"Prometheus at {self.base_url}: {exc}") from None
+            raise PrometheusError("http", f"Prometheus at {self.base_url} answered HTTP {resp.status_code}") from None
+        self.last_duration_s = time.monotonic() - started
+        return samples
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()

@@ -1,0 +1,290 @@
+"""The fleet, pure: GPUs that Prometheus scrapes from exporters, one record per GPU.
+
+Two exporters are understood (docs/fleet.md has the tables and the sources):
+
+- **dcgm-exporter** (NVIDIA, the primary mapping; its ``etc/default-counters.csv``): one series
+  per GPU and field, labels ``gpu`` (index), ``UUID``, ``device``, ``modelName``, ``Hostname``
+  (plus Prometheus's ``instance``/``job``). ``DCGM_FI_DEV_FB_USED`` / ``_FB_FREE`` /
+  ``_FB_RESERVED`` (MiB), ``DCGM_FI_DEV_GPU_UTIL`` (%), ``DCGM_FI_DEV_MEM_COPY_UTIL`` (%,
+  memory bandwidth), ``DCGM_FI_DEV_GPU_TEMP`` (°C), ``DCGM_FI_DEV_POWER_USAGE`` (W).
+- **nvidia_gpu_exporter** (utkuozdemir; its ``METRICS.md``): ``nvidia_smi_*`` series labelled
+  ``uuid`` only, in base units: ``nvidia_smi_memory_used_bytes`` / ``_free_bytes`` /
+  ``_reserved_bytes`` (bytes), ``nvidia_smi_utilization_gpu_ratio`` /
+  ``_utilization_memory_ratio`` (0-1), ``nvidia_smi_temperature_gpu`` (°C),
+  ``nvidia_smi_power_draw_watts`` (W); index and model name are labels (``index``, ``name``) of
+  ``nvidia_smi_gpu_info``.
+
+A GPU's host is dcgm-exporter's ``Hostname`` label, else the scrape target's ``instance``
+without its port. A field whose series is missing is None (shown n/a), never 0. A GPU whose
+newest sample is older than 3 intervals (the larger of optui's interval and the exporter's
+scrape gap seen so far) is stale, with its age; a GPU that left the answer (its exporter
+stopped: Prometheus marks its series stale) stays listed, aging.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+
+from optui.core.fleet_query import SAMPLE_TIME_LABEL, PromSample, values_with_sample_times
+
+MIB = 1024.0 * 1024.0
+
+#: Fields of a fleet GPU in ``optui gpus --json`` / ``status --json`` (and :meth:`FleetGpu.to_json`).
+FLEET_GPU_JSON_KEYS = (
+    "host",
+    "index",
+    "uuid",
+    "model",
+    "mem_used_mib",
+    "mem_free_mib",
+    "mem_reserved_mib",
+    "util_gpu_pct",
+    "util_mem_pct",
+    "temp_c",
+    "power_w",
+    "exporter",
+    "age_s",
+    "stale",
+)
+
+#: The value fields of a record, each read from one series.
+VALUE_FIELDS = ("mem_used_mib", "mem_free_mib", "mem_reserved_mib", "util_gpu_pct", "util_mem_pct", "temp_c",
+                "power_w")
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterMapping:
+    """How one exporter's series become records: ``fields`` maps a metric name to (record
+    field, factor to optui's unit); the labels that carry the UUID, index, model and host
+    (None: not on the value series); ``info`` a series whose labels give index/model (value
+    ignored); ``timed`` the series whose sample time is the GPU's."""
+
+    exporter: str
+    fields: Mapping[str, tuple[str, float]]
+    uuid_label: str
+    index_label: str | None
+    model_label: str | None
+    host_label: str | None
+    info: str | None
+    timed: str
+
+    def names(self) -> list[str]:
+        """Every metric name this mapping reads."""
+        return [*self.fields, *([self.info] if self.info else [])]
+
+
+DCGM = ExporterMapping(
+    exporter="dcgm",
+    fields={
+        "DCGM_FI_DEV_FB_USED": ("mem_used_mib", 1.0),
+        "DCGM_FI_DEV_FB_FREE": ("mem_free_mib", 1.0),
+        "DCGM_FI_DEV_FB_RESERVED": ("mem_reserved_mib", 1.0),
+        "DCGM_FI_DEV_GPU_UTIL": ("util_gpu_pct", 1.0),
+        "DCGM_FI_DEV_MEM_COPY_UTIL": ("util_mem_pct", 1.0),
+        "DCGM_FI_DEV_GPU_TEMP": ("temp_c", 1.0),
+        "DCGM_FI_DEV_POWER_USAGE": ("power_w", 1.0),
+    },
+    uuid_label="UUID", index_label="gpu", model_label="modelName", host_label="Hostname", info=None,
+    timed="DCGM_FI_DEV_FB_USED",
+)
+
+NVIDIA_SMI = ExporterMapping(
+    exporter="nvidia_smi",
+    fields={
+        "nvidia_smi_memory_used_bytes": ("mem_used_mib", 1.0 / MIB),
+        "nvidia_smi_memory_free_bytes": ("mem_free_mib", 1.0 / MIB),
+        "nvidia_smi_memory_reserved_bytes": ("mem_reserved_mib", 1.0 / MIB),
+        "nvidia_smi_utilization_gpu_ratio": ("util_gpu_pct", 100.0),
+        "nvidia_smi_utilization_memory_ratio": ("util_mem_pct", 100.0),
+        "nvidia_smi_temperature_gpu": ("temp_c", 1.0),
+        "nvidia_smi_power_draw_watts": ("power_w", 1.0),
+    },
+    uuid_label="uuid", index_label="index", model_label="name", host_label=None, info="nvidia_smi_gpu_info",
+    timed="nvidia_smi_memory_used_bytes",
+)
+
+MAPPINGS = (DCGM, NVIDIA_SMI)
+_BY_NAME = {name: mapping for mapping in MAPPINGS for name in mapping.names()}
+
+#: GPUs stale after this many intervals without a new sample.
+STALE_INTERVALS = 3
+
+
+def fleet_query(selector: str | None = None) -> str:
+    """The one PromQL query a tick: every series of :data:`MAPPINGS` (plus the sample time of
+    each GPU's memory series) matching the user's ``selector`` (``{cluster="a"}``), for all
+    GPUs at once."""
+    names = [name for mapping in MAPPINGS for name in mapping.names()]
+    return values_with_sample_times(names, [mapping.timed for mapping in MAPPINGS], selector)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetGpu:
+    """One GPU of the fleet at one reading.
+
+    Memory in MiB (``used`` excludes ``reserved``, as nvidia-smi's memory.used), utilization
+    and memory-copy (bandwidth) utilization in %, temperature in °C, power in W; None = the
+    series is missing (n/a, never 0). ``sampled_at``: unix s of the newest sample (Prometheus's
+    scrape time); ``age_s``: seconds from it to the reading; ``stale``: no new sample for
+    :data:`STALE_INTERVALS` intervals. ``exporter``: ``dcgm`` or ``nvidia_smi``."""
+
+    host: str
+    index: int | None
+    uuid: str
+    model: str | None
+    exporter: str
+    mem_used_mib: float | None = None
+    mem_free_mib: float | None = None
+    mem_reserved_mib: float | None = None
+    util_gpu_pct: float | None = None
+    util_mem_pct: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    sampled_at: float | None = None
+    age_s: float | None = None
+    stale: bool = False
+
+    @property
+    def key(self) -> str:
+        """What names this GPU across readings: its UUID, else host and index."""
+        return self.uuid or f"{self.host}#{self.index}"
+
+    @property
+    def mem_total_mib(self) -> float | None:
+        """used + free + reserved (reserved counted 0 when unknown), or None."""
+        if self.mem_used_mib is None or self.mem_free_mib is None:
+            return None
+        return self.mem_used_mib + self.mem_free_mib + (self.mem_reserved_mib or 0.0)
+
+    def to_json(self) -> dict:
+        """The JSON object: keys :data:`FLEET_GPU_JSON_KEYS`, null where unknown."""
+        data = asdict(self)
+        return {key: data[key] for key in FLEET_GPU_JSON_KEYS}
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSnapshot:
+    """The whole fleet at one reading: GPUs sorted by host then index; ``taken_at`` local unix
+    s; ``error``: why this reading failed (Prometheus down, slow, refused; the GPUs are the last
+    known ones, aging); ``series``: series in the last answer (the query's cost)."""
+
+    gpus: tuple[FleetGpu, ...] = ()
+    taken_at: float = 0.0
+    error: str | None = None
+    series: int = 0
+
+    def hosts(self) -> dict[str, tuple[FleetGpu, ...]]:
+        """``{host: its GPUs}`` in host order."""
+        out: dict[str, list[FleetGpu]] = {}
+        for gpu in self.gpus:
+            out.setdefault(gpu.host, []).append(gpu)
+        return {host: tuple(gpus) for host, gpus in out.items()}
+
+
+def host_of(labels: Mapping[str, str], host_label: str | None) -> str:
+    """The GPU's host: ``host_label``'s value when set, else ``instance`` without its port
+    (``10.0.0.7:9400`` → ``10.0.0.7``, ``[::1]:9400`` → ``::1``), else ``?``."""
+    if host_label and labels.get(host_label):
+        return labels[host_label]
+    instance = labels.get("instance", "")
+    if instance.startswith("["):
+        return instance[1:].split("]", 1)[0]
+    return re.sub(r":\d+$", "", instance) or "?"
+
+
+def _index(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def records_from_samples(samples: Iterable[PromSample]) -> list[FleetGpu]:
+    """One record per GPU from an answer of :func:`fleet_query` (series of other metrics are
+    ignored). ``sampled_at`` is the GPU's timed series' sample time, else the answer's time."""
+    fields: dict[tuple[str, str], dict] = {}
+    meta: dict[tuple[str, str], dict] = {}
+    for sample in samples:
+        if SAMPLE_TIME_LABEL in sample.labels:
+            labels = {k: v for k, v in sample.labels.items() if k != SAMPLE_TIME_LABEL}
+            mapping = _timed_mapping(labels)
+        else:
+            mapping = _BY_NAME.get(sample.name)
+            labels = sample.labels
+        if mapping is None:
+            continue
+        uuid = labels.get(mapping.uuid_label, "")
+        host = host_of(labels, mapping.host_label)
+        index = _index(labels.get(mapping.index_label)) if mapping.index_label else None
+        key = (mapping.exporter, uuid or f"{host}#{index}")
+        info = meta.setdefault(key, {"host": host, "uuid": uuid, "index": None, "model": None,
+                                     "exporter": mapping.exporter, "at": None, "timed": None})
+        if index is not None:
+            info["index"] = index
+        if mapping.model_label and labels.get(mapping.model_label):
+            info["model"] = labels[mapping.model_label]
+        if SAMPLE_TIME_LABEL in sample.labels:
+            info["timed"] = sample.value
+            continue
+        info["at"] = max(info["at"] or 0.0, sample.at)
+        field = mapping.fields.get(sample.name)
+        if field is not None:
+            name, factor = field
+            fields.setdefault(key, {})[name] = None if sample.value is None else sample.value * factor
+    records = []
+    for key, info in meta.items():
+        values = fields.get(key)
+        if values is None:
+            continue  # only a timestamp or an info series: no GPU reading
+        records.append(FleetGpu(host=info["host"], index=info["index"], uuid=info["uuid"], model=info["model"],
+                                exporter=info["exporter"], sampled_at=info["timed"] or info["at"], **values))
+    return records
+
+
+def _timed_mapping(labels: Mapping[str, str]) -> ExporterMapping | None:
+    """The mapping of a ``timestamp()`` series (PromQL drops its name): the one whose UUID
+    label it has (``UUID``: dcgm-exporter, ``uuid``: nvidia_gpu_exporter)."""
+    for mapping in MAPPINGS:
+        if mapping.uuid_label in labels:
+            return mapping
+    return None
+
+
+class FleetState:
+    """The fleet across readings (pure; the caller passes times in): each answer's records
+    replace those GPUs' last ones, GPUs missing from it keep theirs and age.
+
+    ``interval_s``: optui's query interval; a GPU is stale once its newest sample is older than
+    ``STALE_INTERVALS`` x max(interval_s, the gap between its last two distinct samples)."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._last: dict[str, FleetGpu] = {}
+        self._gap: dict[str, float] = {}
+
+    def stale_after_s(self, key: str) -> float:
+        """Seconds without a new sample after which GPU ``key`` is stale."""
+        return STALE_INTERVALS * max(self.interval_s, self._gap.get(key, 0.0))
+
+    def update(self, samples: list[PromSample], now: float) -> FleetSnapshot:
+        """Merge one answer (taken at local unix time ``now``) and return the snapshot."""
+        for record in records_from_samples(samples):
+            old = self._last.get(record.key)
+            if old is not None and old.sampled_at and record.sampled_at and record.sampled_at > old.sampled_at:
+                self._gap[record.key] = record.sampled_at - old.sampled_at
+            self._last[record.key] = record
+        return self._snapshot(now, None, len(samples))
+
+    def failed(self, message: str, now: float) -> FleetSnapshot:
+        """A reading that failed (``message`` says why): the last known GPUs, aging."""
+        return self._snapshot(now, message, 0)
+
+    def _snapshot(self, now: float, error: str | None, series: int) -> FleetSnapshot:
+        gpus = []
+        for key, gpu in self._last.items():
+            age = None if gpu.sampled_at is None else max(0.0, now - gpu.sampled_at)
+            gpus.append(replace(gpu, age_s=age, stale=age is not None and age > self.stale_after_s(key)))
+        gpus.sort(key=lambda g: (g.host, g.index if g.index is not None else 1 << 30, g.uuid))
+        return FleetSnapshot(tuple(gpus), now, error, series)

@@ -1,0 +1,153 @@
+"""The fleet's pure parts: the one PromQL query, the API answer, both exporters' series → one
+record per GPU (None where a series is missing), staleness with its age. The real Prometheus
+path is tests/test_fleet_prometheus.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optui.config import Config
+from optui.core.fleet import FleetState, fleet_query, host_of, records_from_samples
+from optui.core.fleet_query import (
+    SAMPLE_TIME_LABEL,
+    PromAnswerError,
+    names_selector,
+    parse_vector_answer,
+    selector_matchers,
+)
+
+DCGM_LABELS = {"gpu": "3", "UUID": "GPU-aaaa", "device": "nvidia3", "modelName": "NVIDIA H200",
+               "Hostname": "node-7", "instance": "10.0.0.7:9400", "job": "dcgm"}
+# nvidia_gpu_exporter's series carry the uuid only (its METRICS.md; uuid without "GPU-" there)
+SMI_LABELS = {"uuid": "df6e7a7c-7314-46f8-abc4-b88b36dcf3aa", "instance": "box:9835", "job": "smi"}
+
+
+def answer(series: list[tuple[str, dict, float, str]]) -> str:
+    result = []
+    for name, labels, at, value in series:
+        metric = dict(labels)
+        if name:
+            metric["__name__"] = name
+        result.append({"metric": metric, "value": [at, value]})
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}})
+
+
+def dcgm_answer(at: float = 1000.0, sample_at: float = 999.5, omit: tuple[str, ...] = ()) -> str:
+    values = {"DCGM_FI_DEV_FB_USED": "41971", "DCGM_FI_DEV_FB_FREE": "101184", "DCGM_FI_DEV_FB_RESERVED": "616",
+              "DCGM_FI_DEV_GPU_UTIL": "100", "DCGM_FI_DEV_MEM_COPY_UTIL": "23", "DCGM_FI_DEV_GPU_TEMP": "56",
+              "DCGM_FI_DEV_POWER_USAGE": "683.1"}
+    series = [(name, DCGM_LABELS, at, value) for name, value in values.items() if name not in omit]
+    series.append(("", {**{k: v for k, v in DCGM_LABELS.items()}, SAMPLE_TIME_LABEL: "1"}, at, str(sample_at)))
+    return answer(series)
+
+
+def test_the_one_query_reads_every_gpu_series_with_the_users_selector():
+    query = fleet_query('{cluster="a", env!="dev"}')
+    head = query.split(" or ")[0]
+    assert head.startswith('{__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_FREE|DCGM_FI_DEV_FB_RESERVED|')
+    for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_GPU_TEMP",
+                 "DCGM_FI_DEV_POWER_USAGE", "nvidia_smi_memory_used_bytes", "nvidia_smi_gpu_info"):
+        assert name in head
+    assert head.endswith(',cluster="a", env!="dev"}')
+    assert query.count('cluster="a"') == 2  # the sample-time half has the selector too
+    assert "timestamp(" in query and SAMPLE_TIME_LABEL in query
+    assert names_selector(["up"]) == '{__name__=~"up"}'
+    assert selector_matchers(None) == selector_matchers("{}") == ""
+    with pytest.raises(ValueError):
+        selector_matchers('cluster="a"')
+    with pytest.raises(ValueError):
+        names_selector(['up"} or vector(1) or {x="'])
+
+
+def test_a_dcgm_answer_is_one_record_per_gpu_in_optuis_units():
+    [gpu] = records_from_samples(parse_vector_answer(dcgm_answer()))
+    assert (gpu.host, gpu.index, gpu.uuid, gpu.model, gpu.exporter) == ("node-7", 3, "GPU-aaaa", "NVIDIA H200", "dcgm")
+    assert (gpu.mem_used_mib, gpu.mem_free_mib, gpu.mem_reserved_mib) == (41971, 101184, 616)
+    assert (gpu.util_gpu_pct, gpu.util_mem_pct, gpu.temp_c, gpu.power_w) == (100, 23, 56, 683.1)
+    assert gpu.mem_total_mib == 41971 + 101184 + 616
+    assert gpu.sampled_at == 999.5  # the scrape's time, not the query's
+    assert gpu.to_json()["mem_free_mib"] == 101184
+
+
+def test_a_missing_series_is_none_never_zero():
+    [gpu] = records_from_samples(parse_vector_answer(dcgm_answer(omit=("DCGM_FI_DEV_FB_RESERVED",
+                                                                        "DCGM_FI_DEV_MEM_COPY_UTIL"))))
+    assert gpu.mem_reserved_mib is None and gpu.util_mem_pct is None
+    assert gpu.to_json()["util_mem_pct"] is None
+    nan = answer([("DCGM_FI_DEV_FB_USED", DCGM_LABELS, 1.0, "NaN"), ("DCGM_FI_DEV_GPU_TEMP", DCGM_LABELS, 1.0, "40")])
+    [gpu] = records_from_samples(parse_vector_answer(nan))
+    assert gpu.mem_used_mib is None and gpu.temp_c == 40 and gpu.power_w is None
+
+
+def test_nvidia_gpu_exporter_series_are_the_second_mapping():
+    info = {**SMI_LABELS, "name": "NVIDIA GeForce RTX 2080 SUPER", "index": "0", "pci_bus_id": "00000000:71:00.0"}
+    text = answer([
+        ("nvidia_smi_gpu_info", info, 5.0, "1"),
+        ("nvidia_smi_memory_used_bytes", SMI_LABELS, 5.0, "7.06740224e+08"),
+        ("nvidia_smi_memory_free_bytes", SMI_LABELS, 5.0, "7.883194368e+09"),
+        ("nvidia_smi_utilization_gpu_ratio", SMI_LABELS, 5.0, "0.42"),
+        ("nvidia_smi_utilization_memory_ratio", SMI_LABELS, 5.0, "0.05"),
+        ("nvidia_smi_temperature_gpu", SMI_LABELS, 5.0, "34"),
+        ("nvidia_smi_power_draw_watts", SMI_LABELS, 5.0, "28.07"),
+        ("", {**SMI_LABELS, SAMPLE_TIME_LABEL: "1"}, 5.0, "4.25"),
+    ])
+    [gpu] = records_from_samples(parse_vector_answer(text))
+    assert (gpu.host, gpu.index, gpu.model, gpu.exporter) == ("box", 0, "NVIDIA GeForce RTX 2080 SUPER", "nvidia_smi")
+    assert gpu.mem_used_mib == pytest.approx(674.0) and gpu.mem_free_mib == pytest.approx(7518.0)
+    assert gpu.util_gpu_pct == pytest.approx(42.0) and gpu.util_mem_pct == pytest.approx(5.0)
+    assert (gpu.temp_c, gpu.power_w, gpu.mem_reserved_mib, gpu.sampled_at) == (34, 28.07, None, 4.25)
+
+
+def test_the_host_is_the_hostname_label_else_the_instance_without_its_port():
+    assert host_of({"Hostname": "n1", "instance": "10.0.0.1:9400"}, "Hostname") == "n1"
+    assert host_of({"instance": "10.0.0.1:9400"}, "Hostname") == "10.0.0.1"
+    assert host_of({"instance": "[fd00::1]:9400"}, None) == "fd00::1"
+    assert host_of({}, None) == "?"
+
+
+def test_a_gpu_without_new_samples_for_three_intervals_is_stale_with_its_age():
+    state = FleetState(interval_s=2.0)
+    first = state.update(parse_vector_answer(dcgm_answer(at=1000.0, sample_at=1000.0)), now=1000.2)
+    assert not first.gpus[0].stale and first.gpus[0].age_s == pytest.approx(0.2)
+    state.update(parse_vector_answer(dcgm_answer(at=1002.0, sample_at=1001.0)), now=1002.0)
+    # the exporter stopped: Prometheus marks its series stale, they leave the answer
+    gone = state.update(parse_vector_answer(answer([])), now=1006.9)
+    assert len(gone.gpus) == 1 and not gone.gpus[0].stale  # 5.9 s old: within 3 x 2 s
+    late = state.update(parse_vector_answer(answer([])), now=1007.5)
+    assert late.gpus[0].stale and late.gpus[0].age_s == pytest.approx(6.5)
+    assert late.gpus[0].mem_used_mib == 41971  # the last values, shown as stale
+    failed = state.failed("Prometheus at http://p:9090 did not answer within 5 s", now=1008.0)
+    assert failed.error.startswith("Prometheus") and failed.gpus[0].stale and failed.series == 0
+
+
+def test_a_slow_scrape_widens_the_stale_window():
+    state = FleetState(interval_s=1.0)
+    state.update(parse_vector_answer(dcgm_answer(sample_at=100.0)), now=100.0)
+    state.update(parse_vector_answer(dcgm_answer(sample_at=115.0)), now=115.0)  # scraped every 15 s
+    assert not state.update([], now=150.0).gpus[0].stale  # 35 s < 3 x 15 s
+    assert state.update([], now=161.0).gpus[0].stale
+
+
+@pytest.mark.parametrize("body, says", [
+    (b"<html>login</html>", "not JSON"),
+    (b"[1, 2]", "no JSON object"),
+    (json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error at char 3"}), "bad_data"),
+    (json.dumps({"status": "success", "data": {"resultType": "matrix", "result": []}}), "expected a vector"),
+    (json.dumps({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}}]}}), "malformed"),
+])
+def test_an_answer_that_is_not_a_vector_is_a_clear_error(body, says):
+    with pytest.raises(PromAnswerError, match=says):
+        parse_vector_answer(body)
+
+
+def test_the_fleet_table_of_the_config():
+    cfg = Config.model_validate({"fleet": {"prometheus": "http://prom.example:9090", "bearer_token_env": "PROM_TOKEN",
+                                           "selector": '{cluster="a"}', "interval_s": 2}})
+    assert cfg.fleet.interval_s == 2 and cfg.fleet.timeout_s == 5
+    assert Config().fleet is None
+    for bad in ({"prometheus": "prom:9090"}, {"prometheus": "http://p", "selector": 'cluster="a"'},
+                {"prometheus": "http://p", "bearer_token_env": "my token"}, {"prometheus": "http://p", "interval_s": 0}):
+        with pytest.raises(ValueError):
+            Config.model_validate({"fleet": bad})

@@ -1,0 +1,181 @@
+"""The fleet through a real Prometheus (Debian's package; skipped without it): what optui reads
+equals what the exporters served, through a real scrape and real PromQL; a GPU whose exporter
+stopped turns stale with its age; a bad token, a slow query, a refused connection, an answer
+that is not JSON and a refused query are clear errors. One Prometheus for the module."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from optui.adapters.prometheus import PrometheusClient, PrometheusError
+from optui.core.fleet import FleetState, fleet_query
+from tests.helpers.demo import free_port
+from tests.helpers.prometheus import (
+    GPUS_PER_HOST,
+    MODEL,
+    DcgmExporters,
+    Prometheus,
+    PromProxy,
+    gpu_uuid,
+    gpu_values,
+    host_name,
+    prometheus_binary,
+)
+
+HOSTS = 3
+NO_COPY_UTIL = 2  # this host's exporter has no DCGM_FI_DEV_MEM_COPY_UTIL series
+STOPPED = 1  # the staleness test stops this host's exporter (it runs last)
+FIELDS = {"DCGM_FI_DEV_FB_USED": "mem_used_mib", "DCGM_FI_DEV_FB_FREE": "mem_free_mib",
+          "DCGM_FI_DEV_FB_RESERVED": "mem_reserved_mib", "DCGM_FI_DEV_GPU_UTIL": "util_gpu_pct",
+          "DCGM_FI_DEV_MEM_COPY_UTIL": "util_mem_pct", "DCGM_FI_DEV_GPU_TEMP": "temp_c",
+          "DCGM_FI_DEV_POWER_USAGE": "power_w"}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    prometheus_binary()
+    exporters = DcgmExporters(HOSTS, omit={NO_COPY_UTIL: frozenset({"DCGM_FI_DEV_MEM_COPY_UTIL"})})
+    prom = Prometheus(tmp_path_factory.mktemp("prometheus"), exporters.targets()).start()
+    try:
+        yield exporters, prom
+    finally:
+        prom.stop()
+        exporters.close()
+
+
+async def read_fleet(client: PrometheusClient, state: FleetState, want_gpus: int, selector=None):
+    """Query until the snapshot has ``want_gpus`` GPUs (Prometheus's first scrapes come a few
+    seconds after it is ready); the snapshot."""
+    snapshots = []
+
+    async def poll():
+        snapshots.append(state.update(await client.query(fleet_query(selector)), time.time()))
+        return len(snapshots[-1].gpus) >= want_gpus
+
+    deadline = time.monotonic() + 30
+    while not await poll():
+        assert time.monotonic() < deadline, f"only {len(snapshots[-1].gpus)} GPUs"
+    return snapshots[-1]
+
+
+async def test_what_optui_reads_is_what_the_exporters_served(fleet):
+    exporters, prom = fleet
+    client = PrometheusClient(prom.url, timeout_s=5)
+    try:
+        state = FleetState(interval_s=1.0)
+        snap = await read_fleet(client, state, HOSTS * GPUS_PER_HOST)
+        assert len(snap.gpus) == HOSTS * GPUS_PER_HOST and snap.error is None
+        assert snap.series == HOSTS * GPUS_PER_HOST * 8 - GPUS_PER_HOST  # 7 values + 1 sample time a GPU
+        assert list(snap.hosts()) == [host_name(h) for h in range(HOSTS)]
+        for gpu in snap.gpus:
+            host = int(gpu.host.rsplit("-", 1)[1])
+            assert (gpu.uuid, gpu.model, gpu.exporter) == (gpu_uuid(host, gpu.index), MODEL, "dcgm")
+            served = exporters.served(host)
+            # every field of the record is of one scrape the exporter served
+            matches = [g for g in served if all(getattr(gpu, field) == (
+                None if host == NO_COPY_UTIL and metric == "DCGM_FI_DEV_MEM_COPY_UTIL" else value)
+                for metric, value in gpu_values(host, gpu.index, g).items() for field in [FIELDS[metric]])]
+            assert matches, f"{gpu} is none of {host_name(host)}'s scrapes {served}"
+            assert 0 <= gpu.age_s < 5 and not gpu.stale
+        assert all(g.util_mem_pct is None for g in snap.hosts()[host_name(NO_COPY_UTIL)])
+        # the values change at every scrape: a later reading shows a later scrape
+        first = snap.gpus[0]
+
+        async def newer():
+            gpu = state.update(await client.query(fleet_query()), time.time()).gpus[0]
+            return gpu.sampled_at > first.sampled_at and gpu.mem_used_mib != first.mem_used_mib
+        deadline = time.monotonic() + 20
+        while not await newer():
+            assert time.monotonic() < deadline
+        # the user's selector is in the query
+        assert len((await read_fleet(client, FleetState(1.0), 1, '{job="dcgm"}')).gpus) == HOSTS * GPUS_PER_HOST
+        assert await client.query(fleet_query('{job="elsewhere"}')) == []
+    finally:
+        await client.aclose()
+
+
+async def test_a_bad_or_missing_token_is_refused_clearly_and_never_shown(fleet):
+    _, prom = fleet
+    proxy = PromProxy(prom.url, token="s3cret-right")
+    clients = []
+    try:
+        def client(environ):
+            clients.append(PrometheusClient(proxy.url, token_env="OPTUI_PROM_TOKEN", timeout_s=5, environ=environ))
+            return clients[-1]
+        with pytest.raises(PrometheusError) as refused:
+            await client({"OPTUI_PROM_TOKEN": "s3cret-wrong"}).query(fleet_query())
+        assert refused.value.kind == "auth"
+        assert "HTTP 401" in str(refused.value) and "$OPTUI_PROM_TOKEN" in str(refused.value)
+        assert "s3cret" not in str(refused.value) and "s3cret" not in repr(clients[-1])
+        with pytest.raises(PrometheusError, match="OPTUI_PROM_TOKEN is not set") as unset:
+            await client({}).query(fleet_query())
+        assert unset.value.kind == "auth"
+        with pytest.raises(PrometheusError, match="HTTP 401"):
+            await PrometheusClient(proxy.url, timeout_s=5).query(fleet_query())
+        assert isinstance(await client({"OPTUI_PROM_TOKEN": "s3cret-right"}).query(fleet_query()), list)
+    finally:
+        for c in clients:
+            await c.aclose()
+        proxy.close()
+
+
+async def test_a_slow_prometheus_times_out_and_a_down_one_is_a_clear_error(fleet):
+    _, prom = fleet
+    proxy = PromProxy(prom.url)
+    client = PrometheusClient(proxy.url, timeout_s=0.3)
+    try:
+        proxy.hold()
+        started = time.monotonic()
+        with pytest.raises(PrometheusError, match=r"did not answer within 0.3 s") as slow:
+            await client.query(fleet_query())
+        assert slow.value.kind == "timeout" and time.monotonic() - started < 3
+        proxy.release()
+        proxy.garbage = True
+        with pytest.raises(PrometheusError, match="not JSON") as garbage:
+            await client.query(fleet_query())
+        assert garbage.value.kind == "answer"
+    finally:
+        await client.aclose()
+        proxy.close()
+    down = PrometheusClient(f"http://127.0.0.1:{free_port()}", timeout_s=2)
+    try:
+        with pytest.raises(PrometheusError, match="cannot connect to Prometheus") as refused:
+            await down.query(fleet_query())
+        assert refused.value.kind == "connect"
+    finally:
+        await down.aclose()
+    direct = PrometheusClient(prom.url, timeout_s=5)
+    try:
+        with pytest.raises(PrometheusError, match="bad_data") as bad:
+            await direct.query("sum(")
+        assert bad.value.kind == "answer"
+    finally:
+        await direct.aclose()
+
+
+async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
+    exporters, prom = fleet
+    client = PrometheusClient(prom.url, timeout_s=5)
+    try:
+        state = FleetState(interval_s=0.5)
+        snap = await read_fleet(client, state, HOSTS * GPUS_PER_HOST)
+        last_served = exporters.served(STOPPED)[-1]
+        exporters.stop(STOPPED)
+
+        async def stopped_host_stale():
+            nonlocal snap
+            snap = state.update(await client.query(fleet_query()), time.time())
+            return all(g.stale for g in snap.hosts()[host_name(STOPPED)])
+        deadline = time.monotonic() + 20
+        while not await stopped_host_stale():
+            assert time.monotonic() < deadline
+        gone = snap.hosts()[host_name(STOPPED)]
+        assert len(gone) == GPUS_PER_HOST and all(g.age_s > 3 * 0.5 for g in gone)
+        # still listed with the last values it served
+        assert gone[0].mem_used_mib in {gpu_values(STOPPED, 0, g)["DCGM_FI_DEV_FB_USED"] for g in
+                                        range(last_served + 1)}
+        assert not any(g.stale for h, gpus in snap.hosts().items() if h != host_name(STOPPED) for g in gpus)
+    finally:
+        await client.aclose()
