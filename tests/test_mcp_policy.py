@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 
 from optui.config import ConfigError, parse_config_text
-from optui.core.agent_requests import AGENT_DECISION, AGENT_REQUEST, pending_requests, restart_policy
+from optui.core import events as ev
+from optui.core.agent_requests import (
+    AGENT_DECISION,
+    AGENT_OUTCOME,
+    AGENT_REQUEST,
+    AgentRequest,
+    busy_request,
+    pending_requests,
+    restart_policy,
+)
 from optui.core.events import Event
 
 
@@ -48,3 +57,50 @@ def test_agent_section_is_validated():
     assert cfg.agent.allowed_flags == ["--max-running-requests"] and cfg.agent.max_restarts_per_hour == 2
     with pytest.raises(ConfigError, match="max_restarts_per_hour"):
         parse_config_text("[agent]\nmax_restarts_per_hour = -1\n", "optui.toml")
+
+
+def test_agent_events_read_as_one_line_each_with_the_agent_and_the_change():
+    diff = ["~ --max-running-requests: 4 → 8"]
+    asked = {"agent": "agent:codex", "action": "experiment", "diff": [*diff, "benchmark sweep x3"]}
+    lines = [e.summary() for e in (
+        event(1, AGENT_REQUEST, {"action": "benchmark", "diff": ["benchmark sweep x3"], "why": "measure"}),
+        event(2, AGENT_REQUEST, {"action": "restart", "diff": [], "why": ""}),
+        event(3, AGENT_DECISION, {"request": 7, "decision": "timeout", **asked}, actor="agent:codex"),
+        event(4, AGENT_DECISION, {"request": 7, "decision": "allowed", "policy": "[agent] allowed_flags: --x", **asked}),
+        event(5, AGENT_DECISION, {"request": 7, "decision": "denied"}, actor="tui"),  # an older journal's decision
+        event(6, AGENT_OUTCOME, {"request": 7, "action": "experiment", "outcome": "ran", "state": "ready",
+                                 "verdict": "better +5.0% (n=3 vs 3)", "unverified": ["--x 8: server runs x=4"]}),
+        event(7, AGENT_OUTCOME, {"request": 8, "action": "restart", "outcome": "ran", "state": "crashed",
+                                 "crash_class": "oom"}),
+        event(8, AGENT_OUTCOME, {"request": 9, "action": "restart", "outcome": "refused", "error": "demo is locked"}))]
+    assert lines == [
+        "agent:claude asks to benchmark sweep x3 — why: measure",
+        "agent:claude asks to restart: the same flags",
+        "agent:codex's request #7 to run an experiment: ~ --max-running-requests: 4 → 8; benchmark sweep x3 timed out: "
+        "nobody answered",
+        "allowed by the policy: agent:codex's request #7 to run an experiment: ~ --max-running-requests: 4 → 8; "
+        "benchmark sweep x3 ([agent] allowed_flags: --x)",
+        "tui denied an agent's request #7",
+        "agent:claude's request #7 (experiment) ran: ready, verdict better +5.0% (n=3 vs 3), unverified: --x 8: server runs x=4",
+        "agent:claude's request #8 (restart) ran: crashed (oom)",
+        "agent:claude's request #9 (restart) refused: demo is locked"]
+    assert ev.TYPE_GROUPS["agent"] == {AGENT_REQUEST, AGENT_DECISION, AGENT_OUTCOME}
+
+
+def test_a_request_holds_its_server_while_it_waits_or_runs():
+    def busy(events, before=100, now=1600.0, alive=lambda pid: pid == 42):
+        found = busy_request(events, "demo", before_seq=before, now=now, alive=alive)
+        return found and found.seq
+
+    waiting = event(1, AGENT_REQUEST, {"action": "restart", "diff": ["~ --a: 1 → 2"], "deadline_ts": 2000.0, "pid": 42})
+    assert busy([waiting]) == 1
+    assert busy([waiting], now=2100.0) is None, "past its deadline"
+    assert busy([waiting], alive=lambda pid: False) is None, "the optui mcp that asked is gone"
+    assert busy([waiting], before=1) is None, "only earlier requests hold the server"
+    approved = event(2, AGENT_DECISION, {"request": 1, "decision": "approved"}, actor="tui")
+    assert busy([waiting, approved], now=2100.0) == 1, "approved and running: no deadline"
+    assert busy([waiting, approved, event(3, AGENT_OUTCOME, {"request": 1, "outcome": "ran"})]) is None
+    assert busy([waiting, event(2, AGENT_DECISION, {"request": 1, "decision": "denied"})]) is None
+    other = Event(seq=5, ts=1.0, type=AGENT_REQUEST, target="llama", actor="agent:x", data={"deadline_ts": 2000.0})
+    assert busy([other]) is None, "another server"
+    assert AgentRequest.from_event(waiting).describe() == "agent:claude's request #1 (restart demo: ~ --a: 1 → 2)"

@@ -8,19 +8,26 @@ with approve/deny keys); the operator's answer is an ``agent.decision`` event (a
 denied, by whom); a request nobody answered before its deadline gets an ``agent.decision``
 ``timeout`` from the agent's side. The journal is the only channel: the agent and the TUI are
 separate processes, and every request and decision stays on the record with its actors.
+An approved (or allowed) action ends with an ``agent.outcome`` event (ran, refused, failed;
+the server's state, the experiment, its verdict, unverified flags).
+
+One guarded action per server at a time: a request on a server that has another request
+still waiting for its decision, or an approved action still running (no outcome yet, its
+``optui mcp`` process alive), is refused at once (:func:`busy_request`), naming the other
+agent and its request; it is never queued (an agent that waits blindly on another's
+experiment would measure a server it did not configure).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from optui.core.events import AGENT_DECISION, AGENT_OUTCOME, AGENT_REQUEST
+
 if TYPE_CHECKING:
     from optui.core.events import Event
-
-AGENT_REQUEST = "agent.request"
-AGENT_DECISION = "agent.decision"
 APPROVED, DENIED, TIMEOUT = "approved", "denied", "timeout"
 #: decisions the config's ``[agent]`` policy made (allowed_flags; forbidden flags, the hourly
 #: limit), journaled like the operator's with the policy's reason
@@ -31,8 +38,9 @@ ALLOWED, REFUSED = "allowed", "refused"
 class AgentRequest:
     """One waiting request: journal ``seq`` of its ``agent.request`` event, the ``agent``
     (``agent:NAME``), the ``action`` ("restart"), the ``server``, the flag ``diff`` lines
-    (``~ --max-running-requests: 4 → 8``), ``argv`` it would run, ``why``, and
-    ``deadline_ts`` (Unix s) after which it times out."""
+    (``~ --max-running-requests: 4 → 8``), ``argv`` it would run, ``why``,
+    ``deadline_ts`` (Unix s) after which it times out, and the ``pid`` of the ``optui mcp``
+    process that asks (None in older journals)."""
 
     seq: int
     agent: str
@@ -42,13 +50,19 @@ class AgentRequest:
     argv: tuple[str, ...]
     why: str
     deadline_ts: float
+    pid: int | None = None
 
     @classmethod
     def from_event(cls, e: Event) -> AgentRequest:
         d = e.data
         return cls(seq=e.seq, agent=e.actor, action=str(d.get("action", "?")), server=e.target,
                    diff=tuple(d.get("diff") or ()), argv=tuple(d.get("argv") or ()), why=str(d.get("why") or ""),
-                   deadline_ts=float(d.get("deadline_ts") or e.ts))
+                   deadline_ts=float(d.get("deadline_ts") or e.ts), pid=d["pid"] if isinstance(d.get("pid"), int) else None)
+
+    def describe(self) -> str:
+        """``agent:codex's request #41 (restart demo: ~ --max-running-requests: 4 → 8)``."""
+        change = "; ".join(self.diff)
+        return f"{self.agent}'s request #{self.seq} ({self.action} {self.server or '-'}{': ' + change if change else ''})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,18 +98,67 @@ def pending_requests(events: Iterable[Event], now: float) -> list[AgentRequest]:
     return [r for seq, r in sorted(requests.items()) if seq not in decided and r.deadline_ts > now]
 
 
-def decision_data(request_seq: int, decision: str, policy: str | None = None) -> dict:
-    """The ``data`` of an ``agent.decision`` event (``policy``: the reason of a policy's decision)."""
+def decision_data(request_seq: int, decision: str, policy: str | None = None, *, agent: str | None = None,
+                  action: str | None = None, diff: Sequence[str] = ()) -> dict:
+    """The ``data`` of an ``agent.decision`` event (``policy``: the reason of a policy's
+    decision); ``agent``, ``action`` and ``diff`` repeat the request's, so the decision's
+    journal line says what was decided on."""
     if decision not in (APPROVED, DENIED, TIMEOUT, ALLOWED, REFUSED):
         raise ValueError(f"unknown decision {decision!r}")
-    return {"request": request_seq, "decision": decision, **({"policy": policy} if policy else {})}
+    asked = {"agent": agent, "action": action, "diff": list(diff)} if agent and action else {}
+    return {"request": request_seq, "decision": decision, **({"policy": policy} if policy else {}), **asked}
+
+
+def outcome_data(request_seq: int, action: str, outcome: str, *, state: str | None = None,
+                 crash_class: str | None = None, verdict: str | None = None, unverified: Sequence[str] = (),
+                 error: str | None = None) -> dict:
+    """The ``data`` of an ``agent.outcome`` event: how approved request ``request_seq``'s
+    ``action`` ended (``outcome`` ran, refused, failed), the server's ``state`` and
+    ``crash_class`` after it, the experiment's ``verdict`` (``better +5.1% ...``), the flags
+    the server does not run (``unverified``), or the ``error`` that stopped it."""
+    out: dict = {"request": request_seq, "action": action, "outcome": outcome}
+    for key, value in (("state", state), ("crash_class", crash_class), ("verdict", verdict), ("error", error)):
+        if value:
+            out[key] = value
+    if unverified:
+        out["unverified"] = list(unverified)
+    return out
+
+
+def busy_request(events: Iterable[Event], server: str | None, *, before_seq: int, now: float,
+                 alive: Callable[[int], bool]) -> AgentRequest | None:
+    """The request on ``server`` journaled before ``before_seq`` that still holds it: waiting
+    for a decision (deadline after ``now``, Unix s), or approved/allowed and not ended (no
+    ``agent.outcome``) while the process that asked is alive (``alive(pid)``). The oldest
+    such, else None. ``events``: the journal's ``agent.*`` events, any order."""
+    requests: dict[int, AgentRequest] = {}
+    decided: dict[int, str] = {}
+    ended: set[int] = set()
+    for e in events:
+        if e.target != server or e.seq >= before_seq:
+            continue
+        if e.type == AGENT_REQUEST:
+            requests[e.seq] = AgentRequest.from_event(e)
+        elif e.type == AGENT_DECISION and isinstance(e.data.get("request"), int):
+            decided.setdefault(e.data["request"], str(e.data.get("decision")))
+        elif e.type == AGENT_OUTCOME and isinstance(e.data.get("request"), int):
+            ended.add(e.data["request"])
+    for seq, r in sorted(requests.items()):
+        decision = decided.get(seq)
+        asker_alive = r.pid is not None and alive(r.pid)
+        waiting = decision is None and r.deadline_ts > now and (r.pid is None or asker_alive)
+        running = decision in (APPROVED, ALLOWED) and seq not in ended and asker_alive
+        if waiting or running:
+            return r
+    return None
 
 
 def find_decision(events: Sequence[Event], request_seq: int) -> Decision | None:
     """The first decision on request ``request_seq`` among ``events``."""
     for e in events:
         if e.type == AGENT_DECISION and e.data.get("request") == request_seq:
-            return Decision(request_seq, str(e.data.get("decision")), e.actor)
+            policy = e.data.get("policy")
+            return Decision(request_seq, str(e.data.get("decision")), e.actor, policy if isinstance(policy, str) else None)
     return None
 
 

@@ -45,6 +45,11 @@ CONFIG_CHANGED = "config.changed"
 #: a restart whose optui process ended (SIGKILL, a closed terminal) before its ready gate
 #: did: journaled by the next optui process, so the experiment has an outcome
 RESTART_INTERRUPTED = "server.restart.interrupted"
+#: an agent's guarded action (``optui mcp``): its request, the decision on it, how it ended
+#: (the fold and the data: :mod:`optui.core.agent_requests`)
+AGENT_REQUEST = "agent.request"
+AGENT_DECISION = "agent.decision"
+AGENT_OUTCOME = "agent.outcome"
 
 #: Named groups of event types for the journal view's type filter (``t`` cycles them).
 TYPE_GROUPS: dict[str, frozenset[str]] = {
@@ -56,6 +61,7 @@ TYPE_GROUPS: dict[str, frozenset[str]] = {
     "todo": frozenset({TODO_CHANGED, "todo.run.started", "todo.run.step", "todo.run.finished"}),
     "notes": frozenset({NOTE, VERDICT}),
     "experiments": frozenset({EXPERIMENT_STARTED, VERDICT}),
+    "agent": frozenset({AGENT_REQUEST, AGENT_DECISION, AGENT_OUTCOME}),
 }
 
 
@@ -85,6 +91,41 @@ def _sweep_points(runs: list[dict]) -> str:
 
     order = sorted(by_conc, key=lambda c: (not isinstance(c, int | float), c if isinstance(c, int | float) else 0))
     return " · ".join(f"c={c if c is not None else '?'} {median(by_conc[c])}" for c in order)
+
+
+def _agent_action(action: str, diff: list) -> str:
+    """``restart: ~ --max-running-requests: 4 → 8``, ``benchmark sweep x3``: what an agent's action does."""
+    change = "; ".join(str(line) for line in diff)
+    if action == "restart":
+        return f"restart: {change or 'the same flags'}"
+    if action == "experiment":
+        return f"run an experiment: {change}"
+    return change or action
+
+
+def _agent_summary(e: Event) -> str:
+    """The journal line of an ``agent.*`` event: who asks for what and why; who decided;
+    how it ended (state, experiment, verdict, unverified flags). The agent's name is in the
+    line itself (a narrow journal panel hides the actor column)."""
+    d = e.data
+    if e.type == AGENT_REQUEST:
+        why = f" — why: {d['why']}" if d.get("why") else ""
+        return f"{e.actor} asks to {_agent_action(str(d.get('action', '?')), d.get('diff') or [])}{why}"
+    agent = d.get("agent") or (e.actor if e.type == AGENT_OUTCOME else "an agent")
+    request = f"{agent}'s request #{d.get('request', '?')}"
+    if e.type == AGENT_DECISION:
+        what = f" to {_agent_action(str(d['action']), d.get('diff') or [])}" if d.get("action") else ""
+        decision = d.get("decision", "?")
+        if decision == "timeout":
+            return f"{request}{what} timed out: nobody answered"
+        if d.get("policy"):
+            return f"{decision} by the policy: {request}{what} ({d['policy']})"
+        return f"{e.actor} {decision} {request}{what}"
+    parts = [f"{d['state']}" + (f" ({d['crash_class']})" if d.get("crash_class") else "") if d.get("state") else "",
+             e.experiment or "", f"verdict {d['verdict']}" if d.get("verdict") else "",
+             f"unverified: {'; '.join(d['unverified'])}" if d.get("unverified") else "", str(d.get("error") or "")]
+    detail = ", ".join(p for p in parts if p)
+    return f"{request} ({d.get('action', '?')}) {d.get('outcome', '?')}" + (f": {detail}" if detail else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +225,8 @@ class Event:
             return f"config edited: {first}" if first else "config edited (valid; applied at the next start)"
         if t == HOSTS_SEEN:
             return ", ".join(f"{g.get('count')}× {g.get('name')}" for g in d.get("gpus_by_name") or []) or "no GPUs"
+        if t in (AGENT_REQUEST, AGENT_DECISION, AGENT_OUTCOME):
+            return _agent_summary(self)
         return ", ".join(f"{k}={v}" for k, v in list(d.items())[:4])
 
 

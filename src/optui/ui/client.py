@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.adapters.journal_thread import ExperimentsUpdate
     from optui.adapters.ssh import SshHost
     from optui.config import Config, ServerConfig
+    from optui.core.agent_requests import AgentRequest
     from optui.core.bench.compare import Row
     from optui.core.bench.sweep import SweepSpec
     from optui.core.events import Event, EventFilter
@@ -323,13 +324,14 @@ class SessionClient:
         written on the journal thread); SessionError when refused (read-only, empty)."""
         await self._session.add_note_async(text, server=server)
 
-    def decide_agent_request(self, request_seq: int, server: str | None, decision: str) -> None:
-        """Journal the operator's ``decision`` (approved/denied) on an agent's request
+    def decide_agent_request(self, request: AgentRequest, decision: str) -> None:
+        """Journal the operator's ``decision`` (approved/denied) on an agent's ``request``
         (:mod:`optui.core.agent_requests`) as this window's actor; SessionError when read-only."""
         from optui.core.agent_requests import AGENT_DECISION, decision_data
 
         self._session.check_writable("answering an agent's request")
-        self._session.record(AGENT_DECISION, server, decision_data(request_seq, decision))
+        self._session.record(AGENT_DECISION, request.server, decision_data(
+            request.seq, decision, agent=request.agent, action=request.action, diff=request.diff))
 
     async def export_report(self, fmt: str = "md") -> Path:
         """Write the findings report (every experiment) into the campaign directory; its

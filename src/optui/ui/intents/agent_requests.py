@@ -46,7 +46,7 @@ class AgentRequestActions(Actions):
         self.push_screen(AgentRequestScreen(request), answered)
 
     def _decide(self, request: AgentRequest, decision: str) -> None:
-        self.client.decide_agent_request(request.seq, request.server, decision)
+        self.client.decide_agent_request(request, decision)
         self.notify(f"{decision}: {request.agent} {request.action} {request.server or ''}".rstrip(),
                     title="agent request", timeout=5)
         self.host.paint_now()

@@ -33,6 +33,9 @@ _TYPE_VAR = {
     ev.RESTART_REQUESTED: "warning",
     ev.EXPERIMENT_STARTED: "accent",
     ev.VERDICT: "primary",
+    ev.AGENT_REQUEST: "warning",  # an agent waits for the operator
+    ev.AGENT_DECISION: "accent",
+    ev.AGENT_OUTCOME: "primary",
 }
 #: shown only when the type filter asks for them (noise in the timeline)
 HIDDEN_BY_DEFAULT = frozenset({ev.SERVER_PHASE, ev.SESSION_STARTED, ev.SESSION_ENDED, ev.HOSTS_SEEN})
