@@ -185,6 +185,11 @@ async def test_restart_request_denied_then_approved_through_the_tui(campaign):
         await wait_for(pilot, lambda: isinstance(app.screen, AgentRequestScreen), what=lambda: app.screen)
         await pilot.press("a")
         ran = data(await call)
+        # the journal panel's rows say who asked, who decided and how it ended, with the agent's name
+        seq, exp = ran["request"]["request"], ran["restart"]["experiment"]
+        journal_rows = lambda: app.query_one("#journal").render().plain  # noqa: E731
+        await wait_for(pilot, lambda: f"agent.outcome   demo [agent:claude-code] {exp} agent:claude-code's request #{seq} "
+                                      "(restart) ran: ready" in journal_rows(), what=journal_rows)
     assert ran["outcome"] == "ran" and ran["request"]["decision"] == "approved"
     restart = ran["restart"]
     assert restart["state"] == "ready" and restart["crash_class"] is None and restart["config_mismatch"] == []
@@ -200,6 +205,14 @@ async def test_restart_request_denied_then_approved_through_the_tui(campaign):
         assert started.actor == "agent:claude-code"
     finally:
         j.close()
+    lines = optui(campaign, "journal", "tail", "--type", "agent", "-n", "5").stdout.splitlines()
+    change = "~ --max-running-requests: " + f"{argv_flag(before, '--max-running-requests')} → 6"
+    assert [line.split(maxsplit=6)[-1] for line in lines] == [
+        f"agent:claude-code asks to restart: {change} — why: more requests in flight",
+        f"tui denied agent:claude-code's request #{requests[0].seq} to restart: {change}",
+        f"agent:claude-code asks to restart: {change} — why: more requests in flight",
+        f"tui approved agent:claude-code's request #{requests[1].seq} to restart: {change}",
+        f"agent:claude-code's request #{requests[1].seq} (restart) ran: ready, {restart['experiment']}"]
 
 
 async def test_restart_request_nobody_answers_times_out(campaign):
@@ -210,7 +223,8 @@ async def test_restart_request_nobody_answers_times_out(campaign):
     j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
     try:
         last = j.events(types=["agent.decision"])[-1]
-        assert (last.data, last.actor) == ({"request": result["request"]["request"], "decision": "timeout"}, "agent:codex")
+        assert (last.data["request"], last.data["decision"], last.actor) == (result["request"]["request"], "timeout",
+                                                                             "agent:codex")
     finally:
         j.close()
 
@@ -265,6 +279,90 @@ async def test_the_agent_policy_allows_or_forbids_flags_without_asking(campaign)
         j.close()
 
 
+async def test_run_experiment_restarts_benchmarks_and_compares_in_one_call(campaign):
+    policed = campaign.with_name("optui-experiment.toml")  # the same campaign, the experiment allowed by the policy
+    policed.write_text(campaign.read_text() + '\n[agent]\nallowed_flags = ["--max-running-requests"]\n'
+                       + 'benchmarks_without_approval = true\n')
+    async with agent(policed, name="codex") as client:
+        before = data(await client.call_tool("status", {}))["servers"][0]["argv"]
+        # a baseline measured before (the campaign's first sweep result, this one when none is older)
+        assert data(await client.call_tool("run_benchmark", {"benchmark": "sweep", "why": "baseline", "repeat": 1}))[
+            "run"]["status"] == "ok"
+        ran = data(await client.call_tool("run_experiment", {
+            "benchmark": "sweep", "why": "does 12 in flight help", "set_flags": {"--max-running-requests": "12"},
+            "repeat": 3}))
+        assert "unknown server 'nope' (known: demo)" in error_text(await client.call_tool(
+            "run_experiment", {"benchmark": "sweep", "why": "x", "server": "nope"}))
+        rows = data(await client.call_tool("experiments", {"server": "demo"}))
+        item = next(t for t in data(await client.call_tool("todo_list", {})) if t["id"] == ran.get("todo_id"))
+    assert ran["outcome"] == "ran" and ran["request"]["decision"] == "allowed", ran
+    exp = ran["experiment"]
+    assert ran["request"]["policy"] == ("[agent] allowed_flags: --max-running-requests; "
+                                        "[agent] benchmarks_without_approval")
+    old = argv_flag(before, "--max-running-requests")
+    assert ran["diff"] == [f"~ --max-running-requests: {old} → 12"] and ran["repeats"] == 3
+    assert ran["run"]["status"] == "ok" and ran["run"]["crash_class"] is None and ran["unverified"] == []
+    assert ran["restart"]["state"] == "ready" and argv_flag(ran["restart"]["argv"], "--max-running-requests") == "12"
+    assert exp is not None and exp == ran["restart"]["experiment"] != rows[0]["id"]
+    assert len(ran["results"]) == 3 and all(r["experiment"] == exp for r in ran["results"])
+    assert all(r["output_throughput_tok_s"] > 0 and "vs_baseline" in r and r["baseline_result_id"]
+               for r in ran["results"])
+    summary = ran["experiment_summary"]
+    row = next(x for x in rows if x["id"] == exp)
+    assert summary["verdict"] == row["verdict"] and summary["baseline"] == row["baseline"] is not None
+    assert summary["evidence"] is not None and summary["runs"] and summary["evidence_text"], summary
+    assert item["status"] == "completed" and item["experiment"]["bench"] == ["sweep"]
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        outcome = j.events(types=["agent.outcome"])[-1]
+        assert (outcome.actor, outcome.experiment, outcome.data["outcome"], outcome.data["state"]) == (
+            "agent:codex", exp, "ran", "ready")
+        assert outcome.summary().startswith(f"agent:codex's request #{ran['request']['request']} (experiment) ran: "
+                                            f"ready, {exp}, verdict {summary['verdict']}")
+    finally:
+        j.close()
+
+
+async def test_a_second_agent_is_refused_while_another_agents_request_holds_the_server(campaign):
+    db = campaign.parent / ".optui" / "optui.db"
+    async with agent(campaign, name="claude-code") as first, agent(campaign, name="opencode") as second:
+        ask = {"server": "demo", "why": "try 10", "wait_s": 60, "set_flags": {"--max-running-requests": "10"}}
+        call = asyncio.create_task(first.call_tool("restart_server", ask))
+        deadline = time.monotonic() + 30
+        while not (pending := _agent_requests(db, "agent:claude-code", "try 10")):
+            assert time.monotonic() < deadline and not call.done(), call
+            await asyncio.sleep(0.05)
+        seq = pending[0].seq
+        refused = error_text(await second.call_tool("run_benchmark", {"benchmark": "sweep", "why": "measure now"}))
+        assert (f"demo: not benchmarked, agent:claude-code's request #{seq} (restart demo: ~ --max-running-requests: "
+                in refused and "→ 10) waits for the operator's decision: one guarded action per server" in refused)
+        j = Journal(db)
+        try:  # the operator denies the first request (as the TUI journals it)
+            j.append("agent.decision", "demo", {"request": seq, "decision": "denied"}, actor="tui")
+        finally:
+            j.close()
+        assert data(await call)["outcome"] == "denied"
+        again = data(await second.call_tool("stop_server", {"server": "demo", "why": "free the GPUs", "wait_s": 1}))
+        assert again["outcome"] == "timeout", "the server is free again: the second agent's request was asked"
+    j = Journal(db, read_only=True)
+    try:
+        mine = [e for e in j.events(types=["agent.request", "agent.decision"]) if e.seq > seq]
+        assert [(e.type, e.actor, e.data.get("decision")) for e in mine] == [
+            ("agent.request", "agent:opencode", None), ("agent.decision", "agent:opencode", "refused"),
+            ("agent.decision", "tui", "denied"),
+            ("agent.request", "agent:opencode", None), ("agent.decision", "agent:opencode", "timeout")]
+    finally:
+        j.close()
+
+
+def _agent_requests(db: Path, actor: str, why: str) -> list:
+    j = Journal(db, read_only=True)
+    try:
+        return [e for e in j.events(types=["agent.request"]) if e.actor == actor and e.data.get("why") == why]
+    finally:
+        j.close()
+
+
 async def test_a_stop_request_nobody_answers_leaves_the_server_running(campaign):
     async with agent(campaign) as client:
         result = data(await client.call_tool("stop_server", {"server": "demo", "why": "free the GPUs", "wait_s": 1}))
@@ -299,10 +397,18 @@ async def test_a_flag_the_server_does_not_apply_is_unverified_in_the_answers(tmp
 async def test_a_restart_that_crashes_answers_with_the_crash_class_and_log_lines(campaign):
     """Last in the module: it leaves the demo server crashed (rollback = "offer")."""
     policed = campaign.with_name("optui-oom.toml")
-    policed.write_text(campaign.read_text() + '\n[agent]\nallowed_flags = ["--mem-fraction-static"]\n')
+    policed.write_text(campaign.read_text() + '\n[agent]\nallowed_flags = ["--mem-fraction-static"]\n'
+                       + 'benchmarks_without_approval = true\n')
     async with agent(policed) as client:
         ran = data(await client.call_tool("restart_server", {
             "server": "demo", "why": "all memory to the KV cache", "set_flags": {"--mem-fraction-static": "0.99"}}))
+        experiment = data(await client.call_tool("run_experiment", {
+            "benchmark": "sweep", "why": "all memory, measured", "set_flags": {"--mem-fraction-static": "0.99"}}))
+    run = experiment["run"]
+    assert experiment["outcome"] == "ran" and run["status"] == "failed" and run["step"] == "restart"
+    assert run["crash_class"] == "oom" and any("out of memory" in line.lower() for line in run["lines"]), run
+    assert experiment["restart"]["state"] == "crashed" and experiment["results"] == []
+    assert experiment["experiment"] and experiment["experiment"] != ran["restart"]["experiment"]
     restart = ran["restart"]
     assert ran["outcome"] == "ran" and restart["state"] == "crashed" and restart["crash_class"] == "oom"
     assert any("out of memory" in line.lower() for line in restart["lines"]), restart["lines"]

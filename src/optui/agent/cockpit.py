@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from optui.adapters.journal import Journal, JournalError
@@ -248,38 +248,95 @@ class Cockpit:
         decision, by[, policy]}, "diff", "warnings", "unchecked", "restart": <optui restart
         --json> once run}``."""
         from optui.cli.status import restart_json
-        from optui.core.agent_requests import restart_policy
-        from optui.core.flags import FlagError, Flags
-        from optui.core.journal_experiments import config_changes
         from optui.session import SessionError
 
         self._check_request(server, why, wait_s)
-        edits = [name if value is None else f"{name}={value}" for name, value in (sets or {}).items()]
         async with self._action_session(actor) as session:
-            try:
-                plan = await session.plan_restart(server, sets=edits, unsets=list(unsets or ()))
-            except (SessionError, FlagError) as exc:
-                raise AgentError(str(exc)) from None
-            unknown = [str(i) for i in plan.warnings if i.message.startswith("unknown flag")]
-            if unknown:  # a warning for an operator who knows better; an agent's typo is refused
-                raise AgentError(f"{server}: not asked, " + "; ".join(unknown))
-            base, new = Flags.parse(plan.base), Flags.parse(plan.argv)
-            diff = config_changes(base, new)
-            rules = self.loaded.config.agent
-            policy = restart_policy([c.name for c in base.diff(new)], allowed=rules.allowed_flags,
-                                    forbidden=rules.forbidden_flags, max_per_hour=rules.max_restarts_per_hour,
-                                    restarts_last_hour=self._agent_restarts_since(time.time() - 3600))
+            plan, diff, policy = await self._flag_change(session, server, sets, unsets)
             decision = await self._decide(policy, actor=actor, action="restart", server=server, diff=diff,
                                           argv=plan.argv, why=why, wait_s=wait_s)
             answer = {"request": decision.to_json(), "diff": diff, "warnings": [str(i) for i in plan.warnings],
                       "unchecked": plan.unchecked}
             if not decision.go:
                 return {"outcome": decision.decision, **answer}
-            try:
-                outcome = await session.restart_checked(server, plan=plan, reason=f"{actor}: {why.strip()}")
-            except SessionError as exc:  # another optui process restarts it: who holds the lock
-                return {"outcome": "refused", "error": str(exc), **answer}
-            return {"outcome": "ran", **answer, "restart": restart_json(session, server, plan, outcome)}
+            with self._journaled_outcome(decision, actor=actor, action="restart", server=server) as ended:
+                try:
+                    outcome = await session.restart_checked(server, plan=plan, reason=f"{actor}: {why.strip()}")
+                except SessionError as exc:  # another optui process restarts it: who holds the lock
+                    ended.update(outcome="refused", error=str(exc))
+                    return {"outcome": "refused", "error": str(exc), **answer}
+                restart = restart_json(session, server, plan, outcome)
+                ended.update(outcome="ran", experiment=restart["experiment"], state=restart["state"],
+                             crash_class=restart["crash_class"], unverified=restart["config_mismatch"])
+            return {"outcome": "ran", **answer, "restart": restart}
+
+    async def run_experiment(self, preset: str, *, actor: str, why: str, server: str | None = None,
+                             sets: dict[str, str | None] | None = None, unsets: list[str] | None = None,
+                             repeat: int | None = None, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """One experiment in one call: restart the benchmark ``preset``'s server with its
+        running flags changed (``sets``, ``unsets``: the diff vs the current launch), checked
+        by the restart door first, as one request the operator approves (or the policy
+        allows: flags inside ``allowed_flags`` *and* ``benchmarks_without_approval``); then
+        the session's experiment runner (:meth:`TodoRunQueue.run_one
+        <optui.session.todo_runs.TodoRunQueue.run_one>` on a todo item that carries it):
+        restart → ready gate → ``preset`` ``repeat`` times → comparison with the baseline.
+        Returns ``{"outcome", "request", "diff", "warnings", "todo_id", "experiment",
+        "run": {status, step, summary, crash_class, lines}, "restart": <optui restart
+        --json>: state, crash class and log lines, config_mismatch, "unverified": flags the
+        server does not run, "results": [each with vs_baseline], "experiment_summary":
+        {verdict, evidence, baseline, runs}}`` (the last five once it ran)."""
+        from optui.cli.bench_run_cmd import result_json, summary_json
+        from optui.cli.journal import experiment_json
+        from optui.cli.status import restart_json
+        from optui.core.agent_requests import PolicyVerdict
+        from optui.session.export import load_experiments
+
+        cfg = self.loaded.config.benchmarks.get(preset)
+        if cfg is None:
+            raise AgentError(f"unknown benchmark {preset!r} (known: {_names(self.loaded.config.benchmarks)})")
+        if server is not None and server != cfg.server:
+            self._runtime(server)
+            raise AgentError(f"benchmark {preset!r} runs against {cfg.server}, not {server}")
+        server = cfg.server
+        self._check_request(server, why, wait_s)
+        repeats = self._repeats(preset, repeat)
+        async with self._action_session(actor) as session:
+            plan, diff, policy = await self._flag_change(session, server, sets, unsets)
+            if policy.verdict == "allow" and not self.loaded.config.agent.benchmarks_without_approval:
+                policy = PolicyVerdict("ask", "the operator decides (its benchmark needs approval)")
+            elif policy.verdict == "allow":
+                policy = PolicyVerdict("allow", f"{policy.reason}; [agent] benchmarks_without_approval")
+            decision = await self._decide(policy, actor=actor, action="experiment", server=server,
+                                          diff=[*diff, f"benchmark {preset} x{repeats}"], argv=plan.argv, why=why,
+                                          wait_s=wait_s)
+            answer = {"request": decision.to_json(), "diff": diff, "warnings": [str(i) for i in plan.warnings],
+                      "benchmark": preset, "repeats": repeats}
+            if not decision.go:
+                return {"outcome": decision.decision, **answer}
+            with self._journaled_outcome(decision, actor=actor, action="experiment", server=server) as ended:
+                spec = {"server": server, "set": dict(sets or {}), "unset": list(unsets or ()), "bench": [preset],
+                        "base": "current"}
+                item = session.todos.add(f"experiment: {'; '.join(diff) or 'the same flags'} ({why.strip()})",
+                                         experiment=spec)
+                run = await session.todo_runs.run_one(item.id, repeats=repeats)
+                exp = self._todo_run_experiment(session, item.id)
+                row = next((x for x in load_experiments(session.journal) if x.id == exp), None)
+                ids = {r["result_id"] for r in run.results}
+                stored = sorted((r for r in session.journal.results(server=server, limit=None,
+                                                                    since_id=min(ids, default=1) - 1)
+                                 if r.id in ids), key=lambda r: r.id)
+                restart = restart_json(session, server, plan, None)
+                summary = summary_json(session, exp) if exp else None
+                unverified = experiment_json(row)["unverified"] if row is not None else restart["config_mismatch"]
+                ended.update(outcome="ran" if run.status == "ok" else run.status, experiment=exp,
+                             state=restart["state"], crash_class=run.crash_class, unverified=unverified,
+                             verdict=_verdict_text(summary), error=None if run.status == "ok" else run.summary)
+            return {"outcome": "ran", **answer, "todo_id": item.id, "experiment": exp,
+                    "run": {k: v for k, v in run.to_json().items() if k not in ("todo_id", "results")},
+                    "restart": restart, "unverified": unverified,
+                    "results": [{**result_json(session, r.result), "result_id": r.id, "experiment": r.experiment}
+                                for r in stored],
+                    "experiment_summary": summary}
 
     async def run_benchmark(self, preset: str, *, actor: str, why: str, repeat: int | None = None,
                             wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
@@ -297,9 +354,7 @@ class Cockpit:
         if cfg is None:
             raise AgentError(f"unknown benchmark {preset!r} (known: {_names(self.loaded.config.benchmarks)})")
         self._check_request(cfg.server, why, wait_s)
-        if repeat is not None and not 1 <= repeat <= 50:
-            raise AgentError(f"repeat must be between 1 and 50, got {repeat}")
-        repeats = repeat if repeat is not None else self.loaded.config.repeat_of(preset)
+        repeats = self._repeats(preset, repeat)
         async with self._action_session(actor) as session:
             rt = session.server(cfg.server)
             state = await wait_ready(rt, 3.0, settle=True)
@@ -313,17 +368,22 @@ class Cockpit:
             answer = {"request": decision.to_json(), "benchmark": preset, "repeats": repeats}
             if not decision.go:
                 return {"outcome": decision.decision, **answer}
-            try:
-                bench_run = session.benches.run(preset, repeats=repeats)
-            except SessionError as exc:  # a benchmark runs already
-                return {"outcome": "refused", "error": str(exc), **answer}
-            await session.benches.wait()
-            view = bench_run.view
-            exp = session.current_experiment(cfg.server)
+            with self._journaled_outcome(decision, actor=actor, action="benchmark", server=cfg.server) as ended:
+                try:
+                    bench_run = session.benches.run(preset, repeats=repeats)
+                except SessionError as exc:  # a benchmark runs already
+                    ended.update(outcome="refused", error=str(exc))
+                    return {"outcome": "refused", "error": str(exc), **answer}
+                await session.benches.wait()
+                view = bench_run.view
+                exp = session.current_experiment(cfg.server)
+                summary = summary_json(session, exp)
+                ended.update(outcome="ran", experiment=exp, verdict=_verdict_text(summary),
+                             error=None if view.status == "ok" else f"benchmark {view.status}: {view.error or ''}")
             return {"outcome": "ran", **answer, "run": {
                 "status": view.status, "error": view.error, "experiment": exp,
                 "results": [result_json(session, r) for r in view.results],
-                "experiment_summary": summary_json(session, exp)}}
+                "experiment_summary": summary}}
 
     async def stop(self, server: str, *, actor: str, why: str, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
         """Ask the operator to stop ``server``; returns ``{"outcome", "request", "state"}``."""
@@ -336,11 +396,73 @@ class Cockpit:
                                           diff=["stop the server"], argv=(), why=why, wait_s=wait_s)
             if not decision.go:
                 return {"outcome": decision.decision, "request": decision.to_json()}
-            try:
-                await session.stop_server(server)
-            except SessionError as exc:
-                return {"outcome": "refused", "error": str(exc), "request": decision.to_json()}
-            return {"outcome": "ran", "request": decision.to_json(), "state": session.server(server).status.state.value}
+            with self._journaled_outcome(decision, actor=actor, action="stop", server=server) as ended:
+                try:
+                    await session.stop_server(server)
+                except SessionError as exc:
+                    ended.update(outcome="refused", error=str(exc))
+                    return {"outcome": "refused", "error": str(exc), "request": decision.to_json()}
+                state = session.server(server).status.state.value
+                ended.update(outcome="ran", state=state)
+            return {"outcome": "ran", "request": decision.to_json(), "state": state}
+
+    async def _flag_change(self, session: Session, server: str, sets: dict[str, str | None] | None,
+                           unsets: list[str] | None):
+        """``(plan, diff lines, policy verdict)`` of changing ``server``'s flags, checked by
+        the restart door (an unknown flag or a refused value is an AgentError: nothing is
+        asked)."""
+        from optui.core.agent_requests import restart_policy
+        from optui.core.flags import FlagError, Flags
+        from optui.core.journal_experiments import config_changes
+        from optui.session import SessionError
+
+        edits = [name if value is None else f"{name}={value}" for name, value in (sets or {}).items()]
+        try:
+            plan = await session.plan_restart(server, sets=edits, unsets=list(unsets or ()))
+        except (SessionError, FlagError) as exc:
+            raise AgentError(str(exc)) from None
+        unknown = [str(i) for i in plan.warnings if i.message.startswith("unknown flag")]
+        if unknown:  # a warning for an operator who knows better; an agent's typo is refused
+            raise AgentError(f"{server}: not asked, " + "; ".join(unknown))
+        base, new = Flags.parse(plan.base), Flags.parse(plan.argv)
+        rules = self.loaded.config.agent
+        policy = restart_policy([c.name for c in base.diff(new)], allowed=rules.allowed_flags,
+                                forbidden=rules.forbidden_flags, max_per_hour=rules.max_restarts_per_hour,
+                                restarts_last_hour=self._agent_restarts_since(time.time() - 3600))
+        return plan, config_changes(base, new), policy
+
+    def _repeats(self, preset: str, repeat: int | None) -> int:
+        if repeat is not None and not 1 <= repeat <= 50:
+            raise AgentError(f"repeat must be between 1 and 50, got {repeat}")
+        return repeat if repeat is not None else self.loaded.config.repeat_of(preset)
+
+    @staticmethod
+    def _todo_run_experiment(session: Session, todo_id: int) -> str | None:
+        """The experiment (exp-NNNN) the todo run of ``todo_id`` opened (its finished event's)."""
+        from optui.core.todo_experiment import TODO_RUN_FINISHED
+
+        done = session.journal.events(target=f"todo:{todo_id}", types=[TODO_RUN_FINISHED], limit=1, newest_first=True)
+        return done[0].experiment if done else None
+
+    @contextlib.contextmanager
+    def _journaled_outcome(self, decision, *, actor: str, action: str, server: str) -> Iterator[dict[str, Any]]:
+        """Journal how the approved action ended (``agent.outcome``) when the block leaves:
+        the block fills the dict it gets (outcome, experiment, state, crash_class, verdict,
+        unverified, error); an exception is journaled as ``failed`` and raised on."""
+        from optui.core.agent_requests import outcome_data
+        from optui.session.agent_requests import journal_outcome
+
+        ended: dict[str, Any] = {"outcome": "failed"}
+        try:
+            yield ended
+        except BaseException as exc:
+            ended.update(outcome="failed", error=str(exc) or type(exc).__name__)
+            raise
+        finally:
+            experiment = ended.pop("experiment", None)
+            with contextlib.suppress(JournalError):
+                journal_outcome(self._journal_for_writes(), actor=actor, server=server, experiment=experiment,
+                                data=outcome_data(decision.request_seq, action, **ended))
 
     def _check_request(self, server: str, why: str, wait_s: float) -> None:
         self._refuse_read_only()
@@ -364,7 +486,8 @@ class Cockpit:
 
     async def _decide(self, policy, *, actor: str, action: str, server: str, diff, argv, why: str, wait_s: float):
         """The decision on a request: the operator's (``policy.verdict`` "ask", waiting up to
-        ``wait_s`` s) or the policy's, journaled either way; AgentError when refused."""
+        ``wait_s`` s) or the policy's, journaled either way; AgentError when refused (by the
+        policy, or because another request holds the server: the message names it)."""
         from optui.core.agent_requests import ALLOWED, REFUSED
         from optui.session.agent_requests import ask_operator, decided_by_policy
 
@@ -379,8 +502,9 @@ class Cockpit:
         except JournalError as exc:
             raise AgentError(f"cannot journal the request: {exc}") from None
         if decision.decision == REFUSED:
-            not_done = {"restart": "not restarted", "benchmark": "not benchmarked", "stop": "not stopped"}[action]
-            raise AgentError(f"{server}: {not_done}, {policy.reason}")
+            not_done = {"restart": "not restarted", "benchmark": "not benchmarked", "stop": "not stopped",
+                        "experiment": "no experiment run"}[action]
+            raise AgentError(f"{server}: {not_done}, {decision.policy or policy.reason}")
         return decision
 
     def _agent_restarts_since(self, ts: float) -> int:
@@ -443,6 +567,16 @@ class Cockpit:
 
     def _unknown_server(self, server: str) -> str:
         return f"unknown server {server!r} (known: {_names(self.loaded.config.servers)})"
+
+
+def _verdict_text(summary: dict | None) -> str | None:
+    """``better +12.3% (n=3 vs 3, ...)``: an experiment summary's verdict with its evidence."""
+    if not summary or not summary.get("verdict"):
+        return None
+    delta = summary.get("delta_pct")
+    evidence = summary.get("evidence_text")
+    return (f"{summary['verdict']}" + (f" {delta:+.1f}%" if isinstance(delta, int | float) else "")
+            + (f" ({evidence})" if evidence else ""))
 
 
 def _names(names) -> str:

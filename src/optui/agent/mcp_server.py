@@ -3,9 +3,11 @@
 Tools (each answer in the shape of the CLI's ``--json`` for the same question, see
 :mod:`optui.agent.cockpit`): ``status``, ``gpus``, ``journal_tail``, ``journal_event``,
 ``experiments``, ``todo_list``, ``todo_add``, ``todo_set``, ``note``, ``verdict``; the guarded actions
-``restart_server``, ``run_benchmark``, ``stop_server``: each a request the operator approves or
-denies in an optui window, or the config's ``[agent]`` policy decides
-(:mod:`optui.session.agent_requests`), journaled with the decision, run once approved. Resources:
+``restart_server``, ``run_experiment`` (restart → ready → benchmark → comparison, one call),
+``run_benchmark``, ``stop_server``: each a request the operator approves or denies in an optui
+window, or the config's ``[agent]`` policy decides (:mod:`optui.session.agent_requests`),
+journaled with the decision and the outcome, run once approved; one at a time per server (a
+second request while one waits or runs is refused, naming the other agent's). Resources:
 ``optui://report`` (the Markdown findings report), ``optui://servers/{server}/flags`` (the
 flag catalogue learned from the server's ``--help``, JSON), ``optui://servers/{server}/log``
 (its last log lines).
@@ -47,8 +49,10 @@ Units are in key names (_tok_s, _ms, _mib, _pct). An experiment's verdict comes 
 evidence (n, spread, baseline): 'untested' or 'noise' is not a win, and 'unverified' flags
 mean the server does not run what the result is credited to.
 Add and update todo items and notes; your writes are journaled as agent:<your client name>.
-restart_server, run_benchmark and stop_server are requests: the operator approves or denies them
-in optui (or the config's policy decides); say why. Their answers carry the same checks as optui's own
+restart_server, run_experiment (flags + benchmark: restart, ready gate, benchmark, comparison in one call),
+run_benchmark and stop_server are requests: the operator approves or denies them in optui (or the config's
+policy decides); say why. One request per server at a time: while another agent's waits or runs, yours is
+refused with its name and request. Their answers carry the same checks as optui's own
 restart and benchmark: crash class and log lines, config_mismatch, the verdict with its evidence."""
 
 
@@ -194,6 +198,23 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         with _as_tool_error():
             return await here().restart(server, actor=_client_actor(ctx), why=why, sets=set_flags,
                                         unsets=unset_flags, wait_s=wait_s)
+
+    @mcp.tool()
+    async def run_experiment(benchmark: str, why: str, ctx: Context, set_flags: dict[str, str | None] | None = None,
+                             unset_flags: list[str] | None = None, repeat: int | None = None,
+                             server: str | None = None, wait_s: float = 300.0) -> dict[str, Any]:
+        """One experiment in one call: restart the benchmark's server with its running flags changed
+        (set_flags {"--max-running-requests": "64"}, null for a boolean flag; unset_flags), then run the benchmark
+        `repeat` times (default: the config's; verdicts need >= 3) and compare with the baseline. One request the
+        operator approves in optui (the config's policy may allow it: flags inside allowed_flags and
+        benchmarks_without_approval); optui's own experiment runner does the rest (a todo item records it).
+        Returns outcome (ran, denied, timeout, refused), the request, the flag diff, experiment (exp-NNNN), run
+        (status ok/failed, step, summary, crash_class, lines), restart (state, crash_class and log lines,
+        config_mismatch), unverified (flags the server does not run), results (each with vs_baseline deltas) and
+        experiment_summary (verdict with its evidence: n, spread, baseline)."""
+        with _as_tool_error():
+            return await here().run_experiment(benchmark, actor=_client_actor(ctx), why=why, server=server,
+                                               sets=set_flags, unsets=unset_flags, repeat=repeat, wait_s=wait_s)
 
     @mcp.tool()
     async def run_benchmark(benchmark: str, why: str, ctx: Context, repeat: int | None = None,

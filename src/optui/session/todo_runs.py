@@ -326,8 +326,9 @@ class TodoRunQueue:
         task.add_done_callback(self._background.discard)
         raise _Stopped()
 
-    async def run_one(self, todo_id: int) -> TodoRunOutcome:
-        """Run the experiment of item ``todo_id`` now (see module doc)."""
+    async def run_one(self, todo_id: int, *, repeats: int | None = None) -> TodoRunOutcome:
+        """Run the experiment of item ``todo_id`` now (see module doc); each benchmark
+        ``repeats`` times (default: the config's for it)."""
         w, j = self._writer, self._writer.journal
         todos, benches = self._todos, self._benches
         # every journal call here goes through w.call: on the journal thread once the session
@@ -380,10 +381,10 @@ class TodoRunQueue:
                 self._check_stop()
                 if benches.current is not None and benches.running:
                     raise _Failed(step, f"benchmark {benches.current.name} is already running")
-                repeats = self._config.repeat_of(name)  # a verdict needs repeats: one run is untested noise
-                run = benches.run(name, repeats=repeats)
-                self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "bench", "bench": name, "repeats": repeats,
-                                                             "message": f"benchmark {name} x{repeats}"})
+                times = repeats or self._config.repeat_of(name)  # a verdict needs repeats: one run is untested noise
+                run = benches.run(name, repeats=times)
+                self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "bench", "bench": name, "repeats": times,
+                                                             "message": f"benchmark {name} x{times}"})
                 try:
                     await self._race(benches.wait())
                 except _Stopped:
