@@ -122,10 +122,11 @@ async def test_benchmark_fills_results_table(tmp_path):
         await wait_for(pilot, lambda: table.row_count and any("Serving Benchmark Result" in line for line in log.lines),
                        what="the results row and the client's report on screen")
         assert table.row_count == 1  # b repeats the run (repeat = 3): one row, the median of its 3 runs
-        row = table.get_row_at(0)
-        assert row[0] == "sweep" and row[1] == session.journal.current_experiment("demo") and str(row[3]) == "48/48 ok", \
-            [str(c) for c in row]
-        assert float(row[4].replace(",", "")) > 0
+        row = dict(zip(table.columns, table.get_row_at(0), strict=True))  # by column key
+        assert row["bench"] == "sweep" and row["exp"] == session.journal.current_experiment("demo") \
+            and str(row["ok"]) == "48/48 ok", \
+            [str(c) for c in row.values()]
+        assert float(row["out"].replace(",", "")) > 0
         assert any("Serving Benchmark Result" in line for line in log.lines)
         finished = session.journal.events(types=["bench.finished"])[-1]
         assert [r["completed"] for r in finished.data["results"]] == [16, 16, 16]

@@ -87,21 +87,20 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         assert view.status == "ok" and view.plan == "sweep concurrency 1,2,4", view.error
         table = app.query_one("#bench-results")
         await wait_for(pilot, lambda: table.row_count == 3)
-        rows = [table.get_row_at(i) for i in range(3)]
-        assert [r[2] for r in rows] == ["1", "2", "4"]
-        assert [r[9] for r in rows] == ["1.00", "0.87", "0.76"]  # scaling efficiency T(N)/(N·T(1))
+        assert list(table.get_column("conc")) == ["1", "2", "4"]
+        assert list(table.get_column("eff")) == ["1.00", "0.87", "0.76"]  # scaling efficiency T(N)/(N·T(1))
         await pilot.press("B")  # pin the selected (newest) row: c=4
         await wait_for(pilot, lambda: any(r.baseline for r in session.journal.results()))
         assert [r.result.max_concurrency for r in session.journal.results() if r.baseline] == [4]
         pinned = session.journal.events(types=["bench.baseline"])[-1]
         assert pinned.experiment is not None and pinned.data["concurrency"] == 4
-        await wait_for(pilot, lambda: str(table.get_row_at(0)[5]) == "baseline")  # pinned: first, fixed at the top
+        await wait_for(pilot, lambda: str(table.get_cell_at((0, table.get_column_index("delta")))) == "baseline")  # pinned: first, fixed at the top
         await pilot.press("R")  # the preset x3 (repeat = 3 by default)
         await run_anyway(pilot)
         await wait_for(pilot, lambda: session.benches.current.view.plan == "repeat x3"
                        and not session.benches.running)
         await wait_for(pilot, lambda: table.row_count == 4)
-        assert table.get_row_at(3)[8] == "3 ±0.0%"  # n and spread of out tok/s
+        assert table.get_cell_at((3, table.get_column_index("n"))) == "3 ±0.0%"  # n and spread of out tok/s
         await pilot.press("v")
         assert type(app.screen).__name__ == "ResultsScreen"
         await pilot.pause(0.3)

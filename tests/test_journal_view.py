@@ -250,6 +250,32 @@ async def test_every_result_row_names_its_flag_diff_vs_the_baseline(seeded):
         await pilot.press("escape")
 
 
+@pytest.mark.parametrize("size", [(200, 50), (60, 40)])
+async def test_every_bench_panel_row_names_its_flag_diff_vs_the_baseline(seeded, size):
+    """Issue 20: the bench panel's rows named their experiment, not the flags it ran (the
+    results view does). Each row says its change vs the baseline: the results view's text
+    where it fits, else the changed flags as they run (the new value kept); in a 60-column
+    pane the changed flags only, first, each name cut before its value."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=size) as pilot:
+        def changes():
+            table = app.query_one("#bench-results")
+            return dict(zip(map(str, table.get_column("exp")), map(str, table.get_column("change")), strict=True))
+
+        await wait_for(pilot, lambda: len(changes()) == 3 and "…" not in changes().values(), what=changes)
+        table = app.query_one("#bench-results")
+        if size[0] > 80:
+            assert changes() == {ids["base"]: "baseline", ids["big"]: "--max-running-requests 64",
+                                 ids["chunk"]: "--max-run… 64 --chunked… 512"}, changes()
+        else:
+            assert changes() == {ids["base"]: "baseline", ids["big"]: "--max-run… 64",
+                                 ids["chunk"]: "--max-run… 64…"}, changes()
+            header = table.render_line(0).text
+            assert header.split()[:2] == ["bench", "change"] and "out tok/s" in header, header  # the result still shows
+        await pilot.press("q")
+
+
 async def test_the_experiments_view_shows_a_configuration_again_as_that_configuration(tmp_path):
     """The experiments view (60x40: the change column first) names the earlier experiment a
     repeat's flags are those of, and shows the configuration's pooled runs and verdict."""

@@ -73,6 +73,14 @@ class FlagChange:
             return "removed"
         return "changed"
 
+    def short(self) -> str:
+        """The change as the server now runs it, for a narrow cell: ``--tp-size 8`` (set or
+        changed), ``--enable-metrics`` (a switch turned on), ``-(--name)`` (dropped), a
+        positional's new value."""
+        if self.new is None:
+            return f"-({self.name})"
+        return " ".join(self.new if self.name.startswith("<") else (self.name, *self.new))
+
     def describe(self) -> str:
         """One human line, e.g. ``--tp-size: 4 → 8`` or ``+ --enable-metrics``."""
 

@@ -83,10 +83,11 @@ def experiment_id(n: int) -> str:
 LISTEN_FLAGS = frozenset({"--host", "--port", "--uds"})
 
 
-def config_changes(old: Flags, new: Flags) -> list[str]:
-    """The flag diff lines from ``old`` to ``new`` (``~ --tp-size: 4 → 8``) that change the
-    configuration: :data:`LISTEN_FLAGS` left out."""
-    return [c.describe() for c in old.diff(new) if c.name not in LISTEN_FLAGS]
+def config_changes(old: Flags, new: Flags, *, short: bool = False) -> list[str]:
+    """The flag diff lines from ``old`` to ``new`` (``~ --tp-size: 4 → 8``; ``short``: the
+    flags as they run, ``--tp-size 8``, :meth:`FlagChange.short <optui.core.flags.FlagChange.short>`)
+    that change the configuration: :data:`LISTEN_FLAGS` left out."""
+    return [c.short() if short else c.describe() for c in old.diff(new) if c.name not in LISTEN_FLAGS]
 
 
 def config_key(argv: Sequence[str]) -> tuple[str, ...]:
@@ -301,6 +302,8 @@ class Experiment:
     is_baseline: bool = False
     baseline_id: str | None = None
     diff_vs_baseline: tuple[str, ...] = ()
+    #: the same changes as the flags run now (``--tp-size 8``, ``-(--name)``): narrow cells
+    changed_flags: tuple[str, ...] = ()
     verdict: str = "untested"
     #: the flags the server reported running otherwise than the argv says (one line each,
     #: :mod:`optui.core.effective_config`); empty: verified or not checkable
@@ -565,10 +568,12 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
         def compute(d=d, mine=mine, exp_id=exp_id) -> Experiment:
             changed.add(exp_id)
             is_baseline = exp_id == baseline_id
-            diff = () if is_baseline else tuple(config_changes(base_flags, Flags.parse(d["argv"])))
+            flags = Flags.parse(d["argv"])
+            diff = () if is_baseline else tuple(config_changes(base_flags, flags))
+            short = () if is_baseline else tuple(config_changes(base_flags, flags, short=True))
             exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
                                 "workloads": ctx.workloads(unit[exp_id], mine), "is_baseline": is_baseline,
-                                "baseline_id": baseline_id, "diff_vs_baseline": diff,
+                                "baseline_id": baseline_id, "diff_vs_baseline": diff, "changed_flags": short,
                                 "same_config_as": same_as.get(exp_id)})
             return _with_verdict(exp)
 
@@ -756,7 +761,7 @@ def change_text(x: Experiment) -> str:
     """An experiment's configuration as a row names it: ``baseline``, its flag diff vs the
     baseline experiment (``~ --max-running-requests: 16 → 64``) or ``same flags``, and for a
     configuration an earlier experiment had, which one (``... (same flags as exp-0002)``,
-    ``same flags as exp-0001``)."""
+    ``same flags as exp-0001``). A narrow cell shows :attr:`Experiment.changed_flags`."""
     if x.is_baseline:
         return "baseline"
     diff = "; ".join(x.diff_vs_baseline)

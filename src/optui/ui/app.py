@@ -359,7 +359,8 @@ class OptuiApp(App):
             self.agent_request_actions.show(state)
             if shown:
                 self.journal_actions.show_journal(state)
-                self.query_one("#bench", BenchPanel).show(state.bench, state.bench_rows, state.bench_output)
+                self.query_one("#bench", BenchPanel).show(state.bench, state.bench_rows, state.bench_output,
+                                                          self.bench_actions.experiments_of(state.bench_rows))
             self._apply_status_line(state)
             running = state.bench is not None and state.bench.status == "running"
             keys = (self.focused, self.screen, state.read_only, running)

@@ -1,10 +1,12 @@
 """Benchmark actions: choose and run a preset (plain, sweep, repeats), abort the run, pin a
-baseline, open the results view."""
+baseline, open the results view; the experiments the bench panel's rows name (their flag
+diff vs the baseline), read off the event loop when the rows change."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 
@@ -12,10 +14,59 @@ from optui.ui.client import SessionError
 from optui.ui.colors import focus_now
 from optui.ui.intents.base import Actions
 
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from textual.app import App
+
+    from optui.adapters.journal_thread import ExperimentsUpdate
+    from optui.core.bench.compare import Row
+    from optui.core.journal_experiments import Experiment
+
 
 class BenchActions(Actions):
     """Benchmark actions: choose and run a preset (plain, sweep, repeats), abort the run,
     pin a baseline, open the results view."""
+
+    def __init__(self, app: App) -> None:
+        super().__init__(app)
+        self._experiments: Mapping[str, Experiment] | None = None  # None: not read yet
+        self._rows_read: tuple | None = None  # the rows (ids, experiment) they were read for
+        self._reader: Callable[[], Awaitable[ExperimentsUpdate]] | None = None
+        self._reading = self._again = False
+
+    def experiments_of(self, rows: tuple[Row, ...]) -> Mapping[str, Experiment] | None:
+        """The campaign's experiments by id, for the bench panel's ``rows`` (their change vs
+        the baseline): those read so far (None: none yet). Rows other than those of the last
+        read (a new result, another experiment) start a read on the journal thread, in a
+        worker (one at a time; the panel is painted again when it is back)."""
+        key = tuple((r.group.ids, r.group.experiment) for r in rows)
+        if key != self._rows_read and any(r.group.experiment for r in rows):
+            self._rows_read = key
+            if self._reading:
+                self._again = True
+            else:
+                self._reading = True
+                self.run_worker(self._read_experiments(), group="bench-experiments", exit_on_error=False)
+        return self._experiments
+
+    async def _read_experiments(self) -> None:
+        while True:
+            self._again = False
+            if self._reader is None:
+                self._reader = self.client.experiments_reader()
+            try:
+                update = await self._reader()
+            except Exception:  # noqa: BLE001 - a locked or broken journal: the cells say ?, the results view tells why
+                update = None
+            if update is not None:
+                self._experiments = {x.id: x for x in update.experiments}
+            elif self._experiments is None:
+                self._experiments = {}  # not readable: ? rather than … for ever
+            if not self._again:
+                break
+        self._reading = False
+        self.host.paint_now()
 
     def choose_and_run(self) -> None:
         self._choose_preset("Benchmark to run", self.start_bench)

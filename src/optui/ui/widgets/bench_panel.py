@@ -3,7 +3,8 @@
 Output goes to a bounded ``Log`` fed in batches by the app's render loop (never one widget
 update per line: 20k lines/s must not freeze the UI). The results table has one row per
 point of a run (repeats folded into a median, ``n`` and spread; the experiment that
-measured it: one server configuration), the scaling efficiency
+measured it: one server configuration, and that experiment's flag diff vs the baseline, the
+results view's text; in a side pane the changed flags only, first), the scaling efficiency
 of concurrency sweeps and the change of out tok/s and TTFT against the workload's
 baseline, green/red by direction, ``~`` when inside the noise (inconclusive).
 
@@ -32,15 +33,19 @@ from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import Delta, Row, Sample, pinned_first
 from optui.core.bench.result import requests_text
+from optui.core.journal_experiments import change_text
 from optui.core.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
 from optui.ui.binding_ids import with_ids
 from optui.ui.colors import style
 from optui.ui.policy import allowed
-from optui.ui.widgets.meters import fmt_value, pct_bar
+from optui.ui.widgets.meters import fmt_value, pct_bar, truncate
 from optui.ui.widgets.stream_log import StreamLog
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from optui.core.journal_experiments import Experiment
     from optui.session.state import BenchOutput, BenchView  # the snapshot's value types
 
 #: the log is repainted at most this often (s): a flood scrolls the whole log on every
@@ -49,7 +54,8 @@ LOG_FRAME_S = 0.25
 
 COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the rest
     ("bench", "bench", 10),
-    ("exp", "exp", 8),  # which configuration produced the row (the experiments view has its flags)
+    ("exp", "exp", 8),  # which configuration produced the row
+    ("change", "change", 0),  # its flags vs the baseline (0: as wide as the widest cell, at most CHANGE_WIDTH)
     ("conc", "conc", 5),
     ("ok", "requests", 11),
     ("out", "out tok/s", 10),
@@ -63,6 +69,14 @@ COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the res
     ("tpot", "TPOT p50", 9),
     ("e2e", "E2E p50", 9),
 )
+#: in a side pane (the screen's ``-narrow`` class) the configuration and the result come first
+#: (what fits 60 columns), the experiment id last
+NARROW_ORDER = ("bench", "change", "conc", "ok", "out", "delta", "ttft", "dttft", "n", "eff", "ttft99", "itl", "tpot",
+                "e2e", "exp")
+#: the most characters of a row's change (wide, narrow); a longer one is cut with …
+CHANGE_WIDTH = {False: 30, True: 14}
+#: a changed flag's name in a cell too narrow for it is cut to this many characters (its value kept)
+FLAG_NAME_CELLS = 10
 #: Rows the panel shows (newest last); the results view (``v``) shows all.
 PANEL_ROWS = BENCH_ROWS_SHOWN
 
@@ -155,6 +169,8 @@ class BenchPanel(Vertical):
         self.seen_lines = 0
         self._run_id: str | None = None
         self._rows: tuple[Row, ...] = ()
+        self._experiments: Mapping[str, Experiment] | None = None
+        self._narrow = False
         self._view: BenchView | None = None
         self._status_plain = ""
         self._pending: deque[str] = deque(maxlen=max_lines)
@@ -170,8 +186,14 @@ class BenchPanel(Vertical):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.display = False  # shown once there are results
-        for key, label, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+        self._add_columns(table)
+
+    def _add_columns(self, table: DataTable) -> None:
+        """The columns in the order of the layout (:data:`NARROW_ORDER` in a side pane)."""
+        by_key = {key: (label, width) for key, label, width in COLUMNS}
+        for key in NARROW_ORDER if self._narrow else by_key:
+            label, width = by_key[key]
+            table.add_column(label, key=key, width=width or None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "abort" and not self.running:  # only while a benchmark runs
@@ -247,11 +269,14 @@ class BenchPanel(Vertical):
         log.append(batch)
 
     # ---------------------------------------------------------- status
-    def show(self, view: BenchView | None, rows: tuple[Row, ...], output: BenchOutput | None = None) -> None:
+    def show(self, view: BenchView | None, rows: tuple[Row, ...], output: BenchOutput | None = None,
+             experiments: Mapping[str, Experiment] | None = None) -> None:
         """Render the run's status line, the results table (``rows`` oldest first; the
         newest :data:`PANEL_ROWS` are shown, their pinned baselines first and fixed at the top:
         :func:`~optui.core.bench.compare.pinned_first`) and the output lines ``output`` has beyond
-        those already shown (a new run clears the log first)."""
+        those already shown (a new run clears the log first). ``experiments``: the campaign's
+        experiments by id, for each row's change vs the baseline
+        (:func:`~optui.core.journal_experiments.change_text`; None: not read yet, ``…``)."""
         if output is not None:
             self.new_run(output.run_id)
             lines = output.since(self.seen_lines)
@@ -264,12 +289,14 @@ class BenchPanel(Vertical):
         if text.plain != self._status_plain:  # one fixed-height line: no layout pass needed
             self._status_plain = text.plain
             self.query_one("#bench-status", Static).update(text, layout=False)
-        if rows == self._rows:
+        narrow = self.screen.has_class("-narrow")
+        if rows == self._rows and experiments is self._experiments and narrow == self._narrow:
             return
-        self._rows = rows
+        self._rows, self._experiments, self._narrow = rows, experiments, narrow
         table = self.query_one(DataTable)
         table.display = bool(rows)
-        table.clear()
+        table.clear(columns=True)  # the change column as wide as its widest cell again
+        self._add_columns(table)
         table.fixed_rows = fixed
         for i, row in enumerate(rows):
             table.add_row(*self._cells(row), key=str(i))
@@ -316,34 +343,60 @@ class BenchPanel(Vertical):
         return t
 
     def _cells(self, row: Row) -> list:
+        """The row's cells in the order of the layout's columns."""
         app = self.app
         g = row.group
         r = g.result
-        conc = fmt_value(g.concurrency, na="-")
-        exp = g.experiment or "-"
+        cells: dict[str, object] = dict.fromkeys((key for key, _, _ in COLUMNS), "")
+        cells.update(bench=g.bench or "?", exp=g.experiment or "-", change=self._change(g.experiment),
+                     conc=fmt_value(g.concurrency, na="-"))
         ok = requests_text(g.requests)  # "15/400 ok": over the group's runs
         if not g.ok:  # failed / degraded: its counts, never a number compared
             status = r.status if r.status != "ok" else "degraded"
-            return [g.bench or "?", exp, conc, Text(f"{ok} {status}", style=style(app, "error")),
-                    *[""] * (len(COLUMNS) - 4)]
-        s = row.samples
-        eff = "" if row.scaling is None else f"{row.scaling:.2f}"
-        return [
-            g.bench or "?",
-            exp,
-            conc,
-            ok,
-            fmt_value(s["output_throughput_tok_s"].median, "{:,.1f}"),
-            delta_cell(app, row, "output_throughput_tok_s"),
-            fmt_value(s["ttft_ms.median"].median, "{:.1f}"),
-            delta_cell(app, row, "ttft_ms.median"),
-            spread_cell(s["output_throughput_tok_s"]),
-            eff,
-            fmt_value(s["ttft_ms.p99"].median, "{:.1f}"),
-            fmt_value(s["itl_ms.median"].median, "{:.2f}"),
-            fmt_value(s["tpot_ms.median"].median, "{:.2f}"),
-            fmt_value(s["e2e_ms.median"].median, "{:.0f}"),
-        ]
+            cells["ok"] = Text(f"{ok} {status}", style=style(app, "error"))
+        else:
+            s = row.samples
+            cells.update(
+                ok=ok,
+                out=fmt_value(s["output_throughput_tok_s"].median, "{:,.1f}"),
+                delta=delta_cell(app, row, "output_throughput_tok_s"),
+                ttft=fmt_value(s["ttft_ms.median"].median, "{:.1f}"),
+                dttft=delta_cell(app, row, "ttft_ms.median"),
+                n=spread_cell(s["output_throughput_tok_s"]),
+                eff="" if row.scaling is None else f"{row.scaling:.2f}",
+                ttft99=fmt_value(s["ttft_ms.p99"].median, "{:.1f}"),
+                itl=fmt_value(s["itl_ms.median"].median, "{:.2f}"),
+                tpot=fmt_value(s["tpot_ms.median"].median, "{:.2f}"),
+                e2e=fmt_value(s["e2e_ms.median"].median, "{:.0f}"),
+            )
+        return [cells[key] for key in (NARROW_ORDER if self._narrow else cells)]
+
+    def _change(self, experiment: str | None) -> Text:
+        """The change vs the baseline of ``experiment`` (the results view's text; narrow, or
+        where that is too long, the changed flags only: :func:`fit_flags`), at most
+        :data:`CHANGE_WIDTH` (cut with …); ``…`` until the experiments
+        are read, ``?`` for one they do not have, ``-`` for a result of no experiment."""
+        if experiment is None:
+            return Text("-", style="dim")
+        x = self._experiments.get(experiment) if self._experiments is not None else None
+        if x is None:
+            return Text("…" if self._experiments is None else "?", style="dim")
+        width = CHANGE_WIDTH[self._narrow]
+        text = change_text(x)
+        if x.changed_flags and (self._narrow or len(text) > width):  # the new values matter most: kept
+            text = fit_flags(x.changed_flags, width)
+        return Text(truncate(text, width), style="" if x.diff_vs_baseline else "dim")
+
+
+def fit_flags(flags: Sequence[str], width: int) -> str:
+    """The changed flags (``"--max-running-requests 64"``, ``"-(--name)"``) in ``width``
+    cells: as they are when they fit, else each flag's name cut to :data:`FLAG_NAME_CELLS`
+    before its value (``--max-run… 64``), the whole cut with … at ``width``."""
+    text = " ".join(flags)
+    if len(text) > width:
+        parts = [truncate(name, FLAG_NAME_CELLS) + sep + value for name, sep, value in (f.partition(" ") for f in flags)]
+        text = " ".join(parts)
+    return truncate(text, width)
 
 
 def _clock(seconds: float) -> str:
