@@ -2,9 +2,9 @@
 journaled (the events and their fold: :mod:`optui.core.agent_requests`).
 
 A request on a server that another request still holds (waiting for its decision, or
-approved and still running) is refused as soon as it is journaled, with a reason that
-names the other agent and its request: the lower journal seq wins, so two ``optui mcp``
-processes asking at the same instant never both go ahead."""
+approved and still running) is refused in the transaction that journals it, with a reason
+that names the other agent and its request: two ``optui mcp`` processes asking at the same
+instant never both go ahead, and no window shows a request already refused."""
 
 from __future__ import annotations
 
@@ -39,19 +39,22 @@ def _journal_request(journal: Journal, *, actor: str, action: str, server: str |
     """Append the ``agent.request`` event; its seq, its deadline (Unix s), and the refusal
     journaled on it when another request holds ``server`` (else None)."""
     deadline = time.time() + timeout_s
-    request = journal.append(AGENT_REQUEST, server, {"action": action, "diff": list(diff), "argv": list(argv),
-                                                     "why": why, "timeout_s": timeout_s, "deadline_ts": deadline,
-                                                     "pid": os.getpid()},
-                             actor=actor)
-    other = busy_request(journal.events(types=[AGENT_REQUEST, AGENT_DECISION, AGENT_OUTCOME], target=server),
-                         server, before_seq=request.seq, now=time.time(), alive=pid_alive)
-    if other is None:
-        return request.seq, deadline, None
-    state = "waits for the operator's decision" if find_decision(
-        journal.events(types=[AGENT_DECISION], since_seq=other.seq), other.seq) is None else "is running"
-    reason = f"{other.describe()} {state}: one guarded action per server at a time, ask again once it has ended"
-    journal.append(AGENT_DECISION, server, decision_data(request.seq, REFUSED, reason, agent=actor, action=action,
-                                                         diff=diff), actor=actor)
+    # one write transaction: no other process reads the request without its refusal, nor
+    # journals its own request between this one and the check
+    with journal.transaction():
+        request = journal.append(AGENT_REQUEST, server, {"action": action, "diff": list(diff), "argv": list(argv),
+                                                         "why": why, "timeout_s": timeout_s, "deadline_ts": deadline,
+                                                         "pid": os.getpid()},
+                                 actor=actor)
+        other = busy_request(journal.events(types=[AGENT_REQUEST, AGENT_DECISION, AGENT_OUTCOME], target=server),
+                             server, before_seq=request.seq, now=time.time(), alive=pid_alive)
+        if other is None:
+            return request.seq, deadline, None
+        state = "waits for the operator's decision" if find_decision(
+            journal.events(types=[AGENT_DECISION], since_seq=other.seq), other.seq) is None else "is running"
+        reason = f"{other.describe()} {state}: one guarded action per server at a time, ask again once it has ended"
+        journal.append(AGENT_DECISION, server, decision_data(request.seq, REFUSED, reason, agent=actor, action=action,
+                                                             diff=diff), actor=actor)
     return request.seq, deadline, Decision(request.seq, REFUSED, actor, reason)
 
 
@@ -60,12 +63,13 @@ def decided_by_policy(journal: Journal, *, actor: str, action: str, server: str 
     """Journal ``actor``'s request and the ``[agent]`` policy's ``decision`` on it at once
     (allowed, refused), with the policy's ``reason`` (refused instead when another request
     holds the server). JournalError when it cannot be written."""
-    seq, _, busy = _journal_request(journal, actor=actor, action=action, server=server, diff=diff, argv=argv,
-                                    why=why, timeout_s=0)
-    if busy is not None:
-        return busy
-    journal.append(AGENT_DECISION, server, decision_data(seq, decision, reason, agent=actor, action=action, diff=diff),
-                   actor=actor)
+    with journal.transaction():  # no window reads the request without its decision
+        seq, _, busy = _journal_request(journal, actor=actor, action=action, server=server, diff=diff, argv=argv,
+                                        why=why, timeout_s=0)
+        if busy is not None:
+            return busy
+        journal.append(AGENT_DECISION, server, decision_data(seq, decision, reason, agent=actor, action=action,
+                                                             diff=diff), actor=actor)
     return Decision(seq, decision, actor, reason)
 
 
