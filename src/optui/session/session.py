@@ -42,6 +42,7 @@ from optui.session.inventory import InventoryRecorder
 from optui.session.journal_health import JournalHealth
 from optui.session.journal_writer import JournalWriter
 from optui.session.locks import ServerLock
+from optui.session.search import SearchRunner
 from optui.session.server_runtime import RestartError, ServerRuntime
 from optui.session.ssh_hosts import with_host_problems
 from optui.session.state import BENCH_ROWS_SHOWN, BenchOutput, SessionState, TodoRunsView
@@ -145,6 +146,8 @@ class Session:
         self.todo_runs = TodoRunQueue(writer, self.config, server=self.server, todos=self.todos, benches=self.benches,
                                       restart=self.restart_checked, current_experiment=self.current_experiment,
                                       on_change=self.touch)
+        self.search = SearchRunner(writer, self.config, server=self.server, todos=self.todos, todo_runs=self.todo_runs,
+                                   gpu_snapshot=lambda host: self.gpus.snapshots.get(host), on_change=self.touch)
         self.paused = False
         from optui.session.ssh_hosts import make_ssh_hosts
 
@@ -470,6 +473,7 @@ class Session:
     async def close(self) -> None:
         """Stop everything optui started for this session (benchmarks always; servers only
         with ``stop_servers_on_exit``), then the background tasks."""
+        await self.search.close()
         await self.todo_runs.close()
         await self.todo_follow.close()
         await self.benches.close()

@@ -227,8 +227,8 @@ class SlaLoad(BaseModel):
 
 
 class SearchSpec(BaseModel):
-    """One flag search (see module doc). ``repeats``: benchmark runs per trial;
-    ``confirm_top``: how many of the best configurations are run again (``confirm_runs``
+    """One flag search (see module doc). The benchmark runs a trial as often as its
+    preset's ``repeat`` says (as in any experiment); ``confirm_top``: how many of the best configurations are run again (``confirm_runs``
     times each) before a winner is named; ``seed``: the random strategy's draws."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -242,7 +242,6 @@ class SearchSpec(BaseModel):
     constraints: list[str] = Field(default_factory=list)
     budget: int | None = Field(None, ge=1, le=10_000, description="trials at most (grid: every point when unset)")
     seed: int = 0
-    repeats: int = Field(1, ge=1, le=50)
     confirm_top: int = Field(2, ge=0, le=100)
     confirm_runs: int = Field(1, ge=1, le=50)
     sla: SlaLoad | None = None

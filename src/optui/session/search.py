@@ -1,0 +1,326 @@
+"""Flag searches (``session.search``, ``optui search run``): a search spec
+(:mod:`optui.core.search.spec`) run trial by trial through optui's own experiment loop.
+
+Every trial is a todo run (:class:`~optui.session.todo_runs.TodoRunQueue`, the same queue
+``x`` and ``optui todo run`` use): a todo item ``search NAME #N: FLAGS`` carrying the
+trial's experiment (the spec's fixed flags plus the point, on the server's configured
+argv, the spec's benchmark) is queued and run: restart → ready gate → benchmark →
+compare, each step journaled as for a hand-made experiment, its restart opening the
+trial's ``exp-NNNN``. The item ends completed (measured) or cancelled (the trial failed:
+its crash class stays in the item's run and in the trial), so a search leaves no open items.
+
+The search's own events (target ``search:NAME``, data ``search_id`` ``NAME.<n>``):
+``search.started`` (the spec, the trials planned), ``search.trial`` (one per trial:
+:meth:`~optui.core.search.strategies.Trial.to_json`, the todo item; ``experiment`` column:
+the trial's exp-NNNN) and ``search.finished`` (status done | stopped | failed, the winner
+and its launch flags, how many trials, the infeasible ones). The strategy decides each next
+trial from the trials so far (:func:`~optui.core.search.strategies.next_step`).
+
+Stopping (:meth:`SearchRunner.stop`) ends the search after the trial in progress is cut
+short the way the todo queue's stop does it: a benchmark is aborted (its process group
+killed), a restart is left to finish (the server ends ready or crashed, never half
+started). The cut trial measured nothing and is not recorded as one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from optui.config import Config
+from optui.core.gpu import HostSnapshot
+from optui.core.search.spec import SearchSpec, measurements, point_text
+from optui.core.search.strategies import Step, Trial, failed, judge, next_step, planned_trials, standings, winner
+from optui.core.todo import TodoStatus
+from optui.session.errors import SessionError
+from optui.session.journal_writer import JournalWriter
+from optui.session.todo_runs import TodoRunQueue
+from optui.session.todos import TodoService
+
+if TYPE_CHECKING:
+    from optui.session.server_runtime import ServerRuntime
+
+SEARCH_STARTED = "search.started"
+SEARCH_TRIAL = "search.trial"
+SEARCH_FINISHED = "search.finished"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchProgress:
+    """A search as the UI and ``optui search status`` show it: its name and id, the
+    ``trial`` in progress (1-based; 0 before the first) of ``planned``, that trial's
+    phase and flags (``point``), the todo run's step now ("restart", "bench NAME" ...),
+    the best feasible score so far and its flags, how many trials failed or broke a
+    constraint, ``eta_s`` (the trials left times the mean trial so far; None before one
+    ended), ``status`` running | done | stopped | failed, and the ``message`` it ended with."""
+
+    name: str
+    search_id: str
+    strategy: str
+    objective: str
+    trial: int
+    planned: int
+    phase: str
+    point: str
+    step: str
+    best_score: float | None
+    best_point: str | None
+    infeasible: int
+    eta_s: float | None
+    started_at: float
+    status: str = "running"
+    message: str = ""
+
+    def to_json(self) -> dict:
+        """For ``optui search status --json``."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+class SearchRunner:
+    """The session's flag search, one at a time (see module doc).
+
+    ``writer``: the session's journal; ``config``: the campaign's (servers, presets);
+    ``server(name)``: a server's runtime; ``todos`` / ``todo_runs``: the session's todo list and its runner (each trial is one
+    of its runs); ``gpu_snapshot(host)``: the newest GPU reading of a host (None when
+    unknown), for the ``gpu_mem_mib`` metric; ``on_change()``: progress changed."""
+
+    def __init__(self, writer: JournalWriter, config: Config, *, server: Callable[[str], ServerRuntime],
+                 todos: TodoService, todo_runs: TodoRunQueue, gpu_snapshot: Callable[[str], HostSnapshot | None],
+                 on_change: Callable[[], None]) -> None:
+        self._writer = writer
+        self._server = server
+        self._config = config
+        self._todos = todos
+        self._todo_runs = todo_runs
+        self._gpu_snapshot = gpu_snapshot
+        self._on_change = on_change
+        self.spec: SearchSpec | None = None
+        self.trials: list[Trial] = []
+        self._value: SearchProgress | None = None
+        self._task: asyncio.Task | None = None
+        self._stop = False
+        self._todo_id: int | None = None  # the todo item of the trial in progress
+
+    @property
+    def running(self) -> bool:
+        """A search is in progress."""
+        return self._task is not None and not self._task.done()
+
+    # ------------------------------------------------------------ control
+    def check(self, spec: SearchSpec) -> None:
+        """SessionError when ``spec`` cannot run here: unknown server or preset, a preset of
+        another server, a server optui cannot restart, read-only."""
+        self._writer.check_writable("running a flag search")
+        server = self._config.servers.get(spec.server)
+        if server is None:
+            raise SessionError(f"search: unknown server {spec.server!r} (known: {', '.join(self._config.servers) or 'none'})")
+        if server.control == "none":
+            raise SessionError(f"search: {spec.server} has control = 'none' (optui cannot restart it)")
+        bench = self._config.benchmarks.get(spec.bench)
+        if bench is None:
+            raise SessionError(f"search: unknown benchmark {spec.bench!r} (known: {', '.join(self._config.benchmarks) or 'none'})")
+        if bench.server != spec.server:
+            raise SessionError(f"search: benchmark {spec.bench!r} runs against {bench.server}, not {spec.server}")
+        if spec.strategy == "sla":
+            raise SessionError("search: the sla strategy runs in optui core only so far (not through the runner yet)")
+
+    async def start(self, spec: SearchSpec, name: str) -> SearchProgress:
+        """Start search ``name`` in the background (SessionError as :meth:`check`, or when
+        a search runs already). Returns its first progress."""
+        self.check(spec)
+        if self.running:
+            raise SessionError(f"search {self._value.name if self._value else ''} is still running (stop it first)")
+        j = self._writer.journal
+        runs = await self._writer.call(lambda: len(j.events(target=f"search:{name}", types=[SEARCH_STARTED])))
+        search_id = f"{name}.{runs + 1}"
+        self.spec, self.trials, self._stop = spec, [], False
+        self._value = SearchProgress(name, search_id, spec.strategy, spec.objective, 0, planned_trials(spec), "", "",
+                                     "starting", None, None, 0, None, time.time())
+        self._task = asyncio.create_task(self._run(spec, name, search_id), name=f"search-{name}")
+        self._on_change()
+        return self._value
+
+    @property
+    def progress(self) -> SearchProgress | None:
+        """The search in progress or the last one (None: none ran in this session), with
+        the todo run's step now."""
+        value, current = self._value, self._todo_runs.current
+        if value is None or value.status != "running" or current is None or current.todo_id != self._todo_id:
+            return value
+        from dataclasses import replace
+
+        return replace(value, step=current.step)
+
+    def stop(self) -> bool:
+        """End the search (see module doc); False when none runs."""
+        if not self.running:
+            return False
+        self._stop = True
+        current = self._todo_runs.current
+        if current is not None and current.todo_id == self._todo_id:
+            self._todo_runs.stop()
+        self._on_change()
+        return True
+
+    async def wait(self) -> SearchProgress | None:
+        """Wait for the search to end; its last progress."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        return self.progress
+
+    async def close(self) -> None:
+        """Session closing: stop, then wait for the trial in progress to end."""
+        if self.stop() and self._task is not None:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._task), 15.0)
+            self._task.cancel()
+
+    # ------------------------------------------------------------ the loop
+    def _record(self, type: str, name: str, data: dict, experiment: str | None = None) -> None:
+        self._writer.record(type, f"search:{name}", data, experiment=experiment)
+
+    async def _run(self, spec: SearchSpec, name: str, search_id: str) -> None:
+        started = time.time()
+        self._record(SEARCH_STARTED, name, {"search_id": search_id, "name": name, "spec": spec.model_dump(mode="json"),
+                                            "planned": planned_trials(spec),
+                                            "message": f"search {search_id}: {spec.strategy} over "
+                                                       f"{', '.join(spec.flags) or 'one configuration'} ({spec.objective})"})
+        status, message = "done", ""
+        try:
+            while not self._stop and (step := next_step(spec, self.trials)) is not None:
+                self._progress(step=step, todo_step="queued")
+                trial = await self._trial(spec, name, search_id, step)
+                if trial is None:  # stopped mid-trial: it measured nothing
+                    break
+                self.trials.append(trial)
+                self._record(SEARCH_TRIAL, name, {"search_id": search_id, **trial.to_json(), "todo_id": self._todo_id,
+                                                  "message": self._trial_line(trial)}, experiment=trial.experiment)
+                self._progress(step=None, todo_step="")
+            if self._stop:
+                status, message = "stopped", "stopped by the operator"
+        except SessionError as exc:
+            status, message = "failed", str(exc)
+        except Exception as exc:  # noqa: BLE001 - a search never dies silently: its end is journaled
+            status, message = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            self._todo_id = None
+        best = winner(spec, self.trials)
+        table = standings(spec, self.trials)
+        data = {"search_id": search_id, "name": name, "status": status, "trials": len(self.trials),
+                "duration_s": round(time.time() - started, 3),
+                "infeasible": [{"point": [list(p) for p in s.point], "crash_class": s.crash_class,
+                                "violated": list(s.violated)} for s in table if not s.feasible],
+                "winner": None if best is None else {"point": [list(p) for p in best.point], "score": best.score,
+                                                     "runs": best.runs, "flags": point_text(best.point)}}
+        summary = (f"winner {point_text(best.point)}: {spec.goal.metric} {best.score:.4g} (median of {best.runs})"
+                   if best is not None else "no configuration met the constraints")
+        data["message"] = f"search {search_id} {status}: " + (message or summary)
+        if message and status == "stopped":
+            data["message"] += f"; so far {summary}"
+        self._record(SEARCH_FINISHED, name, data)
+        self._progress(step=None, todo_step="", status=status, message=data["message"])
+
+    async def _trial(self, spec: SearchSpec, name: str, search_id: str, step: Step) -> Trial | None:
+        """Run one trial as a todo run; None when the search was stopped during it."""
+        w, j = self._writer, self._writer.journal
+        number = len(self.trials) + 1
+        sets, unset = spec.change(step.point)
+        experiment = {"server": spec.server, "set": sets, "unset": unset, "bench": [spec.bench]}
+        flags = point_text(step.point) or "(fixed flags only)"
+        content = f"search {search_id} #{number}{' (re-run)' if step.phase == 'confirm' else ''}: {flags}"
+        item = await w.call(lambda: self._todos.add(content, "low", experiment))
+        self._todo_id = item.id
+        runs = self._todo_runs
+        runs.enqueue([item])
+        self._on_change()
+        await runs.wait()  # the queue's task: this trial (after whatever the operator queued first)
+        outcome = next((o for o in reversed(runs.outcomes) if o.todo_id == item.id), None)
+        if outcome is None:
+            raise SessionError(f"search: the todo run of #{item.id} ended without an outcome")
+        exp = await w.call(lambda: self._experiment_of(item.id))
+        if outcome.status == "aborted" or (self._stop and outcome.status != "ok"):
+            await self._until_idle(spec.server)
+            await self._close_item(item.id, "search stopped during this trial")
+            return None
+        if outcome.status == "skipped":
+            raise SessionError(f"search: trial #{number}: {outcome.summary}")
+        if outcome.status != "ok":
+            crash = outcome.crash_class or ("bench_failed" if outcome.step.startswith("bench") else "failed")
+            await self._close_item(item.id, outcome.summary)
+            return failed(step.point, crash, outcome.summary.splitlines()[0], number=number, phase=step.phase,
+                          load=step.load, experiment=exp)
+        ids = {r["result_id"] for r in outcome.results}
+        stored = await w.call(lambda: [r for r in j.results(server=spec.server, limit=200) if r.id in ids])
+        per_run = [measurements(r.result) for r in stored]
+        values = {k: statistics.median([v[k] for v in per_run if k in v]) for k in {k for v in per_run for k in v}}
+        mem = self._gpu_mem_mib(spec.server)
+        if mem is not None:
+            values["gpu_mem_mib"] = mem
+        if not per_run:
+            return failed(step.point, "no_result", "the benchmark stored no result", number=number, phase=step.phase,
+                          load=step.load, experiment=exp)
+        return judge(spec, step.point, values, number=number, phase=step.phase, load=step.load, experiment=exp)
+
+    async def _until_idle(self, server: str) -> None:
+        """A stop cut the trial during its restart: the todo run left the restart to finish on
+        its own; the search ends once it has (ready or crashed), never over a half-started server."""
+        rt = self._server(server)
+        deadline = time.monotonic() + rt.cfg.ready_timeout_s + rt.cfg.stop_timeout_s
+        while rt.status.busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+
+    def _experiment_of(self, todo_id: int) -> str | None:
+        """The exp-NNNN the todo run of ``todo_id`` opened (its todo.run.finished carries it)."""
+        events = self._writer.journal.events(target=f"todo:{todo_id}", types=["todo.run.finished"])
+        return events[-1].experiment if events else None
+
+    async def _close_item(self, todo_id: int, note: str) -> None:
+        """A failed or cut trial's item leaves the open list (cancelled; its run keeps why)."""
+        w = self._writer
+        with contextlib.suppress(SessionError, ValueError):
+            item = await w.call(lambda: w.journal.todo(todo_id))
+            if item is not None:
+                await w.call(lambda: self._todos.update(item, op="search.trial", status=TodoStatus.CANCELLED, note=note))
+
+    def _gpu_mem_mib(self, server: str) -> float | None:
+        """The most memory in use on one GPU of the server's host now (MiB), None unknown."""
+        snap = self._gpu_snapshot(self._config.servers[server].host)
+        values = [s.mem_used_mib for s in (snap.samples if snap else ()) if s.mem_used_mib is not None]
+        return max(values) if values else None
+
+    def _trial_line(self, trial: Trial) -> str:
+        spec = self.spec
+        assert spec is not None
+        head = f"trial {trial.number}{' (re-run)' if trial.phase == 'confirm' else ''}: {point_text(trial.point) or '(fixed flags)'}"
+        if trial.status == "failed":
+            return f"{head} → infeasible ({trial.crash_class}): {trial.message}"
+        text = f"{head} → {spec.goal.metric} {trial.score:.4g}"
+        return text + (f", breaks {', '.join(trial.violated)}" if trial.violated else "")
+
+    def _progress(self, *, step: Step | None, todo_step: str, status: str = "running", message: str = "") -> None:
+        p, spec = self._value, self.spec
+        if p is None or spec is None:
+            return
+        best = winner(spec, self.trials)
+        elapsed = time.time() - p.started_at
+        done = len(self.trials)
+        planned = max(planned_trials(spec), done + (1 if step is not None else 0))
+        eta = elapsed / done * (planned - done) if done and status == "running" else None
+        from dataclasses import replace
+
+        self._value = replace(
+            p, trial=done + (1 if step is not None else 0), planned=planned,
+            phase=step.phase if step is not None else p.phase, point=point_text(step.point) if step is not None else p.point,
+            step=todo_step, best_score=None if best is None else best.score,
+            best_point=None if best is None else point_text(best.point),
+            infeasible=sum(1 for t in self.trials if not t.feasible), eta_s=None if eta is None else round(eta, 1),
+            status=status, message=message)
+        self._on_change()

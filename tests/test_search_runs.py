@@ -1,0 +1,150 @@
+"""Flag searches (:mod:`optui.session.search`) against the real demo server: every trial a
+todo run through the session's experiment loop (restart → ready → benchmark → compare),
+the known optimum found within the budget, an OOM point kept as infeasible, and a stop in
+the middle that leaves no benchmark and no half-started server."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from optui.cli.tui import write_demo_config
+from optui.config import load_config
+from optui.core.search.spec import parse_search_text
+from optui.core.todo import TodoStatus
+from optui.session import Session
+from tests.helpers.demo import TEST_SPEED, free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+# the demo's cost model: a decode step costs 6 ms + 0.15 ms per running request, so with 16
+# requests in flight --max-running-requests 16 decodes ~6x the tokens per second of 2;
+# --mem-fraction-static above 0.95 is a CUDA OOM at startup (demo/startup.py)
+SEARCH = '''
+[benchmarks.tiny]
+server = "demo"
+repeat = 1
+argv = [{py!r}, "-m", "optui.demo.bench_client", "--base-url", "http://127.0.0.1:{port}", "--num-prompts", "32",
+        "--random-input-len", "32", "--random-output-len", "16", "--max-concurrency", "16"]
+
+[search.batch]
+server = "demo"
+bench = "tiny"
+objective = "max output_tok_s"
+confirm_top = 1
+[search.batch.flags]
+"--max-running-requests" = [2, 16]
+"--mem-fraction-static" = [0.88, 0.97]
+'''
+
+
+def campaign(tmp_path):
+    port = free_port()
+    cfg = write_demo_config(tmp_path, port=port, speed=TEST_SPEED)
+    with open(cfg, "a") as fh:
+        fh.write(SEARCH.format(py=sys.executable, port=port))
+    return cfg
+
+
+async def started(cfg) -> Session:
+    session = Session(load_config(cfg), stop_servers_on_exit=True)
+    await session.start()
+    for _ in range(300):  # the demo autostarts
+        st = session.servers["demo"].status
+        if st.state.value == "ready" and st.busy is None:
+            return session
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"demo not ready: {session.servers['demo'].status}")
+
+
+async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
+    cfg = campaign(tmp_path)
+    session = await started(cfg)
+    try:
+        spec = parse_search_text(cfg.read_text(), str(cfg), "batch")
+        first = await session.search.start(spec, "batch")
+        assert first.search_id == "batch.1" and first.planned == 5  # 4 points + the best one re-run
+        end = await session.search.wait()
+        assert end.status == "done", end.message
+        trials = session.search.trials
+        got = [(dict(t.point)["--max-running-requests"], dict(t.point)["--mem-fraction-static"], t.phase, t.status)
+               for t in trials]
+        assert got == [("2", "0.88", "explore", "ok"), ("2", "0.97", "explore", "failed"),
+                       ("16", "0.88", "explore", "ok"), ("16", "0.97", "explore", "failed"),
+                       ("16", "0.88", "confirm", "ok")]
+        assert [t.crash_class for t in trials if t.status == "failed"] == ["oom", "oom"]
+        assert trials[2].score > trials[0].score  # ~2.5x on an idle host, less on a loaded one
+        assert end.best_point == "--max-running-requests 16 --mem-fraction-static 0.88" and end.infeasible == 2
+        # journaled like hand-made experiments: one exp-NNNN per trial, the search's own events
+        j = session.journal
+        exps = [t.experiment for t in trials]
+        assert all(e and e.startswith("exp-") for e in exps) and len(set(exps)) == 5
+        events = j.events(target="search:batch")
+        assert [e.type for e in events] == ["search.started"] + ["search.trial"] * 5 + ["search.finished"]
+        assert [e.experiment for e in events[1:6]] == exps
+        assert events[2].data["crash_class"] == "oom" and events[2].data["status"] == "failed"
+        assert "infeasible (oom)" in events[2].data["message"]
+        fin = events[-1].data
+        assert fin["status"] == "done" and fin["winner"]["flags"] == "--max-running-requests 16 --mem-fraction-static 0.88"
+        assert fin["winner"]["runs"] == 2 and len(fin["infeasible"]) == 2
+        assert {r.experiment for r in j.results(server="demo")} >= {exps[0], exps[2], exps[4]}
+        # every trial was a todo run; the search leaves no open item behind
+        items = [t for t in j.todos() if t.content.startswith("search batch.1 #")]
+        assert len(items) == 5
+        assert [t.status for t in items] == [TodoStatus.COMPLETED, TodoStatus.CANCELLED, TodoStatus.COMPLETED,
+                                             TodoStatus.CANCELLED, TodoStatus.COMPLETED]
+        assert items[1].run["crash_class"] == "oom"
+    finally:
+        await session.close()
+        session.kill_leftovers()
+
+
+async def test_stop_in_the_middle_leaves_no_benchmark_and_no_half_started_server(tmp_path):
+    from optui.adapters import proc
+
+    cfg = campaign(tmp_path)
+    session = await started(cfg)
+    try:
+        spec = parse_search_text(cfg.read_text(), str(cfg), "batch")
+        await session.search.start(spec, "batch")
+        runs = session.todo_runs
+        for _ in range(400):  # the first trial's benchmark is running
+            bench = session.benches.current
+            if bench is not None and bench.pid is not None and runs.current is not None and runs.current.step.startswith("bench"):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the first trial's benchmark never ran")
+        bench_pid = bench.pid
+        assert session.search.progress.step == "bench tiny" and session.search.progress.trial == 1
+        assert session.search.stop()
+        end = await asyncio.wait_for(session.search.wait(), 30)
+        assert end.status == "stopped" and session.search.trials == []  # the cut trial measured nothing
+        assert not session.benches.running and not runs.running
+        assert not proc.pid_alive(bench_pid)  # the client's process group was killed
+        st = session.servers["demo"].status
+        assert st.busy is None and st.state.value == "ready"
+        fin = session.journal.events(target="search:batch", types=["search.finished"])[-1]
+        assert fin.data["status"] == "stopped" and fin.data["trials"] == 0
+        bench_end = session.journal.events(types=["bench.finished"])[-1]
+        assert bench_end.data.get("status") == "aborted", bench_end.data
+        (item,) = [t for t in session.journal.todos() if t.content.startswith("search batch.1 #1")]
+        assert item.status is TodoStatus.CANCELLED
+        # stopped during a restart: the restart ends (ready), no benchmark starts, no trial is kept
+        seq = session.journal.last_seq()
+        await session.search.start(spec, "batch")
+        for _ in range(400):
+            if session.servers["demo"].status.busy is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert session.search.stop()
+        end = await asyncio.wait_for(session.search.wait(), 30)
+        assert end.search_id == "batch.2" and end.status == "stopped" and session.search.trials == []
+        st = session.servers["demo"].status
+        assert st.busy is None and st.state.value == "ready" and "--max-running-requests" in " ".join(st.argv)
+        assert not session.journal.events(since_seq=seq, types=["bench.started"])
+    finally:
+        await session.close()
+        session.kill_leftovers()
