@@ -122,7 +122,8 @@ else
     cpus=$(nproc 2>/dev/null || echo 2)
     workers=${WORKERS:-$((cpus * 2 > 8 ? 8 : cpus * 2))}
     say "the suite: tests not marked serial on $workers workers, then the serial ones"
-    run_pytest -n "$workers" --dist loadfile -m "not serial" || rc=$?
+    # heaviest files first (tests/file_weights.json; the conftest orders them), not by test count
+    run_pytest -n "$workers" --dist loadfile --no-loadscope-reorder -m "not serial" || rc=$?
     rc2=0
     run_pytest -m serial || rc2=$?
     if [[ $rc -eq 5 && $rc2 -eq 5 ]]; then

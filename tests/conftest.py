@@ -44,6 +44,25 @@ def _marked_processes() -> list[tuple[int, str]]:
     return found
 
 
+def pytest_collection_modifyitems(config, items):
+    """The files heaviest first (``tests/file_weights.json``, see tests/helpers/file_weights.py),
+    each file's tests in their own order: pytest-xdist's ``--dist loadfile`` hands files to the
+    workers in this order (with ``--no-loadscope-reorder``), so the last to start are short."""
+    from tests.helpers.file_weights import UNKNOWN_S_PER_TEST, load_weights
+
+    weights = load_weights()
+    counts: dict[str, int] = {}
+    for item in items:
+        name = item.nodeid.split("::", 1)[0]
+        counts[name] = counts.get(name, 0) + 1
+    first_seen = {name: i for i, name in enumerate(counts)}
+
+    def weight(name: str) -> float:
+        return weights.get(name, counts[name] * UNKNOWN_S_PER_TEST)
+
+    items.sort(key=lambda item: (-weight(item.nodeid.split("::", 1)[0]), first_seen[item.nodeid.split("::", 1)[0]]))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_leaked_processes():
     yield
