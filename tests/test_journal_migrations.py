@@ -140,3 +140,17 @@ def test_a_journal_newer_than_the_code_is_refused_with_both_versions(tmp_path):
         assert str(path) in text
         assert f"journal schema {SCHEMA_VERSION + 1} is newer than this optui knows ({SCHEMA_VERSION})" in text
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+def test_a_journal_file_without_tables_yet_is_refused_read_only_with_a_clear_error(tmp_path):
+    """Another optui has created the file but not its tables yet: a read-only reader (`optui
+    status`, a test polling the journal) gets a JournalError naming the file, never a raw
+    sqlite3 "no such table" from its first query."""
+    db = tmp_path / "optui.db"
+    sqlite3.connect(db).close()  # the file as sqlite3.connect leaves it before any table
+    with pytest.raises(JournalError, match=r"optui\.db: not a journal yet"):
+        Journal(db, read_only=True)
+    Journal(db).close()  # a writer makes it a journal
+    reader = Journal(db, read_only=True)
+    assert reader.events() == []
+    reader.close()

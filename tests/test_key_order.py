@@ -42,13 +42,13 @@ async def test_a_key_that_opens_an_input_then_text_then_enter(tmp_path):
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         post_at_once(app, ["3", "a", *"burst item", "enter"])  # an inline input (todo panel)
-        await wait_for(pilot, lambda: "burst item" in todo_texts(app), timeout=5, what=lambda: todo_texts(app)[-2:])
+        await wait_for(pilot, lambda: "burst item" in todo_texts(app), timeout=30, what=lambda: todo_texts(app)[-2:])
         post_at_once(app, ["n", *"a note", "enter"])  # a prompt screen, pushed then mounted
         notes = lambda: [e.data["text"] for e in app.session.journal.events(types=[ev.NOTE])]  # noqa: E731
-        await wait_for(pilot, lambda: "a note" in notes(), timeout=5, what=notes)
+        await wait_for(pilot, lambda: "a note" in notes(), timeout=30, what=notes)
         assert type(app.screen).__name__ == "MainScreen"
         post_at_once(app, ["a", *"second", "escape", "4"])  # cancel, then on to the bench panel
-        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "bench-results", timeout=5,
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "bench-results", timeout=30,
                        what=lambda: app.focused)
         assert "second" not in todo_texts(app) and not app.query_one("#todo").editing
         await pilot.press("q")
@@ -62,13 +62,13 @@ async def test_a_key_right_after_the_enter_that_closes_an_input(tmp_path):
         await settle(pilot)
         post_at_once(app, ["3", "a", *"fast item", "enter", "+"])  # + raises the new item's priority
         item = lambda: next((t for t in app.session.journal.todos() if t.content.startswith("fast item")), None)  # noqa: E731
-        await wait_for(pilot, lambda: item() is not None and str(item().priority) == "high", timeout=5,
+        await wait_for(pilot, lambda: item() is not None and str(item().priority) == "high", timeout=30,
                        what=lambda: item())
         assert item().content == "fast item"
         post_at_once(app, ["5", "/", *"bench", "enter", "t"])  # filter the journal, then cycle its type filter
         journal_box = app.query_one("#journal-box")
         await wait_for(pilot, lambda: "type:server /bench/" in str(journal_box.border_title),
-                       timeout=5, what=lambda: str(journal_box.border_title))
+                       timeout=30, what=lambda: str(journal_box.border_title))
         assert type(app.screen).__name__ == "MainScreen"
         await pilot.press("q")
 
@@ -85,7 +85,7 @@ async def test_keys_after_the_enter_that_dismisses_a_prompt(tmp_path):
         await wait_for(pilot, lambda: "T2" in todo_texts(app), timeout=10, what=lambda: (notes()[-3:], todo_texts(app)[-3:]))
         assert notes()[-2:] == ["first", "second"] and todo_texts(app)[-2:] == ["T1", "T2"]
         post_at_once(app, ["n", *"W5", "enter", "ctrl+p"])
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", timeout=5,
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", timeout=30,
                        what=lambda: [type(s).__name__ for s in app.screen_stack])
         assert notes()[-1] == "W5" and [type(s).__name__ for s in app.screen_stack] == ["MainScreen", "CommandPalette"]
         await pilot.press("escape")
@@ -122,5 +122,5 @@ async def test_a_multi_line_paste_into_a_prompt_keeps_every_line(tmp_path):
         app.post_message(events.Paste("TTFT p99 doubled\r\n  at c=16 \n\nsee bench #4"))
         post_at_once(app, ["enter"])
         notes = lambda: [e.data["text"] for e in app.session.journal.events(types=[ev.NOTE])]  # noqa: E731
-        await wait_for(pilot, lambda: "TTFT p99 doubled at c=16 see bench #4" in notes(), timeout=5, what=notes)
+        await wait_for(pilot, lambda: "TTFT p99 doubled at c=16 see bench #4" in notes(), timeout=30, what=notes)
         await pilot.press("q")

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from optui.adapters.journal import Journal
+from optui.adapters.journal import Journal, JournalError
 from optui.adapters.proc import group_pids, pid_alive
 from optui.cli.tui import surviving_demo_port, write_demo_config
 from optui.config import load_config
@@ -80,7 +80,10 @@ def journal_events(cfg, types=None, target=None) -> list:
     """The campaign's journal events (read-only; [] before the journal exists)."""
     if not (cfg.parent / ".optui" / "optui.db").exists():
         return []
-    j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+    except JournalError:  # the file exists, its tables not yet (the CLI is creating them)
+        return []
     try:
         return j.events(types=types, target=target)
     finally:

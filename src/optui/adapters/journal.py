@@ -170,6 +170,8 @@ class Journal:
                 self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
             self._db.execute("PRAGMA busy_timeout=5000")
             found = self._check_schema()
+            if read_only and found == 0:  # another process is creating it: no tables to read yet
+                raise JournalError(f"{self.path}: not a journal yet (no tables: another optui may be creating it)")
             if not read_only:
                 # small pages: a commit appends every page it touched (row + 3 index leaves) to
                 # the WAL, so 1 KiB pages write a quarter of the bytes per event (new files only)
