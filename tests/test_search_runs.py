@@ -148,3 +148,62 @@ async def test_stop_in_the_middle_leaves_no_benchmark_and_no_half_started_server
     finally:
         await session.close()
         session.kill_leftovers()
+
+
+def test_the_cli_runs_shows_and_stops_a_search(tmp_path):
+    """``optui search run`` in a process of its own, ``status`` and ``stop`` from others."""
+    import json
+    import subprocess
+    import time
+
+    from click.testing import CliRunner
+
+    from optui.adapters import proc
+    from optui.cli import cli
+    from tests.helpers.demo import stop_process_group, subprocess_env
+
+    cfg = campaign(tmp_path)
+    runner = CliRunner()
+    r = runner.invoke(cli, ["-c", str(cfg), "search", "run", "nosuch"])
+    assert r.exit_code == 2 and "nosuch: neither a [search.NAME]" in r.stderr and "(searches there: batch)" in r.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text('server = "demo"\nbench = "tiny"\n[flags]\n"--max-running-requests" = []\n')
+    r = runner.invoke(cli, ["-c", str(cfg), "search", "run", str(bad)])
+    assert r.exit_code == 2 and f"{bad}:4: flags.--max-running-requests: the list of values is empty" in r.stderr
+    r = runner.invoke(cli, ["-c", str(cfg), "search", "status"])
+    assert r.exit_code == 1
+    child = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(cfg), "search", "run", "batch", "--json"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=subprocess_env(), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the first trial is journaled (polled from another process)
+            r = runner.invoke(cli, ["-c", str(cfg), "search", "status", "--json"])
+            if r.exit_code == 0 and json.loads(r.stdout)["trials"]:
+                break
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.2)
+        data = json.loads(r.stdout)
+        assert data["status"] == "running" and data["search_id"] == "batch.1" and data["planned"] == 5
+        assert data["trials"][0]["point"] == [["--max-running-requests", "2"], ["--mem-fraction-static", "0.88"]]
+        r = runner.invoke(cli, ["-c", str(cfg), "search", "status"])
+        assert r.exit_code == 0 and r.stdout.startswith("batch.1 running: grid, max output_tok_s, ")
+        assert "  trial 1: --max-running-requests 2 --mem-fraction-static 0.88 → " in r.stdout
+        r = runner.invoke(cli, ["-c", str(cfg), "search", "stop", "--json"])
+        assert r.exit_code == 0 and json.loads(r.stdout)["asked"] is True
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 130, err
+        final = json.loads(out)
+        assert final["status"] == "stopped" and final["finished_at"] and 1 <= len(final["trials"]) < 5
+        r = runner.invoke(cli, ["-c", str(cfg), "search", "stop"])
+        assert r.exit_code == 1 and "no search is running (batch.1 is stopped)" in r.stderr
+        r = runner.invoke(cli, ["-c", str(cfg), "search", "status", "batch", "--json"])
+        assert json.loads(r.stdout)["status"] == "stopped"
+    finally:
+        if child.poll() is None:
+            stop_process_group(child)
+        session = Session(load_config(cfg), stop_servers_on_exit=True)  # only to stop what the CLI left
+        launch = session.servers["demo"].controller.recorded()
+        if launch is not None:
+            proc.kill_group_now(launch.pid)
+        session.journal.close()

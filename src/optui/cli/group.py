@@ -23,6 +23,7 @@ _COMMANDS = {
     "restart": "optui.cli.status:restart",
     "journal": "optui.cli.journal:journal",
     "mcp": "optui.cli.mcp:mcp",
+    "search": "optui.cli.search:search",
 }
 
 

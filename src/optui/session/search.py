@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -43,11 +44,15 @@ from optui.session.todo_runs import TodoRunQueue
 from optui.session.todos import TodoService
 
 if TYPE_CHECKING:
+    from optui.adapters.journal import Journal
     from optui.session.server_runtime import ServerRuntime
 
 SEARCH_STARTED = "search.started"
 SEARCH_TRIAL = "search.trial"
 SEARCH_FINISHED = "search.finished"
+#: another process (``optui search stop``) asks the running search to stop (data: search_id)
+SEARCH_STOP = "search.stop"
+STOP_POLL_S = 0.5  # how often a running search reads the journal for a search.stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,11 +194,13 @@ class SearchRunner:
 
     async def _run(self, spec: SearchSpec, name: str, search_id: str) -> None:
         started = time.time()
+        seq0 = await self._writer.call(self._writer.journal.last_seq)
         self._record(SEARCH_STARTED, name, {"search_id": search_id, "name": name, "spec": spec.model_dump(mode="json"),
-                                            "planned": planned_trials(spec),
+                                            "planned": planned_trials(spec), "pid": os.getpid(),
                                             "message": f"search {search_id}: {spec.strategy} over "
                                                        f"{', '.join(spec.flags) or 'one configuration'} ({spec.objective})"})
         status, message = "done", ""
+        watcher = asyncio.create_task(self._watch_stop(name, search_id, seq0), name=f"search-{name}-stop")
         try:
             while not self._stop and (step := next_step(spec, self.trials)) is not None:
                 self._progress(step=step, todo_step="queued")
@@ -212,6 +219,7 @@ class SearchRunner:
             status, message = "failed", f"{type(exc).__name__}: {exc}"
         finally:
             self._todo_id = None
+            watcher.cancel()
         best = winner(spec, self.trials)
         table = standings(spec, self.trials)
         data = {"search_id": search_id, "name": name, "status": status, "trials": len(self.trials),
@@ -227,6 +235,15 @@ class SearchRunner:
             data["message"] += f"; so far {summary}"
         self._record(SEARCH_FINISHED, name, data)
         self._progress(step=None, todo_step="", status=status, message=data["message"])
+
+    async def _watch_stop(self, name: str, search_id: str, since_seq: int) -> None:
+        """Stop when another process journals a search.stop for this search."""
+        j = self._writer.journal
+        while not self._stop:
+            await asyncio.sleep(STOP_POLL_S)
+            asks = await self._writer.call(lambda: j.events(since_seq=since_seq, target=f"search:{name}", types=[SEARCH_STOP]))
+            if any(e.data.get("search_id") in (search_id, None) for e in asks):
+                self.stop()
 
     async def _trial(self, spec: SearchSpec, name: str, search_id: str, step: Step) -> Trial | None:
         """Run one trial as a todo run; None when the search was stopped during it."""
@@ -324,3 +341,39 @@ class SearchRunner:
             infeasible=sum(1 for t in self.trials if not t.feasible), eta_s=None if eta is None else round(eta, 1),
             status=status, message=message)
         self._on_change()
+
+
+def search_status(journal: Journal, name: str | None = None) -> dict | None:
+    """The newest search (of ``name``, else any) as its events tell it, for ``optui search
+    status`` in any process: name, search_id, status (running | done | stopped | failed |
+    interrupted: its process is gone without a search.finished), strategy, objective,
+    planned, trials (:meth:`Trial.to_json`), best (flags, score, runs) or None, infeasible
+    (how many trials), pid, started_at / finished_at (Unix s), message. None: no search."""
+    from optui.adapters import proc
+
+    starts = [e for e in journal.events(types=[SEARCH_STARTED]) if name is None or e.data.get("name") == name]
+    if not starts:
+        return None
+    start = starts[-1]
+    sid, sname = start.data.get("search_id"), start.data.get("name")
+    mine = [e for e in journal.events(since_seq=start.seq - 1, target=f"search:{sname}") if e.data.get("search_id") == sid]
+    trials = [Trial.from_json(e.data) for e in mine if e.type == SEARCH_TRIAL]
+    fin = next((e for e in reversed(mine) if e.type == SEARCH_FINISHED), None)
+    pid = start.data.get("pid")
+    if fin is not None:
+        status = fin.data.get("status", "done")
+    else:
+        status = "running" if isinstance(pid, int) and proc.pid_alive(pid) else "interrupted"
+    best = None
+    try:
+        spec = SearchSpec.model_validate(start.data.get("spec") or {})
+        top = winner(spec, trials)
+        if top is not None:
+            best = {"flags": point_text(top.point), "point": [list(p) for p in top.point], "score": top.score, "runs": top.runs}
+    except ValueError:  # a spec this version cannot read: the trials still show, without a best
+        pass
+    return {"name": sname, "search_id": sid, "status": status, "strategy": start.data.get("spec", {}).get("strategy"),
+            "objective": start.data.get("spec", {}).get("objective"), "planned": start.data.get("planned"),
+            "trials": [t.to_json() for t in trials], "best": best, "infeasible": sum(1 for t in trials if not t.feasible),
+            "pid": pid, "started_at": start.ts, "finished_at": fin.ts if fin else None,
+            "message": (fin.data.get("message") if fin else start.data.get("message")) or ""}

@@ -1,0 +1,185 @@
+"""``optui search run SPEC`` / ``status`` / ``stop``: flag searches from the command line
+(issue 22), through the same session and journal as the TUI.
+
+``SPEC`` is a search of optui.toml (``[search.NAME]``) or a TOML file holding one spec
+(its name: the file's stem). ``run`` runs it in this process (each trial a todo run:
+restart → ready → benchmark → compare), printing a line per trial; Ctrl-C or SIGTERM stop
+it the way ``optui search stop`` does (the trial in progress is cut, a restart in flight
+ends first). ``status`` reads the newest search from the journal, from any process;
+``stop`` journals a ``search.stop`` that the running search reads within a second.
+
+Exit status: ``run``: 0 done with a winner, 1 no configuration met the constraints or the
+search failed, 2 bad input (spec errors name FILE:LINE: FIELD), 130 stopped. ``status``: 0,
+1 when no search ran. ``stop``: 0 asked, 1 nothing running.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
+
+
+@click.group()
+def search() -> None:
+    """Flag searches: the best launch flags under an SLA, every trial an experiment."""
+
+
+def _load_spec(loaded, spec: str):
+    """(name, SearchSpec) of SPEC: a [search.NAME] of the config, else a spec file."""
+    from optui.config_file import ConfigError
+    from optui.core.search.spec import parse_search_text
+
+    try:
+        if spec in loaded.config.search:
+            path = Path(loaded.path)
+            return spec, parse_search_text(path.read_text(encoding="utf-8"), str(path), spec)
+        path = Path(spec)
+        if not path.is_file():
+            known = ", ".join(loaded.config.search) or "none in the config"
+            fail(f"{spec}: neither a [search.NAME] of {loaded.path} (searches there: {known}) nor a file", 2)
+        return path.stem, parse_search_text(path.read_text(encoding="utf-8"), str(path))
+    except ConfigError as exc:
+        echo(str(exc), err=True)
+        sys.exit(2)
+
+
+def _trial_text(t: dict) -> str:
+    from optui.core.search.spec import point_from_json, point_text
+
+    head = f"trial {t['number']}{' (re-run)' if t['phase'] == 'confirm' else ''}: {point_text(point_from_json(t['point'])) or '(fixed flags)'}"
+    if t["status"] == "failed":
+        return f"{head} → infeasible ({t['crash_class']}): {t['message']}"
+    text = f"{head} → {t['score']:.4g}" + (f" [{t['experiment']}]" if t.get("experiment") else "")
+    return text + (f", breaks {', '.join(t['violated'])}" if t["violated"] else "")
+
+
+@search.command("run")
+@click.argument("spec")
+@click.option("--json", "as_json", is_flag=True, help="Print the search's final status as JSON.")
+@click.pass_context
+def run(ctx: click.Context, spec: str, as_json: bool) -> None:
+    """Run search SPEC (a [search.NAME] of optui.toml or a spec file) until it names a
+    winner, is stopped, or fails."""
+    import asyncio
+    import signal
+
+    from optui.session import Session, SessionError
+    from optui.session.search import search_status
+
+    loaded = load_config_or_exit(ctx)
+    if (ctx.find_root().obj or {}).get("read_only") or loaded.config.read_only:
+        fail("read-only mode: a flag search restarts servers", 2)
+    name, parsed = _load_spec(loaded, spec)
+
+    async def go() -> dict | None:
+        session = Session(loaded, actor=actor())
+        await session.start()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, session.search.stop)
+        try:
+            await asyncio.sleep(0.3)  # monitors re-attach to running servers
+            session.search.check(parsed)
+            await session.search.start(parsed, name)
+            shown = 0
+            while session.search.running:
+                await session.wait_changed(session.version, 1.0)
+                if not as_json:
+                    for t in session.search.trials[shown:]:
+                        echo(_trial_text(t.to_json()))
+                    shown = len(session.search.trials)
+            await session.search.wait()
+            if not as_json:
+                for t in session.search.trials[shown:]:
+                    echo(_trial_text(t.to_json()))
+            return search_status(session.journal, name)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            await session.close()
+
+    try:
+        status = asyncio.run(go())
+    except SessionError as exc:
+        fail(str(exc), 2)
+    assert status is not None
+    if as_json:
+        echo_json(status)
+    else:
+        echo(status["message"])
+    if status["status"] == "stopped":
+        sys.exit(130)
+    sys.exit(0 if status["status"] == "done" and status["best"] else 1)
+
+
+def _journal(ctx: click.Context, *, reading: bool):
+    from optui.adapters.journal import Journal, JournalError
+    from optui.cli.common import read_only_open
+
+    loaded = load_config_or_exit(ctx)
+    path = loaded.journal_path
+    if not Path(path).exists():
+        fail(f"{path}: no journal yet (no search ran on this campaign)", 1)
+    try:
+        return Journal(path, read_only=reading and read_only_open(ctx, path))
+    except JournalError as exc:
+        fail(str(exc), 2)
+
+
+@search.command("status")
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON (every trial).")
+@click.pass_context
+def status(ctx: click.Context, name: str | None, as_json: bool) -> None:
+    """The newest search (of NAME): its status, trials, best so far."""
+    from optui.session.search import search_status
+
+    journal = _journal(ctx, reading=True)
+    try:
+        data = search_status(journal, name)
+    finally:
+        journal.close()
+    if data is None:
+        fail(f"no search{' ' + name if name else ''} has run on this campaign", 1)
+    if as_json:
+        echo_json(data)
+        return
+    planned = f"/{data['planned']}" if data.get("planned") else ""
+    echo(f"{data['search_id']} {data['status']}: {data['strategy']}, {data['objective']}, "
+         f"{len(data['trials'])}{planned} trials, {data['infeasible']} infeasible")
+    for t in data["trials"]:
+        echo("  " + _trial_text(t))
+    best = data["best"]
+    echo(f"best: {best['flags']} → {best['score']:.4g} (median of {best['runs']})" if best else "best: none feasible yet")
+    if data["status"] != "running" and data["message"]:
+        echo(data["message"])
+
+
+@search.command("stop")
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print what was asked as JSON.")
+@click.pass_context
+def stop(ctx: click.Context, name: str | None, as_json: bool) -> None:
+    """Ask the running search (of NAME) to stop: the trial in progress is cut (a restart
+    in flight ends first), no benchmark is left running."""
+    from optui.session.search import SEARCH_STOP, search_status
+
+    journal = _journal(ctx, reading=False)
+    try:
+        data = search_status(journal, name)
+        if data is None or data["status"] != "running":
+            fail(f"no search{' ' + name if name else ''} is running"
+                 + (f" ({data['search_id']} is {data['status']})" if data else ""), 1)
+        journal.append(SEARCH_STOP, f"search:{data['name']}", {"search_id": data["search_id"],
+                                                               "message": f"stop search {data['search_id']}"},
+                       actor=actor())
+    finally:
+        journal.close()
+    if as_json:
+        echo_json({"search_id": data["search_id"], "name": data["name"], "asked": True, "pid": data["pid"]})
+    else:
+        echo(f"asked search {data['search_id']} (pid {data['pid']}) to stop")
