@@ -111,6 +111,9 @@ def test_a_gpu_without_new_samples_for_three_intervals_is_stale_with_its_age():
     state = FleetState(interval_s=2.0)
     first = state.update(parse_vector_answer(dcgm_answer(at=1000.0, sample_at=1000.0)), now=1000.2)
     assert not first.gpus[0].stale and first.gpus[0].age_s == pytest.approx(0.2)
+    # one sample only: its exporter's scrape interval is unknown (Prometheus's default: 1 min)
+    assert not state.update([], now=1170.0).gpus[0].stale
+    assert FleetState(2.0).update(parse_vector_answer(dcgm_answer(sample_at=1000.0)), now=1181.0).gpus[0].stale
     state.update(parse_vector_answer(dcgm_answer(at=1002.0, sample_at=1001.0)), now=1002.0)
     # the exporter stopped: Prometheus marks its series stale, they leave the answer
     gone = state.update(parse_vector_answer(answer([])), now=1006.9)

@@ -1,17 +1,22 @@
 """The fleet through a real Prometheus (Debian's package; skipped without it): what optui reads
 equals what the exporters served, through a real scrape and real PromQL; a GPU whose exporter
-stopped turns stale with its age; a bad token, a slow query, a refused connection, an answer
+stopped turns stale with its age; ``optui gpus --json`` / ``status --json`` list every fleet
+GPU; a bad token, a slow query, a refused connection, an answer
 that is not JSON and a refused query are clear errors. One Prometheus for the module."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 
 import pytest
 
 from optui.adapters.prometheus import PrometheusClient, PrometheusError
-from optui.core.fleet import FleetState, fleet_query
-from tests.helpers.demo import free_port
+from optui.core.fleet import FLEET_GPU_JSON_KEYS, FleetState, fleet_query
+from optui.core.gpu import GPU_JSON_KEYS
+from tests.helpers.demo import free_port, subprocess_env
 from tests.helpers.prometheus import (
     GPUS_PER_HOST,
     MODEL,
@@ -39,6 +44,7 @@ def fleet(tmp_path_factory):
     exporters = DcgmExporters(HOSTS, omit={NO_COPY_UTIL: frozenset({"DCGM_FI_DEV_MEM_COPY_UTIL"})})
     prom = Prometheus(tmp_path_factory.mktemp("prometheus"), exporters.targets()).start()
     try:
+        prom.wait_series("DCGM_FI_DEV_FB_USED", HOSTS * GPUS_PER_HOST)  # every exporter scraped once
         yield exporters, prom
     finally:
         prom.stop()
@@ -155,12 +161,61 @@ async def test_a_slow_prometheus_times_out_and_a_down_one_is_a_clear_error(fleet
         await direct.aclose()
 
 
+def optui_cli(directory, prometheus_url: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m optui -c CFG ARGS`` with a ``[fleet]`` table pointing at ``prometheus_url``."""
+    cfg = directory / "optui.toml"
+    cfg.write_text(f'[hosts.local]\ngpu_source = "none"\n\n[fleet]\nprometheus = "{prometheus_url}"\n'
+                   'interval_s = 1\ntimeout_s = 3\n')
+    return subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60, env=subprocess_env(), cwd=directory,
+                          start_new_session=True)
+
+
+def test_gpus_and_status_json_list_every_fleet_gpu(fleet, tmp_path):
+    exporters, prom = fleet
+    done = optui_cli(tmp_path, prom.url, "gpus", "--json")
+    assert done.returncode == 0, done.stderr
+    gpus = json.loads(done.stdout)
+    assert len(gpus) == HOSTS * GPUS_PER_HOST
+    for gpu in gpus:
+        assert tuple(gpu) == FLEET_GPU_JSON_KEYS and set(GPU_JSON_KEYS) <= set(gpu)
+        host = int(gpu["host"].rsplit("-", 1)[1])
+        assert (gpu["uuid"], gpu["name"], gpu["exporter"]) == (gpu_uuid(host, gpu["index"]), MODEL, "dcgm")
+        assert any(gpu["mem_used_mib"] == v["DCGM_FI_DEV_FB_USED"] and gpu["mem_free_mib"] == v["DCGM_FI_DEV_FB_FREE"]
+                   for v in (gpu_values(host, gpu["index"], g) for g in exporters.served(host)))
+        assert gpu["util_mem_pct"] is None if host == NO_COPY_UTIL else gpu["util_mem_pct"] is not None
+    table = optui_cli(tmp_path, prom.url, "gpus")
+    assert table.returncode == 0 and f"{HOSTS * GPUS_PER_HOST} GPUs on {HOSTS} hosts" in table.stdout
+    status = optui_cli(tmp_path, prom.url, "status", "--json", "--wait", "0")
+    assert status.returncode == 0, status.stderr
+    fleet_status = json.loads(status.stdout)["fleet"]
+    assert fleet_status["prometheus"] == prom.url and fleet_status["error"] is None
+    assert {(g["host"], g["index"]) for g in fleet_status["gpus"]} == {(g["host"], g["index"]) for g in gpus}
+    dead = f"http://127.0.0.1:{free_port()}"
+    down = optui_cli(tmp_path, dead, "gpus", "--json")
+    assert down.returncode == 1 and "cannot connect to Prometheus" in json.loads(down.stdout)["error"]
+    # Prometheus down: the status says so and the rest of it is there
+    status = optui_cli(tmp_path, dead, "status", "--json", "--wait", "0")
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    assert "cannot connect to Prometheus" in data["fleet"]["error"] and data["fleet"]["gpus"] == []
+    assert data["hosts"][0]["host"] == "local" and data["journal_error"] is None
+
+
 async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
     exporters, prom = fleet
     client = PrometheusClient(prom.url, timeout_s=5)
     try:
         state = FleetState(interval_s=0.5)
         snap = await read_fleet(client, state, HOSTS * GPUS_PER_HOST)
+        first = snap.hosts()[host_name(STOPPED)][0].sampled_at
+
+        async def two_scrapes_seen():  # the exporter's scrape gap is known from then on
+            return state.update(await client.query(fleet_query()), time.time()).hosts()[
+                host_name(STOPPED)][0].sampled_at > first
+        deadline = time.monotonic() + 20
+        while not await two_scrapes_seen():
+            assert time.monotonic() < deadline
         last_served = exporters.served(STOPPED)[-1]
         exporters.stop(STOPPED)
 
@@ -172,7 +227,7 @@ async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
         while not await stopped_host_stale():
             assert time.monotonic() < deadline
         gone = snap.hosts()[host_name(STOPPED)]
-        assert len(gone) == GPUS_PER_HOST and all(g.age_s > 3 * 0.5 for g in gone)
+        assert len(gone) == GPUS_PER_HOST and all(g.age_s > 3 * 0.9 for g in gone)  # 3 x its 1 s scrape gap
         # still listed with the last values it served
         assert gone[0].mem_used_mib in {gpu_values(STOPPED, 0, g)["DCGM_FI_DEV_FB_USED"] for g in
                                         range(last_served + 1)}

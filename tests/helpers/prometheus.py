@@ -188,6 +188,22 @@ class Prometheus:
             time.sleep(0.05)
         raise RuntimeError("prometheus not ready in time")
 
+    def wait_series(self, promql: str, count: int, timeout_s: float = 30.0) -> None:
+        """Wait until instant query ``promql`` has ``count`` series (the first scrapes landed)."""
+        import json
+        import urllib.parse
+
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        deadline = time.monotonic() + timeout_s
+        found = None
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                found = len(json.load(resp)["data"]["result"])
+            if found == count:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{promql}: {found} series, not {count}")
+
     def stop(self) -> None:
         if self.proc is not None:
             stop_process_group(self.proc)

@@ -62,6 +62,12 @@ class PrometheusClient:
     async def query(self, promql: str) -> list[PromSample]:
         """The samples of instant query ``promql`` now (a vector result); raises
         :class:`PrometheusError`."""
+        return parse_answer(self.base_url, *await self.query_body(promql))
+
+    async def query_body(self, promql: str) -> tuple[int, bytes]:
+        """The HTTP status and body of instant query ``promql``, unparsed (a caller parses a
+        large answer off the event loop with :func:`parse_answer`); raises
+        :class:`PrometheusError` for a request that got no answer or was refused (401/403)."""
         url = f"{self.base_url}/api/v1/query"
         data = {"query": promql, "timeout": f"{self.timeout_s:g}s"}
         started = time.monotonic()
@@ -81,15 +87,21 @@ class PrometheusClient:
             how = f"the token in ${self.token_env}" if self.token_env else "no token ([fleet] bearer_token_env)"
             raise PrometheusError("auth", f"Prometheus at {self.base_url} refused the query (HTTP "
                                           f"{resp.status_code}) with {how}")
-        try:
-            samples = parse_vector_answer(body)
-        except PromAnswerError as exc:
-            if resp.is_success or resp.status_code in (400, 422, 503):  # the API's own error answers
-                raise PrometheusError("answer", f"Prometheus at {self.base_url}: {exc}") from None
-            raise PrometheusError("http", f"Prometheus at {self.base_url} answered HTTP {resp.status_code}") from None
         self.last_duration_s = time.monotonic() - started
-        return samples
+        return resp.status_code, body
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._client.aclose()
+
+
+def parse_answer(base_url: str, status: int, body: bytes) -> list[PromSample]:
+    """The samples of an answer of :meth:`PrometheusClient.query_body` (pure; safe on any
+    thread); raises :class:`PrometheusError` ``answer`` (not a vector answer, a refused query)
+    or ``http`` (another status without the API's error body)."""
+    try:
+        return parse_vector_answer(body)
+    except PromAnswerError as exc:
+        if 200 <= status < 300 or status in (400, 422, 503):  # the API's own error answers
+            raise PrometheusError("answer", f"Prometheus at {base_url}: {exc}") from None
+        raise PrometheusError("http", f"Prometheus at {base_url} answered HTTP {status}") from None

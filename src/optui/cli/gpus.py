@@ -8,6 +8,11 @@ Sources: NVML (default; :class:`~optui.adapters.gpu_nvml.NvmlGpuSource`), a one-
 :data:`~optui.core.gpu.GPU_JSON_KEYS` (MiB, %, °C, W; null where unavailable). When the host
 cannot be read it prints ``{"error": "...", "host": "..."}`` instead; either way the exit code
 is 1 when anything is wrong (a GPU with an error included), else 0.
+
+With a ``[fleet]`` table in the config (docs/fleet.md) and neither ``--from-file`` nor
+``--source``: one reading of every GPU that Prometheus knows, the same keys plus the fleet's
+(:data:`~optui.core.fleet.FLEET_GPU_JSON_KEYS`); ``{"error": ..., "prometheus": URL}`` and exit
+1 when the query fails.
 """
 
 from __future__ import annotations
@@ -111,6 +116,53 @@ def _row(s: GpuSample) -> tuple[str, ...]:
             _cell(s.util_gpu_pct), _cell(s.util_mem_pct), _cell(s.temp_c), power)
 
 
+def _fleet_config(ctx: click.Context):
+    """The ``[fleet]`` table of the config, or None. The file is validated only when it has one
+    (without it ``optui gpus`` reads no config and skips pydantic)."""
+    import re
+
+    from optui.config_file import ConfigError, find_config
+
+    try:
+        path = find_config((ctx.find_root().obj or {}).get("config_path"))
+        text = path.read_text(encoding="utf-8", errors="replace") if path else ""
+    except (ConfigError, OSError):
+        return None
+    if not re.search(r"(?m)^\s*\[fleet\]", text):
+        return None
+    from optui.cli.common import load_config_or_exit
+
+    return load_config_or_exit(ctx).config.fleet
+
+
+def _fleet_report(cfg, as_json: bool) -> None:
+    """One reading of the fleet: every GPU Prometheus knows, host by host; exit 1 when the
+    query failed."""
+    import asyncio
+
+    from optui.session.fleet import read_fleet_once
+
+    snapshot = asyncio.run(read_fleet_once(cfg))
+    if snapshot.error:
+        if as_json:
+            echo_json({"error": snapshot.error, "prometheus": cfg.prometheus})
+            sys.exit(1)
+        fail(snapshot.error)
+    if as_json:
+        echo_json([gpu.to_json() for gpu in snapshot.gpus])
+        return
+    echo(f"fleet ({cfg.prometheus}): {len(snapshot.gpus)} GPUs on {len(snapshot.hosts())} hosts")
+    rows = [("HOST", "GPU", "NAME", "USED", "RSVD", "FREE MiB", "UTIL%", "MEM-BW%", "TEMP°C", "POWER W", "AGE s")]
+    rows += [(g.host, "n/a" if g.index is None else str(g.index), g.model or "n/a", _cell(g.mem_used_mib),
+              _cell(g.mem_reserved_mib), _cell(g.mem_free_mib), _cell(g.util_gpu_pct), _cell(g.util_mem_pct),
+              _cell(g.temp_c), _cell(g.power_w), _cell(g.age_s, 1) + (" stale" if g.stale else ""))
+             for g in snapshot.gpus]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        cells = [c.ljust(w) if i in (0, 2) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        echo("  ".join(cells).rstrip())
+
+
 @click.command("gpus")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (or {\"error\": ...} and exit 1).")
 @click.option("--from-file", "from_file", metavar="FILE",
@@ -121,12 +173,18 @@ def _row(s: GpuSample) -> tuple[str, ...]:
 @click.option("--source", type=click.Choice(["nvml", "nvidia-smi"]), default="nvml", show_default=True,
               help="Read the local GPUs through NVML or by running nvidia-smi once.")
 @click.option("--host", default="local", show_default=True, help="Host label for the output.")
-def gpus(as_json: bool, from_file: str | None, fields: str | None, source: str, host: str) -> None:
+@click.pass_context
+def gpus(ctx: click.Context, as_json: bool, from_file: str | None, fields: str | None, source: str, host: str) -> None:
     """Show the GPUs once: memory used/reserved/total (MiB), utilization, memory-bandwidth
-    utilization (%), temperature (°C), power draw/limit (W)."""
+    utilization (%), temperature (°C), power draw/limit (W). With a [fleet] table in the
+    config (and no --from-file / --source): every GPU its Prometheus knows."""
     if fields is not None and from_file is None:
         fail("--fields names the columns of a --from-file capture; give --from-file too")
+    explicit_source = ctx.get_parameter_source("source") is not click.core.ParameterSource.DEFAULT
+    fleet = None if from_file is not None or explicit_source else _fleet_config(ctx)
     try:
+        if fleet is not None:
+            return _fleet_report(fleet, as_json)
         if from_file is not None:
             snapshot = _read_file(host, from_file, fields)
         elif source == "nvidia-smi":

@@ -40,6 +40,10 @@ async def _collect(loaded, wait_s: float) -> dict:
     await session.start()
     try:
         await asyncio.sleep(wait_s)  # one GPU tick and one health probe per server
+        if session.fleet is not None and not session.fleet.readings:  # its first query is bounded by timeout_s
+            deadline = time.monotonic() + loaded.config.fleet.timeout_s + 1
+            while not session.fleet.readings and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
         return status_json(loaded, session)
     finally:
         await session.close()
@@ -54,9 +58,11 @@ def hosts_json(state) -> list[dict]:
 
 def status_json(loaded, session) -> dict:
     """``optui status --json`` of a started ``session`` now (shared with ``optui mcp``'s
-    status tool): hosts/GPUs, servers (state, phase, flags, load, current experiment),
+    status tool): hosts/GPUs, the fleet (``[fleet]``: every GPU Prometheus knows; null
+    without), servers (state, phase, flags, load, current experiment),
     bench, todo, the 5 newest results, the 10 newest experiments."""
     from optui.session.export import load_experiments
+    from optui.session.fleet import fleet_json
 
     state = session.snapshot()
     experiments = load_experiments(session.journal)
@@ -65,6 +71,7 @@ def status_json(loaded, session) -> dict:
         "journal": state.journal_path,
         "journal_error": state.journal_error,
         "hosts": hosts_json(state),
+        "fleet": None if state.fleet is None else fleet_json(loaded.config.fleet, state.fleet),
         "servers": [_server_json(session, s, experiments) for s in state.servers],
         "bench": None if state.bench is None else {"name": state.bench.name, "server": state.bench.server,
                                                    "status": state.bench.status},
@@ -112,6 +119,12 @@ def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
         for g in h["gpus"]:
             echo(f"  gpu {g['index']} {g['name']}: {_n(g['mem_used_mib'])}/{_n(g['mem_total_mib'])} MiB, "
                  f"util {_n(g['util_gpu_pct'])}%, {_n(g['power_w'])} W")
+    if data["fleet"] is not None:
+        fleet = data["fleet"]
+        hosts = {g["host"] for g in fleet["gpus"]}
+        stale = sum(g["stale"] for g in fleet["gpus"])
+        echo(f"fleet {fleet['prometheus']}: {len(fleet['gpus'])} GPUs on {len(hosts)} hosts"
+             + (f", {stale} stale" if stale else "") + (f" ({fleet['error']})" if fleet["error"] else ""))
     for s in data["servers"]:
         echo(f"server {s['name']}: {s['state']}" + (f" [{s['phase']}]" if s["phase"] else "") + f"  {s['url']}"
              + (f"  {s['experiment']}" if s["experiment"] else "") + (f"  ({s['crash_class']})" if s["crash_class"] else ""))

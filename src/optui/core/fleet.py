@@ -17,7 +17,7 @@ Two exporters are understood (docs/fleet.md has the tables and the sources):
 A GPU's host is dcgm-exporter's ``Hostname`` label, else the scrape target's ``instance``
 without its port. A field whose series is missing is None (shown n/a), never 0. A GPU whose
 newest sample is older than 3 intervals (the larger of optui's interval and the exporter's
-scrape gap seen so far) is stale, with its age; a GPU that left the answer (its exporter
+scrape gap seen so far, 1 min before one was seen) is stale, with its age; a GPU that left the answer (its exporter
 stopped: Prometheus marks its series stale) stays listed, aging.
 """
 
@@ -28,26 +28,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
 from optui.core.fleet_query import SAMPLE_TIME_LABEL, PromSample, values_with_sample_times
+from optui.core.gpu import GPU_JSON_KEYS
 
 MIB = 1024.0 * 1024.0
 
-#: Fields of a fleet GPU in ``optui gpus --json`` / ``status --json`` (and :meth:`FleetGpu.to_json`).
-FLEET_GPU_JSON_KEYS = (
-    "host",
-    "index",
-    "uuid",
-    "model",
-    "mem_used_mib",
-    "mem_free_mib",
-    "mem_reserved_mib",
-    "util_gpu_pct",
-    "util_mem_pct",
-    "temp_c",
-    "power_w",
-    "exporter",
-    "age_s",
-    "stale",
-)
+#: Keys of a fleet GPU in ``optui gpus --json`` / ``status --json`` (:meth:`FleetGpu.to_json`):
+#: those of every GPU (:data:`~optui.core.gpu.GPU_JSON_KEYS`: ``name`` is the model), then
+#: the fleet's own.
+FLEET_GPU_JSON_KEYS = (*GPU_JSON_KEYS, "mem_free_mib", "exporter", "age_s", "stale")
 
 #: The value fields of a record, each read from one series.
 VALUE_FIELDS = ("mem_used_mib", "mem_free_mib", "mem_reserved_mib", "util_gpu_pct", "util_mem_pct", "temp_c",
@@ -110,6 +98,10 @@ _BY_NAME = {name: mapping for mapping in MAPPINGS for name in mapping.names()}
 
 #: GPUs stale after this many intervals without a new sample.
 STALE_INTERVALS = 3
+#: The scrape gap assumed for a GPU before two of its samples were seen: Prometheus's default
+#: ``scrape_interval`` (1m). A single reading cannot tell a 15 s scrape from a stopped exporter
+#: (whose series Prometheus marks stale: they leave the answer, so they are not read at all).
+UNKNOWN_GAP_S = 60.0
 
 
 def fleet_query(selector: str | None = None) -> str:
@@ -159,8 +151,10 @@ class FleetGpu:
         return self.mem_used_mib + self.mem_free_mib + (self.mem_reserved_mib or 0.0)
 
     def to_json(self) -> dict:
-        """The JSON object: keys :data:`FLEET_GPU_JSON_KEYS`, null where unknown."""
+        """The JSON object: keys :data:`FLEET_GPU_JSON_KEYS`, null where unknown (the power
+        limit: no mapping reads it)."""
         data = asdict(self)
+        data.update(name=self.model, mem_total_mib=self.mem_total_mib, power_limit_w=None)
         return {key: data[key] for key in FLEET_GPU_JSON_KEYS}
 
 
@@ -257,7 +251,8 @@ class FleetState:
     replace those GPUs' last ones, GPUs missing from it keep theirs and age.
 
     ``interval_s``: optui's query interval; a GPU is stale once its newest sample is older than
-    ``STALE_INTERVALS`` x max(interval_s, the gap between its last two distinct samples)."""
+    ``STALE_INTERVALS`` x max(interval_s, the gap between its last two distinct samples, or
+    :data:`UNKNOWN_GAP_S` before there were two)."""
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
@@ -266,7 +261,7 @@ class FleetState:
 
     def stale_after_s(self, key: str) -> float:
         """Seconds without a new sample after which GPU ``key`` is stale."""
-        return STALE_INTERVALS * max(self.interval_s, self._gap.get(key, 0.0))
+        return STALE_INTERVALS * max(self.interval_s, self._gap.get(key, UNKNOWN_GAP_S))
 
     def update(self, samples: list[PromSample], now: float) -> FleetSnapshot:
         """Merge one answer (taken at local unix time ``now``) and return the snapshot."""

@@ -36,6 +36,7 @@ from optui.session.command_log import CommandLog
 from optui.session.config_watch import ConfigWatcher
 from optui.session.errors import SessionError
 from optui.session.flag_catalogs import CatalogStore
+from optui.session.fleet import FleetPoller, fleet_source
 from optui.session.gpu_poller import GpuPoller
 from optui.session.gpu_release import gpu_holders
 from optui.session.inventory import InventoryRecorder
@@ -173,6 +174,7 @@ class Session:
             intervals[host] = hcfg.interval_s or self.config.refresh_s
             sources[host] = make_gpu_source(host, hcfg, self.ssh_hosts.get(host), intervals[host])
         self.gpus = GpuPoller(sources, intervals, self.touch)
+        self.fleet = FleetPoller(fleet_source(self.config.fleet), self.touch) if self.config.fleet else None
         self._inventory = InventoryRecorder(self.journal)
         self.sync_journal()
 
@@ -215,6 +217,7 @@ class Session:
                 bench_output=self._bench_output(),
                 todo_runs=self._todo_runs_view(),
                 follows=tuple(self.todo_follow.statuses.items()),
+                fleet=self.fleet.snapshot if self.fleet is not None else None,
             )
         return self._snapshot
 
@@ -375,6 +378,8 @@ class Session:
         self.record(ev.SESSION_STARTED, None, {"pid": os.getpid(), "actor": self.actor,
                                                 "config": str(self.loaded.path) if self.loaded.path else None})
         self._tasks.append(asyncio.create_task(self.gpus.run(), name="gpus"))
+        if self.fleet is not None:
+            self._tasks.append(asyncio.create_task(self.fleet.run(), name="fleet"))
         for rt in self.servers.values():
             self._tasks.append(asyncio.create_task(rt.run(), name=f"server-{rt.name}"))
         self._tasks.append(asyncio.create_task(self._watch_journal(), name="journal-watch"))
@@ -489,6 +494,8 @@ class Session:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self.fleet is not None:
+            await self.fleet.close()
         if self._off_loop:  # what was queued on the journal thread lands first (a stuck call: not waited for)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.journal_thread.run(lambda j: None), 10)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # values only: this module imports no service
     from optui.adapters.journal import StoredResult
     from optui.core.bench.compare import Row
     from optui.core.events import Event
+    from optui.core.fleet import FleetSnapshot
     from optui.core.gpu import HostSnapshot
     from optui.core.server_state import ServerStatus
     from optui.core.todo import TodoItem
@@ -112,6 +113,7 @@ class SessionState:
     bench_output: BenchOutput | None = None
     todo_runs: TodoRunsView = TodoRunsView()
     follows: tuple[tuple[str, FollowStatus], ...] = ()
+    fleet: FleetSnapshot | None = None  # [fleet]: the GPUs Prometheus knows (None: no [fleet])
 
     def server(self, name: str) -> ServerStatus | None:
         """The status of server ``name`` or None."""

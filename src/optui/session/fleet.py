@@ -1,0 +1,115 @@
+"""The fleet in the session: one source read every ``interval_s`` seconds, its newest
+:class:`~optui.core.fleet.FleetSnapshot` kept for the screen, ``status --json`` and ``gpus``.
+
+:class:`PrometheusFleetSource` sends the one query a tick (core/fleet.py's ``fleet_query``);
+the answer (4,096 series for 512 GPUs) is parsed and merged on a worker thread, so the event
+loop only waits on the socket. A failed read (Prometheus down, slow, 401) becomes the
+snapshot's ``error`` with the last known GPUs aging; the loop goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from optui.adapters.prometheus import PrometheusClient, PrometheusError, parse_answer
+from optui.adapters.worker_thread import SingleThreadExecutor
+from optui.config import FleetConfig
+from optui.core.fleet import FleetSnapshot, FleetState, fleet_query
+
+
+class FleetSource(Protocol):
+    """Where fleet readings come from (Prometheus, or the demo's simulation)."""
+
+    interval_s: float
+
+    async def read(self) -> FleetSnapshot:
+        """One reading now; failures are the snapshot's ``error``, never raised."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections / threads."""
+        ...
+
+
+class PrometheusFleetSource:
+    """The fleet from the Prometheus of ``cfg`` (``[fleet]``)."""
+
+    def __init__(self, cfg: FleetConfig) -> None:
+        self.interval_s = cfg.interval_s
+        self.client = PrometheusClient(cfg.prometheus, token_env=cfg.bearer_token_env, timeout_s=cfg.timeout_s)
+        self.query = fleet_query(cfg.selector)
+        self._state = FleetState(cfg.interval_s)
+        self._worker = SingleThreadExecutor("optui-fleet")
+
+    async def read(self) -> FleetSnapshot:
+        try:
+            status, body = await self.client.query_body(self.query)
+        except PrometheusError as exc:
+            return self._state.failed(str(exc), time.time())
+        return await asyncio.wrap_future(self._worker.submit(self._merge, status, body))
+
+    def _merge(self, status: int, body: bytes) -> FleetSnapshot:
+        try:
+            samples = parse_answer(self.client.base_url, status, body)
+        except PrometheusError as exc:
+            return self._state.failed(str(exc), time.time())
+        return self._state.update(samples, time.time())
+
+    async def close(self) -> None:
+        await self.client.aclose()
+        self._worker.shutdown(wait=False)
+
+
+class FleetPoller:
+    """Reads ``source`` every ``source.interval_s`` seconds (the next read starts that long
+    after the previous one ended) and calls ``on_change`` after each; :attr:`snapshot` is the
+    newest reading (an empty one before the first)."""
+
+    def __init__(self, source: FleetSource, on_change: Callable[[], None]) -> None:
+        self.source = source
+        self.on_change = on_change
+        self.snapshot = FleetSnapshot()
+        #: Readings so far (a test waits for one more).
+        self.readings = 0
+
+    async def read_once(self) -> FleetSnapshot:
+        """One reading now (kept as :attr:`snapshot`)."""
+        self.snapshot = await self.source.read()
+        self.readings += 1
+        self.on_change()
+        return self.snapshot
+
+    async def run(self) -> None:
+        """Read forever (cancel to stop)."""
+        while True:
+            await self.read_once()
+            await asyncio.sleep(self.source.interval_s)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.source.close()
+
+
+def fleet_source(cfg: FleetConfig) -> FleetSource:
+    """The source of a ``[fleet]`` table."""
+    return PrometheusFleetSource(cfg)
+
+
+async def read_fleet_once(cfg: FleetConfig) -> FleetSnapshot:
+    """One reading of the ``[fleet]`` of ``cfg`` (``optui gpus``); failures are its ``error``."""
+    source = fleet_source(cfg)
+    try:
+        return await source.read()
+    finally:
+        await source.close()
+
+
+def fleet_json(cfg: FleetConfig, snapshot: FleetSnapshot) -> dict:
+    """``status --json``'s ``fleet``: ``{"prometheus", "error", "taken_at", "series", "gpus":
+    [FleetGpu.to_json()...]}``."""
+    return {"prometheus": cfg.prometheus, "error": snapshot.error, "taken_at": snapshot.taken_at or None,
+            "series": snapshot.series, "gpus": [gpu.to_json() for gpu in snapshot.gpus]}
