@@ -289,6 +289,7 @@ class Cockpit:
         from optui.cli.journal import experiment_json
         from optui.cli.status import restart_json
         from optui.core.agent_requests import PolicyVerdict
+        from optui.session import SessionError
         from optui.session.export import load_experiments
 
         cfg = self.loaded.config.benchmarks.get(preset)
@@ -316,8 +317,11 @@ class Cockpit:
             with self._journaled_outcome(decision, actor=actor, action="experiment", server=server) as ended:
                 spec = {"server": server, "set": dict(sets or {}), "unset": list(unsets or ()), "bench": [preset],
                         "base": "current"}
-                item = session.todos.add(f"experiment: {'; '.join(diff) or 'the same flags'} ({why.strip()})",
-                                         experiment=spec)
+                try:
+                    item = session.todos.add(f"experiment: {'; '.join(diff) or 'the same flags'} ({why.strip()})",
+                                             experiment=spec)
+                except (SessionError, ValueError) as exc:  # the journal refused it, a flag name it cannot hold
+                    raise AgentError(f"{server}: no experiment run, {exc}") from None
                 run = await session.todo_runs.run_one(item.id, repeats=repeats)
                 exp = self._todo_run_experiment(session, item.id)
                 row = next((x for x in load_experiments(session.journal) if x.id == exp), None)

@@ -126,7 +126,7 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
                      since: str | None = None) -> list[dict[str, Any]]:
         """The newest journal events matching every filter given, oldest first (as `optui journal tail --json`).
         types: event types (server.ready, note...) or groups (server, flags, failures, bench, todo, notes,
-        experiments); server: the event's target; experiment: exp-0007; grep: text in the event;
+        experiments, agent: requests, decisions and outcomes of agents' actions); server: the event's target; experiment: exp-0007; grep: text in the event;
         since: 90m, 2h, 1d or an ISO time. limit 1..500."""
         with _as_tool_error():
             return here().journal_tail(limit=limit, types=types, server=server, experiment=experiment, grep=grep,
