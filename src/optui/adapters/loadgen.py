@@ -467,8 +467,7 @@ async def run_load(
                                  timeout=httpx.Timeout(timeout_s)) as client:
         if model is None and endpoint != "generate":
             model = await _resolve_model(client)
-        payloads = [build_payload(endpoint, model, p, ignore_eos) for p in plan]
-        if run_plan.warmup and payloads:
+        if run_plan.warmup and plan:
             warm = await asyncio.gather(*(send_request(client, endpoint, build_payload(endpoint, model, p, ignore_eos))
                                           for p in run_plan.warmup))
             if not any(o.ok for o in warm):
@@ -492,7 +491,7 @@ async def run_load(
                 state["inflight"] += 1
                 state["peak"] = max(state["peak"], state["inflight"])
                 try:
-                    outcomes[i] = await send_request(client, endpoint, payloads[i])
+                    outcomes[i] = await send_request(client, endpoint, build_payload(endpoint, model, plan[i], ignore_eos))
                 finally:
                     state["inflight"] -= 1
             state["failed_in_a_row"] = 0 if outcomes[i].ok else state["failed_in_a_row"] + 1
@@ -504,12 +503,22 @@ async def run_load(
 
         if on_progress:
             on_progress(0, len(plan))
+        indices = iter(range(len(plan)))  # shared by the workers: each request is taken once, in order
+
+        async def worker() -> None:
+            for i in indices:
+                await one(i)
+
         started = time.perf_counter()
         async with asyncio.TaskGroup() as group:
-            for i in range(len(plan)):
-                if i and math.isfinite(request_rate) and request_rate > 0:
-                    await asyncio.sleep(arrivals.expovariate(request_rate))
-                group.create_task(one(i))
+            if math.isfinite(request_rate) and request_rate > 0:  # Poisson arrivals: a task per request, when it arrives
+                for i in range(len(plan)):
+                    if i:
+                        await asyncio.sleep(arrivals.expovariate(request_rate))
+                    group.create_task(one(i))
+            else:  # as fast as the cap allows: ``limit`` workers, not a task (and a payload) per request up front
+                for _ in range(min(limit, len(plan))):
+                    group.create_task(worker())
         duration = time.perf_counter() - started
         after = await _scrape(client) if before is not None else None
     result = summarize_run(plan, outcomes, duration, workload, state["peak"])
