@@ -8,7 +8,8 @@
 #   CHECKS=0 ./test.sh tests/test_x.py  skip ruff and mypy (CI runs them)
 #
 # 1. system packages the tests use: tmux (real-terminal smoke test), openssh-server and
-#    openssh-client (a real sshd on 127.0.0.1 for the SSH tests), cmake, ninja-build and g++
+#    openssh-client (a real sshd on 127.0.0.1 for the SSH tests), prometheus (a real Prometheus
+#    on 127.0.0.1 scraping exporters the fleet tests serve), cmake, ninja-build and g++
 #    (the llama.cpp peer's build; only while it is not cached), pythonX.Y-venv where the
 #    interpreter lacks venv/ensurepip. Installed with apt-get as root or with passwordless
 #    sudo; otherwise the missing ones are named and the script exits 1.
@@ -44,6 +45,7 @@ need=()
 command -v tmux >/dev/null || need+=(tmux)
 [[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
 command -v ssh-keygen >/dev/null || need+=(openssh-client)
+[[ -x /usr/bin/prometheus ]] || need+=(prometheus)
 if ! "$PYTHON" tests/peers/llama_server.py --check >/dev/null 2>&1; then
     command -v cmake >/dev/null || need+=(cmake)
     command -v ninja >/dev/null || need+=(ninja-build)
