@@ -89,7 +89,7 @@ def test_a_spec_in_optui_toml_and_in_a_file_of_its_own():
 
 @pytest.mark.parametrize(("extra", "line", "expected"), [
     ('budget = "3"', 11, "search.batch.budget: Input should be a valid integer"),
-    ('strategy = "annealing"', 11, "search.batch.strategy: Input should be 'grid', 'random' or 'sla'"),
+    ('strategy = "annealing"', 11, "search.batch.strategy: Input should be 'grid', 'random', 'optuna' or 'sla'"),
     ('confirm_topp = 1', 11, "search.batch.confirm_topp: unknown field"),
     ('sla = { high = 8 }\nstrategy = "sla"\nconstraints = ["itl_p99_ms <= 50"]', 6,
      "search.batch: strategy 'sla' measures one configuration"),
@@ -224,3 +224,12 @@ def test_a_trial_round_trips_through_json():
     assert Trial.from_json(t.to_json()) == t
     f = failed((("--x", True),), "oom", "CUDA out of memory", number=1)
     assert Trial.from_json(f.to_json()) == f and not f.feasible
+
+
+def test_the_optuna_strategy_gets_only_its_reruns_from_next_step():
+    """Its exploring trials come from its stored study (adapters/optuna_study.py)."""
+    spec = spec_of('strategy = "optuna"\nbudget = 4\nconfirm_top = 1')
+    assert next_step(spec, []) is None  # nothing measured: nothing to re-run
+    t = judge(spec, spec.point_at(3), {"output_tok_s": 5.0}, number=1)
+    assert next_step(spec, [t]).phase == "confirm" and next_step(spec, [t]).point == spec.point_at(3)
+    assert planned_trials(spec) == 5 and planned_trials(spec_of('strategy = "optuna"')) == 9 + 2

@@ -132,7 +132,8 @@ async def test_stop_in_the_middle_leaves_no_benchmark_and_no_half_started_server
         assert bench_end.data.get("status") == "aborted", bench_end.data
         (item,) = [t for t in session.journal.todos() if t.content.startswith("search batch.1 #1")]
         assert item.status is TodoStatus.CANCELLED
-        # stopped during a restart: the restart ends (ready), no benchmark starts, no trial is kept
+        # run again it resumes (a stop is a pause); stopped during a restart: the restart ends
+        # (ready), no benchmark starts, no trial is kept
         seq = session.journal.last_seq()
         await session.search.start(spec, "batch")
         for _ in range(400):
@@ -141,7 +142,11 @@ async def test_stop_in_the_middle_leaves_no_benchmark_and_no_half_started_server
             await asyncio.sleep(0.01)
         assert session.search.stop()
         end = await asyncio.wait_for(session.search.wait(), 30)
-        assert end.search_id == "batch.2" and end.status == "stopped" and session.search.trials == []
+        assert end.search_id == "batch.1" and end.status == "stopped" and session.search.trials == []
+        assert [e.data["resumed"] for e in session.journal.events(types=["search.started"])] == [False, True]
+        assert (await session.search.start(spec, "batch", fresh=True)).search_id == "batch.2"
+        session.search.stop()
+        await asyncio.wait_for(session.search.wait(), 30)
         st = session.servers["demo"].status
         assert st.busy is None and st.state.value == "ready" and "--max-running-requests" in " ".join(st.argv)
         assert not session.journal.events(since_seq=seq, types=["bench.started"])

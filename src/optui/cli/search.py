@@ -6,7 +6,9 @@
 restart → ready → benchmark → compare), printing a line per trial; Ctrl-C or SIGTERM stop
 it the way ``optui search stop`` does (the trial in progress is cut, a restart in flight
 ends first). ``status`` reads the newest search from the journal, from any process;
-``stop`` journals a ``search.stop`` that the running search reads within a second.
+``stop`` journals a ``search.stop`` that the running search reads within a second; a
+stopped search, or one whose optui was killed, resumes on the next ``run`` of the same spec
+(``--fresh`` starts anew); the optuna strategy's study is kept in ``.optui/search-optuna.db``.
 
 Exit status: ``run``: 0 done with a winner, 1 no configuration met the constraints or the
 search failed, 2 bad input (spec errors name FILE:LINE: FIELD), 130 stopped. ``status``: 0,
@@ -60,10 +62,13 @@ def _trial_text(t: dict) -> str:
 @search.command("run")
 @click.argument("spec")
 @click.option("--json", "as_json", is_flag=True, help="Print the search's final status as JSON.")
+@click.option("--fresh", is_flag=True, help="Start anew even when the last search of SPEC stopped or was cut short "
+              "with the same spec (by default it resumes).")
 @click.pass_context
-def run(ctx: click.Context, spec: str, as_json: bool) -> None:
+def run(ctx: click.Context, spec: str, as_json: bool, fresh: bool) -> None:
     """Run search SPEC (a [search.NAME] of optui.toml or a spec file) until it names a
-    winner, is stopped, or fails."""
+    winner, is stopped, or fails. A search of SPEC that was stopped, or cut short by an
+    optui that exited, resumes where it was when its spec is the same."""
     import asyncio
     import signal
 
@@ -84,8 +89,10 @@ def run(ctx: click.Context, spec: str, as_json: bool) -> None:
         try:
             await asyncio.sleep(0.3)  # monitors re-attach to running servers
             session.search.check(parsed)
-            await session.search.start(parsed, name)
-            shown = 0
+            first = await session.search.start(parsed, name, fresh=fresh)
+            if first.trial and not as_json:
+                echo(f"resuming search {first.search_id} after {first.trial} trials")
+            shown = first.trial
             while session.search.running:
                 await session.wait_changed(session.version, 1.0)
                 if not as_json:

@@ -31,12 +31,24 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from optui.config import Config
 from optui.core.gpu import HostSnapshot
 from optui.core.search.spec import SearchSpec, measurements, point_text
-from optui.core.search.strategies import Step, Trial, failed, judge, next_step, planned_trials, standings, winner
+from optui.core.search.strategies import (
+    Step,
+    Trial,
+    explore_budget,
+    explored,
+    failed,
+    judge,
+    next_step,
+    planned_trials,
+    standings,
+    winner,
+)
 from optui.core.todo import TodoStatus
 from optui.session.errors import SessionError
 from optui.session.journal_writer import JournalWriter
@@ -94,12 +106,14 @@ class SearchRunner:
     ``writer``: the session's journal; ``config``: the campaign's (servers, presets);
     ``server(name)``: a server's runtime; ``todos`` / ``todo_runs``: the session's todo list and its runner (each trial is one
     of its runs); ``gpu_snapshot(host)``: the newest GPU reading of a host (None when
-    unknown), for the ``gpu_mem_mib`` metric; ``on_change()``: progress changed."""
+    unknown), for the ``gpu_mem_mib`` metric; ``state_dir``: the campaign's directory (the
+    optuna strategy's study); ``on_change()``: progress changed."""
 
     def __init__(self, writer: JournalWriter, config: Config, *, server: Callable[[str], ServerRuntime],
                  todos: TodoService, todo_runs: TodoRunQueue, gpu_snapshot: Callable[[str], HostSnapshot | None],
-                 on_change: Callable[[], None]) -> None:
+                 state_dir: Path, on_change: Callable[[], None]) -> None:
         self._writer = writer
+        self._state_dir = state_dir
         self._server = server
         self._config = config
         self._todos = todos
@@ -112,6 +126,7 @@ class SearchRunner:
         self._task: asyncio.Task | None = None
         self._stop = False
         self._todo_id: int | None = None  # the todo item of the trial in progress
+        self._resumed = 0  # trials a resumed search had before this process took it up
 
     @property
     def running(self) -> bool:
@@ -136,19 +151,26 @@ class SearchRunner:
         if spec.strategy == "sla":
             raise SessionError("search: the sla strategy runs in optui core only so far (not through the runner yet)")
 
-    async def start(self, spec: SearchSpec, name: str) -> SearchProgress:
+    async def start(self, spec: SearchSpec, name: str, *, fresh: bool = False) -> SearchProgress:
         """Start search ``name`` in the background (SessionError as :meth:`check`, or when
-        a search runs already). Returns its first progress."""
+        a search runs already). The newest search of ``name``, stopped or cut short by an
+        optui that exited, is resumed when its spec is the same (its trials kept, the
+        optuna study reopened) unless ``fresh``. Returns its first progress."""
         self.check(spec)
         if self.running:
             raise SessionError(f"search {self._value.name if self._value else ''} is still running (stop it first)")
         j = self._writer.journal
-        runs = await self._writer.call(lambda: len(j.events(target=f"search:{name}", types=[SEARCH_STARTED])))
-        search_id = f"{name}.{runs + 1}"
-        self.spec, self.trials, self._stop = spec, [], False
-        self._value = SearchProgress(name, search_id, spec.strategy, spec.objective, 0, planned_trials(spec), "", "",
-                                     "starting", None, None, 0, None, time.time())
-        self._task = asyncio.create_task(self._run(spec, name, search_id), name=f"search-{name}")
+        prev, runs = await self._writer.call(lambda: (
+            search_status(j, name), len({e.data.get("search_id") for e in j.events(target=f"search:{name}", types=[SEARCH_STARTED])})))
+        resume = (not fresh and prev is not None and prev["status"] in ("interrupted", "stopped")
+                  and prev["spec"] == spec.model_dump(mode="json"))
+        search_id = prev["search_id"] if resume and prev else f"{name}.{runs + 1}"
+        trials = [Trial.from_json(t) for t in prev["trials"]] if resume and prev else []
+        self.spec, self.trials, self._stop, self._resumed = spec, trials, False, len(trials)
+        self._value = SearchProgress(name, search_id, spec.strategy, spec.objective, len(trials),
+                                     max(planned_trials(spec), len(trials)), "", "", "starting", None, None,
+                                     sum(1 for t in trials if not t.feasible), None, time.time())
+        self._task = asyncio.create_task(self._run(spec, name, search_id, resumed=resume), name=f"search-{name}")
         self._on_change()
         return self._value
 
@@ -192,22 +214,33 @@ class SearchRunner:
     def _record(self, type: str, name: str, data: dict, experiment: str | None = None) -> None:
         self._writer.record(type, f"search:{name}", data, experiment=experiment)
 
-    async def _run(self, spec: SearchSpec, name: str, search_id: str) -> None:
+    async def _run(self, spec: SearchSpec, name: str, search_id: str, *, resumed: bool) -> None:
         started = time.time()
         seq0 = await self._writer.call(self._writer.journal.last_seq)
-        self._record(SEARCH_STARTED, name, {"search_id": search_id, "name": name, "spec": spec.model_dump(mode="json"),
-                                            "planned": planned_trials(spec), "pid": os.getpid(),
-                                            "message": f"search {search_id}: {spec.strategy} over "
-                                                       f"{', '.join(spec.flags) or 'one configuration'} ({spec.objective})"})
+        what = f"{spec.strategy} over {', '.join(spec.flags) or 'one configuration'} ({spec.objective})"
+        self._record(SEARCH_STARTED, name, {
+            "search_id": search_id, "name": name, "spec": spec.model_dump(mode="json"), "planned": planned_trials(spec),
+            "pid": os.getpid(), "resumed": resumed,
+            "message": f"search {search_id} resumed after {len(self.trials)} trials: {what}" if resumed
+                       else f"search {search_id}: {what}"})
         status, message = "done", ""
         watcher = asyncio.create_task(self._watch_stop(name, search_id, seq0), name=f"search-{name}-stop")
+        study = None
         try:
-            while not self._stop and (step := next_step(spec, self.trials)) is not None:
+            if resumed:
+                await self._cancel_left_items(search_id)
+            if spec.strategy == "optuna":
+                from optui.adapters.optuna_study import OptunaStudy
+
+                study = await asyncio.to_thread(OptunaStudy, self._state_dir, spec, search_id)
+            while not self._stop and (step := await self._next(spec, study)) is not None:
                 self._progress(step=step, todo_step="queued")
                 trial = await self._trial(spec, name, search_id, step)
                 if trial is None:  # stopped mid-trial: it measured nothing
                     break
                 self.trials.append(trial)
+                if study is not None and step.phase == "explore":
+                    await asyncio.to_thread(study.tell, trial)
                 self._record(SEARCH_TRIAL, name, {"search_id": search_id, **trial.to_json(), "todo_id": self._todo_id,
                                                   "message": self._trial_line(trial)}, experiment=trial.experiment)
                 self._progress(step=None, todo_step="")
@@ -235,6 +268,22 @@ class SearchRunner:
             data["message"] += f"; so far {summary}"
         self._record(SEARCH_FINISHED, name, data)
         self._progress(step=None, todo_step="", status=status, message=data["message"])
+
+    async def _next(self, spec: SearchSpec, study) -> Step | None:
+        """The strategy's next trial; the optuna study's proposal while it explores."""
+        if study is not None and explored(self.trials) < explore_budget(spec):
+            tried = {t.point: t for t in self.trials}
+            point = await asyncio.to_thread(study.ask, tried)
+            if point is not None:
+                return Step("explore", point)
+        return next_step(spec, self.trials)
+
+    async def _cancel_left_items(self, search_id: str) -> None:
+        """A resumed search: the todo item of the trial the exited optui was running is cancelled."""
+        prefix = f"search {search_id} #"
+        left = [t for t in self._todos.items if t.content.startswith(prefix) and not t.done]
+        for item in left:
+            await self._close_item(item.id, "its search's optui exited during this trial")
 
     async def _watch_stop(self, name: str, search_id: str, since_seq: int) -> None:
         """Stop when another process journals a search.stop for this search."""
@@ -330,7 +379,8 @@ class SearchRunner:
         elapsed = time.time() - p.started_at
         done = len(self.trials)
         planned = max(planned_trials(spec), done + (1 if step is not None else 0))
-        eta = elapsed / done * (planned - done) if done and status == "running" else None
+        here = done - self._resumed  # trials this process ran (the elapsed time is theirs)
+        eta = elapsed / here * (planned - done) if here > 0 and status == "running" else None
         from dataclasses import replace
 
         self._value = replace(
@@ -348,7 +398,8 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
     status`` in any process: name, search_id, status (running | done | stopped | failed |
     interrupted: its process is gone without a search.finished), strategy, objective,
     planned, trials (:meth:`Trial.to_json`), best (flags, score, runs) or None, infeasible
-    (how many trials), pid, started_at / finished_at (Unix s), message. None: no search."""
+    (how many trials), pid, spec (as journaled), started_at / finished_at (Unix s; of the
+    newest start when resumed), message. None: no search."""
     from optui.adapters import proc
 
     starts = [e for e in journal.events(types=[SEARCH_STARTED]) if name is None or e.data.get("name") == name]
@@ -356,9 +407,9 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
         return None
     start = starts[-1]
     sid, sname = start.data.get("search_id"), start.data.get("name")
-    mine = [e for e in journal.events(since_seq=start.seq - 1, target=f"search:{sname}") if e.data.get("search_id") == sid]
+    mine = [e for e in journal.events(target=f"search:{sname}") if e.data.get("search_id") == sid]  # resumed: every start
     trials = [Trial.from_json(e.data) for e in mine if e.type == SEARCH_TRIAL]
-    fin = next((e for e in reversed(mine) if e.type == SEARCH_FINISHED), None)
+    fin = next((e for e in reversed(mine) if e.type == SEARCH_FINISHED and e.seq > start.seq), None)
     pid = start.data.get("pid")
     if fin is not None:
         status = fin.data.get("status", "done")
@@ -375,5 +426,5 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
     return {"name": sname, "search_id": sid, "status": status, "strategy": start.data.get("spec", {}).get("strategy"),
             "objective": start.data.get("spec", {}).get("objective"), "planned": start.data.get("planned"),
             "trials": [t.to_json() for t in trials], "best": best, "infeasible": sum(1 for t in trials if not t.feasible),
-            "pid": pid, "started_at": start.ts, "finished_at": fin.ts if fin else None,
+            "pid": pid, "spec": start.data.get("spec"), "started_at": start.ts, "finished_at": fin.ts if fin else None,
             "message": (fin.data.get("message") if fin else start.data.get("message")) or ""}

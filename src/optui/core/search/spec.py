@@ -5,7 +5,7 @@ or from a TOML file of its own (the same keys at its top level)::
     [search.batch]
     server = "demo"
     bench = "tiny"                       # a [benchmarks.NAME] preset
-    strategy = "grid"                    # grid | random (seeded) | sla (largest load under the SLA)
+    strategy = "grid"                    # grid | random (seeded) | optuna (TPE) | sla (largest load under the SLA)
     objective = "max output_tok_s"       # max|min METRIC (see METRICS)
     constraints = ["ttft_p99_ms <= 2000", "itl_p99_ms <= 50", "gpu_mem_mib <= 80000"]
     budget = 12                          # trials at most (grid: all of them when unset)
@@ -235,12 +235,13 @@ class SearchSpec(BaseModel):
 
     server: str = Field(..., min_length=1)
     bench: str = Field(..., min_length=1, description="a [benchmarks.NAME] preset")
-    strategy: Literal["grid", "random", "sla"] = "grid"
+    strategy: Literal["grid", "random", "optuna", "sla"] = "grid"
     flags: dict[str, FlagDomain] = Field(default_factory=dict)
     fixed: dict[str, str | bool | int | float] = Field(default_factory=dict)
     objective: str = "max output_tok_s"
     constraints: list[str] = Field(default_factory=list)
-    budget: int | None = Field(None, ge=1, le=10_000, description="trials at most (grid: every point when unset)")
+    budget: int | None = Field(None, ge=1, le=10_000, description="trials at most (grid, random: every point when "
+                               "unset; optuna: 20)")
     seed: int = 0
     confirm_top: int = Field(2, ge=0, le=100)
     confirm_runs: int = Field(1, ge=1, le=50)

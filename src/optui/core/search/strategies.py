@@ -2,6 +2,8 @@
 
 - ``grid``: every configuration in order (the first flag varies slowest), up to ``budget``;
 - ``random``: configurations drawn without replacement by a generator seeded with ``seed``;
+- ``optuna``: Optuna's TPE sampler proposes them; its study is stored (I/O), so its
+  proposals come from ``adapters/optuna_study.py`` and :func:`next_step` only adds the re-runs;
 - ``sla``: one configuration, the largest load (concurrency or request rate) meeting the
   constraints, by bisection as ``vllm bench sweep serve_sla`` does: ``low`` first, then
   ``high``, then halving the bracket between the largest load that met the SLA and the
@@ -113,9 +115,19 @@ def random_order(spec: SearchSpec) -> Iterator[int]:
     return iter(random.Random(spec.seed).sample(range(size), size))
 
 
+#: exploring trials of the optuna strategy when the spec gives no budget
+OPTUNA_BUDGET = 20
+
+
 def explore_budget(spec: SearchSpec) -> int:
     """How many exploring trials the search runs at most."""
-    return min(spec.budget or spec.size(), spec.size())
+    default = OPTUNA_BUDGET if spec.strategy == "optuna" else spec.size()
+    return min(spec.budget or default, spec.size())
+
+
+def explored(trials: Sequence[Trial]) -> int:
+    """How many of ``trials`` explored (were not re-runs)."""
+    return sum(1 for t in trials if t.phase == "explore")
 
 
 # ------------------------------------------------------------------ standings
@@ -217,16 +229,22 @@ class Step:
 def next_step(spec: SearchSpec, trials: Sequence[Trial]) -> Step | None:
     """The next trial of the search (None: it is done). Exploring first (up to
     :func:`explore_budget`), then the re-runs of the ``confirm_top`` best feasible
-    configurations; the sla strategy bisects its load instead."""
+    configurations; the sla strategy bisects its load instead. The optuna strategy's
+    exploring steps come from its study: here only its re-runs (:func:`confirm_step`)."""
     if spec.strategy == "sla":
         load = next_load(spec, trials)
-        return None if load is None else Step("explore", spec.point_at(0) if spec.flags else (), load)
-    explored = sum(1 for t in trials if t.phase == "explore")
-    if explored < explore_budget(spec):
+        return None if load is None else Step("explore", spec.point_at(0), load)
+    if spec.strategy != "optuna" and explored(trials) < explore_budget(spec):
         order = random_order(spec) if spec.strategy == "random" else grid_order(spec)
         point = _untried(order, spec, trials)
         if point is not None:
             return Step("explore", point)
+    return confirm_step(spec, trials)
+
+
+def confirm_step(spec: SearchSpec, trials: Sequence[Trial]) -> Step | None:
+    """The next re-run of one of the ``confirm_top`` best feasible configurations (None:
+    each has had its ``confirm_runs``)."""
     confirmed: dict[Point, int] = {}
     for t in trials:
         if t.phase == "confirm":
