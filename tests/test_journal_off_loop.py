@@ -25,7 +25,9 @@ from optui.ui.app import OptuiApp
 from tests.helpers.faults import Heartbeat, Locker, stored_events, wait_for
 from tests.helpers.waiting import until
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.serial]  # an event-loop gap is measured
+# not `serial`: the exact check is the guard (the loop never takes the journal's lock); the
+# frame gaps beside it are bounded for a freeze as long as the lock (2 s), not for a busy host
+pytestmark = pytest.mark.timeout(120)
 
 
 class LoopGuard:
@@ -96,8 +98,9 @@ async def test_a_locked_journal_never_stalls_the_tui_and_loses_no_edit(tmp_path)
         assert not guard.on_loop, f"the event loop took the journal's lock {len(guard.on_loop)}x, first from:\n" \
                                   + guard.on_loop[0]
         # the guard above is the exact check; the gap is the symptom (old code: 461-556 ms, n=5,
-        # on the 2-core VM at load 5.5; this code: 73-247 ms there)
-        assert gap < 0.4, f"the UI froze {gap * 1000:.0f} ms while another process held the journal's lock"
+        # on the 2-core VM at load 5.5; this code: 73-247 ms there; the bound is for a freeze,
+        # which another test worker's load must not fake)
+        assert gap < 1.0, f"the UI froze {gap * 1000:.0f} ms while another process held the journal's lock"
         todos = session.snapshot().todos
         assert [(t.content, t.status.value) for t in todos] == [("before the lock", "pending"),
                                                               ("during the lock", "in_progress")]
