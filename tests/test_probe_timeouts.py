@@ -49,3 +49,25 @@ async def test_the_default_leaves_slow_answers_five_seconds() -> None:
             assert await task == (None, "")
         finally:
             await probe.close()
+
+
+async def test_probes_and_load_runs_share_one_tls_context(monkeypatch):
+    """Every HTTP client of a session loads the CA bundle once per process, not once each
+    (~40-90 ms of CPU per client: the probes of a rack's servers at startup, every load run)."""
+    import ssl
+
+    from optui.adapters import tls
+    from optui.adapters.loadgen import run_load
+
+    tls.client_tls_context.cache_clear()
+    loads = []
+    load_verify_locations = ssl.SSLContext.load_verify_locations
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations",
+                        lambda self, *a, **kw: loads.append(1) or load_verify_locations(self, *a, **kw))
+    probes = [ServerProbe(f"http://127.0.0.1:{9 + n}") for n in range(5)]
+    result = await run_load("http://127.0.0.1:9", input_len=4, output_len=2, num_prompts=1, concurrency=1,
+                            model="m", warmup=0, timeout_s=2)
+    assert result.status != "ok"  # nothing listens on port 9: the run's client was made all the same
+    for probe in probes:
+        await probe.close()
+    assert len(loads) == 1, len(loads)

@@ -32,6 +32,7 @@ from typing import Literal
 
 import httpx
 
+from optui.adapters.tls import client_tls_context
 from optui.config import BuiltinBench, DatasetPrompts, SharedPrefix
 from optui.core.bench.result import CACHE_HIT_KEY, BenchResult, Workload
 from optui.core.metrics_map import MetricsParseError, Scrape, load_view, parse_scrape
@@ -463,7 +464,7 @@ async def run_load(
     plan = run_plan.timed
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limits = httpx.Limits(max_connections=limit + warmup, max_keepalive_connections=limit + warmup)
-    async with httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, limits=limits,
+    async with httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, limits=limits, verify=client_tls_context(),
                                  timeout=httpx.Timeout(timeout_s)) as client:
         if model is None and endpoint != "generate":
             model = await _resolve_model(client)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from optui.adapters.tls import client_tls_context
 from optui.core.effective_config import RunningConfig, llamacpp_config, sglang_config, vllm_config
 
 
@@ -74,6 +75,7 @@ class ServerProbe:
             timeout=httpx.Timeout(min(5.0, health_timeout_s), connect=min(2.0, health_timeout_s)),
             limits=httpx.Limits(max_connections=4, max_keepalive_connections=2),
             trust_env=False,
+            verify=client_tls_context(),
         )
         self._in_flight = 0
         self._idle = asyncio.Event()
