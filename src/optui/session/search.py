@@ -16,8 +16,8 @@ the trial's exp-NNNN) and ``search.finished`` (status done | stopped | failed, t
 and its launch flags, how many trials, the infeasible ones). The strategy decides each next
 trial from the trials so far (:func:`~optui.core.search.strategies.next_step`).
 
-Stopping (:meth:`SearchRunner.stop`) ends the search after the trial in progress is cut
-short the way the todo queue's stop does it: a benchmark is aborted (its process group
+Stopping (:meth:`SearchRunner.stop`; the todo queue's stop, ``S``, ends the search too)
+ends the search after the trial in progress is cut short the way the todo queue's stop does it: a benchmark is aborted (its process group
 killed), a restart is left to finish (the server ends ready or crashed, never half
 started). The cut trial measured nothing and is not recorded as one.
 """
@@ -92,6 +92,19 @@ class SearchProgress:
     started_at: float
     status: str = "running"
     message: str = ""
+
+    def line(self) -> str:
+        """One line for the todo panel: ``search batch.1 trial 3/5 --max-running-requests 16
+        (bench tiny) · best 812.4 (--max-running-requests 8) · ETA 40 s · S stops``."""
+        head = f"search {self.search_id} trial {self.trial}/{self.planned}"
+        if self.point:
+            head += f" {self.point}" + (" (re-run)" if self.phase == "confirm" else "")
+        if self.step:
+            head += f" ({self.step})"
+        best = f"best {self.best_score:.4g} ({self.best_point})" if self.best_score is not None else "no best yet"
+        eta = f" · ETA {self.eta_s:.0f} s" if self.eta_s is not None else ""
+        failed = f" · {self.infeasible} infeasible" if self.infeasible else ""
+        return f"{head} · {best}{failed}{eta} · S stops"
 
     def to_json(self) -> dict:
         """For ``optui search status --json``."""
@@ -313,6 +326,7 @@ class SearchRunner:
             raise SessionError(f"search: the todo run of #{item.id} ended without an outcome")
         exp = await w.call(lambda: self._experiment_of(item.id))
         if outcome.status == "aborted" or (self._stop and outcome.status != "ok"):
+            self._stop = True  # the todo queue's own stop (S) ends the search too
             await self._until_idle(spec.server)
             await self._close_item(item.id, "search stopped during this trial")
             return None

@@ -219,6 +219,7 @@ class Session:
                 todo_runs=self._todo_runs_view(),
                 follows=tuple(self.todo_follow.statuses.items()),
                 fleet=self.fleet.snapshot if self.fleet is not None else None,
+                search=self.search.progress,
             )
         return self._snapshot
 

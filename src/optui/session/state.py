@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # values only: this module imports no service
     from optui.core.todo import TodoItem
     from optui.session.alerts import Alert
     from optui.session.bench_run import BenchView
+    from optui.session.search import SearchProgress
     from optui.session.todo_runs import TodoRunOutcome
     from optui.session.todo_sync import FollowStatus
 
@@ -114,6 +115,7 @@ class SessionState:
     todo_runs: TodoRunsView = TodoRunsView()
     follows: tuple[tuple[str, FollowStatus], ...] = ()
     fleet: FleetSnapshot | None = None  # [fleet]: the GPUs Prometheus knows (None: no [fleet])
+    search: SearchProgress | None = None  # the flag search running or last run (None: none this session)
 
     def server(self, name: str) -> ServerStatus | None:
         """The status of server ``name`` or None."""

@@ -412,6 +412,8 @@ class OptuiApp(App):
                 self.notify(st.error or "", title=f"cannot follow {key}", severity="error", timeout=10)
         runs = state.todo_runs
         parts = [f"⚗ {len(runs.steps)} (S stops)"] if runs.running else []
+        if state.search is not None and state.search.status == "running":  # its trials are these runs
+            parts = [state.search.line()]
         if follows:
             parts.append("following " + "  ".join(follows))
         self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts))

@@ -288,8 +288,9 @@ class SessionClient:
         return len(self._session.todo_runs.queue)
 
     def stop_experiments(self) -> bool:
-        """Empty the experiment queue and abort its benchmark; False when none ran."""
-        return self._session.todo_runs.stop()
+        """Empty the experiment queue and abort its benchmark, and end a flag search (its
+        trials are these experiments); False when none ran."""
+        return self._session.search.stop() | self._session.todo_runs.stop()
 
     def follow_todo_list(self, spec: str) -> None:
         """Follow an agent's todo list (``claude:FILE``, ``opencode:DB#SESSION``...) for this

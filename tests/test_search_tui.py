@@ -1,0 +1,40 @@
+"""A flag search in the TUI (issue 22): its live line in the todo panel (trial, flags, step,
+best so far, ETA) and ``S`` stopping it, on the real demo server through the real app."""
+
+from __future__ import annotations
+
+import pytest
+
+from optui.config import load_config
+from optui.core.search.spec import parse_search_text
+from optui.session import Session
+from optui.ui.app import OptuiApp
+from tests.helpers.pilot import wait_for
+from tests.test_search_runs import campaign
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_the_todo_panel_shows_the_search_live_and_S_stops_it(tmp_path):
+    cfg = campaign(tmp_path)
+    app = OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
+    s = app.session
+
+    def subtitle() -> str:
+        return str(app.query_one("#todo-box").border_subtitle or "")
+
+    async with app.run_test(size=(220, 50)) as pilot:
+        await wait_for(pilot, lambda: s.servers["demo"].status.state.value == "ready" and s.servers["demo"].status.busy is None,
+                       timeout=30)
+        await s.search.start(parse_search_text(cfg.read_text(), str(cfg), "batch"), "batch")
+        # the third trial's benchmark: the first one is the best so far, the second (OOM) infeasible
+        await wait_for(pilot, lambda: "trial 3/5" in subtitle() and "(bench tiny)" in subtitle(), timeout=60)
+        line = subtitle()
+        assert line.startswith("search batch.1 trial 3/5 --max-running-requests 16 --mem-fraction-static 0.88 (bench tiny)"), line
+        assert " · best " in line and "(--max-running-requests 2 --mem-fraction-static 0.88) · 1 infeasible" in line, line
+        assert " · ETA " in line and line.endswith(" s · S stops"), line
+        await pilot.press("S")
+        await wait_for(pilot, lambda: not s.search.running, timeout=30)
+        assert s.search.progress.status == "stopped" and not s.benches.running and not s.todo_runs.running
+        await wait_for(pilot, lambda: "search batch.1" not in subtitle(), timeout=5)
+        await pilot.press("q")
