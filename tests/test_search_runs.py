@@ -96,6 +96,19 @@ async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
         assert [t.status for t in items] == [TodoStatus.COMPLETED, TodoStatus.CANCELLED, TodoStatus.COMPLETED,
                                              TodoStatus.CANCELLED, TodoStatus.COMPLETED]
         assert items[1].run["crash_class"] == "oom"
+        # the findings report: the search's table, its infeasible region, the winner's launch command
+        from optui.session.export import render, report_input
+
+        md = render("md", report_input(j, load_config(cfg), "md"))
+        section = md[md.index("## Flag search batch.1"):]
+        assert "grid search of demo with tiny: max output_tok_s, constraints none; 5 trials, done." in section
+        rows = [line for line in section.splitlines() if line.startswith("| --max-running-requests")]
+        assert rows[0].startswith("| --max-running-requests 16 --mem-fraction-static 0.88 | ") and "| 2 | yes |" in rows[0]
+        assert [r.split(" | ")[4] for r in rows[2:]] == ["oom", "oom"] and all("| no |" in r for r in rows[2:])
+        assert "Winner: --max-running-requests 16 --mem-fraction-static 0.88" in section
+        command = section.split("```bash\n", 1)[1].split("\n```", 1)[0]
+        assert "optui.demo.fake_server" in command and "--max-running-requests 16" in command
+        assert "--mem-fraction-static 0.88" in command
     finally:
         await session.close()
         session.kill_leftovers()

@@ -242,6 +242,7 @@ def render_markdown(inp: ReportInput) -> str:
         out += _experiment_section(x)
     out += _failures(listed)
     out += _best(experiments, servers, inp.servers)
+    out += _searches(inp.listed_events(), experiments, inp.servers)
     out += _imported(imported_runs(inp.events, inp.results, experiments, server=inp.server, since_ts=inp.since_ts))
     out += _todos(inp.todos)
     out += _loose_notes(inp)
@@ -454,6 +455,67 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
         if hidden:  # values that do not decide the result, or secrets: named, never shown
             out.append(f"The server's environment in optui.toml also sets: {markdown_inline(', '.join(hidden))}.")
         out.append("")
+    return out
+
+
+def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos: Sequence[ServerInfo]) -> list[str]:
+    """One section per flag search (``search.*`` events, ``optui.session.search``): every
+    configuration tried with its median score, the infeasible ones with their crash class or
+    the constraints they broke, and the winner's launch command."""
+    from optui.core.search.spec import SearchSpec, point_text
+    from optui.core.search.strategies import Trial, standings
+
+    runs: dict[str, dict] = {}
+    for e in events:
+        sid = e.data.get("search_id")
+        if not e.type.startswith("search.") or not isinstance(sid, str):
+            continue
+        run = runs.setdefault(sid, {"start": None, "trials": [], "end": None})
+        if e.type == "search.started" and run["start"] is None:
+            run["start"] = e
+        elif e.type == "search.trial":
+            run["trials"].append(Trial.from_json(e.data))
+        elif e.type == "search.finished":
+            run["end"] = e
+    by_id = {x.id: x for x in experiments}
+    info = {s.name: s for s in infos}
+    out: list[str] = []
+    for sid, run in runs.items():
+        start = run["start"]
+        if start is None:
+            continue
+        try:
+            spec = SearchSpec.model_validate(start.data.get("spec") or {})
+        except ValueError:
+            continue  # a spec this version cannot read
+        end = run["end"]
+        status = end.data.get("status", "done") if end is not None else "running or interrupted"
+        rules = ", ".join(spec.constraints) or "none"
+        out += [f"## Flag search {markdown_inline(sid)}", "",
+                f"{markdown_inline(spec.strategy)} search of {markdown_inline(spec.server)} with "
+                f"{markdown_inline(spec.bench)}: {markdown_inline(spec.objective)}, constraints {markdown_inline(rules)}; "
+                f"{len(run['trials'])} trials, {markdown_inline(status)}.", "",
+                f"| configuration | {_cell(spec.goal.metric)} (median) | runs | feasible | why not | experiments |",
+                "| --- | --- | --- | --- | --- | --- |"]
+        table = standings(spec, run["trials"])
+        numbers = {t.number: t.experiment for t in run["trials"]}
+        for s in table:
+            why = s.crash_class or ", ".join(s.violated)
+            exps = ", ".join(e for e in (numbers.get(n) for n in s.trials) if e)
+            score = "" if s.score is None else f"{s.score:.4g}"
+            out.append(f"| {_cell(point_text(s.point) or '(fixed flags)')} | {score} | {s.runs} | "
+                       f"{'yes' if s.feasible else 'no'} | {_cell(why)} | {_cell(exps)} |")
+        out.append("")
+        best = table[0] if table and table[0].feasible else None
+        if best is None:
+            out += ["No configuration met the constraints.", ""]
+            continue
+        x = next((by_id[e] for e in (numbers.get(n) for n in reversed(best.trials)) if e in by_id), None)
+        out += [f"Winner: {_md_inline(point_text(best.point))} ({spec.goal.metric} {best.score:.4g}, median of {best.runs})"
+                + (":" if x is not None else "."), ""]
+        if x is not None:
+            s_info = info.get(spec.server, ServerInfo(spec.server))
+            out += ["```bash", *_block(launch_line(x.argv, s_info.env)), "```", ""]
     return out
 
 

@@ -31,6 +31,10 @@ from optui.core.report import (
 _RENDER = {"md": render_markdown, "jsonl": render_jsonl, "csv": render_csv}
 
 
+#: a flag search's events (optui.session.search): the report's search sections
+SEARCH_EVENTS = ("search.started", "search.trial", "search.finished")
+
+
 def experiment_events(journal: Journal) -> list[Event]:
     """The events :func:`~optui.core.journal_experiments.build_experiments` needs
     (:meth:`Journal.experiment_events`), oldest first."""
@@ -64,7 +68,7 @@ def report_input(journal: Journal, loaded: LoadedConfig, fmt: str, *, since_ts: 
         if server is not None:  # the experiments of the server, to keep its untargeted notes
             events = journal.events(types=(ev.EXPERIMENT_STARTED,)) + events
     else:
-        events = experiment_events(journal) + journal.events(types=(ev.HOSTS_SEEN, BENCH_IMPORTED))
+        events = experiment_events(journal) + journal.events(types=(ev.HOSTS_SEEN, BENCH_IMPORTED, *SEARCH_EVENTS))
     servers = [ServerInfo(name, s.kind, s.host, s.url, s.control, tuple(sorted(s.env)), decisive_env(s.env))
                for name, s in loaded.config.servers.items()]
     todos = journal.todos() if fmt == "md" else ()
