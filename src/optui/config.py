@@ -346,12 +346,19 @@ class FleetConfig(_Model):
     one query every ``interval_s`` seconds, each given up after ``timeout_s``. docs/fleet.md.
     """
 
-    prometheus: str = Field(pattern=r"^https?://[^\s/]+", description="Prometheus HTTP API base URL")
+    prometheus: str | None = Field(None, pattern=r"^https?://[^\s/]+", description="Prometheus HTTP API base URL")
     bearer_token_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                                          description="environment variable holding a bearer token")
     selector: str | None = Field(None, pattern=r"^\{.*\}$", description="label selector added to every query")
     interval_s: Real = Field(2.0, ge=0.25, le=300, description="seconds between queries")
     timeout_s: Real = Field(5.0, gt=0, le=60, description="a query not answered in this many seconds fails")
+    demo_hosts: int | None = Field(None, ge=1, le=1024, description="demo only: simulated hosts x 8 GPUs, no Prometheus")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FleetConfig:
+        if (self.prometheus is None) == (self.demo_hosts is None):
+            raise ValueError("give prometheus = \"http://HOST:9090\" (or, for the demo, demo_hosts)")
+        return self
 
 
 class Config(_Model):

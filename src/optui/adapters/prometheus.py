@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from optui.adapters.tls import client_tls_context
 from optui.core.fleet_query import PromAnswerError, PromSample, parse_vector_answer
 
 
@@ -46,6 +47,7 @@ class PrometheusClient:
             timeout=httpx.Timeout(timeout_s),
             limits=httpx.Limits(max_connections=2, max_keepalive_connections=1),
             trust_env=False,
+            verify=client_tls_context(),  # the process's one context (https:// Prometheus)
         )
 
     def __repr__(self) -> str:  # never the token: only where it comes from

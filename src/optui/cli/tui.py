@@ -145,12 +145,13 @@ def stop_surviving_demo_server(directory: Path) -> None:
         proc.kill_group_now(launch.pid)
 
 
-def write_demo_config(directory: Path, *, port: int, speed: float = 1.0) -> Path:
+def write_demo_config(directory: Path, *, port: int, speed: float = 1.0, fleet: int | None = None) -> Path:
     """Write the demo campaign's ``optui.toml`` into ``directory``; returns its path.
 
     Two simulated hosts (the server's GPUs follow the simulated SGLang server through its
     state file), one managed demo server, two benchmarks (the bundled SGLang-style command
-    and the built-in load generator), presets that change throughput or make it crash.
+    and the built-in load generator), presets that change throughput or make it crash;
+    ``fleet``: that many simulated fleet hosts x 8 GPUs besides (``[fleet] demo_hosts``).
     Paths are written as TOML strings that read back exactly (quotes, newlines); raises
     ValueError, before writing anything, for a directory name TOML cannot hold.
     """
@@ -211,13 +212,15 @@ server = "demo"
 description = "optui's built-in load generator, concurrency 1, 2, 4, 8"
 builtin = {{ concurrency = [1, 2, 4, 8], input_len = 128, output_len = 64, prompts = 16 }}
 '''
+    if fleet is not None:  # a simulated Prometheus fleet (optui demo --fleet N)
+        text += f"\n[fleet]\ndemo_hosts = {int(fleet)}\n"
     path = directory / "optui.toml"
     path.write_text(text)
     return path
 
 
 def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float = 1.0, theme: str | None = None,
-             read_only: bool = False) -> None:
+             read_only: bool = False, fleet: int | None = None) -> None:
     """``optui demo``: write the demo campaign (user state dir unless ``directory``) and run
     the TUI on it; the demo server stops when optui quits."""
     from platformdirs import user_state_dir
@@ -232,7 +235,8 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
             shutil.rmtree(base)
         survivor = surviving_demo_port(base)  # a demo killed with SIGKILL left its server running
         try:
-            config_path = write_demo_config(base, port=survivor or free_port(previous_demo_port(base)), speed=speed)
+            config_path = write_demo_config(base, port=survivor or free_port(previous_demo_port(base)), speed=speed,
+                                            fleet=fleet)
         except ValueError as exc:
             print(safe_text(f"optui: error: --dir {exc}"), file=sys.stderr)
             sys.exit(2)

@@ -39,6 +39,7 @@ class PrometheusFleetSource:
     """The fleet from the Prometheus of ``cfg`` (``[fleet]``)."""
 
     def __init__(self, cfg: FleetConfig) -> None:
+        assert cfg.prometheus is not None
         self.interval_s = cfg.interval_s
         self.client = PrometheusClient(cfg.prometheus, token_env=cfg.bearer_token_env, timeout_s=cfg.timeout_s)
         self.query = fleet_query(cfg.selector)
@@ -95,7 +96,11 @@ class FleetPoller:
 
 
 def fleet_source(cfg: FleetConfig) -> FleetSource:
-    """The source of a ``[fleet]`` table."""
+    """The source of a ``[fleet]`` table: its Prometheus, or ``demo_hosts`` simulated hosts."""
+    if cfg.demo_hosts is not None:
+        from optui.demo.sim_fleet import SimFleetSource
+
+        return SimFleetSource(cfg.demo_hosts, cfg.interval_s)
     return PrometheusFleetSource(cfg)
 
 

@@ -138,6 +138,9 @@ class OptuiApp(App):
         from optui.ui.intents.agent_requests import AgentRequestActions
 
         self.agent_request_actions = AgentRequestActions(self)  # optui mcp's requests
+        from optui.ui.intents.fleet import FleetActions
+
+        self.fleet_actions = FleetActions(self)  # [fleet]: the grid's host details and filter
         self._key_pressed = asyncio.Event()  # a key ends the render loop's pause between frames
         if title:
             self.sub_title = title
@@ -292,6 +295,10 @@ class OptuiApp(App):
         from optui.ui.widgets.gpu_panel import GpuPanel
 
         self.query_one("#gpus", GpuPanel).mem_alert_pct = config.mem_alert_pct
+        if config.fleet is not None:  # the fleet's grid under the configured hosts' GPUs
+            from optui.ui.widgets.fleet_grid import FleetGrid
+
+            await self.query_one(PANELS["gpus"]).mount(FleetGrid(id="fleet"))
         self._bell = bool(config.bell)
         self.refresh_bindings()
         await client.start()
@@ -353,6 +360,8 @@ class OptuiApp(App):
         with self.batch_update():
             if shown:
                 self.query_one("#gpus", GpuPanel).show(state.hosts, state.gpu_history, state.servers)
+                for grid in self.query("#fleet"):
+                    grid.show(state.fleet)
                 self.query_one("#servers", ServerPanel).show(state.servers)
             self._show_alerts(state)
             self._show_todos(state)
@@ -587,6 +596,12 @@ class OptuiApp(App):
 
     async def on_todo_panel_history(self, msg) -> None:
         await self.todo_actions.show_todo_history(msg.item)
+
+    def on_fleet_grid_host_chosen(self, msg) -> None:
+        self.fleet_actions.show_host(msg.host, msg.control.snapshot.hosts().get(msg.host, ()))
+
+    def on_fleet_grid_filter_asked(self, msg) -> None:
+        self.fleet_actions.ask_filter(msg.current, msg.control.set_filter)
 
     def on_bench_panel_abort(self, msg) -> None:
         self.bench_actions.abort_asked()

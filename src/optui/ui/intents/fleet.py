@@ -1,0 +1,48 @@
+"""Fleet actions (``[fleet]``): a host's details on Enter, the host filter prompt."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from optui.core.fleet import FleetGpu
+from optui.ui.intents.base import Actions
+
+
+def host_details(host: str, gpus: tuple[FleetGpu, ...]) -> Text:
+    """A host's GPUs, one line each: index, model, memory used / reserved / free (MiB),
+    utilization, memory bandwidth (%), temperature (°C), power (W), age of the sample (s);
+    ``n/a`` where a series is missing."""
+    def cell(value: float | None, digits: int = 0) -> str:
+        return "n/a" if value is None else f"{value:.{digits}f}"
+
+    exporters = sorted({g.exporter for g in gpus})
+    out = Text(f"{host}: {len(gpus)} GPUs ({', '.join(exporters)})\n\n")
+    out.append(f"{'GPU':>3}  {'MODEL':<16} {'USED':>7} {'RSVD':>6} {'FREE MiB':>8} {'UTIL%':>5} {'BW%':>4} "
+               f"{'°C':>4} {'W':>6} {'AGE s':>6}\n", style="bold")
+    for g in gpus:
+        line = (f"{cell(g.index):>3}  {(g.model or 'n/a').replace('NVIDIA ', '')[:16]:<16} {cell(g.mem_used_mib):>7} "
+                f"{cell(g.mem_reserved_mib):>6} {cell(g.mem_free_mib):>8} {cell(g.util_gpu_pct):>5} "
+                f"{cell(g.util_mem_pct):>4} {cell(g.temp_c):>4} {cell(g.power_w, 1):>6} {cell(g.age_s, 1):>6}")
+        out.append(line + (" stale" if g.stale else "") + "\n", style="dim" if g.stale else "")
+        out.append(f"     {g.uuid}\n", style="dim")
+    return out
+
+
+class FleetActions(Actions):
+    """What the fleet grid's messages ask for."""
+
+    def show_host(self, host: str, gpus: tuple[FleetGpu, ...]) -> None:
+        """The host's details (its GPUs now)."""
+        from optui.ui.screens.details import DetailsScreen
+
+        self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus)))
+
+    def ask_filter(self, current: str, apply) -> None:
+        """Ask for a host glob; ``apply(glob)`` with the answer (Esc: nothing changes)."""
+        from optui.ui.screens.text_prompt import TextPrompt
+
+        def answered(text: str | None) -> None:
+            if text is not None:
+                apply(text)
+
+        self.push_screen(TextPrompt("Show hosts matching (glob, empty: all):", current, "gpu-a-*"), answered)

@@ -1,0 +1,237 @@
+"""The GPU panel in fleet mode (``[fleet]``): a dense grid, one row per host, one cell per GPU.
+
+A cell is a block whose height is the GPU's utilization (``▁`` to ``█``, ``?`` when its
+series is missing), in the memory colour when the GPU holds memory and the utilization
+colour otherwise; an idle GPU that holds memory (utilization under
+:data:`IDLE_UTIL_PCT` %, more than :data:`HOLDING_PCT` % of its memory taken) is drawn in the
+warning colour, a stale one as a dim ``·``. After the cells: the host's mean utilization, free
+memory, hottest GPU and power, as the width allows. The first row sums the fleet up and says
+how it is sorted and filtered, and why the last query failed.
+
+``s`` cycles the sort (host, most free memory, busiest, hottest, most idle-but-holding GPUs),
+``/`` filters hosts by a glob (``gpu-a-*``), ``i`` shows only hosts with idle GPUs that hold
+memory; Enter posts :class:`FleetGrid.HostChosen` (the app opens the host's details).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+
+from optui.core.fleet import FleetGpu, FleetSnapshot
+from optui.core.safe_text import safe_line
+from optui.ui.colors import style
+from optui.ui.widgets.cursor_list import CursorList
+from optui.ui.widgets.meters import fmt_mib, truncate
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+IDLE_UTIL_PCT = 5.0
+HOLDING_PCT = 10.0
+HOT_TEMP_C = 85.0
+SUMMARY_KEY = ("fleet-summary",)
+SORTS = ("host", "free", "util", "temp", "idle")
+SORT_TITLES = {"host": "host", "free": "free memory", "util": "utilization", "temp": "temperature",
+               "idle": "idle holding memory"}
+
+
+def idle_holding(gpu: FleetGpu) -> bool:
+    """An idle GPU that holds memory: utilization < IDLE_UTIL_PCT % and more than
+    HOLDING_PCT % of its memory used (False where either is unknown)."""
+    total = gpu.mem_total_mib
+    if gpu.util_gpu_pct is None or gpu.mem_used_mib is None or not total:
+        return False
+    return gpu.util_gpu_pct < IDLE_UTIL_PCT and 100.0 * gpu.mem_used_mib / total > HOLDING_PCT
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _sum(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def sort_hosts(hosts: dict[str, tuple[FleetGpu, ...]], by: str) -> list[str]:
+    """Host names in the order of sort ``by`` (one of :data:`SORTS`; unknown values last,
+    ties by name)."""
+    def key(name: str):
+        gpus = hosts[name]
+        if by == "free":
+            value = _sum([g.mem_free_mib for g in gpus])
+            return (value is None, -(value or 0.0), name)
+        if by == "util":
+            value = _mean([g.util_gpu_pct for g in gpus])
+            return (value is None, -(value or 0.0), name)
+        if by == "temp":
+            value = max((g.temp_c for g in gpus if g.temp_c is not None), default=None)
+            return (value is None, -(value or 0.0), name)
+        if by == "idle":
+            return (-sum(idle_holding(g) for g in gpus), name)
+        return (name,)
+    return sorted(hosts, key=key)
+
+
+class FleetGrid(CursorList):
+    """Renders the :class:`~optui.core.fleet.FleetSnapshot` given by :meth:`show` (no I/O)."""
+
+    BINDINGS = [
+        Binding("enter", "choose_host", "Host details", id="fleet.host"),
+        Binding("s", "cycle_sort", "Sort", id="fleet.sort"),
+        Binding("slash", "filter_hosts", "Filter hosts", id="fleet.filter"),
+        Binding("i", "toggle_idle", "Idle holding memory", show=False, id="fleet.idle"),
+    ]
+    SCOPED_CSS = False  # its rules name the screen's layout classes
+    # the box grows with its rows up to what its row of the layout shows (60 % of the screen;
+    # all of it zoomed): a taller list would window its cursor below the visible part
+    DEFAULT_CSS = """
+    FleetGrid { height: auto; min-height: 1; width: 100%; max-height: 50vh; }
+    Screen.-medium FleetGrid { max-height: 40vh; }
+    Screen.-narrow FleetGrid { max-height: 30vh; }  /* a side pane: Todo and Bench keep their rows */
+    Screen.-maximized-view FleetGrid { max-height: 90vh; }
+    """
+
+    class HostChosen(Message):
+        """Enter on a host's row: ``host`` is its name, ``grid`` the grid (its snapshot)."""
+
+        def __init__(self, grid: FleetGrid, host: str) -> None:
+            super().__init__()
+            self.grid = grid
+            self.host = host
+
+        @property
+        def control(self) -> FleetGrid:
+            return self.grid
+
+    class FilterAsked(Message):
+        """``/``: the app asks for a host glob and calls the grid's :meth:`FleetGrid.set_filter`."""
+
+        def __init__(self, grid: FleetGrid, current: str) -> None:
+            super().__init__()
+            self.grid = grid
+            self.current = current
+
+        @property
+        def control(self) -> FleetGrid:
+            return self.grid
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(empty_text="waiting for the fleet…", id=id)
+        self.snapshot = FleetSnapshot()
+        self.sort = "host"
+        self.host_glob = ""
+        self.only_idle = False
+        self.cursor_when_blurred = False
+
+    def show(self, snapshot: FleetSnapshot | None) -> None:
+        """Display ``snapshot`` (the same value again: nothing to do)."""
+        if snapshot is None or snapshot is self.snapshot:
+            return
+        self.snapshot = snapshot
+        self._render_grid()
+
+    def set_filter(self, glob: str) -> None:
+        """Show only hosts whose name matches ``glob`` (``''``: all)."""
+        self.host_glob = glob.strip()
+        self._render_grid()
+
+    def shown_hosts(self) -> list[str]:
+        """The hosts on screen, in order (after the sort and filters)."""
+        hosts = self.snapshot.hosts()
+        names = [h for h in sort_hosts(hosts, self.sort)
+                 if (not self.host_glob or fnmatch.fnmatchcase(h, self.host_glob))
+                 and (not self.only_idle or any(idle_holding(g) for g in hosts[h]))]
+        return names
+
+    def on_resize(self) -> None:
+        self._render_grid()
+
+    def action_cycle_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self._render_grid()
+
+    def action_toggle_idle(self) -> None:
+        self.only_idle = not self.only_idle
+        self._render_grid()
+
+    def action_filter_hosts(self) -> None:
+        self.post_message(self.FilterAsked(self, self.host_glob))
+
+    def action_choose_host(self) -> None:
+        key = self.current_key
+        if isinstance(key, str):
+            self.post_message(self.HostChosen(self, key))
+
+    def _render_grid(self) -> None:
+        width = max(20, self.size.width or 80)
+        hosts = self.snapshot.hosts()
+        names = self.shown_hosts()
+        name_w = max(4, min(max((len(h) for h in names), default=8), 24 if width >= 100 else 14))
+        rows = [self._summary(hosts, names, width)]
+        rows += [self._host_row(name, hosts[name], width, name_w) for name in names]
+        self.set_rows([SUMMARY_KEY, *names], rows)
+
+    def _summary(self, hosts: dict[str, tuple[FleetGpu, ...]], names: list[str], width: int) -> Text:
+        gpus = self.snapshot.gpus
+        stale = sum(g.stale for g in gpus)
+        idle = sum(idle_holding(g) for g in gpus)
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f"{len(hosts)} hosts {len(gpus)} GPUs", style="bold")
+        if len(names) != len(hosts):
+            line.append(f" ({len(names)} shown)")
+        line.append(f" · sort {SORT_TITLES[self.sort]}", style="dim")
+        if self.host_glob:
+            line.append(f" · hosts {safe_line(self.host_glob)}", style="dim")
+        if self.only_idle:
+            line.append(" · idle holding memory only", style="dim")
+        if idle:
+            line.append(f" · {idle} idle holding", style=style(self.app, "warning"))
+        if stale:
+            line.append(f" · {stale} stale", style=style(self.app, "warning"))
+        if self.snapshot.error:
+            line.append(f" · {safe_line(self.snapshot.error)}", style=style(self.app, "error"))
+        return line
+
+    def _cell(self, gpu: FleetGpu) -> tuple[str, str | object]:
+        app = self.app
+        if gpu.stale:
+            return "·", "dim"
+        util = gpu.util_gpu_pct
+        char = "?" if util is None else BLOCKS[min(len(BLOCKS) - 1, int(max(0.0, util) / 100.0 * len(BLOCKS)))]
+        if idle_holding(gpu):
+            return char, style(app, "warning")
+        if gpu.temp_c is not None and gpu.temp_c >= HOT_TEMP_C:
+            return char, style(app, "gpu-hot")
+        holds = gpu.mem_used_mib is not None and gpu.mem_total_mib and gpu.mem_used_mib / gpu.mem_total_mib > 0.1
+        return char, style(app, "gpu-mem-used" if holds else "gpu-util")
+
+    def _host_row(self, name: str, gpus: tuple[FleetGpu, ...], width: int, name_w: int) -> Text:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f"{truncate(name, name_w):<{name_w}} ", style=style(self.app, "primary", bold=True))
+        for gpu in gpus:
+            char, cell_style = self._cell(gpu)
+            line.append(char, style=cell_style)
+        util = _mean([g.util_gpu_pct for g in gpus if not g.stale])
+        used = len(line.plain)
+        optional = [f" {util:>3.0f}%" if util is not None else "  n/a",
+                    f" free {fmt_mib(_sum([g.mem_free_mib for g in gpus]))}"]
+        temps = [g.temp_c for g in gpus if g.temp_c is not None]
+        if temps:
+            optional.append(f" {max(temps):.0f}°C")
+        power = _sum([g.power_w for g in gpus])
+        if power is not None:
+            optional.append(f" {power / 1000:.1f} kW")
+        stale = [g for g in gpus if g.stale]
+        tail = f" stale {max(g.age_s or 0.0 for g in stale):.0f}s" if stale else ""
+        for text in optional:
+            if used + len(text) + len(tail) > width:
+                break  # less important parts are left out whole
+            used += len(text)
+            line.append(text)
+        if tail:
+            line.append(tail, style=style(self.app, "warning"))
+        return line

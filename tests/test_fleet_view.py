@@ -1,0 +1,100 @@
+"""The fleet's grid in the real app (Pilot) on the simulated fleet of ``optui demo --fleet``
+(64 hosts x 8 GPUs, through the same FleetState as Prometheus answers): one row per host and
+one cell per GPU at 200x50 and in a 60-column side pane; sort, host glob and "idle but holding
+memory" filters; Enter shows a host's GPUs. The simulation's own checks are pure."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from optui.cli.tui import write_demo_config
+from optui.config import load_config
+from optui.demo.sim_fleet import GPUS_PER_HOST, STOPPING_HOST, STOPS_AFTER_S, SimFleetSource, sim_host_name
+from optui.session import Session
+from optui.ui.app import OptuiApp
+from optui.ui.widgets.fleet_grid import BLOCKS, idle_holding
+from tests.helpers.demo import free_port
+from tests.helpers.pilot import wait_for
+
+HOSTS = 64
+
+
+def fleet_app(tmp_path) -> OptuiApp:
+    campaign = tmp_path / "fleet"
+    campaign.mkdir()
+    (campaign / "optui.toml").write_text(f'[hosts.local]\ngpu_source = "none"\n\n[fleet]\ndemo_hosts = {HOSTS}\n')
+    return OptuiApp(Session(load_config(campaign / "optui.toml")))
+
+
+@pytest.mark.parametrize("size", [(200, 50), (60, 40)])
+async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
+    app = fleet_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.query("#fleet") and len(app.query_one("#fleet").shown_hosts()) == HOSTS)
+        grid = app.query_one("#fleet")
+        rows = [row.plain for row in grid._rows]
+        assert rows[0].startswith(f"{HOSTS} hosts {HOSTS * GPUS_PER_HOST} GPUs")
+        assert len(rows) == HOSTS + 1
+        for i, row in enumerate(rows[1:]):
+            assert row.startswith(sim_host_name(i)) and len(row) <= grid.size.width
+            cells = row[len(sim_host_name(i)) + 1:][:GPUS_PER_HOST]
+            assert all(c in BLOCKS + "?·" for c in cells), row
+        assert grid.region.right <= size[0]
+        # the grid windows its rows within what its box shows; the other panels keep theirs
+        visible = app.query_one("#gpus-box").region
+        assert grid.region.bottom <= visible.bottom <= size[1]
+        assert all(app.query_one(f"#{name}-box").region.height >= 3 for name in ("servers", "todo", "bench", "journal"))
+        grid.focus()
+        await pilot.press("pagedown", "pagedown", "pagedown", "pagedown")  # below the rows first shown
+        assert grid.current_key == sim_host_name(39) and sim_host_name(39) in grid.render().plain
+        await pilot.press("home")
+        hosts = grid.snapshot.hosts()
+        await pilot.press("s")  # most free memory first
+        free = {h: sum(g.mem_free_mib for g in gpus) for h, gpus in hosts.items()}
+        assert grid.shown_hosts()[0] == max(free, key=free.get) and "sort free memory" in grid._rows[0].plain
+        await pilot.press("s", "s", "s")  # idle but holding memory first
+        assert any(idle_holding(g) for g in hosts[grid.shown_hosts()[0]])
+        await pilot.press("i")
+        idle_hosts = {h for h, gpus in hosts.items() if any(idle_holding(g) for g in gpus)}
+        assert set(grid.shown_hosts()) == idle_hosts and 0 < len(idle_hosts) < HOSTS
+        await pilot.press("i", "s")  # back to all hosts, by name
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TextPrompt")
+        await pilot.press(*"fleet-node-00*", "enter")
+        await wait_for(pilot, lambda: len(grid.shown_hosts()) == 9)
+        assert grid.shown_hosts() == [sim_host_name(i) for i in range(9)]
+        assert "(9 shown)" in grid._rows[0].plain
+        await pilot.press("down", "down", "enter")  # the summary row, then the second host
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "DetailsScreen")
+        body = app.screen.query_one("#details-body").render().plain
+        assert f"{sim_host_name(1)}: {GPUS_PER_HOST} GPUs (dcgm)" in body
+        assert sum(line.strip().startswith(str(i)) for line in body.splitlines() for i in range(8)) >= GPUS_PER_HOST
+        await pilot.press("escape")
+        await pilot.press("q")
+
+
+def test_the_simulated_fleet_one_exporter_stops_and_its_gpus_age():
+    clock = [1_000_000.0]
+    hosts = STOPPING_HOST + 3
+    source = SimFleetSource(hosts, interval_s=2.0, clock=lambda: clock[0])
+    try:
+        first = asyncio.run(source.read())
+        assert len(first.gpus) == hosts * GPUS_PER_HOST and not any(g.stale for g in first.gpus)
+        assert all(g.util_mem_pct is not None and g.mem_free_mib is not None for g in first.gpus)
+        for _ in range(12):  # two minutes: the stopping host's exporter is gone after one
+            clock[0] += 10.0
+            snap = asyncio.run(source.read())
+        assert clock[0] - 1_000_000.0 > STOPS_AFTER_S
+        stale = snap.hosts()[sim_host_name(STOPPING_HOST)]
+        assert all(g.stale and g.age_s > 3 * 2.0 for g in stale)
+        assert sum(g.stale for g in snap.gpus) == GPUS_PER_HOST
+    finally:
+        asyncio.run(source.close())
+
+
+def test_optui_demo_fleet_writes_a_fleet_of_simulated_hosts(tmp_path):
+    cfg = load_config(write_demo_config(tmp_path, port=free_port(), fleet=64)).config
+    assert cfg.fleet.demo_hosts == 64 and cfg.fleet.prometheus is None
+    assert load_config(write_demo_config(tmp_path, port=free_port())).config.fleet is None
