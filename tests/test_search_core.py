@@ -4,6 +4,8 @@ trials, the re-runs of the best before a winner is named."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from optui.config_file import ConfigError
@@ -233,3 +235,43 @@ def test_the_optuna_strategy_gets_only_its_reruns_from_next_step():
     t = judge(spec, spec.point_at(3), {"output_tok_s": 5.0}, number=1)
     assert next_step(spec, [t]).phase == "confirm" and next_step(spec, [t]).point == spec.point_at(3)
     assert planned_trials(spec) == 5 and planned_trials(spec_of('strategy = "optuna"')) == 9 + 2
+
+
+def test_vllm_serve_params_and_sglang_tuner_configs_become_specs():
+    from optui.core.search.imports import parse_foreign
+
+    # vLLM's docs example (docs/benchmarking/sweeps.md), plus a switch off and a named record
+    vllm = json.dumps([{"max_num_seqs": 32, "max_num_batched_tokens": 1024},
+                       {"max_num_seqs": 64, "max-num-batched-tokens": 2048, "enable_prefix_caching": False},
+                       {"max_num_seqs": 128, "compilation_config": {"level": 3}, "enforce_eager": True}])
+    spec, notes = parse_foreign(vllm, "serve_params.json", server="demo", bench="tiny",
+                                extra={"constraints": ["ttft_p99_ms <= 2000"]})
+    assert spec.size() == 3 and spec.strategy == "grid" and spec.rules[0].limit == 2000
+    assert spec.point_at(0) == (("--max-num-seqs", "32"), ("--max-num-batched-tokens", "1024"))
+    assert spec.point_at(1) == (("--max-num-seqs", "64"), ("--max-num-batched-tokens", "2048"),
+                                ("--no-enable-prefix-caching", True))
+    assert spec.change(spec.point_at(2)) == ({"--max-num-seqs": "128", "--compilation-config": '{"level": 3}',
+                                              "--enforce-eager": None}, [])
+    named, _ = parse_foreign('{"small": {"max_num_seqs": 8}, "big": {"max_num_seqs": 256}}', "p.json",
+                             server="demo", bench="tiny")
+    assert [named.point_at(i) for i in range(2)] == [(("--max-num-seqs", "8"),), (("--max-num-seqs", "256"),)]
+    # grid and random walk the list; each record once
+    trials = run_search(spec, lambda flags, load, n: {"output_tok_s": float(flags["--max-num-seqs"]), "ttft_p99_ms": 9.0})
+    assert dict(winner(spec, trials).point)["--max-num-seqs"] == "128"
+    # SGLang's tuner config (benchmark/autotune --config), JSON and YAML
+    sglang = {"model_path": "meta-llama/Meta-Llama-3-8B", "static_server_args": {"tp": 2, "enable_metrics": True},
+              "search_server_args": {"attention_backend": ["flashinfer", "triton"], "chunked_prefill_size": [512, 1024]},
+              "request_rates": [1, 4]}
+    spec, notes = parse_foreign(json.dumps(sglang), "config.json", server="demo", bench="tiny")
+    assert spec.size() == 4 and spec.fixed == {"--tp": 2, "--enable-metrics": True}
+    assert spec.point_at(1) == (("--attention-backend", "flashinfer"), ("--chunked-prefill-size", "1024"))
+    assert notes == ["left to the benchmark preset: request_rates, model_path"]
+    yaml_text = ("static_server_args:\n  tp: 2\nsearch_server_args:\n  schedule_policy: [lpm, fcfs]\n")
+    spec, _ = parse_foreign(yaml_text, "tune.yaml", server="demo", bench="tiny", extra={"strategy": "random"})
+    assert spec.flags["--schedule-policy"].values == ("lpm", "fcfs") and spec.strategy == "random"
+    with pytest.raises(ConfigError, match=r"^bad.json: cannot parse"):
+        parse_foreign("[{", "bad.json", server="demo", bench="tiny")
+    with pytest.raises(ConfigError, match=r"^p.json: record 2: expected an object"):
+        parse_foreign('[{"a": 1}, 3]', "p.json", server="demo", bench="tiny")
+    with pytest.raises(ConfigError, match=r"^p.json: .*strategy 'optuna' searches flags, not a list of points"):
+        parse_foreign('[{"a": 1}]', "p.json", server="demo", bench="tiny", extra={"strategy": "optuna"})

@@ -188,6 +188,12 @@ def test_the_cli_runs_shows_and_stops_a_search(tmp_path):
     bad.write_text('server = "demo"\nbench = "tiny"\n[flags]\n"--max-running-requests" = []\n')
     r = runner.invoke(cli, ["-c", str(cfg), "search", "run", str(bad)])
     assert r.exit_code == 2 and f"{bad}:4: flags.--max-running-requests: the list of values is empty" in r.stderr
+    vllm = tmp_path / "serve_params.json"  # another tool's file: where it runs is asked for
+    vllm.write_text('[{"max_running_requests": 8}, 3]')
+    r = runner.invoke(cli, ["-c", str(cfg), "search", "run", str(vllm)])
+    assert r.exit_code == 2 and "--server and --bench say which server and preset it runs" in r.stderr
+    r = runner.invoke(cli, ["-c", str(cfg), "search", "run", str(vllm), "--server", "demo", "--bench", "tiny"])
+    assert r.exit_code == 2 and f"{vllm}: record 2: expected an object of parameters" in r.stderr
     r = runner.invoke(cli, ["-c", str(cfg), "search", "status"])
     assert r.exit_code == 1
     child = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(cfg), "search", "run", "batch", "--json"],

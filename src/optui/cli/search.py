@@ -1,8 +1,10 @@
 """``optui search run SPEC`` / ``status`` / ``stop``: flag searches from the command line
 (issue 22), through the same session and journal as the TUI.
 
-``SPEC`` is a search of optui.toml (``[search.NAME]``) or a TOML file holding one spec
-(its name: the file's stem). ``run`` runs it in this process (each trial a todo run:
+``SPEC`` is a search of optui.toml (``[search.NAME]``), a TOML file holding one spec (its
+name: the file's stem), or another tool's file (``--server``/``--bench`` say where it
+runs): a vLLM ``--serve-params`` JSON or an SGLang tuner config (JSON/YAML;
+:mod:`optui.core.search.imports`). ``run`` runs it in this process (each trial a todo run:
 restart → ready → benchmark → compare), printing a line per trial; Ctrl-C or SIGTERM stop
 it the way ``optui search stop`` does (the trial in progress is cut, a restart in flight
 ends first). ``status`` reads the newest search from the journal, from any process;
@@ -30,9 +32,12 @@ def search() -> None:
     """Flag searches: the best launch flags under an SLA, every trial an experiment."""
 
 
-def _load_spec(loaded, spec: str):
-    """(name, SearchSpec) of SPEC: a [search.NAME] of the config, else a spec file."""
+def _load_spec(loaded, spec: str, server: str | None = None, bench: str | None = None):
+    """(name, SearchSpec) of SPEC: a [search.NAME] of the config, else a spec file (TOML),
+    a vLLM --serve-params JSON or an SGLang tuner config (JSON/YAML: ``server`` and
+    ``bench`` say where it runs)."""
     from optui.config_file import ConfigError
+    from optui.core.search.imports import parse_foreign
     from optui.core.search.spec import parse_search_text
 
     try:
@@ -43,6 +48,13 @@ def _load_spec(loaded, spec: str):
         if not path.is_file():
             known = ", ".join(loaded.config.search) or "none in the config"
             fail(f"{spec}: neither a [search.NAME] of {loaded.path} (searches there: {known}) nor a file", 2)
+        if path.suffix in (".json", ".yaml", ".yml"):
+            if not server or not bench:
+                fail(f"{spec}: another tool's file: --server and --bench say which server and preset it runs", 2)
+            parsed, notes = parse_foreign(path.read_text(encoding="utf-8"), str(path), server=server, bench=bench)
+            for note in notes:
+                echo(f"optui: {path.name}: {note}", err=True)
+            return path.stem, parsed
         return path.stem, parse_search_text(path.read_text(encoding="utf-8"), str(path))
     except ConfigError as exc:
         echo(str(exc), err=True)
@@ -62,10 +74,12 @@ def _trial_text(t: dict) -> str:
 @search.command("run")
 @click.argument("spec")
 @click.option("--json", "as_json", is_flag=True, help="Print the search's final status as JSON.")
+@click.option("--server", default=None, help="For a vLLM --serve-params or SGLang tuner file: the server to search.")
+@click.option("--bench", default=None, help="For a vLLM --serve-params or SGLang tuner file: the benchmark preset.")
 @click.option("--fresh", is_flag=True, help="Start anew even when the last search of SPEC stopped or was cut short "
               "with the same spec (by default it resumes).")
 @click.pass_context
-def run(ctx: click.Context, spec: str, as_json: bool, fresh: bool) -> None:
+def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench: str | None, fresh: bool) -> None:
     """Run search SPEC (a [search.NAME] of optui.toml or a spec file) until it names a
     winner, is stopped, or fails. A search of SPEC that was stopped, or cut short by an
     optui that exited, resumes where it was when its spec is the same."""
@@ -78,7 +92,7 @@ def run(ctx: click.Context, spec: str, as_json: bool, fresh: bool) -> None:
     loaded = load_config_or_exit(ctx)
     if (ctx.find_root().obj or {}).get("read_only") or loaded.config.read_only:
         fail("read-only mode: a flag search restarts servers", 2)
-    name, parsed = _load_spec(loaded, spec)
+    name, parsed = _load_spec(loaded, spec, server, bench)
 
     async def go() -> dict | None:
         session = Session(loaded, actor=actor())

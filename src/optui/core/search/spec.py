@@ -237,6 +237,9 @@ class SearchSpec(BaseModel):
     bench: str = Field(..., min_length=1, description="a [benchmarks.NAME] preset")
     strategy: Literal["grid", "random", "optuna", "sla"] = "grid"
     flags: dict[str, FlagDomain] = Field(default_factory=dict)
+    points: list[dict[str, str | bool | int | float]] = Field(
+        default_factory=list, description="explicit configurations searched instead of the flags' grid "
+        "(each a table of flag → value; vLLM's --serve-params are read into these)")
     fixed: dict[str, str | bool | int | float] = Field(default_factory=dict)
     objective: str = "max output_tok_s"
     constraints: list[str] = Field(default_factory=list)
@@ -254,6 +257,18 @@ class SearchSpec(BaseModel):
             for name in value:
                 if not isinstance(name, str) or not is_flag_token(name) or "=" in name:
                     raise ValueError(f"{name!r} is not a flag name (flags start with - or --)")
+        return value
+
+    @field_validator("points")
+    @classmethod
+    def _points(cls, value: list[dict]) -> list[dict]:
+        for i, point in enumerate(value):
+            if not point:
+                raise ValueError(f"configuration {i + 1} is empty")
+            for name, v in point.items():
+                if not is_flag_token(name) or "=" in name:
+                    raise ValueError(f"configuration {i + 1}: {name!r} is not a flag name (flags start with - or --)")
+                _value_text(v, name)
         return value
 
     @field_validator("fixed")
@@ -281,6 +296,10 @@ class SearchSpec(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> SearchSpec:
         both = set(self.flags) & set(self.fixed)
+        if self.points and self.flags:
+            raise ValueError("give flags (a grid) or points (a list of configurations), not both")
+        if self.points and self.strategy in ("optuna", "sla"):
+            raise ValueError(f"strategy {self.strategy!r} searches flags, not a list of points")
         if both:
             raise ValueError(f"{', '.join(sorted(both))}: both searched (flags) and fixed")
         if self.strategy == "sla":
@@ -290,8 +309,8 @@ class SearchSpec(BaseModel):
                 raise ValueError("strategy 'sla' needs constraints (the SLA the load must meet)")
             if any(len(d.values) > 1 for d in self.flags.values()):
                 raise ValueError("strategy 'sla' measures one configuration: give its flags in fixed")
-        elif not self.flags:
-            raise ValueError(f"strategy {self.strategy!r} needs flags to search")
+        elif not self.flags and not self.points:
+            raise ValueError(f"strategy {self.strategy!r} needs flags (or points) to search")
         elif math.prod(len(d.values) for d in self.flags.values()) > _MAX_POINTS:
             raise ValueError(f"the flags span more than {_MAX_POINTS} configurations")
         return self
@@ -308,12 +327,14 @@ class SearchSpec(BaseModel):
         return tuple(Constraint.parse(c) for c in self.constraints)
 
     def size(self) -> int:
-        """How many configurations the flags span."""
-        return math.prod(len(d.values) for d in self.flags.values())
+        """How many configurations the flags span (or the points list)."""
+        return len(self.points) if self.points else math.prod(len(d.values) for d in self.flags.values())
 
     def point_at(self, index: int) -> Point:
         """Configuration number ``index`` (0 ≤ index < :meth:`size`) in grid order: the
-        first flag's values vary slowest."""
+        first flag's values vary slowest; with ``points``, the index-th of them."""
+        if self.points:
+            return tuple((name, _value_text(v, name)) for name, v in self.points[index].items())
         out: list[tuple[str, FlagValue]] = []
         for name, domain in reversed(list(self.flags.items())):
             index, i = divmod(index, len(domain.values))
