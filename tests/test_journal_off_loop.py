@@ -372,3 +372,35 @@ async def test_a_todo_experiment_run_under_a_locked_journal_never_runs_sqlite_on
         await pilot.press("q")
     types = [e.type for e in stored_events(session.journal.path)]
     assert types.index("todo.run.started") < types.index("bench.finished") < types.index("todo.run.finished")
+
+
+async def test_a_restart_returns_once_its_events_are_in_the_journal(tmp_path):
+    """The TUI's restart queues its events on the journal thread; with that thread slow (each
+    event written 0.1 s late) ``Session.restart_server`` still returns only once another
+    process can read its ``server.ready`` (it returned with them queued, so a report or an
+    ``optui journal`` run right after missed them)."""
+    from tests.helpers.faults import demo_app, stored_events
+
+    app = demo_app(tmp_path)
+    session, rt = app.session, app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None, timeout=60,
+                       what="demo ready")
+        await session.synced()
+        journal = session.journal
+        append = journal.append
+
+        def slow_append(*args, **kwargs):
+            time.sleep(0.1)
+            return append(*args, **kwargs)
+
+        journal.append = slow_append
+        try:
+            status = await session.restart_server("demo", list(rt.status.argv), reason="slow journal thread")
+            assert status.state.value == "ready"
+            events = stored_events(journal.path)
+        finally:
+            journal.append = append
+        asked = max(e.seq for e in events if e.type == "server.restart")
+        assert [e.type for e in events if e.seq > asked and e.type == "server.ready"], [e.type for e in events[-6:]]
+        await pilot.press("q")

@@ -555,7 +555,8 @@ class Session:
         :meth:`ServerRuntime.restart`). Raises SessionError when it cannot begin, e.g. another
         optui process is restarting the same server. ``only_if_down`` (autostart): once the
         lock is held, do nothing when a launch is recorded by now (another process made it)
-        and return the current status."""
+        and return the current status. Returns once the restart's events are in the journal
+        (written on the journal thread, read back into the session's view)."""
         self.check_writable("restarting a server")
         rt = self.server(name)
         lock = ServerLock(self.state_dir, name)
@@ -572,6 +573,9 @@ class Session:
         finally:
             lock.release()
             self.sync_journal()
+        # the restart's events are queued on the journal thread: it returns once they are
+        # written and read back (a caller that reads the journal next finds them there)
+        await self.synced()
         if status.state.value == "crashed" and rt.cfg.rollback == "auto" and rt.status.last_good_argv \
                 and list(rt.status.last_good_argv) != list(argv):
             return await self.rollback(name, reason=f"auto after {status.crash_class}")
