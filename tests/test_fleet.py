@@ -9,7 +9,14 @@ import json
 import pytest
 
 from optui.config import Config
-from optui.core.fleet import FleetState, fleet_query, host_of, records_from_samples
+from optui.core.fleet import (
+    GEN_RATE_LABEL,
+    FleetState,
+    fleet_query,
+    host_of,
+    records_from_samples,
+    servers_from_samples,
+)
 from optui.core.fleet_query import (
     SAMPLE_TIME_LABEL,
     PromAnswerError,
@@ -51,7 +58,9 @@ def test_the_one_query_reads_every_gpu_series_with_the_users_selector():
                  "DCGM_FI_DEV_POWER_USAGE", "nvidia_smi_memory_used_bytes", "nvidia_smi_gpu_info"):
         assert name in head
     assert head.endswith(',cluster="a", env!="dev"}')
-    assert query.count('cluster="a"') == 2  # the sample-time half has the selector too
+    assert query.count('cluster="a"') == 3  # the sample times and the servers' tok/s have it too
+    assert "vllm:num_requests_running" in head and "sglang:token_usage" in head
+    assert 'irate({__name__=~"sglang:generation_tokens_total|vllm:generation_tokens_total|' in query
     assert "timestamp(" in query and SAMPLE_TIME_LABEL in query
     assert names_selector(["up"]) == '{__name__=~"up"}'
     assert selector_matchers(None) == selector_matchers("{}") == ""
@@ -154,3 +163,22 @@ def test_the_fleet_table_of_the_config():
                 {"prometheus": "http://p", "bearer_token_env": "my token"}, {"prometheus": "http://p", "interval_s": 0}):
         with pytest.raises(ValueError):
             Config.model_validate({"fleet": bad})
+
+
+def test_inference_servers_series_are_one_record_per_server():
+    vllm = {"instance": "node-7:8000", "job": "vllm", "model_name": "llama", "engine": "0"}
+    text = answer([
+        ("vllm:num_requests_running", vllm, 1.0, "12"),
+        ("vllm:num_requests_running", {**vllm, "engine": "1"}, 1.0, "4"),  # two engines: summed
+        ("vllm:gpu_cache_usage_perc", vllm, 1.0, "0.5"),  # the pre-0.10 name
+        ("", {"instance": "node-7:8000", "job": "vllm", GEN_RATE_LABEL: "1"}, 1.0, "812.5"),
+        ("llamacpp:requests_processing", {"instance": "node-8:8080", "job": "llama"}, 1.0, "1"),
+    ])
+    servers = servers_from_samples(parse_vector_answer(text))
+    assert [(s.host, s.kind) for s in servers] == [("node-7", "vllm"), ("node-8", "llamacpp")]
+    v, llama = servers
+    assert (v.running, v.waiting, v.kv_cache_pct, v.gen_tok_s, v.model) == (16, None, 50, 812.5, "llama")
+    assert (llama.running, llama.kv_cache_pct, llama.gen_tok_s) == (1, None, None)
+    assert records_from_samples(parse_vector_answer(text)) == []  # no GPU from a server's series
+    snap = FleetState(2.0).update(parse_vector_answer(text), now=2.0)
+    assert snap.servers_by_host()["node-7"] == (v,)

@@ -21,6 +21,7 @@ from tests.helpers.prometheus import (
     GPUS_PER_HOST,
     MODEL,
     DcgmExporters,
+    MetricsServer,
     Prometheus,
     PromProxy,
     gpu_uuid,
@@ -38,17 +39,41 @@ FIELDS = {"DCGM_FI_DEV_FB_USED": "mem_used_mib", "DCGM_FI_DEV_FB_FREE": "mem_fre
           "DCGM_FI_DEV_POWER_USAGE": "power_w"}
 
 
+VLLM_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+GEN_PER_SCRAPE = 500  # generated tokens each server adds between two scrapes (1 s apart)
+
+
+def server_text(kind: str):
+    """An inference server's /metrics (vLLM or SGLang names), its token counter growing."""
+    scrapes = iter(range(1, 1 << 30))
+    names = {"vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                      "vllm:generation_tokens_total", f'engine="0",model_name="{VLLM_MODEL}"', (12, 3, 0.45)),
+             "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
+                        "sglang:generation_tokens_total", 'model_name="qwen"', (7, 0, 0.2))}[kind]
+
+    def text() -> str:
+        running, waiting, kv, gen, labels, (r, w, k) = names
+        return (f"# TYPE {running} gauge\n{running}{{{labels}}} {r}\n# TYPE {waiting} gauge\n{waiting}{{{labels}}} {w}\n"
+                f"# TYPE {kv} gauge\n{kv}{{{labels}}} {k}\n# TYPE {gen} counter\n"
+                f"{gen}{{{labels}}} {GEN_PER_SCRAPE * next(scrapes)}\n")
+    return text
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     prometheus_binary()
     exporters = DcgmExporters(HOSTS, omit={NO_COPY_UTIL: frozenset({"DCGM_FI_DEV_MEM_COPY_UTIL"})})
-    prom = Prometheus(tmp_path_factory.mktemp("prometheus"), exporters.targets()).start()
+    servers = [MetricsServer(server_text("vllm")), MetricsServer(server_text("sglang"))]
+    jobs = [("vllm", servers[0].target, f"{host_name(0)}:8000"), ("sglang", servers[1].target, f"{host_name(1)}:30000")]
+    prom = Prometheus(tmp_path_factory.mktemp("prometheus"), exporters.targets(), jobs=jobs).start()
     try:
         prom.wait_series("DCGM_FI_DEV_FB_USED", HOSTS * GPUS_PER_HOST)  # every exporter scraped once
         yield exporters, prom
     finally:
         prom.stop()
         exporters.close()
+        for server in servers:
+            server.close()
 
 
 async def read_fleet(client: PrometheusClient, state: FleetState, want_gpus: int, selector=None):
@@ -73,7 +98,8 @@ async def test_what_optui_reads_is_what_the_exporters_served(fleet):
         state = FleetState(interval_s=1.0)
         snap = await read_fleet(client, state, HOSTS * GPUS_PER_HOST)
         assert len(snap.gpus) == HOSTS * GPUS_PER_HOST and snap.error is None
-        assert snap.series == HOSTS * GPUS_PER_HOST * 8 - GPUS_PER_HOST  # 7 values + 1 sample time a GPU
+        gpu_series = HOSTS * GPUS_PER_HOST * 8 - GPUS_PER_HOST  # 7 values + 1 sample time a GPU
+        assert gpu_series < snap.series <= gpu_series + 2 * 4  # and the servers' 3 gauges + tok/s
         assert list(snap.hosts()) == [host_name(h) for h in range(HOSTS)]
         for gpu in snap.gpus:
             host = int(gpu.host.rsplit("-", 1)[1])
@@ -98,6 +124,31 @@ async def test_what_optui_reads_is_what_the_exporters_served(fleet):
         # the user's selector is in the query
         assert len((await read_fleet(client, FleetState(1.0), 1, '{job="dcgm"}')).gpus) == HOSTS * GPUS_PER_HOST
         assert await client.query(fleet_query('{job="elsewhere"}')) == []
+    finally:
+        await client.aclose()
+
+
+async def test_inference_servers_are_beside_their_hosts_gpus(fleet):
+    _, prom = fleet
+    client = PrometheusClient(prom.url, timeout_s=5)
+    try:
+        state = FleetState(interval_s=1.0)
+        snaps = []
+
+        async def with_rates():  # a rate needs two scrapes of the counters
+            snaps.append(state.update(await client.query(fleet_query()), time.time()))
+            return len(snaps[-1].servers) == 2 and all(srv.gen_tok_s for srv in snaps[-1].servers)
+        deadline = time.monotonic() + 20
+        while not await with_rates():
+            assert time.monotonic() < deadline, snaps[-1].servers
+        by_host = snaps[-1].servers_by_host()
+        [vllm], [sglang] = by_host[host_name(0)], by_host[host_name(1)]
+        assert (vllm.kind, vllm.instance, vllm.model) == ("vllm", f"{host_name(0)}:8000", VLLM_MODEL)
+        assert (vllm.running, vllm.waiting, vllm.kv_cache_pct) == (12, 3, 45)
+        assert (sglang.kind, sglang.running, sglang.waiting, sglang.kv_cache_pct) == ("sglang", 7, 0, 20)
+        for server in (vllm, sglang):  # 500 tokens a scrape, scrapes 1 s apart (their jitter: within 30 %)
+            assert 0.7 * GEN_PER_SCRAPE < server.gen_tok_s < 1.3 * GEN_PER_SCRAPE, server
+        assert set(by_host) <= set(snaps[-1].hosts())  # on hosts whose GPUs are listed
     finally:
         await client.aclose()
 
@@ -191,6 +242,8 @@ def test_gpus_and_status_json_list_every_fleet_gpu(fleet, tmp_path):
     fleet_status = json.loads(status.stdout)["fleet"]
     assert fleet_status["prometheus"] == prom.url and fleet_status["error"] is None
     assert {(g["host"], g["index"]) for g in fleet_status["gpus"]} == {(g["host"], g["index"]) for g in gpus}
+    assert {(srv["host"], srv["kind"]) for srv in fleet_status["servers"]} == {(host_name(0), "vllm"),
+                                                                             (host_name(1), "sglang")}
     dead = f"http://127.0.0.1:{free_port()}"
     down = optui_cli(tmp_path, dead, "gpus", "--json")
     assert down.returncode == 1 and "cannot connect to Prometheus" in json.loads(down.stdout)["error"]

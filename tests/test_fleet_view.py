@@ -42,6 +42,8 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
             cells = row[len(sim_host_name(i)) + 1:][:GPUS_PER_HOST]
             assert all(c in BLOCKS + "?·" for c in cells), row
         assert grid.region.right <= size[0]
+        if size[0] >= 100:  # the inference servers' live load beside their host's GPUs (vLLM on host 0)
+            assert " vllm " in rows[1] and "t/s" in rows[1]
         # the grid windows its rows within what its box shows; the other panels keep theirs
         visible = app.query_one("#gpus-box").region
         assert grid.region.bottom <= visible.bottom <= size[1]
@@ -70,6 +72,7 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "DetailsScreen")
         body = app.screen.query_one("#details-body").render().plain
         assert f"{sim_host_name(1)}: {GPUS_PER_HOST} GPUs (dcgm)" in body
+        assert "inference servers" in body and f"{sim_host_name(1)}:30000" in body and "sglang" in body
         assert sum(line.strip().startswith(str(i)) for line in body.splitlines() for i in range(8)) >= GPUS_PER_HOST
         await pilot.press("escape")
         await pilot.press("q")

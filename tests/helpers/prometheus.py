@@ -148,14 +148,47 @@ class DcgmExporters:
             exporter.server.server_close()
 
 
+class MetricsServer:
+    """A real HTTP server on 127.0.0.1 answering ``/metrics`` with ``text()`` (an inference
+    server's Prometheus text: vLLM's ``vllm:*``, SGLang's ``sglang:*``)."""
+
+    def __init__(self, text) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                body = text().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @dataclass
 class Prometheus:
-    """A running Prometheus scraping ``targets`` every second (see the module doc)."""
+    """A running Prometheus scraping ``targets`` every second (see the module doc); ``jobs``:
+    more (job name, target, its ``instance`` label) to scrape, e.g. inference servers placed on
+    a simulated host (``gpu-node-000:8000``)."""
 
     root: Path
     targets: list[str]
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
+    jobs: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -167,8 +200,12 @@ class Prometheus:
         binary = prometheus_binary()
         config = self.root / "prometheus.yml"
         targets = ", ".join(f'"{t}"' for t in self.targets)
-        config.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                          f"scrape_configs:\n  - job_name: dcgm\n    static_configs:\n      - targets: [{targets}]\n")
+        text = ("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                f"scrape_configs:\n  - job_name: dcgm\n    static_configs:\n      - targets: [{targets}]\n")
+        for job, target, instance in self.jobs:
+            text += (f"  - job_name: {job}\n    static_configs:\n      - targets: [\"{target}\"]\n"
+                     f"        labels: {{instance: \"{instance}\"}}\n")
+        config.write_text(text)
         log = open(self.root / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
             [binary, f"--config.file={config}", f"--storage.tsdb.path={self.root / 'data'}",

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
-from optui.core.fleet_query import SAMPLE_TIME_LABEL, PromSample, values_with_sample_times
+from optui.core.fleet_query import SAMPLE_TIME_LABEL, PromSample, names_selector, values_with_sample_times
 from optui.core.gpu import GPU_JSON_KEYS
 
 MIB = 1024.0 * 1024.0
@@ -104,12 +104,96 @@ STALE_INTERVALS = 3
 UNKNOWN_GAP_S = 60.0
 
 
+#: Inference servers' gauges (the names core/metrics_map.py reads from a server's /metrics):
+#: metric → (server kind, field, factor to optui's unit).
+SERVER_GAUGES: dict[str, tuple[str, str, float]] = {
+    "sglang:num_running_reqs": ("sglang", "running", 1.0),
+    "sglang:num_queue_reqs": ("sglang", "waiting", 1.0),
+    "sglang:token_usage": ("sglang", "kv_cache_pct", 100.0),
+    "vllm:num_requests_running": ("vllm", "running", 1.0),
+    "vllm:num_requests_waiting": ("vllm", "waiting", 1.0),
+    "vllm:kv_cache_usage_perc": ("vllm", "kv_cache_pct", 100.0),
+    "vllm:gpu_cache_usage_perc": ("vllm", "kv_cache_pct", 100.0),  # its name before vLLM 0.10
+    "llamacpp:requests_processing": ("llamacpp", "running", 1.0),
+    "llamacpp:requests_deferred": ("llamacpp", "waiting", 1.0),
+    "llamacpp:kv_cache_usage_ratio": ("llamacpp", "kv_cache_pct", 100.0),
+}
+#: Generated-token counters; their ``irate`` (between the last two samples within
+#: :data:`GEN_RATE_WINDOW`) per server is its tok/s now (``rate`` divides by the whole window:
+#: a server scraped for 2 s of a 1 min window read 1/30 of its speed).
+GEN_COUNTERS = ("sglang:generation_tokens_total", "vllm:generation_tokens_total", "llamacpp:tokens_predicted_total")
+GEN_RATE_WINDOW = "1m"
+#: The label of the generated tok/s series in the answer (``rate()`` drops the metric name).
+GEN_RATE_LABEL = "optui_gen_tok_s"
+
+
 def fleet_query(selector: str | None = None) -> str:
     """The one PromQL query a tick: every series of :data:`MAPPINGS` (plus the sample time of
-    each GPU's memory series) matching the user's ``selector`` (``{cluster="a"}``), for all
-    GPUs at once."""
-    names = [name for mapping in MAPPINGS for name in mapping.names()]
-    return values_with_sample_times(names, [mapping.timed for mapping in MAPPINGS], selector)
+    each GPU's memory series) and the inference servers' :data:`SERVER_GAUGES` matching the
+    user's ``selector`` (``{cluster="a"}``), plus each server's generated tok/s, for all GPUs
+    and servers at once."""
+    names = [name for mapping in MAPPINGS for name in mapping.names()] + list(SERVER_GAUGES)
+    gen = names_selector(GEN_COUNTERS, selector)
+    rate = (f'label_replace(sum by (instance, job) (irate({gen}[{GEN_RATE_WINDOW}])), "{GEN_RATE_LABEL}", "1", "", "")')
+    return values_with_sample_times(names, [mapping.timed for mapping in MAPPINGS], selector) + " or " + rate
+
+
+@dataclass(frozen=True, slots=True)
+class FleetServer:
+    """An inference server Prometheus scrapes (optui may or may not control it): its host
+    (``instance`` without the port: the GPUs beside it are that host's), ``instance``, kind
+    (``sglang`` / ``vllm`` / ``llamacpp``), model (``model_name`` label), requests running and
+    waiting (summed over its series), KV cache use in %, generated tok/s (between its last two
+    scrapes);
+    None where its series is missing."""
+
+    host: str
+    instance: str
+    kind: str
+    model: str | None = None
+    running: float | None = None
+    waiting: float | None = None
+    kv_cache_pct: float | None = None
+    gen_tok_s: float | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def servers_from_samples(samples: Iterable[PromSample]) -> list[FleetServer]:
+    """One record per server (``instance`` and ``job``) of an answer of :func:`fleet_query`,
+    sorted by host then instance; a generated-tok/s series without gauges is left out."""
+    found: dict[tuple[str, str], dict] = {}
+    kv: dict[tuple[str, str], list[float]] = {}
+    rates: dict[tuple[str, str], float] = {}
+    for sample in samples:
+        key = (sample.labels.get("instance", ""), sample.labels.get("job", ""))
+        if GEN_RATE_LABEL in sample.labels:
+            if sample.value is not None:
+                rates[key] = sample.value
+            continue
+        gauge = SERVER_GAUGES.get(sample.name)
+        if gauge is None:
+            continue
+        kind, name, factor = gauge
+        info = found.setdefault(key, {"kind": kind, "model": None})
+        if sample.labels.get("model_name"):
+            info["model"] = sample.labels["model_name"]
+        if sample.value is None:
+            continue
+        if name == "kv_cache_pct":
+            kv.setdefault(key, []).append(sample.value * factor)
+        else:
+            info[name] = info.get(name, 0.0) + sample.value * factor
+    servers = []
+    for (instance, _job), info in found.items():
+        values = kv.get((instance, _job))
+        servers.append(FleetServer(host=host_of({"instance": instance}, None), instance=instance, kind=info["kind"],
+                                   model=info["model"], running=info.get("running"), waiting=info.get("waiting"),
+                                   kv_cache_pct=sum(values) / len(values) if values else None,
+                                   gen_tok_s=rates.get((instance, _job))))
+    servers.sort(key=lambda srv: (srv.host, srv.instance))
+    return servers
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,12 +246,21 @@ class FleetGpu:
 class FleetSnapshot:
     """The whole fleet at one reading: GPUs sorted by host then index; ``taken_at`` local unix
     s; ``error``: why this reading failed (Prometheus down, slow, refused; the GPUs are the last
-    known ones, aging); ``series``: series in the last answer (the query's cost)."""
+    known ones, aging); ``series``: series in the last answer (the query's cost); ``servers``:
+    the inference servers of the last answer (a server that left it is gone, not aging)."""
 
     gpus: tuple[FleetGpu, ...] = ()
     taken_at: float = 0.0
     error: str | None = None
     series: int = 0
+    servers: tuple[FleetServer, ...] = ()
+
+    def servers_by_host(self) -> dict[str, tuple[FleetServer, ...]]:
+        """``{host: the inference servers on it}``."""
+        out: dict[str, list[FleetServer]] = {}
+        for server in self.servers:
+            out.setdefault(server.host, []).append(server)
+        return {host: tuple(servers) for host, servers in out.items()}
 
     def hosts(self) -> dict[str, tuple[FleetGpu, ...]]:
         """``{host: its GPUs}`` in host order."""
@@ -257,6 +350,7 @@ class FleetState:
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
         self._last: dict[str, FleetGpu] = {}
+        self._servers: tuple[FleetServer, ...] = ()
         self._gap: dict[str, float] = {}
 
     def stale_after_s(self, key: str) -> float:
@@ -265,6 +359,7 @@ class FleetState:
 
     def update(self, samples: list[PromSample], now: float) -> FleetSnapshot:
         """Merge one answer (taken at local unix time ``now``) and return the snapshot."""
+        self._servers = tuple(servers_from_samples(samples))
         for record in records_from_samples(samples):
             old = self._last.get(record.key)
             if old is not None and old.sampled_at and record.sampled_at and record.sampled_at > old.sampled_at:
@@ -282,4 +377,4 @@ class FleetState:
             age = None if gpu.sampled_at is None else max(0.0, now - gpu.sampled_at)
             gpus.append(replace(gpu, age_s=age, stale=age is not None and age > self.stale_after_s(key)))
         gpus.sort(key=lambda g: (g.host, g.index if g.index is not None else 1 << 30, g.uuid))
-        return FleetSnapshot(tuple(gpus), now, error, series)
+        return FleetSnapshot(tuple(gpus), now, error, series, self._servers)

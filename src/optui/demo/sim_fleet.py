@@ -6,7 +6,8 @@ Prometheus would answer for dcgm-exporter series, and merges them through the sa
 mapping does). Values are a pure function of ``(host, gpu, time)``: most GPUs serve a slowly
 varying load, every 7th host's GPUs are idle but hold memory (a model loaded, no traffic),
 every 11th host is empty, and host 5's exporter stops after the first minute (its GPUs turn
-stale and age). Reading never raises.
+stale and age); inference servers (vLLM, SGLang series) run on two hosts in three of the busy
+ones. Reading never raises.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 import time
 
 from optui.adapters.worker_thread import SingleThreadExecutor
-from optui.core.fleet import FleetSnapshot, FleetState
+from optui.core.fleet import GEN_RATE_LABEL, FleetSnapshot, FleetState
 from optui.core.fleet_query import SAMPLE_TIME_LABEL, PromSample
 from optui.demo.sim_gpus import _unit as _fresh_unit
 from optui.demo.sim_gpus import gpu_uuid
@@ -83,6 +84,22 @@ class SimFleetSource:
                 for name, value in sim_gpu_values(host, gpu, scraped).items():
                     out.append(PromSample(name, labels, now, float(value)))
                 out.append(PromSample("", {**labels, SAMPLE_TIME_LABEL: "1"}, now, scraped))
+            out += self._server_samples(host, scraped, now)
+        return out
+
+    def _server_samples(self, host: int, scraped: float, now: float) -> list[PromSample]:
+        """An inference server's series on every 3rd host (vLLM) and the one after (SGLang),
+        its load following the host's GPUs; none on idle or empty hosts."""
+        if host % 7 == 6 or host % 11 == 10 or host % 3 == 2:
+            return []
+        util = sum(sim_gpu_values(host, gpu, scraped)["DCGM_FI_DEV_GPU_UTIL"] for gpu in range(GPUS_PER_HOST)) / 8
+        kind, port = ("vllm", 8000) if host % 3 == 0 else ("sglang", 30000)
+        names = {"vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"),
+                 "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage")}[kind]
+        labels = {"instance": f"{sim_host_name(host)}:{port}", "job": kind, "model_name": "demo/Llama-3.1-70B"}
+        values = (round(util / 3), round(max(0.0, util - 60) / 4), util / 100 * 0.85)
+        out = [PromSample(name, labels, now, float(value)) for name, value in zip(names, values)]
+        out.append(PromSample("", {"instance": labels["instance"], "job": kind, GEN_RATE_LABEL: "1"}, now, util * 24.0))
         return out
 
     async def read(self) -> FleetSnapshot:

@@ -115,6 +115,7 @@ async def read_fleet_once(cfg: FleetConfig) -> FleetSnapshot:
 
 def fleet_json(cfg: FleetConfig, snapshot: FleetSnapshot) -> dict:
     """``status --json``'s ``fleet``: ``{"prometheus", "error", "taken_at", "series", "gpus":
-    [FleetGpu.to_json()...]}``."""
+    [FleetGpu.to_json()...], "servers": [FleetServer.to_json()...]}``."""
     return {"prometheus": cfg.prometheus, "error": snapshot.error, "taken_at": snapshot.taken_at or None,
-            "series": snapshot.series, "gpus": [gpu.to_json() for gpu in snapshot.gpus]}
+            "series": snapshot.series, "gpus": [gpu.to_json() for gpu in snapshot.gpus],
+            "servers": [server.to_json() for server in snapshot.servers]}

@@ -598,7 +598,8 @@ class OptuiApp(App):
         await self.todo_actions.show_todo_history(msg.item)
 
     def on_fleet_grid_host_chosen(self, msg) -> None:
-        self.fleet_actions.show_host(msg.host, msg.control.snapshot.hosts().get(msg.host, ()))
+        snapshot = msg.control.snapshot
+        self.fleet_actions.show_host(msg.host, snapshot.hosts().get(msg.host, ()), snapshot.servers_by_host().get(msg.host, ()))
 
     def on_fleet_grid_filter_asked(self, msg) -> None:
         self.fleet_actions.ask_filter(msg.current, msg.control.set_filter)

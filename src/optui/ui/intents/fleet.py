@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from optui.core.fleet import FleetGpu
+from optui.core.fleet import FleetGpu, FleetServer
 from optui.ui.intents.base import Actions
 
 
-def host_details(host: str, gpus: tuple[FleetGpu, ...]) -> Text:
+def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = ()) -> Text:
     """A host's GPUs, one line each: index, model, memory used / reserved / free (MiB),
     utilization, memory bandwidth (%), temperature (°C), power (W), age of the sample (s);
     ``n/a`` where a series is missing."""
@@ -25,17 +25,23 @@ def host_details(host: str, gpus: tuple[FleetGpu, ...]) -> Text:
                 f"{cell(g.util_mem_pct):>4} {cell(g.temp_c):>4} {cell(g.power_w, 1):>6} {cell(g.age_s, 1):>6}")
         out.append(line + (" stale" if g.stale else "") + "\n", style="dim" if g.stale else "")
         out.append(f"     {g.uuid}\n", style="dim")
+    if servers:
+        from optui.ui.widgets.fleet_grid import server_load
+
+        out.append("\ninference servers (from Prometheus)\n", style="bold")
+        for srv in servers:
+            out.append(f"  {srv.instance}  {srv.model or 'n/a'}  {server_load(srv)}\n")
     return out
 
 
 class FleetActions(Actions):
     """What the fleet grid's messages ask for."""
 
-    def show_host(self, host: str, gpus: tuple[FleetGpu, ...]) -> None:
-        """The host's details (its GPUs now)."""
+    def show_host(self, host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = ()) -> None:
+        """The host's details (its GPUs and inference servers now)."""
         from optui.ui.screens.details import DetailsScreen
 
-        self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus)))
+        self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus, servers)))
 
     def ask_filter(self, current: str, apply) -> None:
         """Ask for a host glob; ``apply(glob)`` with the answer (Esc: nothing changes)."""

@@ -5,7 +5,8 @@ series is missing), in the memory colour when the GPU holds memory and the utili
 colour otherwise; an idle GPU that holds memory (utilization under
 :data:`IDLE_UTIL_PCT` %, more than :data:`HOLDING_PCT` % of its memory taken) is drawn in the
 warning colour, a stale one as a dim ``·``. After the cells: the host's mean utilization, free
-memory, hottest GPU and power, as the width allows. The first row sums the fleet up and says
+memory, the load of its inference servers (``vllm 12+3 45% 810t/s``: running + waiting
+requests, KV cache, generated tok/s), hottest GPU and power, as the width allows. The first row sums the fleet up and says
 how it is sorted and filtered, and why the last query failed.
 
 ``s`` cycles the sort (host, most free memory, busiest, hottest, most idle-but-holding GPUs),
@@ -21,7 +22,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from optui.core.fleet import FleetGpu, FleetSnapshot
+from optui.core.fleet import FleetGpu, FleetServer, FleetSnapshot
 from optui.core.safe_text import safe_line
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
@@ -44,6 +45,14 @@ def idle_holding(gpu: FleetGpu) -> bool:
     if gpu.util_gpu_pct is None or gpu.mem_used_mib is None or not total:
         return False
     return gpu.util_gpu_pct < IDLE_UTIL_PCT and 100.0 * gpu.mem_used_mib / total > HOLDING_PCT
+
+
+def server_load(server: FleetServer) -> str:
+    """``vllm 12+3 45% 810t/s``: kind, requests running + waiting, KV cache, generated tok/s
+    (``?`` for a missing series)."""
+    def n(value: float | None, unit: str = "") -> str:
+        return "?" if value is None else f"{value:.0f}{unit}"
+    return f"{server.kind} {n(server.running)}+{n(server.waiting)} {n(server.kv_cache_pct, '%')} {n(server.gen_tok_s, 't/s')}"
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -172,7 +181,8 @@ class FleetGrid(CursorList):
         names = self.shown_hosts()
         name_w = max(4, min(max((len(h) for h in names), default=8), 24 if width >= 100 else 14))
         rows = [self._summary(hosts, names, width)]
-        rows += [self._host_row(name, hosts[name], width, name_w) for name in names]
+        servers = self.snapshot.servers_by_host()
+        rows += [self._host_row(name, hosts[name], width, name_w, servers.get(name, ())) for name in names]
         self.set_rows([SUMMARY_KEY, *names], rows)
 
     def _summary(self, hosts: dict[str, tuple[FleetGpu, ...]], names: list[str], width: int) -> Text:
@@ -209,7 +219,8 @@ class FleetGrid(CursorList):
         holds = gpu.mem_used_mib is not None and gpu.mem_total_mib and gpu.mem_used_mib / gpu.mem_total_mib > 0.1
         return char, style(app, "gpu-mem-used" if holds else "gpu-util")
 
-    def _host_row(self, name: str, gpus: tuple[FleetGpu, ...], width: int, name_w: int) -> Text:
+    def _host_row(self, name: str, gpus: tuple[FleetGpu, ...], width: int, name_w: int,
+                  servers: tuple[FleetServer, ...] = ()) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"{truncate(name, name_w):<{name_w}} ", style=style(self.app, "primary", bold=True))
         for gpu in gpus:
@@ -219,6 +230,8 @@ class FleetGrid(CursorList):
         used = len(line.plain)
         optional = [f" {util:>3.0f}%" if util is not None else "  n/a",
                     f" free {fmt_mib(_sum([g.mem_free_mib for g in gpus]))}"]
+        if servers:  # the inference servers on the host, their live load (whoever controls them)
+            optional.append(" " + " ".join(server_load(srv) for srv in servers))
         temps = [g.temp_c for g in gpus if g.temp_c is not None]
         if temps:
             optional.append(f" {max(temps):.0f}°C")
