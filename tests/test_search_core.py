@@ -275,3 +275,27 @@ def test_vllm_serve_params_and_sglang_tuner_configs_become_specs():
         parse_foreign('[{"a": 1}, 3]', "p.json", server="demo", bench="tiny")
     with pytest.raises(ConfigError, match=r"^p.json: .*strategy 'optuna' searches flags, not a list of points"):
         parse_foreign('[{"a": 1}]', "p.json", server="demo", bench="tiny", extra={"strategy": "optuna"})
+
+
+def test_the_pareto_front_and_its_fixed_scale_view():
+    from optui.core.search.pareto import FRONT, INFEASIBLE, OTHER, front, pareto_view
+
+    # (latency, throughput): b beats c on both; a and b trade one against the other
+    assert front([(100.0, 500.0), (200.0, 900.0), (250.0, 800.0), (200.0, 900.0)]) == [0, 1, 3]
+    spec = parse_search_text('server = "d"\nbench = "b"\nconstraints = ["ttft_p99_ms <= 300"]\n'
+                             '[flags]\n"--x" = ["a", "b", "c", "d", "e"]\n', "s.toml")
+    values = {"a": (100.0, 500.0), "b": (200.0, 900.0), "c": (250.0, 800.0), "d": (390.0, 990.0)}
+
+    def measure(flags, load, n):
+        if flags["--x"] == "e":
+            return "oom"
+        x, y = values[flags["--x"]]
+        return {"ttft_p99_ms": x, "output_tok_s": y}
+
+    view = pareto_view(standings(spec, run_search(spec, measure)), width=21, height=11)
+    assert (view.x_max, view.y_max, view.unplotted) == (500.0, 1000.0, 1)
+    assert len(view.rows) == 12 and view.rows[-1] == "└" + "─" * 21
+    cells = {(r, c): ch for r, line in enumerate(view.rows[:-1]) for c, ch in enumerate(line[1:]) if ch != " "}
+    # throughput 900 of 1000 over rows 10..0 → row 1; latency 200 of 500 over columns 0..20 → column 8
+    assert cells == {(5, 4): FRONT, (1, 8): FRONT, (2, 10): OTHER, (0, 16): INFEASIBLE}
+    assert view.front == ("--x a: 500.0 output_tok_s at 100.0 ttft_p99_ms", "--x b: 900.0 output_tok_s at 200.0 ttft_p99_ms")

@@ -37,4 +37,19 @@ async def test_the_todo_panel_shows_the_search_live_and_S_stops_it(tmp_path):
         await wait_for(pilot, lambda: not s.search.running, timeout=30)
         assert s.search.progress.status == "stopped" and not s.benches.running and not s.todo_runs.running
         await wait_for(pilot, lambda: "search batch.1" not in subtitle(), timeout=5)
+        # the results screen's Pareto view (p): the search's measured configuration on the front
+        app.bench_actions.show_results()
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ResultsScreen", what="the results screen")
+        await pilot.press("p")
+
+        def pareto() -> str:
+            return str(app.screen.query_one("#results-chart").render())
+
+        await wait_for(pilot, lambda: "search batch.1 (stopped)" in pareto(), what="the Pareto view")
+        text = pareto()
+        assert "output tok/s (0 … " in text and "against TTFT p99 ms (0 … " in text and "1 failed, not drawn" in text
+        assert "  ● --max-running-requests 2 --mem-fraction-static 0.88: " in text
+        await pilot.press("p")
+        await wait_for(pilot, lambda: "search batch.1" not in pareto(), what="the chart again")
+        await pilot.press("escape")
         await pilot.press("q")

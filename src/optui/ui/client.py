@@ -196,6 +196,13 @@ class SessionClient:
         thread); SessionError when refused."""
         await self._session.benches.pin_baseline_async(result_id)
 
+    async def search_status(self) -> dict | None:
+        """The newest flag search as its events tell it (``optui search status``'s dict), read
+        on the journal thread; None: no search ran."""
+        from optui.session.search import search_status
+
+        return await self._session.on_journal_thread(lambda: search_status(self._session.journal))
+
     async def baseline_for(self, result):
         """The pinned (or first) baseline of ``result``'s workload, or None (a journal read
         on the journal thread once the session runs off the loop)."""

@@ -212,7 +212,8 @@ class BenchActions(Actions):
     def show_results(self) -> None:
         from optui.ui.screens.results import ResultsScreen
 
-        self.push_screen(ResultsScreen(self.client.result_rows, self.client.experiments_reader()))
+        self.push_screen(ResultsScreen(self.client.result_rows, self.client.experiments_reader(),
+                                       search=self.client.search_status))
 
     def writable(self) -> bool:
         """False (and the operator told) in read-only mode: no benchmark, no baseline."""

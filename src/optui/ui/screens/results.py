@@ -5,7 +5,9 @@ experiment (one server configuration: a chart or a scale never mixes two). Every
 names its experiment and that experiment's flag diff vs the server's baseline experiment
 (the experiments view's "change vs baseline", read through the session's journal thread).
 
-Keys: ``B`` pin the selected row as baseline, ``escape``/``q`` close. The screen renders
+Keys: ``B`` pin the selected row as baseline, ``p`` the Pareto view of the newest flag
+search (throughput vs TTFT p99 of every configuration it measured, fixed scales; instead
+of the chart, again: back), ``escape``/``q`` close. The screen renders
 what ``session.benches.rows()`` returns (refreshed twice a second) and posts
 :class:`~optui.ui.widgets.bench_panel.BenchPanel.Pin` for the pin, like the bench panel.
 """
@@ -66,6 +68,7 @@ class ResultsScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,q", "close", "Close", id="results.close"),
         Binding("B", "pin", "Pin baseline", id="results.pin"),
+        Binding("p", "pareto", "Pareto view", id="results.pareto"),
     ]
     DEFAULT_CSS = """
     ResultsScreen { layout: vertical; }
@@ -75,16 +78,21 @@ class ResultsScreen(Screen[None]):
     """
 
     def __init__(self, rows: Callable[[], list[Row]],
-                 experiments: Callable[[], Awaitable[ExperimentsUpdate]] | None = None) -> None:
+                 experiments: Callable[[], Awaitable[ExperimentsUpdate]] | None = None,
+                 search: Callable[[], Awaitable[dict | None]] | None = None) -> None:
         """``rows()``: every result group's comparison row, oldest first, the same list
         until the results change (it is asked twice a second). ``experiments()``: awaited
         (in a worker) for the campaign's experiments when the rows change, for each row's
-        flag diff (a session's ``experiments_reader()``; None: the column says ``?``)."""
+        flag diff (a session's ``experiments_reader()``; None: the column says ``?``).
+        ``search()``: awaited when ``p`` opens the Pareto view, for the newest flag search
+        (``optui.session.search.search_status``'s dict, None: no search)."""
         super().__init__()
         self._rows_now = rows
         self._rows: list[Row] | None = None
         self._experiments = experiments
         self._changes: dict[str, str] = {}  # experiment id -> its change vs the baseline
+        self._search = search
+        self._pareto: Text | None = None  # the Pareto view shown instead of the chart
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -184,6 +192,9 @@ class ResultsScreen(Screen[None]):
 
     def _show_chart(self) -> None:
         chart = self.query_one("#results-chart", Static)
+        if self._pareto is not None:
+            chart.update(self._pareto)
+            return
         row = self.selected()
         if row is None or not self._rows:
             chart.update(Text("no results yet", style="dim"))
@@ -223,6 +234,24 @@ class ResultsScreen(Screen[None]):
             lines.append(line)
         return lines
 
+    async def action_pareto(self) -> None:
+        if self._pareto is not None:
+            self._pareto = None
+            self._show_chart()
+            return
+        if self._search is None:
+            return
+        try:
+            data = await self._search()
+        except Exception as exc:  # noqa: BLE001 - a locked or broken journal is shown, never a crash
+            self.notify(f"flag search: {exc}", severity="error")
+            return
+        if data is None:
+            self.notify("no flag search in this campaign yet (optui search run)", severity="warning")
+            return
+        self._pareto = pareto_text(self.app, data)
+        self._show_chart()
+
     def action_pin(self) -> None:
         row = self.selected()
         if row is not None:
@@ -230,3 +259,29 @@ class ResultsScreen(Screen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def pareto_text(app, data: dict) -> Text:
+    """The Pareto view (:func:`optui.core.search.pareto.pareto_view`) of a search's status
+    dict, coloured: the front, the other feasible points, the infeasible ones."""
+    from optui.core.search.pareto import FRONT, INFEASIBLE, OTHER, pareto_view
+    from optui.core.search.spec import SearchSpec
+    from optui.core.search.strategies import Trial, standings
+
+    try:
+        spec = SearchSpec.model_validate(data.get("spec") or {})
+    except ValueError as exc:
+        return Text(f"search {data.get('search_id')}: its spec cannot be read here ({exc})", style="dim")
+    view = pareto_view(standings(spec, [Trial.from_json(t) for t in data.get("trials") or []]))
+    text = Text(f"search {data.get('search_id')} ({data.get('status')}): output tok/s (0 … {view.y_max:g}) "
+                f"against TTFT p99 ms (0 … {view.x_max:g}); {FRONT} Pareto front, {OTHER} feasible, "
+                f"{INFEASIBLE} breaks a constraint" + (f"; {view.unplotted} failed, not drawn" if view.unplotted else "")
+                + "\n", style="bold")
+    colours = {FRONT: "delta-good", OTHER: "state-down", INFEASIBLE: "delta-bad"}
+    for row in view.rows:
+        for ch in row:
+            text.append(ch, style=style(app, colours[ch]) if ch in colours else "")
+        text.append("\n")
+    for line in view.front:
+        text.append(f"  {FRONT} {line}\n")
+    return text
