@@ -404,3 +404,33 @@ async def test_a_restart_returns_once_its_events_are_in_the_journal(tmp_path):
         asked = max(e.seq for e in events if e.type == "server.restart")
         assert [e.type for e in events if e.seq > asked and e.type == "server.ready"], [e.type for e in events[-6:]]
         await pilot.press("q")
+
+
+async def test_a_benchmark_wait_returns_once_its_result_is_in_the_journal(tmp_path):
+    """As a restart: ``benches.wait()`` returns once the run's ``bench.finished`` and result
+    can be read by another process, though the journal thread writes each event 0.1 s late."""
+    from tests.helpers.faults import demo_app, stored_events
+
+    tiny = '[benchmarks.tiny]\nserver = "demo"\nbuiltin = { concurrency = [2], input_len = 16, output_len = 8, prompts = 4 }\n'
+    app = demo_app(tmp_path, benchmarks=tiny)
+    session, rt = app.session, app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None, timeout=60,
+                       what="demo ready")
+        await session.synced()
+        journal = session.journal
+        append = journal.append
+
+        def slow_append(*args, **kwargs):
+            time.sleep(0.1)
+            return append(*args, **kwargs)
+
+        journal.append = slow_append
+        try:
+            session.benches.run("tiny")
+            await session.benches.wait()
+            events = stored_events(journal.path)
+        finally:
+            journal.append = append
+        assert [e for e in events if e.type == "bench.finished"], [e.type for e in events[-6:]]
+        await pilot.press("q")
