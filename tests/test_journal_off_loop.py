@@ -10,6 +10,7 @@ recorded with where from; while the lock is held elsewhere the loop must never t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -374,6 +375,22 @@ async def test_a_todo_experiment_run_under_a_locked_journal_never_runs_sqlite_on
     assert types.index("todo.run.started") < types.index("bench.finished") < types.index("todo.run.finished")
 
 
+@contextlib.contextmanager
+def slow_appends(journal, delay_s: float = 0.1):
+    """Each event ``journal`` appends (on the journal thread in the TUI) is written ``delay_s`` late."""
+    append = journal.append
+
+    def slow_append(*args, **kwargs):
+        time.sleep(delay_s)
+        return append(*args, **kwargs)
+
+    journal.append = slow_append
+    try:
+        yield
+    finally:
+        journal.append = append
+
+
 async def test_a_restart_returns_once_its_events_are_in_the_journal(tmp_path):
     """The TUI's restart queues its events on the journal thread; with that thread slow (each
     event written 0.1 s late) ``Session.restart_server`` still returns only once another
@@ -388,19 +405,10 @@ async def test_a_restart_returns_once_its_events_are_in_the_journal(tmp_path):
                        what="demo ready")
         await session.synced()
         journal = session.journal
-        append = journal.append
-
-        def slow_append(*args, **kwargs):
-            time.sleep(0.1)
-            return append(*args, **kwargs)
-
-        journal.append = slow_append
-        try:
+        with slow_appends(journal):
             status = await session.restart_server("demo", list(rt.status.argv), reason="slow journal thread")
             assert status.state.value == "ready"
             events = stored_events(journal.path)
-        finally:
-            journal.append = append
         asked = max(e.seq for e in events if e.type == "server.restart")
         assert [e.type for e in events if e.seq > asked and e.type == "server.ready"], [e.type for e in events[-6:]]
         await pilot.press("q")
@@ -419,18 +427,9 @@ async def test_a_benchmark_wait_returns_once_its_result_is_in_the_journal(tmp_pa
                        what="demo ready")
         await session.synced()
         journal = session.journal
-        append = journal.append
-
-        def slow_append(*args, **kwargs):
-            time.sleep(0.1)
-            return append(*args, **kwargs)
-
-        journal.append = slow_append
-        try:
+        with slow_appends(journal):
             session.benches.run("tiny")
             await session.benches.wait()
             events = stored_events(journal.path)
-        finally:
-            journal.append = append
         assert [e for e in events if e.type == "bench.finished"], [e.type for e in events[-6:]]
         await pilot.press("q")
