@@ -148,6 +148,7 @@ class Session:
                                       restart=self.restart_checked, current_experiment=self.current_experiment,
                                       on_change=self.touch)
         self.search = SearchRunner(writer, self.config, server=self.server, todos=self.todos, todo_runs=self.todo_runs,
+                                   benches=self.benches, restart=self.restart_checked,
                                    gpu_snapshot=lambda host: self.gpus.snapshots.get(host), state_dir=self.state_dir,
                                    on_change=self.touch)
         self.paused = False
