@@ -231,3 +231,41 @@ def test_the_cli_runs_shows_and_stops_a_search(tmp_path):
         if launch is not None:
             proc.kill_group_now(launch.pid)
         session.journal.close()
+
+
+async def test_sla_finds_the_largest_concurrency_under_the_ttft_slo(tmp_path):
+    """One configuration (4 running requests at most), one restart, then the preset at each
+    load of the bisection: beyond 4 requests in flight the rest queue for a whole batch and
+    the TTFT p99 jumps over the SLO."""
+    cfg = campaign(tmp_path)
+    with open(cfg, "a") as fh:
+        fh.write('''
+[search.load]
+server = "demo"
+bench = "tiny"
+strategy = "sla"
+constraints = ["ttft_p99_ms <= 60"]
+fixed = { "--max-running-requests" = 4, "--mem-fraction-static" = 0.9 }
+sla = { kind = "concurrency", low = 1, high = 16 }
+''')
+    session = await started(cfg)
+    try:
+        seq = session.journal.last_seq()
+        spec = parse_search_text(cfg.read_text(), str(cfg), "load")
+        await session.search.start(spec, "load")
+        end = await session.search.wait()
+        assert end.status == "done", end.message
+        trials = session.search.trials
+        loads = [t.load for t in trials]
+        assert loads[:2] == [1.0, 16.0] and len(set(loads)) == len(loads) <= 6, loads
+        good = [t.load for t in trials if t.feasible]
+        bad = [t.load for t in trials if not t.feasible]
+        assert good and bad and max(good) < min(bad) and min(bad) - max(good) == 1, [(t.load, t.values.get("ttft_p99_ms")) for t in trials]
+        assert 2 <= max(good) <= 8, [(t.load, t.values.get("ttft_p99_ms")) for t in trials]
+        # one restart, one experiment: every load a benchmark point of it
+        assert len(session.journal.events(since_seq=seq, types=["server.restart"])) == 1
+        assert len({t.experiment for t in trials}) == 1 and trials[0].experiment.startswith("exp-")
+        assert [r.result.max_concurrency for r in session.journal.results(server="demo")][::-1][-len(trials):] == [int(x) for x in loads]
+    finally:
+        await session.close()
+        session.kill_leftovers()

@@ -8,6 +8,9 @@ argv, the spec's benchmark) is queued and run: restart → ready gate → benchm
 compare, each step journaled as for a hand-made experiment, its restart opening the
 trial's ``exp-NNNN``. The item ends completed (measured) or cancelled (the trial failed:
 its crash class stays in the item's run and in the trial), so a search leaves no open items.
+The sla strategy measures one configuration at several loads instead: one restart (the
+session's checked restart, when the server does not run those flags), then the preset at
+each load the bisection asks for, as a sweep point of that one experiment.
 
 The search's own events (target ``search:NAME``, data ``search_id`` ``NAME.<n>``):
 ``search.started`` (the spec, the trials planned), ``search.trial`` (one per trial:
@@ -29,12 +32,13 @@ import contextlib
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from optui.config import Config
+from optui.core.bench.sweep import SweepSpec
 from optui.core.gpu import HostSnapshot
 from optui.core.search.spec import SearchSpec, measurements, point_text
 from optui.core.search.strategies import (
@@ -50,6 +54,8 @@ from optui.core.search.strategies import (
     winner,
 )
 from optui.core.todo import TodoStatus
+from optui.core.todo_experiment import ExperimentSpec
+from optui.session.benches import BenchService
 from optui.session.errors import SessionError
 from optui.session.journal_writer import JournalWriter
 from optui.session.todo_runs import TodoRunQueue
@@ -117,15 +123,19 @@ class SearchRunner:
     """The session's flag search, one at a time (see module doc).
 
     ``writer``: the session's journal; ``config``: the campaign's (servers, presets);
-    ``server(name)``: a server's runtime; ``todos`` / ``todo_runs``: the session's todo list and its runner (each trial is one
+    ``server(name)``: a server's runtime; ``benches`` and ``restart(server, *, argv, reason)``
+    (the session's checked restart): the sla strategy's one restart and its load points; ``todos`` / ``todo_runs``: the session's todo list and its runner (each trial is one
     of its runs); ``gpu_snapshot(host)``: the newest GPU reading of a host (None when
     unknown), for the ``gpu_mem_mib`` metric; ``state_dir``: the campaign's directory (the
     optuna strategy's study); ``on_change()``: progress changed."""
 
     def __init__(self, writer: JournalWriter, config: Config, *, server: Callable[[str], ServerRuntime],
-                 todos: TodoService, todo_runs: TodoRunQueue, gpu_snapshot: Callable[[str], HostSnapshot | None],
-                 state_dir: Path, on_change: Callable[[], None]) -> None:
+                 todos: TodoService, todo_runs: TodoRunQueue, benches: BenchService, restart: Callable[..., Awaitable],
+                 gpu_snapshot: Callable[[str], HostSnapshot | None], state_dir: Path,
+                 on_change: Callable[[], None]) -> None:
         self._writer = writer
+        self._benches = benches
+        self._restart = restart
         self._state_dir = state_dir
         self._server = server
         self._config = config
@@ -140,6 +150,7 @@ class SearchRunner:
         self._stop = False
         self._todo_id: int | None = None  # the todo item of the trial in progress
         self._resumed = 0  # trials a resumed search had before this process took it up
+        self._load_run = None  # the sla strategy's benchmark in progress
 
     @property
     def running(self) -> bool:
@@ -161,8 +172,6 @@ class SearchRunner:
             raise SessionError(f"search: unknown benchmark {spec.bench!r} (known: {', '.join(self._config.benchmarks) or 'none'})")
         if bench.server != spec.server:
             raise SessionError(f"search: benchmark {spec.bench!r} runs against {bench.server}, not {spec.server}")
-        if spec.strategy == "sla":
-            raise SessionError("search: the sla strategy runs in optui core only so far (not through the runner yet)")
 
     async def start(self, spec: SearchSpec, name: str, *, fresh: bool = False) -> SearchProgress:
         """Start search ``name`` in the background (SessionError as :meth:`check`, or when
@@ -206,6 +215,8 @@ class SearchRunner:
         current = self._todo_runs.current
         if current is not None and current.todo_id == self._todo_id:
             self._todo_runs.stop()
+        if self._load_run is not None and self._benches.current is self._load_run:
+            self._benches.abort()
         self._on_change()
         return True
 
@@ -248,7 +259,10 @@ class SearchRunner:
                 study = await asyncio.to_thread(OptunaStudy, self._state_dir, spec, search_id)
             while not self._stop and (step := await self._next(spec, study)) is not None:
                 self._progress(step=step, todo_step="queued")
-                trial = await self._trial(spec, name, search_id, step)
+                if step.load is not None:
+                    trial = await self._load_trial(spec, search_id, step)
+                else:
+                    trial = await self._trial(spec, name, search_id, step)
                 if trial is None:  # stopped mid-trial: it measured nothing
                     break
                 self.trials.append(trial)
@@ -356,6 +370,49 @@ class SearchRunner:
         deadline = time.monotonic() + rt.cfg.ready_timeout_s + rt.cfg.stop_timeout_s
         while rt.status.busy and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
+
+    async def _load_trial(self, spec: SearchSpec, search_id: str, step: Step) -> Trial | None:
+        """One load of the sla strategy: the configuration's server restarted once (when it
+        does not run those flags, through the session's checked restart: one experiment for
+        every load, as ``serve_sla`` keeps one server), then the preset at ``step.load``
+        (one sweep point); None when stopped during it."""
+        sla = spec.sla
+        assert sla is not None and step.load is not None
+        number = len(self.trials) + 1
+        rt = self._server(spec.server)
+        sets, unset = spec.change(step.point)
+        argv = ExperimentSpec(spec.server, sets, tuple(unset)).apply(rt.cfg.argv)
+        if list(rt.status.argv) != argv or rt.status.state.value != "ready":
+            try:
+                restarted = await self._restart(spec.server, argv=argv, reason=f"search {search_id}")
+            except SessionError as exc:  # refused before anything stopped (a bad value)
+                return failed(step.point, "bad_flag", str(exc), number=number, load=step.load)
+            status = restarted.status
+            if status.state.value != "ready" or list(status.argv) != argv:
+                return failed(step.point, str(status.crash_class or "failed"),
+                              f"{spec.server} ended {status.state.value}", number=number, load=step.load)
+        if self._stop:
+            return None
+        exp = await self._writer.call(lambda: self._writer.journal.current_experiment(spec.server))
+        sweep = SweepSpec(sla.kind, (int(step.load) if sla.kind == "concurrency" else step.load,))
+        self._load_run = run = self._benches.run(spec.bench, sweep=sweep, repeats=self._config.repeat_of(spec.bench))
+        self._on_change()
+        try:
+            await self._benches.wait()
+        finally:
+            self._load_run = None
+        if self._stop or run.view.status == "aborted":
+            self._stop = True
+            return None
+        per_run = [measurements(r) for r in run.view.results]
+        if run.view.status != "ok" or not per_run:
+            return failed(step.point, "bench_failed", f"benchmark {spec.bench} {run.view.status}: {run.view.error or 'no result'}",
+                          number=number, load=step.load, experiment=exp)
+        values = {k: statistics.median([v[k] for v in per_run if k in v]) for k in {k for v in per_run for k in v}}
+        mem = self._gpu_mem_mib(spec.server)
+        if mem is not None:
+            values["gpu_mem_mib"] = mem
+        return judge(spec, step.point, values, number=number, load=step.load, experiment=exp)
 
     def _experiment_of(self, todo_id: int) -> str | None:
         """The exp-NNNN the todo run of ``todo_id`` opened (its todo.run.finished carries it)."""
