@@ -52,14 +52,16 @@ def dcgm_answer(at: float = 1000.0, sample_at: float = 999.5, omit: tuple[str, .
 
 def test_the_one_query_reads_every_gpu_series_with_the_users_selector():
     query = fleet_query('{cluster="a", env!="dev"}')
-    head = query.split(" or ")[0]
-    assert head.startswith('{__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_FREE|DCGM_FI_DEV_FB_RESERVED|')
+    head, times, servers, rate = query.split(" or ")
+    assert head.startswith('max by (__name__, UUID, gpu, modelName, Hostname, uuid, index, name, instance, job) '
+                           '({__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_FREE|DCGM_FI_DEV_FB_RESERVED|')
     for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_GPU_TEMP",
                  "DCGM_FI_DEV_POWER_USAGE", "nvidia_smi_memory_used_bytes", "nvidia_smi_gpu_info"):
         assert name in head
-    assert head.endswith(',cluster="a", env!="dev"}')
-    assert query.count('cluster="a"') == 3  # the sample times and the servers' tok/s have it too
-    assert "vllm:num_requests_running" in head and "sglang:token_usage" in head
+    assert head.endswith(',cluster="a", env!="dev"})')
+    assert all('cluster="a"' in part for part in (times, servers, rate))  # every part has the selector
+    assert "vllm:num_requests_running" in servers and "sglang:token_usage" in servers
+    assert servers.startswith("sum by (__name__, instance, job, model_name) (")
     assert 'irate({__name__=~"sglang:generation_tokens_total|vllm:generation_tokens_total|' in query
     assert "timestamp(" in query and SAMPLE_TIME_LABEL in query
     assert names_selector(["up"]) == '{__name__=~"up"}'

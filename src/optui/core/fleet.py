@@ -104,6 +104,10 @@ STALE_INTERVALS = 3
 UNKNOWN_GAP_S = 60.0
 
 
+#: The labels a GPU's series keep in the answer (what the mappings read; see fleet_query).
+GPU_LABELS = tuple(dict.fromkeys(label for mapping in MAPPINGS for label in (
+    mapping.uuid_label, mapping.index_label, mapping.model_label, mapping.host_label) if label)) + ("instance", "job")
+
 #: Inference servers' gauges (the names core/metrics_map.py reads from a server's /metrics):
 #: metric → (server kind, field, factor to optui's unit).
 SERVER_GAUGES: dict[str, tuple[str, str, float]] = {
@@ -131,11 +135,14 @@ def fleet_query(selector: str | None = None) -> str:
     """The one PromQL query a tick: every series of :data:`MAPPINGS` (plus the sample time of
     each GPU's memory series) and the inference servers' :data:`SERVER_GAUGES` matching the
     user's ``selector`` (``{cluster="a"}``), plus each server's generated tok/s, for all GPUs
-    and servers at once."""
-    names = [name for mapping in MAPPINGS for name in mapping.names()] + list(SERVER_GAUGES)
+    and servers at once. Only the labels the mappings read stay (:data:`GPU_LABELS`; a
+    server's gauges summed over its other labels, vLLM's ``engine``)."""
+    names = [name for mapping in MAPPINGS for name in mapping.names()]
+    gpus = values_with_sample_times(names, [mapping.timed for mapping in MAPPINGS], selector, keep=GPU_LABELS)
+    servers = f"sum by (__name__, instance, job, model_name) ({names_selector(SERVER_GAUGES, selector)})"
     gen = names_selector(GEN_COUNTERS, selector)
     rate = (f'label_replace(sum by (instance, job) (irate({gen}[{GEN_RATE_WINDOW}])), "{GEN_RATE_LABEL}", "1", "", "")')
-    return values_with_sample_times(names, [mapping.timed for mapping in MAPPINGS], selector) + " or " + rate
+    return f"{gpus} or {servers} or {rate}"
 
 
 @dataclass(frozen=True, slots=True)

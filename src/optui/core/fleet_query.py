@@ -63,16 +63,23 @@ def names_selector(names: Iterable[str], selector: str | None = None) -> str:
     return "{" + ",".join(matchers) + "}"
 
 
-def values_with_sample_times(names: Iterable[str], timed: Iterable[str], selector: str | None = None) -> str:
+def values_with_sample_times(names: Iterable[str], timed: Iterable[str], selector: str | None = None,
+                             keep: Iterable[str] = ()) -> str:
     """One instant query for the series of ``names`` plus, for each series of ``timed`` (a
     subset: one per GPU and exporter), its newest sample's own time: ``timestamp()`` of a plain
     vector selector gives the sample's time, not the evaluation's. The time series are told apart
     by the label :data:`SAMPLE_TIME_LABEL` (``or`` matches label sets without the metric
     name, so without it they would be dropped as duplicates), so a GPU's age is measured from
-    what Prometheus scraped, not from when optui asked."""
+    what Prometheus scraped, not from when optui asked. ``keep``: the only labels the answer
+    carries (``max by``: an exporter's other labels, driver version, PCI bus, device, are
+    dropped: a third of the answer's bytes); none given: all."""
     values = names_selector(names, selector)
-    times = names_selector(timed, selector)
-    return (f'{values} or label_replace(timestamp({times}), "{SAMPLE_TIME_LABEL}", "1", "", "")')
+    times = f"timestamp({names_selector(timed, selector)})"
+    keep = list(keep)
+    if keep:
+        values = f"max by (__name__, {', '.join(keep)}) ({values})"
+        times = f"max by ({', '.join(keep)}) ({times})"
+    return f'{values} or label_replace({times}, "{SAMPLE_TIME_LABEL}", "1", "", "")'
 
 
 def _number(text) -> float | None:
