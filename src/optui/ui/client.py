@@ -196,6 +196,11 @@ class SessionClient:
         thread); SessionError when refused."""
         await self._session.benches.pin_baseline_async(result_id)
 
+    @property
+    def search_running(self) -> bool:
+        """A flag search runs in this session (its failed trials offer no rollback)."""
+        return self._session.search.running
+
     async def search_status(self) -> dict | None:
         """The newest flag search as its events tell it (``optui search status``'s dict), read
         on the journal thread; None: no search ran."""

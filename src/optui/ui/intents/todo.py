@@ -144,7 +144,7 @@ class TodoActions(Actions):
         from optui.core.server_state import ServerState
 
         server = outcome.rollback_offer
-        if server is not None:
+        if server is not None and not self.client.search_running:  # a search's next trial restarts it anyway
             status = self.client.server_status(server)
             if status.state is not ServerState.READY and not status.busy and status.last_good_argv:
                 ServerActions(self.app).confirm_rollback(server, after=str(outcome.crash_class or "failed"))
