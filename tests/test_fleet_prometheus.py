@@ -1,6 +1,6 @@
 """The fleet through a real Prometheus (Debian's package; skipped without it): what optui reads
 equals what the exporters served, through a real scrape and real PromQL; a GPU whose exporter
-stopped turns stale with its age; ``optui gpus --json`` / ``status --json`` list every fleet
+stopped turns stale with its age; a Prometheus restart; ``optui gpus --json`` / ``status --json`` list every fleet
 GPU; a bad token, a slow query, a refused connection, an answer
 that is not JSON and a refused query are clear errors. One Prometheus for the module."""
 
@@ -253,6 +253,30 @@ def test_gpus_and_status_json_list_every_fleet_gpu(fleet, tmp_path):
     data = json.loads(status.stdout)
     assert "cannot connect to Prometheus" in data["fleet"]["error"] and data["fleet"]["gpus"] == []
     assert data["hosts"][0]["host"] == "local" and data["journal_error"] is None
+
+
+async def test_a_prometheus_restart_is_an_error_then_the_fleet_again(fleet):
+    exporters, prom = fleet
+    client = PrometheusClient(prom.url, timeout_s=2)
+    try:
+        state = FleetState(interval_s=1.0)
+        before = await read_fleet(client, state, HOSTS * GPUS_PER_HOST)
+        prom.stop()
+        with pytest.raises(PrometheusError) as refused:
+            await client.query(fleet_query())
+        down = state.failed(str(refused.value), time.time())
+        assert refused.value.kind == "connect" and down.error.startswith("cannot connect to Prometheus")
+        assert len(down.gpus) == HOSTS * GPUS_PER_HOST  # the last known GPUs, aging
+        prom.start()  # same port, same storage
+
+        async def fresh_again():
+            snap = state.update(await client.query(fleet_query()), time.time())
+            return snap.error is None and min(g.sampled_at for g in snap.gpus) > max(g.sampled_at for g in before.gpus)
+        deadline = time.monotonic() + 30
+        while not await fresh_again():
+            assert time.monotonic() < deadline
+    finally:
+        await client.aclose()
 
 
 async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
