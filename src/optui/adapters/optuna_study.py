@@ -46,12 +46,16 @@ class OptunaStudy:
         budget = spec.budget or 20
         # Optuna 5 reads a trial's own constraints (Trial.set_constraint); 4 only a constraints_func
         self._own_constraints = hasattr(optuna.trial.Trial, "set_constraint")
-        extra = {} if self._own_constraints else {"constraints_func": _constraints}
-        sampler = optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=max(2, min(10, budget // 3)), **extra)
+        startup = max(2, min(10, budget // 3))
+        if self._own_constraints:
+            sampler = optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=startup)
+        else:
+            sampler = optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=startup, constraints_func=_constraints)
         self.study = optuna.create_study(storage=f"sqlite:///{self.path}", study_name=study_name, sampler=sampler,
                                          direction="maximize" if spec.goal.goal == "max" else "minimize",
                                          load_if_exists=True)
-        self._distributions = {name: optuna.distributions.CategoricalDistribution(list(d.values))
+        self._distributions: dict[str, optuna.distributions.BaseDistribution] = {
+            name: optuna.distributions.CategoricalDistribution(list(d.values))
                                for name, d in spec.flags.items()}
         self._asked: dict[Point, object] = {}  # point → its optuna Trial, until told
         running = optuna.trial.TrialState.RUNNING

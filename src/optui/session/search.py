@@ -63,6 +63,7 @@ from optui.session.todos import TodoService
 
 if TYPE_CHECKING:
     from optui.adapters.journal import Journal
+    from optui.session.bench_run import BenchRun
     from optui.session.server_runtime import ServerRuntime
 
 SEARCH_STARTED = "search.started"
@@ -150,7 +151,7 @@ class SearchRunner:
         self._stop = False
         self._todo_id: int | None = None  # the todo item of the trial in progress
         self._resumed = 0  # trials a resumed search had before this process took it up
-        self._load_run = None  # the sla strategy's benchmark in progress
+        self._load_run: BenchRun | None = None  # the sla strategy's benchmark in progress
 
     @property
     def running(self) -> bool:
@@ -282,7 +283,7 @@ class SearchRunner:
             watcher.cancel()
         best = winner(spec, self.trials)
         table = standings(spec, self.trials)
-        data = {"search_id": search_id, "name": name, "status": status, "trials": len(self.trials),
+        data: dict = {"search_id": search_id, "name": name, "status": status, "trials": len(self.trials),
                 "duration_s": round(time.time() - started, 3),
                 "infeasible": [{"point": [list(p) for p in s.point], "crash_class": s.crash_class,
                                 "violated": list(s.violated)} for s in table if not s.feasible],
@@ -290,11 +291,12 @@ class SearchRunner:
                                                      "runs": best.runs, "flags": point_text(best.point)}}
         summary = (f"winner {point_text(best.point)}: {spec.goal.metric} {best.score:.4g} (median of {best.runs})"
                    if best is not None else "no configuration met the constraints")
-        data["message"] = f"search {search_id} {status}: " + (message or summary)
+        text = f"search {search_id} {status}: " + (message or summary)
         if message and status == "stopped":
-            data["message"] += f"; so far {summary}"
+            text += f"; so far {summary}"
+        data["message"] = text
         self._record(SEARCH_FINISHED, name, data)
-        self._progress(step=None, todo_step="", status=status, message=data["message"])
+        self._progress(step=None, todo_step="", status=status, message=text)
 
     async def _next(self, spec: SearchSpec, study) -> Step | None:
         """The strategy's next trial; the optuna study's proposal while it explores."""

@@ -87,7 +87,7 @@ def parse_foreign(text: str, filename: str, *, server: str, bench: str,
     more spec keys (objective, constraints, strategy...). Returns (spec, notes)."""
     try:
         if filename.endswith((".yaml", ".yml")):
-            import yaml
+            import yaml  # type: ignore[import-untyped]  # optuna's dependency; no stubs in the venv
 
             data = yaml.safe_load(text)
         else:

@@ -171,6 +171,27 @@ def _range_values(data: Mapping) -> tuple[FlagValue, ...]:
     return tuple(_value_text(low + i * step if whole else float(low + i * step), "range") for i in range(count))
 
 
+def _domain_values(data: object) -> tuple[FlagValue, ...]:
+    """A flag's values from a list, ``{ values = [...] }``, a range or ``"on/off"``."""
+    if isinstance(data, str):
+        if data.replace(" ", "") in ("on/off", "off/on"):
+            return (True, False) if data.replace(" ", "").startswith("on") else (False, True)
+        raise ValueError(f'expected a list of values, {{ range = [LOW, HIGH], step = STEP }} or "on/off", got {data!r}')
+    if isinstance(data, list):
+        if not data:
+            raise ValueError("the list of values is empty")
+        values = tuple(_value_text(v, f"value {i + 1}") for i, v in enumerate(data))
+    elif isinstance(data, Mapping) and "values" in data and len(data) == 1:
+        values = data["values"] if isinstance(data["values"], tuple) else _domain_values(data["values"])
+    elif isinstance(data, Mapping):
+        values = _range_values(data)
+    else:
+        raise ValueError(f"expected a list of values, a range or \"on/off\", got {data!r}"[:160])
+    if len(set(values)) != len(values):
+        raise ValueError(f"a value is listed twice: {list(values)}")
+    return values
+
+
 class FlagDomain(BaseModel):
     """The values one flag takes in the search, in order (from a list, a range with step,
     or ``"on/off"``)."""
@@ -182,23 +203,7 @@ class FlagDomain(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read(cls, data: object) -> dict:
-        if isinstance(data, str):
-            if data.replace(" ", "") in ("on/off", "off/on"):
-                return {"values": (True, False) if data.replace(" ", "").startswith("on") else (False, True)}
-            raise ValueError(f'expected a list of values, {{ range = [LOW, HIGH], step = STEP }} or "on/off", got {data!r}')
-        if isinstance(data, list):
-            if not data:
-                raise ValueError("the list of values is empty")
-            values = tuple(_value_text(v, f"value {i + 1}") for i, v in enumerate(data))
-        elif isinstance(data, Mapping) and "values" in data and len(data) == 1:
-            values = data["values"] if isinstance(data["values"], tuple) else cls._read(data["values"])["values"]
-        elif isinstance(data, Mapping):
-            values = _range_values(data)
-        else:
-            raise ValueError(f"expected a list of values, a range or \"on/off\", got {data!r}"[:160])
-        if len(set(values)) != len(values):
-            raise ValueError(f"a value is listed twice: {list(values)}")
-        return {"values": values}
+        return {"values": _domain_values(data)}
 
 
 class SlaLoad(BaseModel):
