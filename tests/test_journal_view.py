@@ -311,6 +311,45 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
         await pilot.press("escape")
 
 
+async def test_the_experiments_view_folds_starts_that_measured_nothing_into_their_configuration(tmp_path):
+    """Issue 20: the experiments view listed a rollback and a failed start of the same flags
+    as experiments of their own (``optui journal experiments`` folds them): one row per
+    configuration, its starts counted ok / failed, the same rows as the CLI's (60x40)."""
+    from tests.test_which_config import optui
+
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(CONFIG)
+    loaded = load_config(cfg)
+    j = Journal(loaded.journal_path)
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    big = w.restart(flags(max_running_requests=64))
+    w.bench(big, result(1300.0), result(1290.0), result(1295.0))
+    oom = w.restart(flags(max_running_requests=64, mem_fraction_static=0.99), crash="oom")  # another configuration
+    back = w.restart(flags(max_running_requests=64), reason="rollback")
+    crashed = w.restart(flags(max_running_requests=64), reason="again", crash="oom")
+    j.close()
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(60, 40)) as pilot:
+        await pilot.press("E")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ExperimentsScreen")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count >= 3)
+        await pilot.pause(0.2)
+        columns = [c.key.value for c in table.ordered_columns]
+        shown = [str(table.get_row_at(n)[0]) for n in range(table.row_count)]
+        assert shown == [base, big, oom], shown
+        outcomes = {exp_id: str(table.get_row(exp_id)[columns.index("outcome")]) for exp_id in shown}
+        assert outcomes == {base: "ready", big: "ready · 3 starts: 2 ok, 1 failed", oom: "failed: oom"}, outcomes
+        assert str(app.screen.query_one("#experiments-title").render()).startswith("Experiments (3, 5 starts)")
+        await pilot.press("escape")
+    listing = optui(cfg, "journal", "experiments").stdout.splitlines()
+    assert [line.split()[0] for line in listing if line.startswith("exp-")] == shown
+    row = next(line for line in listing if line.startswith(big))
+    assert f"(started again with these flags: {back}, {crashed}; 1 failed: {crashed})" in row, row
+
+
 async def run_cli(cfg, *args) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "optui", "-c", str(cfg), *args, stdin=asyncio.subprocess.DEVNULL,

@@ -168,6 +168,7 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         _imported_lines(imported)
         return
     rows, repeats = fold_repeats(rows)  # rollbacks / unchanged restarts: one row per configuration
+    by_id = {x.id: x for x in every}
     table = [("experiment", "server", "outcome", "ready s", "out tok/s", "Δ", "runs", "verdict", "evidence",
               "change vs baseline")]
     unverified: dict[int, tuple[str, ...]] = {}
@@ -179,8 +180,10 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         rel = f"{d.rel_pct:+.1f}%" if d and d.rel_pct is not None and not x.is_baseline else "-"
         ready = f"{x.ready_s:.1f}" if x.ready_s is not None else "-"
         change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
-        if x.id in repeats:
-            change += f" (started again with these flags: {', '.join(repeats[x.id])})"
+        if x.id in repeats:  # a folded start that failed still says so
+            failed = [r for r in repeats[x.id] if by_id[r].outcome == "failed"]
+            change += f" (started again with these flags: {', '.join(repeats[x.id])}"
+            change += f"; {len(failed)} failed: {', '.join(failed)})" if failed else ")"
         elif x.same_config_as:  # measured again: its own row, said to be the same configuration
             change += f" (same flags as {x.same_config_as})"
         evidence = verdict_evidence(x) or "-"

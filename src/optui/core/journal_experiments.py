@@ -314,9 +314,10 @@ class Experiment:
 
     @property
     def is_repeat(self) -> bool:
-        """A later start of an earlier experiment's configuration that measured nothing and
-        did not fail: listings fold it into that experiment's row (see :func:`fold_repeats`)."""
-        return self.same_config_as is not None and not self.workloads and self.outcome != "failed"
+        """A later start of an earlier experiment's configuration that measured nothing (it
+        failed, or ran without a result): listings fold it into that experiment's row, which
+        counts its starts (see :func:`fold_repeats`, :func:`starts_text`)."""
+        return self.same_config_as is not None and not self.workloads
 
     @property
     def primary(self) -> WorkloadOutcome | None:
@@ -699,10 +700,11 @@ def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key
 
 
 def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], dict[str, list[str]]]:
-    """The experiments a listing shows, and for each of them the ids of the repeats folded
-    into it (:attr:`Experiment.is_repeat`: rollbacks and restarts with unchanged flags that
-    measured nothing are the same configuration, not new untested experiments). A repeat
-    whose first experiment is not among ``experiments`` stays listed."""
+    """The experiments a listing shows (in the order given), and for each of them the ids of
+    the repeats folded into it (:attr:`Experiment.is_repeat`: rollbacks, restarts with
+    unchanged flags and failed starts of the same flags that measured nothing are the same
+    configuration, not new untested or failed experiments; :func:`starts_text` counts them).
+    A repeat whose first experiment is not among ``experiments`` stays listed."""
     experiments = list(experiments)
     listed = {x.id for x in experiments}
     folded: dict[str, list[str]] = {}
@@ -713,6 +715,19 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
         else:
             rows.append(x)
     return rows, folded
+
+
+def starts_text(x: Experiment, repeats: Sequence[Experiment] = ()) -> str:
+    """How often a listed configuration was started (its row's experiment ``x`` and the
+    ``repeats`` folded into it) and how those starts ended: ``"3 starts: 2 ok, 1 failed"``,
+    ``"1 start: 1 ok"``. ok: became ready (or was found running); a start still under way or
+    interrupted counts in the total only."""
+    starts = [x, *repeats]
+    ok = sum(s.outcome in ("ready", "observed") for s in starts)
+    failed = sum(s.outcome == "failed" for s in starts)
+    body = ", ".join(part for n, part in ((ok, f"{ok} ok"), (failed, f"{failed} failed")) if n)
+    head = f"{len(starts)} start{'s' if len(starts) != 1 else ''}"
+    return f"{head}: {body}" if body else head
 
 
 def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:

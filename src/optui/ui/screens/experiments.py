@@ -1,5 +1,9 @@
 """The experiments view: one row per experiment (change vs baseline, outcome, ready time,
 key metrics and deltas, runs and ok requests, verdict with its evidence, decision), sortable.
+Later starts of a configuration that measured nothing (rollbacks, unchanged restarts, failed
+starts) are folded into its row, as in ``optui journal experiments``
+(:func:`~optui.core.journal_experiments.fold_repeats`); its outcome counts them, ok and
+failed (``ready · 3 starts: 2 ok, 1 failed``).
 
 Keys: ``s`` next sort column, ``S`` reverse (or click a column header), Enter details,
 ``k`` keep / ``x`` reject / ``i`` inconclusive (each asks why, empty allowed; journaled
@@ -31,7 +35,15 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import STATISTIC
-from optui.core.journal_experiments import Experiment, change_text, runs_text, sort_experiments, verdict_evidence
+from optui.core.journal_experiments import (
+    Experiment,
+    change_text,
+    fold_repeats,
+    runs_text,
+    sort_experiments,
+    starts_text,
+    verdict_evidence,
+)
 from optui.ui.colors import style
 from optui.ui.process_setup import freeze_long_lived_objects
 from optui.ui.screens.details import DetailsScreen
@@ -169,6 +181,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self.sort_key = "id"
         self.reverse = False
         self.experiments: list[Experiment] = []
+        #: listed experiment id -> the later starts of its configuration folded into its row
+        self._repeats: dict[str, list[Experiment]] = {}
         self._seen_version = -1
         self._loading = self._again = False
         self._shown: list[str] = []  # the row keys in the table, top to bottom
@@ -236,7 +250,11 @@ class ExperimentsScreen(ModalScreen[str | None]):
         new order moves the rows (``DataTable.sort``) without building their cells again;
         the table is rebuilt only when a row went away."""
         table = self.query_one(DataTable)
-        rows = sort_experiments(self.experiments, self.sort_key, self.reverse)
+        rows, folded = fold_repeats(sort_experiments(self.experiments, self.sort_key, self.reverse))
+        by_id = {x.id: x for x in self.experiments}
+        self._repeats = {exp_id: [by_id[r] for r in ids] for exp_id, ids in folded.items()}
+        if changed:  # a repeat that changed changes the row it is folded into (its outcome)
+            changed = changed | {exp_id for exp_id, ids in folded.items() if changed.intersection(ids)}
         order = [x.id for x in rows]
         shown = set(self._shown)
         if not shown.issubset(order) or not self._shown:
@@ -270,7 +288,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
                     table.move_cursor(row=table.get_row_index(current), animate=False)
         arrow = "↓" if self.reverse else "↑"
         header = next(h for _, h, k in COLUMNS if k == self.sort_key)
-        title = f"Experiments ({len(rows)})   sorted by {header} {arrow}"
+        starts = f", {len(self.experiments)} starts" if len(self.experiments) != len(rows) else ""
+        title = f"Experiments ({len(rows)}{starts})   sorted by {header} {arrow}"
         if title != self._title:
             self._title = title
             self.query_one("#experiments-title", Static).update(title, layout=False)  # one line, always
@@ -321,6 +340,10 @@ class ExperimentsScreen(ModalScreen[str | None]):
         text = Text(outcome, style=style(self.app, "state-failed") if x.outcome == "failed" else "")
         if x.unverified:  # the server reported running other flags than this row is credited to
             text.append(" unverified", style=style(self.app, "warning"))
+        repeats = self._repeats.get(x.id)
+        if repeats:  # the configuration's later starts that measured nothing, folded into this row
+            failed = any(r.outcome == "failed" for r in repeats)
+            text.append(f" · {starts_text(x, repeats)}", style=style(self.app, "warning") if failed else "dim")
         return text
 
     def _delta(self, d, x: Experiment) -> Text:
