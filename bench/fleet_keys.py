@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The fleet view in a real terminal: optui's CPU while it shows 64 hosts x 8 GPUs through the
+real Prometheus, and key press → screen with the grid re-sorted by each press.
+
+    python bench/fleet_keys.py [--hosts 64] [--interval 2] [--presses 30] [--idle 20] [--size 200x50]
+
+Starts the exporters (a child process) and Debian's Prometheus as bench/fleet_poll.py does,
+then optui in a pseudo-terminal (bench/ptyrun.py: the real renderer) on a campaign with only
+``[fleet] prometheus = ...``. Once the grid shows every host it measures optui's CPU (its
+process tree, in % of one core) over ``--idle`` seconds with nobody typing, then focuses the
+grid and types ``s`` ``--presses`` times, 0.2-0.6 s apart: each press re-sorts the 64 rows,
+seen when the summary row names the next sort (bench/keypress_latency.py's timing). Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "src"), str(ROOT)]
+
+from fleet_poll import EXPORTERS  # noqa: E402
+from keypress_latency import Watch, latency_summary, timed_presses  # noqa: E402
+from ptyrun import PtyProcess, load_average, parse_size, tree_cpu_s  # noqa: E402
+
+# what the summary row says after each press (the sort it names)
+SORT_MARKERS = [b"sort free memory", b"sort utilization", b"sort temperature", b"sort idle holding memory", b"sort host"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=64)
+    parser.add_argument("--interval", type=float, default=2.0)
+    parser.add_argument("--presses", type=int, default=30)
+    parser.add_argument("--idle", type=float, default=20.0)
+    parser.add_argument("--size", default="200x50")
+    parser.add_argument("--seed", type=int, default=21)
+    args = parser.parse_args()
+    from tests.helpers.prometheus import Prometheus
+
+    exporters = subprocess.Popen([sys.executable, "-c", EXPORTERS, str(args.hosts)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    prom = proc = None
+    watch = Watch()
+    try:
+        targets = exporters.stdout.readline().split()
+        tmp = Path(tempfile.mkdtemp(prefix="fleet-keys-"))
+        prom = Prometheus(tmp / "prom", targets)
+        (tmp / "prom").mkdir()
+        prom.start()
+        prom.wait_series("DCGM_FI_DEV_FB_USED", args.hosts * 8, timeout_s=60)
+        cfg = tmp / "optui.toml"
+        cfg.write_text(f'[hosts.local]\ngpu_source = "none"\n\n[fleet]\nprometheus = "{prom.url}"\n'
+                       f"interval_s = {args.interval}\n")
+        proc = PtyProcess([sys.executable, "-m", "optui", "-c", str(cfg)], parse_size(args.size), keep=True,
+                          on_output=watch.feed, cwd=str(tmp))
+        if proc.wait_for(f"{args.hosts} hosts {args.hosts * 8} GPUs".encode(), 60) is None:
+            raise SystemExit("optui did not show the fleet within 60 s")
+        time.sleep(2.0)
+        cpu0, t0 = tree_cpu_s(proc.pid), time.monotonic()
+        time.sleep(args.idle)
+        idle_pct = 100 * (tree_cpu_s(proc.pid) - cpu0) / (time.monotonic() - t0)
+        load = load_average()
+        proc.send(b"1")
+        time.sleep(0.5)
+        proc.send(b"\t")  # from the GPU panel to the fleet grid under it
+        if proc.wait_for(b"s Sort", 5) is None:
+            raise SystemExit("the fleet grid did not take the focus")
+        time.sleep(0.5)
+        record: list = []
+        latencies, missed = timed_presses(proc, watch, lambda n: (b"s", SORT_MARKERS[n % len(SORT_MARKERS)]),
+                                          args.presses, random.Random(args.seed), record)
+        missed_markers = sorted({SORT_MARKERS[n % len(SORT_MARKERS)].decode() for n, _, ms in record if ms is None})
+    finally:
+        if proc is not None:
+            proc.stop()
+        if prom is not None:
+            prom.stop()
+        exporters.stdin.close()
+        exporters.wait(10)
+    print(json.dumps({"hosts": args.hosts, "gpus": args.hosts * 8, "interval_s": args.interval, "size": args.size,
+                      "idle_cpu_pct_of_one_core": round(idle_pct, 2), "idle_s": args.idle, "load_during": load,
+                      "presses": args.presses, "seen": len(latencies), "missed": missed, "missed_markers": missed_markers,
+                      **latency_summary(latencies)}))
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
