@@ -344,3 +344,34 @@ async def test_a_remote_server_start_records_the_servers_own_exit_status(sshd, t
             assert row.duration_s > 0.5  # the server's run, not the launch's few milliseconds
         finally:
             await session.close()
+
+
+async def test_a_remote_server_reattached_after_optui_restarted_ends_with_its_own_exit_status(sshd, tmp_path):
+    """A server optui re-attached to (started by an earlier optui process) that died was
+    journaled with ``returncode: null`` ("exit status unknown"), though its launch wrapper
+    had written the status next to its log: it is read from there."""
+    port = free_port()
+    config = write_campaign(tmp_path, sshd, port)
+    with kill_group_at_end() as pgids:
+        session = Session(load_config(config))
+        await session.start()
+        try:
+            status = await session.restart_server("demo", demo_argv(port), reason="test")
+            assert status.state.value == "ready", status
+            pid = session.servers["demo"].controller.launch.pid
+            pgids.append(pid)
+        finally:
+            await session.close()  # the server runs on
+        session = Session(load_config(config))
+        await session.start()
+        try:
+            rt = session.servers["demo"]
+            await until(lambda: rt.status.state.value == "ready", timeout=30)
+            [server] = [p for p in group_members(pid) if p != pid]  # the server itself, not its wrapper
+            os.kill(server, signal.SIGKILL)
+            await until(lambda: rt.status.state.value == "crashed", timeout=30)
+            await session.synced()
+            failed = session.journal.events(types=["server.failed"])[-1].data
+            assert failed["returncode"] == -9 and failed["message"].startswith("killed by"), failed
+        finally:
+            await session.close()

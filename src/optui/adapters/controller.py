@@ -163,6 +163,9 @@ class ProcessController:
         self.lost: Launch | None = None
         self._proc: Spawned | None = None
         self._alive: bool | None = False  # None: the host cannot be asked now
+        #: a re-attached launch's exit status once it is gone, where its shell keeps one
+        #: (an SSH host's LOG.exit: SshShell.exit_status); None: not known
+        self._exit_status: int | None = None
 
     def command(self, argv: list[str]) -> list[str]:
         """The argv actually executed for the server argv ``argv``."""
@@ -186,6 +189,7 @@ class ProcessController:
             raise ControllerError(f"{self.name}: {exc}") from exc
         self._proc = child
         self._alive = True
+        self._exit_status = None
         self.lost = None
         try:
             identity = await self.shell.process_start(child.pid) or ""
@@ -220,6 +224,10 @@ class ProcessController:
                 self._alive = await self.shell.pid_alive(self.launch.pid)
                 if self._alive and self.launch.proc_start:  # the PID may have been reused meanwhile
                     self._alive = await self.shell.process_start(self.launch.pid) == self.launch.proc_start
+                read_exit = getattr(self.shell, "exit_status", None)
+                if self._alive is False and read_exit is not None and self._exit_status is None:
+                    with contextlib.suppress(ShellError):  # gone is known; only its status is not
+                        self._exit_status = await read_exit(self.launch.log_path)
             elif hasattr(self._proc, "poll"):  # a remote launch: ask the host
                 await self._proc.poll()
         except ShellError:
@@ -237,7 +245,7 @@ class ProcessController:
         return "running" if self._alive else "exited"
 
     def returncode(self) -> int | None:
-        return self._proc.returncode if self._proc is not None else None
+        return self._proc.returncode if self._proc is not None else self._exit_status
 
     def exit_note(self) -> str | None:
         return None
@@ -280,7 +288,7 @@ class ProcessController:
         if alive is False:
             self.lost = launch
             return None
-        self.launch, self._proc, self._alive = launch, None, alive
+        self.launch, self._proc, self._alive, self._exit_status = launch, None, alive, None
         return launch
 
     def forget_lost(self) -> None:

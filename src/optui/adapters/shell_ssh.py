@@ -53,7 +53,7 @@ from optui.adapters.shell import (
     ShellError,
 )
 from optui.adapters.ssh import SshError, SshHost
-from optui.adapters.ssh_procs import CHUNK, RemoteFileFollower, RemotePiped, RemoteSpawned, reap
+from optui.adapters.ssh_procs import CHUNK, RemoteFileFollower, RemotePiped, RemoteSpawned, parse_exit_status, reap
 from optui.core.textstream import iter_lines
 
 PGID_MARK = b"optui-pgid:"
@@ -196,6 +196,13 @@ class SshShell:
         if not started:
             raise OSError(errno.EIO, f"cannot start {argv[0]!r} on {self.host} (exit {done.returncode}): {out[-300:]}")
         return RemoteSpawned(self, int(lines[-1]), status, on_exit=ended)
+
+    async def exit_status(self, log_path: str) -> int | None:
+        """The exit status that a server launched by :meth:`spawn_to_log` with log
+        ``log_path`` left next to it (``LOG.exit``, written by its wrapper when the server
+        ended: also for a launch of an earlier optui process); None when there is none (it
+        runs, or the wrapper itself was killed). Raises ShellError when the host cannot be asked."""
+        return parse_exit_status(await self.read_file(remote_path(log_path) + ".exit"))
 
     def _log_launch(self, argv: Sequence[str], rc: int | None, *, started: bool) -> Callable[[int | None], None] | None:
         """The command log's row of a server start: ``running`` when the wrapper said it

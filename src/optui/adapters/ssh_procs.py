@@ -34,6 +34,13 @@ def exit_code(status: int | None, signal_name: str | None = None) -> int | None:
     return status
 
 
+def parse_exit_status(text: str | None) -> int | None:
+    """The text of a launch's ``LOG.exit`` (what its wrapper wrote when the server ended) →
+    the server's exit status as :func:`exit_code` gives it; None when absent or not a number."""
+    text = (text or "").strip()
+    return exit_code(int(text)) if text.lstrip("-").isdigit() else None
+
+
 async def reap(handle) -> int | None:
     """Wait (5 s at most) for ``handle`` (a remote process handle or None) to end; its exit status."""
     if handle is None:
@@ -61,8 +68,8 @@ class RemoteSpawned:
         """Check once whether it exited; the exit status or None. Raises ShellError when
         the host cannot be asked."""
         if self.returncode is None and not await self.shell.pid_alive(self.pid):
-            text = (await self.shell.read_file(self.status_path) or "").strip()
-            self.returncode = exit_code(int(text)) if text.lstrip("-").isdigit() else -9
+            status = parse_exit_status(await self.shell.read_file(self.status_path))
+            self.returncode = -9 if status is None else status
             if self.on_exit is not None:
                 report, self.on_exit = self.on_exit, None
                 report(self.returncode)
