@@ -11,7 +11,9 @@ import pytest
 from optui.config import Config
 from optui.core.fleet import (
     GEN_RATE_LABEL,
+    FleetServer,
     FleetState,
+    configured_server,
     fleet_query,
     host_of,
     records_from_samples,
@@ -184,3 +186,10 @@ def test_inference_servers_series_are_one_record_per_server():
     assert records_from_samples(parse_vector_answer(text)) == []  # no GPU from a server's series
     snap = FleetState(2.0).update(parse_vector_answer(text), now=2.0)
     assert snap.servers_by_host()["node-7"] == (v,)
+
+
+def test_a_fleet_server_at_a_configured_servers_address_is_that_server():
+    server = FleetServer(host="node-7", instance="node-7:8000", kind="vllm")
+    assert configured_server(server, {"a": "http://node-6:8000", "qwen": "http://NODE-7:8000/"}) == "qwen"
+    assert configured_server(server, {"a": "http://node-7:8001"}) is None
+    assert configured_server(FleetServer("p", "p:80", "sglang"), {"web": "http://p"}) == "web"

@@ -212,11 +212,14 @@ async def test_a_slow_prometheus_times_out_and_a_down_one_is_a_clear_error(fleet
         await direct.aclose()
 
 
-def optui_cli(directory, prometheus_url: str, *args: str) -> subprocess.CompletedProcess:
-    """``python -m optui -c CFG ARGS`` with a ``[fleet]`` table pointing at ``prometheus_url``."""
+def optui_cli(directory, prometheus_url: str, *args: str, server: bool = False) -> subprocess.CompletedProcess:
+    """``python -m optui -c CFG ARGS`` with a ``[fleet]`` table pointing at ``prometheus_url``;
+    ``server``: the vLLM server of host 0 also configured (not controlled: control = "none")."""
     cfg = directory / "optui.toml"
     cfg.write_text(f'[hosts.local]\ngpu_source = "none"\n\n[fleet]\nprometheus = "{prometheus_url}"\n'
-                   'interval_s = 1\ntimeout_s = 3\n')
+                   'interval_s = 1\ntimeout_s = 3\n\n'
+                   + (f'[servers.llama]\nurl = "http://{host_name(0)}:8000"\nkind = "vllm"\ncontrol = "none"\n'
+                      if server else ""))
     return subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), *args], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=60, env=subprocess_env(), cwd=directory,
                           start_new_session=True)
@@ -237,13 +240,13 @@ def test_gpus_and_status_json_list_every_fleet_gpu(fleet, tmp_path):
         assert gpu["util_mem_pct"] is None if host == NO_COPY_UTIL else gpu["util_mem_pct"] is not None
     table = optui_cli(tmp_path, prom.url, "gpus")
     assert table.returncode == 0 and f"{HOSTS * GPUS_PER_HOST} GPUs on {HOSTS} hosts" in table.stdout
-    status = optui_cli(tmp_path, prom.url, "status", "--json", "--wait", "0")
+    status = optui_cli(tmp_path, prom.url, "status", "--json", "--wait", "0", server=True)
     assert status.returncode == 0, status.stderr
     fleet_status = json.loads(status.stdout)["fleet"]
     assert fleet_status["prometheus"] == prom.url and fleet_status["error"] is None
     assert {(g["host"], g["index"]) for g in fleet_status["gpus"]} == {(g["host"], g["index"]) for g in gpus}
-    assert {(srv["host"], srv["kind"]) for srv in fleet_status["servers"]} == {(host_name(0), "vllm"),
-                                                                             (host_name(1), "sglang")}
+    assert {(srv["host"], srv["kind"], srv["configured"]) for srv in fleet_status["servers"]} == {
+        (host_name(0), "vllm", "llama"), (host_name(1), "sglang", None)}  # [servers.llama] joins both views
     dead = f"http://127.0.0.1:{free_port()}"
     down = optui_cli(tmp_path, dead, "gpus", "--json")
     assert down.returncode == 1 and "cannot connect to Prometheus" in json.loads(down.stdout)["error"]

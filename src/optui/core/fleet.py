@@ -167,6 +167,21 @@ class FleetServer:
         return asdict(self)
 
 
+def configured_server(server: FleetServer, urls: Mapping[str, str]) -> str | None:
+    """The ``[servers.NAME]`` whose URL (``urls``: name → url) is this fleet server's
+    ``instance`` (host:port, the host compared without case), or None: a server optui also
+    controls joins both views."""
+    from urllib.parse import urlsplit
+
+    want = server.instance.lower()
+    for name, url in urls.items():
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if parts.hostname and f"{parts.hostname.lower()}:{port}" == want:
+            return name
+    return None
+
+
 def servers_from_samples(samples: Iterable[PromSample]) -> list[FleetServer]:
     """One record per server (``instance`` and ``job``) of an answer of :func:`fleet_query`,
     sorted by host then instance; a generated-tok/s series without gauges is left out."""

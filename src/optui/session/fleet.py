@@ -18,7 +18,7 @@ from typing import Protocol
 from optui.adapters.prometheus import PrometheusClient, PrometheusError, parse_answer
 from optui.adapters.worker_thread import SingleThreadExecutor
 from optui.config import FleetConfig
-from optui.core.fleet import FleetSnapshot, FleetState, fleet_query
+from optui.core.fleet import FleetSnapshot, FleetState, configured_server, fleet_query
 
 
 class FleetSource(Protocol):
@@ -113,9 +113,11 @@ async def read_fleet_once(cfg: FleetConfig) -> FleetSnapshot:
         await source.close()
 
 
-def fleet_json(cfg: FleetConfig, snapshot: FleetSnapshot) -> dict:
+def fleet_json(cfg: FleetConfig, snapshot: FleetSnapshot, server_urls: dict[str, str] | None = None) -> dict:
     """``status --json``'s ``fleet``: ``{"prometheus", "error", "taken_at", "series", "gpus":
-    [FleetGpu.to_json()...], "servers": [FleetServer.to_json()...]}``."""
+    [FleetGpu.to_json()...], "servers": [FleetServer.to_json() + "configured": the
+    [servers.NAME] at that address (``server_urls``: name → url) or null]}``."""
     return {"prometheus": cfg.prometheus, "error": snapshot.error, "taken_at": snapshot.taken_at or None,
             "series": snapshot.series, "gpus": [gpu.to_json() for gpu in snapshot.gpus],
-            "servers": [server.to_json() for server in snapshot.servers]}
+            "servers": [{**server.to_json(), "configured": configured_server(server, server_urls or {})}
+                        for server in snapshot.servers]}

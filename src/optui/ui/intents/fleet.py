@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from optui.core.fleet import FleetGpu, FleetServer
+from optui.core.fleet import FleetGpu, FleetServer, configured_server
 from optui.ui.intents.base import Actions
 
 
-def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = ()) -> Text:
+def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = (),
+                 configured: dict[str, str] | None = None) -> Text:
     """A host's GPUs, one line each: index, model, memory used / reserved / free (MiB),
     utilization, memory bandwidth (%), temperature (°C), power (W), age of the sample (s);
-    ``n/a`` where a series is missing."""
+    ``n/a`` where a series is missing; then its inference servers, each named after the
+    ``[servers.NAME]`` it is when ``configured`` (name → url) has its address."""
     def cell(value: float | None, digits: int = 0) -> str:
         return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -30,7 +32,9 @@ def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServ
 
         out.append("\ninference servers (from Prometheus)\n", style="bold")
         for srv in servers:
-            out.append(f"  {srv.instance}  {srv.model or 'n/a'}  {server_load(srv)}\n")
+            out.append(f"  {srv.instance}  {srv.model or 'n/a'}  {server_load(srv)}")
+            name = configured_server(srv, configured or {})
+            out.append(f"  = [servers.{name}] in optui\n" if name else "\n", style="bold")
     return out
 
 
@@ -41,7 +45,8 @@ class FleetActions(Actions):
         """The host's details (its GPUs and inference servers now)."""
         from optui.ui.screens.details import DetailsScreen
 
-        self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus, servers)))
+        configured = {s.name: s.url for s in self.client.snapshot().servers}
+        self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus, servers, configured)))
 
     def ask_filter(self, current: str, apply) -> None:
         """Ask for a host glob; ``apply(glob)`` with the answer (Esc: nothing changes)."""
