@@ -367,6 +367,7 @@ async def shown_within(pilot, app, predicate, timeout=30.0):
     raise AssertionError("event never shown")
 
 
+@pytest.mark.serial  # a latency (< 1 s): another worker's load must not decide it
 async def test_tui_shows_what_the_cli_does_within_a_second(tmp_path):
     app = make_app(tmp_path)
     session = app.session
