@@ -91,6 +91,9 @@ async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
         assert [e.experiment for e in events[1:6]] == exps
         assert events[2].data["crash_class"] == "oom" and events[2].data["status"] == "failed"
         assert "infeasible (oom)" in events[2].data["message"]
+        # the journal panel's line of each: what it says, not its fields
+        assert events[2].summary().startswith("trial 2: --max-running-requests 2 --mem-fraction-static 0.97 → infeasible (oom)")
+        assert events[-1].summary().startswith("search batch.1 done: winner --max-running-requests 16 ")
         fin = events[-1].data
         assert fin["status"] == "done" and fin["winner"]["flags"] == "--max-running-requests 16 --mem-fraction-static 0.88"
         assert fin["winner"]["runs"] == 2 and len(fin["infeasible"]) == 2

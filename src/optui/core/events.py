@@ -227,6 +227,8 @@ class Event:
             return ", ".join(f"{g.get('count')}× {g.get('name')}" for g in d.get("gpus_by_name") or []) or "no GPUs"
         if t in (AGENT_REQUEST, AGENT_DECISION, AGENT_OUTCOME):
             return _agent_summary(self)
+        if t.startswith("search.") and isinstance(d.get("message"), str):  # a flag search's (session/search.py)
+            return d["message"]
         return ", ".join(f"{k}={v}" for k, v in list(d.items())[:4])
 
 
