@@ -73,6 +73,7 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         body = app.screen.query_one("#details-body").render().plain
         assert f"{sim_host_name(1)}: {GPUS_PER_HOST} GPUs (dcgm)" in body
         assert "inference servers" in body and f"{sim_host_name(1)}:30000" in body and "sglang" in body
+        assert body.count("     util ") == GPUS_PER_HOST and "readings)" in body  # each GPU's history
         assert sum(line.strip().startswith(str(i)) for line in body.splitlines() for i in range(8)) >= GPUS_PER_HOST
         await pilot.press("escape")
         await pilot.press("q")

@@ -599,7 +599,8 @@ class OptuiApp(App):
 
     def on_fleet_grid_host_chosen(self, msg) -> None:
         snapshot = msg.control.snapshot
-        self.fleet_actions.show_host(msg.host, snapshot.hosts().get(msg.host, ()), snapshot.servers_by_host().get(msg.host, ()))
+        self.fleet_actions.show_host(msg.host, snapshot.hosts().get(msg.host, ()), snapshot.servers_by_host().get(msg.host, ()),
+                                     msg.control.history)
 
     def on_fleet_grid_filter_asked(self, msg) -> None:
         self.fleet_actions.ask_filter(msg.current, msg.control.set_filter)

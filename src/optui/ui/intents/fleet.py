@@ -9,10 +9,11 @@ from optui.ui.intents.base import Actions
 
 
 def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = (),
-                 configured: dict[str, str] | None = None) -> Text:
+                 configured: dict[str, str] | None = None, history: dict | None = None) -> Text:
     """A host's GPUs, one line each: index, model, memory used / reserved / free (MiB),
     utilization, memory bandwidth (%), temperature (°C), power (W), age of the sample (s);
-    ``n/a`` where a series is missing; then its inference servers, each named after the
+    ``n/a`` where a series is missing, and each GPU's utilization and memory history
+    (``history``: GPU key → (util %, memory %) readings, oldest first); then its inference servers, each named after the
     ``[servers.NAME]`` it is when ``configured`` (name → url) has its address."""
     def cell(value: float | None, digits: int = 0) -> str:
         return "n/a" if value is None else f"{value:.{digits}f}"
@@ -27,6 +28,12 @@ def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServ
                 f"{cell(g.util_mem_pct):>4} {cell(g.temp_c):>4} {cell(g.power_w, 1):>6} {cell(g.age_s, 1):>6}")
         out.append(line + (" stale" if g.stale else "") + "\n", style="dim" if g.stale else "")
         out.append(f"     {g.uuid}\n", style="dim")
+        points = (history or {}).get(g.key)
+        if points:
+            from optui.ui.widgets.fleet_grid import blocks
+
+            out.append(f"     util {blocks((u for u, _ in points), 60)}\n     mem  {blocks((m for _, m in points), 60)}"
+                       f"   (last {len(points)} readings)\n")
     if servers:
         from optui.ui.widgets.fleet_grid import server_load
 
@@ -41,12 +48,13 @@ def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServ
 class FleetActions(Actions):
     """What the fleet grid's messages ask for."""
 
-    def show_host(self, host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = ()) -> None:
-        """The host's details (its GPUs and inference servers now)."""
+    def show_host(self, host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = (),
+                  history: dict | None = None) -> None:
+        """The host's details (its GPUs, their history, its inference servers)."""
         from optui.ui.screens.details import DetailsScreen
 
         configured = {s.name: s.url for s in self.client.snapshot().servers}
-        self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus, servers, configured)))
+        self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus, servers, configured, history)))
 
     def ask_filter(self, current: str, apply) -> None:
         """Ask for a host glob; ``apply(glob)`` with the answer (Esc: nothing changes)."""

@@ -11,12 +11,14 @@ how it is sorted and filtered, and why the last query failed.
 
 ``s`` cycles the sort (host, most free memory, busiest, hottest, most idle-but-holding GPUs),
 ``/`` filters hosts by a glob (``gpu-a-*``), ``i`` shows only hosts with idle GPUs that hold
-memory; Enter posts :class:`FleetGrid.HostChosen` (the app opens the host's details).
+memory; Enter posts :class:`FleetGrid.HostChosen` (the app opens the host's details, with
+each GPU's utilization and memory over the readings the grid showed: :attr:`FleetGrid.history`).
 """
 
 from __future__ import annotations
 
 import fnmatch
+from collections import deque
 
 from rich.text import Text
 from textual.binding import Binding
@@ -29,6 +31,8 @@ from optui.ui.widgets.cursor_list import CursorList
 from optui.ui.widgets.meters import fmt_mib, truncate
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+#: readings kept per GPU for its host's details (5 min at the default 2 s)
+HISTORY_POINTS = 150
 IDLE_UTIL_PCT = 5.0
 HOLDING_PCT = 10.0
 HOT_TEMP_C = 85.0
@@ -45,6 +49,14 @@ def idle_holding(gpu: FleetGpu) -> bool:
     if gpu.util_gpu_pct is None or gpu.mem_used_mib is None or not total:
         return False
     return gpu.util_gpu_pct < IDLE_UTIL_PCT and 100.0 * gpu.mem_used_mib / total > HOLDING_PCT
+
+
+def blocks(values, width: int) -> str:
+    """The last ``width`` of ``values`` (0-100 %, None: a gap shown as a space) as blocks."""
+    out = []
+    for value in list(values)[-width:]:
+        out.append(" " if value is None else BLOCKS[min(len(BLOCKS) - 1, int(max(0.0, value) / 100.0 * len(BLOCKS)))])
+    return "".join(out)
 
 
 def server_load(server: FleetServer) -> str:
@@ -140,6 +152,8 @@ class FleetGrid(CursorList):
         # host → (what its row shows, the row): a sort or a filter rebuilds no row (64 rows: 45 ms)
         self._row_cache: dict[str, tuple[tuple, Text]] = {}
         self._styles: dict[str, object] = {}
+        #: GPU key → its last :data:`HISTORY_POINTS` (utilization %, memory taken %) as shown
+        self.history: dict[str, deque[tuple[float | None, float | None]]] = {}
 
     def show(self, snapshot: FleetSnapshot | None) -> None:
         """Display ``snapshot`` (the same value again: nothing to do)."""
@@ -148,6 +162,12 @@ class FleetGrid(CursorList):
         self.snapshot = snapshot
         self._hosts = snapshot.hosts()
         self._servers = snapshot.servers_by_host()
+        for gpu in snapshot.gpus:  # what each GPU showed, for its host's details
+            if not gpu.stale:
+                total = gpu.mem_total_mib
+                mem = 100.0 * (gpu.mem_used_mib + (gpu.mem_reserved_mib or 0.0)) / total \
+                    if total and gpu.mem_used_mib is not None else None
+                self.history.setdefault(gpu.key, deque(maxlen=HISTORY_POINTS)).append((gpu.util_gpu_pct, mem))
         self._render_grid()
 
     def set_filter(self, glob: str) -> None:
