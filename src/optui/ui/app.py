@@ -360,8 +360,11 @@ class OptuiApp(App):
         with self.batch_update():
             if shown:
                 self.query_one("#gpus", GpuPanel).show(state.hosts, state.gpu_history, state.servers)
-                for grid in self.query("#fleet"):
-                    grid.show(state.fleet)
+                if state.fleet is not None:
+                    from optui.ui.widgets.fleet_grid import FleetGrid
+
+                    for grid in self.query("#fleet").results(FleetGrid):
+                        grid.show(state.fleet)
                 self.query_one("#servers", ServerPanel).show(state.servers)
             self._show_alerts(state)
             self._show_todos(state)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import fnmatch
 from collections import deque
 
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -151,7 +152,7 @@ class FleetGrid(CursorList):
         self._servers: dict[str, tuple[FleetServer, ...]] = {}
         # host → (what its row shows, the row): a sort or a filter rebuilds no row (64 rows: 45 ms)
         self._row_cache: dict[str, tuple[tuple, Text]] = {}
-        self._styles: dict[str, object] = {}
+        self._styles: dict[str, Style] = {}
         #: GPU key → its last :data:`HISTORY_POINTS` (utilization %, memory taken %) as shown
         self.history: dict[str, deque[tuple[float | None, float | None]]] = {}
 
@@ -242,7 +243,7 @@ class FleetGrid(CursorList):
             line.append(f" · {safe_line(self.snapshot.error)}", style=style(self.app, "error"))
         return line
 
-    def _cell(self, gpu: FleetGpu) -> tuple[str, str | object]:
+    def _cell(self, gpu: FleetGpu) -> tuple[str, str | Style]:
         styles = self._styles
         if gpu.stale:
             return "·", "dim"
