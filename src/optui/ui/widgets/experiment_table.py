@@ -36,6 +36,7 @@ from rich.text import Text
 from textual.binding import BindingType
 from textual.geometry import Region
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import DataTable
 
 #: the most rows whose cells are kept rendered (a campaign's experiments, with room)
@@ -61,7 +62,7 @@ class RowCachedTable(DataTable):
         self._line_metas: dict[int, tuple[list[Style], Style]] = {}  # row index -> cells' metas, the rest's
         self._pass: tuple | None = None  # what one render pass shares: widths, zebra styles
         self._pointer_seen = False  # the mouse moved over the table: its hover row may be shown
-        self._ahead_timer = None  # the pending step of render_ahead, None when none is
+        self._ahead_timer: Timer | None = None  # the pending step of render_ahead, None when none is
 
     def on_mouse_move(self) -> None:
         self._pointer_seen = True
