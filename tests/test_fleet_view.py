@@ -102,3 +102,19 @@ def test_optui_demo_fleet_writes_a_fleet_of_simulated_hosts(tmp_path):
     cfg = load_config(write_demo_config(tmp_path, port=free_port(), fleet=64)).config
     assert cfg.fleet.demo_hosts == 64 and cfg.fleet.prometheus is None
     assert load_config(write_demo_config(tmp_path, port=free_port())).config.fleet is None
+
+
+def test_optui_gpus_names_the_simulated_fleet_it_read(tmp_path):
+    """`optui gpus` on the demo's fleet says where its GPUs come from (it printed
+    `fleet (None): ...`: the Prometheus URL a simulated fleet does not have)."""
+    import subprocess
+    import sys
+
+    from tests.helpers.demo import subprocess_env
+
+    cfg = write_demo_config(tmp_path, port=free_port(), speed=100.0, fleet=2)
+    out = subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), "gpus"], capture_output=True, text=True,
+                         timeout=60, env=subprocess_env(), stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    head = next(line for line in out.stdout.splitlines() if line.startswith("fleet ("))
+    assert head == f"fleet (simulated: 2 hosts x 8 GPUs): {2 * GPUS_PER_HOST} GPUs on 2 hosts", head

@@ -151,7 +151,8 @@ def _fleet_report(cfg, as_json: bool) -> None:
     if as_json:
         echo_json([gpu.to_json() for gpu in snapshot.gpus])
         return
-    echo(f"fleet ({cfg.prometheus}): {len(snapshot.gpus)} GPUs on {len(snapshot.hosts())} hosts")
+    source = cfg.prometheus or f"simulated: {cfg.demo_hosts} hosts x 8 GPUs"
+    echo(f"fleet ({source}): {len(snapshot.gpus)} GPUs on {len(snapshot.hosts())} hosts")
     rows = [("HOST", "GPU", "NAME", "USED", "RSVD", "FREE MiB", "UTIL%", "MEM-BW%", "TEMP°C", "POWER W", "AGE s")]
     rows += [(g.host, "n/a" if g.index is None else str(g.index), g.model or "n/a", _cell(g.mem_used_mib),
               _cell(g.mem_reserved_mib), _cell(g.mem_free_mib), _cell(g.util_gpu_pct), _cell(g.util_mem_pct),
