@@ -7,6 +7,9 @@ baseline (deltas) → the agent's verdict. Each answer is checked for its fields
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -15,9 +18,10 @@ from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from optui.ui.screens.agent_requests import AgentRequestScreen
+from tests.helpers.demo import subprocess_env
 from tests.helpers.pilot import wait_for
 from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
-from tests.test_mcp import agent, argv_flag, data
+from tests.test_mcp import agent, argv_flag, data, error_text
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -36,71 +40,78 @@ async def approve_in_the_tui(pilot, app: OptuiApp, *shown: str) -> str:
     return body
 
 
-async def test_the_tuning_loop_through_the_sdk_client_approved_in_the_tui(tmp_path):
-    cfg = small_demo_config(tmp_path)  # a tiny sweep: 8 prompts of 24 tokens out, 6 runs of it in all
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """A demo campaign (a tiny sweep: 8 prompts of 24 tokens out) whose server the CLI started."""
+    cfg = small_demo_config(tmp_path_factory.mktemp("mcp-loop"))
     cfg.write_text(cfg.read_text().replace('"--num-prompts", "16"', '"--num-prompts", "8"')
                    .replace('"--random-output-len", "96"', '"--random-output-len", "24"'))
     assert '"--num-prompts", "8"' in cfg.read_text() and '"--random-output-len", "24"' in cfg.read_text()
     try:
         started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
         assert started.returncode == 0, started.stderr + started.stdout
-        app = OptuiApp(Session(load_config(cfg)), title="test")
-        async with app.run_test(size=(120, 40)) as pilot, agent(cfg, name="claude-code") as client:
-            await wait_for(pilot, lambda: app.client is not None and app.panels_mounted, what="the campaign on screen")
-            # 1. status: the server, its flags and its current experiment (the baseline to be)
-            status = data(await client.call_tool("status", {}))
-            server = status["servers"][0]
-            assert (server["name"], server["state"], server["phase"]) == ("demo", "ready", "ready")
-            baseline_exp = server["experiment"]
-            assert baseline_exp and baseline_exp.startswith("exp-")
-            old = argv_flag(server["argv"], "--max-running-requests") or "32"  # the demo's default
-            new = str(int(old) * 2)
-            assert [h["host"] for h in status["hosts"]] == ["gpu-node-1", "gpu-node-2"]
-            assert all({"mem_used_mib", "mem_total_mib", "util_gpu_pct", "power_w"} <= g.keys()
-                       for h in status["hosts"] for g in h["gpus"])
-
-            # 2. todo items, 3. one of them a proposed experiment (flags and a benchmark)
-            plain = data(await client.call_tool("todo_add", {"text": "measure the baseline", "priority": "high"}))
-            proposal = data(await client.call_tool("todo_add", {
-                "text": f"does {new} in flight help", "server": "demo", "set_flags": {"--max-running-requests": new},
-                "benchmarks": ["sweep"]}))
-            assert plain["experiment"] is None and plain["priority"] == "high" and plain["status"] == "pending"
-            assert proposal["experiment"]["server"] == "demo" and proposal["experiment"]["bench"] == ["sweep"]
-            assert proposal["experiment"]["set"] == {"--max-running-requests": new}
-            listed = {t["id"]: t for t in data(await client.call_tool("todo_list", {"open_only": True}))}
-            assert {plain["id"], proposal["id"]} <= set(listed)
-
-            # the baseline measured first: a guarded benchmark the operator approves in the TUI
-            call = asyncio.create_task(client.call_tool("run_benchmark", {
-                "benchmark": "sweep", "why": "the baseline", "repeat": REPEATS, "wait_s": 90}))
-            await approve_in_the_tui(pilot, app, "benchmark sweep x3", "the baseline")
-            base = data(await call)
-            assert base["outcome"] == "ran" and base["request"]["decision"] == "approved" and base["request"]["by"] == "tui"
-            assert base["run"]["status"] == "ok" and base["run"]["experiment"] == baseline_exp
-            assert base["run"]["results"] and all(r["output_throughput_tok_s"] > 0 for r in base["run"]["results"])
-            assert base["run"]["experiment_summary"]["verdict"] == "baseline"
-            await client.call_tool("todo_set", {"todo_id": plain["id"], "status": "completed"})
-
-            # 4. the experiment: restart with the new value (the TUI shows the diff), 5. the benchmark
-            call = asyncio.create_task(client.call_tool("run_experiment", {
-                "benchmark": "sweep", "why": f"does {new} in flight help", "repeat": REPEATS, "wait_s": 90,
-                "set_flags": {"--max-running-requests": new}}))
-            await approve_in_the_tui(pilot, app, "experiment demo", "--max-running-requests", f"{old} → {new}",
-                                     "benchmark sweep x3", f"does {new} in flight help")
-            ran = data(await call)
-
-            # 6. the comparison with the baseline, 7. the agent's verdict
-            rows = {x["id"]: x for x in data(await client.call_tool("experiments", {"server": "demo"}))}
-            exp = ran["experiment"]
-            summary = ran["experiment_summary"]
-            decision = "keep" if summary["verdict"] == "better" else "reject"
-            verdict = data(await client.call_tool("verdict", {
-                "experiment": exp, "decision": decision, "reason": f"{summary['verdict']} ({summary['evidence_text']})"}))
-            await client.call_tool("todo_set", {"todo_id": proposal["id"], "status": "completed",
-                                                "note": f"ran as {exp}"})
-            decided = {x["id"]: x for x in data(await client.call_tool("experiments", {"server": "demo"}))}[exp]
+        yield cfg
     finally:
         kill_demo_server(cfg)
+
+
+async def test_the_tuning_loop_through_the_sdk_client_approved_in_the_tui(campaign):
+    cfg = campaign
+    app = OptuiApp(Session(load_config(cfg)), title="test")
+    async with app.run_test(size=(120, 40)) as pilot, agent(cfg, name="claude-code") as client:
+        await wait_for(pilot, lambda: app.client is not None and app.panels_mounted, what="the campaign on screen")
+        # 1. status: the server, its flags and its current experiment (the baseline to be)
+        status = data(await client.call_tool("status", {}))
+        server = status["servers"][0]
+        assert (server["name"], server["state"], server["phase"]) == ("demo", "ready", "ready")
+        baseline_exp = server["experiment"]
+        assert baseline_exp and baseline_exp.startswith("exp-")
+        old = argv_flag(server["argv"], "--max-running-requests") or "32"  # the demo's default
+        new = str(int(old) * 2)
+        assert [h["host"] for h in status["hosts"]] == ["gpu-node-1", "gpu-node-2"]
+        assert all({"mem_used_mib", "mem_total_mib", "util_gpu_pct", "power_w"} <= g.keys()
+                   for h in status["hosts"] for g in h["gpus"])
+
+        # 2. todo items, 3. one of them a proposed experiment (flags and a benchmark)
+        plain = data(await client.call_tool("todo_add", {"text": "measure the baseline", "priority": "high"}))
+        proposal = data(await client.call_tool("todo_add", {
+            "text": f"does {new} in flight help", "server": "demo", "set_flags": {"--max-running-requests": new},
+            "benchmarks": ["sweep"]}))
+        assert plain["experiment"] is None and plain["priority"] == "high" and plain["status"] == "pending"
+        assert proposal["experiment"]["server"] == "demo" and proposal["experiment"]["bench"] == ["sweep"]
+        assert proposal["experiment"]["set"] == {"--max-running-requests": new}
+        listed = {t["id"]: t for t in data(await client.call_tool("todo_list", {"open_only": True}))}
+        assert {plain["id"], proposal["id"]} <= set(listed)
+
+        # the baseline measured first: a guarded benchmark the operator approves in the TUI
+        call = asyncio.create_task(client.call_tool("run_benchmark", {
+            "benchmark": "sweep", "why": "the baseline", "repeat": REPEATS, "wait_s": 90}))
+        await approve_in_the_tui(pilot, app, "benchmark sweep x3", "the baseline")
+        base = data(await call)
+        assert base["outcome"] == "ran" and base["request"]["decision"] == "approved" and base["request"]["by"] == "tui"
+        assert base["run"]["status"] == "ok" and base["run"]["experiment"] == baseline_exp
+        assert base["run"]["results"] and all(r["output_throughput_tok_s"] > 0 for r in base["run"]["results"])
+        assert base["run"]["experiment_summary"]["verdict"] == "baseline"
+        await client.call_tool("todo_set", {"todo_id": plain["id"], "status": "completed"})
+
+        # 4. the experiment: restart with the new value (the TUI shows the diff), 5. the benchmark
+        call = asyncio.create_task(client.call_tool("run_experiment", {
+            "benchmark": "sweep", "why": f"does {new} in flight help", "repeat": REPEATS, "wait_s": 90,
+            "set_flags": {"--max-running-requests": new}}))
+        await approve_in_the_tui(pilot, app, "experiment demo", "--max-running-requests", f"{old} → {new}",
+                                 "benchmark sweep x3", f"does {new} in flight help")
+        ran = data(await call)
+
+        # 6. the comparison with the baseline, 7. the agent's verdict
+        rows = {x["id"]: x for x in data(await client.call_tool("experiments", {"server": "demo"}))}
+        exp = ran["experiment"]
+        summary = ran["experiment_summary"]
+        decision = "keep" if summary["verdict"] == "better" else "reject"
+        verdict = data(await client.call_tool("verdict", {
+            "experiment": exp, "decision": decision, "reason": f"{summary['verdict']} ({summary['evidence_text']})"}))
+        await client.call_tool("todo_set", {"todo_id": proposal["id"], "status": "completed",
+                                            "note": f"ran as {exp}"})
+        decided = {x["id"]: x for x in data(await client.call_tool("experiments", {"server": "demo"}))}[exp]
 
     # the experiment's answer: id, restart, flags really in effect, results with deltas (tok/s, %)
     assert ran["outcome"] == "ran" and ran["request"]["decision"] == "approved" and ran["request"]["by"] == "tui"
@@ -147,5 +158,56 @@ async def test_the_tuning_loop_through_the_sdk_client_approved_in_the_tui(tmp_pa
         assert j.events(types=["experiment.started"], experiment=exp)[0].actor == "agent:claude-code"
         assert {t.id: t.status.value for t in j.todos()} == {plain["id"]: "completed", proposal["id"]: "completed",
                                                               ran["todo_id"]: "completed"}
+    finally:
+        j.close()
+
+
+async def test_an_agent_is_told_who_restarts_the_server_while_the_operators_restart_holds_it(campaign):
+    """Last in the module: the operator's restart leaves the server at demo speed 3."""
+    db = campaign.parent / ".optui" / "optui.db"
+    async with agent(campaign, name="codex") as client:
+        j = Journal(db, read_only=True)
+        try:
+            since = j.last_seq()
+        finally:
+            j.close()
+        # the operator's `optui restart` (its server starts in ~2 s at demo speed 3: it holds the lock meanwhile)
+        operator = subprocess.Popen(
+            [sys.executable, "-m", "optui", "-c", str(campaign), "restart", "demo", "--set", "--demo-speed=3",
+             "--reason", "slower start", "--json"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=subprocess_env({"OPTUI_ACTOR": "ann"}), start_new_session=True)
+        try:
+            deadline = time.monotonic() + 30
+            while not _restarts_by(db, operator.pid, since):
+                assert time.monotonic() < deadline and operator.poll() is None, operator.communicate()
+                await asyncio.sleep(0.05)
+            holder = f"ann (pid {operator.pid}, why: slower start) is restarting it now: one restart per server at a time"
+            refused = error_text(await client.call_tool("restart_server", {
+                "server": "demo", "why": "try 20", "set_flags": {"--max-running-requests": "20"}, "wait_s": 2}))
+            assert f"demo: not restarted, {holder}" in refused, refused
+            refused = error_text(await client.call_tool("run_experiment", {
+                "benchmark": "sweep", "why": "try 20", "set_flags": {"--max-running-requests": "20"}, "wait_s": 2}))
+            assert f"demo: no experiment run, {holder}" in refused, refused
+            refused = error_text(await client.call_tool("stop_server", {"server": "demo", "why": "free the GPUs", "wait_s": 2}))
+            assert f"demo: not stopped, {holder}" in refused, refused
+            assert operator.poll() is None, "the operator's restart held the lock through every answer"
+            out, err = operator.communicate(timeout=60)
+        finally:
+            if operator.poll() is None:
+                operator.kill()
+                operator.wait()
+    assert operator.returncode == 0, err + out
+    j = Journal(db, read_only=True)
+    try:
+        assert not [e for e in j.events(types=["agent.request"], since_seq=since)], "nothing was asked"
+    finally:
+        j.close()
+
+
+def _restarts_by(db, pid: int, since: int) -> list:
+    """The ``server.restart`` events process ``pid`` journaled after event ``since``."""
+    j = Journal(db, read_only=True)
+    try:
+        return [e for e in j.events(types=["server.restart"], since_seq=since) if e.data.get("pid") == pid]
     finally:
         j.close()

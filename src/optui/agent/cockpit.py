@@ -251,6 +251,7 @@ class Cockpit:
         from optui.session import SessionError
 
         self._check_request(server, why, wait_s)
+        self._refuse_while_restarting(server, "not restarted")
         async with self._action_session(actor) as session:
             plan, diff, policy = await self._flag_change(session, server, sets, unsets)
             decision = await self._decide(policy, actor=actor, action="restart", server=server, diff=diff,
@@ -301,6 +302,7 @@ class Cockpit:
         server = cfg.server
         self._check_request(server, why, wait_s)
         repeats = self._repeats(preset, repeat)
+        self._refuse_while_restarting(server, "no experiment run")
         async with self._action_session(actor) as session:
             plan, diff, policy = await self._flag_change(session, server, sets, unsets)
             if policy.verdict == "allow" and not self.loaded.config.agent.benchmarks_without_approval:
@@ -395,6 +397,7 @@ class Cockpit:
         from optui.session import SessionError
 
         self._check_request(server, why, wait_s)
+        self._refuse_while_restarting(server, "not stopped")
         async with self._action_session(actor) as session:
             decision = await self._decide(PolicyVerdict("ask", ""), actor=actor, action="stop", server=server,
                                           diff=["stop the server"], argv=(), why=why, wait_s=wait_s)
@@ -475,6 +478,28 @@ class Cockpit:
             raise AgentError("why must not be empty: the operator decides on it")
         if not 1 <= wait_s <= MAX_DECISION_WAIT_S:
             raise AgentError(f"wait_s must be between 1 and {MAX_DECISION_WAIT_S:g}, got {wait_s:g}")
+
+    def _refuse_while_restarting(self, server: str, not_done: str) -> None:
+        """AgentError naming who restarts ``server`` now when another optui process holds
+        its restart lock (the operator's TUI or CLI, another agent's approved restart):
+        nothing is asked, the operator is not shown a request that cannot run."""
+        from optui.session.locks import ServerLock
+
+        lock = ServerLock(self.session.state_dir, server)
+        if lock.held_by_other():
+            raise AgentError(f"{server}: {not_done}, {self._restart_holder(server, lock.holder())} is restarting it "
+                             "now: one restart per server at a time, ask again once it is ready (status shows it)")
+
+    def _restart_holder(self, server: str, holder: str) -> str:
+        """Who holds ``server``'s restart lock (``holder``: the lock's ``pid N`` line): the
+        actor of the restart that process journaled (``cli (pid 1234, why: first start)``),
+        else ``another optui process (pid 1234)``."""
+        pid = holder[4:] if holder.startswith("pid ") else None
+        found = self.session.journal.events(target=server, types=[ev.RESTART_REQUESTED], limit=1, newest_first=True)
+        if pid and found and str(found[0].data.get("pid")) == pid:
+            why = safe_line(str(found[0].data.get("reason") or ""))
+            return f"{safe_line(found[0].actor)} ({holder}" + (f", why: {why})" if why else ")")
+        return f"another optui process ({holder})"
 
     @contextlib.asynccontextmanager
     async def _action_session(self, actor: str) -> AsyncIterator[Session]:
