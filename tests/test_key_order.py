@@ -113,6 +113,30 @@ async def test_keys_typed_while_the_campaign_loads_wait_for_it(tmp_path):
         await pilot.press("q")
 
 
+async def test_the_panels_say_loading_until_the_campaign_is_loaded(tmp_path):
+    """The panels are drawn before the session exists: they said "no servers configured
+    (add [servers.NAME]...)" and "no todo items" for the seconds the campaign took to load."""
+    import threading
+
+    config = make_campaign(tmp_path)
+    go = threading.Event()
+
+    def gated_loader() -> Session:
+        go.wait(30)
+        return Session(load_config(config), actor="tui")
+
+    app = OptuiApp(loader=gated_loader)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        servers, todos = app.query_one("#servers").render().plain, app.query_one("#todo-list").render().plain
+        go.set()
+        assert "loading the campaign" in servers and "no servers configured" not in servers, servers
+        assert "loading the campaign" in todos and "no todo items" not in todos, todos
+        await wait_for(pilot, lambda: app.session is not None and "loading the campaign"
+                       not in app.query_one("#servers").render().plain, timeout=30)
+        await pilot.press("q")
+
+
 async def test_a_multi_line_paste_into_a_prompt_keeps_every_line(tmp_path):
     """Textual's Input keeps the first line of a paste and drops the rest silently."""
     app = make_app(tmp_path)

@@ -24,6 +24,10 @@ from textual.widget import Widget
 from optui.ui.colors import style
 from optui.ui.safe_screen import visible_text
 
+#: what a panel of the campaign shows before the session's first state arrives (the panels
+#: are drawn before the campaign is loaded: "no servers configured" then was not true)
+LOADING_TEXT = "loading the campaign…"
+
 
 class CursorList(Widget, can_focus=True):
     """Rows with a cursor; subclasses build rows and react to :class:`Selected`."""

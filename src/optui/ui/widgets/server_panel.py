@@ -20,7 +20,7 @@ from optui.core.safe_text import safe_line
 from optui.core.server_log import phase_durations
 from optui.core.server_state import ServerState, ServerStatus
 from optui.ui.colors import STATE_VARIABLE, style
-from optui.ui.widgets.cursor_list import CursorList
+from optui.ui.widgets.cursor_list import LOADING_TEXT, CursorList
 from optui.ui.widgets.meters import fmt_value, truncate
 
 _DOT = {"ready": "●", "degraded": "◐", "starting": "◔", "warming": "◑", "stopping": "◌", "down": "○", "crashed": "✖", "hung": "⧗"}
@@ -70,6 +70,7 @@ def changed_first(argv: tuple[str, ...], reference: tuple[str, ...]) -> tuple[st
     return " ".join(filter(None, (shlex.join(changed), " ".join(dropped)))), shlex.join(rest)
 
 
+
 class ServerPanel(CursorList):
     """Renders :class:`ServerStatus` rows; emits :class:`CursorList.Highlighted`, and
     :class:`ServerPanel.Command` for ``i`` (the selected server's full command)."""
@@ -89,13 +90,19 @@ class ServerPanel(CursorList):
             self.post_message(ServerPanel.Command(name))
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(empty_text="no servers configured (add [servers.NAME] to optui.toml)", id=id)
+        # until the session's first state: the panel is drawn before the campaign is loaded
+        super().__init__(empty_text=LOADING_TEXT, id=id)
         self._servers: tuple[ServerStatus, ...] = ()
         self._zoomed = False
 
     def show(self, servers: tuple[ServerStatus, ...]) -> None:
-        """Display ``servers``."""
+        """Display ``servers`` (the campaign's: none means none are configured)."""
+        self.empty_text = "no servers configured (add [servers.NAME] to optui.toml)"
         self._servers = servers
+        self._draw()
+
+    def _draw(self) -> None:
+        servers = self._servers
         width = max(20, self.size.width or 80)
         if self._zoomed:
             self.set_rows([s.name for s in servers], [self._zoomed_row(s, width) for s in servers])
@@ -109,10 +116,10 @@ class ServerPanel(CursorList):
         pane, where it otherwise has one line."""
         if zoomed != self._zoomed:
             self._zoomed = zoomed
-            self.show(self._servers)
+            self._draw()
 
     def on_resize(self) -> None:
-        self.show(self._servers)
+        self._draw()
 
     def _row(self, s: ServerStatus, width: int, compact: bool) -> Text:
         app = self.app

@@ -35,7 +35,7 @@ from optui.core.todo import TodoItem, TodoStatus
 from optui.core.todo_formats import dependency_labels
 from optui.ui.colors import focus_now, style
 from optui.ui.policy import allowed
-from optui.ui.widgets.cursor_list import CursorList
+from optui.ui.widgets.cursor_list import LOADING_TEXT, CursorList
 from optui.ui.widgets.one_line_input import OneLineInput
 
 STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
@@ -214,7 +214,7 @@ class TodoPanel(Vertical):
         self._row_cache: dict[int, tuple[TodoItem, tuple, Text]] = {}
 
     def compose(self) -> ComposeResult:
-        yield TodoList(empty_text="no todo items — press a to add one", id="todo-list")
+        yield TodoList(empty_text=LOADING_TEXT, id="todo-list")  # until the session's first state
         yield OneLineInput(id="todo-input")
 
     @property
@@ -232,6 +232,7 @@ class TodoPanel(Vertical):
         """Display ``items`` (filter and hide-completed applied here); ``running`` maps ids
         to the experiment runner's step, ``subtitle`` (followed lists, queue) goes under
         the panel. The same values again: nothing to do."""
+        self.list.empty_text = "no todo items — press a to add one"
         shown = (items, running if running is not None else self.running, subtitle if subtitle is not None else self.subtitle)
         if shown == self._shown:
             return
