@@ -134,6 +134,7 @@ class ServerRuntime:
         self._starting = False  # a start of this process's is under way (its ready gate is open)
         self._stopping = False
         self._generated = False  # the 1-token probe of this start passed
+        self._ready_journaled: float | None = None  # server.ready's time of a re-attached launch (Unix s)
         # the newest server.ready seen for an argv not (yet) shown here: another process's ready
         # gate can be read from the journal before this session adopts that launch (the pidfile)
         self._ready_unmatched: dict | None = None
@@ -217,6 +218,8 @@ class ServerRuntime:
                                                                   newest_first=True))
             if ready:
                 self.show_config_check(ready[0].data)
+                if ready[0].ts >= launch.started_at:  # this launch's: its ready_at, not when this session looked
+                    self._ready_journaled = ready[0].ts
         last_good = await self._events.read(lambda: self.journal.last_good(self.name))
         if last_good:
             self._keeper.set(last_good_argv=tuple(last_good))
@@ -311,7 +314,8 @@ class ServerRuntime:
         if state is ServerState.READY and self.status.ready_at is None:
             if self._starting and not self._classifier.ready:
                 self._classifier.mark("ready", self.elapsed())  # HTTP said ready before the log did
-            await self._keeper.set_state(state, ready_at=time.time(), crash_class=None, phases=tuple(self._classifier.phases),
+            ready_at, self._ready_journaled = self._ready_journaled or time.time(), None
+            await self._keeper.set_state(state, ready_at=ready_at, crash_class=None, phases=tuple(self._classifier.phases),
                                          phase=self._classifier.phase)
         else:
             reason = None
