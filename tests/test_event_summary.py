@@ -40,4 +40,15 @@ def test_a_benchmark_of_several_runs_has_numbers_in_its_journal_line():
 
     runs = [{"output_throughput_tok_s": v, "ttft_ms": {"median": t}} for v, t in ((1500.0, 16.0), (1650.0, 15.0), (1600.2, 15.2))]
     e = Event(1, 0.0, "bench.finished", "demo", "cli", None, {"bench": "sweep", "status": "ok", "results": runs})
-    assert e.summary() == "bench sweep ok, 3 runs (median), 1600.2 out tok/s, TTFT p50 15.2 ms"
+    assert e.summary() == "bench sweep ok, median of 3 runs, 1600.2 out tok/s, TTFT p50 15.2 ms"
+
+
+def test_a_benchmark_of_several_runs_journals_each_figure_as_the_median_of_its_runs():
+    """The journal's line of 3 repeats gave the TTFT p50 of the run of median out tok/s
+    (986.6 ms) where the bench table gave the median of the 3 runs' TTFT p50 (862.8 ms)."""
+    from optui.core.events import Event
+
+    runs = [{"output_throughput_tok_s": v, "ttft_ms": {"median": t}} for v, t in ((600.0, 862.8), (620.0, 986.6), (640.0, 700.0))]
+    failed = {"output_throughput_tok_s": 10.0, "ttft_ms": {"median": 1.0}, "status": "failed"}
+    e = Event(1, 0.0, "bench.finished", "demo", "cli", None, {"bench": "sweep", "status": "ok", "results": [*runs, failed]})
+    assert e.summary() == "bench sweep ok, median of 3 of 4 runs, 620.0 out tok/s, TTFT p50 862.8 ms"

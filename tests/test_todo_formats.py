@@ -197,9 +197,12 @@ def test_experiment_spec_and_flag_edits():
 def test_result_line_against_baseline():
     base = BenchResult(output_throughput_tok_s=100.0, ttft_ms={"median": 50.0})
     new = BenchResult(output_throughput_tok_s=112.5, ttft_ms={"median": 45.0})
-    assert result_line("sweep", new, base, False) == "sweep: 112.5 out tok/s (+12.5% vs 100.0), TTFT p50 45.0 ms (base 50.0)"
-    assert result_line("sweep", base, base, True) == "sweep: 100.0 out tok/s (this is the baseline), TTFT p50 50.0 ms"
-    assert "no baseline" in result_line("c", new, None, False)
+    assert result_line("sweep", [new], base, False) == "sweep: 112.5 out tok/s (+12.5% vs 100.0), TTFT p50 45.0 ms (base 50.0)"
+    assert result_line("sweep", [base], base, True) == "sweep: 100.0 out tok/s (this is the baseline), TTFT p50 50.0 ms"
+    assert "no baseline" in result_line("c", [new], None, False)
+    # repeats: each figure the median of the runs' (the bench table's), not the TTFT of the run of median tok/s
+    runs = [BenchResult(output_throughput_tok_s=v, ttft_ms={"median": t}) for v, t in ((600.0, 862.8), (620.0, 986.6), (640.0, 700.0))]
+    assert result_line("sweep", runs, None, False) == "sweep: 620.0 out tok/s (no baseline), TTFT p50 862.8 ms (median of 3 runs)"
 
 
 def test_fuzzy_matching_never_changes_numbers():

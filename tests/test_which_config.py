@@ -314,10 +314,10 @@ def test_journal_lines_say_what_a_run_ran_with_its_numbers():
     assert started.summary() == "bench loadgen started (sweep concurrency 1,2,4)"
     points = [dict(_sweep_point(t, c, "s").to_json()) for c, t in ((1, 95.0), (2, 180.0), (2, 182.0), (4, 300.0))]
     finished = Event(2, 0.0, ev.BENCH_FINISHED, "demo", data={"bench": "loadgen", "status": "ok", "results": points})
-    assert finished.summary() == "bench loadgen ok, sweep c=1 95.0 · c=2 180.0 · c=4 300.0 out tok/s"
+    assert finished.summary() == "bench loadgen ok, sweep c=1 95.0 · c=2 181.0 · c=4 300.0 out tok/s"  # the table's median
     repeats = [dict(result(v).to_json()) for v in (1000.0, 1010.0, 990.0)]
     again = Event(3, 0.0, ev.BENCH_FINISHED, "demo", data={"bench": "c16", "status": "ok", "results": repeats})
-    assert again.summary().startswith("bench c16 ok, 3 runs (median), 1000.0 out tok/s")
+    assert again.summary().startswith("bench c16 ok, median of 3 runs, 1000.0 out tok/s")
 
 
 def test_a_todo_run_names_the_benchmark_it_runs_and_its_history_reads(tmp_path):

@@ -14,6 +14,9 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from optui.core.bench.compare import run_medians, runs_label
+from optui.core.bench.result import BenchResult
+
 # Event types (``type`` column). Keep names stable: exports and agents rely on them.
 SERVER_STATE = "server.state"
 SERVER_PHASE = "server.phase"
@@ -65,29 +68,19 @@ TYPE_GROUPS: dict[str, frozenset[str]] = {
 }
 
 
-def _median_run(runs: list[dict]) -> dict:
-    """The run of median output tok/s among a benchmark's runs (repeats, sweep points), so
-    its journal line carries numbers as a single run's does."""
-    rated = sorted((x for x in runs if isinstance(x.get("output_throughput_tok_s"), int | float)),
-                   key=lambda x: x["output_throughput_tok_s"])
-    return rated[(len(rated) - 1) // 2] if rated else {}
-
-
 def _sweep_points(runs: list[dict]) -> str:
-    """``"c=1 95.0 · c=2 180.0 · c=4 300.0"``: the median output tok/s per concurrency of a
-    sweep's runs (repeats folded); ``""`` when the runs are of one concurrency."""
-    by_conc: dict[object, list[float]] = {}
+    """``"c=1 95.0 · c=2 181.0 · c=4 300.0"``: the median output tok/s per concurrency of a
+    sweep's comparable runs (repeats folded: :func:`run_medians`); ``""`` when the runs are of one concurrency."""
+    by_conc: dict[object, list[BenchResult]] = {}
     for x in runs:
         conc = x.get("max_concurrency") if x.get("max_concurrency") is not None else (x.get("workload") or {}).get("max_concurrency")
-        tput = x.get("output_throughput_tok_s")
-        by_conc.setdefault(conc, [])
-        if isinstance(tput, int | float):
-            by_conc[conc].append(tput)
+        by_conc.setdefault(conc, []).append(BenchResult.from_json(x))
     if len(by_conc) < 2:
         return ""
 
-    def median(vals: list[float]) -> str:
-        return f"{sorted(vals)[(len(vals) - 1) // 2]:.1f}" if vals else "-"
+    def median(point: list[BenchResult]) -> str:  # the bench table's figure of the point
+        value = run_medians(point)[2]["output_throughput_tok_s"]
+        return "-" if value is None else f"{value:.1f}"
 
     order = sorted(by_conc, key=lambda c: (not isinstance(c, int | float), c if isinstance(c, int | float) else 0))
     return " · ".join(f"c={c if c is not None else '?'} {median(by_conc[c])}" for c in order)
@@ -187,10 +180,15 @@ class Event:
             points = _sweep_points(runs)
             if points:  # a sweep: one figure per concurrency, never one run's as if for all
                 return f"bench {d.get('bench', '')} {d.get('status', '')}, sweep {points} out tok/s"
-            r = d.get("result") or (_median_run(runs) if runs else {})
-            tput = r.get("output_throughput_tok_s")
-            ttft = (r.get("ttft_ms") or {}).get("median")
-            parts = [f"bench {d.get('bench', '')} {d.get('status', '')}" + (f", {len(runs)} runs (median)" if runs else "")]
+            head = f"bench {d.get('bench', '')} {d.get('status', '')}"
+            if runs:  # each figure the median of the runs', as the bench table's row (not one run's)
+                ok, n, medians = run_medians(BenchResult.from_json(x) for x in runs)
+                head += f", {runs_label(ok, n)}"
+                tput, ttft = medians["output_throughput_tok_s"], medians["ttft_ms.median"]
+            else:
+                r = d.get("result") or {}
+                tput, ttft = r.get("output_throughput_tok_s"), (r.get("ttft_ms") or {}).get("median")
+            parts = [head]
             if tput is not None:
                 parts.append(f"{tput:.1f} out tok/s")
             if ttft is not None:

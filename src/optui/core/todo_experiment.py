@@ -19,6 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from optui.core.bench.compare import run_medians, runs_label
 from optui.core.bench.result import BenchResult
 from optui.core.flags import FlagError, Flags, canonical_name, is_flag_token
 
@@ -186,11 +187,13 @@ def delta_pct(value: float | None, base: float | None) -> float | None:
     return 100.0 * (value - base) / base
 
 
-def result_line(label: str, result: BenchResult, baseline: BenchResult | None, is_baseline: bool) -> str:
-    """One result against its baseline: ``sweep: 1234.5 out tok/s (+12.3% vs 1099.0),
-    TTFT p50 45.1 ms (base 50.2)`` — out tok/s and TTFT median in ms."""
-    tput = result.output_throughput_tok_s
-    ttft = result.ttft_ms.get("median")
+def result_line(label: str, results: Sequence[BenchResult], baseline: BenchResult | None, is_baseline: bool) -> str:
+    """The runs of one benchmark point against its baseline: ``sweep: 1234.5 out tok/s
+    (+12.3% vs 1099.0), TTFT p50 45.1 ms (base 50.2) (median of 3 runs)`` — out tok/s and
+    TTFT median in ms, each the median of the runs' (:func:`~optui.core.bench.compare.run_medians`,
+    the bench table's figures); one run's as it is."""
+    ok, n, medians = run_medians(results)
+    tput, ttft = medians["output_throughput_tok_s"], medians["ttft_ms.median"]
     parts = [f"{label}: " + (f"{tput:.1f} out tok/s" if tput is not None else "no out tok/s")]
     if is_baseline:
         parts[0] += " (this is the baseline)"
@@ -204,7 +207,7 @@ def result_line(label: str, result: BenchResult, baseline: BenchResult | None, i
     if ttft is not None:
         base_ttft = None if (baseline is None or is_baseline) else baseline.ttft_ms.get("median")
         parts.append(f"TTFT p50 {ttft:.1f} ms" + (f" (base {base_ttft:.1f})" if base_ttft is not None else ""))
-    return ", ".join(parts)
+    return ", ".join(parts) + (f" ({runs_label(ok, n)})" if n > 1 or not ok else "")
 
 
 def build_experiment(config, server: str | None, sets: dict | None = None, unset: list[str] | tuple[str, ...] = (),

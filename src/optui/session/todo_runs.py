@@ -483,13 +483,11 @@ class TodoRunQueue:
         for (bench, key), rs in groups.items():
             base = j.baseline_for(key)
             is_base = base is not None and any(base.id == r.id for r in rs)
-            ranked = sorted(rs, key=lambda r: r.result.output_throughput_tok_s or 0.0)
-            mid = ranked[(len(ranked) - 1) // 2].result
+            first = rs[0].result
             label = bench or "bench"
             if bench in multi:
-                label += f" c={mid.max_concurrency or mid.workload.max_concurrency}"
-            line = result_line(label, mid, None if base is None else base.result, is_base)
-            lines.append(line + (f" (median of {len(rs)} runs)" if len(rs) > 1 else ""))
+                label += f" c={first.max_concurrency or first.workload.max_concurrency}"
+            lines.append(result_line(label, [r.result for r in rs], None if base is None else base.result, is_base))
         for r in stored:
             base = j.baseline_for(r.result.workload.key())
             out.append({"result_id": r.id, "bench": r.bench, "baseline_id": None if base is None else base.id,

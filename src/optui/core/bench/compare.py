@@ -96,6 +96,28 @@ def sample(values: Iterable[float | None]) -> Sample:
     return Sample(percentile(vals, 50.0), min(vals), max(vals), len(vals))
 
 
+def run_medians(results: Iterable[BenchResult]) -> tuple[int, int, dict[str, float | None]]:
+    """The figures of one benchmark of several runs, as a results table's row shows them:
+    ``(comparable, runs, medians)`` — how many of ``results`` are compared
+    (:func:`~optui.core.bench.result.comparable`), how many there are, and each metric of
+    :data:`METRICS` (ms, tok/s) as the median of the comparable runs' values, each metric
+    on its own (never the numbers of one run picked by another metric); None where no
+    comparable run has the metric. Name it "median of N runs"."""
+    runs = list(results)
+    ok = [r for r in runs if comparable(r)]
+    return len(ok), len(runs), {m: sample(r.metric(m) for r in ok).median for m in METRICS}
+
+
+def runs_label(comparable_runs: int, runs: int) -> str:
+    """``"median of 3 runs"``, ``"median of 2 of 3 runs"`` (one not comparable), ``"3 runs,
+    none comparable"``: what the figures of :func:`run_medians` are."""
+    if not comparable_runs:
+        return f"{runs} run{'s' if runs != 1 else ''}, none comparable"
+    if comparable_runs == runs:
+        return f"median of {runs} run{'s' if runs != 1 else ''}"
+    return f"median of {comparable_runs} of {runs} runs"
+
+
 #: Significance level of the Mann-Whitney U test (two-sided, exact): the smallest level
 #: 3 against 3 repeats can reach (p = 2 / C(6, 3) = 0.10).
 ALPHA = 0.10

@@ -1,0 +1,60 @@
+"""One benchmark, one figure: the journal's line, the experiments listing and the stored
+runs of a repeated benchmark on the demo agree (each figure the median of the runs');
+``optui status`` says when the server became ready, not when it looked (real CLI, real
+demo server, real SQLite)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optui.core.bench.compare import sample
+from tests.test_cli_headless import journal_of, kill_demo_server, optui, small_demo_config
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    cfg = small_demo_config(tmp_path_factory.mktemp("figures-campaign"))
+    started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
+    try:
+        assert started.returncode == 0, started.stderr + started.stdout
+        yield cfg
+    finally:
+        kill_demo_server(cfg)
+
+
+def test_status_gives_the_time_the_server_became_ready(campaign):
+    """``ready_at`` was the moment each status command looked (two calls, two times)."""
+    first = json.loads(optui(campaign, "status", "--json", "--wait", "0.5").stdout)["servers"][0]
+    second = json.loads(optui(campaign, "status", "--json", "--wait", "0.5").stdout)["servers"][0]
+    j = journal_of(campaign)
+    (ready,) = j.events(types=["server.ready"], target="demo", limit=1, newest_first=True)
+    j.close()
+    assert first["state"] == second["state"] == "ready"
+    assert first["ready_at"] == second["ready_at"] == ready.ts
+    assert first["started_at"] <= first["ready_at"]
+
+
+def test_a_repeated_benchmark_shows_the_median_of_its_runs_everywhere(campaign):
+    """exp-0001's bench table said TTFT p50 862.8 (the median of the 3 runs' values) where
+    the journal's bench.finished line said 986.6 ms (the run of median out tok/s)."""
+    res = optui(campaign, "bench", "run", "demo", "sweep", "--repeat", "3", "--json")
+    assert res.returncode == 0, res.stderr
+    exp = json.loads(res.stdout)["experiment"]
+    j = journal_of(campaign)
+    runs = [r.result for r in j.results(experiment=exp)]
+    (finished,) = j.events(types=["bench.finished"], experiment=exp)
+    j.close()
+    assert len(runs) == 3
+    tput = sample(r.output_throughput_tok_s for r in runs).median
+    ttft = sample(r.ttft_ms["median"] for r in runs).median
+    line = optui(campaign, "journal", "tail", "-n", "50", "--experiment", exp).stdout
+    assert f"bench sweep ok, median of 3 runs, {tput:.1f} out tok/s, TTFT p50 {ttft:.1f} ms" in line, line
+    listed = next(x for x in json.loads(optui(campaign, "journal", "experiments", "--json").stdout) if x["id"] == exp)
+    metrics = listed["workloads"][0]["metrics"]
+    assert listed["workloads"][0]["runs"] == 3
+    assert metrics["ttft_ms.median"]["value"] == pytest.approx(ttft)
+    assert metrics["output_throughput_tok_s"]["value"] == pytest.approx(tput)
