@@ -81,7 +81,7 @@ def test_restart_ready_exits_0_and_opens_an_experiment(campaign):
 
 
 def test_restart_with_a_bad_flag_exits_1_with_the_crash_class(campaign):
-    res = optui(campaign, "restart", "demo", "--set", "--no-such-flag=1")
+    res = optui(campaign, "restart", "demo", "--set", "--no-such-flag=1", "--force")  # the operator knows better
     assert res.returncode == 1
     assert res.stdout.startswith("demo: crashed (bad_flag)")
     assert "unrecognized arguments" in res.stdout
@@ -303,6 +303,16 @@ def test_a_bad_value_is_refused_before_anything_stops(campaign):
     os.kill(pid, 0)
     url = next(line.split('"')[1] for line in campaign.read_text().splitlines() if line.startswith("url = "))
     assert http_status(url + "/health") == 200
+    # a flag the --help does not know: refused the same way (it stopped the server, which then
+    # crashed with bad_flag), naming the flag and the known ones like it; --force overrides
+    for flag, close in (("-np=abc", ""), ("--max-running-requestz=8", "; closest known: --max-running-requests")):
+        res = optui(campaign, "restart", "demo", "--set", flag)
+        assert res.returncode == 2, res.stdout + res.stderr
+        name = flag.partition("=")[0]
+        assert f"{name}: unknown flag (not in `" in res.stderr and f"--help`{close})" in res.stderr
+        assert "the server was not stopped" in res.stderr and "--force restarts with it anyway" in res.stderr
+        assert "Traceback" not in res.stderr
+    assert demo_pid(campaign) == pid and http_status(url + "/health") == 200
     j = journal_of(campaign)
     assert not [e for e in j.events(since_seq=before) if e.type in ("server.restart", "server.stopped", "experiment.started")]
     j.close()
@@ -312,7 +322,7 @@ def test_after_a_failed_restart_the_next_change_starts_from_the_last_good_flags(
     cfg = small_demo_config(tmp_path)  # config: --max-running-requests 4
     try:
         assert optui(cfg, "restart", "demo", "--set", "--max-running-requests=8").returncode == 0
-        failed = optui(cfg, "restart", "demo", "--set", "--no-such-flag=1")
+        failed = optui(cfg, "restart", "demo", "--set", "--no-such-flag=1", "--force")
         assert failed.returncode == 1 and "roll back to the last good flags: optui -c" in failed.stdout
         assert "restart demo --rollback" in failed.stdout
         res = optui(cfg, "restart", "demo", "--set", "--chunked-prefill-size=4096", "--json")
@@ -322,7 +332,7 @@ def test_after_a_failed_restart_the_next_change_starts_from_the_last_good_flags(
         assert argv_value(data["argv"], "--max-running-requests") == "8"  # the last good, not the config's 4
         assert argv_value(data["argv"], "--chunked-prefill-size") == "4096" and "--no-such-flag" not in data["argv"]
         # the printed way back works
-        assert optui(cfg, "restart", "demo", "--set", "--no-such-flag=1").returncode == 1
+        assert optui(cfg, "restart", "demo", "--set", "--no-such-flag=1", "--force").returncode == 1
         back = optui(cfg, "restart", "demo", "--rollback", "--json")
         assert back.returncode == 0, back.stdout + back.stderr
         assert json.loads(back.stdout)["argv"] == data["argv"]
@@ -337,7 +347,7 @@ def test_auto_rollback_from_the_cli_says_it_failed(tmp_path):
         good = optui(cfg, "restart", "demo", "--json")
         assert good.returncode == 0, good.stderr
         good_argv = json.loads(good.stdout)["argv"]
-        res = optui(cfg, "restart", "demo", "--set", "--no-such-flag=1")
+        res = optui(cfg, "restart", "demo", "--set", "--no-such-flag=1", "--force")
         assert res.returncode == 1, res.stdout + res.stderr
         assert res.stdout.startswith("demo: failed (bad_flag); rolled back to the last good flags: ready")
         j = journal_of(cfg)

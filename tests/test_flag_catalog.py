@@ -87,6 +87,8 @@ def test_llama_checks(llama):
     assert warnings(llama, [*base, "--no-such-flag"]) == ["--no-such-flag: unknown flag (not in the server's --help)"]
     # llama.cpp does not accept abbreviations (not argparse)
     assert warnings(llama, [*base, "--ctx", "5"])[0].startswith("--ctx: unknown flag")
+    assert warnings(llama, [*base, "--ctx-sise", "5"]) == [  # a typo: the known names like it
+        "--ctx-sise: unknown flag (not in the server's --help; closest known: --ctx-size)"]
     assert any("removed" in w for w in warnings(llama, [*base, "--draft-max", "4"]))
 
 

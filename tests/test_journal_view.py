@@ -429,7 +429,7 @@ async def test_a_failed_cli_restart_shows_in_the_tui_with_its_crash_class(tmp_pa
         async with app.run_test(size=(160, 45)) as pilot:
             await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
             before = app.session.journal.last_seq()
-            bad = await run_cli(cfg, "restart", "demo", "--set", "--no-such-flag=1")
+            bad = await run_cli(cfg, "restart", "demo", "--set", "--no-such-flag=1", "--force")
             await asyncio.wait_for(bad.wait(), 60)
             assert bad.returncode == 1, (await bad.stdout.read()).decode()
             await wait_for(pilot, lambda: rt.status.state.value == "crashed" and str(rt.status.crash_class) == "bad_flag",

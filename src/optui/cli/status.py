@@ -12,7 +12,9 @@ Exit status of ``restart``: 0 the server is ready with the new flags (or, with
 ``--no-wait``, started); 1 it failed (the crash class is printed; also when ``rollback =
 "auto"`` brought the last good flags back, and with ``"offer"`` the command that rolls back
 is printed); 2 the restart could not begin and nothing was stopped (unknown server or
-preset, a flag value the catalogue refuses, read-only, another optui process is restarting it).
+preset, a flag the catalogue does not know or a value it refuses — unless ``--force`` —,
+read-only, another optui process is restarting it). With no catalogue (``--help`` never
+learned or failing) names and values are not checked: a warning says so and it restarts.
 """
 
 from __future__ import annotations
@@ -161,10 +163,13 @@ def _n(value) -> str:
               help="Wait until ready or failed (exit 0 only when ready); --no-wait returns once the new process started.")
 @click.option("--timeout", "timeout_s", type=FiniteFloatRange(1, 7 * 86400), default=None, help="Ready timeout in s (default: the server's ready_timeout_s).")
 @click.option("--reason", default="cli", show_default=True, help="Why (journaled with the experiment).")
+@click.option("--force", is_flag=True,
+              help="Restart even with flags the server's --help does not know or values it refuses (they are passed "
+                   "as given, shown as warnings).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
 @click.pass_context
 def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tuple[str, ...], preset: str | None,
-            to_last_good: bool, wait: bool, timeout_s: float | None, reason: str, as_json: bool) -> None:
+            to_last_good: bool, wait: bool, timeout_s: float | None, reason: str, force: bool, as_json: bool) -> None:
     """Restart SERVER with changed flags and wait until it is ready.
 
     The changes apply to the flags the server runs, or to its last good flags when it is
@@ -173,10 +178,14 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
     back is printed (rollback = "offer").
 
     Exit code 0 only when the server is ready with the new flags; otherwise 1 and the crash
-    class (also when it was rolled back); 2 when the restart cannot begin (bad flag value,
-    another optui process is restarting SERVER...): nothing was stopped."""
+    class (also when it was rolled back); 2 when the restart cannot begin (a flag the --help
+    does not know or a bad value, unless --force; another optui process is restarting
+    SERVER...): nothing was stopped. A server whose --help could not be read is not checked
+    (a warning says so)."""
+    from optui.core.flag_catalog import UNKNOWN_FLAG
     from optui.core.flags import FlagError
     from optui.session import Session, SessionError
+    from optui.session.restart_checks import RestartRefused
 
     loaded = load_config_or_exit(ctx)
     root = ctx.find_root().obj or {}
@@ -197,7 +206,8 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
                 task = asyncio.create_task(session.rollback(server, reason=f"cli ({reason})"))
                 plan = None
             else:
-                plan = await session.plan_restart(server, sets=sets, unsets=unsets, preset=preset)
+                plan = await session.plan_restart(server, sets=sets, unsets=unsets, preset=preset, refuse_unknown=True,
+                                                  force=force)
                 for issue in plan.warnings:
                     echo(f"warning: {issue}", err=True)
                 if plan.unchecked:
@@ -223,6 +233,8 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
 
     try:
         result = asyncio.run(go())
+    except RestartRefused as exc:
+        fail(str(exc) + ("; --force restarts with it anyway" if any(i.code == UNKNOWN_FLAG for i in exc.issues) else ""), 2)
     except (SessionError, FlagError) as exc:
         fail(str(exc), 2)
     requested = result["argv"] == result["requested_argv"]

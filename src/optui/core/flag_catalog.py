@@ -91,13 +91,20 @@ class FlagSpec:
                    data.get("group", ""), data.get("env"))
 
 
+#: :attr:`Issue.code` of a flag name the catalogue does not know
+UNKNOWN_FLAG = "unknown-flag"
+
+
 @dataclass(frozen=True, slots=True)
 class Issue:
-    """A problem with one flag: ``level`` "error" (blocks the restart) or "warning"."""
+    """A problem with one flag: ``level`` "error" (blocks the restart) or "warning";
+    ``code`` names the kind where a door treats it specially (:data:`UNKNOWN_FLAG`), else "".
+    """
 
     level: str
     flag: str
     message: str
+    code: str = ""
 
     def __str__(self) -> str:
         return f"{self.flag}: {self.message}" if self.flag else self.message
@@ -178,6 +185,16 @@ class FlagCatalog:
                 (longs if name.startswith("--") else shorts).append(name)
         return sorted(set(longs)) + sorted(set(shorts))
 
+    def closest(self, name: str, n: int = 3) -> list[str]:
+        """Up to ``n`` known spellings most like ``name`` (a typo: difflib ratio >= 0.7 of
+        the names without their dashes), best first; [] when none is close (``-np`` in an
+        SGLang catalogue)."""
+        import difflib
+
+        bare = {known.lstrip("-"): known for known in self.names()}  # "--" alike in all would pass for likeness
+        found = difflib.get_close_matches(name.partition("=")[0].lstrip("-"), list(bare), n=n, cutoff=0.7)
+        return [bare[b] for b in found]
+
     def booleans(self) -> frozenset[str]:
         """Spellings that take no value (for :meth:`Flags.parse`)."""
         return frozenset(n for s in self.specs if s.is_boolean for n in (*s.names, *s.negations))
@@ -235,7 +252,9 @@ class FlagCatalog:
         name = arg.name or ""
         found = self.lookup(name)
         if found is None:
-            return [Issue("warning", name, f"unknown flag (not in {self._source()})")]
+            close = self.closest(name)
+            hint = f"; closest known: {', '.join(close)}" if close else ""
+            return [Issue("warning", name, f"unknown flag (not in {self._source()}{hint})", UNKNOWN_FLAG)]
         if found.spec is None:
             return [Issue("error", name, "ambiguous option: could match " + ", ".join(found.ambiguous))]
         spec = found.spec

@@ -12,7 +12,10 @@ all go through :meth:`optui.session.Session.restart_checked`, which uses this mo
    the server program's learned flag catalogue (``--help``, cached); an error (a value of
    the wrong type, a choice not offered, a value for an on/off flag) refuses the restart
    with :class:`RestartRefused` while the old server keeps running; warnings (unknown flag,
-   abbreviation) are returned to be shown.
+   abbreviation) are returned to be shown. A door that cannot ask (``optui restart``) also
+   refuses an unknown flag (``refuse_unknown``); ``force`` (the operator who knows better)
+   refuses nothing and returns every issue as a warning. With no catalogue (never learned,
+   ``--help`` failed) nothing is checked and the plan says so (``unchecked``).
 4. **Rollback policy** (:func:`rollback_offer`, ``Session.restart_server``): ``rollback =
    "auto"`` restarts with the last good flags after a failure; ``"offer"`` hands the last
    good flags back to the caller, which asks (TUI) or says how (CLI); ``"off"`` does
@@ -26,7 +29,7 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from optui.core.flag_catalog import Issue
+from optui.core.flag_catalog import UNKNOWN_FLAG, Issue
 from optui.core.flags import Flags, parse_assignment
 from optui.core.server_state import ServerState, ServerStatus
 from optui.session.errors import SessionError
@@ -116,12 +119,15 @@ def rollback_offer(policy: str, plan_argv: Iterable[str], status: ServerStatus) 
 
 
 async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[str] = (), unsets: Iterable[str] = (),
-                       preset: str | None = None, learn: bool = True) -> RestartPlan:
+                       preset: str | None = None, learn: bool = True, refuse_unknown: bool = False,
+                       force: bool = False) -> RestartPlan:
     """Decide and check what a restart of runtime ``rt`` will run (module doc, steps 1-3):
     ``argv`` given (the flag editor's result) is checked as it is; otherwise the changes are
     applied to the base flags. The catalogue is learned first when ``learn`` and not cached.
+    ``refuse_unknown``: a flag name the catalogue does not know is refused too (else a
+    warning); ``force``: nothing is refused, errors come back among the warnings.
     Raises SessionError (unknown preset), FlagError (a malformed edit) or RestartRefused
-    (catalogue errors); never stops or starts anything."""
+    (catalogue errors, unknown flags with ``refuse_unknown``); never stops or starts anything."""
     with contextlib.suppress(TimeoutError):  # a fresh session (the CLI) must know first whether it runs
         await asyncio.wait_for(rt.attached.wait(), ATTACH_WAIT_S)
     last_good = None
@@ -149,9 +155,10 @@ async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[
     elif catalog is None:
         unchecked = "no flag catalogue learned yet: names and values are not checked"
     issues = tuple(catalog.check(Flags.parse(new, catalog.booleans()))) if catalog is not None else ()
-    errors = tuple(i for i in issues if i.level == "error")
-    if errors:
+    refused = tuple(i for i in issues if i.level == "error" or (refuse_unknown and i.code == UNKNOWN_FLAG))
+    if refused and not force:
         raise RestartRefused(f"{rt.name}: not restarted, the flags fail the checks of "
-                             f"`{' '.join(catalog.program) or 'the server'} --help`: " + "; ".join(map(str, errors))
-                             + " (the server was not stopped)", errors)
-    return RestartPlan(rt.name, tuple(new), base, base_from, tuple(i for i in issues if i.level != "error"), unchecked)
+                             f"`{' '.join(catalog.program) or 'the server'} --help`: " + "; ".join(map(str, refused))
+                             + " (the server was not stopped)", refused)
+    warnings = issues if force else tuple(i for i in issues if i not in refused)
+    return RestartPlan(rt.name, tuple(new), base, base_from, warnings, unchecked)

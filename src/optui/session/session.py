@@ -602,20 +602,23 @@ class Session:
     async def restart_checked(self, name: str, *, argv: list[str] | None = None, sets: Iterable[str] = (),
                               unsets: Iterable[str] = (), preset: str | None = None, reason: str = "",
                               actor: str | None = None, ready_timeout_s: float | None = None,
-                              todo_id: int | None = None, plan=None):
+                              todo_id: int | None = None, plan=None, refuse_unknown: bool = False,
+                              force: bool = False):
         """The restart every door uses (TUI flag editor and presets, ``optui restart``, agents):
         base flags, the catalogue's checks before anything stops, the restart and the rollback
         policy (:mod:`optui.session.restart_checks`). ``argv`` (already edited) or the changes
         ``preset`` → ``unsets`` → ``sets`` on the base flags; ``plan``: one made by
-        :meth:`plan_restart` already. Returns a RestartOutcome; raises SessionError (and its
-        RestartRefused) when it cannot begin, FlagError for a malformed edit."""
+        :meth:`plan_restart` already; ``refuse_unknown``, ``force``: as for :meth:`plan_restart`.
+        Returns a RestartOutcome; raises SessionError (and its RestartRefused) when it cannot
+        begin, FlagError for a malformed edit."""
         from optui.session.restart_checks import RestartOutcome, rollback_offer
 
         self.check_writable("restarting a server")
         rt = self.server(name)
         if rt.cfg.control == "none":
             raise SessionError(f"{name}: control = 'none' (optui only observes this server)")
-        plan = plan or await self.plan_restart(name, argv=argv, sets=sets, unsets=unsets, preset=preset)
+        plan = plan or await self.plan_restart(name, argv=argv, sets=sets, unsets=unsets, preset=preset,
+                                               refuse_unknown=refuse_unknown, force=force)
         since = await self._read(self.journal.last_seq)
         status = await self.restart_server(name, list(plan.argv), reason=reason, actor=actor,
                                            ready_timeout_s=ready_timeout_s, todo_id=todo_id)
@@ -625,12 +628,15 @@ class Session:
         return RestartOutcome(plan, status, rolled_back, offer)
 
     async def plan_restart(self, name: str, *, argv: list[str] | None = None, sets: Iterable[str] = (),
-                           unsets: Iterable[str] = (), preset: str | None = None):
+                           unsets: Iterable[str] = (), preset: str | None = None, refuse_unknown: bool = False,
+                           force: bool = False):
         """What :meth:`restart_checked` would run, checked (RestartRefused on a catalogue
-        error), without restarting anything."""
+        error; also on a flag the catalogue does not know with ``refuse_unknown``; never with
+        ``force``), without restarting anything."""
         from optui.session.restart_checks import plan_restart
 
-        return await plan_restart(self.server(name), argv=argv, sets=sets, unsets=unsets, preset=preset)
+        return await plan_restart(self.server(name), argv=argv, sets=sets, unsets=unsets, preset=preset,
+                                  refuse_unknown=refuse_unknown, force=force)
 
     async def _refuse_during_a_benchmark(self, name: str) -> None:
         """SessionError when a benchmark runs against server ``name``, in this process or
