@@ -321,16 +321,23 @@ def test_a_bad_value_is_refused_before_anything_stops(campaign):
 def test_after_a_failed_restart_the_next_change_starts_from_the_last_good_flags(tmp_path):
     cfg = small_demo_config(tmp_path)  # config: --max-running-requests 4
     try:
-        assert optui(cfg, "restart", "demo", "--set", "--max-running-requests=8").returncode == 0
+        assert optui(cfg, "restart", "demo", "--set", "--max-running-requests=32").returncode == 0
         failed = optui(cfg, "restart", "demo", "--set", "--no-such-flag=1", "--force")
         assert failed.returncode == 1 and "roll back to the last good flags: optui -c" in failed.stdout
         assert "restart demo --rollback" in failed.stdout
-        res = optui(cfg, "restart", "demo", "--set", "--chunked-prefill-size=4096", "--json")
+        res = optui(cfg, "restart", "demo", "--set", "--max-running-requests=16", "--set", "--chunked-prefill-size=4096",
+                    "--json")
         assert res.returncode == 0, res.stdout + res.stderr
         data = json.loads(res.stdout)
         assert data["base"] == "last good" and "is not running: the changes apply to its last good flags" in res.stderr
-        assert argv_value(data["argv"], "--max-running-requests") == "8"  # the last good, not the config's 4
         assert argv_value(data["argv"], "--chunked-prefill-size") == "4096" and "--no-such-flag" not in data["argv"]
+        # the journaled diff is against the last good flags it applied to (32), not the config's 4
+        diff = ["~ --max-running-requests: 32 → 16", "+ --chunked-prefill-size 4096"]
+        j = journal_of(cfg)
+        assert j.events(types=["flags.changed"], experiment=data["experiment"])[0].data["diff"] == diff
+        j.close()
+        rows = json.loads(optui(cfg, "journal", "experiments", "--json").stdout)
+        assert next(r for r in rows if r["id"] == data["experiment"])["change_vs_previous"] == diff
         # the printed way back works
         assert optui(cfg, "restart", "demo", "--set", "--no-such-flag=1", "--force").returncode == 1
         back = optui(cfg, "restart", "demo", "--rollback", "--json")

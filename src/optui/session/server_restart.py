@@ -19,7 +19,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
@@ -121,27 +121,31 @@ class RestartFlow:
         return self._events.server
 
     async def restart(self, argv: list[str], *, actor: str = "optui", reason: str = "", ready_timeout_s: float | None = None,
-                      todo_id: int | None = None) -> ServerStatus:
+                      todo_id: int | None = None, base: Sequence[str] | None = None) -> ServerStatus:
         """Stop, wait for the port and the GPU memory, start with ``argv``, wait until
         ready or failed. Opens a new experiment (``exp-NNNN``: every later event of this
         server carries it; ``todo_id`` links it to the todo item that asked for it).
+        ``base``: the argv the change was applied to (a checked restart's base flags: the
+        last good ones when the server is down); the experiment's and ``flags.changed``'s
+        diff are taken against it; None: the status's argv.
         Returns the final status; raises RestartError when it cannot begin."""
         if self.status.busy:
             raise RestartError(f"{self.name}: {self.status.busy} already in progress")
         if self.cfg.control == "none":
             raise RestartError(f"{self.name}: control = 'none' (optui only observes this server)")
         old = list(self.status.argv)
+        prev = list(base) if base is not None else old  # a failed argv or the config's is not what changed
         self._keeper.set(busy="restarting")
         try:
             extra_exp = {} if todo_id is None else {"todo_id": todo_id}
             if not await self._continues_current_experiment(argv, reason):
                 await self._events.read(lambda: self._events.journal.new_experiment(
-                    self.name, experiment_start(old, argv, reason, **extra_exp), actor=actor))
+                    self.name, experiment_start(prev, argv, reason, **extra_exp), actor=actor))
             self._events.record(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv),
                                                         "pid": os.getpid()}, actor=actor)
-            diff = [c.describe() for c in Flags.parse(old).diff(Flags.parse(argv))]
+            diff = [c.describe() for c in Flags.parse(prev).diff(Flags.parse(argv))]
             if diff:
-                self._events.record(ev.FLAGS_CHANGED, {"diff": diff, "old_argv": old, "new_argv": list(argv)}, actor=actor)
+                self._events.record(ev.FLAGS_CHANGED, {"diff": diff, "old_argv": prev, "new_argv": list(argv)}, actor=actor)
             old_pids = await self._server_pids()
             stopped_at = time.time()
             ours_running = self.controller.process_state() == "running"

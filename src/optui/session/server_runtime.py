@@ -26,7 +26,7 @@ import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters.aio import wait_set
@@ -498,12 +498,12 @@ class ServerRuntime:
             self._stopping = False
 
     async def restart(self, argv: list[str], *, actor: str = "optui", reason: str = "", ready_timeout_s: float | None = None,
-                      todo_id: int | None = None) -> ServerStatus:
+                      todo_id: int | None = None, base: Sequence[str] | None = None) -> ServerStatus:
         """Restart with ``argv`` through the ready gate (:meth:`RestartFlow.restart
-        <optui.session.server_restart.RestartFlow.restart>`): the final status; RestartError
-        when it cannot begin."""
+        <optui.session.server_restart.RestartFlow.restart>`; ``base``: the argv the change
+        applied to): the final status; RestartError when it cannot begin."""
         return await self.restart_flow.restart(argv, actor=actor, reason=reason, ready_timeout_s=ready_timeout_s,
-                                               todo_id=todo_id)
+                                               todo_id=todo_id, base=base)
 
     # ------------------------------------------------------------ flag catalogue
     @property

@@ -551,9 +551,11 @@ class Session:
             raise SessionError(f"read-only mode: {what} is disabled{why}")
 
     async def restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
-                             ready_timeout_s: float | None = None, todo_id: int | None = None, only_if_down: bool = False):
+                             ready_timeout_s: float | None = None, todo_id: int | None = None, only_if_down: bool = False,
+                             base: Sequence[str] | None = None):
         """Restart ``name`` with ``argv`` and wait for ready/failure (see
-        :meth:`ServerRuntime.restart`). Raises SessionError when it cannot begin, e.g. another
+        :meth:`ServerRuntime.restart`; ``base``: the argv the change applied to, the
+        journaled diff's old side). Raises SessionError when it cannot begin, e.g. another
         optui process is restarting the same server. ``only_if_down`` (autostart): once the
         lock is held, do nothing when a launch is recorded by now (another process made it)
         and return the current status. Returns once the restart's events are in the journal
@@ -568,7 +570,7 @@ class Session:
                 return rt.status
             await self._refuse_during_a_benchmark(name)
             status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s,
-                                      todo_id=todo_id)
+                                      todo_id=todo_id, base=base)
         except RestartError as exc:
             raise SessionError(str(exc)) from exc
         finally:
@@ -621,7 +623,7 @@ class Session:
                                                refuse_unknown=refuse_unknown, force=force)
         since = await self._read(self.journal.last_seq)
         status = await self.restart_server(name, list(plan.argv), reason=reason, actor=actor,
-                                           ready_timeout_s=ready_timeout_s, todo_id=todo_id)
+                                           ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base)
         rolled_back = any(e.type == ev.ROLLBACK
                           for e in await self._read(lambda: self.journal.events(target=name, since_seq=since)))
         offer = None if rolled_back else rollback_offer(rt.cfg.rollback, plan.argv, status)
