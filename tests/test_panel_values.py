@@ -141,6 +141,16 @@ async def test_bench_panel_renders_status_rows_and_new_output_lines():
         await pilot.pause(0.3)
         assert list(panel.query_one("#bench-log").lines) == ["other run"]  # a new run clears the log
         assert not panel.running
+        # the step of a run: repeats alone say it once (it read "run 1/3 run 1/3"), a sweep's point and its repeat
+        from dataclasses import replace
+        running = BenchView("c64", "qwen", "running", time.time())
+        for points_done, total, label, shown in ((0, 3, "run 1/3", "  run 1/3   x"), (3, 6, "c=4 run 1/3", "  point 4/6  c=4 run 1/3"),
+                                                 (1, 2, "c=4", "  point 2/2  c=4")):
+            panel.show(replace(running, points_done=points_done, points_total=total, point=label), rows,
+                       BenchOutput("run-3", 0, ()))
+            await pilot.pause(0.1)
+            status = str(panel.query_one("#bench-status").render())
+            assert shown in status and status.count("run ") == label.count("run "), status
 
 
 def test_bench_output_since():

@@ -7,6 +7,8 @@ The app runs for real (``App.run_test``) on the seeded snapshot campaign.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.helpers.snapshot_campaign import make_app, settle
@@ -130,7 +132,9 @@ async def test_a_benchmark_shows_its_progress_and_result_in_a_50x30_pane(tmp_pat
         await wait_for(pilot, lambda: any("sweep → demo  RUNNING" in line for line in screen_lines(app)), timeout=30,
                        what=lambda: "\n".join(screen_lines(app)))
         await wait_for(pilot, lambda: session.benches.current is not None and not session.benches.running, timeout=90)
-        await wait_for(pilot, lambda: any(line.startswith("│ sweep ") and "ok" in line for line in screen_lines(app)),
+        # its result row: out tok/s and its comparison (the first run: the baseline), and the run's status
+        await wait_for(pilot, lambda: any(re.match(r"│ sweep +baseline +\d+\.\d +baseline", line) for line in screen_lines(app))
+                       and any("sweep → demo  OK" in line for line in screen_lines(app)),
                        timeout=10, what=lambda: "\n".join(screen_lines(app)))
         assert app.screen.maximized is None
         await pilot.press("q")

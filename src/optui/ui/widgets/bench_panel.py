@@ -69,9 +69,9 @@ COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the res
     ("tpot", "TPOT p50", 9),
     ("e2e", "E2E p50", 9),
 )
-#: in a side pane (the screen's ``-narrow`` class) the configuration and the result come first
-#: (what fits 60 columns), the experiment id last
-NARROW_ORDER = ("bench", "change", "conc", "ok", "out", "delta", "ttft", "dttft", "n", "eff", "ttft99", "itl", "tpot",
+#: in a side pane (the screen's ``-narrow`` class) the configuration and the result against the
+#: baseline come first (bench, change, out tok/s, Δ out fit 60 columns), the experiment id last
+NARROW_ORDER = ("bench", "change", "out", "delta", "ok", "conc", "ttft", "dttft", "n", "eff", "ttft99", "itl", "tpot",
                 "e2e", "exp")
 #: the most characters of a row's change (wide, narrow); a longer one is cut with …
 CHANGE_WIDTH = {False: 30, True: 14}
@@ -328,10 +328,11 @@ class BenchPanel(Vertical):
                 t.append(f"  ETA {_clock(p.eta_s)}")
             if not p.total and p.text:
                 t.append("  " + safe_line(p.text[-60:]), style="dim")
-            if view.points_total > 1:
-                t.append(f"  run {view.points_done + 1}/{view.points_total}")
+            step = f"{view.points_done + 1}/{view.points_total}"
+            if view.points_total > 1 and not view.point.endswith(f"run {step}"):  # repeats alone: the label says it
+                t.append(f"  point {step}")
             if view.point:
-                t.append(f" {view.point}")
+                t.append(f"  {view.point}")
             if view.plan:
                 t.append(f"  {view.plan}", style="dim")
             t.append("   x: abort", style="dim")
