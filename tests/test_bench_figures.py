@@ -41,10 +41,10 @@ def test_status_gives_the_time_the_server_became_ready(campaign):
 def test_a_repeated_benchmark_shows_the_median_of_its_runs_everywhere(campaign):
     """exp-0001's bench table said TTFT p50 862.8 (the median of the 3 runs' values) where
     the journal's bench.finished line said 986.6 ms (the run of median out tok/s)."""
-    res = optui(campaign, "bench", "run", "demo", "sweep", "--repeat", "3", "--json")
+    res = optui(campaign, "bench", "run", "demo", "sweep", "--repeat", "3")
     assert res.returncode == 0, res.stderr
-    exp = json.loads(res.stdout)["experiment"]
     j = journal_of(campaign)
+    exp = j.current_experiment("demo")
     runs = [r.result for r in j.results(experiment=exp)]
     (finished,) = j.events(types=["bench.finished"], experiment=exp)
     j.close()
@@ -53,6 +53,9 @@ def test_a_repeated_benchmark_shows_the_median_of_its_runs_everywhere(campaign):
     ttft = sample(r.ttft_ms["median"] for r in runs).median
     line = optui(campaign, "journal", "tail", "-n", "50", "--experiment", exp).stdout
     assert f"bench sweep ok, median of 3 runs, {tput:.1f} out tok/s, TTFT p50 {ttft:.1f} ms" in line, line
+    # the CLI counts the runs of the benchmark (it said 'run 1/1' over 3 result blocks) and gives their figures
+    assert f"sweep on demo ({exp}): ok, 3 runs (" in res.stdout and "  run 3/3: " in res.stdout, res.stdout
+    assert f"  median of 3 runs: {tput:.1f} out tok/s, TTFT p50 {ttft:.1f} ms" in res.stdout, res.stdout
     listed = next(x for x in json.loads(optui(campaign, "journal", "experiments", "--json").stdout) if x["id"] == exp)
     metrics = listed["workloads"][0]["metrics"]
     assert listed["workloads"][0]["runs"] == 3

@@ -143,7 +143,7 @@ def test_bench_run_repeats_and_stores_under_the_experiment(campaign):
     assert [e.data["old"] for e in j.events(since_seq=before, types=["server.state"])] in ([], ["starting"])
     before = j.last_seq()
     text = optui(campaign, "bench", "run", "demo", "sweep", "--repeat", "1")
-    assert text.returncode == 0 and f"run 1/1 ({exp}): ok" in text.stdout and f"{exp}:" in text.stdout
+    assert text.returncode == 0 and f"sweep on demo ({exp}): ok, 1 run (" in text.stdout and "  run 1/1: " in text.stdout
     assert j.events(since_seq=before, types=["server.state"]) == []  # found ready, as journaled
     j.close()
 

@@ -299,3 +299,21 @@ def test_the_pareto_front_and_its_fixed_scale_view():
     # throughput 900 of 1000 over rows 10..0 → row 1; latency 200 of 500 over columns 0..20 → column 8
     assert cells == {(5, 4): FRONT, (1, 8): FRONT, (2, 10): OTHER, (0, 16): INFEASIBLE}
     assert view.front == ("--x a: 500.0 output_tok_s at 100.0 ttft_p99_ms", "--x b: 900.0 output_tok_s at 200.0 ttft_p99_ms")
+
+
+def test_a_winner_says_it_is_the_median_of_trials_and_how_many_benchmark_runs():
+    """A winner of 2 trials of 3 runs each said '(median of 2)', another of 1 trial '(median
+    of 1)' though its trial ran the benchmark 3 times."""
+    from dataclasses import replace
+
+    spec = spec_of()
+    point = spec.point_at(0)
+    trials = [replace(judge(spec, point, {"output_tok_s": s}, number=n), run_scores=runs)
+              for n, s, runs in ((1, 42.0, (41.0, 42.0, 43.0)), (2, 42.4, (42.4, 40.0, 44.0)))]
+    best = winner(spec, trials)
+    assert best is not None and best.runs == 2 and best.bench_runs == 6
+    assert best.count_text == "median of 2 trials, 6 runs"
+    assert best.run_scores == (41.0, 42.0, 43.0, 42.4, 40.0, 44.0)
+    assert Trial.from_json(trials[1].to_json()) == trials[1]
+    one = winner(spec, trials[:1])
+    assert one is not None and one.count_text == "median of 1 trial, 3 runs"

@@ -96,7 +96,9 @@ async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
         assert events[-1].summary().startswith("search batch.1 done: winner --max-running-requests 16 ")
         fin = events[-1].data
         assert fin["status"] == "done" and fin["winner"]["flags"] == "--max-running-requests 16 --mem-fraction-static 0.88"
-        assert fin["winner"]["runs"] == 2 and len(fin["infeasible"]) == 2
+        # trials and benchmark runs counted apart (repeat = 1: one run a trial); a winner said '(median of 1)'
+        assert fin["winner"]["trials"] == 2 and fin["winner"]["bench_runs"] == 2 and len(fin["infeasible"]) == 2
+        assert "(median of 2 trials, 2 runs)" in fin["message"]
         assert {r.experiment for r in j.results(server="demo")} >= {exps[0], exps[2], exps[4]}
         # every trial was a todo run; the search leaves no open item behind
         items = [t for t in j.todos() if t.content.startswith("search batch.1 #")]
@@ -111,9 +113,10 @@ async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
         section = md[md.index("## Flag search batch.1"):]
         assert "grid search of demo with tiny: max output_tok_s, constraints none; 5 trials, done." in section
         rows = [line for line in section.splitlines() if line.startswith("| --max-running-requests")]
-        assert rows[0].startswith("| --max-running-requests 16 --mem-fraction-static 0.88 | ") and "| 2 | yes |" in rows[0]
+        assert rows[0].startswith("| --max-running-requests 16 --mem-fraction-static 0.88 | ") and "| 2 (2) | yes |" in rows[0]  # trials (runs)
         assert [r.split(" | ")[4] for r in rows[2:]] == ["oom", "oom"] and all("| no |" in r for r in rows[2:])
-        assert "Winner: --max-running-requests 16 --mem-fraction-static 0.88" in section
+        assert "Winner: --max-running-requests 16 --mem-fraction-static 0.88 (output_tok_s " in section
+        assert ", median of 2 trials, 2 runs):" in section
         command = section.split("```bash\n", 1)[1].split("\n```", 1)[0]
         assert "optui.demo.fake_server" in command and "--max-running-requests 16" in command
         assert "--mem-fraction-static 0.88" in command

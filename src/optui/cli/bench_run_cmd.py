@@ -158,20 +158,27 @@ def _print(data: dict) -> None:
         echo(f"optui: error: {data['error']}", err=True)
         if not data.get("runs"):
             return
-    from optui.core.bench.compare import STATISTIC
+    from optui.core.bench.compare import STATISTIC, run_medians, runs_label
     from optui.core.bench.result import request_counts, requests_text
 
-    for i, r in enumerate(data["runs"], start=1):
-        echo(f"run {i}/{len(data['runs'])} ({r.get('experiment') or '-'}): {r['status']} ({r['duration_s']:.1f} s)"
-             + (f" — {r['error']}" if r["error"] else ""))
-        for res in r["results"]:
-            result = BenchResult.from_json(res)
-            echo(format_result(result, "  "))
+    for i, r in enumerate(data["runs"], start=1):  # one a restart (--restarts), each of its benchmark runs below
+        head = f"restart {i}/{len(data['runs'])}: " if len(data["runs"]) > 1 else ""
+        echo(f"{head}{data['bench']} on {data['server']} ({r.get('experiment') or '-'}): {r['status']}, {len(r['results'])} "
+             f"run{'s' if len(r['results']) != 1 else ''} ({r['duration_s']:.1f} s)" + (f" — {r['error']}" if r["error"] else ""))
+        results = [BenchResult.from_json(res) for res in r["results"]]
+        for k, (res, result) in enumerate(zip(r["results"], results, strict=True), start=1):
+            echo(format_result(result, f"  run {k}/{len(results)}: "))
             echo(f"  requests {requests_text(request_counts(result))}" + ("" if result.status == "ok" else
                                                                          f" — {result.status}, never compared"))
             delta = res["vs_baseline"]["output_throughput_tok_s"]["delta_pct"]
             if delta is not None and result.status == "ok":
                 echo(f"  out tok/s vs baseline: {delta:+.1f}% (this run alone: no verdict)")
+        if len(results) > 1 and len({x.workload.key() for x in results}) == 1:  # repeats (not a sweep's points):
+            # the figures the bench table and the journal show for them
+            ok, n, medians = run_medians(results)
+            tput, ttft = medians["output_throughput_tok_s"], medians["ttft_ms.median"]
+            echo(f"  {runs_label(ok, n)}: " + (f"{tput:.1f} out tok/s" if tput is not None else "no out tok/s")
+                 + (f", TTFT p50 {ttft:.1f} ms" if ttft is not None else ""))
     s = data.get("experiment_summary")
     if s:
         evidence = f" ({s['evidence_text']})" if s.get("evidence_text") else f" vs {s['baseline']}"

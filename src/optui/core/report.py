@@ -495,7 +495,7 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
                 f"{markdown_inline(spec.strategy)} search of {markdown_inline(spec.server)} with "
                 f"{markdown_inline(spec.bench)}: {markdown_inline(spec.objective)}, constraints {markdown_inline(rules)}; "
                 f"{len(run['trials'])} trials, {markdown_inline(status)}.", "",
-                f"| configuration | {_cell(spec.goal.metric)} (median) | runs | feasible | why not | experiments |",
+                f"| configuration | {_cell(spec.goal.metric)} (median) | trials (runs) | feasible | why not | experiments |",
                 "| --- | --- | --- | --- | --- | --- |"]
         table = standings(spec, run["trials"])
         numbers = {t.number: t.experiment for t in run["trials"]}
@@ -503,7 +503,7 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
             why = s.crash_class or ", ".join(s.violated)
             exps = ", ".join(e for e in (numbers.get(n) for n in s.trials) if e)
             score = "" if s.score is None else f"{s.score:.4g}"
-            out.append(f"| {_cell(point_text(s.point) or '(fixed flags)')} | {score} | {s.runs} | "
+            out.append(f"| {_cell(point_text(s.point) or '(fixed flags)')} | {score} | {s.runs}{f' ({s.bench_runs})' if s.bench_runs else ''} | "
                        f"{'yes' if s.feasible else 'no'} | {_cell(why)} | {_cell(exps)} |")
         out.append("")
         best = table[0] if table and table[0].feasible else None
@@ -511,7 +511,7 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
             out += ["No configuration met the constraints.", ""]
             continue
         x = next((by_id[e] for e in (numbers.get(n) for n in reversed(best.trials)) if e in by_id), None)
-        out += [f"Winner: {_md_inline(point_text(best.point))} ({spec.goal.metric} {best.score:.4g}, median of {best.runs})"
+        out += [f"Winner: {_md_inline(point_text(best.point))} ({spec.goal.metric} {best.score:.4g}, {best.count_text})"
                 + (":" if x is not None else "."), ""]
         if x is not None:
             s_info = info.get(spec.server, ServerInfo(spec.server))

@@ -33,7 +33,7 @@ import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -288,8 +288,9 @@ class SearchRunner:
                 "infeasible": [{"point": [list(p) for p in s.point], "crash_class": s.crash_class,
                                 "violated": list(s.violated)} for s in table if not s.feasible],
                 "winner": None if best is None else {"point": [list(p) for p in best.point], "score": best.score,
-                                                     "runs": best.runs, "flags": point_text(best.point)}}
-        summary = (f"winner {point_text(best.point)}: {spec.goal.metric} {best.score:.4g} (median of {best.runs})"
+                                                     "trials": best.runs, "bench_runs": best.bench_runs,
+                                                     "flags": point_text(best.point)}}
+        summary = (f"winner {point_text(best.point)}: {spec.goal.metric} {best.score:.4g} ({best.count_text})"
                    if best is not None else "no configuration met the constraints")
         text = f"search {search_id} {status}: " + (message or summary)
         if message and status == "stopped":
@@ -363,7 +364,8 @@ class SearchRunner:
         if not per_run:
             return failed(step.point, "no_result", "the benchmark stored no result", number=number, phase=step.phase,
                           load=step.load, experiment=exp)
-        return judge(spec, step.point, values, number=number, phase=step.phase, load=step.load, experiment=exp)
+        trial = judge(spec, step.point, values, number=number, phase=step.phase, load=step.load, experiment=exp)
+        return replace(trial, run_scores=tuple(v[spec.goal.metric] for v in per_run if spec.goal.metric in v))
 
     async def _until_idle(self, server: str) -> None:
         """A stop cut the trial during its restart: the todo run left the restart to finish on
@@ -493,7 +495,8 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
         spec = SearchSpec.model_validate(start.data.get("spec") or {})
         top = winner(spec, trials)
         if top is not None:
-            best = {"flags": point_text(top.point), "point": [list(p) for p in top.point], "score": top.score, "runs": top.runs}
+            best = {"flags": point_text(top.point), "point": [list(p) for p in top.point], "score": top.score,
+                    "trials": top.runs, "bench_runs": top.bench_runs, "count_text": top.count_text}
     except ValueError:  # a spec this version cannot read: the trials still show, without a best
         pass
     return {"name": sname, "search_id": sid, "status": status, "strategy": start.data.get("spec", {}).get("strategy"),

@@ -39,7 +39,9 @@ class Trial:
     measurement, ``crash_class`` says why: oom, bad_flag, timeout ...), ``score`` (the
     objective's metric, None when not measured), ``values`` (every measured metric, by
     :data:`~optui.core.search.spec.METRICS` name), ``load`` (the sla strategy's
-    concurrency or req/s), ``experiment`` (the exp-NNNN it ran as) and a ``message``."""
+    concurrency or req/s), ``experiment`` (the exp-NNNN it ran as), a ``message``, and
+    ``run_scores``: the objective's metric of each benchmark run behind ``score`` (their
+    median; the preset's repeats; empty for trials journaled before they were kept)."""
 
     number: int
     point: Point
@@ -52,6 +54,7 @@ class Trial:
     load: float | None = None
     experiment: str | None = None
     message: str = ""
+    run_scores: tuple[float, ...] = ()
 
     @property
     def feasible(self) -> bool:
@@ -63,7 +66,7 @@ class Trial:
         return {"number": self.number, "point": [list(p) for p in self.point], "phase": self.phase,
                 "status": self.status, "score": self.score, "values": dict(self.values),
                 "crash_class": self.crash_class, "violated": list(self.violated), "load": self.load,
-                "experiment": self.experiment, "message": self.message}
+                "experiment": self.experiment, "message": self.message, "run_scores": list(self.run_scores)}
 
     @classmethod
     def from_json(cls, data: Mapping) -> Trial:
@@ -71,7 +74,8 @@ class Trial:
         return cls(int(data["number"]), point_from_json(data.get("point") or []), data.get("phase", "explore"),
                    data.get("status", "failed"), data.get("score"), dict(data.get("values") or {}),
                    data.get("crash_class"), tuple(data.get("violated") or ()), data.get("load"),
-                   data.get("experiment"), data.get("message") or "")
+                   data.get("experiment"), data.get("message") or "",
+                   tuple(float(v) for v in data.get("run_scores") or () if isinstance(v, int | float)))
 
 
 def judge(spec: SearchSpec, point: Point, values: Mapping[str, float], *, number: int, phase: Phase = "explore",
@@ -133,10 +137,12 @@ def explored(trials: Sequence[Trial]) -> int:
 # ------------------------------------------------------------------ standings
 @dataclass(frozen=True, slots=True)
 class Standing:
-    """One configuration over all its runs: the median ``score`` and the median of each
-    metric, ``runs`` (how many), ``spread`` (lowest, highest score), ``feasible`` (no run
-    failed and the constraints hold on the medians), the ``violated`` constraints, the
-    crash class of a failed run, and its trials' numbers."""
+    """One configuration over all its trials: the median ``score`` (of the trials' scores)
+    and the median of each metric, ``runs`` (how many trials: not benchmark runs),
+    ``spread`` (lowest, highest score), ``feasible`` (no trial failed and the constraints
+    hold on the medians), the ``violated`` constraints, the crash class of a failed trial,
+    its trials' numbers, and ``run_scores``: the objective's value of every benchmark run
+    of its measured trials (:attr:`Trial.run_scores`; how many: :attr:`bench_runs`)."""
 
     point: Point
     score: float | None
@@ -147,6 +153,19 @@ class Standing:
     violated: tuple[str, ...]
     crash_class: str | None
     trials: tuple[int, ...]
+    run_scores: tuple[float, ...] = ()
+
+    @property
+    def bench_runs(self) -> int:
+        """How many benchmark runs its measured trials made (0: not journaled)."""
+        return len(self.run_scores)
+
+    @property
+    def count_text(self) -> str:
+        """``"median of 2 trials, 6 runs"``: what :attr:`score` is the median of (trials),
+        and the benchmark runs behind them."""
+        text = f"median of {self.runs} trial{'s' if self.runs != 1 else ''}"
+        return text + (f", {self.bench_runs} run{'s' if self.bench_runs != 1 else ''}" if self.bench_runs else "")
 
 
 def standings(spec: SearchSpec, trials: Sequence[Trial]) -> list[Standing]:
@@ -166,7 +185,8 @@ def standings(spec: SearchSpec, trials: Sequence[Trial]) -> list[Standing]:
         score = statistics.median(scores) if scores and crashed is None else None
         out.append(Standing(point, score, len(runs), (min(scores), max(scores)) if scores else None,
                             crashed is None and score is not None and not violated, values, violated,
-                            crashed.crash_class if crashed else None, tuple(t.number for t in runs)))
+                            crashed.crash_class if crashed else None, tuple(t.number for t in runs),
+                            tuple(v for t in runs if t.score is not None for v in t.run_scores)))
     rank = {"ok": 0, "violates": 1, "failed": 2}
 
     def key(s: Standing) -> tuple:
