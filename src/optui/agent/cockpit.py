@@ -419,6 +419,7 @@ class Cockpit:
         the restart door (an unknown flag or a refused value is an AgentError: nothing is
         asked)."""
         from optui.core.agent_requests import restart_policy
+        from optui.core.flag_catalog import UNKNOWN_FLAG
         from optui.core.flags import FlagError, Flags
         from optui.core.journal_experiments import config_changes
         from optui.session import SessionError
@@ -428,7 +429,7 @@ class Cockpit:
             plan = await session.plan_restart(server, sets=edits, unsets=list(unsets or ()))
         except (SessionError, FlagError) as exc:
             raise AgentError(str(exc)) from None
-        unknown = [str(i) for i in plan.warnings if i.message.startswith("unknown flag")]
+        unknown = [str(i) for i in plan.warnings if i.code == UNKNOWN_FLAG]
         if unknown:  # a warning for an operator who knows better; an agent's typo is refused
             raise AgentError(f"{server}: not asked, " + "; ".join(unknown))
         base, new = Flags.parse(plan.base), Flags.parse(plan.argv)
