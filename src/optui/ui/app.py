@@ -287,6 +287,11 @@ class OptuiApp(App):
                 self.exit(return_code=2)
                 return
         client = self.client = SessionClient(self.session)
+        from optui.ui.widgets.server_panel import ServerPanel
+        from optui.ui.widgets.todo_panel import TodoPanel
+
+        self.query_one("#servers", ServerPanel).campaign_loaded()  # they said "loading the campaign…" until now
+        self.query_one("#todo", TodoPanel).campaign_loaded()
         path = client.config_path
         self.campaign = path.resolve().parent.name if path else "(no optui.toml)"
         config = client.config

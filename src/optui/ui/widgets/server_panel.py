@@ -95,9 +95,15 @@ class ServerPanel(CursorList):
         self._servers: tuple[ServerStatus, ...] = ()
         self._zoomed = False
 
+    def campaign_loaded(self) -> None:
+        """The session exists: no servers from now on means none are configured."""
+        if self.empty_text == LOADING_TEXT:
+            self.empty_text = "no servers configured (add [servers.NAME] to optui.toml)"
+            self.refresh()
+
     def show(self, servers: tuple[ServerStatus, ...]) -> None:
         """Display ``servers`` (the campaign's: none means none are configured)."""
-        self.empty_text = "no servers configured (add [servers.NAME] to optui.toml)"
+        self.campaign_loaded()
         self._servers = servers
         self._draw()
 

@@ -228,11 +228,18 @@ class TodoPanel(Vertical):
         return next((t for t in self._items if t.id == key), None)
 
     # ---------------------------------------------------------- rendering
+    def campaign_loaded(self) -> None:
+        """The session exists: an empty list from now on means no items."""
+        todo_list = self.list
+        if todo_list.empty_text == LOADING_TEXT:
+            todo_list.empty_text = "no todo items — press a to add one"
+            todo_list.refresh()
+
     def show(self, items: tuple[TodoItem, ...], running: dict[int, str] | None = None, subtitle: str | None = None) -> None:
         """Display ``items`` (filter and hide-completed applied here); ``running`` maps ids
         to the experiment runner's step, ``subtitle`` (followed lists, queue) goes under
         the panel. The same values again: nothing to do."""
-        self.list.empty_text = "no todo items — press a to add one"
+        self.campaign_loaded()
         shown = (items, running if running is not None else self.running, subtitle if subtitle is not None else self.subtitle)
         if shown == self._shown:
             return
