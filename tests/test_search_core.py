@@ -89,6 +89,18 @@ def test_a_spec_in_optui_toml_and_in_a_file_of_its_own():
     assert point_text(point) == "!--disable-radix-cache --schedule-policy lpm"
 
 
+def test_a_spec_file_may_hold_the_readmes_search_table_as_it_is():
+    """The README's `[search.batch]` block copied into a file of its own read `search: unknown
+    field` (new user): a spec file's one `[search.NAME]` table is that spec; two are refused."""
+    table = ('[search.batch]\nserver = "demo"\nbench = "loadgen"\n[search.batch.flags]\n'
+             '"--max-running-requests" = [16, 32]\n')
+    spec = parse_search_text(table, "batch.toml")
+    assert spec.server == "demo" and spec.bench == "loadgen" and spec.size() == 2
+    two = table + table.replace("batch", "other")
+    with pytest.raises(ConfigError, match=r"^batch\.toml: 2 searches \(batch, other\): a spec file holds one"):
+        parse_search_text(two, "batch.toml")
+
+
 @pytest.mark.parametrize(("extra", "line", "expected"), [
     ('budget = "3"', 11, "search.batch.budget: Input should be a valid integer"),
     ('strategy = "annealing"', 11, "search.batch.strategy: Input should be 'grid', 'random', 'optuna' or 'sla'"),

@@ -375,8 +375,10 @@ _IN_CONFIG = TypeAdapter(dict[str, dict[str, SearchSpec]])
 
 def parse_search_text(text: str, filename: str, name: str | None = None) -> SearchSpec:
     """The spec in TOML ``text``: ``[search.NAME]`` when ``name`` is given (optui.toml),
-    else the whole file. Raises ConfigError ``FILE:LINE: FIELD: problem`` (one line per
-    problem), or naming the searches the file has when ``name`` is not one of them."""
+    else the whole file: its top-level keys, or its one ``[search.NAME]`` table (the README's
+    example copied into a file of its own). Raises ConfigError ``FILE:LINE: FIELD: problem``
+    (one line per problem), or naming the searches the file has when ``name`` is not one of
+    them or a spec file holds more than one."""
     from optui.config import _format_validation  # optui.toml's own error format (line of each field)
 
     try:
@@ -384,9 +386,14 @@ def parse_search_text(text: str, filename: str, name: str | None = None) -> Sear
     except tomllib.TOMLDecodeError as exc:
         raise toml_syntax_error(exc, filename, text) from exc
     try:
+        searches = data.get("search")
+        if name is None and set(data) == {"search"} and isinstance(searches, dict) and searches:
+            if len(searches) > 1:
+                raise ConfigError(f"{filename}: {len(searches)} searches ({', '.join(searches)}): a spec file holds "
+                                  "one (put the others in files of their own, or in optui.toml)")
+            name = next(iter(searches))
         if name is None:
             return SearchSpec.model_validate(data)
-        searches = data.get("search")
         if not isinstance(searches, dict) or name not in searches:
             known = ", ".join(searches) if isinstance(searches, dict) else ""
             raise ConfigError(f"{filename}: no [search.{name}] (searches there: {known or 'none'})")
