@@ -61,3 +61,33 @@ def test_a_repeated_benchmark_shows_the_median_of_its_runs_everywhere(campaign):
     assert listed["workloads"][0]["runs"] == 3
     assert metrics["ttft_ms.median"]["value"] == pytest.approx(ttft)
     assert metrics["output_throughput_tok_s"]["value"] == pytest.approx(tput)
+
+
+def test_an_imported_result_is_in_no_running_experiment_unless_imported_into_one(campaign):
+    """A vLLM result imported with --server demo was counted a run of the SGLang demo's
+    running experiment, and its journal line was a Python dict (``results=[{'id': 27, ...}]``)."""
+    from tests.test_bench_import_journal import FIXTURES
+
+    j = journal_of(campaign)
+    exp = j.current_experiment("demo")
+    j.close()
+    res = optui(campaign, "bench", "import", str(FIXTURES / "vllm_0.33_spec.log"), "--server", "demo", "--json")
+    assert res.returncode == 0, res.stderr
+    (loose,) = json.loads(res.stdout)
+    into = optui(campaign, "bench", "import", str(FIXTURES / "vllm_0.33_spec.log"), "--server", "demo",
+                 "--experiment", exp)
+    assert into.returncode == 0 and f"as runs of {exp}" in into.stdout, into.stdout + into.stderr
+    rows = json.loads(optui(campaign, "journal", "experiments", "--json").stdout)
+    mine = next(x for x in rows if x.get("id") == exp)
+    keys = [w["key"] for w in mine["workloads"]]
+    assert keys.count(loose["workload_key"]) == 1  # the one imported into it, not the loose one
+    assert [x["result_id"] for x in rows if x["kind"] == "imported"] == [loose["id"]]
+    tail = optui(campaign, "journal", "tail", "-n", "20", "--grep", "imported").stdout
+    lines = [line for line in tail.splitlines() if " bench.imported " in line]
+    out = f"{loose['result']['output_throughput_tok_s']:.1f}"
+    assert lines[0].endswith(f"imported 1 result from vllm_0.33_spec.log (in no experiment): #{loose['id']} vllm ok "
+                             f"{out} out tok/s"), lines
+    assert f"imported 1 result from vllm_0.33_spec.log (into {exp}): #{loose['id'] + 1} vllm ok" in lines[1], lines
+    assert "{'" not in tail
+    bad = optui(campaign, "bench", "import", str(FIXTURES / "vllm_0.33_spec.log"), "--experiment", "exp-9999")
+    assert bad.returncode == 2 and "unknown experiment 'exp-9999'" in bad.stderr

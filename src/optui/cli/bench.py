@@ -77,10 +77,13 @@ def all_failed_reason(results: list[BenchResult]) -> str:
 @click.option("--server", default=None, help="Server the results belong to (a configured name).")
 @click.option("--bench", "bench_name", default=None, help="Preset name to file them under (default: the file name).")
 @click.option("--baseline", is_flag=True, help="Pin the first imported ok result of each workload as its baseline.")
+@click.option("--experiment", default=None, metavar="EXP",
+              help="Store them as runs of this experiment (exp-0007; its server is --server's default). Without it "
+                   "they belong to no experiment, whatever runs now: shown as imported, never in a verdict.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored results as JSON.")
 @click.pass_context
 def import_(ctx: click.Context, files: tuple[str, ...], server: str | None, bench_name: str | None, baseline: bool,
-            as_json: bool) -> None:
+            experiment: str | None, as_json: bool) -> None:
     """Store the results of FILES (client logs or result files) in the campaign journal."""
     from pathlib import Path
 
@@ -101,16 +104,23 @@ def import_(ctx: click.Context, files: tuple[str, ...], server: str | None, benc
     except (JournalError, OSError) as exc:
         fail(f"{loaded.journal_path}: {exc}", code=2)
     try:
+        if experiment is not None:
+            owner = journal.experiment_server(experiment)
+            if owner is None or (server is not None and owner != server):
+                fail(f"unknown experiment {experiment!r}" if owner is None else
+                     f"{experiment} is an experiment of {owner}, not {server}", code=2)
+            server = owner
         pinned: dict[str, int] = {}  # workload key -> the result pinned as its baseline
         for file, results in parsed:
             name = bench_name or Path(file).stem
-            ids = import_results(journal, results, source=str(Path(file).resolve()), server=server, bench=name)
+            ids = import_results(journal, results, source=str(Path(file).resolve()), server=server, bench=name,
+                                 experiment=experiment)
             for result_id, result in zip(ids, results):
                 key = result.workload.key()
                 if baseline and result.status == "ok" and key not in pinned:
                     journal.set_baseline(result_id)
                     pinned[key] = result_id
-                stored.append({"id": result_id, "file": file, "bench": name, "server": server,
+                stored.append({"id": result_id, "file": file, "bench": name, "server": server, "experiment": experiment,
                                "baseline": pinned.get(key) == result_id, "workload_key": key,
                                "result": result.to_json()})
     except JournalError as exc:
@@ -120,7 +130,8 @@ def import_(ctx: click.Context, files: tuple[str, ...], server: str | None, benc
     if as_json:
         echo_json(stored)
         return
-    echo(f"stored {len(stored)} result(s) in {loaded.journal_path}")
+    echo(f"stored {len(stored)} result(s) in {loaded.journal_path}"
+         + (f" as runs of {experiment}" if experiment else " as imported (in no experiment: --experiment puts them in one)"))
     for item in stored:
         r = BenchResult.from_json(item["result"])
         wl = r.workload

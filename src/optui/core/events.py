@@ -29,6 +29,7 @@ SERVER_FAILED = "server.failed"
 ROLLBACK = "rollback"
 BENCH_STARTED = "bench.started"
 BENCH_FINISHED = "bench.finished"
+BENCH_IMPORTED = "bench.imported"
 #: a stored result pinned as the baseline of its workload
 BENCH_BASELINE = "bench.baseline"
 TODO_CHANGED = "todo.changed"
@@ -194,6 +195,15 @@ class Event:
             if ttft is not None:
                 parts.append(f"TTFT p50 {ttft:.1f} ms")
             return ", ".join(parts)
+        if t == BENCH_IMPORTED:  # optui bench import: each result's tool, status and figure, not a dict
+            rows = [x for x in d.get("results") or () if isinstance(x, dict)]
+            shown = "; ".join(f"#{x.get('id')} {x.get('tool', '?')} {x.get('status', '?')}"
+                              + (f" {x['output_throughput_tok_s']:.1f} out tok/s"
+                                 if isinstance(x.get("output_throughput_tok_s"), int | float) else "")
+                              for x in rows[:5]) + (f"; +{len(rows) - 5} more" if len(rows) > 5 else "")
+            where = f"into {self.experiment}" if self.experiment else "in no experiment"
+            name = str(d.get("file") or "?").replace("\\", "/").rsplit("/", 1)[-1]
+            return f"imported {len(rows)} result{'s' if len(rows) != 1 else ''} from {name} ({where}): {shown}"
         if t == BENCH_BASELINE:
             conc = f" c={d['concurrency']}" if d.get("concurrency") is not None else ""
             tput = d.get("output_throughput_tok_s")

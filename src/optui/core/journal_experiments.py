@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 
 from optui.core import events as ev
 from optui.core.bench.compare import UNTESTED_NOISE, Judgement, judge, sample
-from optui.core.bench.result import BenchResult, Workload, cache_share_note, comparable, request_totals
+from optui.core.bench.result import IMPORTED_KEY, BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
 from optui.core.flags import Flags
@@ -501,7 +501,7 @@ def _assign_results(results: Iterable[StoredResult], drafts: dict[str, dict],
     runs: dict[str, list[StoredResult]] = {}
     for r in sorted(results, key=lambda r: r.id):
         exp = r.experiment if r.experiment in drafts else None
-        if exp is None:
+        if exp is None and IMPORTED_KEY not in r.result.extra:  # an import is in none unless imported into one
             for d in by_server.get(r.server or "", ()):
                 if d["started_ts"] <= r.ts and (d.get("ended_ts") is None or r.ts < d["ended_ts"]):
                     exp = d["id"]

@@ -10,13 +10,14 @@ import functools
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from optui.adapters.journal import Journal, JournalError, StoredResult
 from optui.config import Config
 from optui.core import events as ev
 from optui.core.bench.compare import Entry, Row, build_rows, group_entries
-from optui.core.bench.result import BenchResult
+from optui.core.bench.result import IMPORTED_KEY, BenchResult
 from optui.core.bench.sweep import SweepSpec, sweep_spec
 from optui.core.server_state import ServerState
 from optui.session.bench_run import BenchRun
@@ -322,14 +323,17 @@ class BenchService:
 
 
 def import_results(journal: Journal, results: Sequence[BenchResult], *, source: str, server: str | None,
-                   bench: str | None, actor: str = "cli") -> list[int]:
-    """Store ``results`` read from file ``source`` (each with the workload it describes)
-    and journal one ``bench.imported`` event; returns the new result ids. Raises
-    JournalError when the journal cannot be written."""
-    ids = [journal.add_result(result, server=server, bench=bench) for result in results]
+                   bench: str | None, actor: str = "cli", experiment: str | None = None) -> list[int]:
+    """Store ``results`` read from file ``source`` (each with the workload it describes;
+    marked imported: ``extra[IMPORTED_KEY]`` = ``source``) under ``experiment`` (None:
+    under no experiment, whichever runs on ``server`` now) and journal one
+    ``bench.imported`` event; returns the new result ids. Raises JournalError when the
+    journal cannot be written."""
+    marked = [replace(r, extra={**r.extra, IMPORTED_KEY: source}) for r in results]
+    ids = [journal.add_result(result, server=server, bench=bench, experiment=experiment) for result in marked]
     journal.append(BENCH_IMPORTED, server, {
-        "file": source, "bench": bench, "result_ids": ids,
+        "file": source, "bench": bench, "result_ids": ids, "experiment": experiment,
         "results": [{"id": i, "tool": r.tool, "status": r.status, "workload": r.workload.key(),
                      "output_throughput_tok_s": r.output_throughput_tok_s} for i, r in zip(ids, results)],
-    }, actor=actor)
+    }, actor=actor, experiment=experiment)
     return ids

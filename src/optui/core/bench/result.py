@@ -216,6 +216,9 @@ class BenchResult:
         return value if isinstance(value, (int, float)) else None
 
 
+#: ``extra`` key of an imported result (``optui bench import``): the file it was read from.
+#: Such a result belongs to no experiment unless imported into one (``--experiment``).
+IMPORTED_KEY = "imported_from"
 #: ``extra`` key of the server's prefix-cache hit share of a run's prompt tokens (0..100 %).
 CACHE_HIT_KEY = "prefix_cache_hit_pct"
 #: Percentage points of cache share by which a run may differ from its baseline before the

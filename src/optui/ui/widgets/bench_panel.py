@@ -32,7 +32,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import Delta, Row, Sample, pinned_first
-from optui.core.bench.result import requests_text
+from optui.core.bench.result import IMPORTED_KEY, requests_text
 from optui.core.journal_experiments import change_text
 from optui.core.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
@@ -349,7 +349,9 @@ class BenchPanel(Vertical):
         g = row.group
         r = g.result
         cells: dict[str, object] = dict.fromkeys((key for key, _, _ in COLUMNS), "")
-        cells.update(bench=g.bench or "?", exp=g.experiment or "-", change=self._change(g.experiment),
+        # a result read from a file (optui bench import) and put in no experiment says so
+        exp = g.experiment or ("imported" if IMPORTED_KEY in r.extra else "-")
+        cells.update(bench=g.bench or "?", exp=exp, change=self._change(g.experiment),
                      conc=fmt_value(g.concurrency, na="-"))
         ok = requests_text(g.requests)  # "15/400 ok": over the group's runs
         if not g.ok:  # failed / degraded: its counts, never a number compared
