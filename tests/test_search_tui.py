@@ -53,3 +53,47 @@ async def test_the_todo_panel_shows_the_search_live_and_S_stops_it(tmp_path):
         await wait_for(pilot, lambda: "search batch.1" not in pareto(), what="the chart again")
         await pilot.press("escape")
         await pilot.press("q")
+
+
+async def test_a_search_run_from_the_cli_shows_in_the_tui_and_S_there_stops_it(tmp_path):
+    """`optui search run` in a shell beside the TUI (the README's way): the todo panel showed
+    nothing of it (the line came only from a search of the TUI's own session, which the TUI
+    cannot start). Now it shows the other process's search, and `S` asks it to stop."""
+    import subprocess
+    import sys
+
+    from optui.adapters.journal import Journal
+    from tests.helpers.demo import subprocess_env
+
+    cfg = campaign(tmp_path)
+    app = OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
+    s = app.session
+
+    def subtitle() -> str:
+        return str(app.query_one("#todo-box").border_subtitle or "")
+
+    async with app.run_test(size=(220, 50)) as pilot:
+        await wait_for(pilot, lambda: s.servers["demo"].status.state.value == "ready" and s.servers["demo"].status.busy is None,
+                       timeout=30)
+        cli = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(cfg), "search", "run", "batch"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=subprocess_env(), start_new_session=True)
+        try:
+            await wait_for(pilot, lambda: subtitle().startswith("search batch.1 trial ") and f"in optui process {cli.pid}"
+                           in subtitle(), timeout=60, what=subtitle)
+            assert subtitle().endswith(" · S stops"), subtitle()
+            await pilot.press("S")
+            await wait_for(pilot, lambda: cli.poll() is not None, timeout=60, what="the CLI's search stopped")
+            assert cli.returncode == 130, cli.stdout.read() if cli.stdout else ""
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.wait(10)
+        journal = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+        try:
+            stops = journal.events(types=["search.stop"])
+        finally:
+            journal.close()
+        assert [e.actor for e in stops] == [s.actor], stops
+        await wait_for(pilot, lambda: "search batch.1" not in subtitle(), timeout=10, what=subtitle)
+        await pilot.press("q")

@@ -468,6 +468,29 @@ class SearchRunner:
         self._on_change()
 
 
+def running_elsewhere(journal: Journal, own_pid: int) -> SearchProgress | None:
+    """The search another optui process runs on this campaign (``optui search run`` beside
+    the TUI), as its events tell it: its trial count so far, the best, the infeasible ones;
+    None when none runs or it is ``own_pid``'s. Reads the journal (its thread in the TUI)."""
+    data = search_status(journal)
+    if data is None or data["status"] != "running" or data.get("pid") == own_pid:
+        return None
+    best, trials, spec = data.get("best") or {}, data["trials"], data.get("spec") or {}
+    return SearchProgress(name=data["name"], search_id=data["search_id"], strategy=str(data.get("strategy") or ""),
+                          objective=str(data.get("objective") or ""), trial=len(trials) + 1,
+                          planned=int(data.get("planned") or 0), phase="", point="",
+                          step=f"in optui process {data.get('pid')}", best_score=best.get("score"),
+                          best_point=best.get("flags"), infeasible=int(data.get("infeasible") or 0), eta_s=None,
+                          started_at=float(data.get("started_at") or 0.0), message=str(spec.get("name") or ""))
+
+
+def ask_to_stop(journal: Journal, progress: SearchProgress, actor: str) -> None:
+    """Journal ``search.stop`` for ``progress``'s search: its process reads it within a
+    second and stops as ``optui search stop`` makes it (the trial cut, nothing left running)."""
+    journal.append(SEARCH_STOP, f"search:{progress.name}", {"search_id": progress.search_id,
+                                                             "message": f"stop search {progress.search_id}"}, actor=actor)
+
+
 def search_status(journal: Journal, name: str | None = None) -> dict | None:
     """The newest search (of ``name``, else any) as its events tell it, for ``optui search
     status`` in any process: name, search_id, status (running | done | stopped | failed |

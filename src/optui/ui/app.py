@@ -45,6 +45,7 @@ from optui.ui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
     from optui.session import Session
+    from optui.session.search import SearchProgress
     from optui.session.state import SessionState
 
 class PanelBox(Vertical):
@@ -56,6 +57,8 @@ class PanelBox(Vertical):
 PANELS = {"gpus": "#gpus-box", "servers": "#servers-box", "todo": "#todo-box", "bench": "#bench-box", "journal": "#journal-box"}
 _FOCUS_TARGET = {"gpus": "#gpus", "servers": "#servers", "todo": "#todo-list", "bench": "#bench", "journal": "#journal"}
 MIN_FRAME_S = 0.1
+#: how often the TUI looks for a flag search another optui process runs on its campaign (s)
+SEARCH_ELSEWHERE_S = 2.0
 #: rows a side pane keeps for the rest when GPUs would take more (optui.tcss's -narrow rules):
 #: status line and key bar 2, GPUs' border 2, Servers 5, Todo 4, Bench 7 (status, results, log),
 #: Journal 5 (-tall); -short hides Todo and Journal
@@ -142,6 +145,8 @@ class OptuiApp(App):
 
         self.fleet_actions = FleetActions(self)  # [fleet]: the grid's host details and filter
         self._key_pressed = asyncio.Event()  # a key ends the render loop's pause between frames
+        #: the flag search another optui process runs here (a SearchProgress; None: none)
+        self.search_elsewhere: SearchProgress | None = None
         if title:
             self.sub_title = title
         self._theme_errors = self._apply_theme()
@@ -307,7 +312,19 @@ class OptuiApp(App):
         self._bell = bool(config.bell)
         self.refresh_bindings()
         await client.start()
+        self.run_worker(self._follow_searches_elsewhere(client), name="search-elsewhere", group="session",
+                        exit_on_error=False)
         await self._render_loop(client)
+
+    async def _follow_searches_elsewhere(self, client: SessionClient) -> None:
+        """Every :data:`SEARCH_ELSEWHERE_S`: the flag search another optui process runs here
+        (``optui search run`` beside the TUI), for the todo panel's line and ``S``."""
+        while True:
+            try:
+                self.search_elsewhere = await client.search_elsewhere()
+            except Exception:  # a journal that cannot be read now: the next look may
+                self.search_elsewhere = None
+            await asyncio.sleep(SEARCH_ELSEWHERE_S)
 
     async def _render_loop(self, client: SessionClient) -> None:
         """Repaint from the session's snapshot whenever it changes (≤ 1/MIN_FRAME_S Hz),
@@ -431,6 +448,8 @@ class OptuiApp(App):
         parts = [f"⚗ {len(runs.steps)} (S stops)"] if runs.running else []
         if state.search is not None and state.search.status == "running":  # its trials are these runs
             parts = [state.search.line()]
+        elif self.search_elsewhere is not None:  # another optui process runs one on this campaign
+            parts = [self.search_elsewhere.line(), *parts]
         if follows:
             parts.append("following " + "  ".join(follows))
         self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts))

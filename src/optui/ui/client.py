@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.core.server_state import ServerStatus
     from optui.core.todo import TodoItem
     from optui.session import Session
+    from optui.session.search import SearchProgress
     from optui.session.state import SessionState
     from optui.session.todo_runs import TodoRunPlan
 
@@ -299,10 +300,31 @@ class SessionClient:
         """How many queued experiments wait behind the running one."""
         return len(self._session.todo_runs.queue)
 
-    def stop_experiments(self) -> bool:
+    def stop_experiments(self, elsewhere: SearchProgress | None = None) -> bool:
         """Empty the experiment queue and abort its benchmark, and end a flag search (its
-        trials are these experiments); False when none ran."""
-        return self._session.search.stop() | self._session.todo_runs.stop()
+        trials are these experiments), this session's or ``elsewhere``, the
+        :meth:`search_elsewhere` another optui process runs (asked through the journal);
+        False when none ran."""
+        stopped = self._session.search.stop() | self._session.todo_runs.stop()
+        if elsewhere is not None:
+            from optui.session.search import ask_to_stop
+
+            session = self._session
+            if session.journal_thread.bound:  # the TUI: never SQLite on the loop
+                session.journal_thread.submit(lambda journal: ask_to_stop(journal, elsewhere, session.actor))
+            else:
+                ask_to_stop(session.journal, elsewhere, session.actor)
+            stopped = True
+        return stopped
+
+    async def search_elsewhere(self) -> SearchProgress | None:
+        """The flag search another optui process runs on this campaign (a
+        :class:`~optui.session.search.SearchProgress`), read on the journal thread; None: none."""
+        import os
+
+        from optui.session.search import running_elsewhere
+
+        return await self._session.on_journal_thread(lambda: running_elsewhere(self._session.journal, os.getpid()))
 
     def follow_todo_list(self, spec: str) -> None:
         """Follow an agent's todo list (``claude:FILE``, ``opencode:DB#SESSION``...) for this

@@ -155,7 +155,11 @@ class TodoActions(Actions):
                     timeout=12)
 
     def stop_runs(self) -> None:
-        if self.client.stop_experiments():
+        elsewhere = getattr(self.app, "search_elsewhere", None)  # a search another optui process runs
+        if self.client.stop_experiments(elsewhere):
+            if elsewhere is not None:
+                self.notify(f"asked search {elsewhere.search_id} to stop: its trial is cut, nothing is left running")
+                return
             self.notify("experiments stopped: the queue is empty; a restart in flight finishes on its own")
         else:
             self.notify("no experiment is running", severity="warning")
