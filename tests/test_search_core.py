@@ -329,3 +329,37 @@ def test_a_winner_says_it_is_the_median_of_trials_and_how_many_benchmark_runs():
     assert Trial.from_json(trials[1].to_json()) == trials[1]
     one = winner(spec, trials[:1])
     assert one is not None and one.count_text == "median of 1 trial, 3 runs"
+
+
+def test_the_winner_carries_its_evidence_against_the_runner_up_and_the_first_trial():
+    """On the CPU llama.cpp peer the search named a winner of 'median of 2' whose every
+    verdict was 'same' (p=0.26): its end now says whether it beat anything outside the noise."""
+    from dataclasses import replace
+
+    from optui.core.search.strategies import winner_comparisons, winner_text
+
+    spec = spec_of()
+    a, b, c = spec.point_at(0), spec.point_at(1), spec.point_at(2)
+
+    def trial(n, point, runs):
+        return replace(judge(spec, point, {"output_tok_s": sorted(runs)[1]}, number=n), run_scores=runs)
+
+    noisy = [trial(1, a, (30.0, 25.0, 33.0)), trial(2, b, (28.0, 44.0, 36.0)), trial(3, c, (26.0, 41.0, 35.0))]
+    best = winner(spec, noisy)
+    assert best is not None and best.point == b
+    comps = winner_comparisons(spec, noisy)
+    assert [(x.role, x.other.point, x.judgement.verdict) for x in comps] == [("runner-up", c, "same"),
+                                                                            ("first trial", a, "same")]
+    text = winner_text(spec, best, comps)
+    assert text.startswith("best --max-running-requests 8 --mem-fraction-static 0.88: output_tok_s 36 "
+                           "(median of 1 trial, 3 runs); vs --max-running-requests 8 --mem-fraction-static 0.96 "
+                           "(runner-up): same (n=3 vs 3, ±"), text
+    assert text.endswith(" — no configuration is better outside the noise"), text
+    assert ", p=" in text and comps[0].to_json()["evidence"]["n"] == 3
+    # a clear lead over the first trial, inside the noise of the runner-up
+    clear = [trial(1, a, (20.0, 21.0, 20.5)), trial(2, b, (40.0, 41.0, 40.5)), trial(3, c, (39.0, 42.0, 40.4))]
+    comps = winner_comparisons(spec, clear)
+    assert [x.judgement.verdict for x in comps] == ["same", "better"]
+    assert winner_text(spec, winner(spec, clear), comps).endswith(" — it beat the first trial outside the noise")
+    only = [trial(1, a, (20.0, 21.0, 20.5))]
+    assert winner_text(spec, winner(spec, only), winner_comparisons(spec, only)).endswith("nothing to compare it with")

@@ -93,12 +93,20 @@ async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
         assert "infeasible (oom)" in events[2].data["message"]
         # the journal panel's line of each: what it says, not its fields
         assert events[2].summary().startswith("trial 2: --max-running-requests 2 --mem-fraction-static 0.97 → infeasible (oom)")
-        assert events[-1].summary().startswith("search batch.1 done: winner --max-running-requests 16 ")
+        assert events[-1].summary().startswith("search batch.1 done: best --max-running-requests 16 ")
         fin = events[-1].data
         assert fin["status"] == "done" and fin["winner"]["flags"] == "--max-running-requests 16 --mem-fraction-static 0.88"
         # trials and benchmark runs counted apart (repeat = 1: one run a trial); a winner said '(median of 1)'
         assert fin["winner"]["trials"] == 2 and fin["winner"]["bench_runs"] == 2 and len(fin["infeasible"]) == 2
         assert "(median of 2 trials, 2 runs)" in fin["message"]
+        # its evidence as a verdict's: 2 runs against the runner-up's 1 tell nothing apart
+        assert "(runner-up): untested noise (n=2 vs 1" in fin["message"], fin["message"]
+        assert fin["message"].endswith(" — no configuration is better outside the noise")
+        assert fin["winner"]["vs"][0]["role"] == "runner-up" and fin["winner"]["vs"][0]["evidence"]["n"] == 2
+        from optui.session.search import search_status
+
+        best = search_status(j, "batch")["best"]  # search status --json's
+        assert fin["message"].endswith(best["text"]) and best["vs"] == fin["winner"]["vs"] and best["bench_runs"] == 2
         assert {r.experiment for r in j.results(server="demo")} >= {exps[0], exps[2], exps[4]}
         # every trial was a todo run; the search leaves no open item behind
         items = [t for t in j.todos() if t.content.startswith("search batch.1 #")]
@@ -117,6 +125,7 @@ async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
         assert [r.split(" | ")[4] for r in rows[2:]] == ["oom", "oom"] and all("| no |" in r for r in rows[2:])
         assert "Winner: --max-running-requests 16 --mem-fraction-static 0.88 (output_tok_s " in section
         assert ", median of 2 trials, 2 runs):" in section
+        assert "Evidence: best --max-running-requests 16 " in section and "(runner-up): untested noise" in section
         command = section.split("```bash\n", 1)[1].split("\n```", 1)[0]
         assert "optui.demo.fake_server" in command and "--max-running-requests 16" in command
         assert "--mem-fraction-static 0.88" in command

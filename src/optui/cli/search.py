@@ -175,7 +175,7 @@ def status(ctx: click.Context, name: str | None, as_json: bool) -> None:
     for t in data["trials"]:
         echo("  " + _trial_text(t))
     best = data["best"]
-    echo(f"best: {best['flags']} → {best['score']:.4g} ({best['count_text']})" if best else "best: none feasible yet")
+    echo(best["text"] if best else "best: none feasible yet")
     if data["status"] != "running" and data["message"]:
         echo(data["message"])
 

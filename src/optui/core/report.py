@@ -463,7 +463,7 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
     configuration tried with its median score, the infeasible ones with their crash class or
     the constraints they broke, and the winner's launch command."""
     from optui.core.search.spec import SearchSpec, point_text
-    from optui.core.search.strategies import Trial, standings
+    from optui.core.search.strategies import Trial, standings, winner_comparisons, winner_text
 
     runs: dict[str, dict] = {}
     for e in events:
@@ -516,6 +516,8 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
         if x is not None:
             s_info = info.get(spec.server, ServerInfo(spec.server))
             out += ["```bash", *_block(launch_line(x.argv, s_info.env)), "```", ""]
+        # its evidence, as a verdict's: beat the runner-up / first trial outside the noise, or not
+        out += [f"Evidence: {_md_inline(winner_text(spec, best, winner_comparisons(spec, run['trials'])))}.", ""]
     return out
 
 

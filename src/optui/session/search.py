@@ -52,6 +52,8 @@ from optui.core.search.strategies import (
     planned_trials,
     standings,
     winner,
+    winner_comparisons,
+    winner_text,
 )
 from optui.core.todo import TodoStatus
 from optui.core.todo_experiment import ExperimentSpec
@@ -283,15 +285,17 @@ class SearchRunner:
             watcher.cancel()
         best = winner(spec, self.trials)
         table = standings(spec, self.trials)
+        comparisons = winner_comparisons(spec, self.trials)
         data: dict = {"search_id": search_id, "name": name, "status": status, "trials": len(self.trials),
                 "duration_s": round(time.time() - started, 3),
                 "infeasible": [{"point": [list(p) for p in s.point], "crash_class": s.crash_class,
                                 "violated": list(s.violated)} for s in table if not s.feasible],
                 "winner": None if best is None else {"point": [list(p) for p in best.point], "score": best.score,
                                                      "trials": best.runs, "bench_runs": best.bench_runs,
-                                                     "flags": point_text(best.point)}}
-        summary = (f"winner {point_text(best.point)}: {spec.goal.metric} {best.score:.4g} ({best.count_text})"
-                   if best is not None else "no configuration met the constraints")
+                                                     "flags": point_text(best.point),
+                                                     "vs": [c.to_json() for c in comparisons]}}
+        # the winner carries its evidence: beat the runner-up / the first trial outside the noise, or not
+        summary = winner_text(spec, best, comparisons) if best is not None else "no configuration met the constraints"
         text = f"search {search_id} {status}: " + (message or summary)
         if message and status == "stopped":
             text += f"; so far {summary}"
@@ -518,8 +522,10 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
         spec = SearchSpec.model_validate(start.data.get("spec") or {})
         top = winner(spec, trials)
         if top is not None:
+            comparisons = winner_comparisons(spec, trials)
             best = {"flags": point_text(top.point), "point": [list(p) for p in top.point], "score": top.score,
-                    "trials": top.runs, "bench_runs": top.bench_runs, "count_text": top.count_text}
+                    "trials": top.runs, "bench_runs": top.bench_runs, "count_text": top.count_text,
+                    "vs": [c.to_json() for c in comparisons], "text": winner_text(spec, top, comparisons)}
     except ValueError:  # a spec this version cannot read: the trials still show, without a best
         pass
     return {"name": sname, "search_id": sid, "status": status, "strategy": start.data.get("spec", {}).get("strategy"),

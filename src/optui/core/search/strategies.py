@@ -25,7 +25,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from optui.core.search.spec import Point, SearchSpec, point_from_json
+from optui.core.bench.compare import Judgement
+from optui.core.bench.compare import judge as judge_runs
+from optui.core.search.spec import Point, SearchSpec, point_from_json, point_text
 
 TrialStatus = Literal["ok", "violates", "failed"]
 Phase = Literal["explore", "confirm"]
@@ -200,6 +202,55 @@ def winner(spec: SearchSpec, trials: Sequence[Trial]) -> Standing | None:
     """The best feasible configuration (None when none is feasible)."""
     best = next(iter(standings(spec, trials)), None)
     return best if best is not None and best.feasible else None
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The winner against another configuration tried (``role``: "runner-up", the next
+    feasible one, or "first trial", the configuration the search began with): the verdict
+    of the winner's benchmark runs against the other's (:attr:`Standing.run_scores`,
+    :func:`~optui.core.bench.compare.judge`: the test the experiments' verdicts use)."""
+
+    role: str
+    other: Standing
+    judgement: Judgement
+
+    def to_json(self) -> dict:
+        """``role``, ``flags``, ``score`` (the other's median) and ``evidence`` (Judgement.to_json)."""
+        return {"role": self.role, "flags": point_text(self.other.point), "score": self.other.score,
+                "evidence": self.judgement.to_json()}
+
+
+def winner_comparisons(spec: SearchSpec, trials: Sequence[Trial]) -> tuple[Comparison, ...]:
+    """The winner (:func:`winner`) against the runner-up and against the first trial's
+    configuration (when that is neither and was measured); () without a winner."""
+    table = standings(spec, trials)
+    best = table[0] if table and table[0].feasible else None
+    if best is None:
+        return ()
+    sign = 1 if spec.goal.goal == "max" else -1
+    others = [("runner-up", s) for s in table[1:2] if s.feasible]
+    first = min((t.number for t in trials), default=None)
+    start = next((s for s in table if first in s.trials), None)
+    if start is not None and start is not best and all(start is not o for _, o in others) and start.score is not None:
+        others.append(("first trial", start))
+    return tuple(Comparison(role, other, judge_runs(best.run_scores, other.run_scores, sign)) for role, other in others)
+
+
+def winner_text(spec: SearchSpec, best: Standing, comparisons: Sequence[Comparison]) -> str:
+    """``"best -np 4 -ub 256: output_tok_s 42.2 (median of 2 trials, 6 runs); vs -np 4 -ub
+    128 (runner-up): same (n=6 vs 6, ±20.1 % / ±18.0 %, p=0.26) — no configuration is
+    better outside the noise"``: the winner with its evidence, as a verdict carries it; a
+    single configuration (nothing to compare) says so."""
+    head = f"best {point_text(best.point) or '(fixed flags)'}: {spec.goal.metric} {best.score:.4g} ({best.count_text})"
+    if not comparisons:
+        return head + " — the only configuration measured: nothing to compare it with"
+    parts = [f"vs {point_text(c.other.point) or '(fixed flags)'} ({c.role}): {c.judgement.verdict} "
+             f"({c.judgement.evidence()})" for c in comparisons]
+    beaten = [c.role for c in comparisons if c.judgement.verdict == "better"]
+    tail = (f"it beat the {' and the '.join(beaten)} outside the noise" if beaten
+            else "no configuration is better outside the noise")
+    return "; ".join([head, *parts]) + " — " + tail
 
 
 # ------------------------------------------------------------------ the largest load under the SLA
