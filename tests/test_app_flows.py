@@ -130,6 +130,9 @@ async def test_benchmark_fills_results_table(tmp_path):
         assert any("Serving Benchmark Result" in line for line in log.lines)
         finished = session.journal.events(types=["bench.finished"])[-1]
         assert [r["completed"] for r in finished.data["results"]] == [16, 16, 16]
+        # the journal's line gives the table's figures, named (it gave another run's TTFT p50)
+        out, ttft = str(row["out"]).replace(",", ""), str(row["ttft"])
+        assert f"median of 3 runs, {out} out tok/s, TTFT p50 {ttft} ms" in finished.summary(), finished.summary()
         await pilot.press("q")
 
 
