@@ -79,6 +79,23 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         await pilot.press("q")
 
 
+async def test_1_focuses_the_fleet_grid_whose_keys_then_work(tmp_path):
+    """New user: in `optui demo --fleet 64`, 1 then s / i / / did nothing (1 focused the
+    configured hosts' list above the grid; only Tab reached it). 1 now focuses the grid, its
+    sort key works at once; 1 again goes to the hosts' list."""
+    app = fleet_app(tmp_path)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: app.query("#fleet") and len(app.query_one("#fleet").shown_hosts()) == HOSTS)
+        grid = app.query_one("#fleet")
+        await pilot.press("1")
+        assert app.focused is grid
+        await pilot.press("s")
+        await wait_for(pilot, lambda: "sort free memory" in grid._rows[0].plain, timeout=5, what=lambda: grid._rows[0].plain)
+        await pilot.press("1")
+        assert app.focused is app.query_one("#gpus")
+        await pilot.press("q")
+
+
 def test_the_simulated_fleet_one_exporter_stops_and_its_gpus_age():
     clock = [1_000_000.0]
     hosts = STOPPING_HOST + 3

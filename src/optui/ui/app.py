@@ -491,7 +491,8 @@ class OptuiApp(App):
         return allowed(self, action, parameters)  # False: hidden from the footer and refused
 
     def action_focus_panel(self, name: str) -> None:
-        """Focus panel ``name`` (the number keys). The panel is shown whatever the layout:
+        """Focus panel ``name`` (the number keys; with a fleet, ``1`` focuses its grid, ``1``
+        again the configured hosts' GPUs). The panel is shown whatever the layout:
         while one panel is zoomed the zoom moves to it, and a panel the layout hides or
         squeezes to its border (a short side pane) is zoomed."""
         if not self.panels_mounted:  # a key in the first frame's few ms: nothing to focus yet
@@ -501,6 +502,10 @@ class OptuiApp(App):
         if zoomed is not None and zoomed is not box or zoomed is None and not self._has_room(box):
             box.screen.maximize(box, container=False)
         target = self.query_one(_FOCUS_TARGET[name])
+        grids = self.query("#fleet") if name == "gpus" else None
+        if grids:  # fleet mode: the grid is the GPU panel's subject; 1 again: the configured hosts
+            grid = grids.first()
+            target = target if self.focused is grid else grid
         focus_now(target.focus_target() if hasattr(target, "focus_target") else target)
 
     def _has_room(self, box: Widget) -> bool:
