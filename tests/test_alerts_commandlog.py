@@ -33,6 +33,18 @@ def test_server_alerts_fire_once_per_transition():
     assert [a.kind for a in w.check(FakeState(servers=(server(ServerState.HUNG),)))] == ["hung"]
 
 
+def test_a_crash_alert_quotes_the_line_of_its_class_not_the_last_line():
+    """SGLang's parent ends an OOM's log with "Received sigquit from a child process": the
+    alert quoted it (new user) instead of the OutOfMemoryError line that decided the class."""
+    lines = ("[2026-12-01 10:00:00 TP0] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+             "[2026-12-01 10:00:01] Received sigquit from a child process. It usually means the child failed.")
+    w = AlertWatcher()
+    w.check(FakeState(servers=(server(ServerState.READY),)))
+    crash = w.check(FakeState(servers=(server(ServerState.CRASHED, CrashClass.OOM, lines),)))
+    assert [a.kind for a in crash] == ["oom"] and "OutOfMemoryError" in crash[0].message, crash
+    assert "sigquit" not in crash[0].message
+
+
 def test_gpu_memory_alert_with_hysteresis_and_lost_host():
     w = AlertWatcher(mem_alert_pct=90)
     assert [a.kind for a in w.check(FakeState(hosts=(gpu_host(95),)))] == ["gpu_memory"]

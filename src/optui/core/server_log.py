@@ -442,6 +442,19 @@ class LogClassifier:
         return lines[-limit:]
 
 
+def line_of_class(lines: Sequence[str], crash_class: CrashClass | None) -> str:
+    """The last of ``lines`` (a crash's relevant log lines, oldest first) that shows
+    ``crash_class`` (its signature: the cudaMalloc / OutOfMemoryError line of an oom), else
+    the last line, else "". A crash's one-line summary quotes it: SGLang's parent ends its log
+    with "Received sigquit from a child process", which says nothing of the cause."""
+    if crash_class is not None:
+        patterns = [pattern for cls, pattern in _CRASH_PATTERNS if cls is crash_class]
+        for line in reversed(lines):
+            if any(pattern.search(line) for pattern in patterns):
+                return line
+    return lines[-1] if lines else ""
+
+
 def _is_wrapper(exception_line: str) -> bool:
     """``exception_line`` only says that a startup failed elsewhere (see the wrappers of
     :data:`_CRASH_PATTERNS`)."""

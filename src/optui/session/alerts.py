@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from optui.core.gpu import HostStatus
+from optui.core.server_log import line_of_class
 from optui.core.server_state import CrashClass, ServerState
 
 REARM_BELOW_PCT = 5.0
@@ -60,7 +61,7 @@ class AlertWatcher:
             if prev is None or prev is s.state:
                 continue
             if s.state is ServerState.CRASHED:
-                line = s.crash_lines[-1] if s.crash_lines else (s.message or "")
+                line = line_of_class(s.crash_lines, s.crash_class) or s.message or ""
                 if s.crash_class is CrashClass.OOM:
                     out.append(Alert("oom", s.name, f"{s.name}: out of memory — {line}"))
                 else:
