@@ -14,9 +14,7 @@
 # Knobs (environment): LLAMA_SERVER=path (skip the build), MODEL_ARGS (make_tiny_gguf.py sizes),
 # SERVER_ARGS, NO_GPU=1 (no nvidia-smi parts), PYTHON, INSTALL_WHEELS=0 (use PYTHON's packages),
 # PYTEST_ARGS / PYTEST_TIMEOUT_S, BUDGET_S (default 540: the whole script), BENCH_IN/OUT/PROMPTS,
-# BIGKV_NP/BIGKV_CTX (the -np/-c restart), OOM_CTX (the launch that cannot fit), CUDA_ARCH, JOBS, WORK,
-# PLAN (campaign: the whole loop; search: the start, then `optui search run slots` over -np x -ub, the
-# search's status and the findings).
+# BIGKV_NP/BIGKV_CTX (the -np/-c restart), OOM_CTX (the launch that cannot fit), CUDA_ARCH, JOBS, WORK.
 #
 # No `set -e`: a failing step is logged and the next one runs; every wait is bounded.
 set -uo pipefail
@@ -43,9 +41,6 @@ BENCH_PROMPTS=${BENCH_PROMPTS:-48}
 NO_GPU=${NO_GPU:-}
 PYTEST_ARGS=${PYTEST_ARGS:-}
 PYTEST_TIMEOUT_S=${PYTEST_TIMEOUT_S:-300}
-PLAN=${PLAN:-campaign}
-SEARCH_NP=${SEARCH_NP:-1, 4, 8}
-SEARCH_UB=${SEARCH_UB:-256, 512}
 export TERM=${TERM:-xterm-256color} PYTHONUNBUFFERED=1
 
 T0=$SECONDS
@@ -246,19 +241,6 @@ server = "llama"
 builtin = {{ concurrency = [4], input_len = $BENCH_IN, output_len = 256, prompts = 100000 }}
 stall_s = 20
 silent_s = 60
-
-# PLAN=search: slots x micro-batch, the gen benchmark each trial, the best re-run before a winner
-[search.slots]
-server = "llama"
-bench = "gen"
-strategy = "grid"
-objective = "max output_tok_s"
-constraints = ["ttft_p99_ms <= 10000"]
-confirm_top = 1
-
-[search.slots.flags]
-"-np" = [$SEARCH_NP]
-"-ub" = [$SEARCH_UB]
 """)
 EOF
 cp "$CAMP/optui.toml" "$WORK/art/"
@@ -277,13 +259,6 @@ step status-ready 30 optui status --json
 step gpus-serving-idle 30 "${PROBE[@]}" gpu-pair --url "$URL" --optui optui
 step restart-same 150 optui restart llama --json
 step journal-tail-1 30 optui journal tail -n 12
-
-if [[ $PLAN == search ]]; then
-    # A flag search through optui's own loop: every trial a restart, the ready gate, gen, the comparison.
-    step search 300 optui search run slots
-    step search-status 30 optui search status slots --json
-    step experiments-search 30 optui journal experiments
-else
 
 # Baseline sweep c=1,4,16; meanwhile optui's live load against the server's own counters.
 step_bg bench-sweep-baseline 240 optui bench run llama sweep --json
@@ -332,7 +307,6 @@ step alive-after-tui-quit 20 bash -c 'pid=$("$0" "$1" pid "$3" llama) && ps -o p
     "$PYTHON" "$HERE/probe.py" "$URL" "$CAMP/.optui"
 step tui-reattached 90 "$PYTHON" "$HERE/tui_drive.py" "$CAMP/optui.toml" --out "$OUT" --prefix tui-reattached --size 200x50 --timeout 60
 step pid-after-tui 10 "${PROBE[@]}" pid "$CAMP/.optui" llama
-fi
 step status-final 30 optui status --json
 step experiments-final 30 optui journal experiments
 RESERVE_S=5  # the rest is the report and packing
