@@ -99,6 +99,8 @@ async def test_bad_flag_shows_crash_class_and_rollback(tmp_path):
         await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "crashed", timeout=30)
         assert str(rt.status.crash_class) == "bad_flag"
         assert any("unrecognized arguments" in line for line in rt.status.crash_lines)
+        # the state is shown before the journal thread has written the restart's events
+        await wait_for(pilot, lambda: session.journal.events(types=["server.failed"]), timeout=30, what="server.failed")
         failed = session.journal.events(types=["server.failed"])[-1]
         assert failed.data["class"] == "bad_flag"
         await pilot.press("ctrl+r", "y")

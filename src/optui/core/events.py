@@ -13,9 +13,11 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from optui.core.bench.compare import run_medians, runs_label
-from optui.core.bench.result import BenchResult
+if TYPE_CHECKING:
+    from optui.core.bench.result import BenchResult
+
 
 # Event types (``type`` column). Keep names stable: exports and agents rely on them.
 SERVER_STATE = "server.state"
@@ -72,6 +74,10 @@ TYPE_GROUPS: dict[str, frozenset[str]] = {
 def _sweep_points(runs: list[dict]) -> str:
     """``"c=1 95.0 · c=2 181.0 · c=4 300.0"``: the median output tok/s per concurrency of a
     sweep's comparable runs (repeats folded: :func:`run_medians`); ``""`` when the runs are of one concurrency."""
+    # here, not at the top: the journal panel's first frame imports this module, not the bench code
+    from optui.core.bench.compare import run_medians
+    from optui.core.bench.result import BenchResult
+
     by_conc: dict[object, list[BenchResult]] = {}
     for x in runs:
         conc = x.get("max_concurrency") if x.get("max_concurrency") is not None else (x.get("workload") or {}).get("max_concurrency")
@@ -183,6 +189,9 @@ class Event:
                 return f"bench {d.get('bench', '')} {d.get('status', '')}, sweep {points} out tok/s"
             head = f"bench {d.get('bench', '')} {d.get('status', '')}"
             if runs:  # each figure the median of the runs', as the bench table's row (not one run's)
+                from optui.core.bench.compare import run_medians, runs_label
+                from optui.core.bench.result import BenchResult
+
                 ok, n, medians = run_medians(BenchResult.from_json(x) for x in runs)
                 head += f", {runs_label(ok, n)}"
                 tput, ttft = medians["output_throughput_tok_s"], medians["ttft_ms.median"]

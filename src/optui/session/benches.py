@@ -150,14 +150,12 @@ class BenchService:
         return True
 
     async def wait(self) -> None:
-        """Wait for the current run's task to finish (tests, CLI), then for its events and
-        results to be written (they are queued on the journal thread in the TUI; a journal
-        that stays locked or fails is reported by the writer, not raised here)."""
+        """Wait for the current run's task to finish (tests, CLI). In the TUI its result may
+        still be queued on the journal thread (``session.synced()`` waits for that): under
+        another process's lock a result waits there up to a minute, and this must not."""
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            with contextlib.suppress(SessionError, JournalError):
-                await self._writer.call(lambda: None)
 
     # ------------------------------------------------------------ baselines
     def baseline_for(self, result: BenchResult) -> StoredResult | None:

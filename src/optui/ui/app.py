@@ -45,8 +45,7 @@ from optui.ui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
     from optui.session import Session
-    from optui.session.search import SearchProgress
-    from optui.session.state import SessionState
+    from optui.session.state import SearchProgress, SessionState
 
 class PanelBox(Vertical):
     """A bordered panel (GPUs, Servers...): the unit that ``z`` zooms to full screen."""
