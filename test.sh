@@ -30,6 +30,13 @@ PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 say() { echo "test.sh: $*" >&2; }
 
+# Byte-code caches on. An image that sets PYTHONDONTWRITEBYTECODE=1 (this project's machines do)
+# makes every test process compile optui again (each optui CLI call, demo server, xdist worker)
+# and pytest rewrite every test module's asserts again: the serial part's collection took 15.6 s
+# of CPU instead of 6.4 s, an `optui status` 1.4 s instead of 0.95 s. The caches go to the
+# ignored __pycache__ folders of this checkout.
+unset PYTHONDONTWRITEBYTECODE
+
 if ! command -v "$PYTHON" >/dev/null; then
     say "no interpreter '$PYTHON' on PATH (set PYTHON=/path/to/python3.11-or-newer)"
     exit 1
