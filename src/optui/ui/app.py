@@ -146,6 +146,8 @@ class OptuiApp(App):
         self._key_pressed = asyncio.Event()  # a key ends the render loop's pause between frames
         #: the flag search another optui process runs here (a SearchProgress; None: none)
         self.search_elsewhere: SearchProgress | None = None
+        self._search_looked_at = 0.0  # monotonic s of the last look for it
+        self._search_looking = False
         if title:
             self.sub_title = title
         self._theme_errors = self._apply_theme()
@@ -311,19 +313,29 @@ class OptuiApp(App):
         self._bell = bool(config.bell)
         self.refresh_bindings()
         await client.start()
-        self.run_worker(self._follow_searches_elsewhere(client), name="search-elsewhere", group="session",
-                        exit_on_error=False)
         await self._render_loop(client)
 
-    async def _follow_searches_elsewhere(self, client: SessionClient) -> None:
-        """Every :data:`SEARCH_ELSEWHERE_S`: the flag search another optui process runs here
-        (``optui search run`` beside the TUI), for the todo panel's line and ``S``."""
-        while True:
-            try:
-                self.search_elsewhere = await client.search_elsewhere()
-            except Exception:  # a journal that cannot be read now: the next look may
-                self.search_elsewhere = None
-            await asyncio.sleep(SEARCH_ELSEWHERE_S)
+    def _look_for_search_elsewhere(self, state: SessionState) -> None:
+        """At most every :data:`SEARCH_ELSEWHERE_S`, while the journal's recent events hold a
+        flag search's (or one was seen): read the search another optui process runs here
+        (``optui search run`` beside the TUI), for the todo panel's line and ``S``. An idle
+        dashboard with no search reads nothing (no wake-up of the journal thread)."""
+        if self.search_elsewhere is None and not any(e.type.startswith("search.") for e in state.events):
+            return
+        now = time.monotonic()
+        if self._search_looking or now - self._search_looked_at < SEARCH_ELSEWHERE_S:
+            return
+        self._search_looked_at, self._search_looking = now, True
+        self.run_worker(self._read_search_elsewhere(), group="search-elsewhere", exit_on_error=False)
+
+    async def _read_search_elsewhere(self) -> None:
+        client = self.client
+        try:
+            self.search_elsewhere = await client.search_elsewhere() if client is not None else None
+        except Exception:  # a journal that cannot be read now: the next look may
+            self.search_elsewhere = None
+        finally:
+            self._search_looking = False
 
     async def _render_loop(self, client: SessionClient) -> None:
         """Repaint from the session's snapshot whenever it changes (≤ 1/MIN_FRAME_S Hz),
@@ -447,8 +459,10 @@ class OptuiApp(App):
         parts = [f"⚗ {len(runs.steps)} (S stops)"] if runs.running else []
         if state.search is not None and state.search.status == "running":  # its trials are these runs
             parts = [state.search.line()]
-        elif self.search_elsewhere is not None:  # another optui process runs one on this campaign
-            parts = [self.search_elsewhere.line(), *parts]
+        else:
+            self._look_for_search_elsewhere(state)
+            if self.search_elsewhere is not None:  # another optui process runs one on this campaign
+                parts = [self.search_elsewhere.line(), *parts]
         if follows:
             parts.append("following " + "  ".join(follows))
         self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts))
