@@ -63,7 +63,7 @@ def push_agent_request(app) -> None:
     app.push_screen(AgentRequestScreen(AgentRequest(
         seq=118, agent="agent:claude-code", action="restart", server="qwen",
         diff=("~ --max-running-requests: 64 → 128",), argv=(), why="KV cache is at 40 %: room for more requests",
-        deadline_ts=time.time() + 240)))
+        deadline_ts=1_800_000_240.0), clock=lambda: 1_800_000_000.0))  # 240 s left, however late it is drawn
 
 
 #: screen module → (screen class name, keys before it opens or a function that pushes it, keys after)

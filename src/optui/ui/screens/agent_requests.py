@@ -5,6 +5,7 @@ denies, Esc leaves it waiting (it times out on the agent's side)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -48,15 +49,17 @@ class AgentRequestScreen(ModalScreen[str | None]):
     AgentRequestScreen Button { margin-left: 2; }
     """
 
-    def __init__(self, request: AgentRequest) -> None:
+    def __init__(self, request: AgentRequest, *, clock: Callable[[], float] = time.time) -> None:
+        """``clock``: Unix seconds now (the countdown to the request's deadline)."""
         super().__init__()
         self.request = request
+        self._clock = clock
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"{safe_line(self.request.agent)} asks", id="agent-request-title", markup=False)
             with VerticalScroll():
-                yield Static(request_body(self.request, time.time()), id="agent-request-body", markup=False)
+                yield Static(request_body(self.request, self._clock()), id="agent-request-body", markup=False)
             with Horizontal():
                 yield Button("Later (esc)", id="later", variant="default")
                 yield Button("Deny (d)", id="deny", variant="error")
