@@ -15,17 +15,26 @@ from tests.test_search_runs import campaign
 pytestmark = pytest.mark.timeout(120)
 
 
+def todo_subtitle(app) -> str:
+    """The todo panel's line (where a running search shows)."""
+    return str(app.query_one("#todo-box").border_subtitle or "")
+
+
+async def demo_ready(pilot, session) -> None:
+    rt = session.servers["demo"]
+    await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None, timeout=30)
+
+
 async def test_the_todo_panel_shows_the_search_live_and_S_stops_it(tmp_path):
     cfg = campaign(tmp_path)
     app = OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
     s = app.session
 
     def subtitle() -> str:
-        return str(app.query_one("#todo-box").border_subtitle or "")
+        return todo_subtitle(app)
 
     async with app.run_test(size=(220, 50)) as pilot:
-        await wait_for(pilot, lambda: s.servers["demo"].status.state.value == "ready" and s.servers["demo"].status.busy is None,
-                       timeout=30)
+        await demo_ready(pilot, s)
         await s.search.start(parse_search_text(cfg.read_text(), str(cfg), "batch"), "batch")
         # the third trial's benchmark: the first one is the best so far, the second (OOM) infeasible
         await wait_for(pilot, lambda: "trial 3/5" in subtitle() and "(bench tiny)" in subtitle(), timeout=60)
@@ -70,11 +79,10 @@ async def test_a_search_run_from_the_cli_shows_in_the_tui_and_S_there_stops_it(t
     s = app.session
 
     def subtitle() -> str:
-        return str(app.query_one("#todo-box").border_subtitle or "")
+        return todo_subtitle(app)
 
     async with app.run_test(size=(220, 50)) as pilot:
-        await wait_for(pilot, lambda: s.servers["demo"].status.state.value == "ready" and s.servers["demo"].status.busy is None,
-                       timeout=30)
+        await demo_ready(pilot, s)
         cli = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(cfg), "search", "run", "batch"],
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env=subprocess_env(), start_new_session=True)
