@@ -5,16 +5,19 @@ path is tests/test_fleet_prometheus.py."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from optui.config import Config
 from optui.core.fleet import (
     GEN_RATE_LABEL,
+    SERVER_TIME_LABEL,
     FleetServer,
     FleetState,
     configured_server,
     fleet_query,
+    fleet_server_at,
     host_of,
     records_from_samples,
     servers_from_samples,
@@ -54,14 +57,15 @@ def dcgm_answer(at: float = 1000.0, sample_at: float = 999.5, omit: tuple[str, .
 
 def test_the_one_query_reads_every_gpu_series_with_the_users_selector():
     query = fleet_query('{cluster="a", env!="dev"}')
-    head, times, servers, rate = query.split(" or ")
+    head, times, servers, rate, server_times = query.split(" or ")
     assert head.startswith('max by (__name__, UUID, gpu, modelName, Hostname, uuid, index, name, instance, job) '
                            '({__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_FREE|DCGM_FI_DEV_FB_RESERVED|')
     for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_GPU_TEMP",
                  "DCGM_FI_DEV_POWER_USAGE", "nvidia_smi_memory_used_bytes", "nvidia_smi_gpu_info"):
         assert name in head
     assert head.endswith(',cluster="a", env!="dev"})')
-    assert all('cluster="a"' in part for part in (times, servers, rate))  # every part has the selector
+    assert all('cluster="a"' in part for part in (times, servers, rate, server_times))  # every part has the selector
+    assert server_times.startswith("label_replace(max by (instance, job) (timestamp(") and SERVER_TIME_LABEL in server_times
     assert "vllm:num_requests_running" in servers and "sglang:token_usage" in servers
     assert servers.startswith("sum by (__name__, instance, job, model_name) (")
     assert 'irate({__name__=~"sglang:generation_tokens_total|vllm:generation_tokens_total|' in query
@@ -185,7 +189,7 @@ def test_inference_servers_series_are_one_record_per_server():
     assert (llama.running, llama.kv_cache_pct, llama.gen_tok_s) == (1, None, None)
     assert records_from_samples(parse_vector_answer(text)) == []  # no GPU from a server's series
     snap = FleetState(2.0).update(parse_vector_answer(text), now=2.0)
-    assert snap.servers_by_host()["node-7"] == (v,)
+    assert snap.servers_by_host()["node-7"] == (replace(v, age_s=1.0),)  # sampled at the answer's time
 
 
 def test_a_fleet_server_at_a_configured_servers_address_is_that_server():
@@ -193,3 +197,28 @@ def test_a_fleet_server_at_a_configured_servers_address_is_that_server():
     assert configured_server(server, {"a": "http://node-6:8000", "qwen": "http://NODE-7:8000/"}) == "qwen"
     assert configured_server(server, {"a": "http://node-7:8001"}) is None
     assert configured_server(FleetServer("p", "p:80", "sglang"), {"web": "http://p"}) == "web"
+    # the other way: a configured server's url finds its fleet series
+    assert fleet_server_at("http://NODE-7:8000/v1", [FleetServer("p", "p:80", "sglang"), server]) is server
+    assert fleet_server_at("http://node-7:8001", [server]) is None and fleet_server_at("not a url", [server]) is None
+    ipv6 = FleetServer(host="::1", instance="[::1]:30000", kind="sglang")
+    assert fleet_server_at("http://[::1]:30000", [ipv6]) is ipv6 and configured_server(ipv6, {"s": "http://[::1]:30000"}) == "s"
+
+
+def test_a_server_without_new_samples_for_three_intervals_is_stale_with_its_age():
+    """Issue 21: stale inference-server series show as stale with their age, like GPUs (a server
+    that left the answer was dropped at once)."""
+    vllm = {"instance": "node-7:8000", "job": "vllm"}
+
+    def scraped(at: float) -> list:
+        return parse_vector_answer(answer([("vllm:num_requests_running", vllm, at + 0.3, "12"),
+                                           ("", {**vllm, SERVER_TIME_LABEL: "1"}, at + 0.3, str(at))]))
+    state = FleetState(interval_s=2.0)
+    state.update(scraped(1000.0), now=1000.3)
+    fresh = state.update(scraped(1002.0), now=1002.3).servers[0]  # its scrape gap: 2 s
+    assert (fresh.sampled_at, fresh.stale, fresh.running) == (1002.0, False, 12) and fresh.age_s == pytest.approx(0.3)
+    # its exporter stopped: the series left the answer; the server stays, aging
+    assert not state.update([], now=1007.9).servers[0].stale  # 5.9 s: within 3 x 2 s
+    late = state.update([], now=1008.5).servers[0]
+    assert late.stale and late.age_s == pytest.approx(6.5) and late.running == 12
+    assert state.failed("Prometheus at http://p:9090 did not answer within 5 s", now=1009.0).servers[0].stale
+    assert late.to_json()["stale"] is True and late.to_json()["age_s"] == pytest.approx(6.5)

@@ -16,10 +16,12 @@ import pytest
 from optui.adapters.prometheus import PrometheusClient, PrometheusError
 from optui.core.fleet import FLEET_GPU_JSON_KEYS, FleetState, fleet_query
 from optui.core.gpu import GPU_JSON_KEYS
+from optui.ui.widgets.fleet_grid import server_load
 from tests.helpers.demo import free_port, subprocess_env
 from tests.helpers.prometheus import (
     GPUS_PER_HOST,
     MODEL,
+    SMI_MODEL,
     DcgmExporters,
     MetricsServer,
     Prometheus,
@@ -27,12 +29,18 @@ from tests.helpers.prometheus import (
     gpu_uuid,
     gpu_values,
     host_name,
+    nvidia_smi_text,
     prometheus_binary,
+    smi_uuid,
+    smi_values,
 )
 
 HOSTS = 3
 NO_COPY_UTIL = 2  # this host's exporter has no DCGM_FI_DEV_MEM_COPY_UTIL series
-STOPPED = 1  # the staleness test stops this host's exporter (it runs last)
+STOPPED = 1  # the staleness test stops this host's exporter and its SGLang server (it runs last)
+SMI_HOST = "smi-node-000"  # a host with nvidia_gpu_exporter (no Hostname label: its instance names it)
+SMI_GPUS = 2
+ALL_GPUS = HOSTS * GPUS_PER_HOST + SMI_GPUS
 FIELDS = {"DCGM_FI_DEV_FB_USED": "mem_used_mib", "DCGM_FI_DEV_FB_FREE": "mem_free_mib",
           "DCGM_FI_DEV_FB_RESERVED": "mem_reserved_mib", "DCGM_FI_DEV_GPU_UTIL": "util_gpu_pct",
           "DCGM_FI_DEV_MEM_COPY_UTIL": "util_mem_pct", "DCGM_FI_DEV_GPU_TEMP": "temp_c",
@@ -63,12 +71,15 @@ def server_text(kind: str):
 def fleet(tmp_path_factory):
     prometheus_binary()
     exporters = DcgmExporters(HOSTS, omit={NO_COPY_UTIL: frozenset({"DCGM_FI_DEV_MEM_COPY_UTIL"})})
-    servers = [MetricsServer(server_text("vllm")), MetricsServer(server_text("sglang"))]
-    jobs = [("vllm", servers[0].target, f"{host_name(0)}:8000"), ("sglang", servers[1].target, f"{host_name(1)}:30000")]
+    servers = [MetricsServer(server_text("vllm")), MetricsServer(server_text("sglang")),
+               MetricsServer(lambda: nvidia_smi_text(SMI_GPUS))]
+    jobs = [("vllm", servers[0].target, f"{host_name(0)}:8000"), ("sglang", servers[1].target, f"{host_name(1)}:30000"),
+            ("nvidia_gpu_exporter", servers[2].target, f"{SMI_HOST}:9835")]
     prom = Prometheus(tmp_path_factory.mktemp("prometheus"), exporters.targets(), jobs=jobs).start()
     try:
         prom.wait_series("DCGM_FI_DEV_FB_USED", HOSTS * GPUS_PER_HOST)  # every exporter scraped once
-        yield exporters, prom
+        prom.wait_series("nvidia_smi_memory_used_bytes", SMI_GPUS)
+        yield exporters, prom, servers
     finally:
         prom.stop()
         exporters.close()
@@ -92,16 +103,26 @@ async def read_fleet(client: PrometheusClient, state: FleetState, want_gpus: int
 
 
 async def test_what_optui_reads_is_what_the_exporters_served(fleet):
-    exporters, prom = fleet
+    exporters, prom, _ = fleet
     client = PrometheusClient(prom.url, timeout_s=5)
     try:
         state = FleetState(interval_s=1.0)
-        snap = await read_fleet(client, state, HOSTS * GPUS_PER_HOST)
-        assert len(snap.gpus) == HOSTS * GPUS_PER_HOST and snap.error is None
-        gpu_series = HOSTS * GPUS_PER_HOST * 8 - GPUS_PER_HOST  # 7 values + 1 sample time a GPU
-        assert gpu_series < snap.series <= gpu_series + 2 * 4  # and the servers' 3 gauges + tok/s
-        assert list(snap.hosts()) == [host_name(h) for h in range(HOSTS)]
-        for gpu in snap.gpus:
+        snap = await read_fleet(client, state, ALL_GPUS)
+        assert len(snap.gpus) == ALL_GPUS and snap.error is None
+        # dcgm: 7 values + 1 sample time a GPU; nvidia_smi: 7 values + its info + 1 sample time
+        gpu_series = HOSTS * GPUS_PER_HOST * 8 - GPUS_PER_HOST + SMI_GPUS * 9
+        assert gpu_series < snap.series <= gpu_series + 2 * 5  # and the servers' 3 gauges + tok/s + sample time
+        assert list(snap.hosts()) == [*(host_name(h) for h in range(HOSTS)), SMI_HOST]
+        # nvidia_gpu_exporter's series (the second mapping), through the real scrape: optui's units
+        smi = snap.hosts()[SMI_HOST]
+        assert [(g.index, g.uuid, g.model, g.exporter) for g in smi] == [
+            (i, smi_uuid(i), SMI_MODEL, "nvidia_smi") for i in range(SMI_GPUS)]
+        for gpu in smi:
+            for key, value in smi_values(gpu.index).items():
+                if key.startswith("optui:"):
+                    assert getattr(gpu, key.split(":")[1]) == pytest.approx(value), (key, gpu)
+            assert 0 <= gpu.age_s < 5 and not gpu.stale and gpu.mem_total_mib == pytest.approx(80_553)
+        for gpu in (g for g in snap.gpus if g.exporter == "dcgm"):
             host = int(gpu.host.rsplit("-", 1)[1])
             assert (gpu.uuid, gpu.model, gpu.exporter) == (gpu_uuid(host, gpu.index), MODEL, "dcgm")
             served = exporters.served(host)
@@ -129,7 +150,7 @@ async def test_what_optui_reads_is_what_the_exporters_served(fleet):
 
 
 async def test_inference_servers_are_beside_their_hosts_gpus(fleet):
-    _, prom = fleet
+    _, prom, _ = fleet
     client = PrometheusClient(prom.url, timeout_s=5)
     try:
         state = FleetState(interval_s=1.0)
@@ -154,7 +175,7 @@ async def test_inference_servers_are_beside_their_hosts_gpus(fleet):
 
 
 async def test_a_bad_or_missing_token_is_refused_clearly_and_never_shown(fleet):
-    _, prom = fleet
+    _, prom, _ = fleet
     proxy = PromProxy(prom.url, token="s3cret-right")
     clients = []
     try:
@@ -179,7 +200,7 @@ async def test_a_bad_or_missing_token_is_refused_clearly_and_never_shown(fleet):
 
 
 async def test_a_slow_prometheus_times_out_and_a_down_one_is_a_clear_error(fleet):
-    _, prom = fleet
+    _, prom, _ = fleet
     proxy = PromProxy(prom.url)
     client = PrometheusClient(proxy.url, timeout_s=0.3)
     try:
@@ -226,27 +247,36 @@ def optui_cli(directory, prometheus_url: str, *args: str, server: bool = False) 
 
 
 def test_gpus_and_status_json_list_every_fleet_gpu(fleet, tmp_path):
-    exporters, prom = fleet
+    exporters, prom, _ = fleet
     done = optui_cli(tmp_path, prom.url, "gpus", "--json")
     assert done.returncode == 0, done.stderr
     gpus = json.loads(done.stdout)
-    assert len(gpus) == HOSTS * GPUS_PER_HOST
+    assert len(gpus) == ALL_GPUS
     for gpu in gpus:
         assert tuple(gpu) == FLEET_GPU_JSON_KEYS and set(GPU_JSON_KEYS) <= set(gpu)
+        if gpu["exporter"] == "nvidia_smi":
+            assert (gpu["host"], gpu["name"], gpu["mem_total_mib"]) == (SMI_HOST, SMI_MODEL, pytest.approx(80_553))
+            continue
         host = int(gpu["host"].rsplit("-", 1)[1])
         assert (gpu["uuid"], gpu["name"], gpu["exporter"]) == (gpu_uuid(host, gpu["index"]), MODEL, "dcgm")
         assert any(gpu["mem_used_mib"] == v["DCGM_FI_DEV_FB_USED"] and gpu["mem_free_mib"] == v["DCGM_FI_DEV_FB_FREE"]
                    for v in (gpu_values(host, gpu["index"], g) for g in exporters.served(host)))
         assert gpu["util_mem_pct"] is None if host == NO_COPY_UTIL else gpu["util_mem_pct"] is not None
     table = optui_cli(tmp_path, prom.url, "gpus")
-    assert table.returncode == 0 and f"{HOSTS * GPUS_PER_HOST} GPUs on {HOSTS} hosts" in table.stdout
+    assert table.returncode == 0 and f"{ALL_GPUS} GPUs on {HOSTS + 1} hosts" in table.stdout
     status = optui_cli(tmp_path, prom.url, "status", "--json", "--wait", "0", server=True)
     assert status.returncode == 0, status.stderr
-    fleet_status = json.loads(status.stdout)["fleet"]
+    data = json.loads(status.stdout)
+    fleet_status = data["fleet"]
     assert fleet_status["prometheus"] == prom.url and fleet_status["error"] is None
     assert {(g["host"], g["index"]) for g in fleet_status["gpus"]} == {(g["host"], g["index"]) for g in gpus}
     assert {(srv["host"], srv["kind"], srv["configured"]) for srv in fleet_status["servers"]} == {
         (host_name(0), "vllm", "llama"), (host_name(1), "sglang", None)}  # [servers.llama] joins both views
+    # and its own entry carries its live load from Prometheus (optui cannot reach it: control none)
+    [llama] = data["servers"]
+    assert llama["name"] == "llama" and llama["load"]["running"] is None
+    assert llama["fleet"]["instance"] == f"{host_name(0)}:8000" and llama["fleet"]["stale"] is False
+    assert (llama["fleet"]["running"], llama["fleet"]["waiting"], llama["fleet"]["kv_cache_pct"]) == (12, 3, 45)
     dead = f"http://127.0.0.1:{free_port()}"
     down = optui_cli(tmp_path, dead, "gpus", "--json")
     assert down.returncode == 1 and "cannot connect to Prometheus" in json.loads(down.stdout)["error"]
@@ -258,18 +288,70 @@ def test_gpus_and_status_json_list_every_fleet_gpu(fleet, tmp_path):
     assert data["hosts"][0]["host"] == "local" and data["journal_error"] is None
 
 
+async def test_the_tui_joins_a_configured_server_to_its_series_and_names_a_slow_prometheus(fleet, tmp_path):
+    """Issue 21 in the real app: [servers.llama] at host 0's vLLM address (control none: optui
+    cannot reach it) shows its live load from Prometheus on its Servers row, and the host's
+    details mark it as optui's; a Prometheus that does not answer is a clear message in the
+    status line while the keys keep working, gone once it answers again."""
+    from optui.config import load_config
+    from optui.session import Session
+    from optui.ui.app import OptuiApp
+    from tests.helpers.pilot import wait_for
+
+    _, prom, _ = fleet
+    proxy = PromProxy(prom.url)
+    campaign = tmp_path / "campaign"
+    campaign.mkdir()
+    (campaign / "optui.toml").write_text(
+        f'[hosts.local]\ngpu_source = "none"\n\n[fleet]\nprometheus = "{proxy.url}"\ninterval_s = 0.5\ntimeout_s = 1\n\n'
+        f'[servers.llama]\nurl = "http://{host_name(0)}:8000"\nkind = "vllm"\ncontrol = "none"\n')
+    app = OptuiApp(Session(load_config(campaign / "optui.toml")))
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            def server_row() -> str:
+                panel = app.query("#servers")
+                return panel.first()._rows[0].plain if panel and panel.first()._rows else ""
+
+            def status() -> str:
+                return str(app.query_one("#status-line").render())
+            await wait_for(pilot, lambda: "prom vllm 12+3 45%" in server_row(), what=server_row)
+            assert server_row().startswith("○ llama DOWN") and "fleet:" not in status()
+            grid = app.query_one("#fleet")
+            await pilot.press("1")
+            for _ in range(3):  # from the summary row to host 0's
+                if grid.current_key == host_name(0):
+                    break
+                await pilot.press("down")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.screen.__class__.__name__ == "DetailsScreen")
+            body = app.screen.query_one("#details-body").render().plain
+            assert f"{host_name(0)}:8000  {VLLM_MODEL}  vllm 12+3 45%" in body and "= [servers.llama] in optui" in body
+            await pilot.press("escape")
+            proxy.hold()  # Prometheus slow: every query runs past timeout_s
+            await wait_for(pilot, lambda: f"fleet: Prometheus at {proxy.url} did not answer within 1 s" in status(),
+                           what=status)
+            await pilot.press("s")  # the rest keeps working: the grid sorts its last known GPUs
+            await wait_for(pilot, lambda: "sort free memory" in grid._rows[0].plain, what=lambda: grid._rows[0].plain)
+            assert len(grid.shown_hosts()) == HOSTS + 1 and "prom vllm" in server_row()
+            proxy.release()
+            await wait_for(pilot, lambda: "fleet:" not in status(), what=status)
+            await pilot.press("q")
+    finally:
+        proxy.close()
+
+
 async def test_a_prometheus_restart_is_an_error_then_the_fleet_again(fleet):
-    exporters, prom = fleet
+    exporters, prom, _ = fleet
     client = PrometheusClient(prom.url, timeout_s=2)
     try:
         state = FleetState(interval_s=1.0)
-        before = await read_fleet(client, state, HOSTS * GPUS_PER_HOST)
+        before = await read_fleet(client, state, ALL_GPUS)
         prom.stop()
         with pytest.raises(PrometheusError) as refused:
             await client.query(fleet_query())
         down = state.failed(str(refused.value), time.time())
         assert refused.value.kind == "connect" and down.error.startswith("cannot connect to Prometheus")
-        assert len(down.gpus) == HOSTS * GPUS_PER_HOST  # the last known GPUs, aging
+        assert len(down.gpus) == ALL_GPUS  # the last known GPUs, aging
         prom.start()  # same port, same storage
 
         async def fresh_again():
@@ -283,26 +365,32 @@ async def test_a_prometheus_restart_is_an_error_then_the_fleet_again(fleet):
 
 
 async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
-    exporters, prom = fleet
+    """And an inference server whose /metrics stopped answering (the SGLang server of the same
+    host) stays listed, stale with its age, like the GPUs (it was dropped at once)."""
+    exporters, prom, servers = fleet
     client = PrometheusClient(prom.url, timeout_s=5)
     try:
         state = FleetState(interval_s=0.5)
-        snap = await read_fleet(client, state, HOSTS * GPUS_PER_HOST)
+        snap = await read_fleet(client, state, ALL_GPUS)
         first = snap.hosts()[host_name(STOPPED)][0].sampled_at
+        first_server = snap.servers_by_host()[host_name(STOPPED)][0].sampled_at
 
-        async def two_scrapes_seen():  # the exporter's scrape gap is known from then on
-            return state.update(await client.query(fleet_query()), time.time()).hosts()[
-                host_name(STOPPED)][0].sampled_at > first
+        async def two_scrapes_seen():  # the exporter's and the server's scrape gaps are known from then on
+            snap = state.update(await client.query(fleet_query()), time.time())
+            return (snap.hosts()[host_name(STOPPED)][0].sampled_at > first
+                    and snap.servers_by_host()[host_name(STOPPED)][0].sampled_at > first_server)
         deadline = time.monotonic() + 20
         while not await two_scrapes_seen():
             assert time.monotonic() < deadline
         last_served = exporters.served(STOPPED)[-1]
         exporters.stop(STOPPED)
+        servers[1].close()  # the SGLang server on that host
 
         async def stopped_host_stale():
             nonlocal snap
             snap = state.update(await client.query(fleet_query()), time.time())
-            return all(g.stale for g in snap.hosts()[host_name(STOPPED)])
+            return all(g.stale for g in snap.hosts()[host_name(STOPPED)]) and snap.servers_by_host()[
+                host_name(STOPPED)][0].stale
         deadline = time.monotonic() + 20
         while not await stopped_host_stale():
             assert time.monotonic() < deadline
@@ -312,5 +400,9 @@ async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
         assert gone[0].mem_used_mib in {gpu_values(STOPPED, 0, g)["DCGM_FI_DEV_FB_USED"] for g in
                                         range(last_served + 1)}
         assert not any(g.stale for h, gpus in snap.hosts().items() if h != host_name(STOPPED) for g in gpus)
+        [sglang] = snap.servers_by_host()[host_name(STOPPED)]
+        assert (sglang.kind, sglang.running, sglang.kv_cache_pct) == ("sglang", 7, 20) and sglang.age_s > 3 * 0.9
+        assert server_load(sglang) == f"sglang stale {sglang.age_s:.0f}s"  # as the grid's row and details say
+        assert not snap.servers_by_host()[host_name(0)][0].stale  # the vLLM server still answers
     finally:
         await client.aclose()

@@ -81,6 +81,44 @@ def dcgm_text(host: int, generation: int, omit: frozenset[str] = frozenset()) ->
     return "\n".join(lines) + "\n"
 
 
+SMI_MODEL = "NVIDIA A100-SXM4-80GB"
+MIB = 1024 * 1024
+
+
+def smi_uuid(gpu: int) -> str:
+    """nvidia_gpu_exporter's uuid label: nvidia-smi's UUID without its ``GPU-`` prefix."""
+    return f"5b6c7d8e-0000-4000-8000-{gpu:012d}"
+
+
+def smi_values(gpu: int) -> dict[str, float]:
+    """What the nvidia_gpu_exporter serves for GPU ``gpu`` (its metric → value in its base
+    units: bytes, ratios 0-1, °C, W) and, under ``optui:<field>``, the value optui shows."""
+    used, free, reserved = (20_000 + 1_000 * gpu) * MIB, (60_000 - 1_000 * gpu) * MIB, 553 * MIB
+    util, mem_util = 0.25 + 0.5 * gpu, 0.125 * (gpu + 1)
+    return {"nvidia_smi_memory_used_bytes": used, "nvidia_smi_memory_free_bytes": free,
+            "nvidia_smi_memory_reserved_bytes": reserved, "nvidia_smi_utilization_gpu_ratio": util,
+            "nvidia_smi_utilization_memory_ratio": mem_util, "nvidia_smi_temperature_gpu": 41.0 + gpu,
+            "nvidia_smi_power_draw_watts": 88.5 + gpu,
+            "optui:mem_used_mib": used / MIB, "optui:mem_free_mib": free / MIB, "optui:mem_reserved_mib": 553.0,
+            "optui:util_gpu_pct": 100 * util, "optui:util_mem_pct": 100 * mem_util, "optui:temp_c": 41.0 + gpu,
+            "optui:power_w": 88.5 + gpu}
+
+
+def nvidia_smi_text(gpus: int) -> str:
+    """nvidia_gpu_exporter's /metrics for ``gpus`` GPUs in its format (its METRICS.md: series
+    named after nvidia-smi's query fields, labelled ``uuid`` only, base units; index and model
+    name are labels of ``nvidia_smi_gpu_info``), with one field optui does not read."""
+    lines = []
+    for metric in (*[m for m in smi_values(0) if not m.startswith("optui:")], "nvidia_smi_fan_speed_ratio"):
+        lines += [f"# HELP {metric} {metric}.", f"# TYPE {metric} gauge"]
+        lines += [f'{metric}{{uuid="{smi_uuid(gpu)}"}} {float(smi_values(gpu).get(metric, 0.3))!r}' for gpu in range(gpus)]
+    lines += ["# HELP nvidia_smi_gpu_info A metric with a constant '1' value labeled by gpu uuid, name, ... index.",
+              "# TYPE nvidia_smi_gpu_info gauge"]
+    lines += [f'nvidia_smi_gpu_info{{driver_version="550.54.15",name="{SMI_MODEL}",uuid="{smi_uuid(gpu)}",'
+              f'pci_bus_id="00000000:{gpu + 7:02X}:00.0",compute_cap="8.0",index="{gpu}"}} 1' for gpu in range(gpus)]
+    return "\n".join(lines) + "\n"
+
+
 @dataclass
 class _Exporter:
     host: int

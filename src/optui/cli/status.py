@@ -103,6 +103,7 @@ def _server_json(session, s, experiments) -> dict:
         "experiment": current, "baseline_experiment": base.id if base else None,
         "load": {k: getattr(s.load, k) for k in ("running", "waiting", "kv_cache_pct", "gen_tok_s", "prompt_tok_s",
                                                  "prefix_hit_pct", "source", "hint")},
+        "fleet": s.fleet.to_json() if s.fleet is not None else None,  # [fleet]: its series in Prometheus
     }
 
 

@@ -18,7 +18,7 @@ A GPU's host is dcgm-exporter's ``Hostname`` label, else the scrape target's ``i
 without its port. A field whose series is missing is None (shown n/a), never 0. A GPU whose
 newest sample is older than 3 intervals (the larger of optui's interval and the exporter's
 scrape gap seen so far, 1 min before one was seen) is stale, with its age; a GPU that left the answer (its exporter
-stopped: Prometheus marks its series stale) stays listed, aging.
+stopped: Prometheus marks its series stale) stays listed, aging. Inference servers age the same way.
 """
 
 from __future__ import annotations
@@ -129,20 +129,25 @@ GEN_COUNTERS = ("sglang:generation_tokens_total", "vllm:generation_tokens_total"
 GEN_RATE_WINDOW = "1m"
 #: The label of the generated tok/s series in the answer (``rate()`` drops the metric name).
 GEN_RATE_LABEL = "optui_gen_tok_s"
+#: The label of a server's sample-time series (``timestamp()`` of its gauges: its newest scrape).
+SERVER_TIME_LABEL = "optui_server_time"
 
 
 def fleet_query(selector: str | None = None) -> str:
     """The one PromQL query a tick: every series of :data:`MAPPINGS` (plus the sample time of
     each GPU's memory series) and the inference servers' :data:`SERVER_GAUGES` matching the
-    user's ``selector`` (``{cluster="a"}``), plus each server's generated tok/s, for all GPUs
-    and servers at once. Only the labels the mappings read stay (:data:`GPU_LABELS`; a
+    user's ``selector`` (``{cluster="a"}``), plus each server's generated tok/s and newest
+    scrape time (:data:`SERVER_TIME_LABEL`), for all GPUs and servers at once. Only the labels the mappings read stay (:data:`GPU_LABELS`; a
     server's gauges summed over its other labels, vLLM's ``engine``)."""
     names = [name for mapping in MAPPINGS for name in mapping.names()]
     gpus = values_with_sample_times(names, [mapping.timed for mapping in MAPPINGS], selector, keep=GPU_LABELS)
     servers = f"sum by (__name__, instance, job, model_name) ({names_selector(SERVER_GAUGES, selector)})"
     gen = names_selector(GEN_COUNTERS, selector)
     rate = (f'label_replace(sum by (instance, job) (irate({gen}[{GEN_RATE_WINDOW}])), "{GEN_RATE_LABEL}", "1", "", "")')
-    return f"{gpus} or {servers} or {rate}"
+    # timestamp() drops the name: of one gauge per kind (several would be one label set twice, refused)
+    running = names_selector([name for name, (_, field, _) in SERVER_GAUGES.items() if field == "running"], selector)
+    times = f'label_replace(max by (instance, job) (timestamp({running})), "{SERVER_TIME_LABEL}", "1", "", "")'
+    return f"{gpus} or {servers} or {rate} or {times}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,54 +156,88 @@ class FleetServer:
     (``instance`` without the port: the GPUs beside it are that host's), ``instance``, kind
     (``sglang`` / ``vllm`` / ``llamacpp``), model (``model_name`` label), requests running and
     waiting (summed over its series), KV cache use in %, generated tok/s (between its last two
-    scrapes);
-    None where its series is missing."""
+    scrapes); None where its series is missing. ``sampled_at``: unix s of its newest scrape;
+    ``age_s``: seconds from it to the reading; ``stale``: no new sample for
+    :data:`STALE_INTERVALS` intervals (its exporter stopped: the last values, aging)."""
 
     host: str
     instance: str
     kind: str
     model: str | None = None
+    job: str = ""
     running: float | None = None
     waiting: float | None = None
     kv_cache_pct: float | None = None
     gen_tok_s: float | None = None
+    sampled_at: float | None = None
+    age_s: float | None = None
+    stale: bool = False
+
+    @property
+    def key(self) -> str:
+        """What names this server across readings (``server:`` + its instance and job)."""
+        return f"server:{self.instance}/{self.job}"
 
     def to_json(self) -> dict:
+        """``{host, instance, kind, model, job, running, waiting, kv_cache_pct, gen_tok_s,
+        sampled_at, age_s, stale}`` (null where unknown)."""
         return asdict(self)
+
+
+def url_address(url: str) -> str | None:
+    """``host:port`` of ``url`` as a Prometheus ``instance`` names it (the host lower-case, the
+    scheme's port when none is given; ``http://NODE-7:8000/`` → ``node-7:8000``), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    host = parts.hostname.lower()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def configured_server(server: FleetServer, urls: Mapping[str, str]) -> str | None:
     """The ``[servers.NAME]`` whose URL (``urls``: name → url) is this fleet server's
     ``instance`` (host:port, the host compared without case), or None: a server optui also
     controls joins both views."""
-    from urllib.parse import urlsplit
-
     want = server.instance.lower()
     for name, url in urls.items():
-        parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        if parts.hostname and f"{parts.hostname.lower()}:{port}" == want:
+        if url_address(url) == want:
             return name
     return None
 
 
+def fleet_server_at(url: str, servers: Iterable[FleetServer]) -> FleetServer | None:
+    """The fleet server whose ``instance`` is the address of ``url`` (a ``[servers.NAME]``'s),
+    or None (the other side of :func:`configured_server`)."""
+    want = url_address(url)
+    return next((srv for srv in servers if srv.instance.lower() == want), None) if want else None
+
+
 def servers_from_samples(samples: Iterable[PromSample]) -> list[FleetServer]:
     """One record per server (``instance`` and ``job``) of an answer of :func:`fleet_query`,
-    sorted by host then instance; a generated-tok/s series without gauges is left out."""
+    sorted by host then instance; a generated-tok/s or sample-time series without gauges is
+    left out. ``sampled_at`` is the server's :data:`SERVER_TIME_LABEL` series, else the
+    answer's time."""
     found: dict[tuple[str, str], dict] = {}
     kv: dict[tuple[str, str], list[float]] = {}
     rates: dict[tuple[str, str], float] = {}
+    times: dict[tuple[str, str], float] = {}
     for sample in samples:
         key = (sample.labels.get("instance", ""), sample.labels.get("job", ""))
-        if GEN_RATE_LABEL in sample.labels:
+        if GEN_RATE_LABEL in sample.labels or SERVER_TIME_LABEL in sample.labels:
             if sample.value is not None:
-                rates[key] = sample.value
+                (rates if GEN_RATE_LABEL in sample.labels else times)[key] = sample.value
             continue
         gauge = SERVER_GAUGES.get(sample.name)
         if gauge is None:
             continue
         kind, name, factor = gauge
-        info = found.setdefault(key, {"kind": kind, "model": None})
+        info = found.setdefault(key, {"kind": kind, "model": None, "at": sample.at})
         if sample.labels.get("model_name"):
             info["model"] = sample.labels["model_name"]
         if sample.value is None:
@@ -208,12 +247,13 @@ def servers_from_samples(samples: Iterable[PromSample]) -> list[FleetServer]:
         else:
             info[name] = info.get(name, 0.0) + sample.value * factor
     servers = []
-    for (instance, _job), info in found.items():
-        values = kv.get((instance, _job))
+    for (instance, job), info in found.items():
+        values = kv.get((instance, job))
         servers.append(FleetServer(host=host_of({"instance": instance}, None), instance=instance, kind=info["kind"],
-                                   model=info["model"], running=info.get("running"), waiting=info.get("waiting"),
-                                   kv_cache_pct=sum(values) / len(values) if values else None,
-                                   gen_tok_s=rates.get((instance, _job))))
+                                   model=info["model"], job=job, running=info.get("running"),
+                                   waiting=info.get("waiting"), kv_cache_pct=sum(values) / len(values) if values else None,
+                                   gen_tok_s=rates.get((instance, job)),
+                                   sampled_at=times.get((instance, job), info["at"])))
     servers.sort(key=lambda srv: (srv.host, srv.instance))
     return servers
 
@@ -269,7 +309,7 @@ class FleetSnapshot:
     """The whole fleet at one reading: GPUs sorted by host then index; ``taken_at`` local unix
     s; ``error``: why this reading failed (Prometheus down, slow, refused; the GPUs are the last
     known ones, aging); ``series``: series in the last answer (the query's cost); ``servers``:
-    the inference servers of the last answer (a server that left it is gone, not aging)."""
+    the inference servers (one that left the answer stays, aging, as GPUs do)."""
 
     gpus: tuple[FleetGpu, ...] = ()
     taken_at: float = 0.0
@@ -363,40 +403,50 @@ def _timed_mapping(labels: Mapping[str, str]) -> ExporterMapping | None:
 
 class FleetState:
     """The fleet across readings (pure; the caller passes times in): each answer's records
-    replace those GPUs' last ones, GPUs missing from it keep theirs and age.
+    replace those GPUs' and servers' last ones; GPUs and servers missing from it keep theirs
+    and age.
 
-    ``interval_s``: optui's query interval; a GPU is stale once its newest sample is older than
-    ``STALE_INTERVALS`` x max(interval_s, the gap between its last two distinct samples, or
-    :data:`UNKNOWN_GAP_S` before there were two)."""
+    ``interval_s``: optui's query interval; a GPU or server is stale once its newest sample is
+    older than ``STALE_INTERVALS`` x max(interval_s, the gap between its last two distinct
+    samples, or :data:`UNKNOWN_GAP_S` before there were two)."""
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
         self._last: dict[str, FleetGpu] = {}
-        self._servers: tuple[FleetServer, ...] = ()
+        self._servers: dict[str, FleetServer] = {}
         self._gap: dict[str, float] = {}
 
     def stale_after_s(self, key: str) -> float:
-        """Seconds without a new sample after which GPU ``key`` is stale."""
+        """Seconds without a new sample after which GPU or server ``key`` is stale."""
         return STALE_INTERVALS * max(self.interval_s, self._gap.get(key, UNKNOWN_GAP_S))
 
     def update(self, samples: list[PromSample], now: float) -> FleetSnapshot:
         """Merge one answer (taken at local unix time ``now``) and return the snapshot."""
-        self._servers = tuple(servers_from_samples(samples))
-        for record in records_from_samples(samples):
-            old = self._last.get(record.key)
-            if old is not None and old.sampled_at and record.sampled_at and record.sampled_at > old.sampled_at:
-                self._gap[record.key] = record.sampled_at - old.sampled_at
-            self._last[record.key] = record
+        self._merge(self._servers, servers_from_samples(samples))
+        self._merge(self._last, records_from_samples(samples))
         return self._snapshot(now, None, len(samples))
 
+    def _merge(self, last: dict, records) -> None:
+        for record in records:
+            old = last.get(record.key)
+            if old is not None and old.sampled_at and record.sampled_at and record.sampled_at > old.sampled_at:
+                self._gap[record.key] = record.sampled_at - old.sampled_at
+            last[record.key] = record
+
     def failed(self, message: str, now: float) -> FleetSnapshot:
-        """A reading that failed (``message`` says why): the last known GPUs, aging."""
+        """A reading that failed (``message`` says why): the last known GPUs and servers, aging."""
         return self._snapshot(now, message, 0)
 
+    def _aged(self, records, now: float) -> list:
+        out = []
+        for record in records:
+            age = None if record.sampled_at is None else max(0.0, now - record.sampled_at)
+            out.append(replace(record, age_s=age, stale=age is not None and age > self.stale_after_s(record.key)))
+        return out
+
     def _snapshot(self, now: float, error: str | None, series: int) -> FleetSnapshot:
-        gpus = []
-        for key, gpu in self._last.items():
-            age = None if gpu.sampled_at is None else max(0.0, now - gpu.sampled_at)
-            gpus.append(replace(gpu, age_s=age, stale=age is not None and age > self.stale_after_s(key)))
+        gpus = self._aged(self._last.values(), now)
         gpus.sort(key=lambda g: (g.host, g.index if g.index is not None else 1 << 30, g.uuid))
-        return FleetSnapshot(tuple(gpus), now, error, series, self._servers)
+        servers = self._aged(self._servers.values(), now)
+        servers.sort(key=lambda srv: (srv.host, srv.instance, srv.job))
+        return FleetSnapshot(tuple(gpus), now, error, series, tuple(servers))

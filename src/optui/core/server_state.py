@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from optui.core.fleet import FleetServer
 
 
 class ServerState(enum.StrEnum):
@@ -128,3 +132,5 @@ class ServerStatus:
     config_mismatch: tuple[str, ...] = ()
     #: the launch argv optui.toml configures: the reference the panel lists changed flags against
     configured_argv: tuple[str, ...] = ()
+    #: [fleet]: this server's series in Prometheus (its instance is the url's host:port), or None
+    fleet: FleetServer | None = None

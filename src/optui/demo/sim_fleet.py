@@ -18,7 +18,7 @@ import math
 import time
 
 from optui.adapters.worker_thread import SingleThreadExecutor
-from optui.core.fleet import GEN_RATE_LABEL, FleetSnapshot, FleetState
+from optui.core.fleet import GEN_RATE_LABEL, SERVER_TIME_LABEL, FleetSnapshot, FleetState
 from optui.core.fleet_query import SAMPLE_TIME_LABEL, PromSample
 from optui.demo.sim_gpus import _unit as _fresh_unit
 from optui.demo.sim_gpus import gpu_uuid
@@ -100,6 +100,7 @@ class SimFleetSource:
         values = (round(util / 3), round(max(0.0, util - 60) / 4), util / 100 * 0.85)
         out = [PromSample(name, labels, now, float(value)) for name, value in zip(names, values)]
         out.append(PromSample("", {"instance": labels["instance"], "job": kind, GEN_RATE_LABEL: "1"}, now, util * 24.0))
+        out.append(PromSample("", {"instance": labels["instance"], "job": kind, SERVER_TIME_LABEL: "1"}, now, scraped))
         return out
 
     async def read(self) -> FleetSnapshot:

@@ -13,12 +13,14 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from optui.adapters.prometheus import PrometheusClient, PrometheusError, parse_answer
 from optui.adapters.worker_thread import SingleThreadExecutor
 from optui.config import FleetConfig
-from optui.core.fleet import FleetSnapshot, FleetState, configured_server, fleet_query
+from optui.core.fleet import FleetSnapshot, FleetState, configured_server, fleet_query, fleet_server_at
+from optui.core.server_state import ServerStatus
 
 
 class FleetSource(Protocol):
@@ -121,3 +123,16 @@ def fleet_json(cfg: FleetConfig, snapshot: FleetSnapshot, server_urls: dict[str,
             "series": snapshot.series, "gpus": [gpu.to_json() for gpu in snapshot.gpus],
             "servers": [{**server.to_json(), "configured": configured_server(server, server_urls or {})}
                         for server in snapshot.servers]}
+
+
+def with_fleet_series(servers: tuple[ServerStatus, ...], snapshot: FleetSnapshot | None) -> tuple[ServerStatus, ...]:
+    """The configured servers' statuses, each with its series in the fleet ``snapshot``
+    (``ServerStatus.fleet``: the fleet server whose instance is the host:port of its url;
+    None without ``[fleet]`` or when Prometheus does not scrape it): a server optui controls
+    and Prometheus scrapes joins both views."""
+    fleet = snapshot.servers if snapshot is not None else ()
+    out = []
+    for status in servers:
+        found = fleet_server_at(status.url, fleet) if fleet else None
+        out.append(status if found == status.fleet else replace(status, fleet=found))
+    return tuple(out)

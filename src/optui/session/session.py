@@ -36,7 +36,7 @@ from optui.session.command_log import CommandLog
 from optui.session.config_watch import ConfigWatcher
 from optui.session.errors import SessionError
 from optui.session.flag_catalogs import CatalogStore
-from optui.session.fleet import FleetPoller, fleet_source
+from optui.session.fleet import FleetPoller, fleet_source, with_fleet_series
 from optui.session.gpu_poller import GpuPoller
 from optui.session.gpu_release import gpu_holders
 from optui.session.inventory import InventoryRecorder
@@ -202,7 +202,8 @@ class Session:
             self._snapshot = SessionState(
                 version=self.version,
                 hosts=tuple(self.gpus.snapshots.values()),
-                servers=with_host_problems(self.servers.values(), self.ssh_hosts),
+                servers=with_fleet_series(with_host_problems(self.servers.values(), self.ssh_hosts),
+                                          self.fleet.snapshot if self.fleet is not None else None),
                 todos=self._todos,
                 events=tuple(self._events),
                 bench=self.benches.current.view if self.benches.current else None,

@@ -484,6 +484,8 @@ class OptuiApp(App):
             text.append(f"  journal: {safe_line(state.journal_error)}", style="bold red")
         if state.config_error:
             text.append(f"  config: {safe_line(state.config_error.splitlines()[0])}", style="bold red")
+        if state.fleet is not None and state.fleet.error:  # Prometheus down, slow, refusing: the rest works on
+            text.append(f"  fleet: {safe_line(state.fleet.error)}", style="bold red")
         if text.plain != self._status_plain:  # unchanged: skip the layout pass
             self._status_plain = text.plain
             self.query_one("#status-line", Static).update(text)

@@ -62,10 +62,18 @@ def blocks(values, width: int) -> str:
 
 def server_load(server: FleetServer) -> str:
     """``vllm 12+3 45% 810t/s``: kind, requests running + waiting, KV cache, generated tok/s
-    (``?`` for a missing series)."""
+    (``?`` for a missing series); a stale server: ``vllm stale 42s`` (no new sample for 42 s)."""
     def n(value: float | None, unit: str = "") -> str:
         return "?" if value is None else f"{value:.0f}{unit}"
+    if server.stale:
+        return f"{server.kind} stale {n(server.age_s, 's')}"
     return f"{server.kind} {n(server.running)}+{n(server.waiting)} {n(server.kv_cache_pct, '%')} {n(server.gen_tok_s, 't/s')}"
+
+
+def prometheus_load(server: FleetServer) -> str:
+    """A configured server's series in the fleet, for its row in the Servers panel
+    (``prom vllm 12+3 45% 810t/s``; see :func:`server_load`)."""
+    return f"prom {server_load(server)}"
 
 
 def _mean(values: list[float | None]) -> float | None:

@@ -182,6 +182,10 @@ class ServerPanel(CursorList):
         if s.config_mismatch and s.state is not ServerState.CRASHED:  # it does not run the flags shown below
             more = f" (+{len(s.config_mismatch) - 1} more)" if len(s.config_mismatch) > 1 else ""
             row.append(f"  ⚠ UNVERIFIED {safe_line(s.config_mismatch[0])}{more}", style=style(app, "warning"))
+        if s.fleet is not None:  # [fleet]: its live load as Prometheus scrapes it (ui/widgets/fleet_grid.py)
+            from optui.ui.widgets.fleet_grid import prometheus_load
+
+            row.append(f"  {safe_line(prometheus_load(s.fleet))}", style=style(app, "warning") if s.fleet.stale else "dim")
         return row
 
     def _zoomed_row(self, s: ServerStatus, width: int) -> Text:
