@@ -37,9 +37,9 @@ async def test_the_todo_panel_shows_the_search_live_and_S_stops_it(tmp_path):
         await demo_ready(pilot, s)
         await s.search.start(parse_search_text(cfg.read_text(), str(cfg), "batch"), "batch")
         # the third trial's benchmark: the first one is the best so far, the second (OOM) infeasible
-        await wait_for(pilot, lambda: "trial 3/5" in subtitle() and "(bench tiny)" in subtitle(), timeout=60)
+        await wait_for(pilot, lambda: "trial 3/6" in subtitle() and "(bench tiny)" in subtitle(), timeout=60)
         line = subtitle()
-        assert line.startswith("search batch.1 trial 3/5 --max-running-requests 16 --mem-fraction-static 0.88 (bench tiny)"), line
+        assert line.startswith("search batch.1 trial 3/6 --max-running-requests 16 --mem-fraction-static 0.88 (bench tiny)"), line
         assert " · best " in line and "(--max-running-requests 2 --mem-fraction-static 0.88) · 1 infeasible" in line, line
         assert " · ETA " in line and line.endswith(" s · S stops"), line
         await pilot.press("S")
