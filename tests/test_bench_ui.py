@@ -76,7 +76,7 @@ def _grandchild_of(pgid: int) -> int:
 async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
     app = make_app(tmp_path)
     session = app.session
-    async with app.run_test(size=(160, 45)) as pilot:
+    async with app.run_test(size=(200, 45)) as pilot:  # the bench panel fits the columns up to scale
         await pilot.press("4", "s")
         assert type(app.screen).__name__ == "TextPrompt"
         assert app.screen.query_one("Input").value == "concurrency 1,2,4,8,16"

@@ -22,6 +22,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -33,6 +34,7 @@ from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import Delta, Row, Sample, pinned_first
 from optui.core.bench.result import IMPORTED_KEY, requests_text
+from optui.core.flag_abbrev import fit_flag_column
 from optui.core.journal_experiments import change_text
 from optui.core.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
@@ -43,7 +45,7 @@ from optui.ui.widgets.meters import fmt_value, pct_bar, truncate
 from optui.ui.widgets.stream_log import StreamLog
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
 
     from optui.core.journal_experiments import Experiment
     from optui.session.state import BenchOutput, BenchView  # the snapshot's value types
@@ -52,12 +54,12 @@ if TYPE_CHECKING:
 #: repaint, the costliest frame of the app, and is unreadable at 10 Hz anyway
 LOG_FRAME_S = 0.25
 
-COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the rest
-    ("bench", "bench", 10),
+COLUMNS = (  # what matters for a decision first: the columns that do not fit are left out (v shows all)
+    ("bench", "bench", 10),  # (key, header, the most characters of its cells; 0: the change's own rule)
     ("exp", "exp", 8),  # which configuration produced the row
-    ("change", "change", 0),  # its flags vs the baseline (0: as wide as the widest cell, at most CHANGE_WIDTH)
+    ("change", "change", 0),  # its flags vs the baseline, at most CHANGE_WIDTH
     ("conc", "conc", 5),
-    ("ok", "requests", 11),
+    ("ok", "requests", 16),
     ("out", "out tok/s", 10),
     ("delta", "Δ out", 11),
     ("ttft", "TTFT p50", 9),
@@ -70,13 +72,16 @@ COLUMNS = (  # what matters for a decision first: a narrow panel scrolls the res
     ("e2e", "E2E p50", 9),
 )
 #: in a side pane (the screen's ``-narrow`` class) the configuration and the result against the
-#: baseline come first (bench, change, out tok/s, Δ out fit 60 columns), the experiment id last
+#: baseline come first (bench, change, out tok/s, Δ out fit 50 columns), the experiment id last
 NARROW_ORDER = ("bench", "change", "out", "delta", "ok", "conc", "ttft", "dttft", "n", "eff", "ttft99", "itl", "tpot",
                 "e2e", "exp")
-#: the most characters of a row's change (wide, narrow); a longer one is cut with …
-CHANGE_WIDTH = {False: 30, True: 14}
-#: a changed flag's name in a cell too narrow for it is cut to this many characters (its value kept)
-FLAG_NAME_CELLS = 10
+#: the most characters of a row's change (wide, narrow); a side pane's change takes what bench,
+#: out tok/s and Δ out leave it, down to CHANGE_MIN; a longer change is fitted by
+#: :func:`~optui.core.flag_abbrev.fit_flags` (flag names whole or abbreviated, never cut)
+CHANGE_WIDTH = {False: 30, True: 24}
+CHANGE_MIN = 12
+#: the columns that share a side pane's width with the change
+_NARROW_FIRST = ("bench", "out", "delta")
 #: Rows the panel shows (newest last); the results view (``v``) shows all.
 PANEL_ROWS = BENCH_ROWS_SHOWN
 
@@ -171,6 +176,7 @@ class BenchPanel(Vertical):
         self._rows: tuple[Row, ...] = ()
         self._experiments: Mapping[str, Experiment] | None = None
         self._narrow = False
+        self._width = 0  # the room the columns were fitted to (0: not laid out yet)
         self._view: BenchView | None = None
         self._status_plain = ""
         self._pending: deque[str] = deque(maxlen=max_lines)
@@ -186,14 +192,50 @@ class BenchPanel(Vertical):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.display = False  # shown once there are results
-        self._add_columns(table)
+        self._fill(table)
 
-    def _add_columns(self, table: DataTable) -> None:
-        """The columns in the order of the layout (:data:`NARROW_ORDER` in a side pane)."""
-        by_key = {key: (label, width) for key, label, width in COLUMNS}
-        for key in NARROW_ORDER if self._narrow else by_key:
-            label, width = by_key[key]
-            table.add_column(label, key=key, width=width or None)
+    def on_resize(self) -> None:
+        if self._rows and self._room() != self._width:  # the columns that fit, again
+            self._fill(self.query_one(DataTable))
+
+    def _room(self) -> int:
+        """The characters the table's columns may take: the panel's width less a vertical
+        scrollbar (0 before the first layout: every column)."""
+        width = self.size.width
+        return max(0, width - self.query_one(DataTable).styles.scrollbar_size_vertical) if width else 0
+
+    def _fill(self, table: DataTable) -> None:
+        """The table again: the columns in the order of the layout (:data:`NARROW_ORDER` in a
+        side pane), each as wide as its header or its widest cell (at most its :data:`COLUMNS`
+        limit), those that fit the width whole (a header is never cut; ``v`` shows them all),
+        then the rows."""
+        self._width = room = self._room()
+        order = NARROW_ORDER if self._narrow else tuple(key for key, _, _ in COLUMNS)
+        labels = {key: label for key, label, _ in COLUMNS}
+        rows = [self._cells(row) for row in self._rows]
+        widths = {key: max(cell_len(labels[key]), min(limit, max((_cell_len(r[key]) for r in rows), default=0)))
+                  for key, _, limit in COLUMNS if key != "change"}
+        pad = 2 * table.cell_padding
+        change_w = CHANGE_WIDTH[self._narrow]
+        if self._narrow and room:  # the change takes what bench, out tok/s and Δ out leave
+            change_w = max(CHANGE_MIN, min(change_w, room - sum(widths[key] + pad for key in _NARROW_FIRST) - pad))
+        changes = self._changes(change_w)
+        widths["change"] = max([cell_len(labels["change"]), *(c.cell_len for c in changes)])
+        shown: list[str] = []
+        used = 0
+        for key in order:
+            used += widths[key] + pad
+            if room and used > room and shown:
+                break
+            shown.append(key)
+        table.clear(columns=True)
+        for key in shown:
+            table.add_column(labels[key], key=key, width=widths[key])
+        for i, (cells, change) in enumerate(zip(rows, changes, strict=True)):
+            cells["change"] = change
+            table.add_row(*(cells[key] for key in shown), key=str(i))
+        if rows:
+            table.move_cursor(row=len(rows) - 1)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "abort" and not self.running:  # only while a benchmark runs
@@ -225,6 +267,12 @@ class BenchPanel(Vertical):
         pick the row ``B`` pins), else the output log (Tab moves between them)."""
         table = self.query_one(ResultsTable)
         return table if table.display and table.row_count else self.query_one(StreamLog)
+
+    @property
+    def shown_rows(self) -> tuple[Row, ...]:
+        """The results rows in the table, top to bottom (a side pane may leave the ``exp``
+        column out: the rows say their experiment)."""
+        return self._rows
 
     def selected_row(self) -> Row | None:
         """The results row under the table's cursor (the newest when never moved)."""
@@ -295,13 +343,8 @@ class BenchPanel(Vertical):
         self._rows, self._experiments, self._narrow = rows, experiments, narrow
         table = self.query_one(DataTable)
         table.display = bool(rows)
-        table.clear(columns=True)  # the change column as wide as its widest cell again
-        self._add_columns(table)
         table.fixed_rows = fixed
-        for i, row in enumerate(rows):
-            table.add_row(*self._cells(row), key=str(i))
-        if rows:
-            table.move_cursor(row=len(rows) - 1)
+        self._fill(table)
 
     def _status_text(self, view: BenchView | None, have_results: bool) -> Text:
         app = self.app
@@ -335,7 +378,7 @@ class BenchPanel(Vertical):
                 t.append(f"  {view.point}")
             if view.plan:
                 t.append(f"  {view.plan}", style="dim")
-            t.append("   x: abort", style="dim")
+            t.append("   A: abort", style="dim")
         else:
             if view.plan:
                 t.append(f"  {view.plan}", style="dim")
@@ -343,16 +386,15 @@ class BenchPanel(Vertical):
                 t.append(f"  {safe_line(view.error[:160])}", style=style(app, "error"))
         return t
 
-    def _cells(self, row: Row) -> list:
-        """The row's cells in the order of the layout's columns."""
+    def _cells(self, row: Row) -> dict[str, object]:
+        """The row's cells by column key (its change: :meth:`_changes`, at the column's width)."""
         app = self.app
         g = row.group
         r = g.result
         cells: dict[str, object] = dict.fromkeys((key for key, _, _ in COLUMNS), "")
         # a result read from a file (optui bench import) and put in no experiment says so
         exp = g.experiment or ("imported" if IMPORTED_KEY in r.extra else "-")
-        cells.update(bench=g.bench or "?", exp=exp, change=self._change(g.experiment),
-                     conc=fmt_value(g.concurrency, na="-"))
+        cells.update(bench=g.bench or "?", exp=exp, conc=fmt_value(g.concurrency, na="-"))
         ok = requests_text(g.requests)  # "15/400 ok": over the group's runs
         if not g.ok:  # failed / degraded: its counts, never a number compared
             status = r.status if r.status != "ok" else "degraded"
@@ -372,34 +414,34 @@ class BenchPanel(Vertical):
                 tpot=fmt_value(s["tpot_ms.median"].median, "{:.2f}"),
                 e2e=fmt_value(s["e2e_ms.median"].median, "{:.0f}"),
             )
-        return [cells[key] for key in (NARROW_ORDER if self._narrow else cells)]
+        return cells
 
-    def _change(self, experiment: str | None) -> Text:
-        """The change vs the baseline of ``experiment`` (the results view's text; narrow, or
-        where that is too long, the changed flags only: :func:`fit_flags`), at most
-        :data:`CHANGE_WIDTH` (cut with …); ``…`` until the experiments
-        are read, ``?`` for one they do not have, ``-`` for a result of no experiment."""
-        if experiment is None:
-            return Text("-", style="dim")
-        x = self._experiments.get(experiment) if self._experiments is not None else None
-        if x is None:
-            return Text("…" if self._experiments is None else "?", style="dim")
-        width = CHANGE_WIDTH[self._narrow]
-        text = change_text(x)
-        if x.changed_flags and (self._narrow or len(text) > width):  # the new values matter most: kept
-            text = fit_flags(x.changed_flags, width)
-        return Text(truncate(text, width), style="" if x.diff_vs_baseline else "dim")
+    def _changes(self, width: int) -> list[Text]:
+        """Each row's change vs the baseline in at most ``width`` characters: the results
+        view's text where it fits outside a side pane, else the changed flags as they run,
+        abbreviated alike on every row (:func:`~optui.core.flag_abbrev.fit_flag_column`: names
+        whole or abbreviated, never cut); ``…`` until the experiments are read, ``?`` for one
+        they do not have, ``-`` for a result of no experiment."""
+        found = self._experiments or {}
+        xs = [found.get(row.group.experiment) if row.group.experiment else None for row in self._rows]
+        texts = [change_text(x) if x is not None else "" for x in xs]
+        as_flags = [x is not None and bool(x.changed_flags) and (self._narrow or len(t) > width)
+                    for x, t in zip(xs, texts, strict=True)]
+        fitted = iter(fit_flag_column([x.changed_flags for x, f in zip(xs, as_flags, strict=True) if f and x], width))
+        cells = []
+        for row, x, text, flags in zip(self._rows, xs, texts, as_flags, strict=True):
+            if row.group.experiment is None:
+                cells.append(Text("-", style="dim"))
+            elif x is None:
+                cells.append(Text("…" if self._experiments is None else "?", style="dim"))
+            else:  # the new values matter most: kept
+                cells.append(Text(next(fitted) if flags else truncate(text, width), style="" if x.diff_vs_baseline else "dim"))
+        return cells
 
 
-def fit_flags(flags: Sequence[str], width: int) -> str:
-    """The changed flags (``"--max-running-requests 64"``, ``"-(--name)"``) in ``width``
-    cells: as they are when they fit, else each flag's name cut to :data:`FLAG_NAME_CELLS`
-    before its value (``--max-run… 64``), the whole cut with … at ``width``."""
-    text = " ".join(flags)
-    if len(text) > width:
-        parts = [truncate(name, FLAG_NAME_CELLS) + sep + value for name, sep, value in (f.partition(" ") for f in flags)]
-        text = " ".join(parts)
-    return truncate(text, width)
+def _cell_len(cell: object) -> int:
+    """The characters a cell takes on its one line."""
+    return cell.cell_len if isinstance(cell, Text) else cell_len(str(cell))
 
 
 def _clock(seconds: float) -> str:
