@@ -12,6 +12,8 @@ import concurrent.futures
 import queue
 import threading
 
+from optui.adapters.thread_names import set_native_thread_name
+
 
 class SingleThreadExecutor(concurrent.futures.Executor):
     """One daemon worker thread running submitted calls in order.
@@ -61,6 +63,7 @@ class SingleThreadExecutor(concurrent.futures.Executor):
             self._thread.join()
 
     def _work(self) -> None:
+        set_native_thread_name(self._thread.name)  # ``top -H`` shows it
         while (item := self._queue.get()) is not None:
             future, fn, args, kwargs = item
             if not future.set_running_or_notify_cancel():

@@ -11,7 +11,7 @@ deadline, ``ESCDELAY``), and is woken by a pipe when the app stops reading input
 Measured reason (``bench/RESULTS.md``, "Idle CPU vs nvitop", issue 8): optui / nvitop on a
 real H200, 0.481 → 0.348 (median of 3 runs) with this driver; with one idle GPU on the VM
 optui went from 0.50% to 0.28% of a core; ``tests/test_driver.py`` counts the input thread's
-wake-ups (Textual's: ~30 in 3 s).
+wake-ups (Textual's: ~30 in 3 s); the thread names itself ``optui-input`` for the OS (``top -H``).
 
 Three more differences, each a way Textual's driver could crash or hang (reports with
 reproductions: ``docs/upstream/``):
@@ -43,6 +43,11 @@ from codecs import getincrementaldecoder
 from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+
+from optui.adapters.thread_names import set_native_thread_name
+
+
+INPUT_THREAD_NAME = "optui-input"  # the OS thread name of the input thread (15 bytes at most)
 
 
 class _WakingEvent(threading.Event):
@@ -83,6 +88,7 @@ class QuietLinuxDriver(LinuxDriver):
 
     def run_input_thread(self) -> None:
         """Read the terminal and post its events (keys, mouse, resize, paste) to the app."""
+        set_native_thread_name(INPUT_THREAD_NAME)
         fileno, wake = self.fileno, self._wake_read
         selector = selectors.SelectSelector()  # as Textual's driver
         selector.register(fileno, selectors.EVENT_READ)
