@@ -46,7 +46,6 @@ from textual.drivers.linux_driver import LinuxDriver
 
 from optui.adapters.thread_names import set_native_thread_name
 
-
 INPUT_THREAD_NAME = "optui-input"  # the OS thread name of the input thread (15 bytes at most)
 
 
