@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from optui.adapters.journal import Journal
 from optui.config import load_config
+from optui.core.agent_requests import decision_data
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from optui.ui.screens.agent_requests import AgentRequestScreen
@@ -392,6 +393,203 @@ async def test_a_flag_the_server_does_not_apply_is_unverified_in_the_answers(tmp
                 await asyncio.sleep(0.2)
     finally:
         kill_demo_server(cfg)
+
+
+# --- flag searches: search_run / search_status / search_stop ------------------------------------
+
+SEARCH = '''
+[benchmarks.tiny]
+server = "demo"
+repeat = 1
+argv = [{py!r}, "-m", "optui.demo.bench_client", "--base-url", "{url}", "--num-prompts", "8",
+        "--random-input-len", "32", "--random-output-len", "16", "--max-concurrency", "8"]
+
+[search.pair]
+server = "demo"
+bench = "tiny"
+objective = "max output_tok_s"
+confirm_top = 0
+[search.pair.flags]
+"--max-running-requests" = [2, 8]
+'''
+
+
+def search_config(campaign: Path, name: str, policy: str = "") -> Path:
+    """The module's campaign (its journal and demo server) with a 2-trial grid, ``pair``."""
+    cfg = campaign.with_name(name)
+    url = load_config(campaign).config.servers["demo"].url
+    cfg.write_text(campaign.read_text() + SEARCH.format(py=sys.executable, url=url) + policy)
+    return cfg
+
+
+async def decide(db: Path, actor: str, why: str, decision: str, call: asyncio.Task) -> int:
+    """Journal the operator's ``decision`` on ``actor``'s request ``why`` once it waits (as
+    the TUI's agent-request screen journals it); the request's seq."""
+    deadline = time.monotonic() + 30
+    while not (pending := [e for e in _agent_requests(db, actor, why)
+                           if not _decided(db, e.seq)]):
+        assert time.monotonic() < deadline and not call.done(), call
+        await asyncio.sleep(0.05)
+    j = Journal(db)
+    try:
+        asked = pending[0]
+        j.append("agent.decision", asked.target, decision_data(asked.seq, decision, agent=actor,
+                                                               action=asked.data["action"], diff=asked.data["diff"]),
+                 actor="tui")
+    finally:
+        j.close()
+    return pending[0].seq
+
+
+def _decided(db: Path, seq: int) -> bool:
+    j = Journal(db, read_only=True)
+    try:
+        return any(e.data.get("request") == seq for e in j.events(types=["agent.decision"], since_seq=seq))
+    finally:
+        j.close()
+
+
+def bench_processes(url: str) -> list[int]:
+    """The pids of the demo's benchmark clients against ``url`` running now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"optui.demo.bench_client" in argv and url.encode() in argv:
+                found.append(int(entry.name))
+    return found
+
+
+async def until_search_ends(client: Client, name: str, seen: list[dict]) -> dict:
+    """search_status of ``name`` polled until it is no longer running (each answer kept in ``seen``)."""
+    deadline = time.monotonic() + 90
+    while (now := data(await client.call_tool("search_status", {"name": name})))["status"] == "running":
+        seen.append(now)
+        assert time.monotonic() < deadline, now
+        await asyncio.sleep(0.2)
+    return now
+
+
+async def test_search_run_denied_then_approved_runs_in_the_background_and_status_names_the_winner(campaign):
+    cfg = search_config(campaign, "optui-search.toml")
+    db = campaign.parent / ".optui" / "optui.db"
+    async with agent(cfg, name="claude-code") as client:
+        assert {"search_run", "search_status", "search_stop"} <= {t.name for t in (await client.list_tools()).tools}
+        assert "nope: neither a [search.NAME]" in error_text(await client.call_tool("search_run", {
+            "spec": "nope", "why": "x"}))
+        assert "no search pair has run on this campaign" in error_text(await client.call_tool("search_status", {
+            "name": "pair"}))
+        ask = {"spec": "pair", "why": "which batch size", "wait_s": 60}
+        call = asyncio.create_task(client.call_tool("search_run", ask))
+        await decide(db, "agent:claude-code", "which batch size", "denied", call)
+        denied = data(await call)
+        assert denied["outcome"] == "denied" and denied["request"]["by"] == "tui" and "progress" not in denied
+        assert denied["diff"] == ["grid search pair of demo with tiny: up to 2 trials, each a restart and a benchmark",
+                                  "--max-running-requests: 2, 8", "objective max output_tok_s"]
+        assert "no search pair has run" in error_text(await client.call_tool("search_status", {"name": "pair"}))
+
+        call = asyncio.create_task(client.call_tool("search_run", ask))
+        seq = await decide(db, "agent:claude-code", "which batch size", "approved", call)
+        started = data(await call)  # at once: the search runs on in the background
+        assert started["outcome"] == "started" and started["request"]["decision"] == "approved"
+        assert (started["progress"]["search_id"], started["progress"]["planned"]) == ("pair.1", 2)
+        # while it runs it holds the server as an approved request does: even its own agent's restart is refused
+        busy = error_text(await client.call_tool("restart_server", {"server": "demo", "why": "x", "wait_s": 1}))
+        assert f"agent:claude-code's request #{seq} (search demo: grid search pair" in busy and "is running" in busy
+        assert "no search run, search pair.1 runs (optui process " in error_text(
+            await client.call_tool("search_run", ask))
+        seen: list[dict] = []
+        end = await until_search_ends(client, "pair", seen)
+        state = data(await client.call_tool("status", {}))["servers"][0]["state"]
+    assert end["status"] == "done" and end["search_id"] == "pair.1" and end["eta_s"] is None, end
+    assert [(t["point"], t["status"]) for t in end["trials"]] == [
+        ([["--max-running-requests", "2"]], "ok"), ([["--max-running-requests", "8"]], "ok")]
+    assert all(t["score"] > 0 and t["experiment"].startswith("exp-") for t in end["trials"])
+    best = end["best"]
+    assert best["flags"] in ("--max-running-requests 2", "--max-running-requests 8") and best["vs"], best
+    assert best["vs"][0]["role"] == "runner-up" and best["vs"][0]["evidence"]["n"] == 1, best["vs"]
+    # the ETA while it ran: once the first trial ended, the trials left times its time
+    assert any(s["eta_s"] is not None and s["eta_s"] > 0 and len(s["trials"]) == 1 for s in seen), seen
+    assert state == "ready"
+    # the same dict as the CLI's
+    assert json.loads(optui(cfg, "search", "status", "pair", "--json").stdout) == end
+    lines = [line.split(maxsplit=6)[-1] for line in optui(cfg, "journal", "tail", "--type", "agent", "-n", "5")
+             .stdout.splitlines()]  # the search's request, its approval, the refused restart, the search's end
+    assert lines[0].startswith("agent:claude-code asks to run a flag search: grid search pair of demo with tiny: "
+                               "up to 2 trials, each a restart and a benchmark; --max-running-requests: 2, 8")
+    assert lines[-1].startswith(
+        f"agent:claude-code's request #{seq} (search) ran: ready, verdict search pair.1 done: best --max-running-requests ")
+
+
+async def test_search_stop_mid_search_leaves_the_server_ready_and_no_benchmark(campaign):
+    policy = '\n[agent]\nallowed_flags = ["--max-running-requests"]\nbenchmarks_without_approval = true\n'
+    cfg = search_config(campaign, "optui-search-allowed.toml", policy)
+    db = campaign.parent / ".optui" / "optui.db"
+    url = load_config(campaign).config.servers["demo"].url
+    async with agent(cfg, name="codex") as client:
+        started = data(await client.call_tool("search_run", {"spec": "pair", "why": "batch sizes", "fresh": True}))
+        assert started["outcome"] == "started" and started["request"]["decision"] == "allowed", started
+        assert started["request"]["policy"] == ("[agent] allowed_flags: --max-running-requests; "
+                                                "[agent] benchmarks_without_approval")
+        deadline = time.monotonic() + 60
+        while not (running := bench_processes(url)):  # the first trial's benchmark runs
+            assert time.monotonic() < deadline, "no benchmark ran"
+            await asyncio.sleep(0.02)
+        call = asyncio.create_task(client.call_tool("search_stop", {"why": "enough", "wait_s": 60}))
+        await decide(db, "agent:codex", "enough", "approved", call)
+        stopped = data(await call)
+        status = data(await client.call_tool("status", {}))
+    assert stopped["outcome"] == "ran" and stopped["state"] == "ready", stopped
+    end = stopped["search"]
+    assert end["search_id"] == started["progress"]["search_id"] and end["status"] == "stopped"
+    assert len(end["trials"]) < 2, "stopped before its second trial ended"
+    assert bench_processes(url) == [] and not any(Path(f"/proc/{pid}").exists() for pid in running)
+    assert status["bench"] is None and status["servers"][0]["state"] == "ready"
+    j = Journal(db, read_only=True)
+    try:
+        stops = j.events(types=["search.stop"])
+        assert stops[-1].actor == "agent:codex" and stops[-1].data["search_id"] == end["search_id"]
+        outcome = [e for e in j.events(types=["agent.outcome"]) if e.data["action"] == "search"][-1]
+        assert outcome.actor == "agent:codex" and "stopped" in outcome.data["error"]
+    finally:
+        j.close()
+
+
+async def test_status_and_stop_of_a_search_the_cli_runs(campaign):
+    import subprocess
+
+    from tests.helpers.demo import stop_process_group
+
+    cfg = search_config(campaign, "optui-search-cli.toml")
+    db = campaign.parent / ".optui" / "optui.db"
+    child = subprocess.Popen([sys.executable, "-m", "optui", "-c", str(cfg), "search", "run", "pair", "--fresh", "--json"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=subprocess_env(), start_new_session=True)
+    try:
+        async with agent(cfg, name="opencode") as client:
+            deadline = time.monotonic() + 60
+            while (now := data(await client.call_tool("search_status", {})))["pid"] != child.pid or not now["trials"]:
+                assert time.monotonic() < deadline and child.poll() is None, now
+                await asyncio.sleep(0.2)
+            cli = json.loads(optui(cfg, "search", "status", "--json").stdout)
+            assert now["status"] == "running" and now["trials"][0]["point"] == [["--max-running-requests", "2"]]
+            assert now.keys() == cli.keys() and {**now, "eta_s": None} == {**cli, "eta_s": None}
+            call = asyncio.create_task(client.call_tool("search_stop", {"why": "the operator wants the GPUs",
+                                                                         "name": "pair"}))
+            seq = await decide(db, "agent:opencode", "the operator wants the GPUs", "approved", call)
+            stopped = data(await call)
+        assert stopped["outcome"] == "ran" and stopped["search"]["status"] == "stopped", stopped
+        assert stopped["search"]["search_id"] == now["search_id"] and stopped["state"] == "ready"
+        assert child.wait(30) == 130  # the CLI's search read the search.stop and ended
+        lines = [line.split(maxsplit=6)[-1] for line in optui(cfg, "journal", "tail", "--type", "agent", "-n", "3")
+                 .stdout.splitlines()]
+        assert lines[0].startswith(f"agent:opencode asks to stop search {now['search_id']} of demo in optui process "
+                                   f"{child.pid} after ")
+        assert lines[1].startswith(f"tui approved agent:opencode's request #{seq} to stop search {now['search_id']}")
+        assert lines[2] == f"agent:opencode's request #{seq} (search_stop) ran: ready"
+    finally:
+        if child.poll() is None:
+            stop_process_group(child)
 
 
 async def test_a_restart_that_crashes_answers_with_the_crash_class_and_log_lines(campaign):

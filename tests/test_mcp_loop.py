@@ -190,6 +190,10 @@ async def test_an_agent_is_told_who_restarts_the_server_while_the_operators_rest
             assert f"demo: no experiment run, {holder}" in refused, refused
             refused = error_text(await client.call_tool("stop_server", {"server": "demo", "why": "free the GPUs", "wait_s": 2}))
             assert f"demo: not stopped, {holder}" in refused, refused
+            spec = campaign.parent / "pair.toml"  # a spec file: a search restarts the server every trial
+            spec.write_text('server = "demo"\nbench = "sweep"\n[flags]\n"--max-running-requests" = [2, 8]\n')
+            refused = error_text(await client.call_tool("search_run", {"spec": str(spec), "why": "batch", "wait_s": 2}))
+            assert f"demo: no search run, {holder}" in refused, refused
             assert operator.poll() is None, "the operator's restart held the lock through every answer"
             out, err = operator.communicate(timeout=60)
         finally:

@@ -16,9 +16,12 @@ journaled with the agent's actor (``agent:NAME``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optui.adapters.journal import Journal, JournalError
@@ -67,6 +70,7 @@ class Cockpit:
         self.session = session
         self.read_only = read_only or loaded.config.read_only
         self._writer: Journal | None = None
+        self._search: _OwnSearch | None = None  # the flag search this process runs for an agent
 
     # ---------------------------------------------------------------- reads
     def status(self) -> dict[str, Any]:
@@ -413,6 +417,180 @@ class Cockpit:
                 ended.update(outcome="ran", state=state)
             return {"outcome": "ran", "request": decision.to_json(), "state": state}
 
+    # ---------------------------------------------------------------- flag searches
+    def search_status(self, name: str | None = None) -> dict[str, Any]:
+        """``optui search status --json`` of the newest search (of ``name``), from any
+        process (this one's, the CLI's, the TUI's): :func:`optui.session.search.search_status`
+        (trials with flags, score, status, crash class; best with its evidence ``vs``;
+        ``eta_s``). AgentError when none ran."""
+        from optui.session.search import search_status
+
+        data = search_status(self.session.journal, name)
+        if data is None:
+            known = ", ".join(self.loaded.config.search) or "none in the config"
+            raise AgentError(f"no search{' ' + name if name else ''} has run on this campaign (searches: {known})")
+        return data
+
+    async def search_run(self, spec: str, *, actor: str, why: str, fresh: bool = False, server: str | None = None,
+                         bench: str | None = None, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask to run flag search ``spec`` (a ``[search.NAME]`` of the config or a spec file;
+        ``server``/``bench`` for another tool's file, as ``optui search run``). It restarts
+        its server once a trial, so it is one request the operator approves (the ``[agent]``
+        policy allows it only when every flag it touches is in ``allowed_flags`` and
+        ``benchmarks_without_approval``); while it runs it holds its server as an approved
+        request does (another agent's request there is refused). Once decided it returns at
+        once: ``{"outcome": "started" | "denied" | "timeout", "request", "search", "diff",
+        "notes", "progress": SearchProgress.to_json()}``; the search runs on in this process
+        through the session's runner (the CLI's), resumes a stopped one of the same spec
+        unless ``fresh``, and journals its end as the request's ``agent.outcome``. AgentError:
+        a bad spec, a search running already, read-only."""
+        from optui.cli.bench_run_cmd import wait_ready
+        from optui.cli.search import read_spec
+        from optui.config_file import ConfigError
+        from optui.session import Session, SessionError
+        from optui.session.search import search_status
+
+        self._refuse_read_only()
+        try:
+            name, parsed, notes = read_spec(self.loaded, spec, server, bench,
+                                            base=self.loaded.path.parent if self.loaded.path else None)
+        except ConfigError as exc:
+            raise AgentError(str(exc)) from None
+        self._check_request(parsed.server, why, wait_s)
+        running = search_status(self.session.journal)
+        if running is not None and running["status"] == "running":
+            raise AgentError(f"no search run, search {running['search_id']} runs (optui process {running['pid']}): "
+                             "one search at a time, search_stop ends it")
+        self._refuse_while_restarting(parsed.server, "no search run")
+        diff = _search_diff(name, parsed)
+        session = Session(self.loaded, actor=actor, autostart=False)
+        await session.start()
+        try:
+            try:
+                session.search.check(parsed)
+            except SessionError as exc:
+                raise AgentError(str(exc)) from None
+            decision = await self._decide(self._search_policy(parsed), actor=actor, action="search",
+                                          server=parsed.server, diff=diff, argv=(), why=why, wait_s=wait_s)
+            answer = {"request": decision.to_json(), "search": name, "diff": diff, "notes": notes}
+            if not decision.go:
+                await session.close()
+                return {"outcome": decision.decision, **answer}
+            await wait_ready(session.server(parsed.server), 3.0, settle=True)  # its monitor attached
+            try:
+                first = await session.search.start(parsed, name, fresh=fresh)
+            except SessionError as exc:  # no outcome journaled on success: the search's end is its outcome
+                with self._journaled_outcome(decision, actor=actor, action="search", server=parsed.server) as ended:
+                    ended.update(outcome="refused", error=str(exc))
+                await session.close()
+                return {"outcome": "refused", "error": str(exc), **answer}
+        except BaseException:
+            await session.close()
+            raise
+        task = asyncio.create_task(self._search_ended(session, decision, actor, parsed.server), name="mcp-search")
+        self._search = _OwnSearch(session, task, first.search_id)
+        return {"outcome": "started", **answer, "progress": first.to_json()}
+
+    async def search_stop(self, *, actor: str, why: str, name: str | None = None,
+                          wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask the operator to stop the running search (of ``name``), this process's or
+        another's (``optui search run``, the TUI): once approved a ``search.stop`` is
+        journaled (as ``optui search stop`` does) and the answer waits for the search's end:
+        the trial in progress cut, its benchmark killed, a restart in flight finished (the
+        server ready or crashed, never half started). Returns ``{"outcome": "ran" | "denied"
+        | "timeout", "request", "search": <search_status once ended>, "state": the server's
+        state}``. AgentError when no search runs."""
+        from optui.core.agent_requests import PolicyVerdict
+        from optui.session.search import SEARCH_STOP, search_status
+
+        self._refuse_read_only()
+        self._check_why(why, wait_s)
+        data = search_status(self.session.journal, name)
+        if data is None or data["status"] != "running":
+            raise AgentError(f"no search{' ' + name if name else ''} is running"
+                             + (f" ({data['search_id']} is {data['status']})" if data else ""))
+        sid, sname, pid = data["search_id"], data["name"], data["pid"]
+        server = str((data.get("spec") or {}).get("server") or "")
+        where = "this optui mcp" if pid == os.getpid() else f"optui process {pid}"
+        diff = [f"stop search {sid} of {server or '?'} in {where} after {len(data['trials'])} trials: the trial in "
+                "progress is cut (its benchmark killed, a restart in flight finished)"]
+        decision = await self._decide(PolicyVerdict("ask", ""), actor=actor, action="search_stop",
+                                      server=f"search:{sname}", diff=diff, argv=(), why=why, wait_s=wait_s)
+        if not decision.go:
+            return {"outcome": decision.decision, "request": decision.to_json(), "search": data}
+        with self._journaled_outcome(decision, actor=actor, action="search_stop", server=f"search:{sname}") as ended:
+            self._write(lambda j: j.append(SEARCH_STOP, f"search:{sname}", {"search_id": sid,
+                                                                            "message": f"stop search {sid}"}, actor=actor))
+            end = await self._search_end(sname, sid, server)
+            state = self._runtime(server).status.state.value if server in self.session.servers else None
+            ended.update(outcome="ran", state=state,
+                         error=None if end["status"] != "running" else f"search {sid} still runs")
+        return {"outcome": "ran", "request": decision.to_json(), "search": end, "state": state}
+
+    async def _search_end(self, name: str, search_id: str, server: str) -> dict[str, Any]:
+        """The search's status once it ended (read from the journal; this process's own
+        search: once its session closed too), or as it stands when it still runs after the
+        longest a cut trial may take (its server's ready and stop timeouts, plus a minute)."""
+        from optui.session.search import search_status
+
+        own = self._search
+        if own is not None and own.search_id == search_id:
+            own.session.search.stop()  # at once (its journal watcher would read the search.stop within a second)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(own.task)
+        cfg = self.loaded.config.servers.get(server)
+        deadline = time.monotonic() + (cfg.ready_timeout_s + cfg.stop_timeout_s if cfg else 0.0) + 60.0
+        while (data := search_status(self.session.journal, name)) is not None and data["search_id"] == search_id \
+                and data["status"] == "running" and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        assert data is not None
+        return data
+
+    async def _search_ended(self, session: Session, decision, actor: str, server: str) -> None:
+        """This process's search, in the background: journal its end as the request's
+        ``agent.outcome`` (ran: the server's state, the search's last line), then close
+        its session (nothing of it left running)."""
+        with contextlib.suppress(Exception):
+            try:
+                with self._journaled_outcome(decision, actor=actor, action="search", server=server) as ended:
+                    end = await session.search.wait()
+                    st = session.server(server).status
+                    done = end is not None and end.status == "done"
+                    message = end.message if end is not None else "the search ended without a word"
+                    ended.update(outcome="ran", state=st.state.value, crash_class=st.crash_class and str(st.crash_class),
+                                 verdict=message if done else None, error=None if done else message)
+            finally:
+                await session.close()
+
+    async def close_search(self) -> None:
+        """The server is closing: stop this process's search (as ``search_stop`` does,
+        without asking: nothing of it may outlive the process) and wait for its end."""
+        own, self._search = self._search, None
+        if own is not None and not own.task.done():
+            own.session.search.stop()
+            with contextlib.suppress(asyncio.CancelledError):
+                await own.task
+
+    def _search_policy(self, spec):
+        """The ``[agent]`` policy on a search of ``spec``: its flags (searched and fixed)
+        through :func:`restart_policy` (forbidden: refused); allowed only when every one is
+        in ``allowed_flags``, benchmarks need no approval and its planned restarts stay
+        within ``max_restarts_per_hour``; else the operator decides."""
+        from optui.core.agent_requests import PolicyVerdict, restart_policy
+        from optui.core.search.strategies import planned_trials
+
+        rules = self.loaded.config.agent
+        touched = sorted({*spec.flags, *spec.fixed, *(name for point in spec.points for name in point)})
+        done = self._agent_restarts_since(time.time() - 3600)
+        policy = restart_policy(touched, allowed=rules.allowed_flags, forbidden=rules.forbidden_flags,
+                                max_per_hour=rules.max_restarts_per_hour, restarts_last_hour=done)
+        if policy.verdict == "allow" and (not rules.benchmarks_without_approval
+                                          or done + planned_trials(spec) > rules.max_restarts_per_hour):
+            return PolicyVerdict("ask", "the operator decides (a search's benchmarks and restarts need approval)")
+        if policy.verdict == "allow":
+            return PolicyVerdict("allow", f"{policy.reason}; [agent] benchmarks_without_approval")
+        return policy
+
     async def _flag_change(self, session: Session, server: str, sets: dict[str, str | None] | None,
                            unsets: list[str] | None):
         """``(plan, diff lines, policy verdict)`` of changing ``server``'s flags, checked by
@@ -475,6 +653,10 @@ class Cockpit:
     def _check_request(self, server: str, why: str, wait_s: float) -> None:
         self._refuse_read_only()
         self._runtime(server)
+        self._check_why(why, wait_s)
+
+    @staticmethod
+    def _check_why(why: str, wait_s: float) -> None:
         if not why.strip():
             raise AgentError("why must not be empty: the operator decides on it")
         if not 1 <= wait_s <= MAX_DECISION_WAIT_S:
@@ -533,7 +715,8 @@ class Cockpit:
             raise AgentError(f"cannot journal the request: {exc}") from None
         if decision.decision == REFUSED:
             not_done = {"restart": "not restarted", "benchmark": "not benchmarked", "stop": "not stopped",
-                        "experiment": "no experiment run"}[action]
+                        "experiment": "no experiment run", "search": "no search run",
+                        "search_stop": "not stopped"}[action]
             raise AgentError(f"{server}: {not_done}, {decision.policy or policy.reason}")
         return decision
 
@@ -597,6 +780,35 @@ class Cockpit:
 
     def _unknown_server(self, server: str) -> str:
         return f"unknown server {server!r} (known: {_names(self.loaded.config.servers)})"
+
+
+@dataclass(frozen=True, slots=True)
+class _OwnSearch:
+    """The flag search this process runs for an agent: its session, the task that
+    journals its end, its id."""
+
+    session: Session
+    task: asyncio.Task
+    search_id: str
+
+
+def _search_diff(name: str, spec) -> list[str]:
+    """What a search of ``spec`` does, as the request's lines for the operator:
+    ``grid search batch of demo with tiny: up to 5 trials, each a restart and a benchmark``,
+    one line a searched flag with its values, the fixed flags, the objective."""
+    from optui.core.search.strategies import planned_trials
+
+    lines = [f"{spec.strategy} search {name} of {spec.server} with {spec.bench}: up to {planned_trials(spec)} "
+             "trials, each a restart and a benchmark"]
+    lines += [f"{flag}: {', '.join(str(v) for v in domain.values)}" for flag, domain in spec.flags.items()]
+    if spec.points:
+        lines.append(f"{len(spec.points)} configurations: "
+                     + "; ".join(" ".join(f"{k} {v}" for k, v in p.items()) for p in spec.points))
+    if spec.fixed:
+        lines.append("fixed: " + " ".join(f"{k} {v}" for k, v in spec.fixed.items()))
+    lines.append(f"objective {spec.objective}" + (f", constraints {'; '.join(spec.constraints)}" if spec.constraints
+                                                  else ""))
+    return lines
 
 
 def _verdict_text(summary: dict | None) -> str | None:

@@ -4,7 +4,9 @@ Tools (each answer in the shape of the CLI's ``--json`` for the same question, s
 :mod:`optui.agent.cockpit`): ``status``, ``gpus``, ``journal_tail``, ``journal_event``,
 ``experiments``, ``todo_list``, ``todo_add``, ``todo_set``, ``note``, ``verdict``; the guarded actions
 ``restart_server``, ``run_experiment`` (restart → ready → benchmark → comparison, one call),
-``run_benchmark``, ``stop_server``: each a request the operator approves or denies in an optui
+``run_benchmark``, ``stop_server``, ``search_run`` / ``search_stop`` (a flag search: one request
+for all its trials, run by the session's search runner in this process; ``search_status`` reads
+any process's search as ``optui search status --json``): each a request the operator approves or denies in an optui
 window, or the config's ``[agent]`` policy decides (:mod:`optui.session.agent_requests`),
 journaled with the decision and the outcome, run once approved; one at a time per server (a
 second request while one waits or runs is refused, naming the other agent's). Resources:
@@ -50,7 +52,8 @@ evidence (n, spread, baseline): 'untested' or 'noise' is not a win, and 'unverif
 mean the server does not run what the result is credited to.
 Add and update todo items and notes; your writes are journaled as agent:<your client name>.
 restart_server, run_experiment (flags + benchmark: restart, ready gate, benchmark, comparison in one call),
-run_benchmark and stop_server are requests: the operator approves or denies them in optui (or the config's
+run_benchmark, stop_server, search_run (a flag search: every trial a restart and a benchmark; follow it
+with search_status) and search_stop are requests: the operator approves or denies them in optui (or the config's
 policy decides); say why. One request per server at a time: while another agent's waits or runs, yours is
 refused with its name and request. Their answers carry the same checks as optui's own
 restart and benchmark: crash class and log lines, config_mismatch, the verdict with its evidence."""
@@ -90,6 +93,7 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         try:
             yield None
         finally:
+            await cockpit.close_search()
             cockpit.close()
             await session.close()
 
@@ -233,6 +237,38 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         """Ask the operator to stop a server; returns the outcome and the server's state."""
         with _as_tool_error():
             return await here().stop(server, actor=_client_actor(ctx), why=why, wait_s=wait_s)
+
+    @mcp.tool()
+    def search_status(name: str | None = None) -> dict[str, Any]:
+        """The newest flag search (of name), as `optui search status --json`, whichever process runs it (this one,
+        `optui search run`, the TUI): status (running, done, stopped, failed, interrupted), planned trials, eta_s,
+        trials (flags as point, score, status ok/failed, crash_class of an infeasible one, violated constraints,
+        experiment), best (flags, score, trials and bench_runs, vs: the winner against the runner-up and the first
+        configuration with its evidence n/spread/p), infeasible, message."""
+        with _as_tool_error():
+            return here().search_status(name)
+
+    @mcp.tool()
+    async def search_run(spec: str, why: str, ctx: Context, fresh: bool = False, server: str | None = None,
+                         bench: str | None = None, wait_s: float = 300.0) -> dict[str, Any]:
+        """Ask to run a flag search: spec is a [search.NAME] of optui.toml or a spec file (server/bench for a vLLM
+        --serve-params or SGLang tuner file). Every trial restarts the server and benchmarks it, so it is a request
+        the operator approves in optui (waits up to wait_s seconds), holding the server while the search runs.
+        Returns once decided: outcome (started, denied, timeout, refused), the request, the search's diff lines,
+        progress (search_id, planned trials). The search runs on in this optui mcp (a stopped one of the same spec
+        resumes unless fresh): follow it with search_status, end it with search_stop."""
+        with _as_tool_error():
+            return await here().search_run(spec, actor=_client_actor(ctx), why=why, fresh=fresh, server=server,
+                                           bench=bench, wait_s=wait_s)
+
+    @mcp.tool()
+    async def search_stop(why: str, ctx: Context, name: str | None = None, wait_s: float = 300.0) -> dict[str, Any]:
+        """Ask the operator to stop the running flag search (of name; any process's). Once approved it waits for
+        the search's end: the trial in progress cut, no benchmark left running, the server ready or crashed (a
+        restart in flight finishes). Returns outcome, the request, search (its search_status) and the server's
+        state."""
+        with _as_tool_error():
+            return await here().search_stop(actor=_client_actor(ctx), why=why, name=name, wait_s=wait_s)
 
     @mcp.resource("optui://report", name="report", mime_type="text/markdown")
     def report() -> str:

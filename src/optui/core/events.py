@@ -100,6 +100,8 @@ def _agent_action(action: str, diff: list) -> str:
         return f"restart: {change or 'the same flags'}"
     if action == "experiment":
         return f"run an experiment: {change}"
+    if action == "search":
+        return f"run a flag search: {change}"
     return change or action
 
 

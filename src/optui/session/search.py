@@ -499,8 +499,9 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
     """The newest search (of ``name``, else any) as its events tell it, for ``optui search
     status`` in any process: name, search_id, status (running | done | stopped | failed |
     interrupted: its process is gone without a search.finished), strategy, objective,
-    planned, trials (:meth:`Trial.to_json`), best (flags, score, runs) or None, infeasible
-    (how many trials), pid, spec (as journaled), started_at / finished_at (Unix s; of the
+    planned, eta_s (s left while running, once a trial of its process ended; else None),
+    trials (:meth:`Trial.to_json`), best (flags, score, runs, vs: the winner's evidence) or
+    None, infeasible (how many trials), pid, spec (as journaled), started_at / finished_at (Unix s; of the
     newest start when resumed), message. None: no search."""
     from optui.adapters import proc
 
@@ -511,12 +512,17 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
     sid, sname = start.data.get("search_id"), start.data.get("name")
     mine = [e for e in journal.events(target=f"search:{sname}") if e.data.get("search_id") == sid]  # resumed: every start
     trials = [Trial.from_json(e.data) for e in mine if e.type == SEARCH_TRIAL]
+    here = sum(1 for e in mine if e.type == SEARCH_TRIAL and e.seq > start.seq)  # the trials of this start's process
     fin = next((e for e in reversed(mine) if e.type == SEARCH_FINISHED and e.seq > start.seq), None)
     pid = start.data.get("pid")
     if fin is not None:
         status = fin.data.get("status", "done")
     else:
         status = "running" if isinstance(pid, int) and proc.pid_alive(pid) else "interrupted"
+    planned = start.data.get("planned")
+    eta = None  # as SearchProgress.eta_s: the trials left times the mean trial of this process so far
+    if status == "running" and here and isinstance(planned, int):
+        eta = round((time.time() - start.ts) / here * max(0, planned - len(trials)), 1)
     best = None
     try:
         spec = SearchSpec.model_validate(start.data.get("spec") or {})
@@ -529,7 +535,7 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
     except ValueError:  # a spec this version cannot read: the trials still show, without a best
         pass
     return {"name": sname, "search_id": sid, "status": status, "strategy": start.data.get("spec", {}).get("strategy"),
-            "objective": start.data.get("spec", {}).get("objective"), "planned": start.data.get("planned"),
+            "objective": start.data.get("spec", {}).get("objective"), "planned": planned, "eta_s": eta,
             "trials": [t.to_json() for t in trials], "best": best, "infeasible": sum(1 for t in trials if not t.feasible),
             "pid": pid, "spec": start.data.get("spec"), "started_at": start.ts, "finished_at": fin.ts if fin else None,
             "message": (fin.data.get("message") if fin else start.data.get("message")) or ""}
