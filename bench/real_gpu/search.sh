@@ -2,10 +2,10 @@
 # A flag search on a real GPU (issue 22), in one call on the GPU machine (no network; the
 # wheels and the llama.cpp tree come from .device/, see prepare.sh): build llama-server with
 # CUDA, generate the 505M-parameter model of run.sh, then `optui search run` a grid over
-# -np, -ub and -c (one -c that cannot fit: the OOM point) under a TTFT and a GPU memory
-# ceiling. Writes to ${OUT:-bench/results/real_gpu_search}: build.log, search.txt (the run's
+# -np, -ub and -c (llama.cpp splits -c among the -np slots; one -c that cannot fit: the OOM
+# point) under a TTFT and a GPU memory ceiling, the top 2 re-run before a winner is named. Writes to ${OUT:-bench/results/real_gpu_search}: build.log, search.txt (the run's
 # lines), search.json (optui search status --json), findings.md, nvidia-smi.csv.
-# Not run on a GPU yet (2026-12-01: no machine was lent to the session that wrote it).
+# LLAMA_SERVER=path skips the build. Results: bench/RESULTS.md, "A flag search on the H200".
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
@@ -50,11 +50,11 @@ server = "llama"
 bench = "c16"
 objective = "max output_tok_s"
 constraints = ["ttft_p99_ms <= 2000", "gpu_mem_mib <= 100000"]
-confirm_top = 1
+confirm_top = 2
 [search.gpu.flags]
-"-np" = [4, 16]
+"-np" = [4, 8, 16]
 "-ub" = [512, 2048]
-"-c" = [16384, 8388608]
+"-c" = [32768, 8388608]
 TOML
 nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,nounits -lms 500 >"$OUT/nvidia-smi.csv" 2>&1 &
 SMI=$!
