@@ -5,6 +5,7 @@ driven by the CLI in other processes, shown by the TUI within a second."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import time
 
@@ -144,7 +145,7 @@ async def test_experiments_view_sort_decide_and_export(seeded):
         table = app.screen.query_one("#experiments-table")
         await wait_for(pilot, lambda: table.row_count == 5)
         row = table.get_row(ids["big"])
-        assert str(row[6]) == "+28.9%" and str(row[10]) == "better" and "16 → 64" in str(row[2])
+        assert str(row[6]) == "+28.9%" and str(row[10]) == "better" and str(row[2]) == "--max-running-requests 64"
         # the verdict with its evidence: runs and ok requests, n per side, spreads, p, the baseline
         assert str(row[9]) == "3/3 runs, 192/192 ok" and str(row[11]) == "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10, vs exp-0001"
         assert str(table.get_row(ids["oom"])[3]) == "failed: oom"
@@ -208,8 +209,10 @@ async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
     """Issue 20: at 60 columns the view dropped the "change vs baseline" column (it came
     last, scrolled off); at 200 the columns ran past the edge while the change was cut at 48.
     Narrow: the change comes right after the id, beside its Δ and verdict, all on screen;
-    wide: every column fits (the longest change and evidence give way only for that) and
-    the change is whole."""
+    wide: every column fits (the longest change and evidence give way only for that). A
+    change that does not fit shows its flags, a name never cut (``~ --max-running-reques…``);
+    the evidence is whole at 200 (an empty decision column took its room: no column until a
+    verdict is recorded)."""
     loaded, ids = seeded
     app = OptuiApp(Session(loaded))
     async with app.run_test(size=size) as pilot:
@@ -223,10 +226,15 @@ async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
         assert sum(widths[k] for k in shown) <= table.size.width, widths
         lines = [strip.text for strip in app.screen._compositor.render_strips()]
         row = next(line for line in lines if ids["big"] in line)
+        rows = [line for line in lines if re.search(r"exp-000[2-5] ", line)]
         if size[0] < 100:
-            assert "~ --max-running-" in row and "+28.9%" in row and "better" in row, row
+            assert "--max-run-req 64 " in row and "+28.9%" in row and "better" in row, row
+            assert all("--max-run-req 64 +1 " in line for line in rows[1:]), rows  # abbreviated alike, counted
         else:
-            assert "~ --max-running-requests: 16 → 64" in row and "n=3 vs 3, ±0.4 %" in row, row
+            assert "--max-running-requests 64 " in row and "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10, vs exp-0001" in row, row
+            assert all("--max-running-requests 64 +1 " in line for line in rows[1:]), rows
+            assert "decision" not in keys  # none recorded
+        assert not any("…" in line for line in rows), rows
         await pilot.press("escape")
 
 
@@ -313,7 +321,7 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
         def cell(exp_id, key):
             return str(table.get_row(exp_id)[columns.index(key)])
 
-        assert cell(measured, "change") == f"~ --max-running-requests: 16 → 64 (same flags as {big})"
+        assert cell(measured, "change") == f"--mrr 64 (as {big})"  # its flags fitted, the configuration named
         assert cell(again, "change") == f"same flags as {base}" and cell(again, "verdict") == "same"
         for exp_id in (big, measured):
             assert cell(exp_id, "verdict") == "better" and cell(exp_id, "evidence").startswith("n=6 vs 3")

@@ -35,6 +35,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import STATISTIC
+from optui.core.flag_abbrev import fit_flag_column, fit_flags
 from optui.core.journal_experiments import (
     Experiment,
     change_text,
@@ -77,8 +78,9 @@ _NARROW_ORDER = ("id", "change", "delta", "verdict", "tput", "evidence", "outcom
                  "decision", "server")
 #: the columns that share the width with the change in a narrow view
 _NARROW_FIRST = ("id", "delta", "verdict")
-#: the fewest characters a shortened column keeps (the widest columns give way first)
-_MIN_EVIDENCE, _MIN_CHANGE, _MIN_CHANGE_NARROW = 24, 16, 12
+#: the fewest characters a shortened column keeps: wide, the change gives way first (its flags
+#: abbreviated read as well), then the evidence a verdict rests on
+_MIN_CHANGE_WIDE, _MIN_EVIDENCE, _MIN_CHANGE_NARROW = 28, 24, 12
 _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-failed", "baseline": "primary"}
 
 
@@ -193,7 +195,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         narrow = width < NARROW_BELOW
         self._order = _NARROW_ORDER if narrow else tuple(key for key, _, _ in COLUMNS)
         self._narrow = narrow
-        self._change_w = max(16, min(48, width - 100))  # until the rows are there (_fit_widths)
+        self._change_w: int | None = max(16, min(48, width - 100))  # until the rows are there (_fit_widths)
         with Vertical():
             yield Static("Experiments", id="experiments-title", markup=False)
             yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close\n"
@@ -202,6 +204,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
             headers = {key: header for key, header, _ in COLUMNS}
             for key in self._order:
                 table.add_column(headers[key], key=key, width=self._change_w if key == "change" else None)
+            self._change_w = None  # the rows' own width until they are fitted
             yield table
 
     def on_mount(self) -> None:
@@ -257,12 +260,21 @@ class ExperimentsScreen(ModalScreen[str | None]):
             changed = changed | {exp_id for exp_id, ids in folded.items() if changed.intersection(ids)}
         order = [x.id for x in rows]
         shown = set(self._shown)
-        if not shown.issubset(order) or not self._shown:
+        columns = self._columns()
+        if not shown.issubset(order) or not self._shown or columns != self._order:
             current = self.current_id()
+            self._order = columns
+            self._change_w = None
             cells = [self._cells(x) for x in rows]
             table.clear(columns=True)
             headers = {key: header for key, header, _ in COLUMNS}
             widths = self._fit_widths(cells)
+            self._change_w = widths.get("change")
+            if self._change_w is not None:  # a change that does not fit: its flags, abbreviated alike
+                at = self._order.index("change")
+                cut = [n for n, row in enumerate(cells) if _cell_width(row[at]) > self._change_w and rows[n].changed_flags]
+                for n, text in zip(cut, _fit_changes([rows[n] for n in cut], self._change_w), strict=True):
+                    cells[n][at] = Text(text, no_wrap=True, overflow="ellipsis")
             for key in self._order:
                 table.add_column(headers[key], key=key, width=widths.get(key))
             for x, row in zip(rows, cells, strict=True):
@@ -294,11 +306,21 @@ class ExperimentsScreen(ModalScreen[str | None]):
             self._title = title
             self.query_one("#experiments-title", Static).update(title, layout=False)  # one line, always
 
+    def _columns(self) -> tuple[str, ...]:
+        """The columns in the layout's order; the decision only once an experiment has one
+        (empty, it took the room the evidence was cut for at 200 columns)."""
+        order = _NARROW_ORDER if self._narrow else tuple(key for key, _, _ in COLUMNS)
+        if any(x.decision for x in self.experiments):
+            return order
+        return tuple(key for key in order if key != "decision")
+
     def _cells(self, x: Experiment) -> list:
         app = self.app
         tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
         outcome = x.outcome if x.outcome != "failed" else f"failed: {x.crash_class or '?'}"
         change = change_text(x)
+        if self._change_w is not None and len(change) > self._change_w and x.changed_flags:  # never a name cut
+            change = _fit_changes([x], self._change_w)[0]
         verdict_var = _VERDICT_VAR.get(x.verdict)
         cells = {
             "id": x.id, "server": x.server, "change": Text(change, no_wrap=True, overflow="ellipsis"),
@@ -316,8 +338,9 @@ class ExperimentsScreen(ModalScreen[str | None]):
     def _fit_widths(self, rows: list[list]) -> dict[str, int]:
         """Fixed widths (characters, without padding) for the columns that give way, so that
         the table fits its width: narrow, the change takes what the id, Δ and verdict leave;
-        wide, every column at its full width where that fits, else the evidence and then the
-        change are shortened (never below :data:`_MIN_EVIDENCE` / :data:`_MIN_CHANGE`)."""
+        wide, every column at its full width where that fits, else the change and then the
+        evidence are shortened (never below :data:`_MIN_CHANGE_WIDE` / :data:`_MIN_EVIDENCE`; a
+        change cut shows its flags: :func:`~optui.core.flag_abbrev.fit_flag_column`)."""
         table = self._table
         avail = table.size.width or self.app.size.width - 4
         if len(rows) > table.size.height - 1:
@@ -331,7 +354,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
             return {"change": max(_MIN_CHANGE_NARROW, min(natural["change"], room))}
         excess = sum(w + pad for w in natural.values()) - avail
         widths = {}
-        for key, least in (("evidence", _MIN_EVIDENCE), ("change", _MIN_CHANGE)):
+        for key, least in (("change", _MIN_CHANGE_WIDE), ("evidence", _MIN_EVIDENCE)):
             give = max(0, min(excess, natural[key] - least))
             widths[key], excess = natural[key] - give, excess - give
         return widths
@@ -452,6 +475,23 @@ class ExperimentsScreen(ModalScreen[str | None]):
 
 async def _closed():
     raise RuntimeError("the experiments view is closed")
+
+
+def _fit_changes(xs: list[Experiment], width: int) -> list[str]:
+    """The changes of ``xs`` in ``width`` characters as their flags, abbreviated alike
+    (:func:`~optui.core.flag_abbrev.fit_flag_column`); a repeat of an earlier configuration
+    keeps its name after them (``--max-run-req 64 (as exp-0002)``) where that leaves 8."""
+    tags = [f" (as {x.same_config_as})" if x.same_config_as else "" for x in xs]
+    plain = iter(fit_flag_column([x.changed_flags for x, tag in zip(xs, tags, strict=True) if not tag], width))
+    out = []
+    for x, tag in zip(xs, tags, strict=True):
+        if not tag:
+            out.append(next(plain))
+        elif width - len(tag) >= 8:
+            out.append(fit_flags(x.changed_flags, width - len(tag)) + tag)
+        else:
+            out.append(fit_flags(x.changed_flags, width))
+    return out
 
 
 def _cell_width(cell) -> int:
