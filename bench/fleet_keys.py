@@ -3,12 +3,13 @@
 real Prometheus, and key press → screen with the grid re-sorted by each press.
 
     python bench/fleet_keys.py [--hosts 64] [--interval 2] [--presses 30] [--idle 20] [--size 200x50]
+                               [--profile stacks.txt]
 
 Starts the exporters (a child process) and Debian's Prometheus as bench/fleet_poll.py does,
 then optui in a pseudo-terminal (bench/ptyrun.py: the real renderer) on a campaign with only
 ``[fleet] prometheus = ...``. Once the grid shows every host it measures optui's CPU (its
 process tree, in % of one core) over ``--idle`` seconds with nobody typing, then focuses the
-grid and types ``s`` ``--presses`` times, 0.2-0.6 s apart: each press re-sorts the 64 rows,
+grid (``1``) and types ``s`` ``--presses`` times, 0.2-0.6 s apart: each press re-sorts the 64 rows,
 seen when the summary row names the next sort (bench/keypress_latency.py's timing). Prints JSON.
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,6 +45,7 @@ def main() -> int:
     parser.add_argument("--idle", type=float, default=20.0)
     parser.add_argument("--size", default="200x50")
     parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--profile", metavar="FILE", help="py-spy's collapsed stacks of optui during the presses")
     args = parser.parse_args()
     from tests.helpers.prometheus import Prometheus
 
@@ -68,15 +72,23 @@ def main() -> int:
         time.sleep(args.idle)
         idle_pct = 100 * (tree_cpu_s(proc.pid) - cpu0) / (time.monotonic() - t0)
         load = load_average()
-        proc.send(b"1")
-        time.sleep(0.5)
-        proc.send(b"\t")  # from the GPU panel to the fleet grid under it
+        proc.send(b"1")  # focuses the fleet grid (a Tab after it, as before 89a68c9, left it: every s was lost)
         if proc.wait_for(b"s Sort", 5) is None:
             raise SystemExit("the fleet grid did not take the focus")
         time.sleep(0.5)
+        spy = None
+        if args.profile:  # py-spy samples optui while the keys are typed (collapsed stacks, one a line)
+            binary = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")  # the venv's
+            spy = subprocess.Popen([binary, "record", "--pid", str(proc.pid), "--rate", "250", "--format", "raw",
+                                    "--output", args.profile, "--nonblocking"], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            time.sleep(1.0)
         record: list = []
         latencies, missed = timed_presses(proc, watch, lambda n: (b"s", SORT_MARKERS[n % len(SORT_MARKERS)]),
                                           args.presses, random.Random(args.seed), record)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
         missed_markers = sorted({SORT_MARKERS[n % len(SORT_MARKERS)].decode() for n, _, ms in record if ms is None})
     finally:
         if proc is not None:

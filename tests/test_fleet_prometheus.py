@@ -331,7 +331,7 @@ async def test_the_tui_joins_a_configured_server_to_its_series_and_names_a_slow_
             await wait_for(pilot, lambda: f"fleet: Prometheus at {proxy.url} did not answer within 1 s" in status(),
                            what=status)
             await pilot.press("s")  # the rest keeps working: the grid sorts its last known GPUs
-            await wait_for(pilot, lambda: "sort free memory" in grid._rows[0].plain, what=lambda: grid._rows[0].plain)
+            await wait_for(pilot, lambda: "sort free memory" in grid.rows()[0].plain, what=lambda: grid.rows()[0].plain)
             assert len(grid.shown_hosts()) == HOSTS + 1 and "prom vllm" in server_row()
             proxy.release()
             await wait_for(pilot, lambda: "fleet:" not in status(), what=status)

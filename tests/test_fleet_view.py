@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from textual.geometry import Region
 
 from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.demo.sim_fleet import GPUS_PER_HOST, STOPPING_HOST, STOPS_AFTER_S, SimFleetSource, sim_host_name
 from optui.session import Session
 from optui.ui.app import OptuiApp
-from optui.ui.widgets.fleet_grid import BLOCKS, idle_holding
+from optui.ui.widgets.fleet_grid import BLOCKS, idle_holding, plain_segments
 from tests.helpers.demo import free_port
 from tests.helpers.pilot import wait_for
 
@@ -34,7 +35,7 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: app.query("#fleet") and len(app.query_one("#fleet").shown_hosts()) == HOSTS)
         grid = app.query_one("#fleet")
-        rows = [row.plain for row in grid._rows]
+        rows = [row.plain for row in grid.rows()]
         assert rows[0].startswith(f"{HOSTS} hosts {HOSTS * GPUS_PER_HOST} GPUs")
         assert len(rows) == HOSTS + 1
         for i, row in enumerate(rows[1:]):
@@ -42,6 +43,15 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
             cells = row[len(sim_host_name(i)) + 1:][:GPUS_PER_HOST]
             assert all(c in BLOCKS + "?·" for c in cells), row
         assert grid.region.right <= size[0]
+        # the grid draws its rows itself (plain_segments): cell by cell what Rich's rendering gives
+        base = grid.visual_style.rich_style
+
+        def cells(segments):
+            return [(char, segment.style) for segment in segments for char in segment.text]
+        for row in grid.rows():
+            rich = row.copy()
+            rich.stylize_before(base)
+            assert cells(plain_segments(row, base)) == cells(rich.render(app.console)), row.plain
         if size[0] >= 100:  # the inference servers' live load beside their host's GPUs (vLLM on host 0)
             assert " vllm " in rows[1] and "t/s" in rows[1]
         # the grid windows its rows within what its box shows; the other panels keep theirs
@@ -50,12 +60,14 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         assert all(app.query_one(f"#{name}-box").region.height >= 3 for name in ("servers", "todo", "bench", "journal"))
         grid.focus()
         await pilot.press("pagedown", "pagedown", "pagedown", "pagedown")  # below the rows first shown
-        assert grid.current_key == sim_host_name(39) and sim_host_name(39) in grid.render().plain
+        drawn = [strip.text for strip in grid.render_lines(Region(0, 0, grid.size.width, grid.size.height))]
+        assert grid.current_key == sim_host_name(39) and any(line.startswith(sim_host_name(39)) for line in drawn)
+        assert drawn[-1].startswith(sim_host_name(39))  # the window keeps the cursor row in view, at its foot
         await pilot.press("home")
         hosts = grid.snapshot.hosts()
         await pilot.press("s")  # most free memory first
         free = {h: sum(g.mem_free_mib for g in gpus) for h, gpus in hosts.items()}
-        assert grid.shown_hosts()[0] == max(free, key=free.get) and "sort free memory" in grid._rows[0].plain
+        assert grid.shown_hosts()[0] == max(free, key=free.get) and "sort free memory" in grid.rows()[0].plain
         await pilot.press("s", "s", "s")  # idle but holding memory first
         assert any(idle_holding(g) for g in hosts[grid.shown_hosts()[0]])
         await pilot.press("i")
@@ -67,7 +79,7 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         await pilot.press(*"fleet-node-00*", "enter")
         await wait_for(pilot, lambda: len(grid.shown_hosts()) == 9)
         assert grid.shown_hosts() == [sim_host_name(i) for i in range(9)]
-        assert "(9 shown)" in grid._rows[0].plain
+        assert "(9 shown)" in grid.rows()[0].plain
         await pilot.press("down", "down", "enter")  # the summary row, then the second host
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "DetailsScreen")
         body = app.screen.query_one("#details-body").render().plain
@@ -90,7 +102,7 @@ async def test_1_focuses_the_fleet_grid_whose_keys_then_work(tmp_path):
         await pilot.press("1")
         assert app.focused is grid
         await pilot.press("s")
-        await wait_for(pilot, lambda: "sort free memory" in grid._rows[0].plain, timeout=5, what=lambda: grid._rows[0].plain)
+        await wait_for(pilot, lambda: "sort free memory" in grid.rows()[0].plain, timeout=5, what=lambda: grid.rows()[0].plain)
         await pilot.press("1")
         assert app.focused is app.query_one("#gpus")
         await pilot.press("q")

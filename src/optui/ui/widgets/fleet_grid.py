@@ -20,10 +20,12 @@ from __future__ import annotations
 import fnmatch
 from collections import deque
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
+from textual.strip import Strip
 
 from optui.core.fleet import FleetGpu, FleetServer, FleetSnapshot
 from optui.core.safe_text import safe_line
@@ -106,6 +108,27 @@ def sort_hosts(hosts: dict[str, tuple[FleetGpu, ...]], by: str) -> list[str]:
     return sorted(hosts, key=key)
 
 
+def plain_segments(line: Text, base: Style) -> list[Segment] | None:
+    """``line`` as segments over ``base`` when its spans do not overlap (a row is built by
+    appends, each its own style), else None. Rich's ``Text.render`` resolves overlapping spans
+    for every cell change: half a row's drawing cost."""
+    plain, out, at = line.plain, [], 0
+    if line.style:
+        base = base + (Style.parse(line.style) if isinstance(line.style, str) else line.style)
+    for span in sorted(line.spans, key=lambda sp: sp.start):
+        if span.start < at:
+            return None
+        if span.start > at:
+            out.append(Segment(plain[at:span.start], base))
+        if span.end > span.start:
+            extra = Style.parse(span.style) if isinstance(span.style, str) else span.style
+            out.append(Segment(plain[span.start:span.end], base + extra))
+        at = max(at, span.end)
+    if at < len(plain):
+        out.append(Segment(plain[at:], base))
+    return out
+
+
 class FleetGrid(CursorList):
     """Renders the :class:`~optui.core.fleet.FleetSnapshot` given by :meth:`show` (no I/O)."""
 
@@ -161,6 +184,12 @@ class FleetGrid(CursorList):
         # host → (what its row shows, the row): a sort or a filter rebuilds no row (64 rows: 45 ms)
         self._row_cache: dict[str, tuple[tuple, Text]] = {}
         self._styles: dict[str, Style] = {}
+        # row key → its drawn line (the Text object, width, look): a repaint (a sort, a tick
+        # that changed some hosts) converts only rows that changed, not the whole window
+        self._strips: dict[object, tuple[Text, int, object, Strip]] = {}
+        self._sorted: dict[str, list[str]] = {}  # sort → host names, for the snapshot shown
+        self._idle: dict[str, int] = {}  # host → its idle GPUs holding memory
+        self._stale = 0
         #: GPU key → its last :data:`HISTORY_POINTS` (utilization %, memory taken %) as shown
         self.history: dict[str, deque[tuple[float | None, float | None]]] = {}
 
@@ -171,6 +200,10 @@ class FleetGrid(CursorList):
         self.snapshot = snapshot
         self._hosts = snapshot.hosts()
         self._servers = snapshot.servers_by_host()
+        # what a key needs of this snapshot, counted once (a key re-sorted 512 GPUs' figures)
+        self._sorted = {}
+        self._idle = {host: sum(idle_holding(g) for g in gpus) for host, gpus in self._hosts.items()}
+        self._stale = sum(g.stale for g in snapshot.gpus)
         for gpu in snapshot.gpus:  # what each GPU showed, for its host's details
             if not gpu.stale:
                 total = gpu.mem_total_mib
@@ -186,14 +219,52 @@ class FleetGrid(CursorList):
 
     def shown_hosts(self) -> list[str]:
         """The hosts on screen, in order (after the sort and filters)."""
-        hosts = self._hosts
-        names = [h for h in sort_hosts(hosts, self.sort)
-                 if (not self.host_glob or fnmatch.fnmatchcase(h, self.host_glob))
-                 and (not self.only_idle or any(idle_holding(g) for g in hosts[h]))]
-        return names
+        if self.sort not in self._sorted:
+            self._sorted[self.sort] = sort_hosts(self._hosts, self.sort)
+        return [h for h in self._sorted[self.sort]
+                if (not self.host_glob or fnmatch.fnmatchcase(h, self.host_glob))
+                and (not self.only_idle or self._idle[h])]
 
     def on_resize(self) -> None:
         self._render_grid()
+
+    def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the window (Textual's line API): each row is one line, drawn once into
+        a strip and kept while its Text, the width and its cursor look stay (the list's
+        ``render`` made one Text of the whole window at every repaint: 25 rows x 200 cells
+        through Textual's content pipeline for each key)."""
+        count = self._row_count()
+        height, width = max(1, self.size.height), max(1, self.size.width)
+        if not count:
+            return super().render_line(y)
+        # the window keeps the cursor row in view (CursorList.render's rule for one-line rows)
+        cursor = min(self.cursor, count - 1)
+        self._top = max(0, min(max(min(self._top, cursor), cursor - height + 1), count - height))
+        index = self._top + y
+        base = self.visual_style.rich_style
+        if index >= count:
+            return Strip.blank(width, base)
+        row = self._row_at(index)
+        cursor_row = index == self.cursor and (self.has_focus or self.cursor_when_blurred)
+        look = (base, cursor_row and self.has_focus, cursor_row)
+        key = self._keys[index]
+        cached = self._strips.get(key)
+        if cached is not None and cached[0] is row and cached[1] == width and cached[2] == look:
+            return cached[3]
+        line = row.copy()
+        line.truncate(width, overflow="ellipsis", pad=cursor_row)
+        if cursor_row:
+            line.stylize(style(self.app, "block-cursor-foreground", "block-cursor-background", bold=True)
+                         if self.has_focus else style(self.app, bg="block-cursor-blurred-background"))
+        segments = None if cursor_row else plain_segments(line, base)
+        if segments is None:  # overlapping styles (the cursor row): Rich's general rendering
+            line.stylize_before(base)
+            segments = list(line.render(self.app.console))
+        strip = Strip(segments, line.cell_len).crop_extend(0, width, base)
+        if len(self._strips) > 2 * count + 8:  # hosts that left the list
+            self._strips.clear()
+        self._strips[key] = (row, width, look, strip)
+        return strip
 
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
@@ -219,21 +290,34 @@ class FleetGrid(CursorList):
         app = self.app
         self._styles = {name: style(app, name) for name in ("warning", "error", "gpu-hot", "gpu-mem-used", "gpu-util")}
         self._styles["host"] = style(app, "primary", bold=True)
-        rows = [self._summary(hosts, names, width)]
-        cache = self._row_cache
-        for name in names:
-            gpus, servers = hosts[name], self._servers.get(name, ())
-            shown = (gpus, servers, width, name_w, app.theme)
+        summary = self._summary(hosts, names, width)
+        cache, servers_of, theme = self._row_cache, self._servers, app.theme
+
+        def build(index: int) -> Text:  # only the rows drawn are built (a tick changes every host's)
+            if index == 0:
+                return summary
+            name = names[index - 1]
+            gpus, servers = hosts[name], servers_of.get(name, ())
             cached = cache.get(name)
-            if cached is None or cached[0] != shown:
-                cached = cache[name] = (shown, self._host_row(name, gpus, width, name_w, servers))
-            rows.append(cached[1])
-        self.set_rows([SUMMARY_KEY, *names], rows)
+            if cached is not None:
+                was = cached[0]
+                if (was[0] is gpus or was[0] == gpus) and was[1:] == (servers, width, name_w, theme):
+                    return cached[1]
+            cached = cache[name] = ((gpus, servers, width, name_w, theme),
+                                    self._host_row(name, gpus, width, name_w, servers))
+            return cached[1]
+        self.set_lazy_rows([SUMMARY_KEY, *names], build)
+
+    def _lines_upto(self, limit: int) -> int:
+        return min(self._row_count(), limit)  # one line a row: no row is built to count them
+
+    def rows(self) -> list[Text]:
+        """Every row as drawn (the summary, then one per shown host), built now."""
+        return [self._row_at(i) for i in range(self._row_count())]
 
     def _summary(self, hosts: dict[str, tuple[FleetGpu, ...]], names: list[str], width: int) -> Text:
         gpus = self.snapshot.gpus
-        stale = sum(g.stale for g in gpus)
-        idle = sum(idle_holding(g) for g in gpus)
+        stale, idle = self._stale, sum(self._idle.values())
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"{len(hosts)} hosts {len(gpus)} GPUs", style="bold")
         if len(names) != len(hosts):
