@@ -24,6 +24,13 @@ def test_todo_change_keeps_the_whole_text_and_says_what_moved():
     assert line(ev.TODO_CHANGED, {"op": "add", "after": {"content": "x", "status": "pending"}}) == "add: x"
 
 
+def test_an_autostart_says_it_runs_the_configured_flags():
+    """Issue 20: the demo's second start (after a session that ran --max-running-requests 32)
+    read 'exp-0003 on demo: same flags (autostart)' while it went back to the configured 4."""
+    assert line(ev.EXPERIMENT_STARTED, {"reason": "autostart", "diff": []}) == "None on demo: the configured flags (autostart)"
+    assert line(ev.EXPERIMENT_STARTED, {"reason": "r", "diff": []}) == "None on demo: same flags (r)"  # a restart as it ran
+
+
 def test_baseline_pin_and_alerts_read_as_sentences():
     assert line(ev.BENCH_BASELINE, {"result_id": 2, "bench": "sweep", "workload": "8af096e88750", "concurrency": 16,
                                     "output_throughput_tok_s": 677.94}) == \

@@ -235,7 +235,9 @@ class Event:
             kind, message = d.get("kind", "alert"), d.get("message", "")
             return message if kind in message else f"{kind}: {message}"  # not "crashed: demo crashed (oom)"
         if t == EXPERIMENT_STARTED:
-            change = "; ".join(d.get("diff") or []) or "same flags"
+            # an autostart launches the configured flags, whatever ran last: not "same flags"
+            change = "; ".join(d.get("diff") or []) or ("the configured flags" if d.get("reason") == "autostart"
+                                                         else "same flags")
             return f"{self.experiment} on {self.target}: {change}" + (f" ({d['reason']})" if d.get("reason") else "")
         if t == VERDICT:
             return f"{self.experiment}: {d.get('decision', '?')}" + (f" — {d['reason']}" if d.get("reason") else "")
