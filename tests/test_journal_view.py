@@ -312,6 +312,14 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
     j.close()
     app = OptuiApp(Session(loaded))
     async with app.run_test(size=(60, 40)) as pilot:
+        def bench_changes():
+            tables = app.query("#bench-results")  # (the panels mount after the first frame)
+            return [str(c) for c in tables.first().get_column("change")] if tables and tables.first().row_count else []
+
+        await wait_for(pilot, lambda: bench_changes() and "…" not in bench_changes()[0], what=bench_changes)
+        await pilot.resize_terminal(50, 30)  # the bench panel's change says it in fewer words, never cut
+        await wait_for(pilot, lambda: bench_changes()[-1:] == [f"same as {base}"], what=bench_changes)
+        await pilot.resize_terminal(60, 40)
         await pilot.press("E")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ExperimentsScreen")
         table = app.screen.query_one("#experiments-table")

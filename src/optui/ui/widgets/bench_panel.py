@@ -435,8 +435,17 @@ class BenchPanel(Vertical):
             elif x is None:
                 cells.append(Text("…" if self._experiments is None else "?", style="dim"))
             else:  # the new values matter most: kept
-                cells.append(Text(next(fitted) if flags else truncate(text, width), style="" if x.diff_vs_baseline else "dim"))
+                cells.append(Text(next(fitted) if flags else _fit_text(text, x, width),
+                                  style="" if x.diff_vs_baseline else "dim"))
         return cells
+
+
+def _fit_text(text: str, x: Experiment, width: int) -> str:
+    """A change without changed flags (``same flags as exp-0001``) in ``width``: shorter
+    wordings of the same before any cut (``same as exp-0001``, ``= exp-0001``)."""
+    if len(text) > width and x.same_config_as:
+        text = next((t for t in (f"same as {x.same_config_as}", f"= {x.same_config_as}") if len(t) <= width), text)
+    return truncate(text, width)
 
 
 def _cell_len(cell: object) -> int:
