@@ -144,7 +144,8 @@ async def test_bench_panel_renders_status_rows_and_new_output_lines():
         # the step of a run: repeats alone say it once (it read "run 1/3 run 1/3"), a sweep's point and its repeat
         from dataclasses import replace
         running = BenchView("c64", "qwen", "running", time.time())
-        for points_done, total, label, shown in ((0, 3, "run 1/3", "  run 1/3   x"), (3, 6, "c=4 run 1/3", "  point 4/6  c=4 run 1/3"),
+        for points_done, total, label, shown in ((0, 3, "run 1/3", "  run 1/3   A: abort"),  # A, the key that aborts (x is the todo panel's run)
+                                                 (3, 6, "c=4 run 1/3", "  point 4/6  c=4 run 1/3"),
                                                  (1, 2, "c=4", "  point 2/2  c=4")):
             panel.show(replace(running, points_done=points_done, points_total=total, point=label), rows,
                        BenchOutput("run-3", 0, ()))
