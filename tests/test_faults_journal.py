@@ -9,6 +9,8 @@ Kill -9 while writing and concurrent writers: tests/test_journal_durability.py.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from optui.session.errors import SessionError
@@ -36,7 +38,11 @@ async def test_journal_locked_by_another_process_loses_nothing_and_never_freezes
         try:
             beat = Heartbeat(app)
             session.add_note("during the lock 1")  # waits 0.5 s at most, then waits in memory
-            status = await session.restart_server("demo", list(rt.status.argv), reason="restart under a lock")
+            # it returns while the lock is held: not after a write's wait for the lock (a minute,
+            # WRITE_WAIT_S) behind which the read-back of its events was queued (the bound is that
+            # minute's half: the restart itself takes its two EDIT_WAIT_S reads and a start)
+            async with asyncio.timeout(30):
+                status = await session.restart_server("demo", list(rt.status.argv), reason="restart under a lock")
             assert status.state.value == "ready"  # the server work goes on
             session.add_note("during the lock 2")
             with pytest.raises(SessionError, match="database is locked"):

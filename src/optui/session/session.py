@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
+from optui.adapters import journal_thread
 from optui.adapters.aio import wait_set
 from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
@@ -307,6 +308,18 @@ class Session:
                 return
             self._apply_journal(read)
 
+    async def _synced_unless_locked(self) -> None:
+        """:meth:`synced`, unless another process holds the journal's write lock: the events
+        then wait in memory (a :class:`DeferringJournal`) behind a write that waits out the lock
+        on the journal thread for up to a minute, and a restart under a locked journal
+        returned only then (the server long ready); bounded by ``EDIT_WAIT_S`` for a lock met
+        meanwhile."""
+        if getattr(self.journal, "deferred", 0):
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(journal_thread.EDIT_WAIT_S):
+                await self.synced()
+
     async def synced(self) -> None:
         """Wait until the session's view holds everything the journal had when this was
         called (inline when the session is not off the loop)."""
@@ -579,7 +592,7 @@ class Session:
             self.sync_journal()
         # the restart's events are queued on the journal thread: it returns once they are
         # written and read back (a caller that reads the journal next finds them there)
-        await self.synced()
+        await self._synced_unless_locked()
         if status.state.value == "crashed" and rt.cfg.rollback == "auto" and rt.status.last_good_argv \
                 and list(rt.status.last_good_argv) != list(argv):
             return await self.rollback(name, reason=f"auto after {status.crash_class}")
