@@ -28,6 +28,7 @@ from textual.widgets import DataTable, Footer, Static
 from optui.core.bench.chart import Chart, bar_chart
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
 from optui.core.bench.result import requests_text
+from optui.core.flag_abbrev import fit_flag_column
 from optui.core.journal_experiments import change_text
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
@@ -133,6 +134,11 @@ class ResultsScreen(Screen[None]):
             self.notify(f"experiments: {exc}", severity="error")
             return
         changes = {x.id: change_text(x) for x in update.experiments}
+        # a change longer than its column shows its flags, names whole or abbreviated alike (never cut)
+        width = next(w for key, _, w in _FIXED if key == "change")
+        cut = [x for x in update.experiments if len(changes[x.id]) > width and x.changed_flags]
+        for x, text in zip(cut, fit_flag_column([x.changed_flags for x in cut], width), strict=True):
+            changes[x.id] = text
         if changes != self._changes:
             self._changes = changes
             if self._rows is not None:

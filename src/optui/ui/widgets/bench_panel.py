@@ -8,7 +8,10 @@ results view's text; in a side pane the changed flags only, first), the scaling 
 of concurrency sweeps and the change of out tok/s and TTFT against the workload's
 baseline, green/red by direction, ``~`` when inside the noise (inconclusive).
 
-Keys (anywhere in the panel): ``x`` / ``ctrl+c`` abort the run (ctrl+c never quits the
+The table shows the columns that fit the panel whole, each as wide as its header or widest
+cell (a header is never cut at the edge; the results view shows every column).
+
+Keys (anywhere in the panel): ``A`` / ``ctrl+c`` abort the run (ctrl+c never quits the
 app here), ``s`` sweep, ``R`` repeat, ``B`` pin the selected row as baseline, ``v`` the
 results view. Its number key focuses the results table once there are results (arrows
 select the row ``B`` pins; Tab moves on to the output log), else the log. The panel posts
