@@ -153,3 +153,22 @@ async def test_hosts_fold_and_unfold_as_the_pane_is_resized(tmp_path):
         await pilot.pause(0.2)
         assert len(gpus.render().plain.splitlines()) == 7
         await pilot.press("q")
+
+
+async def test_bench_keeps_its_room_beside_a_fleet_grid_in_a_50x30_pane(tmp_path):
+    """Issue 20: at 50x30 the Bench panel was hidden and a benchmark ran with no visible
+    progress: with a fleet (``optui demo --fleet 16``) the GPU panel's grid took the rows
+    and Todo's and Bench's least heights did not fit what was left, so Bench was pushed
+    below the screen. Every panel keeps a line on screen, Bench its status and a row."""
+    from tests.helpers.pilot import wait_for
+    from tests.test_fleet_view import HOSTS, fleet_app
+
+    app = fleet_app(tmp_path)
+    async with app.run_test(size=(50, 30)) as pilot:
+        await wait_for(pilot, lambda: app.query("#fleet") and len(app.query_one("#fleet").shown_hosts()) == HOSTS)
+        await pilot.pause(0.1)
+        assert all(app._has_room(app.query_one(box)) for box in BOXES.values()), [
+            (box, app.query_one(box).region) for box in BOXES.values()]
+        bench, status = app.query_one("#bench-box"), app.query_one("#bench-status")
+        assert bench.region.height >= 5 and status.region.bottom < bench.region.bottom - 1  # status, then a row
+        await pilot.press("q")
