@@ -356,32 +356,33 @@ def records_from_samples(samples: Iterable[PromSample]) -> list[FleetGpu]:
     fields: dict[tuple[str, str], dict] = {}
     meta: dict[tuple[str, str], dict] = {}
     for sample in samples:
-        if SAMPLE_TIME_LABEL in sample.labels:
-            labels = {k: v for k, v in sample.labels.items() if k != SAMPLE_TIME_LABEL}
-            mapping = _timed_mapping(labels)
-        else:
-            mapping = _BY_NAME.get(sample.name)
-            labels = sample.labels
+        labels = sample.labels
+        timed = SAMPLE_TIME_LABEL in labels
+        mapping = _timed_mapping(labels) if timed else _BY_NAME.get(sample.name)
         if mapping is None:
             continue
         uuid = labels.get(mapping.uuid_label, "")
-        host = host_of(labels, mapping.host_label)
-        index = _index(labels.get(mapping.index_label)) if mapping.index_label else None
-        key = (mapping.exporter, uuid or f"{host}#{index}")
-        info = meta.setdefault(key, {"host": host, "uuid": uuid, "index": None, "model": None,
-                                     "exporter": mapping.exporter, "at": None, "timed": None})
-        if index is not None:
-            info["index"] = index
-        if mapping.model_label and labels.get(mapping.model_label):
-            info["model"] = labels[mapping.model_label]
-        if SAMPLE_TIME_LABEL in sample.labels:
+        info = meta.get((mapping.exporter, uuid)) if uuid else None
+        if info is None:  # a GPU's first series: its host and key (the next ones share its labels)
+            host = host_of(labels, mapping.host_label)
+            index = _index(labels.get(mapping.index_label)) if mapping.index_label else None
+            key = (mapping.exporter, uuid or f"{host}#{index}")
+            info = meta.get(key)
+            if info is None:
+                info = meta[key] = {"key": key, "host": host, "uuid": uuid, "index": None, "model": None,
+                                    "exporter": mapping.exporter, "at": None, "timed": None}
+        if info["index"] is None and mapping.index_label:  # nvidia_smi: on its info series only
+            info["index"] = _index(labels.get(mapping.index_label))
+        if info["model"] is None and mapping.model_label:
+            info["model"] = labels.get(mapping.model_label) or None
+        if timed:
             info["timed"] = sample.value
             continue
         info["at"] = max(info["at"] or 0.0, sample.at)
         field = mapping.fields.get(sample.name)
         if field is not None:
             name, factor = field
-            fields.setdefault(key, {})[name] = None if sample.value is None else sample.value * factor
+            fields.setdefault(info["key"], {})[name] = None if sample.value is None else sample.value * factor
     records = []
     for key, info in meta.items():
         values = fields.get(key)

@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: The label a ``timestamp()`` series of the fleet query carries (its value: the unix time in
 #: s of the newest sample of the GPU's memory series, what a GPU's age is measured from).
@@ -25,11 +25,11 @@ class PromAnswerError(ValueError):
     """An answer that is not a Prometheus API vector answer (message says what was wrong)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PromSample:
+class PromSample(NamedTuple):
     """One series of an instant-query answer: metric ``name`` ('' when the expression dropped
     it), its ``labels`` (without ``__name__``), the sample's unix time in s and its value
-    (None for NaN: a series that has no value now)."""
+    (None for NaN: a series that has no value now). A named tuple: an answer makes 4,096 a
+    tick, and a frozen dataclass took more than twice as long to make."""
 
     name: str
     labels: dict[str, str]
@@ -112,10 +112,10 @@ def parse_vector_answer(body: bytes | str) -> list[PromSample]:
     samples = []
     for item in data["result"]:
         try:
-            labels = dict(item["metric"])
+            labels = item["metric"]  # the answer's own dict (json made it): no copy
             at, text = item["value"]
-        except (KeyError, TypeError, ValueError):
+            name = labels.pop("__name__", "")
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise PromAnswerError(f"malformed series {str(item)[:80]!r}") from None
-        name = labels.pop("__name__", "")
         samples.append(PromSample(name, labels, float(at), _number(text)))
     return samples
