@@ -155,18 +155,24 @@ async def test_hosts_fold_and_unfold_as_the_pane_is_resized(tmp_path):
         await pilot.press("q")
 
 
-async def test_bench_keeps_its_room_beside_a_fleet_grid_in_a_50x30_pane(tmp_path):
+@pytest.mark.parametrize("size", [(50, 30), (60, 40)])
+async def test_bench_keeps_its_room_beside_a_fleet_grid_in_a_side_pane(tmp_path, size):
     """Issue 20: at 50x30 the Bench panel was hidden and a benchmark ran with no visible
-    progress: with a fleet (``optui demo --fleet 16``) the GPU panel's grid took the rows
-    and Todo's and Bench's least heights did not fit what was left, so Bench was pushed
-    below the screen. Every panel keeps a line on screen, Bench its status and a row."""
+    progress: with a fleet (``optui demo --fleet 16``) the GPU panel's grid took the rows and
+    Todo's and Bench's least heights did not fit what was left, so Bench was pushed below the
+    screen (at 60x40 too). Every panel keeps a line on screen, Bench its status and a row."""
+    from optui.cli.tui import write_demo_config
+    from optui.config import load_config
+    from optui.session import Session
+    from optui.ui.app import OptuiApp
+    from tests.helpers.demo import free_port
     from tests.helpers.pilot import wait_for
-    from tests.test_fleet_view import HOSTS, fleet_app
 
-    app = fleet_app(tmp_path)
-    async with app.run_test(size=(50, 30)) as pilot:
-        await wait_for(pilot, lambda: app.query("#fleet") and len(app.query_one("#fleet").shown_hosts()) == HOSTS)
-        await pilot.pause(0.1)
+    cfg = write_demo_config(tmp_path / "demo", port=free_port(), speed=100.0, fleet=16)
+    app = OptuiApp(Session(load_config(cfg), stop_servers_on_exit=True), title="test")
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.query("#fleet") and len(app.query_one("#fleet").shown_hosts()) == 16)
+        await pilot.pause(0.2)
         assert all(app._has_room(app.query_one(box)) for box in BOXES.values()), [
             (box, app.query_one(box).region) for box in BOXES.values()]
         bench, status = app.query_one("#bench-box"), app.query_one("#bench-status")
