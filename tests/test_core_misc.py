@@ -188,3 +188,20 @@ def test_llamacpp_ready_and_failures():
     assert classify_log("error: invalid argument: --no-such-flag\n", "llamacpp", returncode=1)["class"] == "bad_flag"
     bind = "E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080\n"
     assert classify_log(bind, "llamacpp", returncode=1)["class"] == "port_in_use"
+
+
+def test_changed_flags_fit_a_cell_with_their_names_whole_or_abbreviated_alike():
+    """Issue 20: a narrow cell cut the flag name the row is read by (``--max-``,
+    ``--max-run… 64``). Names stay whole, or every name of the column is abbreviated by the
+    same rule; flags that do not fit are counted; only a value is ever cut."""
+    from optui.core.flag_abbrev import abbreviate, fit_flag_column, fit_flags
+
+    assert [abbreviate("--max-running-requests", level) for level in (0, 1, 2)] == [
+        "--max-running-requests", "--max-run-req", "--mrr"]
+    assert abbreviate("<positional 0>", 2) == "<positional 0>" and abbreviate("-np", 1) == "-np"
+    rows = [["--max-running-requests 64"], ["--max-running-requests 64", "--chunked-prefill-size 512"], []]
+    assert fit_flag_column(rows, 30) == ["--max-running-requests 64", "--max-running-requests 64 +1", ""]
+    assert fit_flag_column(rows, 24) == ["--max-run-req 64", "--max-run-req 64 +1", ""]  # one level for the column
+    assert fit_flag_column(rows, 18) == ["--mrr 64", "--mrr 64 --cps 512", ""]
+    assert fit_flags(["-(--enable-metrics)"], 12) == "-(--ena-met)"
+    assert fit_flags(["--mem-fraction-static 0.912345678"], 12) == "--mfs 0.912…"  # the value cut, not the name
