@@ -291,6 +291,14 @@ async def test_every_bench_panel_row_names_its_flag_diff_vs_the_baseline(seeded,
         if size[0] < 80:
             # the result and its comparison with the baseline still show (new user: no Δ at 60x40)
             assert header.split()[:2] == ["bench", "change"] and "out tok/s" in header and "Δ out" in header, header
+        else:  # a resize fits the columns again and keeps the row the cursor is on (B pins it)
+            await pilot.press("4", "up")
+            selected = app.query_one("#bench").selected_row()
+            assert selected is not app.query_one("#bench").shown_rows[-1]
+            await pilot.resize_terminal(60, 40)
+            await wait_for(pilot, lambda: app.screen.has_class("-narrow"))
+            await pilot.pause(0.2)
+            assert app.query_one("#bench").selected_row() is selected
         await pilot.press("q")
 
 

@@ -198,8 +198,9 @@ class BenchPanel(Vertical):
         self._fill(table)
 
     def on_resize(self) -> None:
-        if self._rows and self._room() != self._width:  # the columns that fit, again
-            self._fill(self.query_one(DataTable))
+        if self._rows and self._room() != self._width:  # the columns that fit, again; the cursor kept
+            table = self.query_one(DataTable)
+            self._fill(table, cursor=table.cursor_row)
 
     def _room(self) -> int:
         """The characters the table's columns may take: the panel's width less a vertical
@@ -207,11 +208,11 @@ class BenchPanel(Vertical):
         width = self.size.width
         return max(0, width - self.query_one(DataTable).styles.scrollbar_size_vertical) if width else 0
 
-    def _fill(self, table: DataTable) -> None:
+    def _fill(self, table: DataTable, cursor: int | None = None) -> None:
         """The table again: the columns in the order of the layout (:data:`NARROW_ORDER` in a
         side pane), each as wide as its header or its widest cell (at most its :data:`COLUMNS`
         limit), those that fit the width whole (a header is never cut; ``v`` shows them all),
-        then the rows."""
+        then the rows, the cursor on row ``cursor`` (None: the newest)."""
         self._width = room = self._room()
         order = NARROW_ORDER if self._narrow else tuple(key for key, _, _ in COLUMNS)
         labels = {key: label for key, label, _ in COLUMNS}
@@ -238,7 +239,7 @@ class BenchPanel(Vertical):
             cells["change"] = change
             table.add_row(*(cells[key] for key in shown), key=str(i))
         if rows:
-            table.move_cursor(row=len(rows) - 1)
+            table.move_cursor(row=cursor if cursor is not None and 0 <= cursor < len(rows) else len(rows) - 1)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "abort" and not self.running:  # only while a benchmark runs
@@ -343,11 +344,12 @@ class BenchPanel(Vertical):
         narrow = self.screen.has_class("-narrow")
         if rows == self._rows and experiments is self._experiments and narrow == self._narrow:
             return
-        self._rows, self._experiments, self._narrow = rows, experiments, narrow
         table = self.query_one(DataTable)
+        cursor = table.cursor_row if rows == self._rows else None  # the same rows (a new layout): kept
+        self._rows, self._experiments, self._narrow = rows, experiments, narrow
         table.display = bool(rows)
         table.fixed_rows = fixed
-        self._fill(table)
+        self._fill(table, cursor)
 
     def _status_text(self, view: BenchView | None, have_results: bool) -> Text:
         app = self.app
