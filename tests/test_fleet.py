@@ -13,6 +13,7 @@ from optui.config import Config
 from optui.core.fleet import (
     GEN_RATE_LABEL,
     SERVER_TIME_LABEL,
+    FleetGpu,
     FleetServer,
     FleetState,
     configured_server,
@@ -22,6 +23,7 @@ from optui.core.fleet import (
     records_from_samples,
     servers_from_samples,
 )
+from optui.core.fleet_filter import FilterError, parse_host_filter
 from optui.core.fleet_query import (
     SAMPLE_TIME_LABEL,
     PromAnswerError,
@@ -222,3 +224,57 @@ def test_a_server_without_new_samples_for_three_intervals_is_stale_with_its_age(
     assert late.stale and late.age_s == pytest.approx(6.5) and late.running == 12
     assert state.failed("Prometheus at http://p:9090 did not answer within 5 s", now=1009.0).servers[0].stale
     assert late.to_json()["stale"] is True and late.to_json()["age_s"] == pytest.approx(6.5)
+
+
+def fgpu(host: str = "a", **values) -> FleetGpu:
+    """A fleet GPU with ``values`` (the others n/a)."""
+    return FleetGpu(host=host, index=0, uuid=f"GPU-{host}", model="NVIDIA H200", exporter="dcgm", **values)
+
+
+BIG = dict(mem_used_mib=100_000.0, mem_free_mib=43_000.0, mem_reserved_mib=771.0, util_gpu_pct=3.0, temp_c=81.0,
+           power_w=350.0)
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("", True), ("a*", True), ("b*", False), ("b* a", True),  # globs: any of them
+    ("free>40G", True), ("free>42GiB", False), ("free>=43000M", True), ("free>43000MiB", False),
+    ("free > 40G", True), ("FREE>40g", True), ("free>29%", True), ("free>30%", False),
+    ("used<1T", True), ("util<10", True), ("util<3%", False), ("util<=3", True), ("util=3", True),
+    ("temp>80", True), ("temp>80C", True), ("temp>81", False), ("power>=350W", True), ("power<100", False),
+    ("a* free>40G util<10 temp>80", True), ("a* free>40G util>10", False), ("idle", True), ("idle temp<50", False),
+])
+def test_the_host_filter_reads_globs_and_thresholds(text, shown):
+    flt = parse_host_filter(text)
+    assert flt.matches("a", [fgpu(**BIG)]) is shown
+
+
+def test_a_threshold_is_met_by_one_gpu_on_its_own_and_never_by_na_or_stale():
+    busy_full = fgpu(**{**BIG, "util_gpu_pct": 90.0, "mem_free_mib": 1000.0, "mem_used_mib": 142_000.0})
+    idle_empty = fgpu(**{**BIG, "util_gpu_pct": 0.0, "mem_free_mib": 143_000.0, "mem_used_mib": 0.0})
+    both = parse_host_filter("free>40G util<10")
+    assert both.matches("a", [busy_full, idle_empty])  # idle_empty meets both
+    assert not parse_host_filter("free>40G util>50").matches("a", [busy_full, idle_empty])  # no GPU meets both
+    na = fgpu()  # every value n/a
+    for text in ("free>0G", "free<1000T", "used<1G", "free<50%", "util<100", "util>=0", "temp<1000", "power>=0",
+                 "idle"):
+        assert not parse_host_filter(text).matches("a", [na]), text
+    assert not parse_host_filter("free>40G").matches("a", [replace(fgpu(**BIG), stale=True)])
+    assert parse_host_filter("a").matches("a", [na])  # a glob alone shows any host
+    assert parse_host_filter("").matches("a", [])
+
+
+@pytest.mark.parametrize("text, says", [
+    ("foo>3", "unknown field 'foo' in 'foo>3'"), ("free>40", "'free>40' needs a unit"),
+    ("free>40X", "unknown unit 'X' in 'free>40X'"), ("util<10G", "unknown unit 'G' in 'util<10G'"),
+    ("temp>hot", "'temp>hot' needs a number"), ("free>", "'free>' needs a number"), (">3", "'>3' needs a field"),
+    ("gpu-a*>3", "cannot read 'gpu-a*>3'"), ("free>150%", "'free>150%'"), ("a* util<1 free>>4G", "'free>>4G'"),
+])
+def test_a_bad_filter_term_is_a_clear_error_naming_it(text, says):
+    with pytest.raises(FilterError) as err:
+        parse_host_filter(text)
+    assert says in str(err.value)
+
+
+def test_the_host_filter_text_is_normalized():
+    assert parse_host_filter("  gpu-a*   free > 40G  idle util<=10% ").text == "gpu-a* free>40G util<=10% idle"
+    assert parse_host_filter("   ").text == ""

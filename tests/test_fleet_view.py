@@ -6,6 +6,7 @@ memory" filters; Enter shows a host's GPUs. The simulation's own checks are pure
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 
 import pytest
 from textual.geometry import Region
@@ -80,6 +81,36 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         await wait_for(pilot, lambda: len(grid.shown_hosts()) == 9)
         assert grid.shown_hosts() == [sim_host_name(i) for i in range(9)]
         assert "(9 shown)" in grid.rows()[0].plain
+        # thresholds in the same box, with a glob (issue 21): hosts with one GPU that has more
+        # than 20 GiB free and is under 50 % busy; spaces around an operator are fine
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TextPrompt")
+        await pilot.press("ctrl+u", *"fleet-node-0[1-3]* free > 20G util<50", "enter")
+
+        def expected() -> list[str]:  # the snapshot shown, read without the parser
+            return [h for h, gpus in sorted(grid.snapshot.hosts().items())
+                    if fnmatch.fnmatchcase(h, "fleet-node-0[1-3]*") and any(
+                        not g.stale and g.mem_free_mib is not None and g.mem_free_mib > 20 * 1024
+                        and g.util_gpu_pct is not None and g.util_gpu_pct < 50 for g in gpus)]
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ != "TextPrompt" and grid.shown_hosts() == expected(),
+                       what=lambda: (grid.shown_hosts(), expected(), [n.message for n in app._notifications]))
+        assert 0 < len(grid.shown_hosts()) < 30
+        assert "hosts fleet-node-0[1-3]* free>20G util<50" in grid.rows()[0].plain
+        # a bad term: an error naming it, the prompt again with the text, the filter unchanged
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TextPrompt")
+        await pilot.press("ctrl+u", *"fleet-node-0* free>40X", "enter")
+        await wait_for(pilot, lambda: any("'free>40X'" in n.message for n in app._notifications),
+                       what=lambda: [n.message for n in app._notifications])
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TextPrompt")
+        assert app.screen.query_one("Input").value == "fleet-node-0* free>40X"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ != "TextPrompt")
+        assert grid.host_filter.text == "fleet-node-0[1-3]* free>20G util<50"
+        await pilot.press("slash")  # back to the first glob for the details below
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TextPrompt")
+        await pilot.press("ctrl+u", *"fleet-node-00*", "enter")
+        await wait_for(pilot, lambda: grid.shown_hosts() == [sim_host_name(i) for i in range(9)])
         await pilot.press("down", "down", "enter")  # the summary row, then the second host
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "DetailsScreen")
         body = app.screen.query_one("#details-body").render().plain

@@ -57,11 +57,19 @@ class FleetActions(Actions):
         self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus, servers, configured, history)))
 
     def ask_filter(self, current: str, apply) -> None:
-        """Ask for a host glob; ``apply(glob)`` with the answer (Esc: nothing changes)."""
+        """Ask for a host filter (core/fleet_filter); ``apply(text)`` with the answer (Esc:
+        nothing changes). A bad term is named in an error and the prompt opens again with it."""
+        from optui.core.fleet_filter import FilterError
         from optui.ui.screens.text_prompt import TextPrompt
 
         def answered(text: str | None) -> None:
-            if text is not None:
+            if text is None:
+                return
+            try:
                 apply(text)
+            except FilterError as exc:
+                self.notify(str(exc), severity="error", timeout=8)
+                self.ask_filter(text, apply)
 
-        self.push_screen(TextPrompt("Show hosts matching (glob, empty: all):", current, "gpu-a-*"), answered)
+        self.push_screen(TextPrompt("Filter hosts (glob, free>40G, util<10, temp>80, idle; empty: all):",
+                                    current, "gpu-a-* free>40G"), answered)

@@ -3,21 +3,21 @@
 A cell is a block whose height is the GPU's utilization (``▁`` to ``█``, ``?`` when its
 series is missing), in the memory colour when the GPU holds memory and the utilization
 colour otherwise; an idle GPU that holds memory (utilization under
-:data:`IDLE_UTIL_PCT` %, more than :data:`HOLDING_PCT` % of its memory taken) is drawn in the
+:data:`~optui.core.fleet_filter.IDLE_UTIL_PCT` %, more than
+:data:`~optui.core.fleet_filter.HOLDING_PCT` % of its memory taken) is drawn in the
 warning colour, a stale one as a dim ``·``. After the cells: the host's mean utilization, free
 memory, the load of its inference servers (``vllm 12+3 45% 810t/s``: running + waiting
 requests, KV cache, generated tok/s), hottest GPU and power, as the width allows. The first row sums the fleet up and says
 how it is sorted and filtered, and why the last query failed.
 
 ``s`` cycles the sort (host, most free memory, busiest, hottest, most idle-but-holding GPUs),
-``/`` filters hosts by a glob (``gpu-a-*``), ``i`` shows only hosts with idle GPUs that hold
-memory; Enter posts :class:`FleetGrid.HostChosen` (the app opens the host's details, with
+``/`` filters hosts by a glob and GPU thresholds (``gpu-a* free>40G util<10``:
+:mod:`optui.core.fleet_filter`), ``i`` shows only hosts with idle GPUs that hold memory; Enter posts :class:`FleetGrid.HostChosen` (the app opens the host's details, with
 each GPU's utilization and memory over the readings the grid showed: :attr:`FleetGrid.history`).
 """
 
 from __future__ import annotations
 
-import fnmatch
 from collections import deque
 
 from rich.segment import Segment
@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from optui.core.fleet import FleetGpu, FleetServer, FleetSnapshot
+from optui.core.fleet_filter import HostFilter, idle_holding, parse_host_filter
 from optui.core.safe_text import safe_line
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
@@ -36,22 +37,11 @@ from optui.ui.widgets.meters import fmt_mib, truncate
 BLOCKS = "▁▂▃▄▅▆▇█"
 #: readings kept per GPU for its host's details (5 min at the default 2 s)
 HISTORY_POINTS = 150
-IDLE_UTIL_PCT = 5.0
-HOLDING_PCT = 10.0
 HOT_TEMP_C = 85.0
 SUMMARY_KEY = ("fleet-summary",)
 SORTS = ("host", "free", "util", "temp", "idle")
 SORT_TITLES = {"host": "host", "free": "free memory", "util": "utilization", "temp": "temperature",
                "idle": "idle holding memory"}
-
-
-def idle_holding(gpu: FleetGpu) -> bool:
-    """An idle GPU that holds memory: utilization < IDLE_UTIL_PCT % and more than
-    HOLDING_PCT % of its memory used (False where either is unknown)."""
-    total = gpu.mem_total_mib
-    if gpu.util_gpu_pct is None or gpu.mem_used_mib is None or not total:
-        return False
-    return gpu.util_gpu_pct < IDLE_UTIL_PCT and 100.0 * gpu.mem_used_mib / total > HOLDING_PCT
 
 
 def blocks(values, width: int) -> str:
@@ -161,7 +151,7 @@ class FleetGrid(CursorList):
             return self.grid
 
     class FilterAsked(Message):
-        """``/``: the app asks for a host glob and calls the grid's :meth:`FleetGrid.set_filter`."""
+        """``/``: the app asks for a filter and calls the grid's :meth:`FleetGrid.set_filter`."""
 
         def __init__(self, grid: FleetGrid, current: str) -> None:
             super().__init__()
@@ -176,7 +166,7 @@ class FleetGrid(CursorList):
         super().__init__(empty_text="waiting for the fleet…", id=id)
         self.snapshot = FleetSnapshot()
         self.sort = "host"
-        self.host_glob = ""
+        self.host_filter = HostFilter()
         self.only_idle = False
         self.cursor_when_blurred = False
         self._hosts: dict[str, tuple[FleetGpu, ...]] = {}
@@ -212,18 +202,20 @@ class FleetGrid(CursorList):
                 self.history.setdefault(gpu.key, deque(maxlen=HISTORY_POINTS)).append((gpu.util_gpu_pct, mem))
         self._render_grid()
 
-    def set_filter(self, glob: str) -> None:
-        """Show only hosts whose name matches ``glob`` (``''``: all)."""
-        self.host_glob = glob.strip()
+    def set_filter(self, text: str) -> None:
+        """Show only the hosts that filter ``text`` matches (``gpu-a* free>40G``; ``''``: all;
+        :func:`~optui.core.fleet_filter.parse_host_filter`). Raises
+        :class:`~optui.core.fleet_filter.FilterError` for a bad term, the filter unchanged."""
+        self.host_filter = parse_host_filter(text)
         self._render_grid()
 
     def shown_hosts(self) -> list[str]:
         """The hosts on screen, in order (after the sort and filters)."""
         if self.sort not in self._sorted:
             self._sorted[self.sort] = sort_hosts(self._hosts, self.sort)
+        flt, hosts = self.host_filter, self._hosts
         return [h for h in self._sorted[self.sort]
-                if (not self.host_glob or fnmatch.fnmatchcase(h, self.host_glob))
-                and (not self.only_idle or self._idle[h])]
+                if (not self.only_idle or self._idle[h]) and flt.matches(h, hosts[h])]
 
     def on_resize(self) -> None:
         self._render_grid()
@@ -275,7 +267,7 @@ class FleetGrid(CursorList):
         self._render_grid()
 
     def action_filter_hosts(self) -> None:
-        self.post_message(self.FilterAsked(self, self.host_glob))
+        self.post_message(self.FilterAsked(self, self.host_filter.text))
 
     def action_choose_host(self) -> None:
         key = self.current_key
@@ -323,8 +315,8 @@ class FleetGrid(CursorList):
         if len(names) != len(hosts):
             line.append(f" ({len(names)} shown)")
         line.append(f" · sort {SORT_TITLES[self.sort]}", style="dim")
-        if self.host_glob:
-            line.append(f" · hosts {safe_line(self.host_glob)}", style="dim")
+        if self.host_filter.text:
+            line.append(f" · hosts {safe_line(self.host_filter.text)}", style="dim")
         if self.only_idle:
             line.append(" · idle holding memory only", style="dim")
         if idle:
