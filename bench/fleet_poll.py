@@ -29,12 +29,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
+# the exporters' child process: prints their targets, then reads ``HOST GPU METRIC VALUE``
+# lines (that GPU serves VALUE for METRIC from its next scrape on) until stdin closes
 EXPORTERS = """
-import sys, time
-from tests.helpers.prometheus import DcgmExporters
-ex = DcgmExporters(int(sys.argv[1]))
+import sys
+import tests.helpers.prometheus as helper
+set_values, computed = {}, helper.gpu_values
+
+def gpu_values(host, gpu, generation):
+    values = computed(host, gpu, generation)
+    values.update(set_values.get((host, gpu), {}))
+    return values
+
+helper.gpu_values = gpu_values  # dcgm_text reads it at each scrape
+ex = helper.DcgmExporters(int(sys.argv[1]))
 print(" ".join(ex.targets()), flush=True)
-sys.stdin.read()
+for line in sys.stdin:
+    host, gpu, metric, value = line.split()
+    set_values.setdefault((int(host), int(gpu)), {})[metric] = float(value)
 """
 
 
