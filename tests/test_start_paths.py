@@ -249,6 +249,37 @@ async def test_a_demo_that_stops_its_server_at_quit_leaves_down_as_the_journaled
     assert ("ready", "starting") not in states and states.count(("down", "starting")) == 2, states
 
 
+async def test_a_window_that_stops_its_server_at_quit_is_no_crash_in_another_window(campaign):
+    """`optui demo` quit (it stops its server) while a second window watched the server: the
+    second window journaled `down → crashed`, `server.failed` (unknown, process gone) and a
+    crash alert one second after the first window's `server.stopped`."""
+    demo = Session(load_config(campaign), stop_servers_on_exit=True)
+    await demo.start()
+    closed = False
+    try:
+        await wait_ready(demo)
+        pid = demo.servers["demo"].status.pid
+        async with running(campaign, ready=True, autostart=False) as other:
+            closed = True
+            await demo.close()  # the demo window quits: it stops its server
+            deadline = time.monotonic() + 30
+            while other.servers["demo"].status.state.value not in ("down", "crashed"):
+                assert time.monotonic() < deadline, other.servers["demo"].status
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(1.5)  # two probes later: no crash after all
+            st = other.servers["demo"].status
+            assert st.state.value == "down" and st.crash_class is None, st
+            assert "stopped" in (st.message or ""), st.message
+            assert not pid_alive(pid)
+    finally:
+        if not closed:
+            await demo.close()
+    events = journal_events(campaign, target="demo")
+    assert not [e for e in events if e.type == "server.failed"], [e.data for e in events if e.type == "server.failed"]
+    assert not [e for e in events if e.type == "server.state" and e.data["new"] == "crashed"]
+    assert not [e for e in journal_events(campaign, ["alert"]) if "crash" in str(e.data)]
+
+
 async def test_a_restart_is_refused_while_a_benchmark_runs_against_the_server(campaign):
     """A restart during another process's `bench run` went through: the run went on against
     the new server and its results were credited to the old experiment (break-it trial)."""

@@ -16,6 +16,7 @@ that uses them, with the adoption of a launch another optui process made.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -23,7 +24,7 @@ from optui.adapters.controller import Controller
 from optui.adapters.journal import Event, Journal
 from optui.core import events as ev
 from optui.core.server_state import CrashClass, ServerState
-from optui.session.server_transitions import ServerEvents, StatusKeeper
+from optui.session.server_transitions import ServerEvents, StatusKeeper, launched_by_another_live_process
 
 
 def last_journaled_state(journal: Journal, server: str) -> str | None:
@@ -56,6 +57,15 @@ def end_journaled_since(journal: Journal, server: str, since_ts: float) -> Event
     found = journal.events(target=server, types=[ev.SERVER_FAILED, ev.SERVER_STOPPED], since_ts=since_ts, limit=1,
                            newest_first=True)
     return found[0] if found else None
+
+
+def stop_journaled_since(journal: Journal, server: str, since_ts: float) -> Event | None:
+    """The ``server.stopped`` event of ``server`` written at or after ``since_ts`` (Unix
+    seconds) when it is the newest of its starts, readies, failures and stops (the launch
+    running since then was stopped by an optui process, no later one started), else None."""
+    found = journal.events(target=server, types=[ev.SERVER_STARTING, ev.SERVER_READY, ev.SERVER_FAILED, ev.SERVER_STOPPED],
+                           since_ts=since_ts, limit=1, newest_first=True)
+    return found[0] if found and found[0].type == ev.SERVER_STOPPED else None
 
 
 def last_seen_alive(journal: Journal, server: str, since_ts: float) -> float | None:
@@ -156,6 +166,33 @@ class OtherProcesses:
                                              message="being restarted by another optui process")
             return True
         return False
+
+    async def show_stop_journaled_elsewhere(self, started_at: float | None, *, grace_s: float = 3.0) -> bool:
+        """The launch that started at Unix time ``started_at`` has ended and another optui
+        process journaled its stop (the window that launched it quit and stopped it, `optui
+        stop`): show the server DOWN with who stopped it, and journal nothing. A window that
+        watched the server called that stop a crash (``down → crashed``, ``server.failed``
+        unknown, an alert). The stopping process journals the stop once the process is gone:
+        while the launch's maker still runs, its stop is waited for up to ``grace_s``. True
+        when shown."""
+        if started_at is None:
+            return False
+        journal, server = self._events.journal, self._events.server
+        deadline = time.monotonic() + grace_s
+        while True:
+            stop = await self._events.read(lambda: stop_journaled_since(journal, server, started_at))
+            if stop is not None:
+                break
+            maker_alive = await self._events.read(lambda: launched_by_another_live_process(journal, server))
+            if not maker_alive or time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.2)
+        self._stop_following()
+        how = stop.data.get("how")
+        by = stop.actor if stop.actor and stop.actor != "optui" else "another optui process"
+        await self._keeper.set_state(ServerState.DOWN, journal=False, pid=None, crash_class=None, crash_lines=(),
+                                     message=f"stopped by {by}" + (f" ({how})" if how else ""))
+        return True
 
     async def show_failure_journaled_elsewhere(self) -> bool:
         """A launch another optui process made (adopted, or made while this session showed

@@ -367,6 +367,10 @@ class ServerRuntime:
         others = self.other_processes
         if await others.adopt_relaunch() or await others.show_failure_journaled_elsewhere():
             return
+        launch = self.controller.launch
+        if self.status.state not in (ServerState.DOWN, ServerState.CRASHED) and await others.show_stop_journaled_elsewhere(
+                launch.started_at if launch is not None else self.status.started_at):
+            return
         rc = self.controller.returncode()
         if self._log is not None:
             drain = getattr(self._log, "drain", None)  # a journal or remote log lags the exit: fetch the rest
