@@ -101,6 +101,34 @@ def test_compare_values_for_the_results_table():
     assert compare_values([1.0], [0.0], 1).pct is None
 
 
+def test_a_row_is_judged_with_the_restart_spread_its_experiments_verdict_used():
+    """A new user saw exp-0009 (the baseline's flags again) as `-6.4% ✗` (outside the noise)
+    in the bench panel and the results view, while its verdict was `same`: restarts ±7.2 %."""
+    from optui.core.bench.compare import THROUGHPUT, with_restart_spreads
+    from optui.core.bench.compare import judge as judge_runs
+    from optui.core.journal_experiments import Experiment, WorkloadOutcome, restart_spreads
+
+    base = [Entry(i, result(v, run="r1"), "sweep", False, "exp-0002") for i, v in enumerate((100.0, 101.0, 99.5), 1)]
+    again = [Entry(i, result(v, run="r2"), "sweep", False, "exp-0009") for i, v in enumerate((93.6, 94.0, 93.2), 4)]
+    row = build_rows(group_entries(base + again))[-1]
+    assert row.deltas[THROUGHPUT].verdict == "worse"  # against the repeats' noise alone
+    key = row.group.workload_key
+    verdict = judge_runs([93.6, 94.0, 93.2], [100.0, 101.0, 99.5], +1, restart_spread_pct=14.4)
+    assert verdict.verdict == "same"
+    outcome = WorkloadOutcome(key, "random", "sweep", (), {}, {}, "exp-0002", None, (), verdict)
+    exp = Experiment("exp-0009", "demo", 0.0, "tui", "", (), (), (), workloads=(outcome,))
+    spreads = restart_spreads([exp])
+    assert spreads == {key: 14.4}
+    judged = with_restart_spreads([row], spreads)[0]
+    assert judged.deltas[THROUGHPUT].verdict == "inconclusive"  # ~-6.4%, as the verdict: same
+    assert judged.deltas[THROUGHPUT].judgement.restart_spread_pct == 14.4
+    assert judged.deltas[THROUGHPUT].pct == pytest.approx(row.deltas[THROUGHPUT].pct)
+    # a workload without a measured spread, and the baseline's own row, are left as they are
+    assert with_restart_spreads([row], {})[0] is row
+    first = build_rows(group_entries(base + again))[0]
+    assert with_restart_spreads([first], spreads)[0] is first
+
+
 def test_failed_requests_above_the_threshold_are_never_compared():
     """kill -9 of the server mid-run: 15 ok of 400 is 'degraded' with the count, not ok."""
     r = BenchResult(tool="sglang", completed=15, failed=385, output_throughput_tok_s=1130.0)

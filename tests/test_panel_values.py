@@ -154,6 +154,34 @@ async def test_bench_panel_renders_status_rows_and_new_output_lines():
             assert shown in status and status.count("run ") == label.count("run "), status
 
 
+async def test_the_bench_panel_judges_a_change_with_the_verdicts_restart_spread():
+    """`-6.4% ✗` in the bench panel against `same` (restarts ±7.2 %) in the verdict."""
+    from textual.widgets import DataTable
+
+    from optui.core.bench.compare import judge
+    from optui.core.journal_experiments import Experiment, WorkloadOutcome
+    from optui.ui.widgets.bench_panel import BenchPanel
+    from tests.test_bench_compare import result
+
+    entries = [Entry(i, result(v, run="r1"), "sweep", False, "exp-0002") for i, v in enumerate((100.0, 101.0, 99.5), 1)]
+    entries += [Entry(i, result(v, run="r2"), "sweep", False, "exp-0009") for i, v in enumerate((93.6, 94.0, 93.2), 4)]
+    groups = group_entries(entries)
+    rows = tuple(build_rows(groups, groups))
+    verdict = judge([93.6, 94.0, 93.2], [100.0, 101.0, 99.5], +1, restart_spread_pct=14.4)
+    outcome = WorkloadOutcome(groups[-1].workload_key, "random", "sweep", (), {}, {}, "exp-0002", None, (), verdict)
+    experiments = {x.id: x for x in (Experiment("exp-0002", "demo", 0.0, "tui", "", (), (), ()),
+                                     Experiment("exp-0009", "demo", 1.0, "tui", "", (), (), (), workloads=(outcome,)))}
+    panel = BenchPanel(id="bench")
+    async with PanelApp(panel).run_test(size=(200, 24)) as pilot:
+        panel.show(None, rows)
+        await pilot.pause(0.1)
+        assert "-6.4% ✗" in " ".join(map(str, panel.query_one(DataTable).get_row_at(1)))  # the repeats' noise alone
+        panel.show(None, rows, experiments=experiments)
+        await pilot.pause(0.1)
+        cells = " ".join(map(str, panel.query_one(DataTable).get_row_at(1)))
+        assert "~-6.4%" in cells and "✗" not in cells, cells
+
+
 def test_bench_output_since():
     out = BenchOutput("r", 10, ("l8", "l9", "l10"))  # 10 lines, the newest 3 buffered
     assert out.since(10) == ()

@@ -699,6 +699,20 @@ def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key
     return out
 
 
+def restart_spreads(experiments: Iterable[Experiment]) -> dict[str, float]:
+    """Workload key → the restart-to-restart spread (%) the experiments' verdicts were judged
+    with (the largest where several say it; workloads without one are left out), so that a
+    results table judges its rows' changes as the verdicts do
+    (:func:`~optui.core.bench.compare.with_restart_spreads`)."""
+    out: dict[str, float] = {}
+    for x in experiments:
+        for w in x.workloads:
+            spread = w.judgement.restart_spread_pct if w.judgement is not None else None
+            if spread is not None:
+                out[w.key] = max(out.get(w.key, 0.0), spread)
+    return out
+
+
 def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], dict[str, list[str]]]:
     """The experiments a listing shows (in the order given), and for each of them the ids of
     the repeats folded into it (:attr:`Experiment.is_repeat`: rollbacks, restarts with
@@ -754,6 +768,15 @@ def best_experiment(experiments: Sequence[Experiment], server: str) -> Experimen
 
 #: what :func:`verdict_evidence` says of results no other experiment's results compare with
 NO_BASELINE = "no baseline for this workload"
+
+
+def workload_baselines(x: Experiment) -> dict[str, tuple[dict | None, bool]]:
+    """Workload key → ``(baseline medians, is the baseline)`` of experiment ``x``'s
+    workloads: the medians (metric key → value) its verdict and deltas compare with (None:
+    no baseline for it), and whether ``x``'s own runs are that baseline. A todo run's note
+    takes its baselines from here so that its numbers are the verdict's."""
+    own = {x.id, x.same_config_as}
+    return {w.key: (w.base_values, w.base_values is not None and w.base_experiment in own) for w in x.workloads}
 
 
 def verdict_evidence(x: Experiment) -> str:

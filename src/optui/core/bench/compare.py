@@ -32,7 +32,7 @@ Definitions:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -274,9 +274,11 @@ class Delta:
     judgement: Judgement | None = None
 
 
-def compare_values(values: Sequence[float | None], base_values: Sequence[float | None], sign: int) -> Delta:
-    """The :class:`Delta` of per-run ``values`` against the baseline's (see :func:`judge`)."""
-    j = judge(values, base_values, sign)
+def compare_values(values: Sequence[float | None], base_values: Sequence[float | None], sign: int, *,
+                   restart_spread_pct: float | None = None) -> Delta:
+    """The :class:`Delta` of per-run ``values`` against the baseline's (see :func:`judge`;
+    ``restart_spread_pct``: the workload's restart-to-restart spread, None: not measured)."""
+    j = judge(values, base_values, sign, restart_spread_pct=restart_spread_pct)
     if j.delta_pct is None:
         return Delta(judgement=j)
     verdict = "inconclusive" if j.verdict == "same" else j.verdict
@@ -431,6 +433,25 @@ def build_rows(groups: Sequence[Group], history: Sequence[Group] | None = None,
         rows.append(Row(group, None if is_base else base, is_base, samples, deltas,
                         scaling_efficiency(group, one_of, samples[THROUGHPUT], samples_of), note))
     return rows
+
+
+def with_restart_spreads(rows: Sequence[Row], spreads: Mapping[str, float]) -> tuple[Row, ...]:
+    """``rows`` with the out tok/s change of each judged against its workload's
+    restart-to-restart spread too (``spreads``: workload key → the full range of same-flags
+    experiments' medians in %, as the experiments' verdicts use it:
+    :func:`~optui.core.journal_experiments.restart_spreads`). A row judged without it read
+    ``-6.4% ✗`` (outside the noise) where its experiment's verdict, with restarts ±7.2 %, was
+    ``same``. Rows whose workload has no measured spread are returned as they are."""
+    out = []
+    for row in rows:
+        spread = spreads.get(row.group.workload_key)
+        if spread is None or row.baseline is None or THROUGHPUT not in row.deltas:
+            out.append(row)
+            continue
+        delta = compare_values(row.group.values(THROUGHPUT), row.baseline.values(THROUGHPUT), direction(THROUGHPUT),
+                               restart_spread_pct=spread)
+        out.append(replace(row, deltas={**row.deltas, THROUGHPUT: delta}))
+    return tuple(out)
 
 
 def pinned_first(rows: Sequence[Row], most: int = 2) -> tuple[tuple[Row, ...], int]:

@@ -26,10 +26,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from optui.core.bench.chart import Chart, bar_chart
-from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
+from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series, with_restart_spreads
 from optui.core.bench.result import requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import change_text
+from optui.core.journal_experiments import change_text, restart_spreads
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.meters import fmt_value
@@ -91,6 +91,7 @@ class ResultsScreen(Screen[None]):
         self._rows_now = rows
         self._rows: list[Row] | None = None
         self._experiments = experiments
+        self._spreads: dict[str, float] = {}  # workload key → restart-to-restart spread (%), from the experiments
         self._changes: dict[str, str] = {}  # experiment id -> its change vs the baseline
         self._search = search
         self._pareto: Text | None = None  # the Pareto view shown instead of the chart
@@ -139,8 +140,9 @@ class ResultsScreen(Screen[None]):
         cut = [x for x in update.experiments if len(changes[x.id]) > width and x.changed_flags]
         for x, text in zip(cut, fit_flag_column([x.changed_flags for x in cut], width), strict=True):
             changes[x.id] = text
-        if changes != self._changes:
-            self._changes = changes
+        spreads = restart_spreads(update.experiments)  # each change judged as the verdicts judge it
+        if changes != self._changes or spreads != self._spreads:
+            self._changes, self._spreads = changes, spreads
             if self._rows is not None:
                 self._fill(self._rows)
 
@@ -149,7 +151,7 @@ class ResultsScreen(Screen[None]):
         keep = table.cursor_row if self._rows else None
         self._rows = rows
         table.clear()
-        for i, row in enumerate(rows):
+        for i, row in enumerate(with_restart_spreads(rows, self._spreads)):
             table.add_row(*self._cells(row), key=str(i))
         if rows:
             table.move_cursor(row=keep if keep is not None and keep < len(rows) else len(rows) - 1)

@@ -35,10 +35,10 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
-from optui.core.bench.compare import Delta, Row, Sample, pinned_first
+from optui.core.bench.compare import Delta, Row, Sample, pinned_first, with_restart_spreads
 from optui.core.bench.result import IMPORTED_KEY, requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import change_text
+from optui.core.journal_experiments import change_text, restart_spreads
 from optui.core.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
 from optui.ui.binding_ids import with_ids
@@ -177,6 +177,7 @@ class BenchPanel(Vertical):
         self.seen_lines = 0
         self._run_id: str | None = None
         self._rows: tuple[Row, ...] = ()
+        self._given: tuple[Row, ...] = ()  # the rows as shown last, before the restart spreads
         self._experiments: Mapping[str, Experiment] | None = None
         self._narrow = False
         self._width = 0  # the room the columns were fitted to (0: not laid out yet)
@@ -342,8 +343,11 @@ class BenchPanel(Vertical):
             self._status_plain = text.plain
             self.query_one("#bench-status", Static).update(text, layout=False)
         narrow = self.screen.has_class("-narrow")
-        if rows == self._rows and experiments is self._experiments and narrow == self._narrow:
+        if rows == self._given and experiments is self._experiments and narrow == self._narrow:
             return
+        self._given = rows
+        if experiments:  # each change judged as the verdicts judge it: with the restart-to-restart spread
+            rows = with_restart_spreads(rows, restart_spreads(experiments.values()))
         table = self.query_one(DataTable)
         cursor = table.cursor_row if rows == self._rows else None  # the same rows (a new layout): kept
         self._rows, self._experiments, self._narrow = rows, experiments, narrow
