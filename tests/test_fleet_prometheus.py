@@ -253,7 +253,7 @@ def test_gpus_and_status_json_list_every_fleet_gpu(fleet, tmp_path):
     gpus = json.loads(done.stdout)
     assert len(gpus) == ALL_GPUS
     for gpu in gpus:
-        assert tuple(gpu) == FLEET_GPU_JSON_KEYS and set(GPU_JSON_KEYS) <= set(gpu)
+        assert tuple(gpu) == (*FLEET_GPU_JSON_KEYS, "source") and set(GPU_JSON_KEYS) <= set(gpu) and gpu["source"] == "fleet"
         if gpu["exporter"] == "nvidia_smi":
             assert (gpu["host"], gpu["name"], gpu["mem_total_mib"]) == (SMI_HOST, SMI_MODEL, pytest.approx(80_553))
             continue
@@ -279,7 +279,8 @@ def test_gpus_and_status_json_list_every_fleet_gpu(fleet, tmp_path):
     assert (llama["fleet"]["running"], llama["fleet"]["waiting"], llama["fleet"]["kv_cache_pct"]) == (12, 3, 45)
     dead = f"http://127.0.0.1:{free_port()}"
     down = optui_cli(tmp_path, dead, "gpus", "--json")
-    assert down.returncode == 1 and "cannot connect to Prometheus" in json.loads(down.stdout)["error"]
+    [failed] = json.loads(down.stdout)  # the failed query is an entry of the list, with its error
+    assert down.returncode == 1 and "cannot connect to Prometheus" in failed["error"] and failed["prometheus"] == dead
     # Prometheus down: the status says so and the rest of it is there
     status = optui_cli(tmp_path, dead, "status", "--json", "--wait", "0")
     assert status.returncode == 0, status.stderr

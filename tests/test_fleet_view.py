@@ -164,17 +164,61 @@ def test_optui_demo_fleet_writes_a_fleet_of_simulated_hosts(tmp_path):
     assert load_config(write_demo_config(tmp_path, port=free_port())).config.fleet is None
 
 
-def test_optui_gpus_names_the_simulated_fleet_it_read(tmp_path):
-    """`optui gpus` on the demo's fleet says where its GPUs come from (it printed
-    `fleet (None): ...`: the Prometheus URL a simulated fleet does not have)."""
+def test_optui_gpus_lists_the_configured_hosts_and_the_fleet(tmp_path):
+    """`optui gpus` on the demo's config with a fleet says where the fleet's GPUs come from (it
+    printed `fleet (None): ...`); `gpus --json` lists the configured hosts' GPUs beside the
+    fleet's, each with its source (it listed the fleet's only, and without [fleet] it tried NVML
+    and answered `{"error": "No NVIDIA driver..."}`); a host that cannot be read is its own
+    entry; `status --json` shows the same hosts. Any command whose stdout is closed early exits
+    141 without a word (`optui gpus | head -2` said `internal error: BrokenPipeError`)."""
+    import json
+    import os
     import subprocess
     import sys
 
     from tests.helpers.demo import subprocess_env
 
     cfg = write_demo_config(tmp_path, port=free_port(), speed=100.0, fleet=2)
-    out = subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), "gpus"], capture_output=True, text=True,
-                         timeout=60, env=subprocess_env(), stdin=subprocess.DEVNULL)
+
+    def optui(*args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), *args], stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, timeout=60, env=subprocess_env(),
+                              stdin=subprocess.DEVNULL)
+    out = optui("gpus")
     assert out.returncode == 0, out.stderr
     head = next(line for line in out.stdout.splitlines() if line.startswith("fleet ("))
     assert head == f"fleet (simulated: 2 hosts x 8 GPUs): {2 * GPUS_PER_HOST} GPUs on 2 hosts", head
+    assert "gpu-node-1 (demo)" in out.stdout and "gpu-node-2 (demo)" in out.stdout
+    demo_only = tmp_path / "demo-only.toml"  # the demo without a fleet: its simulated hosts, no NVML
+    demo_only.write_text(cfg.read_text().split("[fleet]")[0])
+    for config, fleet in ((cfg, 2 * GPUS_PER_HOST), (demo_only, 0)):
+        done = subprocess.run([sys.executable, "-m", "optui", "-c", str(config), "gpus", "--json"], capture_output=True,
+                              text=True, timeout=60, env=subprocess_env(), stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        gpus = json.loads(done.stdout)
+        assert isinstance(gpus, list), gpus
+        assert [(g["host"], g["index"], g["source"]) for g in gpus if g["source"] == "demo"] == [
+            (host, i, "demo") for host in ("gpu-node-1", "gpu-node-2") for i in range(4)]
+        assert sum(g["source"] == "fleet" and g["host"].startswith("fleet-node-") for g in gpus) == fleet
+        assert len(gpus) == 8 + fleet and all(g["mem_total_mib"] for g in gpus)
+    cfg.write_text(cfg.read_text() + '\n[hosts.broken]\ngpu_source = "replay"\nreplay_file = "no/such.csv"\n')
+    done = optui("gpus", "--json")
+    assert done.returncode == 1, done.stderr
+    gpus = json.loads(done.stdout)
+    [broken] = [g for g in gpus if g["host"] == "broken"]
+    assert broken["source"] == "replay" and "no/such.csv" in broken["error"]
+    assert len(gpus) == 1 + 8 + 2 * GPUS_PER_HOST
+    status = optui("status", "--json", "--wait", "0")
+    assert status.returncode == 0, status.stderr
+    hosts = {h["host"]: h for h in json.loads(status.stdout)["hosts"]}
+    assert {h: (v["source"], len(v["gpus"])) for h, v in hosts.items()} == {
+        "gpu-node-1": ("demo", 4), "gpu-node-2": ("demo", 4), "broken": ("replay", 0)}
+    assert "no/such.csv" in hosts["broken"]["error"]
+    read, write = os.pipe()  # a reader gone before the first line (`| head` that exited)
+    os.close(read)
+    try:
+        for args in (("gpus",), ("--help",)):
+            done = optui(*args, stdout=write)
+            assert (done.returncode, done.stderr) == (141, ""), args
+    finally:
+        os.close(write)

@@ -9,10 +9,11 @@ Sources: NVML (default; :class:`~optui.adapters.gpu_nvml.NvmlGpuSource`), a one-
 cannot be read it prints ``{"error": "...", "host": "..."}`` instead; either way the exit code
 is 1 when anything is wrong (a GPU with an error included), else 0.
 
-With a ``[fleet]`` table in the config (docs/fleet.md) and neither ``--from-file`` nor
-``--source``: one reading of every GPU that Prometheus knows, the same keys plus the fleet's
-(:data:`~optui.core.fleet.FLEET_GPU_JSON_KEYS`); ``{"error": ..., "prometheus": URL}`` and exit
-1 when the query fails.
+With a config that configures GPUs (``[hosts.NAME]`` or ``[fleet]``: docs/fleet.md) and
+neither ``--from-file`` nor ``--source``: one reading of every configured host through its
+``gpu_source`` (``demo``, ``nvml``, ``nvidia-smi`` over SSH...; ``none`` left out) and of every
+GPU the fleet knows, each JSON object with its ``source``; a host or a fleet query that fails is
+one entry with its ``error`` in the list (:func:`configured_json`), and the exit code is 1.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from optui.cli.common import echo, echo_json, fail
 from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
+
+if TYPE_CHECKING:
+    from optui.core.fleet import FleetSnapshot
 
 NVIDIA_SMI_TIMEOUT_S = 10.0
 
@@ -116,9 +121,10 @@ def _row(s: GpuSample) -> tuple[str, ...]:
             _cell(s.util_gpu_pct), _cell(s.util_mem_pct), _cell(s.temp_c), power)
 
 
-def _fleet_config(ctx: click.Context):
-    """The ``[fleet]`` table of the config, or None. The file is validated only when it has one
-    (without it ``optui gpus`` reads no config and skips pydantic)."""
+def _campaign_config(ctx: click.Context):
+    """The config when its file configures GPUs (a ``[hosts.NAME]`` or ``[fleet]`` table), else
+    None: then ``optui gpus`` reads the local GPUs (``--source``) and never loads the file
+    (nor pydantic)."""
     import re
 
     from optui.config_file import ConfigError, find_config
@@ -128,29 +134,107 @@ def _fleet_config(ctx: click.Context):
         text = path.read_text(encoding="utf-8", errors="replace") if path else ""
     except (ConfigError, OSError):
         return None
-    if not re.search(r"(?m)^\s*\[fleet\]", text):
+    if not re.search(r"(?m)^\s*\[(fleet\]|hosts\.)", text):
         return None
     from optui.cli.common import load_config_or_exit
 
-    return load_config_or_exit(ctx).config.fleet
+    return load_config_or_exit(ctx).config
 
 
-def _fleet_report(cfg, as_json: bool) -> None:
-    """One reading of the fleet: every GPU Prometheus knows, host by host; exit 1 when the
-    query failed."""
+#: how long one reading waits for a host still connecting (SSH) before it reports what it has
+CONNECT_WAIT_S = 15.0
+
+
+async def read_configured(config) -> tuple[list[HostSnapshot], FleetSnapshot | None]:
+    """One reading of the configured hosts' GPUs (their ``gpu_source``, as the TUI reads them;
+    hosts with ``gpu_source = "none"`` left out) and of the ``[fleet]`` (None without one), at
+    once. A host still CONNECTING is read again until it answers or :data:`CONNECT_WAIT_S`;
+    every failure is the host's snapshot's ``error`` (never raised)."""
     import asyncio
 
     from optui.session.fleet import read_fleet_once
+    from optui.session.session import make_gpu_source
+    from optui.session.ssh_hosts import make_ssh_hosts
 
-    snapshot = asyncio.run(read_fleet_once(cfg))
-    if snapshot.error:
-        if as_json:
-            echo_json({"error": snapshot.error, "prometheus": cfg.prometheus})
-            sys.exit(1)
-        fail(snapshot.error)
+    ssh = make_ssh_hosts(config)
+    names = [h for h in config.host_names() if config.host(h).source != "none"]
+    sources = [make_gpu_source(h, config.host(h), ssh.get(h)) for h in names]
+
+    async def read(source) -> HostSnapshot:
+        deadline = time.monotonic() + CONNECT_WAIT_S
+        while True:
+            try:
+                snapshot = await source.read()
+            except Exception as exc:  # noqa: BLE001 - one host's failure is its entry, not the answer
+                return _failure(source.host, f"cannot read its GPUs: {exc!r}", "?")
+            if snapshot.status is not HostStatus.CONNECTING or time.monotonic() > deadline:
+                return snapshot
+            await asyncio.sleep(0.2)
+
+    try:
+        fleet = asyncio.ensure_future(read_fleet_once(config.fleet)) if config.fleet is not None else None
+        hosts = list(await asyncio.gather(*(read(src) for src in sources)))
+        return hosts, (await fleet if fleet is not None else None)
+    finally:
+        for src in sources:
+            await src.close()
+        for host in ssh.values():
+            await host.close()
+
+
+def _host_problem(snapshot: HostSnapshot) -> str | None:
+    if snapshot.status is not HostStatus.LIVE:
+        return snapshot.error or f"GPU data is {snapshot.status}"
+    return None
+
+
+def configured_json(config, hosts: list[HostSnapshot], fleet) -> list[dict]:
+    """``optui gpus --json`` with a config: every configured host's GPUs
+    (:data:`~optui.core.gpu.GPU_JSON_KEYS` + ``source``: ``demo``, ``nvml``, ``nvidia-smi``...),
+    then the fleet's (:data:`~optui.core.fleet.FLEET_GPU_JSON_KEYS` + ``source`` ``fleet``); a
+    host that could not be read is one ``{"host", "source", "status", "error"}`` entry, a failed
+    fleet query one ``{"host": null, "source": "fleet", "prometheus", "error"}``."""
+    out: list[dict] = []
+    for snapshot in hosts:
+        problem = _host_problem(snapshot)
+        if problem is not None and not snapshot.samples:
+            out.append({"host": snapshot.host, "source": snapshot.source, "status": str(snapshot.status),
+                        "error": problem})
+        out += [{**s.to_json(snapshot.host), "source": snapshot.source} for s in snapshot.samples]
+    if fleet is not None:
+        if fleet.error:
+            out.append({"host": None, "source": "fleet", "prometheus": config.fleet.prometheus, "error": fleet.error})
+        out += [{**gpu.to_json(), "source": "fleet"} for gpu in fleet.gpus]
+    return out
+
+
+def _configured_report(config, as_json: bool) -> None:
+    """Print :func:`read_configured`'s reading; exit 1 when a host, a GPU or the fleet failed."""
+    import asyncio
+
+    hosts, fleet = asyncio.run(read_configured(config))
+    problems = [f"{h.host}: {_host_problem(h)}" for h in hosts if _host_problem(h)]
+    problems += [f"{h.host} GPU {s.index}: {s.error}" for h in hosts for s in h.samples if s.error]
+    if fleet is not None and fleet.error:
+        problems.append(f"fleet: {fleet.error}")
     if as_json:
-        echo_json([gpu.to_json() for gpu in snapshot.gpus])
-        return
+        echo_json(configured_json(config, hosts, fleet))
+    else:
+        for snapshot in hosts:
+            if snapshot.samples:
+                echo("\n".join(_table(snapshot)))
+            else:
+                echo(f"{snapshot.host} ({snapshot.source}): {_host_problem(snapshot)}")
+        if fleet is not None and not fleet.error:
+            _fleet_table(config.fleet, fleet)
+    if problems:
+        if not as_json:
+            echo("optui: error: " + "; ".join(problems), err=True)
+        sys.exit(1)
+
+
+def _fleet_table(cfg, snapshot) -> None:
+    """The fleet's GPUs, host by host, one line each."""
     source = cfg.prometheus or f"simulated: {cfg.demo_hosts} hosts x 8 GPUs"
     echo(f"fleet ({source}): {len(snapshot.gpus)} GPUs on {len(snapshot.hosts())} hosts")
     rows = [("HOST", "GPU", "NAME", "USED", "RSVD", "FREE MiB", "UTIL%", "MEM-BW%", "TEMP°C", "POWER W", "AGE s")]
@@ -177,15 +261,15 @@ def _fleet_report(cfg, as_json: bool) -> None:
 @click.pass_context
 def gpus(ctx: click.Context, as_json: bool, from_file: str | None, fields: str | None, source: str, host: str) -> None:
     """Show the GPUs once: memory used/reserved/total (MiB), utilization, memory-bandwidth
-    utilization (%), temperature (°C), power draw/limit (W). With a [fleet] table in the
-    config (and no --from-file / --source): every GPU its Prometheus knows."""
+    utilization (%), temperature (°C), power draw/limit (W). With [hosts.NAME] or [fleet] in
+    the config (and no --from-file / --source): every configured host's GPUs and the fleet's."""
     if fields is not None and from_file is None:
         fail("--fields names the columns of a --from-file capture; give --from-file too")
     explicit_source = ctx.get_parameter_source("source") is not click.core.ParameterSource.DEFAULT
-    fleet = None if from_file is not None or explicit_source else _fleet_config(ctx)
+    config = None if from_file is not None or explicit_source else _campaign_config(ctx)
     try:
-        if fleet is not None:
-            return _fleet_report(fleet, as_json)
+        if config is not None:
+            return _configured_report(config, as_json)
         if from_file is not None:
             snapshot = _read_file(host, from_file, fields)
         elif source == "nvidia-smi":
@@ -193,6 +277,8 @@ def gpus(ctx: click.Context, as_json: bool, from_file: str | None, fields: str |
         else:
             snapshot = _read_nvml(host)
         _report(snapshot, as_json)
+    except BrokenPipeError:
+        raise  # stdout closed early (`| head`): the CLI's entry point exits quietly
     except Exception as exc:  # noqa: BLE001 - never a traceback for the user
         message = f"internal error: {exc!r}"
         if as_json:

@@ -4,7 +4,10 @@ and is imported lazily, so ``optui --help`` stays fast."""
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -38,15 +41,38 @@ def _visible_usage_errors() -> Iterator[None]:
         raise
 
 
+#: exit status of a command whose stdout was closed before it finished (``optui gpus | head -2``):
+#: 128 + SIGPIPE, what a shell reports for a C program the signal ended
+EXIT_BROKEN_PIPE = 141
+
+
+@contextmanager
+def _quiet_on_closed_stdout() -> Iterator[None]:
+    """The reader of stdout went away (``| head``): exit :data:`EXIT_BROKEN_PIPE` without a
+    word, the Unix way. stdout is pointed at /dev/null first, so the interpreter's last flush
+    of what is still buffered cannot fail again at exit."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # no real descriptor (a test runner's capture)
+            pass
+        sys.exit(EXIT_BROKEN_PIPE)
+
+
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported only when used."""
 
     def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
-        with _visible_usage_errors():
+        with _quiet_on_closed_stdout(), _visible_usage_errors():  # --help, --version print here
             return super().make_context(info_name, args, parent=parent, **extra)
 
     def invoke(self, ctx: click.Context):
-        with _visible_usage_errors():
+        with _quiet_on_closed_stdout(), _visible_usage_errors():
             return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
