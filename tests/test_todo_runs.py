@@ -14,6 +14,7 @@ from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.core.todo import TodoStatus
 from optui.session import Session
+from optui.session.export import load_experiments
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import free_port
 from tests.helpers.pilot import wait_for
@@ -123,6 +124,12 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
         assert len(stored) == 3 and {r.bench for r in stored} == {"tiny"}
         assert sorted(r.result.extra["point"] for r in stored) == ["run 1/3", "run 2/3", "run 3/3"]
         assert more.note.count("(median of 3 runs)") == 1 and f"{exp}: " in more.note, more.note
+        # the note compares with the verdict's baseline (the median of the baseline's runs, as
+        # the tables and the report do), never with the baseline's first run
+        x = next(x for x in load_experiments(s.journal) if x.id == exp)
+        d, bv = x.primary_delta, x.primary.base_values
+        assert f"({d.rel_pct:+.1f}% vs {bv['output_throughput_tok_s']:.1f})" in more.note, more.note
+        assert f"(base {bv['ttft_ms.median']:.1f})" in more.note and f"{exp}: {x.verdict} {d.rel_pct:+.1f}%" in more.note
         fin = [e for e in s.journal.events(types=["todo.run.finished"]) if e.data["todo_id"] == oom.id][-1]
         assert fin.data["crash_class"] == "oom" and fin.data["lines"]
         await pilot.press("q")

@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from optui.core.bench.compare import run_medians, runs_label
+from optui.core.bench.compare import METRICS, run_medians, runs_label
 from optui.core.bench.result import BenchResult
 from optui.core.flags import FlagError, Flags, canonical_name, is_flag_token
 
@@ -187,11 +187,22 @@ def delta_pct(value: float | None, base: float | None) -> float | None:
     return 100.0 * (value - base) / base
 
 
-def result_line(label: str, results: Sequence[BenchResult], baseline: BenchResult | None, is_baseline: bool) -> str:
+def base_medians(result: BenchResult) -> dict[str, float | None]:
+    """One baseline result's figures keyed as :func:`result_line`'s ``baseline`` mapping
+    (metric key → value in ms / tok/s, None where missing)."""
+    return {m: result.metric(m) for m in METRICS}
+
+
+def result_line(label: str, results: Sequence[BenchResult], baseline: Mapping[str, float | None] | BenchResult | None,
+                is_baseline: bool) -> str:
     """The runs of one benchmark point against its baseline: ``sweep: 1234.5 out tok/s
     (+12.3% vs 1099.0), TTFT p50 45.1 ms (base 50.2) (median of 3 runs)`` — out tok/s and
     TTFT median in ms, each the median of the runs' (:func:`~optui.core.bench.compare.run_medians`,
-    the bench table's figures); one run's as it is."""
+    the bench table's figures); one run's as it is. ``baseline``: the medians the verdict
+    compares with (:func:`optui.core.journal_experiments.workload_baselines`, metric key →
+    value), or one baseline result; None: no baseline."""
+    if isinstance(baseline, BenchResult):
+        baseline = base_medians(baseline)
     ok, n, medians = run_medians(results)
     tput, ttft = medians["output_throughput_tok_s"], medians["ttft_ms.median"]
     parts = [f"{label}: " + (f"{tput:.1f} out tok/s" if tput is not None else "no out tok/s")]
@@ -200,12 +211,12 @@ def result_line(label: str, results: Sequence[BenchResult], baseline: BenchResul
     elif baseline is None:
         parts[0] += " (no baseline)"
     else:
-        d = delta_pct(tput, baseline.output_throughput_tok_s)
-        base_tput = baseline.output_throughput_tok_s
+        base_tput = baseline.get("output_throughput_tok_s")
+        d = delta_pct(tput, base_tput)
         if d is not None:
             parts[0] += f" ({d:+.1f}% vs {base_tput:.1f})"
     if ttft is not None:
-        base_ttft = None if (baseline is None or is_baseline) else baseline.ttft_ms.get("median")
+        base_ttft = None if (baseline is None or is_baseline) else baseline.get("ttft_ms.median")
         parts.append(f"TTFT p50 {ttft:.1f} ms" + (f" (base {base_ttft:.1f})" if base_ttft is not None else ""))
     return ", ".join(parts) + (f" ({runs_label(ok, n)})" if n > 1 or not ok else "")
 

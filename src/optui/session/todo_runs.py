@@ -38,6 +38,7 @@ from optui.core.todo_experiment import (
     TODO_RUN_STARTED,
     TODO_RUN_STEP,
     ExperimentSpec,
+    base_medians,
     benches_for,
     result_line,
 )
@@ -473,37 +474,57 @@ class TodoRunQueue:
         return f"{server} ended {status.state.value}", crash, tuple(status.crash_lines)
 
     def _compare(self, server: str, results_after: int) -> tuple[str, list[dict]]:
+        """The run's results against their baselines, each line's baseline the one the
+        verdict, the tables and the report compare with (:func:`~optui.core.journal_experiments.
+        workload_baselines`: the median of the reference experiment's runs), then the verdict."""
+        from optui.core.journal_experiments import workload_baselines
+        from optui.session.export import load_experiments
+
         j = self._writer.journal
         stored = sorted((r for r in j.results(server=server, limit=100) if r.id > results_after), key=lambda r: r.id)
+        x = next((x for x in load_experiments(j) if x.id == self._exp and x.server == server), None)
+        bases = workload_baselines(x) if x is not None else {}
         lines, out = [], []
         groups: dict[tuple, list] = {}  # (bench, workload) → its repeats: one line each, the median run
         for r in stored:
             groups.setdefault((r.bench, r.result.workload.key()), []).append(r)
         multi = {bench for bench, _ in groups if sum(1 for b, _ in groups if b == bench) > 1}
         for (bench, key), rs in groups.items():
-            base = j.baseline_for(key)
-            is_base = base is not None and any(base.id == r.id for r in rs)
+            base_values, is_base = self._base_values(key, rs, bases)
             first = rs[0].result
             label = bench or "bench"
             if bench in multi:
                 label += f" c={first.max_concurrency or first.workload.max_concurrency}"
-            lines.append(result_line(label, [r.result for r in rs], None if base is None else base.result, is_base))
+            lines.append(result_line(label, [r.result for r in rs], base_values, is_base))
         for r in stored:
-            base = j.baseline_for(r.result.workload.key())
+            key = r.result.workload.key()
+            base = j.baseline_for(key)
+            base_values, _ = self._base_values(key, [r], bases)
             out.append({"result_id": r.id, "bench": r.bench, "baseline_id": None if base is None else base.id,
                         "output_throughput_tok_s": r.result.output_throughput_tok_s,
-                        "baseline_output_throughput_tok_s": None if base is None else base.result.output_throughput_tok_s,
+                        "baseline_output_throughput_tok_s": None if base_values is None
+                        else base_values.get("output_throughput_tok_s"),
                         "ttft_ms_median": r.result.ttft_ms.get("median")})
-        verdict = self._verdict_line(server)
+        verdict = self._verdict_line(server, x)
         return ("; ".join([*lines, *([verdict] if verdict else [])]) or "no results"), out
 
-    def _verdict_line(self, server: str) -> str | None:
+    def _base_values(self, key: str, rs: list, bases: dict) -> tuple[dict | None, bool]:
+        """``(baseline medians, is the baseline)`` of workload ``key``: the experiment's
+        comparison when it has one, else the journal's baseline result (pinned, else first)."""
+        if key in bases:
+            return bases[key]
+        base = self._writer.journal.baseline_for(key)
+        is_base = base is not None and any(base.id == r.id for r in rs)
+        return (None if base is None else base_medians(base.result)), is_base
+
+    def _verdict_line(self, server: str, x=None) -> str | None:
         """``"exp-0004: better +12.3% out tok/s (n=3 vs 3, ±0.8 % / ±1.1 %, p=0.10, vs exp-0001)"``
-        for the experiment the run's restart opened (None when it is not known)."""
+        for the experiment the run's restart opened (``x`` when loaded; None when it is not known)."""
         from optui.core.journal_experiments import verdict_evidence
         from optui.session.export import load_experiments
 
-        x = next((x for x in load_experiments(self._writer.journal) if x.id == self._exp and x.server == server), None)
+        if x is None:
+            x = next((x for x in load_experiments(self._writer.journal) if x.id == self._exp and x.server == server), None)
         if x is None:
             return None
         d = x.primary_delta
