@@ -48,9 +48,14 @@ def bench(cfg, *args: str) -> dict:
 
 def test_single_run_same_flags_and_a_real_improvement(demo):
     restart(demo, 1)  # the baseline: one request at a time, so concurrency 4 queues
-    base = bench(demo)  # the default: 3 runs (the top-level repeat)
-    assert base["runs"][0]["repeats"] == 3 and len(base["runs"][0]["results"]) == 3
-    assert base["experiment_summary"]["verdict"] == "baseline"
+    first = optui(demo, "bench", "run", "demo", "quick")  # the default: 3 runs (the top-level repeat)
+    assert first.returncode == 0, first.stderr
+    out = first.stdout
+    # run 1 is the workload's first result: its own baseline, never "+0.0 %" against itself
+    assert out.count("  out tok/s vs baseline: no baseline for this workload yet (this run is its first)") == 1, out
+    assert out.count("(this run alone: no verdict)") == 2 and "+0.0%" not in out, out
+    assert "quick on demo (exp-0001): ok, 3 runs" in out and "exp-0001: baseline" in out, out
+    base = {"experiment": "exp-0001"}
 
     restart(demo, 1)  # the same flags again: whatever the numbers, nothing changed but the instance
     again = bench(demo)

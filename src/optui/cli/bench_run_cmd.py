@@ -124,14 +124,17 @@ async def wait_ready(rt, timeout_s: float, *, settle: bool = False) -> str:
 
 
 def result_json(session, result) -> dict:
-    """A stored bench result with its deltas vs the baseline (``bench run --json``'s ``results``)."""
+    """A stored bench result with its deltas vs the baseline (``bench run --json``'s ``results``);
+    ``baseline_is_this_run`` True when the result is its workload's baseline (its first)."""
     from optui.core.journal_experiments import result_deltas
 
     base = session.benches.baseline_for(result)
     return {**result.to_json(),
             "vs_baseline": {d.metric.key: {"baseline": d.base, "delta_pct": d.rel_pct}
                             for d in result_deltas(result, base.result if base else None)},
-            "baseline_result_id": base.id if base else None}
+            "baseline_result_id": base.id if base else None,
+            # the workload's first result is its own baseline: compared with itself, nothing to say
+            "baseline_is_this_run": base is not None and base.result.to_json() == result.to_json()}
 
 
 def summary_json(session, exp_id: str | None) -> dict | None:
@@ -171,7 +174,9 @@ def _print(data: dict) -> None:
             echo(f"  requests {requests_text(request_counts(result))}" + ("" if result.status == "ok" else
                                                                          f" — {result.status}, never compared"))
             delta = res["vs_baseline"]["output_throughput_tok_s"]["delta_pct"]
-            if delta is not None and result.status == "ok":
+            if res.get("baseline_is_this_run"):
+                echo("  out tok/s vs baseline: no baseline for this workload yet (this run is its first)")
+            elif delta is not None and result.status == "ok":
                 echo(f"  out tok/s vs baseline: {delta:+.1f}% (this run alone: no verdict)")
         if len(results) > 1 and len({x.workload.key() for x in results}) == 1:  # repeats (not a sweep's points):
             # the figures the bench table and the journal show for them
