@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from optui.core.bench.chart import Chart, bar_chart
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series, with_restart_spreads
@@ -32,6 +32,7 @@ from optui.core.flag_abbrev import fit_flag_column
 from optui.core.journal_experiments import change_text, restart_spreads
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
+from optui.ui.widgets.key_bar import KeyBar
 from optui.ui.widgets.meters import fmt_value
 
 if TYPE_CHECKING:
@@ -105,9 +106,11 @@ class ResultsScreen(Screen[None]):
                          id="results-title")
             yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="results-chart")
-        yield Footer(compact=True)
+        yield KeyBar()  # the main screen's: keys from the one key table, none cut (Textual's Footer
+        # overflowed a 60-column pane: 'z ▏^p palettea')
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self.query_one(KeyBar).update_keys)
         table = self.query_one(DataTable)
         for key, label, width in _FIXED:
             table.add_column(label, key=key, width=width)
