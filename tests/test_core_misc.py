@@ -204,4 +204,8 @@ def test_changed_flags_fit_a_cell_with_their_names_whole_or_abbreviated_alike():
     assert fit_flag_column(rows, 24) == ["--max-run-req 64", "--max-run-req 64 +1", ""]  # one level for the column
     assert fit_flag_column(rows, 18) == ["--mrr 64", "--mrr 64 --cps 512", ""]
     assert fit_flags(["-(--enable-metrics)"], 12) == "-(--ena-met)"
+    # a row that fits at no level puts the whole column at the last one: never --dis-cud-gra
+    # on one row and --dcg on the next
+    assert fit_flag_column([["--disable-cuda-graph"], ["--mem-fraction-static 0.912345678"]], 14) == [
+        "--dcg", "--mfs 0.91234…"]
     assert fit_flags(["--mem-fraction-static 0.912345678"], 12) == "--mfs 0.912…"  # the value cut, not the name

@@ -339,6 +339,10 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
             return str(table.get_row(exp_id)[columns.index(key)])
 
         assert cell(measured, "change") == f"--mrr 64 (as {big})"  # its flags fitted, the configuration named
+        # one abbreviation per flag on every row: the first of the configuration too (it read
+        # '~ --max-running-requests: …' beside '--mrr 64 (as …)'); the bench panel the same
+        assert cell(big, "change") == "--mrr 64", cell(big, "change")
+        assert len({c for c in bench_changes() if "64" in c}) == 1, bench_changes()
         assert cell(again, "change") == f"same flags as {base}" and cell(again, "verdict") == "same"
         for exp_id in (big, measured):
             assert cell(exp_id, "verdict") == "better" and cell(exp_id, "evidence").startswith("n=6 vs 3")

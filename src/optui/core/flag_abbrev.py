@@ -63,20 +63,22 @@ def _cut_value(flags: Sequence[str], width: int) -> str:
     return (first + rest)[: max(0, width - 1)] + "…"
 
 
-def fit_flag_column(rows: Sequence[Sequence[str]], width: int) -> list[str]:
+def fit_flag_column(rows: Sequence[Sequence[str]], width: int | Sequence[int]) -> list[str]:
     """Each row's changed flags (:meth:`~optui.core.flags.FlagChange.short`: ``"--tp-size 8"``,
     ``"-(--name)"``) in at most ``width`` characters, at one level of :func:`abbreviate` for
     the whole column (the lightest at which every row fits), so that one flag reads the same
     on every row: a row's flags all, else as many as fit followed by ``+N`` (the others'
-    count). When no level fits every row, each row takes its own lightest level, and a row
-    that fits at none has its first value cut with ``…``. ``""`` for a row without flags."""
-    if width <= 0:
-        return ["" for _ in rows]
+    count). When no level fits every row, every row takes the heaviest level (still one
+    name per flag on every row), and a row that does not fit even so has its first value
+    cut with ``…``. ``""`` for a row without flags. ``width``: one for every row, or each
+    row's own (a row that keeps a tag after its flags has less room)."""
+    widths = [width] * len(rows) if isinstance(width, int) else list(width)
     for level in LEVELS:
-        texts = [_fit_at(flags, width, level) if flags else "" for flags in rows]
+        texts = [_fit_at(flags, w, level) if flags and w > 0 else "" for flags, w in zip(rows, widths, strict=True)]
         if all(t is not None for t in texts):
             return [t or "" for t in texts]
-    return [fit_flags(flags, width) for flags in rows]
+    return [(_fit_at(flags, w, LEVELS[-1]) or _cut_value(flags, w)) if flags and w > 0 else ""
+            for flags, w in zip(rows, widths, strict=True)]
 
 
 def fit_flags(flags: Sequence[str], width: int) -> str:

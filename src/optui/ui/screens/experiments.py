@@ -35,7 +35,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import STATISTIC
-from optui.core.flag_abbrev import fit_flag_column, fit_flags
+from optui.core.flag_abbrev import fit_flag_column
 from optui.core.journal_experiments import (
     Experiment,
     change_text,
@@ -273,6 +273,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
             if self._change_w is not None:  # a change that does not fit: its flags, abbreviated alike
                 at = self._order.index("change")
                 cut = [n for n, row in enumerate(cells) if _cell_width(row[at]) > self._change_w and rows[n].changed_flags]
+                if cut:  # then every row's flags, so that a flag reads the same on every row
+                    cut = [n for n in range(len(rows)) if rows[n].changed_flags]
                 for n, text in zip(cut, _fit_changes([rows[n] for n in cut], self._change_w), strict=True):
                     cells[n][at] = Text(text, no_wrap=True, overflow="ellipsis")
             for key in self._order:
@@ -481,17 +483,10 @@ def _fit_changes(xs: list[Experiment], width: int) -> list[str]:
     """The changes of ``xs`` in ``width`` characters as their flags, abbreviated alike
     (:func:`~optui.core.flag_abbrev.fit_flag_column`); a repeat of an earlier configuration
     keeps its name after them (``--max-run-req 64 (as exp-0002)``) where that leaves 8."""
-    tags = [f" (as {x.same_config_as})" if x.same_config_as else "" for x in xs]
-    plain = iter(fit_flag_column([x.changed_flags for x, tag in zip(xs, tags, strict=True) if not tag], width))
-    out = []
-    for x, tag in zip(xs, tags, strict=True):
-        if not tag:
-            out.append(next(plain))
-        elif width - len(tag) >= 8:
-            out.append(fit_flags(x.changed_flags, width - len(tag)) + tag)
-        else:
-            out.append(fit_flags(x.changed_flags, width))
-    return out
+    tags = [f" (as {x.same_config_as})" if x.same_config_as and width - len(f" (as {x.same_config_as})") >= 8 else ""
+            for x in xs]  # one level of abbreviation for all of them, tagged or not
+    fitted = fit_flag_column([x.changed_flags for x in xs], [width - len(tag) for tag in tags])
+    return [text + tag for text, tag in zip(fitted, tags, strict=True)]
 
 
 def _cell_width(cell) -> int:

@@ -434,8 +434,10 @@ class BenchPanel(Vertical):
         found = self._experiments or {}
         xs = [found.get(row.group.experiment) if row.group.experiment else None for row in self._rows]
         texts = [change_text(x) if x is not None else "" for x in xs]
-        as_flags = [x is not None and bool(x.changed_flags) and (self._narrow or len(t) > width)
-                    for x, t in zip(xs, texts, strict=True)]
+        # one rendering per flag: once a row's text does not fit, every row's flags are fitted
+        flags_col = self._narrow or any(x is not None and x.changed_flags and len(t) > width
+                                        for x, t in zip(xs, texts, strict=True))
+        as_flags = [x is not None and bool(x.changed_flags) and flags_col for x in xs]
         fitted = iter(fit_flag_column([x.changed_flags for x, f in zip(xs, as_flags, strict=True) if f and x], width))
         cells = []
         for row, x, text, flags in zip(self._rows, xs, texts, as_flags, strict=True):
