@@ -60,10 +60,11 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         assert grid.region.bottom <= visible.bottom <= size[1]
         assert all(app.query_one(f"#{name}-box").region.height >= 3 for name in ("servers", "todo", "bench", "journal"))
         grid.focus()
+        assert grid.current_key == sim_host_name(0)  # the cursor starts on the first host, not the summary
         await pilot.press("pagedown", "pagedown", "pagedown", "pagedown")  # below the rows first shown
         drawn = [strip.text for strip in grid.render_lines(Region(0, 0, grid.size.width, grid.size.height))]
-        assert grid.current_key == sim_host_name(39) and any(line.startswith(sim_host_name(39)) for line in drawn)
-        assert drawn[-1].startswith(sim_host_name(39))  # the window keeps the cursor row in view, at its foot
+        assert grid.current_key == sim_host_name(40) and any(line.startswith(sim_host_name(40)) for line in drawn)
+        assert drawn[-1].startswith(sim_host_name(40))  # the window keeps the cursor row in view, at its foot
         await pilot.press("home")
         hosts = grid.snapshot.hosts()
         await pilot.press("s")  # most free memory first
@@ -80,7 +81,7 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         await pilot.press(*"fleet-node-00*", "enter")
         await wait_for(pilot, lambda: len(grid.shown_hosts()) == 9)
         assert grid.shown_hosts() == [sim_host_name(i) for i in range(9)]
-        assert "(9 shown)" in grid.rows()[0].plain
+        assert ("(9 shown)" if size[0] >= 100 else f"9/{HOSTS} hosts") in grid.rows()[0].plain
         # thresholds in the same box, with a glob (issue 21): hosts with one GPU that has more
         # than 20 GiB free and is under 50 % busy; spaces around an operator are fine
         await pilot.press("slash")
@@ -95,7 +96,9 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         await wait_for(pilot, lambda: app.screen.__class__.__name__ != "TextPrompt" and grid.shown_hosts() == expected(),
                        what=lambda: (grid.shown_hosts(), expected(), [n.message for n in app._notifications]))
         assert 0 < len(grid.shown_hosts()) < 30
-        assert "hosts fleet-node-0[1-3]* free>20G util<50" in grid.rows()[0].plain
+        summary = grid.rows()[0].plain  # in full, or in short form in the side pane: never cut
+        assert ("hosts " if size[0] >= 100 else "/") + "fleet-node-0[1-3]* free>20G util<50" in summary
+        assert summary.index("util<50") + len("util<50") <= grid.size.width  # in view; what follows may be cut
         # a bad term: an error naming it, the prompt again with the text, the filter unchanged
         await pilot.press("slash")
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TextPrompt")
@@ -111,7 +114,7 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TextPrompt")
         await pilot.press("ctrl+u", *"fleet-node-00*", "enter")
         await wait_for(pilot, lambda: grid.shown_hosts() == [sim_host_name(i) for i in range(9)])
-        await pilot.press("down", "down", "enter")  # the summary row, then the second host
+        await pilot.press("down", "enter")  # the second host
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "DetailsScreen")
         body = app.screen.query_one("#details-body").render().plain
         assert f"{sim_host_name(1)}: {GPUS_PER_HOST} GPUs (dcgm)" in body
@@ -136,6 +139,48 @@ async def test_1_focuses_the_fleet_grid_whose_keys_then_work(tmp_path):
         await wait_for(pilot, lambda: "sort free memory" in grid.rows()[0].plain, timeout=5, what=lambda: grid.rows()[0].plain)
         await pilot.press("1")
         assert app.focused is app.query_one("#gpus")
+        await pilot.press("q")
+
+
+async def test_the_grid_keeps_a_host_selected_and_its_keys_in_view_at_60_columns(tmp_path):
+    """New user at 60x40: after 1, `/ fleet-node-00*`, i (one host shown) Enter did nothing (the
+    cursor was on the summary row: no host looked selected); the summary was cut at `hosts fl…`
+    (the filters unseen); the grid's keys were not in the key bar; `/` and `i` on the configured
+    hosts (1 pressed once more) did nothing. Now a host is always selected (the first after a
+    filter or a sort), the filters show in short form, the keys are in the bar and `/` / `i` move
+    to the grid and work there."""
+    app = fleet_app(tmp_path)
+    async with app.run_test(size=(60, 40)) as pilot:
+        await wait_for(pilot, lambda: app.query("#fleet") and len(app.query_one("#fleet").shown_hosts()) == HOSTS)
+        grid = app.query_one("#fleet")
+        await pilot.press("1")
+        assert app.focused is grid
+
+        def drawn() -> list[str]:
+            return [strip.text for strip in grid.render_lines(Region(0, 0, grid.size.width, grid.size.height))]
+        bar = app.screen.query_one("KeyBar").render().plain
+        assert all(f"{key} {label}" in bar for key, label in (("s", "Sort"), ("/", "Filter"), ("i", "Idle"))), bar
+        assert "Host" in bar, bar
+        await pilot.press("1")  # the configured hosts' list: `/` and `i` are the grid's there too
+        assert app.focused is app.query_one("#gpus")
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TextPrompt")
+        await pilot.press(*"fleet-node-00*", "enter")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ != "TextPrompt" and len(grid.shown_hosts()) == 9)
+        assert app.focused is grid
+        await pilot.press("1", "i")  # from the configured hosts again
+        idle = grid.shown_hosts()
+        assert app.focused is grid and grid.only_idle and 0 < len(idle) < 9
+        summary = drawn()[0]
+        assert "/fleet-node-00*" in summary and "idle only" in summary and "…" not in summary[:summary.index("idle only")], summary
+        assert grid.current_key == idle[0] and drawn()[1].startswith(idle[0])  # the first host, drawn as the cursor
+        await pilot.press("s")
+        assert grid.current_key == grid.shown_hosts()[0] and "sort free" in drawn()[0]
+        await pilot.press("home", "enter")  # Home: the first host, never the summary
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "DetailsScreen")
+        body = app.screen.query_one("#details-body").render().plain
+        assert body.startswith(f"{grid.shown_hosts()[0]}: {GPUS_PER_HOST} GPUs")
+        await pilot.press("escape")
         await pilot.press("q")
 
 

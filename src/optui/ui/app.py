@@ -310,6 +310,7 @@ class OptuiApp(App):
             from optui.ui.widgets.fleet_grid import FleetGrid
 
             await self.query_one(PANELS["gpus"]).mount(FleetGrid(id="fleet"))
+            self.query_one("#gpus", GpuPanel).fleet_keys = True
         self._bell = bool(config.bell)
         self.refresh_bindings()
         await client.start()
@@ -651,6 +652,11 @@ class OptuiApp(App):
 
     def on_fleet_grid_filter_asked(self, msg) -> None:
         self.fleet_actions.ask_filter(msg.current, msg.control.set_filter)
+
+    def on_gpu_panel_fleet_key(self, msg) -> None:
+        grid = self.query_one("#fleet")  # `/` or `i` on the configured hosts: the grid's keys
+        focus_now(grid)
+        getattr(grid, f"action_{msg.action}")()
 
     def on_bench_panel_abort(self, msg) -> None:
         self.bench_actions.abort_asked()

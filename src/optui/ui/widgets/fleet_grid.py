@@ -12,7 +12,8 @@ how it is sorted and filtered, and why the last query failed.
 
 ``s`` cycles the sort (host, most free memory, busiest, hottest, most idle-but-holding GPUs),
 ``/`` filters hosts by a glob and GPU thresholds (``gpu-a* free>40G util<10``:
-:mod:`optui.core.fleet_filter`), ``i`` shows only hosts with idle GPUs that hold memory; Enter posts :class:`FleetGrid.HostChosen` (the app opens the host's details, with
+:mod:`optui.core.fleet_filter`), ``i`` shows only hosts with idle GPUs that hold memory; the cursor is always on a host (the
+first after a sort or filter: :meth:`FleetGrid.validate_cursor`) and Enter posts :class:`FleetGrid.HostChosen` (the app opens the host's details, with
 each GPU's utilization and memory over the readings the grid showed: :attr:`FleetGrid.history`).
 """
 
@@ -123,10 +124,10 @@ class FleetGrid(CursorList):
     """Renders the :class:`~optui.core.fleet.FleetSnapshot` given by :meth:`show` (no I/O)."""
 
     BINDINGS = [
-        Binding("enter", "choose_host", "Host details", id="fleet.host"),
+        Binding("enter", "choose_host", "Host", id="fleet.host"),
         Binding("s", "cycle_sort", "Sort", id="fleet.sort"),
-        Binding("slash", "filter_hosts", "Filter hosts", id="fleet.filter"),
-        Binding("i", "toggle_idle", "Idle holding memory", show=False, id="fleet.idle"),
+        Binding("slash", "filter_hosts", "Filter", id="fleet.filter"),
+        Binding("i", "toggle_idle", "Idle", id="fleet.idle"),
     ]
     SCOPED_CSS = False  # its rules name the screen's layout classes
     # the box grows with its rows up to what its row of the layout shows (60 % of the screen;
@@ -204,10 +205,15 @@ class FleetGrid(CursorList):
 
     def set_filter(self, text: str) -> None:
         """Show only the hosts that filter ``text`` matches (``gpu-a* free>40G``; ``''``: all;
-        :func:`~optui.core.fleet_filter.parse_host_filter`). Raises
+        :func:`~optui.core.fleet_filter.parse_host_filter`), the cursor on the first. Raises
         :class:`~optui.core.fleet_filter.FilterError` for a bad term, the filter unchanged."""
         self.host_filter = parse_host_filter(text)
-        self._render_grid()
+        self._render_grid(first_host=True)
+
+    def validate_cursor(self, value: int) -> int:
+        """The cursor is always on a host when one is shown: the summary row is not one (Enter
+        on it did nothing, and its highlight read as no row selected)."""
+        return max(1, value) if len(getattr(self, "_keys", ())) > 1 else 0
 
     def shown_hosts(self) -> list[str]:
         """The hosts on screen, in order (after the sort and filters)."""
@@ -260,11 +266,11 @@ class FleetGrid(CursorList):
 
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
-        self._render_grid()
+        self._render_grid(first_host=True)
 
     def action_toggle_idle(self) -> None:
         self.only_idle = not self.only_idle
-        self._render_grid()
+        self._render_grid(first_host=True)
 
     def action_filter_hosts(self) -> None:
         self.post_message(self.FilterAsked(self, self.host_filter.text))
@@ -274,7 +280,9 @@ class FleetGrid(CursorList):
         if isinstance(key, str):
             self.post_message(self.HostChosen(self, key))
 
-    def _render_grid(self) -> None:
+    def _render_grid(self, first_host: bool = False) -> None:
+        """Rebuild the rows for the snapshot, sort and filters; ``first_host``: the cursor on
+        the first host (a new sort or filter), else it follows its host."""
         width = max(20, self.size.width or 80)
         hosts = self._hosts
         names = self.shown_hosts()
@@ -299,6 +307,8 @@ class FleetGrid(CursorList):
                                     self._host_row(name, gpus, width, name_w, servers))
             return cached[1]
         self.set_lazy_rows([SUMMARY_KEY, *names], build)
+        if first_host:
+            self.cursor = 1
 
     def _lines_upto(self, limit: int) -> int:
         return min(self._row_count(), limit)  # one line a row: no row is built to count them
@@ -308,17 +318,34 @@ class FleetGrid(CursorList):
         return [self._row_at(i) for i in range(self._row_count())]
 
     def _summary(self, hosts: dict[str, tuple[FleetGpu, ...]], names: list[str], width: int) -> Text:
+        """The first row: counts, the sort and the filters, idle and stale GPUs, the query's
+        error. When it does not fit ``width`` the sort and filters come in short form first
+        (``9/64 hosts · /gpu-a* · idle only · sort free``): a side pane cut them at ``hosts fl…``."""
         gpus = self.snapshot.gpus
         stale, idle = self._stale, sum(self._idle.values())
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f"{len(hosts)} hosts {len(gpus)} GPUs", style="bold")
-        if len(names) != len(hosts):
-            line.append(f" ({len(names)} shown)")
-        line.append(f" · sort {SORT_TITLES[self.sort]}", style="dim")
-        if self.host_filter.text:
-            line.append(f" · hosts {safe_line(self.host_filter.text)}", style="dim")
-        if self.only_idle:
-            line.append(" · idle holding memory only", style="dim")
+        long = (f"{len(hosts)} hosts {len(gpus)} GPUs" + (f" ({len(names)} shown)" if len(names) != len(hosts) else "")
+                + f" · sort {SORT_TITLES[self.sort]}"
+                + (f" · hosts {safe_line(self.host_filter.text)}" if self.host_filter.text else "")
+                + (" · idle holding memory only" if self.only_idle else ""))
+        if len(long) <= width:
+            line.append(f"{len(hosts)} hosts {len(gpus)} GPUs", style="bold")
+            if len(names) != len(hosts):
+                line.append(f" ({len(names)} shown)")
+            line.append(f" · sort {SORT_TITLES[self.sort]}", style="dim")
+            if self.host_filter.text:
+                line.append(f" · hosts {safe_line(self.host_filter.text)}", style="dim")
+            if self.only_idle:
+                line.append(" · idle holding memory only", style="dim")
+        else:
+            line.append(f"{len(names)}/{len(hosts)} hosts" if len(names) != len(hosts) else f"{len(hosts)} hosts",
+                        style="bold")
+            if self.host_filter.text:  # what is shown first, then its order (host: the default)
+                line.append(f" · /{safe_line(self.host_filter.text)}", style="dim")
+            if self.only_idle:
+                line.append(" · idle only", style="dim")
+            if self.sort != "host":
+                line.append(f" · sort {self.sort}", style="dim")
         if idle:
             line.append(f" · {idle} idle holding", style=style(self.app, "warning"))
         if stale:

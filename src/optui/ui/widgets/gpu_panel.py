@@ -15,6 +15,7 @@ import time
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.message import Message
 
 from optui.core.gpu import GpuSample, HostSnapshot, HostStatus, server_of_process
 from optui.core.safe_text import safe_line
@@ -40,7 +41,18 @@ class GpuPanel(CursorList):
     BINDINGS = [
         Binding("enter,space", "toggle_host", "Expand", id="gpus.toggle"),
         Binding("e", "toggle_all", "Expand all", show=False, id="gpus.toggle_all"),
+        # with a fleet grid below (fleet_keys): its keys move to it and work there
+        Binding("slash", "fleet('filter_hosts')", "Filter fleet", show=False, id="gpus.fleet_filter"),
+        Binding("i", "fleet('toggle_idle')", "Idle fleet hosts", show=False, id="gpus.fleet_idle"),
     ]
+
+    class FleetKey(Message):
+        """``/`` or ``i`` on the configured hosts with a fleet grid (:attr:`GpuPanel.fleet_keys`):
+        the app focuses the grid and runs its ``action`` (``filter_hosts``, ``toggle_idle``)."""
+
+        def __init__(self, action: str) -> None:
+            super().__init__()
+            self.action = action
     DEFAULT_CSS = "GpuPanel { height: auto; min-height: 1; width: 100%; }"
     #: hosts start collapsed when there are more than this many
     EXPAND_UP_TO_HOSTS = 2
@@ -53,6 +65,8 @@ class GpuPanel(CursorList):
         self._points = 0
         self._expanded: dict[str, bool] = {}
         self.mem_alert_pct = 95.0
+        #: a fleet grid shares the panel: ``/`` and ``i`` go to it (they did nothing here)
+        self.fleet_keys = False
         #: rows the panel may take with hosts expanded (see :meth:`set_max_rows`)
         self.max_rows: int | None = None
         #: each GPU's compute processes under its line (the zoomed panel, :meth:`set_show_processes`)
@@ -129,6 +143,12 @@ class GpuPanel(CursorList):
         any_collapsed = any(not self._expanded.get(h.host, default) for h in self._hosts)
         self._expanded = {h.host: any_collapsed for h in self._hosts}
         self._render_hosts()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.fleet_keys if action == "fleet" else True
+
+    def action_fleet(self, action: str) -> None:
+        self.post_message(self.FleetKey(action))
 
     def _host_rows(self, host: HostSnapshot, width: int, expanded: bool, single: bool, name_w: int) -> Text:
         if not expanded or not host.samples:

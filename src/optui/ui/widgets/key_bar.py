@@ -18,7 +18,9 @@ from optui.ui.key_table import key_rows
 
 #: binding ids kept in a narrow terminal
 ESSENTIAL = frozenset({"app.quit", "app.help", "app.zoom", "server.restart", "bench.run", "todo.add",
-                       "todo.cycle", "bench.panel_abort", "journal.open"})
+                       "todo.cycle", "bench.panel_abort", "journal.open",
+                       "fleet.host", "fleet.sort", "fleet.filter", "fleet.idle",
+                       "results.close", "results.pin", "results.pareto"})  # the results screen's own
 #: binding ids never left out for want of width
 ALWAYS = frozenset({"app.quit", "app.help"})
 SEPARATOR = "  "
