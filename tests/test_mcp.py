@@ -543,6 +543,7 @@ async def test_search_stop_mid_search_leaves_the_server_ready_and_no_benchmark(c
     end = stopped["search"]
     assert end["search_id"] == started["progress"]["search_id"] and end["status"] == "stopped"
     assert len(end["trials"]) < 2, "stopped before its second trial ended"
+    assert "stopped: stopped by agent:codex (approved by " in end["message"], end["message"]  # was 'by the operator'
     assert bench_processes(url) == [] and not any(Path(f"/proc/{pid}").exists() for pid in running)
     assert status["bench"] is None and status["servers"][0]["state"] == "ready"
     j = Journal(db, read_only=True)

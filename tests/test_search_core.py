@@ -5,6 +5,7 @@ trials, the re-runs of the best before a winner is named."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -236,7 +237,7 @@ def test_a_trial_round_trips_through_json():
     spec = spec_of('constraints = ["ttft_p99_ms <= 2000"]')
     t = judge(spec, spec.point_at(4), {"output_tok_s": 5.0, "ttft_p99_ms": 3000.0}, number=5, phase="confirm",
               experiment="exp-0007")
-    assert t.status == "violates" and t.message == "breaks ttft_p99_ms <= 2000"
+    assert t.status == "violates" and t.message == "breaks ttft_p99_ms <= 2000 (measured 3,000)"
     assert Trial.from_json(t.to_json()) == t
     f = failed((("--x", True),), "oom", "CUDA out of memory", number=1)
     assert Trial.from_json(f.to_json()) == f and not f.feasible
@@ -374,3 +375,119 @@ def test_the_winner_carries_its_evidence_against_the_runner_up_and_the_first_tri
         " — no configuration is better outside the noise; too few runs to test it against the first trial")
     only = [trial(1, a, (20.0, 21.0, 20.5))]
     assert winner_text(spec, winner(spec, only), winner_comparisons(spec, only)).endswith("nothing to compare it with")
+
+
+README_SPEC = '''
+[servers.demo]
+url = "http://127.0.0.1:30000"
+argv = ["x"]
+
+[search.batch]
+server = "demo"
+bench = "tiny"
+budget = 12
+confirm_top = 2
+[search.batch.flags]
+"--max-running-requests" = [16, 32, 64]
+"--chunked-prefill-size" = { range = [1024, 4096], step = 1024 }
+"--disable-radix-cache" = "on/off"
+'''
+
+
+def test_a_grid_cut_by_its_budget_runs_a_spread_says_so_and_plans_what_runs():
+    """The README's 24-point grid with budget 12 ran its first 12 points in order (so
+    --max-running-requests 64 never ran) without a word, and planned 15 with room for
+    re-runs it would not make; now a balanced spread of 12 runs, the cut is said, and the
+    planned count ends equal to the trials run."""
+    from optui.core.search.strategies import budget_note, planned_now
+
+    spec = parse_search_text(README_SPEC, "optui.toml", "batch")
+    assert budget_note(spec) == "grid of 24, budget 12: 12 points not tried (a spread of 12 runs, not the first 12)"
+    assert budget_note(spec_of()) == ""  # the whole grid runs: nothing to say
+
+    def measure(flags, load, n):
+        return {"output_tok_s": float(flags["--max-running-requests"]) + float(flags["--chunked-prefill-size"]) / 1e4}
+
+    trials = run_search(spec, measure)
+    explored = [dict(t.point) for t in trials if t.phase == "explore"]
+    assert len(explored) == 12 and len({tuple(p.items()) for p in explored}) == 12
+    for flag in spec.flags:  # every value of every flag tried, about as often each
+        counts = [sum(1 for p in explored if p[flag] == v) for v in {p[flag] for p in explored}]
+        assert len(counts) == len(spec.flags[flag].values) and max(counts) - min(counts) <= 2, (flag, counts)
+    assert dict(winner(spec, trials).point)["--max-running-requests"] == "64"
+    # planned: never below what ran, and exact once exploring is over
+    for k in range(len(trials) + 1):
+        assert planned_now(spec, trials[:k]) >= k
+    assert planned_now(spec, trials[:12]) == len(trials) == planned_now(spec, trials)
+
+
+def test_planned_counts_no_rerun_of_a_first_trial_that_is_among_the_best():
+    """The first trial's configuration is re-run when it is not among the best: when it is
+    the best, the counter said 6/7 at the end; now it says 6/6."""
+    from optui.core.search.strategies import planned_now
+
+    spec = parse_search_text('server = "d"\nbench = "b"\nconfirm_top = 1\n[flags]\n"--x" = [4, 3, 2, 1]\n', "s.toml")
+    trials = run_search(spec, lambda flags, load, n: {"output_tok_s": float(flags["--x"])})
+    assert planned_trials(spec) == 6 and len(trials) == 5  # 4 + the best (the first): no second re-run
+    assert planned_now(spec, trials[:4]) == 5 == planned_now(spec, trials)
+
+
+def test_an_infeasible_point_shows_its_measured_value_and_no_winner_says_what_failed():
+    from optui.core.search.strategies import none_feasible_text
+
+    spec = spec_of('constraints = ["gpu_mem_mib <= 80000", "ttft_p99_ms <= 100"]')
+    a = judge(spec, spec.point_at(0), {"output_tok_s": 5.0, "gpu_mem_mib": 127438.5, "ttft_p99_ms": 40.0}, number=1)
+    b = judge(spec, spec.point_at(1), {"output_tok_s": 6.0, "gpu_mem_mib": 90000.0, "ttft_p99_ms": 140.25}, number=2)
+    c = failed(spec.point_at(2), "oom", "CUDA out of memory", number=3)
+    assert a.message == "breaks gpu_mem_mib <= 80000 (measured 127,438)"
+    assert b.message == "breaks gpu_mem_mib <= 80000 (measured 90,000), ttft_p99_ms <= 100 (measured 140.2)"
+    assert none_feasible_text(spec, [a, b, c]) == (
+        "no configuration met the constraints: gpu_mem_mib <= 80000 broken by 2 trials (closest: 90,000), "
+        "ttft_p99_ms <= 100 broken by 1 trial (closest: 140.2), 1 failed (oom)")
+    assert none_feasible_text(spec, []) == "no trial finished"
+
+
+def test_the_search_line_puts_what_matters_first_and_fits():
+    """The TUI's line showed neither the step nor the ETA of another process's search and
+    was cut by the panel (`best 1090 (--max-runn…`); now it sheds the least first."""
+    from optui.session.search import SearchProgress
+
+    flags = "--max-running-requests 32 --mem-fraction-static 0.85"
+    p = SearchProgress("batch", "batch.1", "grid", "max output_tok_s", 4, 7, "explore", flags, "bench tiny run 2/3",
+                       1574.2, "--max-running-requests 16 --mem-fraction-static 0.85", 1, 54.1, 0.0, in_trial=True,
+                       best_n=3, note="grid of 24, budget 12: 12 points not tried (a spread of 12 runs, not the first 12)",
+                       pid=10411)
+    full = p.line()
+    assert full == (f"search batch.1 trial 4/7 (bench tiny run 2/3) {flags} · best 1574 n=3 "
+                    "(--max-running-requests 16 --mem-fraction-static 0.85) · ETA 54 s · 1 infeasible · "
+                    "grid of 24, budget 12: 12 points not tried (a spread of 12 runs, not the first 12) · S stops · "
+                    "in optui process 10411")
+    for width in (196, 116, 76, 56):
+        line = p.line(width)
+        assert len(line) <= width and "…" not in line, (width, line)
+        assert "trial 4/7 (" in line and "run 2/3)" in line and "best 1574" in line and " · ETA 54 s" in line, line
+    assert p.line(56) == "batch.1 trial 4/7 (run 2/3) · best 1574 n=3 · ETA 54 s"
+    assert "--max-run-req 32 --mem-fra-sta 0.85 · " in p.line(196) and "12 points not tried · S stops" in p.line(196)
+    assert "(--max-run-req 16 --mem-fra-sta 0.85) · " in p.line(260) and "pid 10411" in p.line(260)
+    assert "--mrr 32 --mfs 0.85" in p.line(76)
+    # between trials the count is of trials done, not of one in progress
+    from dataclasses import replace
+
+    assert replace(p, trial=5, in_trial=False).line().startswith("search batch.1 5/7 trials done · best 1574")
+    assert "ETA after a trial" in replace(p, eta_s=None).line()
+
+
+def test_a_clear_winner_says_p_to_two_digits_never_p_0_00():
+    """Run, status and report said `p=0.00` for a clear lead (the evidence's 2 decimals)."""
+    from optui.core.search.strategies import winner_comparisons, winner_text
+
+    spec = parse_search_text('server = "d"\nbench = "b"\nconfirm_top = 1\n[flags]\n"--x" = ["a", "b"]\n', "s.toml")
+    a = [judge(spec, (("--x", "a"),), {"output_tok_s": 200.0}, number=1),
+         judge(spec, (("--x", "b"),), {"output_tok_s": 100.0}, number=2)]
+    trials = [replace(a[0], run_scores=tuple(200.0 + i for i in range(6))),
+              replace(a[1], run_scores=tuple(100.0 + i for i in range(6)))]
+    text = winner_text(spec, winner(spec, trials), winner_comparisons(spec, trials))
+    assert "p=0.0022" in text and "p=0.00," not in text and "p=0.00)" not in text, text
+    many = [replace(trials[0], run_scores=tuple(200.0 + i for i in range(12))),
+            replace(trials[1], run_scores=tuple(100.0 + i for i in range(12)))]
+    assert "p<0.001" in winner_text(spec, winner(spec, many), winner_comparisons(spec, many))

@@ -13,6 +13,7 @@ import pytest
 from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.core.search.spec import parse_search_text
+from optui.core.search.strategies import Trial
 from optui.core.todo import TodoStatus
 from optui.session import Session
 from tests.helpers.demo import TEST_SPEED, free_port
@@ -86,13 +87,18 @@ async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
         j = session.journal
         exps = [t.experiment for t in trials]
         assert all(e and e.startswith("exp-") for e in exps) and len(set(exps)) == 6
-        events = j.events(target="search:batch")
+        events = j.events(target="search:batch", types=["search.started", "search.trial", "search.finished"])
         assert [e.type for e in events] == ["search.started"] + ["search.trial"] * 6 + ["search.finished"]
+        begun = j.events(target="search:batch", types=["search.trial.started"])  # another process's TUI shows them
+        assert [e.data["number"] for e in begun] == [1, 2, 3, 4, 5, 6] and begun[4].data["phase"] == "confirm"
+        assert begun[1].data["flags"] == "--max-running-requests 2 --mem-fraction-static 0.97"
         assert [e.experiment for e in events[1:7]] == exps
         assert events[2].data["crash_class"] == "oom" and events[2].data["status"] == "failed"
         assert "infeasible (oom)" in events[2].data["message"]
         # the journal panel's line of each: what it says, not its fields
         assert events[2].summary().startswith("trial 2: --max-running-requests 2 --mem-fraction-static 0.97 → infeasible (oom)")
+        # the trial's own message, not its whole line again ('trial 2: … → infeasible (oom): trial 2: …')
+        assert events[2].summary().count("trial 2:") == 1 and Trial.from_json(events[2].data).message.startswith("failed at restart")
         assert events[-1].summary().startswith("search batch.1 done: best --max-running-requests 16 ")
         fin = events[-1].data
         assert fin["status"] == "done" and fin["winner"]["flags"] == "--max-running-requests 16 --mem-fraction-static 0.88"
@@ -161,6 +167,7 @@ async def test_stop_in_the_middle_leaves_no_benchmark_and_no_half_started_server
         assert st.busy is None and st.state.value == "ready"
         fin = session.journal.events(target="search:batch", types=["search.finished"])[-1]
         assert fin.data["status"] == "stopped" and fin.data["trials"] == 0
+        assert fin.data["message"] == "search batch.1 stopped: stopped by the operator before any trial finished"
         bench_end = session.journal.events(types=["bench.finished"])[-1]
         assert bench_end.data.get("status") == "aborted", bench_end.data
         (item,) = [t for t in session.journal.todos() if t.content.startswith("search batch.1 #1")]
@@ -208,6 +215,10 @@ def test_the_cli_runs_shows_and_stops_a_search(tmp_path):
     bad.write_text('server = "demo"\nbench = "tiny"\n[flags]\n"--max-running-requests" = []\n')
     r = runner.invoke(cli, ["-c", str(cfg), "search", "run", str(bad)])
     assert r.exit_code == 2 and f"{bad}:4: flags.--max-running-requests: the list of values is empty" in r.stderr
+    other = tmp_path / "other.toml"  # a preset the config lacks: FILE:LINE: FIELD like the spec's other errors
+    other.write_text('server = "demo"\nbench = "nosuch"\n[flags]\n"--max-running-requests" = [2]\n')
+    r = runner.invoke(cli, ["-c", str(cfg), "search", "run", str(other)])
+    assert r.exit_code == 2 and f"{other}:2: bench: unknown benchmark 'nosuch' (known: " in r.stderr, r.stderr
     vllm = tmp_path / "serve_params.json"  # another tool's file: where it runs is asked for
     vllm.write_text('[{"max_running_requests": 8}, 3]')
     r = runner.invoke(cli, ["-c", str(cfg), "search", "run", str(vllm)])
@@ -221,14 +232,26 @@ def test_the_cli_runs_shows_and_stops_a_search(tmp_path):
                              env=subprocess_env(), start_new_session=True)
     try:
         deadline = time.monotonic() + 60
+        current = None
         while time.monotonic() < deadline:  # the first trial is journaled (polled from another process)
             r = runner.invoke(cli, ["-c", str(cfg), "search", "status", "--json"])
             if r.exit_code == 0 and json.loads(r.stdout)["trials"]:
                 break
+            if r.exit_code == 0 and current is None and json.loads(r.stdout).get("current"):
+                current = json.loads(r.stdout)  # trial 1 in progress: it was '"trials": []' and nothing else
+                text = runner.invoke(cli, ["-c", str(cfg), "search", "status"]).stdout
             assert child.poll() is None, child.communicate()
             time.sleep(0.2)
+        assert current is not None and current["trials"] == [] and current["eta_s"] is None
+        cur = current["current"]
+        assert cur["number"] == 1 and cur["flags"] == "--max-running-requests 2 --mem-fraction-static 0.88", cur
+        assert cur["step"] in ("queued", "restart", "ready", "bench tiny", "compare") and cur["started_at"] > 0, cur
+        assert current["eta_note"].startswith("no estimate until a trial of this run has ended"), current
+        assert "  trial 1: --max-running-requests 2 --mem-fraction-static 0.88 … " in text, text
+        assert "ETA: no estimate until a trial" in text, text
         data = json.loads(r.stdout)
         assert data["status"] == "running" and data["search_id"] == "batch.1" and data["planned"] == 6
+        assert data["eta_s"] is not None and data["eta_note"].startswith("an estimate: "), data
         assert data["trials"][0]["point"] == [["--max-running-requests", "2"], ["--mem-fraction-static", "0.88"]]
         r = runner.invoke(cli, ["-c", str(cfg), "search", "status"])
         assert r.exit_code == 0 and r.stdout.startswith("batch.1 running: grid, max output_tok_s, ")
@@ -239,6 +262,7 @@ def test_the_cli_runs_shows_and_stops_a_search(tmp_path):
         assert child.returncode == 130, err
         final = json.loads(out)
         assert final["status"] == "stopped" and final["finished_at"] and 1 <= len(final["trials"]) < 6
+        assert final["message"].startswith("search batch.1 stopped: stopped by cli; so far "), final["message"]  # who asked
         r = runner.invoke(cli, ["-c", str(cfg), "search", "stop"])
         assert r.exit_code == 1 and "no search is running (batch.1 is stopped)" in r.stderr
         r = runner.invoke(cli, ["-c", str(cfg), "search", "status", "batch", "--json"])

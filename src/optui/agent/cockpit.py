@@ -519,7 +519,7 @@ class Cockpit:
         if not decision.go:
             return {"outcome": decision.decision, "request": decision.to_json(), "search": data}
         with self._journaled_outcome(decision, actor=actor, action="search_stop", server=f"search:{sname}") as ended:
-            self._write(lambda j: j.append(SEARCH_STOP, f"search:{sname}", {"search_id": sid,
+            self._write(lambda j: j.append(SEARCH_STOP, f"search:{sname}", {"search_id": sid, "approved_by": decision.by,
                                                                             "message": f"stop search {sid}"}, actor=actor))
             end = await self._search_end(sname, sid, server)
             state = self._runtime(server).status.state.value if server in self.session.servers else None

@@ -84,14 +84,37 @@ def _load_spec(loaded, spec: str, server: str | None = None, bench: str | None =
     return name, parsed
 
 
+def _field_place(loaded, spec: str, name: str, field: str) -> str:
+    """``"optui.toml:41: search.batch.bench"``: where SPEC's ``field`` is written (a
+    [search.NAME] of the config or a TOML spec file); ``""`` for another tool's file."""
+    from optui.config import _find_line, _index_toml_lines
+
+    loc: tuple[str, ...]
+    if spec in loaded.config.search:
+        path, loc = Path(loaded.path), ("search", name, field)
+    else:
+        path = Path(spec)
+        if path.suffix != ".toml" or not path.is_file():
+            return ""
+        loc = (field,)
+    try:
+        index = _index_toml_lines(path.read_text(encoding="utf-8"))
+    except OSError:
+        return ""
+    if loc not in index and ("search", name, field) in index:  # a spec file holding its one [search.NAME]
+        loc = ("search", name, field)
+    return f"{path}:{_find_line(index, loc)}: {'.'.join(loc)}"
+
+
 def _trial_text(t: dict) -> str:
     from optui.core.search.spec import point_from_json, point_text
+    from optui.core.search.strategies import breaks_text
 
     head = f"trial {t['number']}{' (re-run)' if t['phase'] == 'confirm' else ''}: {point_text(point_from_json(t['point'])) or '(fixed flags)'}"
     if t["status"] == "failed":
         return f"{head} → infeasible ({t['crash_class']}): {t['message']}"
     text = f"{head} → {t['score']:.4g}" + (f" [{t['experiment']}]" if t.get("experiment") else "")
-    return text + (f", breaks {', '.join(t['violated'])}" if t["violated"] else "")
+    return text + (f", breaks {breaks_text(t['violated'], t.get('values') or {})}" if t["violated"] else "")
 
 
 @search.command("run")
@@ -110,7 +133,7 @@ def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench:
     import signal
 
     from optui.session import Session, SessionError
-    from optui.session.search import search_status
+    from optui.session.search import SpecError, search_status
 
     loaded = load_config_or_exit(ctx)
     if (ctx.find_root().obj or {}).get("read_only") or loaded.config.read_only:
@@ -129,6 +152,8 @@ def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench:
             first = await session.search.start(parsed, name, fresh=fresh)
             if first.trial and not as_json:
                 echo(f"resuming search {first.search_id} after {first.trial} trials")
+            if first.note and not as_json:  # a budget smaller than the space: said before anything runs
+                echo(f"search {first.search_id}: {first.note}")
             shown = first.trial
             while session.search.running:
                 await session.wait_changed(session.version, 1.0)
@@ -148,6 +173,9 @@ def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench:
 
     try:
         status = asyncio.run(go())
+    except SpecError as exc:  # FILE:LINE: FIELD as the spec's other errors
+        place = _field_place(loaded, spec, name, exc.field)
+        fail(f"{place}: {str(exc).removeprefix('search: ')}" if place else str(exc), 2)
     except SessionError as exc:
         fail(str(exc), 2)
     assert status is not None
@@ -195,8 +223,17 @@ def status(ctx: click.Context, name: str | None, as_json: bool) -> None:
     planned = f"/{data['planned']}" if data.get("planned") else ""
     echo(f"{data['search_id']} {data['status']}: {data['strategy']}, {data['objective']}, "
          f"{len(data['trials'])}{planned} trials, {data['infeasible']} infeasible")
+    if data.get("note"):
+        echo(data["note"])
     for t in data["trials"]:
         echo("  " + _trial_text(t))
+    cur = data.get("current")
+    if cur:
+        echo(f"  trial {cur['number']}{' (re-run)' if cur['phase'] == 'confirm' else ''}: "
+             f"{cur['flags'] or '(fixed flags)'} … {cur['step']}")
+    if data["status"] == "running":
+        echo(f"ETA {data['eta_s']:.0f} s ({data['eta_note']})" if data.get("eta_s") is not None
+             else f"ETA: {data.get('eta_note') or 'unknown'}")
     best = data["best"]
     echo(best["text"] if best else "best: none feasible yet")
     if data["status"] != "running" and data["message"]:

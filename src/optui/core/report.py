@@ -463,7 +463,14 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
     configuration tried with its median score, the infeasible ones with their crash class or
     the constraints they broke, and the winner's launch command."""
     from optui.core.search.spec import SearchSpec, point_text
-    from optui.core.search.strategies import Trial, standings, winner_comparisons, winner_text
+    from optui.core.search.strategies import (
+        Trial,
+        breaks_text,
+        none_feasible_text,
+        standings,
+        winner_comparisons,
+        winner_text,
+    )
 
     runs: dict[str, dict] = {}
     for e in events:
@@ -500,7 +507,7 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
         table = standings(spec, run["trials"])
         numbers = {t.number: t.experiment for t in run["trials"]}
         for s in table:
-            why = s.crash_class or ", ".join(s.violated)
+            why = s.crash_class or breaks_text(s.violated, s.values)
             exps = ", ".join(e for e in (numbers.get(n) for n in s.trials) if e)
             score = "" if s.score is None else f"{s.score:.4g}"
             out.append(f"| {_cell(point_text(s.point) or '(fixed flags)')} | {score} | {s.runs}{f' ({s.bench_runs})' if s.bench_runs else ''} | "
@@ -508,7 +515,8 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
         out.append("")
         best = table[0] if table and table[0].feasible else None
         if best is None:
-            out += ["No configuration met the constraints.", ""]
+            why_none = none_feasible_text(spec, run["trials"])
+            out += [f"{_md_inline(why_none[:1].upper() + why_none[1:])}.", ""]
             continue
         x = next((by_id[e] for e in (numbers.get(n) for n in reversed(best.trials)) if e in by_id), None)
         out += [f"Winner: {_md_inline(point_text(best.point))} ({spec.goal.metric} {best.score:.4g}, {best.count_text})"

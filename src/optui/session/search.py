@@ -44,11 +44,15 @@ from optui.core.search.spec import SearchSpec, measurements, point_text
 from optui.core.search.strategies import (
     Step,
     Trial,
+    breaks_text,
+    budget_note,
     explore_budget,
     explored,
     failed,
     judge,
     next_step,
+    none_feasible_text,
+    planned_now,
     planned_trials,
     standings,
     winner,
@@ -71,19 +75,35 @@ if TYPE_CHECKING:
 SEARCH_STARTED = "search.started"
 SEARCH_TRIAL = "search.trial"
 SEARCH_FINISHED = "search.finished"
+#: a trial begins (data: search_id, number, phase, point, flags, load, todo_id, result_id0: the
+#: journal's last result id then, started_at): another process shows it (:func:`search_status`'s ``current``)
+SEARCH_TRIAL_STARTED = "search.trial.started"
 #: another process (``optui search stop``) asks the running search to stop (data: search_id)
 SEARCH_STOP = "search.stop"
 STOP_POLL_S = 0.5  # how often a running search reads the journal for a search.stop
 
 
+class SpecError(SessionError):
+    """A spec that cannot run here (:meth:`SearchRunner.check`): ``field`` names the spec's
+    field at fault (``server``, ``bench``), so a caller holding its file adds ``FILE:LINE``."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True, slots=True)
 class SearchProgress:
-    """A search as the UI and ``optui search status`` show it: its name and id, the
-    ``trial`` in progress (1-based; 0 before the first) of ``planned``, that trial's
-    phase and flags (``point``), the todo run's step now ("restart", "bench NAME" ...),
-    the best feasible score so far and its flags, how many trials failed or broke a
-    constraint, ``eta_s`` (the trials left times the mean trial so far; None before one
-    ended), ``status`` running | done | stopped | failed, and the ``message`` it ended with."""
+    """A search as the UI and ``optui search status`` show it: its name and id, ``trial``
+    (1-based: the trial in progress while ``in_trial``, else how many ended) of
+    ``planned`` (:func:`~optui.core.search.strategies.planned_now`: the budget's exploring
+    trials and the re-runs still to come), that trial's phase and flags (``point``), the
+    todo run's step now ("restart", "bench tiny run 2/3" ...), the best feasible score so
+    far, its flags and ``best_n`` (its benchmark runs, else trials), how many trials failed
+    or broke a constraint, ``eta_s`` (s: the trials left times the mean trial of this
+    process so far; None before one ended), ``status`` running | done | stopped | failed,
+    the ``message`` it ended with, ``note`` (what a budget leaves out of the space, "" when
+    nothing) and ``pid`` (the optui process running it when that is another one; else None)."""
 
     name: str
     search_id: str
@@ -101,25 +121,87 @@ class SearchProgress:
     started_at: float
     status: str = "running"
     message: str = ""
+    in_trial: bool = False
+    trial_started_at: float | None = None
+    best_n: int = 0
+    note: str = ""
+    pid: int | None = None
 
-    def line(self) -> str:
-        """One line for the todo panel: ``search batch.1 trial 3/5 --max-running-requests 16
-        (bench tiny) · best 812.4 (--max-running-requests 8) · ETA 40 s · S stops``."""
-        head = f"search {self.search_id} trial {self.trial}/{self.planned}"
-        if self.point:
-            head += f" {self.point}" + (" (re-run)" if self.phase == "confirm" else "")
-        if self.step:
-            head += f" ({self.step})"
-        best = f"best {self.best_score:.4g} ({self.best_point})" if self.best_score is not None else "no best yet"
-        eta = f" · ETA {self.eta_s:.0f} s" if self.eta_s is not None else ""
-        failed = f" · {self.infeasible} infeasible" if self.infeasible else ""
-        return f"{head} · {best}{failed}{eta} · S stops"
+    def line(self, width: int | None = None) -> str:
+        """One line for the todo panel, what matters first, in at most ``width`` characters
+        (None: all of it): ``search batch.1 trial 3/6 (bench tiny run 2/3)
+        --max-running-requests 16 · best 812.4 n=3 (--max-running-requests 8) · ETA 40 s ·
+        1 infeasible · S stops``, then the budget's note and, for another process's search,
+        ``in optui process PID``. Too wide, it sheds in a fixed order: the note, the process
+        (to ``pid N``), the flags abbreviated (``--mrr 16``), ``S stops``, ``search``, the
+        flags, the best's n; the trial, its step, the best and the ETA stay longest (60
+        columns: ``batch.1 trial 3/6 (run 2/3) · best 812.4 n=3 · ETA 40 s``)."""
+        from optui.core.flag_abbrev import abbreviate
+
+        def abbr(text: str, level: int) -> str:  # flag names shortened, values kept (``!--x``: off)
+            return " ".join("!" + abbreviate(w[1:], level) if w.startswith("!-") else abbreviate(w, level)
+                            for w in text.split(" "))
+
+        n = f"{self.trial}/{self.planned}"
+        step = self.step
+        short_step = step.split(" ", 2)[-1] if step.startswith("bench ") and " run " in step else step
+        point = self.point + (" (re-run)" if self.phase == "confirm" and self.point else "")
+        # (name, forms: the first is the whole one, None drops it, sep before it)
+        seg: dict[str, list[str | None]] = {
+            "head": [f"search {self.search_id} trial {n}", f"{self.search_id} trial {n}", f"{self.search_id} {n}"]
+            if self.in_trial else [f"search {self.search_id} {n} trials done", f"{self.search_id} {n} done"],
+            "step": [f"({step})", f"({short_step})", None] if self.in_trial and step else [None],
+            "flags": [point, abbr(point, 1), abbr(point, 2), None] if self.in_trial and point else [None],
+            "best": ([f"best {self.best_score:.4g}" + (f" n={self.best_n}" if self.best_n else ""),
+                      f"best {self.best_score:.4g}", None] if self.best_score is not None else ["no best yet", None]),
+            "best_flags": ([f"({self.best_point})", f"({abbr(self.best_point, 1)})", f"({abbr(self.best_point, 2)})", None]
+                           if self.best_score is not None and self.best_point else [None]),
+            "eta": ([f"ETA {_duration(self.eta_s)}", None] if self.eta_s is not None
+                    else ["ETA after a trial", None] if self.status == "running" else [None]),
+            "infeasible": [f"{self.infeasible} infeasible", f"{self.infeasible} inf.", None] if self.infeasible else [None],
+            "note": [self.note, self.note.split(" (")[0], None] if self.note else [None],
+            "stops": ["S stops", None] if self.status == "running" else [None],
+            "pid": [f"in optui process {self.pid}", f"pid {self.pid}", None] if self.pid is not None else [None],
+        }
+        order = ["head", "step", "flags", "best", "best_flags", "eta", "infeasible", "note", "stops", "pid"]
+        joined = {"step", "flags", "best_flags"}  # after the one before with a space, not " · "
+        at = dict.fromkeys(order, 0)
+
+        def text() -> str:
+            out = ""
+            for name in order:
+                form = seg[name][min(at[name], len(seg[name]) - 1)]
+                if form:
+                    out += (" " if name in joined else " · ") + form if out else form
+            return out
+
+        # the shedding order: each entry moves a part to its next form
+        ladder = ["note", "pid", "best_flags", "best_flags", "flags", "pid", "best_flags", "infeasible", "stops", "note",
+                  "flags", "head", "step", "infeasible", "flags", "best", "head", "eta", "best", "step"]
+        line = text()
+        for name in ladder:
+            if width is None or len(line) <= width:
+                break
+            at[name] += 1
+            line = text()
+        if width is not None and len(line) > width:
+            line = line[: max(0, width - 1)] + "…"
+        return line
 
     def to_json(self) -> dict:
         """For ``optui search status --json``."""
         from dataclasses import asdict
 
         return asdict(self)
+
+
+def _duration(seconds: float) -> str:
+    """``54 s``, ``3 min``, ``1 h 05 min``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
 class SearchRunner:
@@ -162,19 +244,22 @@ class SearchRunner:
 
     # ------------------------------------------------------------ control
     def check(self, spec: SearchSpec) -> None:
-        """SessionError when ``spec`` cannot run here: unknown server or preset, a preset of
-        another server, a server optui cannot restart, read-only."""
+        """SessionError when ``spec`` cannot run here: read-only; :class:`SpecError` (naming
+        its field) for an unknown server or preset, a preset of another server, a server
+        optui cannot restart."""
         self._writer.check_writable("running a flag search")
         server = self._config.servers.get(spec.server)
         if server is None:
-            raise SessionError(f"search: unknown server {spec.server!r} (known: {', '.join(self._config.servers) or 'none'})")
+            raise SpecError(f"search: unknown server {spec.server!r} (known: {', '.join(self._config.servers) or 'none'})",
+                            "server")
         if server.control == "none":
-            raise SessionError(f"search: {spec.server} has control = 'none' (optui cannot restart it)")
+            raise SpecError(f"search: {spec.server} has control = 'none' (optui cannot restart it)", "server")
         bench = self._config.benchmarks.get(spec.bench)
         if bench is None:
-            raise SessionError(f"search: unknown benchmark {spec.bench!r} (known: {', '.join(self._config.benchmarks) or 'none'})")
+            raise SpecError(f"search: unknown benchmark {spec.bench!r} (known: {', '.join(self._config.benchmarks) or 'none'})",
+                            "bench")
         if bench.server != spec.server:
-            raise SessionError(f"search: benchmark {spec.bench!r} runs against {bench.server}, not {spec.server}")
+            raise SpecError(f"search: benchmark {spec.bench!r} runs against {bench.server}, not {spec.server}", "bench")
 
     async def start(self, spec: SearchSpec, name: str, *, fresh: bool = False) -> SearchProgress:
         """Start search ``name`` in the background (SessionError as :meth:`check`, or when
@@ -193,8 +278,8 @@ class SearchRunner:
         trials = [Trial.from_json(t) for t in prev["trials"]] if resume and prev else []
         self.spec, self.trials, self._stop, self._resumed = spec, trials, False, len(trials)
         self._value = SearchProgress(name, search_id, spec.strategy, spec.objective, len(trials),
-                                     max(planned_trials(spec), len(trials)), "", "", "starting", None, None,
-                                     sum(1 for t in trials if not t.feasible), None, time.time())
+                                     planned_now(spec, trials), "", "", "starting", None, None,
+                                     sum(1 for t in trials if not t.feasible), None, time.time(), note=budget_note(spec))
         self._task = asyncio.create_task(self._run(spec, name, search_id, resumed=resume), name=f"search-{name}")
         self._on_change()
         return self._value
@@ -203,12 +288,20 @@ class SearchRunner:
     def progress(self) -> SearchProgress | None:
         """The search in progress or the last one (None: none ran in this session), with
         the todo run's step now."""
-        value, current = self._value, self._todo_runs.current
-        if value is None or value.status != "running" or current is None or current.todo_id != self._todo_id:
+        value, current, bench = self._value, self._todo_runs.current, self._benches.current
+        if value is None or value.status != "running" or not value.in_trial:
             return value
-        from dataclasses import replace
-
-        return replace(value, step=current.step)
+        step = value.step
+        if self._load_run is not None:
+            step = f"bench {self._load_run.view.name}"
+        elif current is not None and current.todo_id == self._todo_id:
+            step = current.step
+        else:
+            return value
+        if step.startswith("bench") and bench is not None and self._benches.running and bench.view.points_total > 1:
+            view = bench.view
+            step += f" run {min(view.points_done + 1, view.points_total)}/{view.points_total}"
+        return replace(value, step=step)
 
     def stop(self) -> bool:
         """End the search (see module doc); False when none runs."""
@@ -247,9 +340,9 @@ class SearchRunner:
         what = f"{spec.strategy} over {', '.join(spec.flags) or 'one configuration'} ({spec.objective})"
         self._record(SEARCH_STARTED, name, {
             "search_id": search_id, "name": name, "spec": spec.model_dump(mode="json"), "planned": planned_trials(spec),
-            "pid": os.getpid(), "resumed": resumed,
-            "message": f"search {search_id} resumed after {len(self.trials)} trials: {what}" if resumed
-                       else f"search {search_id}: {what}"})
+            "pid": os.getpid(), "resumed": resumed, "note": budget_note(spec),
+            "message": (f"search {search_id} resumed after {len(self.trials)} trials: {what}" if resumed
+                        else f"search {search_id}: {what}") + (f"; {budget_note(spec)}" if budget_note(spec) else "")})
         status, message = "done", ""
         watcher = asyncio.create_task(self._watch_stop(name, search_id, seq0), name=f"search-{name}-stop")
         study = None
@@ -262,6 +355,13 @@ class SearchRunner:
                 study = await asyncio.to_thread(OptunaStudy, self._state_dir, spec, search_id)
             while not self._stop and (step := await self._next(spec, study)) is not None:
                 self._progress(step=step, todo_step="queued")
+                r0 = await self._writer.call(self._writer.journal.last_result_id)
+                self._record(SEARCH_TRIAL_STARTED, name, {
+                    "search_id": search_id, "number": len(self.trials) + 1, "phase": step.phase,
+                    "point": [list(p) for p in step.point], "flags": point_text(step.point), "load": step.load,
+                    "result_id0": r0, "started_at": time.time(), "bench": spec.bench,
+                    "message": f"trial {len(self.trials) + 1}{' (re-run)' if step.phase == 'confirm' else ''}: "
+                               f"{point_text(step.point) or '(fixed flags)'}"})
                 if step.load is not None:
                     trial = await self._load_trial(spec, search_id, step)
                 else:
@@ -272,10 +372,11 @@ class SearchRunner:
                 if study is not None and step.phase == "explore":
                     await asyncio.to_thread(study.tell, trial)
                 self._record(SEARCH_TRIAL, name, {"search_id": search_id, **trial.to_json(), "todo_id": self._todo_id,
-                                                  "message": self._trial_line(trial)}, experiment=trial.experiment)
+                                                  "trial_message": trial.message, "message": self._trial_line(trial)},
+                             experiment=trial.experiment)
                 self._progress(step=None, todo_step="")
             if self._stop:
-                status, message = "stopped", "stopped by the operator"
+                status, message = "stopped", f"stopped by {await self._stopper(name, search_id, seq0)}"
         except SessionError as exc:
             status, message = "failed", str(exc)
         except Exception as exc:  # noqa: BLE001 - a search never dies silently: its end is journaled
@@ -295,10 +396,10 @@ class SearchRunner:
                                                      "flags": point_text(best.point),
                                                      "vs": [c.to_json() for c in comparisons]}}
         # the winner carries its evidence: beat the runner-up / the first trial outside the noise, or not
-        summary = winner_text(spec, best, comparisons) if best is not None else "no configuration met the constraints"
+        summary = winner_text(spec, best, comparisons) if best is not None else none_feasible_text(spec, self.trials)
         text = f"search {search_id} {status}: " + (message or summary)
         if message and status == "stopped":
-            text += f"; so far {summary}"
+            text += f"; so far {summary}" if self.trials else " before any trial finished"
         data["message"] = text
         self._record(SEARCH_FINISHED, name, data)
         self._progress(step=None, todo_step="", status=status, message=text)
@@ -327,6 +428,18 @@ class SearchRunner:
             asks = await self._writer.call(lambda: j.events(since_seq=since_seq, target=f"search:{name}", types=[SEARCH_STOP]))
             if any(e.data.get("search_id") in (search_id, None) for e in asks):
                 self.stop()
+
+    async def _stopper(self, name: str, search_id: str, since_seq: int) -> str:
+        """Who stopped the search: the actor of its newest ``search.stop`` (``optui search
+        stop``, another TUI's ``S``, an agent's request, with ``approved_by`` when one
+        approved it), else "the operator" (this process's ``S``, Ctrl-C)."""
+        j = self._writer.journal
+        asks = await self._writer.call(lambda: j.events(since_seq=since_seq, target=f"search:{name}", types=[SEARCH_STOP]))
+        ask = next((e for e in reversed(asks) if e.data.get("search_id") in (search_id, None)), None)
+        if ask is None:
+            return "the operator"
+        approved = ask.data.get("approved_by")
+        return ask.actor + (f" (approved by {approved})" if approved else "")
 
     async def _trial(self, spec: SearchSpec, name: str, search_id: str, step: Step) -> Trial | None:
         """Run one trial as a todo run; None when the search was stopped during it."""
@@ -448,25 +561,27 @@ class SearchRunner:
         if trial.status == "failed":
             return f"{head} → infeasible ({trial.crash_class}): {trial.message}"
         text = f"{head} → {spec.goal.metric} {trial.score:.4g}"
-        return text + (f", breaks {', '.join(trial.violated)}" if trial.violated else "")
+        return text + (f", breaks {breaks_text(trial.violated, trial.values)}" if trial.violated else "")
 
     def _progress(self, *, step: Step | None, todo_step: str, status: str = "running", message: str = "") -> None:
         p, spec = self._value, self.spec
         if p is None or spec is None:
             return
         best = winner(spec, self.trials)
-        elapsed = time.time() - p.started_at
+        now = time.time()
+        elapsed = now - p.started_at
         done = len(self.trials)
-        planned = max(planned_trials(spec), done + (1 if step is not None else 0))
+        planned = planned_now(spec, self.trials) if status == "running" else done
+        planned = max(planned, done + (1 if step is not None else 0))
         here = done - self._resumed  # trials this process ran (the elapsed time is theirs)
         eta = elapsed / here * (planned - done) if here > 0 and status == "running" else None
-        from dataclasses import replace
-
         self._value = replace(
-            p, trial=done + (1 if step is not None else 0), planned=planned,
+            p, trial=done + (1 if step is not None else 0), planned=planned, in_trial=step is not None,
+            trial_started_at=now if step is not None else None,
             phase=step.phase if step is not None else p.phase, point=point_text(step.point) if step is not None else p.point,
             step=todo_step, best_score=None if best is None else best.score,
             best_point=None if best is None else point_text(best.point),
+            best_n=0 if best is None else best.bench_runs or best.runs,
             infeasible=sum(1 for t in self.trials if not t.feasible), eta_s=None if eta is None else round(eta, 1),
             status=status, message=message)
         self._on_change()
@@ -474,18 +589,24 @@ class SearchRunner:
 
 def running_elsewhere(journal: Journal, own_pid: int) -> SearchProgress | None:
     """The search another optui process runs on this campaign (``optui search run`` beside
-    the TUI), as its events tell it: its trial count so far, the best, the infeasible ones;
-    None when none runs or it is ``own_pid``'s. Reads the journal (its thread in the TUI)."""
+    the TUI), as its events tell it (:func:`search_status`): the trial in progress, its
+    flags and step, the best so far and its n, the ETA, the infeasible ones, the budget's
+    note and the process; None when none runs or it is ``own_pid``'s. Reads the journal
+    (its thread in the TUI)."""
     data = search_status(journal)
     if data is None or data["status"] != "running" or data.get("pid") == own_pid:
         return None
-    best, trials, spec = data.get("best") or {}, data["trials"], data.get("spec") or {}
+    best, trials, cur = data.get("best") or {}, data["trials"], data.get("current")
     return SearchProgress(name=data["name"], search_id=data["search_id"], strategy=str(data.get("strategy") or ""),
-                          objective=str(data.get("objective") or ""), trial=len(trials) + 1,
-                          planned=int(data.get("planned") or 0), phase="", point="",
-                          step=f"in optui process {data.get('pid')}", best_score=best.get("score"),
-                          best_point=best.get("flags"), infeasible=int(data.get("infeasible") or 0), eta_s=None,
-                          started_at=float(data.get("started_at") or 0.0), message=str(spec.get("name") or ""))
+                          objective=str(data.get("objective") or ""),
+                          trial=cur["number"] if cur else len(trials), planned=int(data.get("planned") or 0),
+                          phase=cur["phase"] if cur else "", point=cur["flags"] if cur else "",
+                          step=cur["step"] if cur else "", best_score=best.get("score"),
+                          best_point=best.get("flags"), infeasible=int(data.get("infeasible") or 0),
+                          eta_s=data.get("eta_s"), started_at=float(data.get("started_at") or 0.0),
+                          in_trial=cur is not None, trial_started_at=cur["started_at"] if cur else None,
+                          best_n=int(best.get("bench_runs") or best.get("trials") or 0), note=str(data.get("note") or ""),
+                          pid=data.get("pid") if isinstance(data.get("pid"), int) else None)
 
 
 def ask_to_stop(journal: Journal, progress: SearchProgress, actor: str) -> None:
@@ -520,12 +641,10 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
     else:
         status = "running" if isinstance(pid, int) and proc.pid_alive(pid) else "interrupted"
     planned = start.data.get("planned")
-    eta = None  # as SearchProgress.eta_s: the trials left times the mean trial of this process so far
-    if status == "running" and here and isinstance(planned, int):
-        eta = round((time.time() - start.ts) / here * max(0, planned - len(trials)), 1)
-    best = None
+    best, spec = None, None
     try:
         spec = SearchSpec.model_validate(start.data.get("spec") or {})
+        planned = planned_now(spec, trials) if status == "running" else max(len(trials), planned or 0)
         top = winner(spec, trials)
         if top is not None:
             comparisons = winner_comparisons(spec, trials)
@@ -534,8 +653,42 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
                     "vs": [c.to_json() for c in comparisons], "text": winner_text(spec, top, comparisons)}
     except ValueError:  # a spec this version cannot read: the trials still show, without a best
         pass
+    eta, eta_note = None, ""  # as SearchProgress.eta_s: the trials left times the mean trial of this process so far
+    if status == "running" and here and isinstance(planned, int):
+        eta = round((time.time() - start.ts) / here * max(0, planned - len(trials)), 1)
+        eta_note = f"an estimate: {max(0, planned - len(trials))} trials left at this run's mean trial time"
+    elif status == "running":
+        eta_note = "no estimate until a trial of this run has ended (each trial restarts the server: no prior time)"
+    current = None
+    begun = next((e for e in reversed(mine) if e.type == SEARCH_TRIAL_STARTED and e.seq > start.seq), None)
+    if status == "running" and begun is not None and int(begun.data.get("number") or 0) > len(trials):
+        current = {"number": begun.data.get("number"), "phase": begun.data.get("phase"),
+                   "flags": begun.data.get("flags") or "", "point": begun.data.get("point") or [],
+                   "load": begun.data.get("load"), "step": _step_of(journal, begun), "started_at": begun.data.get("started_at")}
     return {"name": sname, "search_id": sid, "status": status, "strategy": start.data.get("spec", {}).get("strategy"),
             "objective": start.data.get("spec", {}).get("objective"), "planned": planned, "eta_s": eta,
             "trials": [t.to_json() for t in trials], "best": best, "infeasible": sum(1 for t in trials if not t.feasible),
             "pid": pid, "spec": start.data.get("spec"), "started_at": start.ts, "finished_at": fin.ts if fin else None,
+            "current": current, "eta_note": eta_note, "note": start.data.get("note") or "",
             "message": (fin.data.get("message") if fin else start.data.get("message")) or ""}
+
+
+def _step_of(journal: Journal, begun) -> str:
+    """The step of the trial ``begun`` (its search.trial.started event) now, from the
+    journal: its todo run's newest step ("restart", "ready", "bench tiny run 2/3": the
+    results stored since it began, of the preset's repeats), "queued" before any."""
+    from optui.core.todo_experiment import TODO_RUN_STEP
+
+    steps = journal.events(since_seq=begun.seq, types=[TODO_RUN_STEP])
+    if not steps:
+        return "queued"
+    last = steps[-1].data
+    step = str(last.get("step") or "")
+    if step != "bench":
+        return step
+    name, repeats = str(last.get("bench") or begun.data.get("bench") or ""), int(last.get("repeats") or 1)
+    if repeats <= 1:
+        return f"bench {name}"
+    r0 = int(begun.data.get("result_id0") or 0)
+    stored = len(journal.results(limit=repeats, since_id=r0))
+    return f"bench {name} run {min(stored + 1, repeats)}/{repeats}"

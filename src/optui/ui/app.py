@@ -458,12 +458,14 @@ class OptuiApp(App):
                 self.notify(st.error or "", title=f"cannot follow {key}", severity="error", timeout=10)
         runs = state.todo_runs
         parts = [f"⚗ {len(runs.steps)} (S stops)"] if runs.running else []
+        box_width = self.query_one("#todo-box").size.width  # the subtitle's room: less its corners, a space each side
+        room = box_width - 4 if box_width > 24 else None
         if state.search is not None and state.search.status == "running":  # its trials are these runs
-            parts = [state.search.line()]
+            parts = [state.search.line(room)]
         else:
             self._look_for_search_elsewhere(state)
             if self.search_elsewhere is not None:  # another optui process runs one on this campaign
-                parts = [self.search_elsewhere.line(), *parts]
+                parts = [self.search_elsewhere.line(room and max(20, room - sum(len(p) + 5 for p in parts))), *parts]
         if follows:
             parts.append("following " + "  ".join(follows))
         self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts))

@@ -209,14 +209,15 @@ class Judgement:
         return self.verdict in ("better", "worse")
 
     def evidence(self) -> str:
-        """``"n=3 vs 3, ±0.8 % / ±1.1 %, p=0.10"`` (+ ``", restarts ±2.0 %"`` when measured)."""
+        """``"n=3 vs 3, ±0.8 % / ±1.1 %, p=0.10"`` (+ ``", restarts ±2.0 %"`` when measured); p
+        to 2 significant digits (``p=0.0022``), ``p<0.001`` below (never ``p=0.00``)."""
         def spread(v: float | None) -> str:
             return "±?" if v is None else f"±{v:.1f} %"
         parts = [f"n={self.n} vs {self.base_n}"]
         if self.n >= 2 or self.base_n >= 2:
             parts.append(f"{spread(self.spread_pct)} / {spread(self.base_spread_pct)}")
         if self.p is not None:
-            parts.append(f"p={self.p:.2f}")
+            parts.append("p<0.001" if self.p < 0.001 else f"p={self.p:.2g}" if self.p < 0.1 else f"p={self.p:.2f}")
         if self.restart_spread_pct is not None:
             parts.append(f"restarts ±{self.restart_spread_pct / 2:.1f} %")
         return ", ".join(parts)

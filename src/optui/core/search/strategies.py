@@ -72,12 +72,30 @@ class Trial:
 
     @classmethod
     def from_json(cls, data: Mapping) -> Trial:
-        """Back from :meth:`to_json` (a resumed search reads its journaled trials)."""
+        """Back from :meth:`to_json` (a resumed search reads its journaled trials; a
+        ``search.trial`` event's own ``message`` is its whole line, the trial's is ``trial_message``)."""
         return cls(int(data["number"]), point_from_json(data.get("point") or []), data.get("phase", "explore"),
                    data.get("status", "failed"), data.get("score"), dict(data.get("values") or {}),
                    data.get("crash_class"), tuple(data.get("violated") or ()), data.get("load"),
-                   data.get("experiment"), data.get("message") or "",
+                   data.get("experiment"), data.get("trial_message", data.get("message")) or "",
                    tuple(float(v) for v in data.get("run_scores") or () if isinstance(v, int | float)))
+
+
+def breaks_text(violated: Sequence[str], values: Mapping[str, float]) -> str:
+    """``"gpu_mem_mib <= 80000 (measured 127,438), ttft_p99_ms <= 2000 (not measured)"``:
+    the broken constraints (their ``str``, as :attr:`Trial.violated` keeps them) with the
+    value each measured (``values`` by metric name; 4 significant digits, thousands comma)."""
+    out = []
+    for text in violated:
+        value = values.get(text.split(" ", 1)[0])
+        out.append(f"{text} ({'not measured' if value is None else 'measured ' + measured_text(value)})")
+    return ", ".join(out)
+
+
+def measured_text(value: float) -> str:
+    """``127438.5`` → ``"127,438"``, ``43.21`` → ``"43.21"``: 4 significant digits at least,
+    integer digits never cut."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def judge(spec: SearchSpec, point: Point, values: Mapping[str, float], *, number: int, phase: Phase = "explore",
@@ -90,7 +108,7 @@ def judge(spec: SearchSpec, point: Point, values: Mapping[str, float], *, number
         return Trial(number, point, phase, "failed", None, dict(values), "no_metric", violated, load, experiment,
                      f"the benchmark reported no {spec.goal.metric}")
     return Trial(number, point, phase, "violates" if violated else "ok", float(score), dict(values), None, violated,
-                 load, experiment, ("breaks " + ", ".join(violated)) if violated else "")
+                 load, experiment, ("breaks " + breaks_text(violated, values)) if violated else "")
 
 
 def failed(point: Point, crash_class: str | None, message: str, *, number: int, phase: Phase = "explore",
@@ -109,9 +127,64 @@ def _untried(order: Iterator[int], spec: SearchSpec, trials: Sequence[Trial]) ->
     return None
 
 
+#: a grid cut by its budget is spread by a greedy cover up to this many points; above, a seeded draw
+SPREAD_MAX_SIZE = 4096
+
+
 def grid_order(spec: SearchSpec) -> Iterator[int]:
-    """Configuration indices of the grid strategy, in order."""
-    return iter(range(spec.size()))
+    """Configuration indices of the grid strategy: every point in order (the first flag
+    varies slowest) when the budget holds the grid; a grid larger than its budget runs a
+    spread of ``budget`` points instead of its first ones (:func:`grid_spread`), in grid order."""
+    budget = explore_budget(spec)
+    if budget >= spec.size():
+        return iter(range(spec.size()))
+    return iter(grid_spread(spec, budget))
+
+
+def grid_spread(spec: SearchSpec, count: int) -> list[int]:
+    """``count`` configuration indices spread over the grid (sorted): each next one the
+    point taking fewest flag values past their fair share (``count`` / the flag's values,
+    rounded up), then bringing the most values not tried yet, then whose values were
+    chosen least, then differing in the most flags from its nearest chosen point, then by a draw seeded with ``seed`` (the same
+    spec spreads the same way). Every value of every flag is tried when ``count`` is at
+    least the longest flag's number of values. A grid above :data:`SPREAD_MAX_SIZE` points
+    is spread by the seeded draw alone."""
+    size = spec.size()
+    order = random.Random(spec.seed).sample(range(size), size)
+    if size > SPREAD_MAX_SIZE:
+        return sorted(order[:count])
+    points = {i: spec.point_at(i) for i in order}
+    chosen: list[int] = []
+    seen: set[tuple[str, object]] = set()
+    uses: dict[tuple[str, object], int] = {}  # how often each flag value was chosen: kept balanced
+    cap = {name: -(-count // len(d.values)) for name, d in spec.flags.items() if d.values}  # a value's fair share
+    nearest = {i: len(points[i]) + 1 for i in order}  # flags differing from the nearest chosen point
+    left = list(order)
+    for _ in range(min(count, size)):
+        best = max(left, key=lambda i: (-sum(uses.get(fv, 0) >= cap.get(fv[0], count) for fv in points[i]),
+                                        sum(1 for fv in points[i] if fv not in seen),
+                                        -sum(uses.get(fv, 0) for fv in points[i]), nearest[i]))
+        left.remove(best)
+        chosen.append(best)
+        seen.update(points[best])
+        for fv in points[best]:
+            uses[fv] = uses.get(fv, 0) + 1
+        for i in left:
+            nearest[i] = min(nearest[i], len(set(points[i]) ^ set(points[best])) // 2)
+    return sorted(chosen)
+
+
+def budget_note(spec: SearchSpec) -> str:
+    """``"grid of 24, budget 12: 12 points not tried (a spread of 12 runs, not the first
+    12)"``: what a budget smaller than the space leaves out; ``""`` when all of it runs
+    (and for optuna and sla, whose budget is their own)."""
+    if spec.strategy not in ("grid", "random"):
+        return ""
+    size, budget = spec.size(), explore_budget(spec)
+    if budget >= size:
+        return ""
+    how = f"a spread of {budget} runs, not the first {budget}" if spec.strategy == "grid" else f"a seeded draw of {budget}"
+    return f"{'grid' if spec.strategy == 'grid' else 'space'} of {size}, budget {budget}: {size - budget} points not tried ({how})"
 
 
 def random_order(spec: SearchSpec) -> Iterator[int]:
@@ -266,6 +339,34 @@ def _winner_tail(comparisons: Sequence[Comparison]) -> str:
     return "; ".join(tails)
 
 
+def none_feasible_text(spec: SearchSpec, trials: Sequence[Trial]) -> str:
+    """Why no configuration won: ``"no trial finished"``, or ``"no configuration met the
+    constraints: ttft_p99_ms <= 2000 broken by 5 trials (closest: 2,140), 2 failed
+    (oom)"``: each broken constraint with how many measured trials broke it and the value
+    nearest its limit, then the failed trials by crash class."""
+    if not trials:
+        return "no trial finished"
+    parts = []
+    for rule in spec.rules:
+        broke = [t.values[rule.metric] for t in trials if t.status != "failed" and str(rule) in t.violated
+                 and rule.metric in t.values]
+        missing = sum(1 for t in trials if t.status != "failed" and str(rule) in t.violated and rule.metric not in t.values)
+        if broke:
+            closest = min(broke, key=lambda v: abs(v - rule.limit))
+            parts.append(f"{rule} broken by {len(broke)} trial{'s' if len(broke) != 1 else ''} "
+                         f"(closest: {measured_text(closest)})")
+        if missing:
+            parts.append(f"{rule}: not measured in {missing} trial{'s' if missing != 1 else ''}")
+    crashes: dict[str, int] = {}
+    for t in trials:
+        if t.status == "failed":
+            crashes[t.crash_class or "failed"] = crashes.get(t.crash_class or "failed", 0) + 1
+    if crashes:
+        parts.append(f"{sum(crashes.values())} failed (" + ", ".join(f"{k}" + (f" x{n}" if n > 1 else "")
+                                                                      for k, n in crashes.items()) + ")")
+    return "no configuration met the constraints" + (": " + ", ".join(parts) if parts else "")
+
+
 # ------------------------------------------------------------------ the largest load under the SLA
 def next_load(spec: SearchSpec, trials: Sequence[Trial]) -> float | None:
     """The sla strategy's next load to measure (None: the bracket is closed)."""
@@ -367,3 +468,31 @@ def planned_trials(spec: SearchSpec) -> int:
         return budget
     reruns = min(spec.confirm_top, budget) + (1 if budget > spec.confirm_top else 0)  # + the first trial's
     return budget + reruns * spec.confirm_runs
+
+
+def planned_now(spec: SearchSpec, trials: Sequence[Trial]) -> int:
+    """How many trials the search runs in all, given ``trials`` so far: while exploring,
+    those done plus the exploring left plus the most re-runs (:func:`planned_trials`'s
+    count, less the exploring a resumed or failed-out search cannot do); once exploring
+    is over, exactly what :func:`confirm_step` will still run (the first trial's
+    configuration among the best, or infeasible, is not re-run twice). sla: the
+    bisection's steps at most."""
+    done = len(trials)
+    if spec.strategy == "sla":
+        return max(planned_trials(spec), done)
+    budget = explore_budget(spec)
+    if explored(trials) < budget:
+        return max(planned_trials(spec), done + 1)
+    if spec.confirm_top < 1:
+        return done
+    confirmed: dict[Point, int] = {}
+    for t in trials:
+        if t.phase == "confirm":
+            confirmed[t.point] = confirmed.get(t.point, 0) + 1
+    table = standings(spec, trials)
+    rerun = [s.point for s in table if s.feasible][: spec.confirm_top]
+    first = next((t.point for t in trials if t.phase == "explore"), None)
+    if first is not None and first not in rerun and any(s.point == first and s.feasible for s in table):
+        rerun.append(first)
+    left = sum(max(0, spec.confirm_runs - confirmed.get(p, 0)) for p in rerun)
+    return done + left  # a re-run that reorders the best can add one: counted when it does
