@@ -302,6 +302,34 @@ async def test_every_bench_panel_row_names_its_flag_diff_vs_the_baseline(seeded,
         await pilot.press("q")
 
 
+@pytest.mark.parametrize("size", [(60, 40), (50, 30)])
+async def test_a_side_panes_sweep_rows_name_their_concurrency(tmp_path, size):
+    """Issue 20: a side pane has no room for the exp and conc columns, so a sweep's rows read
+    ``sweep --mrr 64 324.4`` alike; each names its concurrency in the bench cell there."""
+    from dataclasses import replace
+
+    from tests.helpers.campaign import WL
+
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(CONFIG)
+    loaded = load_config(cfg)
+    j = Journal(loaded.journal_path)
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, *(result(100.0 * c, wl=replace(WL, max_concurrency=c)) for c in (1, 4)), name="sweep")
+    w.bench(base, result(900.0), name="c16")  # one concurrency: nothing to tell apart, no tag
+    j.close()
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=size) as pilot:
+        def benches():
+            tables = app.query("#bench-results")
+            return [str(c) for c in tables.first().get_column("bench")] if tables and tables.first().row_count else []
+
+        await wait_for(pilot, lambda: len(benches()) == 3, what=benches)
+        assert benches() == ["sweep c1", "sweep c4", "c16"], benches()
+        await pilot.press("q")
+
+
 async def test_the_experiments_view_shows_a_configuration_again_as_that_configuration(tmp_path):
     """The experiments view (60x40: the change column first) names the earlier experiment a
     repeat's flags are those of, and shows the configuration's pooled runs and verdict."""

@@ -78,6 +78,9 @@ COLUMNS = (  # what matters for a decision first: the columns that do not fit ar
 #: baseline come first (bench, change, out tok/s, Δ out fit 50 columns), the experiment id last
 NARROW_ORDER = ("bench", "change", "out", "delta", "ok", "conc", "ttft", "dttft", "n", "eff", "ttft99", "itl", "tpot",
                 "e2e", "exp")
+#: a side pane's bench cell: the preset then the row's concurrency (``loadgen c4``: no conc
+#: column fits there, and a sweep's rows would read alike), at most this many characters
+NARROW_BENCH_W = 14
 #: the most characters of a row's change (wide, narrow); a side pane's change takes what bench,
 #: out tok/s and Δ out leave it, down to CHANGE_MIN; a longer change is fitted by
 #: :func:`~optui.core.flag_abbrev.fit_flags` (flag names whole or abbreviated, never cut)
@@ -180,6 +183,7 @@ class BenchPanel(Vertical):
         self._given: tuple[Row, ...] = ()  # the rows as shown last, before the restart spreads
         self._experiments: Mapping[str, Experiment] | None = None
         self._narrow = False
+        self._swept: set[str | None] = set()  # presets shown at several concurrencies (a side pane)
         self._width = 0  # the room the columns were fitted to (0: not laid out yet)
         self._view: BenchView | None = None
         self._status_plain = ""
@@ -217,9 +221,16 @@ class BenchPanel(Vertical):
         self._width = room = self._room()
         order = NARROW_ORDER if self._narrow else tuple(key for key, _, _ in COLUMNS)
         labels = {key: label for key, label, _ in COLUMNS}
+        concs: dict[str | None, set] = {}
+        for row in self._rows:
+            concs.setdefault(row.group.bench, set()).add(row.group.concurrency)
+        # a side pane has no room for the conc column: a preset run at several concurrencies
+        # (a sweep) says each row's in its bench cell
+        self._swept = {bench for bench, cs in concs.items() if len(cs) > 1} if self._narrow else set()
         rows = [self._cells(row) for row in self._rows]
-        widths = {key: max(cell_len(labels[key]), min(limit, max((_cell_len(r[key]) for r in rows), default=0)))
-                  for key, _, limit in COLUMNS if key != "change"}
+        limits = {key: NARROW_BENCH_W if key == "bench" and self._swept else limit for key, _, limit in COLUMNS}
+        widths = {key: max(cell_len(labels[key]), min(limits[key], max((_cell_len(r[key]) for r in rows), default=0)))
+                  for key, _, _ in COLUMNS if key != "change"}
         pad = 2 * table.cell_padding
         change_w = CHANGE_WIDTH[self._narrow]
         if self._narrow and room:  # the change takes what bench, out tok/s and Δ out leave
@@ -403,7 +414,11 @@ class BenchPanel(Vertical):
         cells: dict[str, object] = dict.fromkeys((key for key, _, _ in COLUMNS), "")
         # a result read from a file (optui bench import) and put in no experiment says so
         exp = g.experiment or ("imported" if IMPORTED_KEY in r.extra else "-")
-        cells.update(bench=g.bench or "?", exp=exp, conc=fmt_value(g.concurrency, na="-"))
+        bench = g.bench or "?"
+        if g.bench in self._swept and g.concurrency is not None:  # which point of the sweep
+            tag = f" c{fmt_value(g.concurrency, na='-')}"
+            bench = truncate(bench, NARROW_BENCH_W - len(tag)) + tag
+        cells.update(bench=bench, exp=exp, conc=fmt_value(g.concurrency, na="-"))
         ok = requests_text(g.requests)  # "15/400 ok": over the group's runs
         if not g.ok:  # failed / degraded: its counts, never a number compared
             status = r.status if r.status != "ok" else "degraded"
