@@ -13,7 +13,8 @@ session's checked restart, when the server does not run those flags), then the p
 each load the bisection asks for, as a sweep point of that one experiment.
 
 The search's own events (target ``search:NAME``, data ``search_id`` ``NAME.<n>``):
-``search.started`` (the spec, the trials planned), ``search.trial`` (one per trial:
+``search.started`` (the spec, the trials planned, the budget's note), ``search.trial.started``
+(a trial begins: its number and flags, for another process's view), ``search.trial`` (one per trial:
 :meth:`~optui.core.search.strategies.Trial.to_json`, the todo item; ``experiment`` column:
 the trial's exp-NNNN) and ``search.finished`` (status done | stopped | failed, the winner
 and its launch flags, how many trials, the infeasible ones). The strategy decides each next

@@ -1,6 +1,7 @@
 """Search strategies (pure): what the next trial of a search is, given the trials so far.
 
-- ``grid``: every configuration in order (the first flag varies slowest), up to ``budget``;
+- ``grid``: every configuration in order (the first flag varies slowest); a grid larger than
+  its ``budget`` runs a spread of ``budget`` points (:func:`grid_spread`), never its first ones;
 - ``random``: configurations drawn without replacement by a generator seeded with ``seed``;
 - ``optuna``: Optuna's TPE sampler proposes them; its study is stored (I/O), so its
   proposals come from ``adapters/optuna_study.py`` and :func:`next_step` only adds the re-runs;
