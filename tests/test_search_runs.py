@@ -313,3 +313,35 @@ sla = { kind = "concurrency", low = 1, high = 16 }
     finally:
         await session.close()
         session.kill_leftovers()
+
+
+def test_status_says_the_budgets_cut_and_the_trial_in_progress_from_the_journal(tmp_path):
+    """`search status` (text) of a search whose grid is larger than its budget, its first trial
+    running: it said '0/15 trials' and nothing of the cut or of the trial (no server needed: the
+    journal as a running search leaves it)."""
+    import os
+
+    from click.testing import CliRunner
+
+    from optui.adapters.journal import Journal
+    from optui.cli import cli
+
+    cfg = campaign(tmp_path)
+    spec = parse_search_text(cfg.read_text(), str(cfg), "batch").model_copy(update={"budget": 2, "confirm_top": 0})
+    (cfg.parent / ".optui").mkdir(exist_ok=True)
+    j = Journal(cfg.parent / ".optui" / "optui.db")
+    try:
+        note = "grid of 4, budget 2: 2 points not tried (a spread of 2 runs, not the first 2)"
+        j.append("search.started", "search:batch", {"search_id": "batch.1", "name": "batch", "spec": spec.model_dump(mode="json"),
+                                                    "planned": 2, "pid": os.getpid(), "note": note, "message": "search batch.1"})
+        j.append("search.trial.started", "search:batch", {"search_id": "batch.1", "number": 1, "phase": "explore",
+                                                          "point": [["--max-running-requests", "2"]], "bench": "tiny",
+                                                          "flags": "--max-running-requests 2", "started_at": 1.0})
+        j.append("todo.run.step", "todo:1", {"todo_id": 1, "step": "restart"})
+    finally:
+        j.close()
+    r = CliRunner().invoke(cli, ["-c", str(cfg), "search", "status"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[1:] == [note, "  trial 1: --max-running-requests 2 … restart",
+                                         "ETA: no estimate until a trial of this run has ended (each trial restarts "
+                                         "the server: no prior time)", "best: none feasible yet"], r.stdout
