@@ -245,6 +245,25 @@ def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign
     assert f"(same flags as {big})" in next(line for line in table if line.startswith(measured))
 
 
+def test_a_first_start_that_measured_nothing_folds_into_the_start_that_did(campaign):
+    """The demo's autostart (exp-0001, no benchmark) was listed `untested  same flags` beside
+    `exp-0002 … baseline (same flags as exp-0001)` (a verifier of issue 20)."""
+    from optui.core.journal_experiments import fold_repeats
+
+    cfg, j = campaign
+    w = CampaignWriter(j)
+    auto = w.restart(flags(), reason="autostart")
+    again = w.restart(flags(), reason="restart")
+    w.bench(again, result(1000.0), result(1010.0), result(1005.0))
+    other = w.restart(flags(max_running_requests=64))
+    w.bench(other, result(1300.0), result(1290.0), result(1295.0))
+    back = w.restart(flags(), reason="rollback")
+    rows, folded = fold_repeats(load_experiments(j))
+    assert [x.id for x in rows] == [again, other] and folded == {again: [auto, back]}
+    table = optui(cfg, "journal", "experiments").stdout.splitlines()
+    assert [line.split()[0] for line in table if line.startswith("exp-")] == [again, other]
+
+
 def test_a_configuration_measured_again_counts_with_its_first_experiment(campaign):
     """An experiment whose flags equal an earlier one's is that configuration again: its
     results are counted with the earlier ones' for the verdict (n adding up), not judged as

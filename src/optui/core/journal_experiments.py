@@ -718,14 +718,25 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
     the repeats folded into it (:attr:`Experiment.is_repeat`: rollbacks, restarts with
     unchanged flags and failed starts of the same flags that measured nothing are the same
     configuration, not new untested or failed experiments; :func:`starts_text` counts them).
-    A repeat whose first experiment is not among ``experiments`` stays listed."""
+    A repeat whose first experiment is not among ``experiments`` stays listed. A first start
+    that measured nothing (the demo's autostart before any benchmark) folds into the first
+    later start of its configuration that did, with that configuration's other unmeasured
+    starts: it was listed as ``untested`` beside ``exp-0002 baseline (same flags as exp-0001)``."""
     experiments = list(experiments)
     listed = {x.id for x in experiments}
+    measured_again: dict[str, str] = {}  # an unmeasured first start → its configuration's first measured start
+    unmeasured_first = {x.id for x in experiments if x.same_config_as is None and not x.workloads}
+    for x in experiments:
+        if x.same_config_as in unmeasured_first and x.workloads:
+            measured_again.setdefault(x.same_config_as, x.id)
     folded: dict[str, list[str]] = {}
     rows = []
     for x in experiments:
-        if x.is_repeat and x.same_config_as in listed:
-            folded.setdefault(x.same_config_as, []).append(x.id)
+        if x.id in measured_again:
+            folded.setdefault(measured_again[x.id], []).append(x.id)
+        elif x.is_repeat and x.same_config_as in listed:
+            assert x.same_config_as is not None
+            folded.setdefault(measured_again.get(x.same_config_as, x.same_config_as), []).append(x.id)
         else:
             rows.append(x)
     return rows, folded
