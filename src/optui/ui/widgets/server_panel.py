@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
+from optui.core.flag_abbrev import fit_flags
 from optui.core.safe_text import safe_line
 from optui.core.server_log import phase_durations
 from optui.core.server_state import ServerState, ServerStatus
@@ -51,23 +52,36 @@ def changed_first(argv: tuple[str, ...], reference: tuple[str, ...]) -> tuple[st
     configured argv) as they run, flags it dropped as ``-(--name)``, then the other flags,
     each part shell-quoted for display. Listen-only flags (``--port``...) are never a
     change. Without a reference, or nothing changed: ``("", flags_text(argv))``."""
+    changed, rest = _split_changed(argv, reference)
+    if not changed:
+        return "", flags_text(argv)
+    return " ".join(changed), shlex.join(rest)
+
+
+def changed_flags(argv: tuple[str, ...], reference: tuple[str, ...]) -> list[str]:
+    """The changes of :func:`changed_first` one per flag (``"--max-running-requests 3"``,
+    ``"-(--name)"``), for :func:`~optui.core.flag_abbrev.fit_flags`; ``[]`` for none."""
+    return _split_changed(argv, reference)[0]
+
+
+def _split_changed(argv: tuple[str, ...], reference: tuple[str, ...]) -> tuple[list[str], list[str]]:
     from optui.core.flags import Flags, canonical_name
     from optui.core.journal_experiments import LISTEN_FLAGS
 
-    flags = Flags.parse(argv)
     if not reference:
-        return "", flags_text(argv)
+        return [], []
+    flags = Flags.parse(argv)
     old, new = Flags.parse(reference).as_mapping(), flags.as_mapping()
     changed: list[str] = []
     rest: list[str] = []
     for arg in flags.args:
         name = canonical_name(arg.name) if arg.name else None
-        differs = name is not None and name not in LISTEN_FLAGS and old.get(name) != new.get(name)
-        (changed if differs else rest).extend(arg.to_argv())
-    dropped = [f"-({name})" for name in old if name.startswith("-") and name not in new and name not in LISTEN_FLAGS]
-    if not changed and not dropped:
-        return "", flags_text(argv)
-    return " ".join(filter(None, (shlex.join(changed), " ".join(dropped)))), shlex.join(rest)
+        if name is not None and name not in LISTEN_FLAGS and old.get(name) != new.get(name):
+            changed.append(shlex.join(arg.to_argv()))
+        else:
+            rest.extend(arg.to_argv())
+    changed += [f"-({name})" for name in old if name.startswith("-") and name not in new and name not in LISTEN_FLAGS]
+    return changed, rest
 
 
 
@@ -131,11 +145,13 @@ class ServerPanel(CursorList):
         app = self.app
         row = self._head(s)
         if compact:
-            changed, _ = changed_first(s.argv, s.configured_argv)
-            if changed:  # the one line still says which configuration runs
-                row.append(f"  {changed}", style=style(app, "warning"))
+            changed = changed_flags(s.argv, s.configured_argv)
+            if changed:  # the one line still says which configuration runs: names abbreviated
+                # alike (as the bench panel does), values kept, the flags that do not fit counted
+                room = width - row.cell_len - 4  # less the separator and the line's ellipsis
+                row.append(f"  {fit_flags(changed, max(room, 8))}", style=style(app, "warning"))
             detail = self._detail(s)
-            if detail:
+            if detail and (not changed or width - row.cell_len >= 10):  # never cut right after a value
                 row.append("  ")
                 row.append_text(detail)
             return row
