@@ -145,13 +145,13 @@ class ServerPanel(CursorList):
         app = self.app
         row = self._head(s)
         if compact:
-            changed = changed_flags(s.argv, s.configured_argv)
-            if changed:  # the one line still says which configuration runs: names abbreviated
+            tuned = changed_flags(s.argv, s.configured_argv)
+            if tuned:  # the one line still says which configuration runs: names abbreviated
                 # alike (as the bench panel does), values kept, the flags that do not fit counted
                 room = width - row.cell_len - 4  # less the separator and the line's ellipsis
-                row.append(f"  {fit_flags(changed, max(room, 8))}", style=style(app, "warning"))
+                row.append(f"  {fit_flags(tuned, max(room, 8))}", style=style(app, "warning"))
             detail = self._detail(s)
-            if detail and (not changed or width - row.cell_len >= 10):  # never cut right after a value
+            if detail and (not tuned or width - row.cell_len >= 10):  # never cut right after a value
                 row.append("  ")
                 row.append_text(detail)
             return row
