@@ -230,6 +230,71 @@ async def test_restart_request_nobody_answers_times_out(campaign):
         j.close()
 
 
+def journal_request(db: Path, pid: int, why: str) -> int:
+    """Journal an ``agent.request`` on demo as ``agent:mcp`` asking from process ``pid`` (an
+    optui mcp stand-in), waiting 300 s; its seq."""
+    j = Journal(db)
+    try:
+        return j.append("agent.request", "demo", {"action": "restart", "diff": ["~ --max-running-requests: 4 → 9"],
+                                                  "argv": [], "why": why, "timeout_s": 300,
+                                                  "deadline_ts": time.time() + 300, "pid": pid}, actor="agent:mcp").seq
+    finally:
+        j.close()
+
+
+async def test_a_request_decided_elsewhere_closes_its_dialog_and_a_late_key_records_nothing(campaign):
+    """Two windows on one campaign: the other window's decision (journaled through the same
+    door by another Session's journal, as a second optui process does) closes this window's
+    dialog with who decided, a key pressed meanwhile journals nothing; a request whose optui
+    mcp ends closes too; q quits while a dialog is up (a modal screen hides the app's keys)."""
+    import subprocess
+
+    from optui.session.agent_requests import decide_request
+
+    db = campaign.parent / ".optui" / "optui.db"
+    app = OptuiApp(Session(load_config(campaign)), title="test")
+    askers = [subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+              for _ in range(2)]
+    toasts = lambda: [n.message for n in app._notifications]  # noqa: E731
+    shown = lambda seq: lambda: (isinstance(app.screen, AgentRequestScreen) and app.screen.request.seq == seq  # noqa: E731
+                                 and bool(app.screen.query("#agent-request-body")))
+    try:
+        async with app.run_test(size=(60, 40)) as pilot:
+            await wait_for(pilot, lambda: app.client is not None and app.panels_mounted, what="the campaign on screen")
+            first = journal_request(db, askers[0].pid, "decided elsewhere")
+            await wait_for(pilot, shown(first), what=lambda: app.screen)
+            other = Journal(db)  # the wide window denies it
+            try:
+                decide_request(other, first, "denied", actor="tui")
+            finally:
+                other.close()
+            await pilot.press("d")  # this window's answer, before or after its dialog closed: not journaled
+            await wait_for(pilot, lambda: not isinstance(app.screen, AgentRequestScreen)
+                           and any(f"request #{first}" in t and "denied by tui" in t for t in toasts()), what=toasts)
+
+            withdrawn = journal_request(db, askers[1].pid, "its optui mcp ends")
+            await wait_for(pilot, shown(withdrawn), what=lambda: app.screen)
+            askers[1].kill()
+            askers[1].wait()
+            await wait_for(pilot, lambda: not isinstance(app.screen, AgentRequestScreen)
+                           and any(f"request #{withdrawn}" in t and "withdrawn" in t for t in toasts()), what=toasts)
+
+            last = journal_request(db, askers[0].pid, "quit while it waits")
+            await wait_for(pilot, shown(last), what=lambda: app.screen)
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running, what=lambda: app.screen)
+    finally:
+        for asker in askers:  # no request of these outlives the test holding demo
+            asker.kill()
+            asker.wait()
+    j = Journal(db, read_only=True)
+    try:
+        decisions = [(e.data["request"], e.data["decision"]) for e in j.events(types=["agent.decision"], since_seq=first)]
+    finally:
+        j.close()
+    assert decisions == [(first, "denied")]
+
+
 async def test_restart_requests_refused_read_only_or_with_a_bad_flag(campaign):
     async with agent(campaign, "--read-only") as client:
         assert "read-only mode" in error_text(await client.call_tool("restart_server", {"server": "demo", "why": "x"}))

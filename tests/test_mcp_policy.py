@@ -104,3 +104,46 @@ def test_a_request_holds_its_server_while_it_waits_or_runs():
     other = Event(seq=5, ts=1.0, type=AGENT_REQUEST, target="llama", actor="agent:x", data={"deadline_ts": 2000.0})
     assert busy([other]) is None, "another server"
     assert AgentRequest.from_event(waiting).describe() == "agent:claude's request #1 (restart demo: ~ --a: 1 → 2)"
+
+
+def test_the_decision_door_journals_one_decision_per_request_and_refuses_a_closed_one(tmp_path):
+    """session/agent_requests.decide_request, on a real SQLite journal: a second window's
+    answer, one after the deadline, one after the asking optui mcp ended, and the agent's
+    timeout before the deadline are refused, and nothing of them is journaled."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from optui.adapters.journal import Journal
+    from optui.session.agent_requests import RequestClosed, decide_request
+    from optui.session.errors import SessionError
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])  # an optui mcp that ended
+    dead.wait()
+    j = Journal(tmp_path / "optui.db")
+    try:
+        def ask(deadline_in: float, pid: int) -> int:
+            return j.append(AGENT_REQUEST, "demo", {"action": "restart", "diff": ["~ --x: 1 → 2"], "argv": [], "why": "w",
+                                                     "deadline_ts": time.time() + deadline_in, "pid": pid},
+                            actor="agent:mcp").seq
+
+        first, late, gone = ask(300, os.getpid()), ask(-1, os.getpid()), ask(300, dead.pid)
+        assert decide_request(j, first, "approved", actor="tui").decision == "approved"
+        with pytest.raises(RequestClosed, match=rf"request #{first} .*no longer waits \(approved by tui\): denied was not journaled"):
+            decide_request(j, first, "denied", actor="tui")
+        with pytest.raises(RequestClosed, match=r"no longer waits \(timed out\)"):
+            decide_request(j, late, "approved", actor="tui")
+        with pytest.raises(RequestClosed, match=r"withdrawn: its optui mcp process ended"):
+            decide_request(j, gone, "denied", actor="tui")
+        waiting = ask(300, os.getpid())
+        with pytest.raises(RequestClosed, match=r"still waits \((300|299) s to its deadline\): the timeout was not journaled"):
+            decide_request(j, waiting, "timeout", actor="agent:mcp")
+        assert decide_request(j, late, "timeout", actor="agent:mcp").decision == "timeout"
+        with pytest.raises(SessionError, match=f"no agent request #{waiting + 1}"):
+            decide_request(j, waiting + 1, "approved", actor="tui")
+        decisions = [(e.data["request"], e.data["decision"], e.actor) for e in j.events(types=[AGENT_DECISION])]
+        assert decisions == [(first, "approved", "tui"), (late, "timeout", "agent:mcp")]
+        assert j.events(types=[AGENT_DECISION])[0].data["diff"] == ["~ --x: 1 → 2"]  # says what was decided on
+    finally:
+        j.close()

@@ -162,6 +162,23 @@ def find_decision(events: Sequence[Event], request_seq: int) -> Decision | None:
     return None
 
 
+def request_closed(request: AgentRequest, events: Iterable[Event], *, now: float,
+                   alive: Callable[[int], bool]) -> str | None:
+    """Why ``request`` no longer waits for the operator, in words (``approved by tui``,
+    ``timeout by agent:codex``, ``timed out``, ``withdrawn: its optui mcp process ended``),
+    or None while it still waits. ``events``: the journal's ``agent.decision`` events after
+    the request (any others are skipped); ``now`` Unix s; ``alive(pid)``: the asking
+    process runs. The first decision journaled counts."""
+    found = find_decision([e for e in events if e.seq > request.seq], request.seq)
+    if found is not None:
+        return f"{found.decision} by {found.by}"
+    if request.deadline_ts <= now:
+        return "timed out"
+    if request.pid is not None and not alive(request.pid):
+        return "withdrawn: its optui mcp process ended"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyVerdict:
     """What the ``[agent]`` policy says of a restart: ``verdict`` "ask" (the operator

@@ -4,7 +4,12 @@ journaled (the events and their fold: :mod:`optui.core.agent_requests`).
 A request on a server that another request still holds (waiting for its decision, or
 approved and still running) is refused in the transaction that journals it, with a reason
 that names the other agent and its request: two ``optui mcp`` processes asking at the same
-instant never both go ahead, and no window shows a request already refused."""
+instant never both go ahead, and no window shows a request already refused.
+
+Every decision goes through one door that checks, in the transaction that journals it, that
+the request still waits (:func:`decide_request`; the agent's own ``timeout`` too): two
+optui windows answering the same request, or an answer after its deadline, never journal a
+second decision."""
 
 from __future__ import annotations
 
@@ -21,17 +26,51 @@ from optui.core.agent_requests import (
     AGENT_REQUEST,
     REFUSED,
     TIMEOUT,
+    AgentRequest,
     Decision,
     busy_request,
     decision_data,
     find_decision,
+    request_closed,
 )
+from optui.session.errors import SessionError
 
 if TYPE_CHECKING:
     from optui.adapters.journal import Journal
 
 #: how often the waiting side reads the journal for the decision (s)
 POLL_S = 0.2
+
+
+class RequestClosed(SessionError):
+    """A decision on a request that no longer waits (decided, timed out, withdrawn); the
+    message names the request and who decided it. Nothing was journaled."""
+
+
+def decide_request(journal: Journal, request_seq: int, decision: str, *, actor: str,
+                   now: float | None = None) -> Decision:
+    """Journal ``actor``'s ``decision`` (approved, denied, timeout) on request ``request_seq``
+    if it still waits for one, and return it. In one write transaction with the check: of
+    two windows answering at once, or a window and the agent's timeout, only the first is
+    journaled. RequestClosed when the request was decided already, its deadline passed
+    (``now``, Unix s, default the clock; a timeout needs it passed) or its optui mcp ended;
+    SessionError when there is no such request; JournalError when it cannot be written."""
+    with journal.transaction():
+        now = time.time() if now is None else now
+        asked = journal.events(types=[AGENT_REQUEST], since_seq=request_seq - 1, before_seq=request_seq + 1)
+        if not asked:
+            raise SessionError(f"no agent request #{request_seq} in the journal")
+        request = AgentRequest.from_event(asked[0])
+        closed = request_closed(request, journal.events(types=[AGENT_DECISION], since_seq=request_seq),
+                                now=now, alive=pid_alive)
+        if decision == TIMEOUT and closed is None:
+            raise RequestClosed(f"{request.describe()} still waits ({request.deadline_ts - now:.0f} s to its "
+                                "deadline): the timeout was not journaled")
+        if closed is not None and not (decision == TIMEOUT and closed == "timed out"):
+            raise RequestClosed(f"{request.describe()} no longer waits ({closed}): {decision} was not journaled")
+        journal.append(AGENT_DECISION, request.server, decision_data(
+            request_seq, decision, agent=request.agent, action=request.action, diff=request.diff), actor=actor)
+    return Decision(request_seq, decision, actor)
 
 
 def _journal_request(journal: Journal, *, actor: str, action: str, server: str | None, diff: Sequence[str],
@@ -88,11 +127,11 @@ async def ask_operator(journal: Journal, *, actor: str, action: str, server: str
         if found is not None:
             return found
         if time.time() >= deadline:
-            journal.append(AGENT_DECISION, server, decision_data(seq, TIMEOUT, agent=actor, action=action, diff=diff),
-                           actor=actor)
-            # an operator's answer written in the same instant wins: the first decision counts
-            return find_decision(journal.events(types=[AGENT_DECISION], since_seq=seq), seq) \
-                or Decision(seq, TIMEOUT, actor)
+            try:
+                return decide_request(journal, seq, TIMEOUT, actor=actor)
+            except RequestClosed:  # an operator's answer written in the same instant: it counts
+                return find_decision(journal.events(types=[AGENT_DECISION], since_seq=seq), seq) \
+                    or Decision(seq, TIMEOUT, actor)
         await asyncio.sleep(POLL_S)
 
 

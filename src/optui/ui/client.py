@@ -359,14 +359,17 @@ class SessionClient:
         written on the journal thread); SessionError when refused (read-only, empty)."""
         await self._session.add_note_async(text, server=server)
 
-    def decide_agent_request(self, request: AgentRequest, decision: str) -> None:
+    async def decide_agent_request(self, request: AgentRequest, decision: str) -> None:
         """Journal the operator's ``decision`` (approved/denied) on an agent's ``request``
-        (:mod:`optui.core.agent_requests`) as this window's actor; SessionError when read-only."""
-        from optui.core.agent_requests import AGENT_DECISION, decision_data
+        (:mod:`optui.core.agent_requests`) as this window's actor, on the journal thread;
+        SessionError when read-only, RequestClosed when it no longer waits (decided in another
+        window, timed out, withdrawn: nothing journaled)."""
+        from optui.session.agent_requests import decide_request
 
-        self._session.check_writable("answering an agent's request")
-        self._session.record(AGENT_DECISION, request.server, decision_data(
-            request.seq, decision, agent=request.agent, action=request.action, diff=request.diff))
+        session = self._session
+        session.check_writable("answering an agent's request")
+        await session.on_journal_thread(lambda: decide_request(session.journal, request.seq, decision,
+                                                               actor=session.actor))
 
     async def export_report(self, fmt: str = "md") -> Path:
         """Write the findings report (every experiment) into the campaign directory; its

@@ -1,6 +1,8 @@
 """An agent's request waiting for the operator (``optui mcp``'s ``restart_server``): who
 asks, what it would do (the flag diff), why, how long it waits; ``a`` approves, ``d``
-denies, Esc leaves it waiting (it times out on the agent's side)."""
+denies, Esc leaves it waiting (it times out on the agent's side), ``q`` quits optui (a
+modal screen hides the app's keys). The countdown is redrawn with each frame the app paints
+(:meth:`AgentRequestScreen.tick`)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ class AgentRequestScreen(ModalScreen[str | None]):
         Binding("a", "decide('approved')", "Approve", id="agent_request.approve"),
         Binding("d", "decide('denied')", "Deny", id="agent_request.deny"),
         Binding("escape", "later", "Later", id="agent_request.later"),
+        # Textual stops a modal screen's key chain at the screen: the app's q is not seen here
+        Binding("q", "app.quit", "Quit", id="agent_request.quit"),
     ]
     DEFAULT_CSS = """
     AgentRequestScreen { align: center middle; }
@@ -64,6 +68,11 @@ class AgentRequestScreen(ModalScreen[str | None]):
                 yield Button("Later (esc)", id="later", variant="default")
                 yield Button("Deny (d)", id="deny", variant="error")
                 yield Button("Approve (a)", id="approve", variant="warning")
+
+    def tick(self, now: float) -> None:
+        """Redraw the countdown for ``now`` (Unix s)."""
+        for body in self.query("#agent-request-body").results(Static):
+            body.update(request_body(self.request, now))
 
     def on_mount(self) -> None:
         focus_now(self.query_one("#later", Button))
