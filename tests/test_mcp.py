@@ -561,8 +561,9 @@ async def test_search_run_denied_then_approved_runs_in_the_background_and_status
         # while it runs it holds the server as an approved request does: even its own agent's restart is refused
         busy = error_text(await client.call_tool("restart_server", {"server": "demo", "why": "x", "wait_s": 1}))
         assert f"agent:claude-code's request #{seq} (search demo: grid search pair" in busy and "is running" in busy
-        assert "no search run, search pair.1 runs (optui process " in error_text(
-            await client.call_tool("search_run", ask))
+        again = data(await client.call_tool("search_run", ask))  # refused, journaled: the search holds the server
+        assert again["outcome"] == "refused" and again["request"]["decision"] == "refused", again
+        assert again["error"].startswith(f"no search run, agent:claude-code's request #{seq} (search demo: grid ")
         seen: list[dict] = []
         end = await until_search_ends(client, "pair", seen)
         state = data(await client.call_tool("status", {}))["servers"][0]["state"]
@@ -578,8 +579,10 @@ async def test_search_run_denied_then_approved_runs_in_the_background_and_status
     assert state == "ready"
     # the same dict as the CLI's
     assert json.loads(optui(cfg, "search", "status", "pair", "--json").stdout) == end
-    lines = [line.split(maxsplit=6)[-1] for line in optui(cfg, "journal", "tail", "--type", "agent", "-n", "5")
-             .stdout.splitlines()]  # the search's request, its approval, the refused restart, the search's end
+    lines = [line.split(maxsplit=6)[-1] for line in optui(cfg, "journal", "tail", "--type", "agent", "-n", "7")
+             .stdout.splitlines()]  # the search's request, its approval, the refused restart and search, its end
+    assert lines[5].startswith(f"refused by the policy: agent:claude-code's request #{again['request']['request']} "
+                               "to run a flag search"), lines
     assert lines[0].startswith("agent:claude-code asks to run a flag search: grid search pair of demo with tiny: "
                                "up to 2 trials, each a restart and a benchmark; --max-running-requests: 2, 8")
     assert lines[-1].startswith(
@@ -640,6 +643,10 @@ async def test_status_and_stop_of_a_search_the_cli_runs(campaign):
             cli = json.loads(optui(cfg, "search", "status", "--json").stdout)
             assert now["status"] == "running" and now["trials"][0]["point"] == [["--max-running-requests", "2"]]
             assert now.keys() == cli.keys() and {**now, "eta_s": None} == {**cli, "eta_s": None}
+            second = data(await client.call_tool("search_run", {"spec": "pair", "why": "a second search"}))
+            assert second["outcome"] == "refused" and second["request"]["decision"] == "refused", second
+            assert second["error"] == (f"no search run, search {now['search_id']} runs (optui process {child.pid}): "
+                                       "one search at a time, search_stop ends it")
             call = asyncio.create_task(client.call_tool("search_stop", {"why": "the operator wants the GPUs",
                                                                          "name": "pair"}))
             seq = await decide(db, "agent:opencode", "the operator wants the GPUs", "approved", call)
@@ -647,8 +654,12 @@ async def test_status_and_stop_of_a_search_the_cli_runs(campaign):
         assert stopped["outcome"] == "ran" and stopped["search"]["status"] == "stopped", stopped
         assert stopped["search"]["search_id"] == now["search_id"] and stopped["state"] == "ready"
         assert child.wait(30) == 130  # the CLI's search read the search.stop and ended
-        lines = [line.split(maxsplit=6)[-1] for line in optui(cfg, "journal", "tail", "--type", "agent", "-n", "3")
+        lines = [line.split(maxsplit=6)[-1] for line in optui(cfg, "journal", "tail", "--type", "agent", "-n", "5")
                  .stdout.splitlines()]
+        assert lines[0].startswith("agent:opencode asks to run a flag search: grid search pair") and lines[0].endswith("why: a second search")
+        assert lines[1].startswith(f"refused by the policy: agent:opencode's request #{second['request']['request']} "
+                                   "to run a flag search: ") and f"(search {now['search_id']} runs" in lines[1], lines
+        lines = lines[2:]
         assert lines[0].startswith(f"agent:opencode asks to stop search {now['search_id']} of demo in optui process "
                                    f"{child.pid} after ")
         assert lines[1].startswith(f"tui approved agent:opencode's request #{seq} to stop search {now['search_id']}")

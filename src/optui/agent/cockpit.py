@@ -439,11 +439,12 @@ class Cockpit:
         policy allows it only when every flag it touches is in ``allowed_flags`` and
         ``benchmarks_without_approval``); while it runs it holds its server as an approved
         request does (another agent's request there is refused). Once decided it returns at
-        once: ``{"outcome": "started" | "denied" | "timeout", "request", "search", "diff",
+        once: ``{"outcome": "started" | "denied" | "timeout" | "refused", "request", "search", "diff",
         "notes", "progress": SearchProgress.to_json()}``; the search runs on in this process
         through the session's runner (the CLI's), resumes a stopped one of the same spec
-        unless ``fresh``, and journals its end as the request's ``agent.outcome``. AgentError:
-        a bad spec, a search running already, read-only."""
+        unless ``fresh``, and journals its end as the request's ``agent.outcome``. Refused
+        (journaled: the request and its ``refused`` decision, the reason in ``error``) while
+        another search runs. AgentError: a bad spec, read-only."""
         from optui.cli.bench_run_cmd import wait_ready
         from optui.cli.search import read_spec
         from optui.config_file import ConfigError
@@ -457,12 +458,16 @@ class Cockpit:
         except ConfigError as exc:
             raise AgentError(str(exc)) from None
         self._check_request(parsed.server, why, wait_s)
-        running = search_status(self.session.journal)
-        if running is not None and running["status"] == "running":
-            raise AgentError(f"no search run, search {running['search_id']} runs (optui process {running['pid']}): "
-                             "one search at a time, search_stop ends it")
-        self._refuse_while_restarting(parsed.server, "no search run")
         diff = _search_diff(name, parsed)
+        running = search_status(self.session.journal)
+        if running is not None and running["status"] == "running":  # refused, journaled as the policy's refusals
+            reason = (f"search {running['search_id']} runs (optui process {running['pid']}): one search at a time, "
+                      "search_stop ends it")
+            refused = self._refuse(actor=actor, action="search", server=parsed.server, diff=diff, why=why,
+                                   reason=reason)
+            return {"outcome": "refused", "error": f"no search run, {refused.policy or reason}",
+                    "request": refused.to_json(), "search": name, "diff": diff, "notes": notes}
+        self._refuse_while_restarting(parsed.server, "no search run")
         session = Session(self.loaded, actor=actor, autostart=False)
         await session.start()
         try:
@@ -719,6 +724,20 @@ class Cockpit:
                         "search_stop": "not stopped"}[action]
             raise AgentError(f"{server}: {not_done}, {decision.policy or policy.reason}")
         return decision
+
+    def _refuse(self, *, actor: str, action: str, server: str, diff, why: str, reason: str):
+        """Journal ``actor``'s request and its refusal for ``reason`` at once (an
+        ``agent.request`` and an ``agent.decision`` ``refused``, as the policy's refusals);
+        the Decision (its ``policy`` names another request holding the server instead, when
+        one does). AgentError when it cannot be journaled."""
+        from optui.core.agent_requests import REFUSED
+        from optui.session.agent_requests import decided_by_policy
+
+        try:
+            return decided_by_policy(self._journal_for_writes(), actor=actor, action=action, server=server,
+                                     diff=diff, argv=(), why=why.strip(), decision=REFUSED, reason=reason)
+        except JournalError as exc:
+            raise AgentError(f"cannot journal the request: {exc}") from None
 
     def _agent_restarts_since(self, ts: float) -> int:
         """Restarts agents asked for (journaled ``server.restart`` by ``agent:*``) since ``ts``."""
