@@ -172,6 +172,28 @@ def test_constraints_make_the_fastest_point_infeasible():
     assert best is not None and dict(best.point)["--max-running-requests"] == "16"
 
 
+def test_the_first_trial_is_re_run_when_it_broke_a_constraint_but_not_when_it_failed():
+    """On the H200 the first trial broke the TTFT SLA by 55 ms: it was not re-run, and the
+    winner's +42 % over it stayed 'too few runs to test' (n=4 vs 2)."""
+    from optui.core.search.strategies import winner_comparisons
+
+    spec = spec_of('constraints = ["ttft_p99_ms <= 400"]')
+    first = dict(spec.point_at(0))
+
+    def measure(flags, load, n):
+        out = throughput(flags, load, n)
+        return {**out, "ttft_p99_ms": 455.0} if flags == first else out
+
+    trials = run_search(spec, measure)
+    assert trials[0].status == "violates"
+    assert [t.point for t in trials if t.phase == "confirm"][-1] == spec.point_at(0)
+    assert sum(t.point == spec.point_at(0) for t in trials) == 2  # as many trials as the winner's
+    assert [c.role for c in winner_comparisons(spec, trials)] == ["runner-up", "first trial"]
+    # a first trial that measured nothing (oom) has nothing to re-run
+    oom_first = run_search(spec, lambda flags, load, n: "oom" if flags == first else throughput(flags, load, n))
+    assert spec.point_at(0) not in [t.point for t in oom_first if t.phase == "confirm"]
+
+
 def test_a_budget_caps_the_search_and_random_is_seeded_without_repeats():
     spec = spec_of('strategy = "random"\nbudget = 5\nseed = 7\nconfirm_top = 1')
     first = run_search(spec, throughput)

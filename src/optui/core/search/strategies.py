@@ -430,7 +430,7 @@ def next_step(spec: SearchSpec, trials: Sequence[Trial]) -> Step | None:
 
 def confirm_step(spec: SearchSpec, trials: Sequence[Trial]) -> Step | None:
     """The next re-run of one of the ``confirm_top`` best feasible configurations, then of
-    the first trial's configuration when it is feasible and not among them (None: each has
+    the first trial's configuration when it was measured and is not among them (None: each has
     had its ``confirm_runs``). The winner is judged against the runner-up and the first
     trial (:func:`winner_comparisons`): on the H200 a +47 % lead over the first trial was
     'untested noise' at 4 runs vs 2, as a rank test needs more runs on each side than a
@@ -444,7 +444,10 @@ def confirm_step(spec: SearchSpec, trials: Sequence[Trial]) -> Step | None:
     table = standings(spec, trials)
     rerun = [s.point for s in table if s.feasible][: spec.confirm_top]
     first = next((t.point for t in trials if t.phase == "explore"), None)
-    if first is not None and first not in rerun and any(s.point == first and s.feasible for s in table):
+    # measured (within the constraints or not: on the H200 it broke the TTFT SLA by 55 ms in one
+    # run, 30 ms inside it in the next), not failed
+    if first is not None and first not in rerun and any(s.point == first and s.score is not None and s.crash_class is None
+                                                        for s in table):
         rerun.append(first)
     for point in rerun:
         if confirmed.get(point, 0) < spec.confirm_runs:
