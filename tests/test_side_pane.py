@@ -178,3 +178,30 @@ async def test_bench_keeps_its_room_beside_a_fleet_grid_in_a_side_pane(tmp_path,
         bench, status = app.query_one("#bench-box"), app.query_one("#bench-status")
         assert bench.region.height >= 5 and status.region.bottom < bench.region.bottom - 1  # status, then a row
         await pilot.press("q")
+
+
+async def test_a_toast_is_at_most_three_lines(tmp_path):
+    """Issue 20: at 200x50 an oom toast (8 lines of traceback) and a todo run's (5 lines)
+    stacked over Bench and Journal. A toast is its headline in at most 3 lines, title
+    included (a traceback's exception line), cut with where the whole text is."""
+    from textual.widgets._toast import Toast
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(200, 50), notifications=True) as pilot:
+        await settle(pilot)
+        trace = "Traceback (most recent call last):\n" + "  File 'x.py', line 1\n" * 20 + (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "139.81 GiB of which 1.2 GiB is free; see the documentation for memory management and PYTORCH_CUDA_ALLOC_CONF "
+            "to avoid fragmentation when reserved but unallocated memory is large (expandable segments)")
+        app.notify(trace, title="#3 experiment failed", severity="error")
+        app.notify("; ".join(f"sweep c={c}: 1268.7 out tok/s (+100.7% vs 632.1), TTFT p50 68.0 ms (base 830.4)"
+                             for c in (1, 2, 4, 8)), title="#3 experiment ok", brief=True)  # as a todo run's
+        await pilot.pause(0.3)
+        toasts = list(app.screen.query(Toast))
+        assert len(toasts) >= 2  # (and the campaign's GPU memory alert)
+        for toast in toasts:
+            assert toast.region.height <= 3 + 2, (toast.region, toast.render())  # 3 lines and the padding
+        messages = [n.message for n in app._notifications]
+        oom = next(m for m in messages if m.startswith("torch.OutOfMemoryError: CUDA out of memory."))
+        assert oom.endswith(" … details: journal (5)"), messages
+        await pilot.press("q")

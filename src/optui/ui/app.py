@@ -64,6 +64,22 @@ SEARCH_ELSEWHERE_S = 2.0
 SIDE_PANE_ROWS_BESIDE_GPUS = {"-tall": 25, "-short": 16}
 
 
+#: a toast's most lines (its title included) and its width in columns (Textual's Toast)
+TOAST_LINES = 3
+TOAST_WIDTH = 60
+#: what a cut toast ends with: the whole text is in the journal
+TOAST_MORE = " … details: journal (5)"
+
+
+def toast_text(message: str, width: int, lines: int) -> str:
+    """``message`` as a toast of at most ``lines`` lines of ``width`` columns: its headline
+    (:func:`~optui.core.safe_text.headline`: the first line, a traceback's exception line),
+    cut with :data:`TOAST_MORE` when more follows (room kept for word wrapping)."""
+    limit = max(20, lines * width - width // 3 - len(TOAST_MORE))  # a word wrapped loses up to a word a line
+    line = headline(message, limit=limit)
+    return line[:-2].rstrip() + TOAST_MORE if line.endswith(" …") else line
+
+
 class OptuiApp(App):
     """optui's TUI over one :class:`~optui.session.Session`.
 
@@ -160,13 +176,20 @@ class OptuiApp(App):
         return [*super().get_line_filters(), self._unsafe_filter]
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
-               markup: bool = False) -> None:
+               markup: bool = False, brief: bool = False) -> None:
         """Textual's toast, its text escaped visibly (alerts quote servers' and agents' text)
-        and without markup by default (a ``[/x]`` in such text raised ``MarkupError``); one
-        line, bounded (:func:`~optui.core.safe_text.headline`: a traceback's toast covered two
-        panels; the journal and the log hold the whole text)."""
-        super().notify(headline(str(message)), title=safe_line(str(title)), severity=severity, timeout=timeout,
-                       markup=markup)
+        and without markup by default (a ``[/x]`` in such text raised ``MarkupError``). A
+        text of several lines, or ``brief`` (a todo run's summary), is at most
+        :data:`TOAST_LINES` lines with its title (:func:`toast_text`: a traceback's and a
+        todo run's toasts covered two panels; the journal holds the whole text); one line is
+        bounded by :func:`~optui.core.safe_text.headline`."""
+        text = str(message)
+        if brief or "\n" in text.strip():  # a traceback, a run's summary: 3 lines, the rest in the journal
+            width = min(TOAST_WIDTH, max(20, self.size.width // 2)) - 3  # Toast: width 60, max 50 %; border, padding
+            text = toast_text(text, width, TOAST_LINES - (1 if title else 0))
+        else:  # one line (a refusal and its cause, a config error at its file:line): bounded
+            text = headline(text)
+        super().notify(text, title=safe_line(str(title)), severity=severity, timeout=timeout, markup=markup)
 
     def get_driver_class(self):
         """Textual's driver, or on Linux/macOS terminals with Textual's patches on

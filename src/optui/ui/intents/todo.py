@@ -151,8 +151,11 @@ class TodoActions(Actions):
                 return
         severity = ("information" if outcome.status == "ok" else
                     "warning" if outcome.status in ("aborted", "skipped") else "error")
-        self.notify(outcome.summary[:400], title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity,
-                    timeout=12)
+        # the verdict first (the note and the journal have every line): 3 lines at most
+        parts = outcome.summary.split("; ")
+        verdicts = [p for p in parts if p.startswith("exp-")]
+        self.notify("; ".join(verdicts + [p for p in parts if p not in verdicts]),
+                    title=f"#{outcome.todo_id} experiment {outcome.status}", severity=severity, timeout=12, brief=True)
 
     def stop_runs(self) -> None:
         elsewhere = getattr(self.app, "search_elsewhere", None)  # a search another optui process runs
