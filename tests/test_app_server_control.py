@@ -269,11 +269,18 @@ async def test_the_server_log_opens_at_its_newest_line_and_h_hides_the_probe_lin
         )
         body = app.screen.query_one("#details-body").render().plain
         assert '"GET /health HTTP/1.1" 200' in body and "probe requests: h hides them" in body
+        # the hint where the log opens (its tail, the body's head scrolled away): in the title,
+        # and the screen's key bar says its keys (it showed the Journal's)
+        assert "lines are probe requests (h hides them)" in app.screen.query_one("#details-title").render().plain
+        await pilot.pause(0.1)
+        bottom = [strip.text for strip in app.screen._compositor.render_strips()][-1]
+        assert "h Hide/show probe lines" in bottom and "Close" in bottom, bottom
         assert "server_args=" in body  # the start of the tail is still there, above
         await pilot.press("h")
         await pilot.pause()
         body = app.screen.query_one("#details-body").render().plain
         assert "GET /health" not in body and "GET /metrics" not in body and "probe lines hidden" in body
+        assert "probe lines hidden (h shows them)" in app.screen.query_one("#details-title").render().plain
         assert "Application startup complete." in body and "server_args=" in body
         await wait_for(pilot, lambda: scroll.scroll_y == scroll.max_scroll_y)
         await pilot.press("h")

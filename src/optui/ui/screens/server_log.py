@@ -2,13 +2,16 @@
 last log lines, opened at the newest line. ``h`` hides the access lines of monitoring
 requests (``GET /health``, ``/metrics``, ``/slots``... of uvicorn and llama-server, see
 :func:`optui.core.server_log.is_probe_line`), which are most of a running server's log;
-``h`` again shows them."""
+``h`` again shows them. The hint and the count are in the title (the body opens at its
+tail, scrolled away from its head), and the screen's own key bar (over the dashboard's,
+which showed the panel behind's keys) lists its keys."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -16,6 +19,7 @@ from textual.widgets import Static
 from optui.core.server_log import is_probe_line
 from optui.ui.safe_screen import visible_text
 from optui.ui.screens.details import DetailsScreen
+from optui.ui.widgets.key_bar import KeyBar
 
 
 class ServerLogScreen(DetailsScreen):
@@ -23,6 +27,9 @@ class ServerLogScreen(DetailsScreen):
     ``crash`` is the failed start's ``(class, message, relevant lines)`` or None."""
 
     BINDINGS = [Binding("h", "toggle_probes", "Hide/show probe lines", id="server_log.probes")]
+    DEFAULT_CSS = """
+    ServerLogScreen #log-keys { dock: bottom; height: 1; width: 100%; background: $panel; }
+    """
 
     def __init__(self, name: str, where: str, lines: Sequence[str],
                  crash: tuple[str, str, Sequence[str]] | None = None) -> None:
@@ -30,7 +37,22 @@ class ServerLogScreen(DetailsScreen):
         self.crash = crash
         self.hide_probes = False
         self.probe_count = sum(1 for line in self.lines if is_probe_line(line))
-        super().__init__(f"{name} log ({where})", self._body())
+        self._head, self._where = f"{name} log", where
+        super().__init__(self._title(), self._body())
+
+    def compose(self) -> ComposeResult:
+        yield from super().compose()
+        yield KeyBar(id="log-keys")
+
+    def _title(self) -> str:
+        """The title with what ``h`` does now (the body's head line scrolls away), before
+        the file's path (a long one is cut at the screen's edge)."""
+        if self.hide_probes:
+            return f"{self._head} — {self.probe_count} probe lines hidden (h shows them) — {self._where}"
+        if self.probe_count:
+            return (f"{self._head} — {self.probe_count} of {len(self.lines)} lines are probe requests (h hides them)"
+                    f" — {self._where}")
+        return f"{self._head} ({self._where})"
 
     def _body(self) -> Text:
         body = Text()
@@ -54,6 +76,7 @@ class ServerLogScreen(DetailsScreen):
 
     def on_mount(self) -> None:
         self._to_newest()
+        self.call_after_refresh(self.query_one("#log-keys", KeyBar).update_keys)
 
     def _to_newest(self) -> None:
         scroll = self.query_one(VerticalScroll)
@@ -62,6 +85,8 @@ class ServerLogScreen(DetailsScreen):
 
     def action_toggle_probes(self) -> None:
         self.hide_probes = not self.hide_probes
+        self.title_text = self._title()
+        self.query_one("#details-title", Static).update(self.title_text)
         self.body = visible_text(self._body())
         self.query_one("#details-body", Static).update(self.body)
         self._to_newest()
