@@ -330,6 +330,32 @@ async def test_a_side_panes_sweep_rows_name_their_concurrency(tmp_path, size):
         await pilot.press("q")
 
 
+async def test_a_wide_bench_panel_renders_a_flag_alike_on_every_row(tmp_path):
+    """Issue 20: a row whose text fits kept it (``~ --tp-size: 2 → 4``) while the same flags
+    measured again read ``--tp-size 4``; once one row's change is fitted, every row's is."""
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(CONFIG)
+    loaded = load_config(cfg)
+    j = Journal(loaded.journal_path)
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0))
+    tp = w.restart(flags(tp_size=4))
+    w.bench(tp, result(1300.0))
+    again = w.restart(flags(tp_size=4), reason="measure again")
+    w.bench(again, result(1301.0))
+    j.close()
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(200, 50)) as pilot:
+        def changes():
+            tables = app.query("#bench-results")
+            return [str(c) for c in tables.first().get_column("change")] if tables and tables.first().row_count else []
+
+        await wait_for(pilot, lambda: len(changes()) == 3 and "…" not in changes(), what=changes)
+        assert changes() == ["baseline", "--tp-size 4", "--tp-size 4"], changes()
+        await pilot.press("q")
+
+
 async def test_the_experiments_view_shows_a_configuration_again_as_that_configuration(tmp_path):
     """The experiments view (60x40: the change column first) names the earlier experiment a
     repeat's flags are those of, and shows the configuration's pooled runs and verdict."""
