@@ -527,10 +527,25 @@ class Cockpit:
             self._write(lambda j: j.append(SEARCH_STOP, f"search:{sname}", {"search_id": sid, "approved_by": decision.by,
                                                                             "message": f"stop search {sid}"}, actor=actor))
             end = await self._search_end(sname, sid, server)
-            state = self._runtime(server).status.state.value if server in self.session.servers else None
+            state = await self._settled_state(server)
             ended.update(outcome="ran", state=state,
                          error=None if end["status"] != "running" else f"search {sid} still runs")
         return {"outcome": "ran", "request": decision.to_json(), "search": end, "state": state}
+
+    async def _settled_state(self, server: str) -> str | None:
+        """``server``'s state from a probe made now, once settled (ready, or not on its way
+        there), at most its ready timeout (s); None for a server not configured. A search
+        stopped during a restart finishes it in the process that ran it: this monitor's last
+        probe may be from the middle of that restart (down, starting)."""
+        from optui.cli.bench_run_cmd import wait_ready
+
+        if server not in self.session.servers:
+            return None
+        rt = self._runtime(server)
+        rt.polled.clear()  # set again by the probe wake() asks for: settle waits for it
+        rt.wake()
+        await wait_ready(rt, self.loaded.config.servers[server].ready_timeout_s, settle=True)
+        return rt.status.state.value
 
     async def _search_end(self, name: str, search_id: str, server: str) -> dict[str, Any]:
         """The search's status once it ended (read from the journal; this process's own
