@@ -79,6 +79,10 @@ def fleet(tmp_path_factory):
     try:
         prom.wait_series("DCGM_FI_DEV_FB_USED", HOSTS * GPUS_PER_HOST)  # every exporter scraped once
         prom.wait_series("nvidia_smi_memory_used_bytes", SMI_GPUS)
+        # the inference servers too (their own scrape targets: on a loaded CI host the GPUs'
+        # came first and a test read no server series)
+        prom.wait_series("vllm:num_requests_running", 1)
+        prom.wait_series("sglang:num_running_reqs", 1)
         yield exporters, prom, servers
     finally:
         prom.stop()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from optui.adapters.proc import pid_alive
 from optui.core.agent_requests import pending_requests, request_closed
-from optui.session.errors import SessionError
+from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:
