@@ -24,7 +24,7 @@ import re
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -191,14 +191,20 @@ class ProcessController:
         self._alive = True
         self._exit_status = None
         self.lost = None
+        self.launch = Launch(child.pid, tuple(argv), self.log_path, 0, time.time(),
+                             command=tuple(command) if command != list(argv) else None, host=self.shell.host)
+        # recorded at once, before any other await: an optui killed (SIGKILL) while it asked
+        # for the process's start time left a server no pidfile named, on the port of the next
+        # start (the resumed search's trials failed `port_in_use`); without the start time the
+        # command line is what the next optui checks (:meth:`attach`)
+        write_pidfile(self.pidfile, self.launch)
         try:
             identity = await self.shell.process_start(child.pid) or ""
         except ShellError:
             identity = ""
-        self.launch = Launch(child.pid, tuple(argv), self.log_path, 0, time.time(),
-                             command=tuple(command) if command != list(argv) else None, host=self.shell.host,
-                             proc_start=identity)
-        write_pidfile(self.pidfile, self.launch)
+        if identity:
+            self.launch = replace(self.launch, proc_start=identity)
+            write_pidfile(self.pidfile, self.launch)
         return self.launch
 
     def _clear_pidfile(self) -> None:
