@@ -188,6 +188,10 @@ def test_the_first_trial_is_re_run_when_it_broke_a_constraint_but_not_when_it_fa
     assert trials[0].status == "violates"
     assert [t.point for t in trials if t.phase == "confirm"][-1] == spec.point_at(0)
     assert sum(t.point == spec.point_at(0) for t in trials) == 2  # as many trials as the winner's
+    from optui.core.search.strategies import planned_now
+
+    explored_only = [t for t in trials if t.phase == "explore"]  # the count said at the end of exploring
+    assert planned_now(spec, explored_only) == len(trials)
     assert [c.role for c in winner_comparisons(spec, trials)] == ["runner-up", "first trial"]
     # a first trial that measured nothing (oom) has nothing to re-run
     oom_first = run_search(spec, lambda flags, load, n: "oom" if flags == first else throughput(flags, load, n))

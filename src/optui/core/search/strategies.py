@@ -435,8 +435,17 @@ def confirm_step(spec: SearchSpec, trials: Sequence[Trial]) -> Step | None:
     trial (:func:`winner_comparisons`): on the H200 a +47 % lead over the first trial was
     'untested noise' at 4 runs vs 2, as a rank test needs more runs on each side than a
     trial gives; the re-run gives the first trial as many runs as the winner's."""
+    for point, left in _reruns_left(spec, trials):
+        if left:
+            return Step("confirm", point)
+    return None
+
+
+def _reruns_left(spec: SearchSpec, trials: Sequence[Trial]) -> list[tuple[Point, int]]:
+    """The configurations to re-run (:func:`confirm_step`), in order, with the re-runs each
+    still has to have; [] with ``confirm_top`` 0."""
     if spec.confirm_top < 1:
-        return None
+        return []
     confirmed: dict[Point, int] = {}
     for t in trials:
         if t.phase == "confirm":
@@ -449,10 +458,7 @@ def confirm_step(spec: SearchSpec, trials: Sequence[Trial]) -> Step | None:
     if first is not None and first not in rerun and any(s.point == first and s.score is not None and s.crash_class is None
                                                         for s in table):
         rerun.append(first)
-    for point in rerun:
-        if confirmed.get(point, 0) < spec.confirm_runs:
-            return Step("confirm", point)
-    return None
+    return [(point, max(0, spec.confirm_runs - confirmed.get(point, 0))) for point in rerun]
 
 
 def planned_trials(spec: SearchSpec) -> int:
@@ -487,16 +493,5 @@ def planned_now(spec: SearchSpec, trials: Sequence[Trial]) -> int:
     budget = explore_budget(spec)
     if explored(trials) < budget:
         return max(planned_trials(spec), done + 1)
-    if spec.confirm_top < 1:
-        return done
-    confirmed: dict[Point, int] = {}
-    for t in trials:
-        if t.phase == "confirm":
-            confirmed[t.point] = confirmed.get(t.point, 0) + 1
-    table = standings(spec, trials)
-    rerun = [s.point for s in table if s.feasible][: spec.confirm_top]
-    first = next((t.point for t in trials if t.phase == "explore"), None)
-    if first is not None and first not in rerun and any(s.point == first and s.feasible for s in table):
-        rerun.append(first)
-    left = sum(max(0, spec.confirm_runs - confirmed.get(p, 0)) for p in rerun)
+    left = sum(n for _, n in _reruns_left(spec, trials))
     return done + left  # a re-run that reorders the best can add one: counted when it does
