@@ -6,6 +6,7 @@ that is not JSON and a refused query are clear errors. One Prometheus for the mo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -103,6 +104,7 @@ async def read_fleet(client: PrometheusClient, state: FleetState, want_gpus: int
     deadline = time.monotonic() + 30
     while not await poll():
         assert time.monotonic() < deadline, f"only {len(snapshots[-1].gpus)} GPUs"
+        await asyncio.sleep(0.1)  # not a busy loop: Prometheus and the exporters share the CPU
     return snapshots[-1]
 
 
@@ -146,6 +148,7 @@ async def test_what_optui_reads_is_what_the_exporters_served(fleet):
         deadline = time.monotonic() + 20
         while not await newer():
             assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)  # not a busy loop: Prometheus and the exporters share the CPU
         # the user's selector is in the query
         assert len((await read_fleet(client, FleetState(1.0), 1, '{job="dcgm"}')).gpus) == HOSTS * GPUS_PER_HOST
         assert await client.query(fleet_query('{job="elsewhere"}')) == []
@@ -166,6 +169,7 @@ async def test_inference_servers_are_beside_their_hosts_gpus(fleet):
         deadline = time.monotonic() + 20
         while not await with_rates():
             assert time.monotonic() < deadline, snaps[-1].servers
+            await asyncio.sleep(0.1)  # not a busy loop: Prometheus and the exporters share the CPU
         by_host = snaps[-1].servers_by_host()
         [vllm], [sglang] = by_host[host_name(0)], by_host[host_name(1)]
         assert (vllm.kind, vllm.instance, vllm.model) == ("vllm", f"{host_name(0)}:8000", VLLM_MODEL)
@@ -365,6 +369,7 @@ async def test_a_prometheus_restart_is_an_error_then_the_fleet_again(fleet):
         deadline = time.monotonic() + 30
         while not await fresh_again():
             assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)  # not a busy loop: Prometheus and the exporters share the CPU
     finally:
         await client.aclose()
 
@@ -387,6 +392,7 @@ async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
         deadline = time.monotonic() + 20
         while not await two_scrapes_seen():
             assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)  # not a busy loop: Prometheus and the exporters share the CPU
         last_served = exporters.served(STOPPED)[-1]
         exporters.stop(STOPPED)
         servers[1].close()  # the SGLang server on that host
@@ -399,6 +405,7 @@ async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
         deadline = time.monotonic() + 20
         while not await stopped_host_stale():
             assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)  # not a busy loop: Prometheus and the exporters share the CPU
         gone = snap.hosts()[host_name(STOPPED)]
         assert len(gone) == GPUS_PER_HOST and all(g.age_s > 3 * 0.9 for g in gone)  # 3 x its 1 s scrape gap
         # still listed with the last values it served
