@@ -41,16 +41,20 @@ async def test_the_view_reads_and_writes_the_journal_off_the_event_loop(seeded, 
         table = app.screen.query_one("#experiments-table")
         await wait_for(pilot, lambda: table.row_count == 5)
         assert threads and all(name == "optui-journal" for _, name in threads), threads
-        first = {key.value: table.get_row(key) for key in table.rows}
+        def cells(key) -> dict:  # a row's cells but those that give way to a new column (change, evidence)
+            return {c.key.value: cell for c, cell in zip(table.ordered_columns, table.get_row(key), strict=True)
+                    if c.key.value not in ("change", "evidence")}
+
+        first = {key.value: cells(key) for key in table.rows}
 
         other = Journal(loaded.journal_path)  # another optui process writes a verdict on one row
         other.append(ev.VERDICT, "qwen", {"decision": "reject"}, experiment=ids["radix"], actor="cli")
         other.close()
         # the first decision adds its column (none while no experiment has one)
-        await wait_for(pilot, lambda: str(table.get_row(ids["radix"])[12:]) == "['reject']")
-        for key, cells in first.items():
+        await wait_for(pilot, lambda: str(table.get_row(ids["radix"])[11:]) == "['reject']")
+        for key, before in first.items():
             if key != ids["radix"]:
-                assert table.get_row(key)[:12] == cells
+                assert {k: v for k, v in cells(key).items() if k != "decision"} == before
 
         await pilot.press("k")  # the row under the cursor: kept (Enter: no reason), journaled from the journal thread
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
@@ -94,13 +98,13 @@ async def test_a_new_sort_draws_only_the_header_and_the_cursor_row_through_rich(
                 depth[0] -= 1
 
         monkeypatch.setattr(Console, "render_lines", counted)
-        for _ in range(3):  # id -> server -> change -> outcome
+        for _ in range(2):  # id -> change -> outcome (one server: no server column, not a sort key)
             await pilot.press("s")
             await pilot.pause(0.2)
         assert app.screen.sort_key == "outcome"
         monkeypatch.setattr(Console, "render_lines", render_lines)
-        # per sort at most the header and the cursor row (DataTable's own lines): 2 x 13 cells
-        assert len(renders) <= 3 * 2 * columns, len(renders)
+        # per sort at most the header and the cursor row (DataTable's own lines): 2 x 11 cells
+        assert len(renders) <= 2 * 2 * columns, len(renders)
         await pilot.press("escape")
 
 
@@ -275,7 +279,7 @@ async def test_the_view_is_not_drawn_under_an_experiments_details(seeded):  # no
         other = Journal(loaded.journal_path)  # another process changes a row of the view
         other.append(ev.VERDICT, "qwen", {"decision": "reject"}, experiment=ids["radix"], actor="cli")
         other.close()
-        await wait_for(pilot, lambda: str(table.get_row(ids["radix"])[12:]) == "['reject']")  # (the column comes with it)
+        await wait_for(pilot, lambda: str(table.get_row(ids["radix"])[11:]) == "['reject']")  # (the column comes with it)
         await pilot.pause(0.3)
         assert painted == []
         await pilot.press("escape")

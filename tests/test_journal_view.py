@@ -55,6 +55,11 @@ def seeded(tmp_path):
     return loaded, ids
 
 
+def experiment_row(table, exp_id: str) -> dict[str, str]:
+    """The experiments view's row of ``exp_id`` as text, by column key."""
+    return {c.key.value: str(cell) for c, cell in zip(table.ordered_columns, table.get_row(exp_id), strict=True)}
+
+
 def panel(app):
     return app.query_one("#journal")
 
@@ -144,12 +149,16 @@ async def test_experiments_view_sort_decide_and_export(seeded):
         assert type(app.screen).__name__ == "ExperimentsScreen"
         table = app.screen.query_one("#experiments-table")
         await wait_for(pilot, lambda: table.row_count == 5)
-        row = table.get_row(ids["big"])
-        assert str(row[6]) == "+28.9%" and str(row[10]) == "better" and str(row[2]) == "--max-running-requests 64"
-        # the verdict with its evidence: runs and ok requests, n per side, spreads, p, the baseline
-        assert str(row[9]) == "3/3 runs, 192/192 ok" and str(row[11]) == "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10, vs exp-0001"
-        assert str(table.get_row(ids["oom"])[3]) == "failed: oom"
-        for _ in range(6):  # id → server → change → outcome → ready → throughput → delta
+        row = experiment_row(table, ids["big"])
+        assert row["delta"] == "+28.9%" and row["verdict"] == "better" and row["change"] == "--max-running-requests 64"
+        # the verdict with its evidence: runs and ok requests, n per side, spreads, p; the
+        # baseline it was compared with named once, in the title (one server: no server column)
+        assert row["runs"] == "3/3, 192/192 ok" and row["evidence"] == "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10"
+        assert "server" not in row
+        assert str(app.screen.query_one("#experiments-title").render()).startswith(
+            f"Experiments of qwen (5)   baseline {ids['base']}   sorted by")
+        assert experiment_row(table, ids["oom"])["outcome"] == "failed: oom"
+        for _ in range(5):  # id → change → outcome → ready → throughput → delta (no server column to sort by)
             await pilot.press("s")
         assert app.screen.sort_key == "delta"
         order = [table.coordinate_to_cell_key((r, 0)).row_key.value for r in range(table.row_count)]
@@ -160,7 +169,7 @@ async def test_experiments_view_sort_decide_and_export(seeded):
         await pilot.press(*["up"] * 5, "k")  # keep the first one: it asks why (empty allowed)
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: str(table.get_row(ids["big"])[12]) == "keep")
+        await wait_for(pilot, lambda: experiment_row(table, ids["big"]).get("decision") == "keep")
         verdict = app.session.journal.events(types=[ev.VERDICT])[-1]
         assert (verdict.experiment, verdict.data["decision"], verdict.actor) == (ids["big"], "keep", "tui")
         await pilot.press("enter")
@@ -197,7 +206,7 @@ async def test_a_verdict_key_asks_for_a_reason(seeded):
         await pilot.press("x")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
         await pilot.press(*"p99 TTFT doubled", "enter")
-        await wait_for(pilot, lambda: str(table.get_row(ids["chunk"])[12]) == "reject")
+        await wait_for(pilot, lambda: experiment_row(table, ids["chunk"]).get("decision") == "reject")
         verdict = app.session.journal.events(types=[ev.VERDICT])[-1]
         assert (verdict.experiment, verdict.data["decision"], verdict.data.get("reason")) == (
             ids["chunk"], "reject", "p99 TTFT doubled")
@@ -231,8 +240,14 @@ async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
             assert "--max-run-req 64 " in row and "+28.9%" in row and "better" in row, row
             assert all("--max-run-req 64 +1 " in line for line in rows[1:]), rows  # abbreviated alike, counted
         else:
-            assert "--max-running-requests 64 " in row and "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10, vs exp-0001" in row, row
-            assert all("--max-running-requests 64 +1 " in line for line in rows[1:]), rows
+            # the baseline the evidence rests on is named once, in the title
+            assert "--max-running-requests 64 " in row and "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10 " in row, row
+            title = str(app.screen.query_one("#experiments-title").render())
+            assert title.startswith(f"Experiments of qwen (5)   baseline {ids['base']}   "), title
+            # every changed flag whole: the room the server column and the evidence's 'vs' took
+            assert ["--max-running-requests 64 --mem-fraction-static 0.99 ", "--max-running-requests 64 --chunked-prefill-size 512 ",
+                    "--max-running-requests 64 --disable-radix-cache "] == [
+                        next(c for c in rows[n].split("  ") if c.startswith("--")) + " " for n in (1, 2, 3)], rows
             assert "decision" not in keys  # none recorded
         assert not any("…" in line for line in rows), rows
         await pilot.press("escape")
@@ -357,8 +372,11 @@ async def test_a_wide_bench_panel_renders_a_flag_alike_on_every_row(tmp_path):
 
 
 async def test_the_experiments_view_shows_a_configuration_again_as_that_configuration(tmp_path):
-    """The experiments view (60x40: the change column first) names the earlier experiment a
-    repeat's flags are those of, and shows the configuration's pooled runs and verdict."""
+    """The experiments view (60x40: the change column first) shows a configuration measured
+    again as one row, its starts counted and its runs pooled (a row of its own repeated the
+    same numbers and verdict: issue 20's verifier); the baseline's flags measured again keep
+    their row, naming the experiment whose flags they are. The bench panel's rows (one per
+    result) name the configuration alike."""
     cfg = tmp_path / "optui.toml"
     cfg.write_text(CONFIG)
     loaded = load_config(cfg)
@@ -386,21 +404,25 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
         await pilot.press("E")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ExperimentsScreen")
         table = app.screen.query_one("#experiments-table")
-        await wait_for(pilot, lambda: table.row_count == 4)
-        columns = [c.key.value for c in table.ordered_columns]
+        await wait_for(pilot, lambda: table.row_count == 3)
+        await pilot.pause(0.2)
+        assert [str(table.get_row_at(n)[0]) for n in range(3)] == [base, big, again]
 
         def cell(exp_id, key):
-            return str(table.get_row(exp_id)[columns.index(key)])
+            return experiment_row(table, exp_id)[key]
 
-        assert cell(measured, "change") == f"--mrr 64 (as {big})"  # its flags fitted, the configuration named
-        # one abbreviation per flag on every row: the first of the configuration too (it read
-        # '~ --max-running-requests: …' beside '--mrr 64 (as …)'); the bench panel the same
-        assert cell(big, "change") == "--mrr 64", cell(big, "change")
+        assert cell(big, "change") == "--max-run-req 64"  # its flags fitted; the bench panel one rendering a flag
         assert len({c for c in bench_changes() if "64" in c}) == 1, bench_changes()
+        assert cell(big, "verdict") == "better" and cell(big, "evidence").startswith("n=6 vs 3"), cell(big, "evidence")
+        assert cell(big, "outcome") == "ready · 2 starts: 2 ok" and cell(big, "runs") == "6/6, 384/384 ok"
         assert cell(again, "change") == f"same flags as {base}" and cell(again, "verdict") == "same"
-        for exp_id in (big, measured):
-            assert cell(exp_id, "verdict") == "better" and cell(exp_id, "evidence").startswith("n=6 vs 3")
-        await pilot.press("escape")
+        table.move_cursor(row=1)
+        await pilot.press("enter")  # its details list the start folded into it
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailsScreen")
+        body = app.screen.query_one("#details-body").render().plain
+        assert "started again with these flags (2 starts: 2 ok); runs judged together" in body, body
+        assert f"{measured} " in body and "measure again: ready in 31.50 s, 3 runs" in body, body
+        await pilot.press("escape", "escape")
 
 
 async def test_the_experiments_view_folds_starts_that_measured_nothing_into_their_configuration(tmp_path):
@@ -434,7 +456,7 @@ async def test_the_experiments_view_folds_starts_that_measured_nothing_into_thei
         assert shown == [base, big, oom], shown
         outcomes = {exp_id: str(table.get_row(exp_id)[columns.index("outcome")]) for exp_id in shown}
         assert outcomes == {base: "ready", big: "ready · 3 starts: 2 ok, 1 failed", oom: "failed: oom"}, outcomes
-        assert str(app.screen.query_one("#experiments-title").render()).startswith("Experiments (3, 5 starts)")
+        assert str(app.screen.query_one("#experiments-title").render()).startswith("Experiments of qwen (3, 5 starts)")
         await pilot.press("escape")
     listing = optui(cfg, "journal", "experiments").stdout.splitlines()
     assert [line.split()[0] for line in listing if line.startswith("exp-")] == shown

@@ -220,7 +220,11 @@ async def test_the_results_view_names_each_rows_experiment_and_charts_only_it():
 
 
 def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign):
-    """Two rollbacks to the same flags were listed as two more "untested" experiments."""
+    """Two rollbacks to the same flags were listed as two more "untested" experiments, and
+    a rollback measured again as one more "better" row with the configuration's pooled
+    numbers (issue 20's verifier): every later start of a configuration folds into its row.
+    The baseline's flags measured again keep their row: that instance is compared with the
+    baseline one by one (``same``, the restart spread's evidence)."""
     from optui.core.journal_experiments import fold_repeats
 
     cfg, j = campaign
@@ -234,16 +238,20 @@ def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign
     again = w.restart(flags(max_running_requests=64, port=40000), reason="autostart")  # a new port: same config
     measured = w.restart(flags(max_running_requests=64), reason="measure again")
     w.bench(measured, result(1301.0), result(1291.0), result(1296.0))
+    base_again = w.restart(flags(), reason="baseline again")
+    w.bench(base_again, result(1002.0), result(1008.0), result(1004.0))
     xs = load_experiments(j)
     same = {x.id: x.same_config_as for x in xs}
-    assert same == {base: None, big: None, oom: None, back: big, again: big, measured: big}
+    assert same == {base: None, big: None, oom: None, back: big, again: big, measured: big, base_again: base}
     rows, folded = fold_repeats(xs)
-    assert [x.id for x in rows] == [base, big, oom, measured] and folded == {big: [back, again]}
+    assert [x.id for x in rows] == [base, big, oom, base_again] and folded == {big: [back, again, measured]}
     table = optui(cfg, "journal", "experiments").stdout.splitlines()
     listed = [line.split()[0] for line in table if line.startswith("exp-")]
-    assert listed == [base, big, oom, measured]
-    assert f"(started again with these flags: {back}, {again})" in next(line for line in table if line.startswith(big))
-    assert f"(same flags as {big})" in next(line for line in table if line.startswith(measured))
+    assert listed == [base, big, oom, base_again]
+    row = next(line for line in table if line.startswith(big))
+    assert f"(started again with these flags: {back}, {again}, {measured})" in row and " n=6 vs 3," in row, row
+    row = next(line for line in table if line.startswith(base_again))
+    assert f"same flags as {base}" in row and " same " in row, row
 
 
 def test_a_first_start_that_measured_nothing_folds_into_the_start_that_did(campaign):
@@ -292,8 +300,10 @@ def test_a_configuration_measured_again_counts_with_its_first_experiment(campaig
             assert x.verdict == "better" and x.primary.n_ok == 6, (x.id, x.verdict, x.primary.n_ok)
             assert verdict_evidence(x).startswith("n=6 vs 3,"), verdict_evidence(x)
             assert x.primary.judgement.restart_spread_pct == pytest.approx(100 * 1 / 1295.5, abs=0.01)
-    row = next(line for line in optui(cfg, "journal", "experiments").stdout.splitlines() if line.startswith(measured))
-    assert f"(same flags as {big})" in row and "n=6 vs 3" in row, row
+    listing = optui(cfg, "journal", "experiments").stdout.splitlines()
+    assert not any(line.startswith(measured) for line in listing)  # counted in its configuration's row
+    row = next(line for line in listing if line.startswith(big))
+    assert f"(started again with these flags: {measured})" in row and "n=6 vs 3" in row, row
 
 
 @pytest.mark.parametrize("size", [(200, 50), (60, 40), (50, 30)])

@@ -150,7 +150,7 @@ def show(ctx, seq: int, as_json: bool) -> None:
 def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     """One row per experiment: change vs baseline, ready time, out tok/s and Δ, verdict."""
     from optui.core.bench.compare import STATISTIC
-    from optui.core.journal_experiments import fold_repeats, runs_text, sort_experiments, verdict_evidence
+    from optui.core.journal_experiments import change_text, fold_repeats, runs_text, sort_experiments, verdict_evidence
     from optui.session.export import load_experiments, load_imported
 
     _, j = _open(ctx)
@@ -179,13 +179,11 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         tput = f"{d.value:,.1f}" if d and d.value is not None else "-"
         rel = f"{d.rel_pct:+.1f}%" if d and d.rel_pct is not None and not x.is_baseline else "-"
         ready = f"{x.ready_s:.1f}" if x.ready_s is not None else "-"
-        change = "baseline" if x.is_baseline else ("; ".join(x.diff_vs_baseline) or "same flags")
+        change = change_text(x)  # a configuration again that keeps its row (the baseline's) names its first
         if x.id in repeats:  # a folded start that failed still says so
             failed = [r for r in repeats[x.id] if by_id[r].outcome == "failed"]
             change += f" (started again with these flags: {', '.join(repeats[x.id])}"
             change += f"; {len(failed)} failed: {', '.join(failed)})" if failed else ")"
-        elif x.same_config_as:  # measured again: its own row, said to be the same configuration
-            change += f" (same flags as {x.same_config_as})"
         evidence = verdict_evidence(x) or "-"
         table.append((x.id, x.server, outcome, ready, tput, rel, runs_text(x.primary), verdict, evidence, change))
         unverified[len(table) - 1] = x.unverified

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from optui.core import events as ev
@@ -16,7 +16,14 @@ from optui.core.bench.result import BenchResult, comparable, request_counts, req
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
 from optui.core.flags import Flags
-from optui.core.journal_experiments import Experiment, result_deltas, runs_text, verdict_evidence, workload_label
+from optui.core.journal_experiments import (
+    Experiment,
+    result_deltas,
+    runs_text,
+    starts_text,
+    verdict_evidence,
+    workload_label,
+)
 
 #: line tones: "" plain, "good", "bad", "warn", "dim", "head" (a column header)
 Line = tuple[str, str]
@@ -288,9 +295,11 @@ def _generic(e: Event, _b) -> list[Section]:
     return [s]
 
 
-def experiment_sections(x: Experiment) -> list[Section]:
+def experiment_sections(x: Experiment, repeats: Sequence[Experiment] = ()) -> list[Section]:
     """The details of one experiment: outcome, flag diffs, phases, numbers vs baseline,
-    benchmark runs, notes."""
+    benchmark runs, notes; ``repeats``: the later starts of its configuration a listing
+    folds into its row (:func:`~optui.core.journal_experiments.fold_repeats`), one line each
+    (when, why, how it ended, its own runs among the pooled ones)."""
     head = Section(f"{x.id} on {x.server}: {x.verdict}" + (f" (decision: {x.decision})" if x.decision else ""))
     evidence = verdict_evidence(x)
     if evidence:  # a verdict never comes without what it rests on
@@ -310,6 +319,16 @@ def experiment_sections(x: Experiment) -> list[Section]:
     if x.decision_reason:
         head.add(f"decision reason: {x.decision_reason}")
     out = [head]
+    if repeats:
+        again = Section(f"started again with these flags ({starts_text(x, repeats)}); runs judged together")
+        for start in repeats:
+            own = sum(run.experiment == start.id for w in start.workloads for run in w.runs)
+            ended = (f"ready in {_num(start.ready_s)} s" if start.outcome == "ready" else
+                     f"failed: {start.crash_class or 'unknown'}" if start.outcome == "failed" else start.outcome)
+            again.add(f"{start.id} {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(start.started_ts))} by {start.actor}"
+                      + (f" — {start.reason}" if start.reason else "") + f": {ended}, {own} run{'s' if own != 1 else ''}",
+                      "bad" if start.outcome == "failed" else "")
+        out.append(again)
     vs_base = Section(f"flags vs baseline {x.baseline_id or '-'}")
     if x.is_baseline:
         vs_base.add("(this is the baseline)", "dim")

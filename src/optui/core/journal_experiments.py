@@ -718,6 +718,11 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
     the repeats folded into it (:attr:`Experiment.is_repeat`: rollbacks, restarts with
     unchanged flags and failed starts of the same flags that measured nothing are the same
     configuration, not new untested or failed experiments; :func:`starts_text` counts them).
+    A later start of a configuration that measured again folds into its row too: its runs
+    are judged with the configuration's already (the row shows them pooled, ``n=6 vs 3``), so
+    a row of its own repeated the same numbers and verdict (issue 20); except the baseline's
+    configuration, whose instances are compared one by one with the baseline (``same``, the
+    restart spread's evidence) and keep their rows.
     A repeat whose first experiment is not among ``experiments`` stays listed. A first start
     that measured nothing (the demo's autostart before any benchmark) folds into the first
     later start of its configuration that did, with that configuration's other unmeasured
@@ -726,6 +731,9 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
     listed = {x.id for x in experiments}
     measured_again: dict[str, str] = {}  # an unmeasured first start → its configuration's first measured start
     unmeasured_first = {x.id for x in experiments if x.same_config_as is None and not x.workloads}
+    # the configurations of the baselines (their first experiment's id): their instances
+    # measured again are compared one by one with the baseline, each a row of its own
+    baseline_configs = {x.same_config_as or x.id for x in experiments if x.is_baseline}
     for x in experiments:
         if x.same_config_as in unmeasured_first and x.workloads:
             measured_again.setdefault(x.same_config_as, x.id)
@@ -734,9 +742,11 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
     for x in experiments:
         if x.id in measured_again:
             folded.setdefault(measured_again[x.id], []).append(x.id)
-        elif x.is_repeat and x.same_config_as in listed:
-            assert x.same_config_as is not None
-            folded.setdefault(measured_again.get(x.same_config_as, x.same_config_as), []).append(x.id)
+            continue
+        into = measured_again.get(x.same_config_as or "", x.same_config_as)
+        if x.same_config_as in listed and into != x.id and (x.is_repeat or x.same_config_as not in baseline_configs):
+            assert into is not None
+            folded.setdefault(into, []).append(x.id)
         else:
             rows.append(x)
     return rows, folded
@@ -790,19 +800,25 @@ def workload_baselines(x: Experiment) -> dict[str, tuple[dict | None, bool]]:
     return {w.key: (w.base_values, w.base_values is not None and w.base_experiment in own) for w in x.workloads}
 
 
-def verdict_evidence(x: Experiment) -> str:
+def verdict_evidence(x: Experiment, *, name_baseline: bool = True) -> str:
     """What the verdict rests on, for every place that shows it: ``"n=3 vs 3, ±0.8 % /
     ±1.1 %, p=0.10, vs exp-0001"`` (:meth:`Judgement.evidence` + the baseline), then a
     warning when the prefix cache served the runs and the baseline's differently
     (``"; ⚠ prefix cache 97% vs 0% in the baseline"``); :data:`NO_BASELINE` when the
     primary workload's results have nothing to compare with (no other experiment ran it);
-    ``""`` when nothing was compared otherwise (baseline, failed, untested)."""
+    ``""`` when nothing was compared otherwise (baseline, failed, untested).
+    ``name_baseline=False`` leaves out ``", vs exp-0001"`` where the runs were compared with
+    the server's baseline experiment (a table that names it once, in its title); a
+    workload measured against another experiment still names it."""
     w = x.primary
     if not x.is_baseline and w is not None and w.n_ok and w.base_values is None and x.verdict != "failed":
         return NO_BASELINE
     if x.is_baseline or w is None or w.judgement is None or x.verdict in ("failed", "untested", "incomplete"):
         return ""
-    text = f"{w.judgement.evidence()}, vs {w.base_experiment or x.baseline_id or '?'}"
+    base = w.base_experiment or x.baseline_id
+    text = w.judgement.evidence()
+    if name_baseline or base != x.baseline_id or base is None:
+        text += f", vs {base or '?'}"
     return text + (f"; ⚠ {w.cache_note}" if w.cache_note else "")
 
 
@@ -819,12 +835,24 @@ def change_text(x: Experiment) -> str:
     return f"{diff} (same flags as {x.same_config_as})" if diff else f"same flags as {x.same_config_as}"
 
 
-def runs_text(w: WorkloadOutcome | None) -> str:
+def change_text_within(x: Experiment, width: int) -> str:
+    """:func:`change_text` for a cell of ``width`` characters where a shorter wording says
+    the same: a configuration again without changed flags (``same flags as exp-0001``) as
+    ``same as exp-0001``, else ``= exp-0001``; otherwise the text as it is (a cell that still
+    cuts it shows its changed flags instead: :mod:`optui.core.flag_abbrev`)."""
+    text = change_text(x)
+    if len(text) > width and x.same_config_as and not x.diff_vs_baseline:
+        text = next((t for t in (f"same as {x.same_config_as}", f"= {x.same_config_as}") if len(t) <= width), text)
+    return text
+
+
+def runs_text(w: WorkloadOutcome | None, *, unit: bool = True) -> str:
     """``"3/3 runs, 1200/1200 ok"``: comparable runs of all, and ok requests of all sent
-    (``"15/400 ok"`` shows a run that lost most of its requests); ``"-"`` without runs."""
+    (``"15/400 ok"`` shows a run that lost most of its requests); ``"-"`` without runs.
+    ``unit=False``: ``"3/3, 1200/1200 ok"`` (a column whose header says runs)."""
     if w is None:
         return "-"
-    text = f"{w.n_ok}/{len(w.runs)} run{'s' if len(w.runs) != 1 else ''}"
+    text = f"{w.n_ok}/{len(w.runs)}" + (f" run{'s' if len(w.runs) != 1 else ''}" if unit else "")
     return text + (f", {w.requests[0]}/{w.requests[1]} ok" if w.requests is not None else "")
 
 

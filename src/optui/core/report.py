@@ -36,7 +36,9 @@ from optui.core.journal_experiments import (
     best_experiment,
     build_experiments,
     crash_summary,
+    fold_repeats,
     runs_text,
+    starts_text,
     verdict_evidence,
     workload_label,
 )
@@ -174,14 +176,15 @@ CSV_COLUMNS = (
     "ready_s", "workload", "bench", "runs_ok", *(m.key for m in KEY_METRICS),
     *(f"{m.key}_delta_pct" for m in KEY_METRICS), "verdict", "decision", "baseline", "argv",
     "runs", "requests_ok", "requests_total", "n", "baseline_n", "spread_pct", "baseline_spread_pct", "p",
-    "restart_spread_pct", "evidence", "unverified",
+    "restart_spread_pct", "evidence", "unverified", "same_config_as",
 )
 
 
 def render_csv(inp: ReportInput) -> str:
     """One row per experiment (columns :data:`CSV_COLUMNS`; metrics of its primary
     workload, medians over repeats; deltas in % vs the baseline; the verdict's evidence:
-    runs, ok/total requests, n per side, spreads in %, p, restart spread). Text cells go through
+    runs, ok/total requests, n per side, spreads in %, p, restart spread; ``same_config_as``: the
+    first experiment of its configuration when it ran those flags again). Text cells go through
     :func:`~optui.core.safe_text.csv_cell`: one line, no control characters, no formula."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -197,7 +200,7 @@ def render_csv(inp: ReportInput) -> str:
             x.verdict, x.decision or "", x.baseline_id or "", shlex.join(x.argv),
             len(w.runs) if w else 0, *(_blank(v) for v in (w.requests if w and w.requests else (None, None))),
             *(_blank(_round(v, 4) if isinstance(v, float) else v) for v in _evidence_cells(w)),
-            verdict_evidence(x), "; ".join(x.unverified),
+            verdict_evidence(x), "; ".join(x.unverified), x.same_config_as or "",
         )])
     return buf.getvalue()
 
@@ -234,12 +237,15 @@ def render_markdown(inp: ReportInput) -> str:
                + (f" Listing experiments since {_when(inp.since_ts)}." if inp.since_ts else "")
                + (f" Server: {markdown_inline(inp.server)}." if inp.server else "") + "_")
     out.append("")
-    out += _summary(listed, experiments, servers)
+    rows, folded = fold_repeats(listed)  # one row per configuration: its later starts counted with it
+    folded_into = {r: exp_id for exp_id, ids in folded.items() for r in ids}
+    by_id = {x.id: x for x in listed}
+    out += _summary(listed, rows, experiments, servers)
     out += _setup(inp, experiments, servers)
     out += _baselines(experiments, servers, inp.servers)
-    out += _experiment_table(listed)
+    out += _experiment_table(rows, {exp_id: [by_id[r] for r in ids] for exp_id, ids in folded.items()})
     for x in listed:
-        out += _experiment_section(x)
+        out += _experiment_section(x, by_id[folded_into[x.id]] if x.id in folded_into else None)
     out += _failures(listed)
     out += _best(experiments, servers, inp.servers)
     out += _searches(inp.listed_events(), experiments, inp.servers)
@@ -249,15 +255,20 @@ def render_markdown(inp: ReportInput) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _summary(listed: list[Experiment], experiments: list[Experiment], servers: list[str]) -> list[str]:
+def _summary(listed: list[Experiment], rows: list[Experiment], experiments: list[Experiment],
+             servers: list[str]) -> list[str]:
+    """The verdicts counted once per row of the experiments table (``rows``: a
+    configuration's later starts folded into it, :func:`fold_repeats`), the starts beside."""
     out = ["## Summary", ""]
     if not listed:
         return out + ["No experiments in this period: restart a server with new flags (or run a benchmark) to start one.", ""]
     counts: dict[str, int] = {}
-    for x in listed:
+    for x in rows:
         counts[x.verdict] = counts.get(x.verdict, 0) + 1
     order = ("baseline", "better", "same", "worse", "untested noise", "failed", "untested", "incomplete")
-    out.append(f"- {len(listed)} experiment{'s' if len(listed) != 1 else ''} on {markdown_inline(', '.join(servers))}: "
+    starts = (f" ({len(listed)} starts: a configuration started again is counted with its first experiment)"
+              if len(listed) != len(rows) else "")
+    out.append(f"- {len(rows)} experiment{'s' if len(rows) != 1 else ''} on {markdown_inline(', '.join(servers))}{starts}: "
                + ", ".join(f"{counts[k]} {k}" for k in order if counts.get(k)) + ".")
     for server in servers:
         best = best_experiment(experiments, server)
@@ -269,7 +280,7 @@ def _summary(listed: list[Experiment], experiments: list[Experiment], servers: l
                        f"{_changes(best.diff_vs_baseline)}.")
         elif best is not None:
             out.append(f"- **{markdown_inline(server)}**: nothing beat the baseline {best.id} outside the noise yet.")
-    failed = [x for x in listed if x.verdict == "failed"]
+    failed = [x for x in rows if x.verdict == "failed"]
     if failed:
         out.append("- Failed: " + ", ".join(f"{x.id} ({markdown_inline(x.crash_class or 'unknown')}: {_changes(x.diff_vs_baseline)})"
                                             for x in failed) + ".")
@@ -323,18 +334,26 @@ def _baselines(experiments: list[Experiment], servers: list[str], infos: Sequenc
     return out
 
 
-def _experiment_table(listed: list[Experiment]) -> list[str]:
-    if not listed:
+def _experiment_table(rows: list[Experiment], repeats: Mapping[str, Sequence[Experiment]]) -> list[str]:
+    """One row per configuration (``rows``): the later starts of it (``repeats``, by row)
+    counted in its outcome (``ready · 3 starts: 2 ok, 1 failed``); their runs are judged
+    with its own already (``n=6 vs 3``)."""
+    if not rows:
         return []
     out = ["## Experiments", "",
            "| experiment | server | change vs baseline | outcome | ready s | runs | out tok/s | Δ | TTFT p50 ms | Δ | verdict | evidence |",
            "| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |"]
-    for x in listed:
+    for x in rows:
         tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
         outcome = x.outcome if x.outcome != "failed" else f"failed ({x.crash_class or 'unknown'})"
         outcome += ", unverified" if x.unverified else ""
+        if repeats.get(x.id):
+            outcome += f" · {starts_text(x, repeats[x.id])} ({', '.join(r.id for r in repeats[x.id])})"
         verdict = x.verdict + (f" / {markdown_inline(x.decision)}" if x.decision else "")
-        out.append(f"| {x.id} | {_cell(x.server)} | {_changes(x.diff_vs_baseline, baseline=x.is_baseline, cell=True)} | "
+        change = _changes(x.diff_vs_baseline, baseline=x.is_baseline, cell=True)
+        if x.same_config_as:  # a configuration again that keeps its row (the baseline's, compared one by one)
+            change = f"same flags as {x.same_config_as}" if change == "same flags" else f"{change} (same flags as {x.same_config_as})"
+        out.append(f"| {x.id} | {_cell(x.server)} | {change} | "
                    f"{_cell(outcome)} | {_num(x.ready_s, 1)} | {_cell(runs_text(x.primary))} | "
                    f"{_num(tput.value if tput else None, 1)} | "
                    f"{_pct(tput.rel_pct if tput and not x.is_baseline else None)} | {_num(ttft.value if ttft else None, 1)} | "
@@ -342,8 +361,13 @@ def _experiment_table(listed: list[Experiment]) -> list[str]:
     return out + [""]
 
 
-def _experiment_section(x: Experiment) -> list[str]:
+def _experiment_section(x: Experiment, folded_into: Experiment | None = None) -> list[str]:
+    """An experiment's story: start, outcome, verdict, failed runs, notes, numbers, log.
+    ``folded_into``: the table's row (an earlier experiment of the same configuration) that
+    counts this start: the verdict and numbers are that configuration's, said once there."""
     title = "baseline" if x.is_baseline else _changes(x.diff_vs_baseline)
+    if x.same_config_as:
+        title = f"same flags as {x.same_config_as}" if title == "same flags" else f"{title} (same flags as {x.same_config_as})"
     out = [f"### {x.id} ({markdown_inline(x.server)}): {title}", ""]  # _changes: already escaped
     out.append(f"- Started {_when(x.started_ts)} by {markdown_inline(x.actor)}"
                + (f" ({markdown_inline(x.reason)})" if x.reason else "") + ".")
@@ -364,6 +388,22 @@ def _experiment_section(x: Experiment) -> list[str]:
                    + "; ".join(_md_inline(line) for line in x.unverified) + ".")
     if x.rolled_back:
         out.append("- Rolled back to the last good flags.")
+    if folded_into is not None:  # counted in that row; its runs (if any) judged with the configuration's
+        runs = sum(r.experiment == x.id for w in x.workloads for r in w.runs)  # its own, of the pooled runs
+        mine = f"its {runs} run{'s' if runs != 1 else ''} judged with that configuration's" if runs else "no benchmark of its own"
+        out.append(f"- Counted with {folded_into.id} (same flags; {mine}): verdict **{folded_into.verdict}**, "
+                   f"numbers in {folded_into.id}.")
+    out += _verdict_and_notes(x, with_verdict=folded_into is None)
+    if x.workloads and not x.is_baseline and folded_into is None:
+        out += _metrics_table(x, with_delta=True)
+    if x.crash_lines:
+        out += ["```text", *[markdown_block_line(line) for line in x.crash_lines[-12:]], "```", ""]
+    return out
+
+
+def _verdict_and_notes(x: Experiment, *, with_verdict: bool) -> list[str]:
+    """The verdict line (with its evidence and the operator's decision), failed runs and notes."""
+    out = []
     verdict = f"- Verdict: **{x.verdict}**"
     d = x.primary_delta
     if d is not None and d.rel_pct is not None and not x.is_baseline:
@@ -371,17 +411,16 @@ def _experiment_section(x: Experiment) -> list[str]:
         verdict += f" ({_pct(d.rel_pct)} {d.metric.label}" + (f"; {markdown_inline(evidence)})" if evidence else f" vs {x.baseline_id})")
     if x.decision:
         verdict += f"; decision: **{markdown_inline(x.decision)}**" + (f" ({_md_inline(x.decision_reason)})" if x.decision_reason else "")
-    out.append(verdict + ".")
+    if with_verdict:
+        out.append(verdict + ".")
+    elif x.decision:
+        out.append(f"- Decision: **{markdown_inline(x.decision)}**" + (f" ({_md_inline(x.decision_reason)})" if x.decision_reason else "") + ".")
     failed_runs = [r for r in x.bench_runs if r.status != "ok"]
     for r in failed_runs:
         out.append(f"- Benchmark {markdown_inline(r.bench)} {markdown_inline(r.status)}" + (f": {_md_inline(r.error)}" if r.error else "") + ".")
     for _, text in x.notes:
         out.append(f"- Note: {_md_inline(text)}")
     out.append("")
-    if x.workloads and not x.is_baseline:
-        out += _metrics_table(x, with_delta=True)
-    if x.crash_lines:
-        out += ["```text", *[markdown_block_line(line) for line in x.crash_lines[-12:]], "```", ""]
     return out
 
 

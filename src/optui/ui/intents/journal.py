@@ -167,12 +167,13 @@ class JournalActions(Actions):
         push_experiments_screen(self.app, ExperimentsScreen(self.client.experiments_reader(), self.client.set_verdict,
                                                             journal_seq, self.experiment_details), chosen)
 
-    def experiment_details(self, x):
-        """The title and body of experiment ``x``'s details (the view shows them)."""
+    def experiment_details(self, x, repeats=()):
+        """The title and body of experiment ``x``'s details (the view shows them), with the
+        later starts of its configuration the view folded into its row (``repeats``)."""
         from optui.core.event_details import experiment_sections
         from optui.ui.screens.event_details import sections_text
 
-        return f"{x.id} on {x.server}", sections_text(self.app, experiment_sections(x))
+        return f"{x.id} on {x.server}", sections_text(self.app, experiment_sections(x, repeats))
 
     # ------------------------------------------------------------ export
     async def export_report(self, fmt: str = "md") -> None:

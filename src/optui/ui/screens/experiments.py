@@ -39,6 +39,7 @@ from optui.core.flag_abbrev import fit_flag_column
 from optui.core.journal_experiments import (
     Experiment,
     change_text,
+    change_text_within,
     fold_repeats,
     runs_text,
     sort_experiments,
@@ -65,7 +66,7 @@ COLUMNS = (
     ("delta", "Δ out", "delta"),
     ("ttft", "TTFT p50 ms", "ttft"),
     ("ttft_delta", "Δ TTFT", "ttft_delta"),
-    ("runs", "runs", None),
+    ("runs", "runs, requests", None),
     ("verdict", "verdict", "verdict"),
     ("evidence", "evidence", None),
     ("decision", "decision", None),
@@ -80,7 +81,7 @@ _NARROW_ORDER = ("id", "change", "delta", "verdict", "tput", "evidence", "outcom
 _NARROW_FIRST = ("id", "delta", "verdict")
 #: the fewest characters a shortened column keeps: wide, the change gives way first (its flags
 #: abbreviated read as well), then the evidence a verdict rests on
-_MIN_CHANGE_WIDE, _MIN_EVIDENCE, _MIN_CHANGE_NARROW = 28, 24, 12
+_MIN_CHANGE_WIDE, _MIN_EVIDENCE, _MIN_CHANGE_NARROW = 20, 24, 12
 _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-failed", "baseline": "primary"}
 
 
@@ -148,9 +149,10 @@ class ExperimentsScreen(ModalScreen[str | None]):
     (every experiment, and the ids changed since the previous call: a session's
     ``experiments_reader()``); ``decide(exp_id, decision, reason)`` is awaited to record a verdict
     (raising shows a notification); ``version()`` (cheap, on the event loop) tells whether
-    the journal changed (reload then); ``details(x)`` gives the ``(title, body)`` of an
-    experiment's details (a :class:`~optui.ui.screens.details.DetailsScreen`'s arguments),
-    shown by Enter in one details screen that the view keeps while it is open.
+    the journal changed (reload then); ``details(x, repeats)`` gives the ``(title, body)`` of
+    an experiment's details (a :class:`~optui.ui.screens.details.DetailsScreen`'s arguments;
+    ``repeats``: the later starts of its configuration folded into its row), shown by Enter
+    in one details screen that the view keeps while it is open.
     """
 
     BINDINGS = [
@@ -173,7 +175,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
     """
 
     def __init__(self, load: Callable[[], Awaitable[ExperimentsUpdate]], decide: Callable[[str, str, str], Awaitable[None]],
-                 version: Callable[[], int], details: Callable[[Experiment], tuple[str, str | Text]]) -> None:
+                 version: Callable[[], int],
+                 details: Callable[[Experiment, list[Experiment]], tuple[str, str | Text]]) -> None:
         super().__init__()
         self.load = load
         self.decide = decide
@@ -277,6 +280,9 @@ class ExperimentsScreen(ModalScreen[str | None]):
                     cut = [n for n in range(len(rows)) if rows[n].changed_flags]
                 for n, text in zip(cut, _fit_changes([rows[n] for n in cut], self._change_w), strict=True):
                     cells[n][at] = Text(text, no_wrap=True, overflow="ellipsis")
+                for n, x in enumerate(rows):  # 'same flags as exp-0001' in fewer words, before any cut
+                    if not x.changed_flags and _cell_width(cells[n][at]) > self._change_w:
+                        cells[n][at] = Text(change_text_within(x, self._change_w), no_wrap=True, overflow="ellipsis")
             for key in self._order:
                 table.add_column(headers[key], key=key, width=widths.get(key))
             for x, row in zip(rows, cells, strict=True):
@@ -303,36 +309,45 @@ class ExperimentsScreen(ModalScreen[str | None]):
         arrow = "↓" if self.reverse else "↑"
         header = next(h for _, h, k in COLUMNS if k == self.sort_key)
         starts = f", {len(self.experiments)} starts" if len(self.experiments) != len(rows) else ""
-        title = f"Experiments ({len(rows)}{starts})   sorted by {header} {arrow}"
+        servers = sorted({x.server for x in self.experiments})
+        of = f" of {servers[0]}" if len(servers) == 1 else ""
+        title = f"Experiments{of} ({len(rows)}{starts})   {_baselines_text(self.experiments)}sorted by {header} {arrow}"
         if title != self._title:
             self._title = title
             self.query_one("#experiments-title", Static).update(title, layout=False)  # one line, always
 
     def _columns(self) -> tuple[str, ...]:
         """The columns in the layout's order; the decision only once an experiment has one
-        (empty, it took the room the evidence was cut for at 200 columns)."""
+        (empty, it took the room the evidence was cut for at 200 columns), the server only
+        when there are several (the title names the one)."""
         order = _NARROW_ORDER if self._narrow else tuple(key for key, _, _ in COLUMNS)
-        if any(x.decision for x in self.experiments):
-            return order
-        return tuple(key for key in order if key != "decision")
+        left_out = set()
+        if not any(x.decision for x in self.experiments):
+            left_out.add("decision")
+        if len({x.server for x in self.experiments}) <= 1:  # the title names it (its room went to the evidence)
+            left_out.add("server")
+        return tuple(key for key in order if key not in left_out)
 
     def _cells(self, x: Experiment) -> list:
         app = self.app
         tput, ttft = x.metric("output_throughput_tok_s"), x.metric("ttft_ms.median")
         outcome = x.outcome if x.outcome != "failed" else f"failed: {x.crash_class or '?'}"
         change = change_text(x)
-        if self._change_w is not None and len(change) > self._change_w and x.changed_flags:  # never a name cut
-            change = _fit_changes([x], self._change_w)[0]
+        if self._change_w is not None and len(change) > self._change_w:
+            if x.changed_flags:  # never a name cut
+                change = _fit_changes([x], self._change_w)[0]
+            else:  # 'same flags as exp-0001' in fewer words, before any cut
+                change = change_text_within(x, self._change_w)
         verdict_var = _VERDICT_VAR.get(x.verdict)
+        evidence = verdict_evidence(x, name_baseline=False)  # the title names each server's baseline
         cells = {
             "id": x.id, "server": x.server, "change": Text(change, no_wrap=True, overflow="ellipsis"),
             "outcome": self._outcome(outcome, x),
             "ready": _num(x.ready_s, 1), "tput": _num(tput.value if tput else None, 1),
             "delta": self._delta(tput, x), "ttft": _num(ttft.value if ttft else None, 1), "ttft_delta": self._delta(ttft, x),
             "verdict": Text(x.verdict, style=style(app, verdict_var) if verdict_var else ""),
-            "runs": runs_text(x.primary) if x.primary else "-",
-            "evidence": Text(verdict_evidence(x) or "-", style="" if verdict_evidence(x) else "dim", no_wrap=True,
-                             overflow="ellipsis"),
+            "runs": runs_text(x.primary, unit=False) if x.primary else "-",
+            "evidence": Text(evidence or "-", style="" if evidence else "dim", no_wrap=True, overflow="ellipsis"),
             "decision": x.decision or "",
         }
         return [cells[key] for key in self._order]
@@ -391,7 +406,9 @@ class ExperimentsScreen(ModalScreen[str | None]):
 
     # ------------------------------------------------------------ keys
     def action_next_sort(self) -> None:
-        keys = [k for _, _, k in _SORTABLE]
+        """Sort by the next sortable column the table shows (in the columns' order)."""
+        shown = set(self._columns())
+        keys = [k for c, _, k in _SORTABLE if c in shown or k == self.sort_key]
         self.sort_key = keys[(keys.index(self.sort_key) + 1) % len(keys)]
         self._fill()
 
@@ -422,7 +439,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         x = self._current()
         if x is None:
             return
-        title, body = self.details_of(x)
+        title, body = self.details_of(x, self._repeats.get(x.id, []))  # with the starts folded into its row
         if self._details is None:
             self._details = DetailsScreen(title, body)
             self.app.install_screen(self._details, f"experiments-details-{id(self)}")
@@ -487,6 +504,18 @@ def _fit_changes(xs: list[Experiment], width: int) -> list[str]:
             for x in xs]  # one level of abbreviation for all of them, tagged or not
     fitted = fit_flag_column([x.changed_flags for x in xs], [width - len(tag) for tag in tags])
     return [text + tag for text, tag in zip(fitted, tags, strict=True)]
+
+
+def _baselines_text(experiments: list[Experiment]) -> str:
+    """The baseline each server's rows are compared with, for the title (``"baseline
+    exp-0001   "``; several servers: ``"baselines qwen exp-0001, llama exp-0007   "``; none:
+    ``""``): the evidence cells name only another one (a workload measured against it)."""
+    bases = {x.server: x.id for x in experiments if x.is_baseline}
+    if not bases:
+        return ""
+    if len(bases) == 1 and len({x.server for x in experiments}) == 1:
+        return f"baseline {next(iter(bases.values()))}   "
+    return "baselines " + ", ".join(f"{server} {exp_id}" for server, exp_id in sorted(bases.items())) + "   "
 
 
 def _cell_width(cell) -> int:

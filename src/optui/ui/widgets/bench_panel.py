@@ -38,7 +38,7 @@ from textual.widgets import DataTable, Static
 from optui.core.bench.compare import Delta, Row, Sample, pinned_first, with_restart_spreads
 from optui.core.bench.result import IMPORTED_KEY, requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import change_text, restart_spreads
+from optui.core.journal_experiments import change_text, change_text_within, restart_spreads
 from optui.core.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
 from optui.ui.binding_ids import with_ids
@@ -455,23 +455,15 @@ class BenchPanel(Vertical):
         as_flags = [x is not None and bool(x.changed_flags) and flags_col for x in xs]
         fitted = iter(fit_flag_column([x.changed_flags for x, f in zip(xs, as_flags, strict=True) if f and x], width))
         cells = []
-        for row, x, text, flags in zip(self._rows, xs, texts, as_flags, strict=True):
+        for row, x, flags in zip(self._rows, xs, as_flags, strict=True):
             if row.group.experiment is None:
                 cells.append(Text("-", style="dim"))
             elif x is None:
                 cells.append(Text("…" if self._experiments is None else "?", style="dim"))
             else:  # the new values matter most: kept
-                cells.append(Text(next(fitted) if flags else _fit_text(text, x, width),
+                cells.append(Text(next(fitted) if flags else truncate(change_text_within(x, width), width),
                                   style="" if x.diff_vs_baseline else "dim"))
         return cells
-
-
-def _fit_text(text: str, x: Experiment, width: int) -> str:
-    """A change without changed flags (``same flags as exp-0001``) in ``width``: shorter
-    wordings of the same before any cut (``same as exp-0001``, ``= exp-0001``)."""
-    if len(text) > width and x.same_config_as:
-        text = next((t for t in (f"same as {x.same_config_as}", f"= {x.same_config_as}") if len(t) <= width), text)
-    return truncate(text, width)
 
 
 def _cell_len(cell: object) -> int:
