@@ -425,6 +425,46 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
         await pilot.press("escape", "escape")
 
 
+async def test_at_200_columns_the_evidence_with_a_restart_spread_is_whole(tmp_path):
+    """Issue 20's verifier: at 200 columns the experiments view cut the evidence of a
+    campaign with a restart spread (``…, p=0.024, restarts ±3…``) while a server column
+    repeated one name and every evidence repeated ``vs exp-0001``. Now every cell is whole:
+    the title names the server and the baseline, the change's flags are abbreviated alike."""
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(CONFIG)
+    loaded = load_config(cfg)
+    j = Journal(loaded.journal_path)
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    tuned = flags(max_running_requests=64, chunked_prefill_size=4096, schedule_conservativeness=0.3)
+    big = w.restart(tuned)
+    w.bench(big, result(1300.0), result(1290.0), result(1295.0))
+    again = w.restart(flags(), reason="baseline again")
+    w.bench(again, result(1072.0), result(1068.0), result(1070.0))
+    back = w.restart(tuned, reason="rollback")
+    w.bench(back, result(1301.0), result(1291.0), result(1296.0))
+    oom = w.restart(flags(max_running_requests=64, mem_fraction_static=0.99), crash="oom")
+    j.close()
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("E")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ExperimentsScreen")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 4)
+        await pilot.pause(0.2)
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        rows = [line for line in lines if re.search(r"█ exp-000[1-5] ", line)]
+        assert len(rows) == 4 and not any("…" in line for line in rows), rows
+        row = next(line for line in rows if big in line)
+        assert "n=6 vs 3, ±0.4 % / ±0.5 %, p=0.024, restarts ±3.1 % " in row and "ready · 2 starts: 2 ok" in row, row
+        assert "--max-run-req 64 +2" in row, row
+        assert next(line for line in rows if again in line).count("restarts ±3.1 %") == 1
+        assert f"Experiments of qwen (4, 5 starts)   baseline {base}   " in "".join(lines)
+        assert experiment_row(table, oom)["outcome"] == "failed: oom" and back not in [str(table.get_row_at(n)[0]) for n in range(4)]
+        await pilot.press("escape")
+
+
 async def test_the_experiments_view_folds_starts_that_measured_nothing_into_their_configuration(tmp_path):
     """Issue 20: the experiments view listed a rollback and a failed start of the same flags
     as experiments of their own (``optui journal experiments`` folds them): one row per

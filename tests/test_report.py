@@ -174,3 +174,37 @@ def test_a_mostly_failed_run_is_never_compared_in_the_report(tmp_path):
     assert "| untested noise | n=1 vs 3, ±? / ±0.1 %, vs exp-0001 |" in single
     assert f"nothing beat the baseline {base} outside the noise yet" in md
     assert f"**qwen: {base}** (the baseline itself: nothing beat it outside the noise" in section(md, "Best configuration")
+
+
+def test_a_configuration_started_again_is_one_row_and_one_verdict_in_the_report(tmp_path):
+    """Issue 20: a rollback to tuned flags that measured again was a second ``better``
+    experiment in the summary and the table (the same pooled numbers twice), an unmeasured
+    one a new ``untested``. One row per configuration, its starts counted; each start keeps
+    its section, a folded one saying which row counts it. The baseline's flags measured again
+    keep their row (``same``: the restart spread's evidence)."""
+    j = Journal(tmp_path / "optui.db")
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    big = w.restart(flags(max_running_requests=64))
+    w.bench(big, result(1300.0), result(1290.0), result(1295.0))
+    again = w.restart(flags(), reason="baseline again")
+    w.bench(again, result(1072.0), result(1068.0), result(1070.0))
+    measured = w.restart(flags(max_running_requests=64), reason="rollback")
+    w.bench(measured, result(1301.0), result(1291.0), result(1296.0))
+    unmeasured = w.restart(flags(max_running_requests=64), reason="rollback")
+    md = render_markdown(ReportInput("t", j.events(), j.results(limit=None)))
+    csv_rows = list(csv.DictReader(io.StringIO(render_csv(ReportInput("t", j.events(), j.results(limit=None))))))
+    j.close()
+    assert "- 3 experiments on qwen (5 starts: a configuration started again is counted with its first experiment): " \
+           "1 baseline, 1 better, 1 same." in md, section(md, "Summary")
+    rows = [line for line in section(md, "Experiments").splitlines() if line.startswith("| exp-")]
+    assert [line.split()[1] for line in rows] == [base, big, again], rows
+    assert f"| ready · 3 starts: 3 ok ({measured}, {unmeasured}) |" in rows[1] and "| n=6 vs 3," in rows[1], rows[1]
+    assert f"| same flags as {base} |" in rows[2] and "| same |" in rows[2], rows[2]
+    assert f"- Counted with {big} (same flags; its 3 runs judged with that configuration's): verdict **better**" in md
+    assert f"- Counted with {big} (same flags; no benchmark of its own): verdict **better**" in md
+    assert "**untested**" not in md
+    # the CSV keeps a row per start (data for scripts), each naming its configuration's first
+    assert {r["experiment"]: r["same_config_as"] for r in csv_rows} == {
+        base: "", big: "", again: base, measured: big, unmeasured: big}
