@@ -14,7 +14,6 @@ import pytest
 from optui.adapters.journal import Journal
 from optui.config import load_config
 from optui.core import events as ev
-from optui.core.safe_text import HEADLINE_MAX
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.campaign import CampaignWriter, flags, result, standard_campaign
@@ -630,6 +629,7 @@ async def test_the_text_filter_finds_what_the_rows_show_and_a_traceback_is_one_r
         app.notify(TRACEBACK, severity="error")
         app.notify("y" * 400)
         await wait_for(pilot, lambda: len(app._notifications) >= 2)
-        assert [n.message for n in list(app._notifications)[-2:]] == [  # a traceback: 3 lines at most, the rest in the journal
-            "ValueError: boom at startup … details: journal (5)", "y" * HEADLINE_MAX + " …"]
+        # a traceback: 3 lines at most; one line: 4 lines of the 80-column toast at most; the rest in the message log
+        assert [n.message for n in list(app._notifications)[-2:]] == [
+            "ValueError: boom at startup … m: whole message", "y" * (4 * 77 - 77 // 3 - 19) + " … m: whole message"]
         await pilot.press("q")

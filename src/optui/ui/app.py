@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,11 +66,32 @@ SEARCH_ELSEWHERE_S = 2.0
 SIDE_PANE_ROWS_BESIDE_GPUS = {"-tall": 25, "-short": 16}
 
 
-#: a toast's most lines (its title included) and its width in columns (Textual's Toast)
+#: a toast's most lines, its title included: a text of several lines (a traceback, a todo
+#: run's summary) shows its headline in TOAST_LINES, a one-line text (a refusal and its cause,
+#: a config error at its file:line) may take ONE_LINE_TOAST_LINES
 TOAST_LINES = 3
+ONE_LINE_TOAST_LINES = 4
+#: a toast's width in columns (Textual's Toast: 60, at most 50 %; a wide screen's 80 and a
+#: side pane's the whole pane: optui.tcss)
 TOAST_WIDTH = 60
-#: what a cut toast ends with: the whole text is in the journal
-TOAST_MORE = " … details: journal (5)"
+WIDE_TOAST_WIDTH = 80
+WIDE_WIDTH = 120
+#: what a cut toast ends with: the whole text is in the message log (``m``)
+TOAST_MORE = " … m: whole message"
+#: the toasts the message log keeps, newest last
+MESSAGES_KEPT = 200
+#: below this width (the -narrow breakpoint) a toast takes the whole width (optui.tcss)
+NARROW_WIDTH = 80
+
+
+@dataclass(frozen=True, slots=True)
+class ShownMessage:
+    """A toast as it was raised (Unix time, severity, title, the whole text), for the message log."""
+
+    ts: float
+    severity: str
+    title: str
+    text: str
 
 
 def toast_text(message: str, width: int, lines: int) -> str:
@@ -78,6 +101,17 @@ def toast_text(message: str, width: int, lines: int) -> str:
     limit = max(20, lines * width - width // 3 - len(TOAST_MORE))  # a word wrapped loses up to a word a line
     line = headline(message, limit=limit)
     return line[:-2].rstrip() + TOAST_MORE if line.endswith(" …") else line
+
+
+def messages_text(messages: Iterable[ShownMessage]) -> str:
+    """The message log's body: each message's time, severity and title, then its whole text
+    indented, newest first (plain text: the details screen shows it escaped)."""
+    blocks = []
+    for m in reversed(list(messages)):
+        head = f"{time.strftime('%H:%M:%S', time.localtime(m.ts))} {m.severity}" + (f" — {m.title}" if m.title else "")
+        body = "\n".join(f"  {line}" for line in m.text.strip().splitlines() or [""])
+        blocks.append(f"{head}\n{body}")
+    return "\n\n".join(blocks) if blocks else "No messages yet."
 
 
 class OptuiApp(App):
@@ -91,7 +125,7 @@ class OptuiApp(App):
 
     CSS_PATH = "optui.tcss"
     TITLE = "optui"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-medium"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-medium"), (WIDE_WIDTH, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -113,6 +147,7 @@ class OptuiApp(App):
         Binding("E", "experiments", "Experiments", show=False, id="journal.experiments"),
         Binding("p", "pause", "Pause", show=False, id="app.pause"),
         Binding("at", "command_log", "Command log", show=False, id="app.command_log"),
+        Binding("m", "messages", "Messages", show=False, id="app.messages"),
         Binding("ctrl+l", "refresh", "Refresh", show=False, id="app.refresh"),
     ]
 
@@ -129,6 +164,8 @@ class OptuiApp(App):
         self.session: Session | None = session
         self.client: SessionClient | None = SessionClient(session) if session is not None else None
         self._loader = loader
+        #: every toast's whole text, newest last (the message log, ``m``)
+        self.messages: deque[ShownMessage] = deque(maxlen=MESSAGES_KEPT)
         self.startup_error: str | None = None
         config = session.config if session is not None else None
         self._theme_name = theme_name or (config.theme if config else None) or DEFAULT_THEME
@@ -178,17 +215,21 @@ class OptuiApp(App):
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = False, brief: bool = False) -> None:
         """Textual's toast, its text escaped visibly (alerts quote servers' and agents' text)
-        and without markup by default (a ``[/x]`` in such text raised ``MarkupError``). A
-        text of several lines, or ``brief`` (a todo run's summary), is at most
-        :data:`TOAST_LINES` lines with its title (:func:`toast_text`: a traceback's and a
-        todo run's toasts covered two panels; the journal holds the whole text); one line is
-        bounded by :func:`~optui.core.safe_text.headline`."""
+        and without markup by default (a ``[/x]`` in such text raised ``MarkupError``). A text
+        of several lines, or ``brief`` (a todo run's summary), is at most :data:`TOAST_LINES`
+        lines with its title, a one-line text at most :data:`ONE_LINE_TOAST_LINES`
+        (:func:`toast_text`: a traceback's and a todo run's toasts covered two panels, a long
+        one-line refusal half a side pane): a traceback shows its exception line, a longer
+        text is cut with :data:`TOAST_MORE`. The whole text of every toast is kept for the
+        message log (``m``)."""
         text = str(message)
-        if brief or "\n" in text.strip():  # a traceback, a run's summary: 3 lines, the rest in the journal
-            width = min(TOAST_WIDTH, max(20, self.size.width // 2)) - 3  # Toast: width 60, max 50 %; border, padding
-            text = toast_text(text, width, TOAST_LINES - (1 if title else 0))
-        else:  # one line (a refusal and its cause, a config error at its file:line): bounded
-            text = headline(text)
+        self.messages.append(ShownMessage(time.time(), str(severity), str(title), text))
+        w = self.size.width
+        # the Toast's width (optui.tcss): a side pane's whole width but the rack's scroll bar (2),
+        # else 60 (80 on a wide screen) and at most half; its border and padding take 3
+        width = (w - 2 if w < NARROW_WIDTH else min(WIDE_TOAST_WIDTH if w >= WIDE_WIDTH else TOAST_WIDTH, w // 2)) - 3
+        lines = TOAST_LINES if brief or "\n" in text.strip() else ONE_LINE_TOAST_LINES
+        text = toast_text(text, max(20, width), lines - (1 if title else 0))
         super().notify(text, title=safe_line(str(title)), severity=severity, timeout=timeout, markup=markup)
 
     def get_driver_class(self):
@@ -591,6 +632,14 @@ class OptuiApp(App):
 
     def action_hide_help_panel(self) -> None:
         self.screen.query("KeyHelp").remove()
+
+    def action_messages(self) -> None:
+        """The message log: every toast of this window with its whole text, newest first
+        (a toast shows at most :data:`TOAST_LINES` lines)."""
+        from optui.ui.screens.details import DetailsScreen
+
+        self.push_screen(DetailsScreen(f"Messages ({len(self.messages)}, newest first) — Esc closes",
+                                       messages_text(self.messages)))
 
     def action_command_log(self) -> None:
         from optui.ui.screens.command_log import CommandLogScreen
