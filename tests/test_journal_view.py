@@ -629,7 +629,7 @@ async def test_the_text_filter_finds_what_the_rows_show_and_a_traceback_is_one_r
         app.notify(TRACEBACK, severity="error")
         app.notify("y" * 400)
         await wait_for(pilot, lambda: len(app._notifications) >= 2)
-        # a traceback: 3 lines at most; one line: 4 lines of the 80-column toast at most; the rest in the message log
+        # a traceback: 3 lines at most; one line: 5 lines of the 80-column toast at most; the rest in the message log
         assert [n.message for n in list(app._notifications)[-2:]] == [
-            "ValueError: boom at startup … m: whole message", "y" * (4 * 77 - 77 // 3 - 19) + " … m: whole message"]
+            "ValueError: boom at startup … m: whole message", "y" * (5 * 77 - 77 // 3 - 19) + " … m: whole message"]
         await pilot.press("q")

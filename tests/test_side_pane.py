@@ -181,11 +181,11 @@ async def test_bench_keeps_its_room_beside_a_fleet_grid_in_a_side_pane(tmp_path,
 
 
 @pytest.mark.parametrize("size", [(200, 50), (60, 40)])
-async def test_a_toast_is_at_most_three_lines_or_four_for_one_line(tmp_path, size):
+async def test_a_toast_is_at_most_three_lines_or_five_for_one_line(tmp_path, size):
     """Issue 20: at 200x50 an oom toast (8 lines of traceback) and a todo run's (5 lines)
     stacked over Bench and Journal; a one-line refusal of ~300 characters took 12 lines of a
     60-column pane (a toast: at most half the width). Every toast is its headline in at most
-    3 lines, title included (a traceback's exception line), a one-line text in 4; a side
+    3 lines, title included (a traceback's exception line), a one-line text in 5; a side
     pane's as wide as the pane; a cut one says where the whole text is: the message log
     (``m``), which has it."""
     from textual.widgets._toast import Toast
@@ -202,26 +202,26 @@ async def test_a_toast_is_at_most_three_lines_or_four_for_one_line(tmp_path, siz
                              for c in (1, 2, 4, 8)), title="#3 experiment ok", brief=True)  # as a todo run's
         refusal = ("restart of qwen refused: qwen is benchmarked by another optui process (pid 4242, optui bench run "
                    "qwen sweep --repeat 3, started 14:02:11 on gpu-node-1); wait for it to end or abort it there; "
-                   "the flags you chose are kept in the flag editor: " + " ".join(f"--flag-{i} {i}" for i in range(12)))
+                   "the flags you chose are kept in the flag editor: " + " ".join(f"--flag-{i} {i}" for i in range(40)))
         app.notify(refusal, severity="warning")
         await pilot.pause(0.3)
         toasts = list(app.screen.query(Toast))
         assert len(toasts) >= 3  # (and the campaign's GPU memory alert)
-        for toast in toasts:  # 3 lines and the padding; a one-line text 4 (a config error's file:line and cause)
+        for toast in toasts:  # 3 lines and the padding; a one-line text 5 (a config error's file:line and cause)
             one_line = "refused" in str(toast.render()) or "memory 9" in str(toast.render())
-            assert toast.region.height <= (4 if one_line else 3) + 2, (toast.region, toast.render())
+            assert toast.region.height <= (5 if one_line else 3) + 2, (toast.region, toast.render())
             if size[0] < 80:  # a side pane: the pane's width (but the toast rack's scroll bar), not half of it
                 assert toast.region.width == size[0] - 2, toast.region
         messages = [n.message for n in app._notifications]
         oom = next(m for m in messages if m.startswith("torch.OutOfMemoryError: CUDA out of memory."))
         assert oom.endswith(" … m: whole message"), messages
         cut = next(m for m in messages if m.startswith("restart of qwen refused:"))
-        assert cut.endswith(" … m: whole message") and "--flag-11 11" not in cut, cut
+        assert cut.endswith(" … m: whole message") and "--flag-39 39" not in cut, cut
         await pilot.press("m")
         await pilot.pause(0.2)
         assert type(app.screen).__name__ == "DetailsScreen"
         body = app.screen.query_one("#details-body").render().plain
-        assert "--flag-11 11" in body and "warning" in body and "  File 'x.py', line 1" in body, body
+        assert "--flag-39 39" in body and "warning" in body and "  File 'x.py', line 1" in body, body
         assert body.index("restart of qwen refused") < body.index("Traceback"), "newest first"
         await pilot.press("escape")
         await pilot.press("q")

@@ -68,9 +68,10 @@ SIDE_PANE_ROWS_BESIDE_GPUS = {"-tall": 25, "-short": 16}
 
 #: a toast's most lines, its title included: a text of several lines (a traceback, a todo
 #: run's summary) shows its headline in TOAST_LINES, a one-line text (a refusal and its cause,
-#: a config error at its file:line) may take ONE_LINE_TOAST_LINES
+#: a config error at its file:line, the path of a report just written) may take
+#: ONE_LINE_TOAST_LINES (a side pane's 60 columns: ~180 characters, a real path whole)
 TOAST_LINES = 3
-ONE_LINE_TOAST_LINES = 4
+ONE_LINE_TOAST_LINES = 5
 #: a toast's width in columns (Textual's Toast: 60, at most 50 %; a wide screen's 80 and a
 #: side pane's the whole pane: optui.tcss)
 TOAST_WIDTH = 60
