@@ -167,6 +167,7 @@ def test_demo_server_args_ignore_keeps_the_default():
 
 async def test_tui_server_panel_and_experiments_view_say_unverified(tmp_path):
     from tests.helpers.faults import app_on, demo_config, ready, wait_for
+    from tests.helpers.pilot import experiment_row
 
     # the demo campaign autostarts with --max-running-requests 4, which this server ignores
     app = app_on(demo_config(tmp_path, env='OPTUI_DEMO_IGNORE = "--max-running-requests"'))
@@ -181,7 +182,8 @@ async def test_tui_server_panel_and_experiments_view_say_unverified(tmp_path):
         await pilot.press("E")
         table = app.screen.query_one("#experiments-table")
         await wait_for(pilot, lambda: table.row_count == 1)
-        assert "unverified" in str(table.get_row_at(0)[3]), table.get_row_at(0)
+        exp_id = table.coordinate_to_cell_key((0, 0)).row_key.value
+        assert "unverified" in experiment_row(table, exp_id)["outcome"], experiment_row(table, exp_id)
         await pilot.press("enter")
         assert f"UNVERIFIED {line}" in app.screen.query_one("#details-body").render().plain
         await pilot.press("escape", "q")

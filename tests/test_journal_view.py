@@ -19,6 +19,7 @@ from optui.ui.app import OptuiApp
 from tests.helpers.campaign import CampaignWriter, flags, result, standard_campaign
 from tests.helpers.demo import subprocess_env
 from tests.helpers.faults import app_on, demo_config
+from tests.helpers.pilot import experiment_row
 from tests.test_app_flows import make_app, wait_for
 from tests.test_cli_headless import kill_demo_server
 
@@ -52,11 +53,6 @@ def seeded(tmp_path):
     j.append_many(("note", "llama", {"text": f"filler {i}"}) for i in range(400))  # pushes the campaign out of memory
     j.close()
     return loaded, ids
-
-
-def experiment_row(table, exp_id: str) -> dict[str, str]:
-    """The experiments view's row of ``exp_id`` as text, by column key."""
-    return {c.key.value: str(cell) for c, cell in zip(table.ordered_columns, table.get_row(exp_id), strict=True)}
 
 
 def panel(app):

@@ -197,26 +197,32 @@ async def test_a_toast_is_at_most_three_lines_or_five_for_one_line(tmp_path, siz
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
             "139.81 GiB of which 1.2 GiB is free; see the documentation for memory management and PYTORCH_CUDA_ALLOC_CONF "
             "to avoid fragmentation when reserved but unallocated memory is large (expandable segments)")
-        app.notify(trace, title="#3 experiment failed", severity="error")
-        app.notify("; ".join(f"sweep c={c}: 1268.7 out tok/s (+100.7% vs 632.1), TTFT p50 68.0 ms (base 830.4)"
-                             for c in (1, 2, 4, 8)), title="#3 experiment ok", brief=True)  # as a todo run's
         refusal = ("restart of qwen refused: qwen is benchmarked by another optui process (pid 4242, optui bench run "
                    "qwen sweep --repeat 3, started 14:02:11 on gpu-node-1); wait for it to end or abort it there; "
                    "the flags you chose are kept in the flag editor: " + " ".join(f"--flag-{i} {i}" for i in range(40)))
-        app.notify(refusal, severity="warning")
-        await pilot.pause(0.3)
-        toasts = list(app.screen.query(Toast))
-        assert len(toasts) >= 3  # (and the campaign's GPU memory alert)
-        for toast in toasts:  # 3 lines and the padding; a one-line text 5 (a config error's file:line and cause)
-            one_line = "refused" in str(toast.render()) or "memory 9" in str(toast.render())
-            assert toast.region.height <= (5 if one_line else 3) + 2, (toast.region, toast.render())
-            if size[0] < 80:  # a side pane: the pane's width (but the toast rack's scroll bar), not half of it
-                assert toast.region.width == size[0] - 2, toast.region
-        messages = [n.message for n in app._notifications]
-        oom = next(m for m in messages if m.startswith("torch.OutOfMemoryError: CUDA out of memory."))
-        assert oom.endswith(" … m: whole message"), messages
-        cut = next(m for m in messages if m.startswith("restart of qwen refused:"))
-        assert cut.endswith(" … m: whole message") and "--flag-39 39" not in cut, cut
+        for batch in ("oom", "todo run"), ("refusal",):  # a side pane shows 3 toasts: two, then "more messages"
+            app.clear_notifications()
+            if "oom" in batch:
+                app.notify(trace, title="#3 experiment failed", severity="error")
+                app.notify("; ".join(f"sweep c={c}: 1268.7 out tok/s (+100.7% vs 632.1), TTFT p50 68.0 ms (base 830.4)"
+                                     for c in (1, 2, 4, 8)), title="#3 experiment ok", brief=True)  # as a todo run's
+            else:
+                app.notify(refusal, severity="warning")
+            await pilot.pause(0.3)
+            toasts = list(app.screen.query(Toast))
+            assert len(toasts) == len(batch), [str(t.render()) for t in toasts]
+            for toast in toasts:  # 3 lines and the padding; a one-line text 5 (a config error's file:line and cause)
+                one_line = "refused" in str(toast.render())
+                assert toast.region.height <= (5 if one_line else 3) + 2, (toast.region, toast.render())
+                if size[0] < 80:  # a side pane: the pane's width (but the toast rack's scroll bar), not half of it
+                    assert toast.region.width == size[0] - 2, toast.region
+            messages = [n.message for n in app._notifications]
+            if "oom" in batch:
+                oom = next(m for m in messages if m.startswith("torch.OutOfMemoryError: CUDA out of memory."))
+                assert oom.endswith(" … m: whole message"), messages
+            else:
+                cut = next(m for m in messages if m.startswith("restart of qwen refused:"))
+                assert cut.endswith(" … m: whole message") and "--flag-39 39" not in cut, cut
         await pilot.press("m")
         await pilot.pause(0.2)
         assert type(app.screen).__name__ == "DetailsScreen"
@@ -225,3 +231,32 @@ async def test_a_toast_is_at_most_three_lines_or_five_for_one_line(tmp_path, siz
         assert body.index("restart of qwen refused") < body.index("Traceback"), "newest first"
         await pilot.press("escape")
         await pilot.press("q")
+
+
+@pytest.mark.parametrize(("size", "most"), [((200, 50), 5), ((60, 40), 3)])
+async def test_a_burst_of_toasts_shows_a_few_and_says_more_came(tmp_path, size, most):
+    """A rack's eight hosts raising a GPU memory alert together stacked eight toasts over the
+    whole of a 60x40 side pane (and the Bench and Journal of a 200x50 screen): at most 3 (5)
+    toasts show, the last saying more came and that ``m`` has them; an error that comes after
+    says so again; every message is in the log."""
+    from textual.widgets._toast import Toast
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        app.clear_notifications()
+        for host in range(1, 9):
+            app.notify(f"gpu-node-{host} GPU 1: memory 97% used (alert at 95%)", title="gpu memory", severity="warning")
+        await pilot.pause(0.3)
+        shown = [str(t.render()) for t in app.screen.query(Toast)]
+        assert len(shown) == most, shown
+        assert "more messages" in shown[-1] and "m opens the message log" in shown[-1], shown
+        app.notify("llama crashed: oom", title="server crashed", severity="error")
+        await pilot.pause(0.3)
+        shown = [str(t.render()) for t in app.screen.query(Toast)]
+        assert len(shown) == most + 1 and "server crashed and more" in shown[-1], shown
+        await pilot.press("m")
+        await pilot.pause(0.2)
+        body = app.screen.query_one("#details-body").render().plain
+        assert all(f"gpu-node-{host} GPU 1" in body for host in range(1, 9)) and "llama crashed: oom" in body, body
+        await pilot.press("escape", "q")

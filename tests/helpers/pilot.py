@@ -29,3 +29,10 @@ async def wait_for(pilot, predicate: Callable[[], object], timeout: float = 40.0
         except Exception as exc:  # noqa: BLE001 - only describes a failure already certain
             what = f"condition (state unreadable: {exc!r})"
     raise AssertionError(f"{what} not reached in {timeout} s")
+
+
+def experiment_row(table, exp_id: str) -> dict[str, str]:
+    """The experiments view's row of ``exp_id`` as text, by column key (columns come and go
+    with the width and the campaign: a server column only with several servers, a decision
+    column once one is made)."""
+    return {c.key.value: str(cell) for c, cell in zip(table.ordered_columns, table.get_row(exp_id), strict=True)}

@@ -83,6 +83,12 @@ TOAST_MORE = " … m: whole message"
 MESSAGES_KEPT = 200
 #: below this width (the -narrow breakpoint) a toast takes the whole width (optui.tcss)
 NARROW_WIDTH = 80
+#: the most toasts on screen at once, a side pane's and a wider screen's: the last one of
+#: them says that more came (a rack's eight hosts raising a GPU memory alert together covered
+#: a side pane); what does not fit is in the message log (``m``)
+MAX_TOASTS_NARROW = 3
+MAX_TOASTS = 5
+SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +173,8 @@ class OptuiApp(App):
         self._loader = loader
         #: every toast's whole text, newest last (the message log, ``m``)
         self.messages: deque[ShownMessage] = deque(maxlen=MESSAGES_KEPT)
+        self._toasts_until: list[float] = []  # when each toast on screen goes (monotonic s)
+        self._more_toast: tuple[float, int] = (0.0, -1)  # the "more messages" toast: until when, its severity's rank
         self.startup_error: str | None = None
         config = session.config if session is not None else None
         self._theme_name = theme_name or (config.theme if config else None) or DEFAULT_THEME
@@ -222,16 +230,38 @@ class OptuiApp(App):
         (:func:`toast_text`: a traceback's and a todo run's toasts covered two panels, a long
         one-line refusal half a side pane): a traceback shows its exception line, a longer
         text is cut with :data:`TOAST_MORE`. The whole text of every toast is kept for the
-        message log (``m``)."""
+        message log (``m``). At most :data:`MAX_TOASTS` toasts show at once
+        (:data:`MAX_TOASTS_NARROW` in a side pane), the last one saying that more came and
+        where they are (a more severe one that comes later says so again)."""
         text = str(message)
         self.messages.append(ShownMessage(time.time(), str(severity), str(title), text))
+        if timeout is None:
+            timeout = self.NOTIFICATION_TIMEOUT
+        now = time.monotonic()
+        self._toasts_until = [t for t in self._toasts_until if t > now]
         w = self.size.width
+        if len(self._toasts_until) >= (MAX_TOASTS_NARROW if w < NARROW_WIDTH else MAX_TOASTS) - 1:
+            until, rank = self._more_toast
+            if until > now and SEVERITY_RANK.get(str(severity), 0) <= rank:
+                return
+            self._more_toast = (now + timeout, SEVERITY_RANK.get(str(severity), 0))
+            message = f"{title or headline(text, limit=60)} and more: m opens the message log"
+            title = "more messages"
+        else:
+            self._toasts_until.append(now + timeout)
+        text = str(message)
         # the Toast's width (optui.tcss): a side pane's whole width but the rack's scroll bar (2),
         # else 60 (80 on a wide screen) and at most half; its border and padding take 3
         width = (w - 2 if w < NARROW_WIDTH else min(WIDE_TOAST_WIDTH if w >= WIDE_WIDTH else TOAST_WIDTH, w // 2)) - 3
         lines = TOAST_LINES if brief or "\n" in text.strip() else ONE_LINE_TOAST_LINES
         text = toast_text(text, max(20, width), lines - (1 if title else 0))
         super().notify(text, title=safe_line(str(title)), severity=severity, timeout=timeout, markup=markup)
+
+    def clear_notifications(self) -> None:
+        """Every toast goes (Textual's), and the count of those on screen with them."""
+        self._toasts_until.clear()
+        self._more_toast = (0.0, -1)
+        super().clear_notifications()
 
     def get_driver_class(self):
         """Textual's driver, or on Linux/macOS terminals with Textual's patches on
