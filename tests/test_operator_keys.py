@@ -302,3 +302,46 @@ def test_help_snapshot_beside_the_bench_panel_at_60x40(snap_compare, tmp_path):
         await pilot.pause(0.1)
 
     assert snap_compare(make_app(tmp_path), terminal_size=(60, 40), run_before=open_help)
+
+
+async def test_at_50x30_the_rollback_offer_shows_what_it_does_and_its_buttons(tmp_path):
+    """Issue 20's verifier: at 50x30 the offer after a todo run's oom filled with the log's
+    traceback, the diff, the command and the buttons off screen with no way to scroll, and a
+    toast over it: ``y`` rolled back blind. The diff and both buttons show, no toast covers
+    them, the log's last lines are below and reached with the arrows."""
+    from optui.ui.screens.confirm import ConfirmScreen
+    from textual.widgets import Button
+    from textual.widgets._toast import Toast
+    from tests.test_todo_runs import confirm, demo_campaign, make_app, ready
+
+    app = make_app(demo_campaign(tmp_path))
+    s = app.session
+    async with app.run_test(size=(50, 30), notifications=True) as pilot:
+        await wait_for(pilot, lambda: ready(s) and s.servers["demo"].status.last_good_argv)
+        s.todos.add("Find the OOM edge", "medium", {"server": "demo", "set": {"--mem-fraction-static": "0.99"},
+                                                    "bench": ["tiny"]})
+        await pilot.press("3", "X")
+        await confirm(pilot)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "roll back" in
+                       str(app.screen.query_one("#confirm-title").render()), timeout=60, what="the rollback offer")
+        await pilot.pause(1.2)  # the todo run's outcome and the session's alerts have come
+        dialog = app.screen
+        screen_region = dialog.region
+        buttons = [b.region for b in dialog.query(Button)]
+        assert len(buttons) == 2 and all(screen_region.contains_region(b) for b in buttons), (buttons, screen_region)
+        covering = [(t.region, str(t.render())) for t in dialog.query(Toast) if any(t.region.overlaps(b) for b in buttons)]
+        assert covering == [], covering
+        body = dialog.query_one("#confirm-body")
+        scroll = body.parent
+        seen = body.render().plain.splitlines()
+        assert seen[0] == "The restart failed: oom" and any("--mem-fraction-static" in line for line in seen[:6]), seen
+        assert "the last lines of its log:" in body.render().plain
+        assert scroll.scroll_y == 0
+        await pilot.press("pagedown")
+        assert scroll.max_scroll_y == 0 or scroll.scroll_y > 0
+        await pilot.press("n")
+        await pilot.pause(0.3)  # what came while it was open is said once it closed
+        assert any("came while the dialog was open (" in str(t.render()) and "oom" in str(t.render())
+                   for t in app.screen.query(Toast)), \
+            [str(t.render()) for t in app.screen.query(Toast)]
+        await pilot.press("q")

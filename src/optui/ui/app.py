@@ -173,8 +173,9 @@ class OptuiApp(App):
         self._loader = loader
         #: every toast's whole text, newest last (the message log, ``m``)
         self.messages: deque[ShownMessage] = deque(maxlen=MESSAGES_KEPT)
-        self._toasts_until: list[float] = []  # when each toast on screen goes (monotonic s)
+        self._toasts_on: list[tuple[float, ShownMessage]] = []  # each toast on screen: when it goes (monotonic s)
         self._more_toast: tuple[float, int] = (0.0, -1)  # the "more messages" toast: until when, its severity's rank
+        self._held: list[ShownMessage] = []  # toasts held while a dialog asks a question (ConfirmScreen)
         self.startup_error: str | None = None
         config = session.config if session is not None else None
         self._theme_name = theme_name or (config.theme if config else None) or DEFAULT_THEME
@@ -232,15 +233,22 @@ class OptuiApp(App):
         text is cut with :data:`TOAST_MORE`. The whole text of every toast is kept for the
         message log (``m``). At most :data:`MAX_TOASTS` toasts show at once
         (:data:`MAX_TOASTS_NARROW` in a side pane), the last one saying that more came and
-        where they are (a more severe one that comes later says so again)."""
+        where they are (a more severe one that comes later says so again). While a dialog asks
+        a question (a screen with ``HOLDS_TOASTS``: a toast covered the rollback offer's
+        buttons at 50x30) toasts are held, those on screen as it opens too, and one says, once
+        it closes, that they came."""
         text = str(message)
-        self.messages.append(ShownMessage(time.time(), str(severity), str(title), text))
+        shown = ShownMessage(time.time(), str(severity), str(title), text)
+        self.messages.append(shown)
+        if getattr(self.screen, "HOLDS_TOASTS", False):
+            self._held.append(shown)
+            return
         if timeout is None:
             timeout = self.NOTIFICATION_TIMEOUT
         now = time.monotonic()
-        self._toasts_until = [t for t in self._toasts_until if t > now]
+        self._toasts_on = [(t, m) for t, m in self._toasts_on if t > now]
         w = self.size.width
-        if len(self._toasts_until) >= (MAX_TOASTS_NARROW if w < NARROW_WIDTH else MAX_TOASTS) - 1:
+        if len(self._toasts_on) >= (MAX_TOASTS_NARROW if w < NARROW_WIDTH else MAX_TOASTS) - 1:
             until, rank = self._more_toast
             if until > now and SEVERITY_RANK.get(str(severity), 0) <= rank:
                 return
@@ -248,7 +256,7 @@ class OptuiApp(App):
             message = f"{title or headline(text, limit=60)} and more: m opens the message log"
             title = "more messages"
         else:
-            self._toasts_until.append(now + timeout)
+            self._toasts_on.append((now + timeout, shown))
         text = str(message)
         # the Toast's width (optui.tcss): a side pane's whole width but the rack's scroll bar (2),
         # else 60 (80 on a wide screen) and at most half; its border and padding take 3
@@ -259,7 +267,7 @@ class OptuiApp(App):
 
     def clear_notifications(self) -> None:
         """Every toast goes (Textual's), and the count of those on screen with them."""
-        self._toasts_until.clear()
+        self._toasts_on.clear()
         self._more_toast = (0.0, -1)
         super().clear_notifications()
 
@@ -515,6 +523,17 @@ class OptuiApp(App):
         return all(screen.styles.background.a < 1 for screen in self.screen_stack[1:-1])
 
     def _screen_changed(self, _screen) -> None:
+        if getattr(self.screen, "HOLDS_TOASTS", False):  # the toasts on screen wait too
+            now = time.monotonic()
+            self._held.extend(m for t, m in self._toasts_on if t > now)
+            if self._toasts_on:
+                self.clear_notifications()
+        elif self._held:
+            held, self._held = self._held, []
+            worst = max(held, key=lambda m: SEVERITY_RANK.get(m.severity, 0))
+            what = ", ".join(dict.fromkeys(m.title or headline(m.text, limit=30) for m in held))
+            self.notify(f"{len(held)} came while the dialog was open ({what}): m opens the message log",
+                        title="messages", severity=worst.severity, timeout=15)
         if self._dashboard_behind and self._dashboard_shown():
             self.paint_now()
 

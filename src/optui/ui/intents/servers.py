@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from optui.core.safe_text import headline
 from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
@@ -177,14 +178,15 @@ class ServerActions(Actions):
             return
         body = Text()
         if after:
-            body.append(f"The restart failed: {after}\n", style="bold")
-            for line in status.crash_lines[-4:]:
-                body.append(f"  {line}\n")
-            body.append("\n")
+            body.append(f"The restart failed: {after}\n\n", style="bold")
         body.append("back to the last flags that became ready:\n", style="bold")
         for change in Flags.parse(status.argv).diff(Flags.parse(last_good)) or []:
             body.append(f"  {change.describe()}\n")
-        body.append("\n" + shlex.join(last_good))
+        body.append("\n" + shlex.join(last_good) + "\n")
+        if after and status.crash_lines:  # after what will happen: at 50x30 the log hid the diff
+            body.append("\nthe last lines of its log:\n", style="bold")
+            for line in status.crash_lines[-4:]:
+                body.append(f"  {headline(line, limit=160)}\n")
         reason = f"offered after {after}" if after else "operator"
         title = f"{name} failed — roll back to its last good flags?" if after else f"Roll back {name} to its last good flags?"
 

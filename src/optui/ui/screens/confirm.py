@@ -1,5 +1,6 @@
 """A confirm dialog for destructive actions: shows exactly what will happen, Cancel
-focused, ``y`` confirms, ``n``/Esc cancels."""
+focused, ``y`` confirms, ``n``/Esc cancels, the arrows and page keys scroll a long body
+(its buttons stay on screen whatever the terminal's height)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,15 @@ class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [
         Binding("escape,n", "cancel", "Cancel", id="confirm.cancel"),
         Binding("y", "confirm", "Confirm", id="confirm.yes"),
+        Binding("up", "scroll_body(-1)", "Scroll", show=False),
+        Binding("down", "scroll_body(1)", "Scroll", show=False),
+        Binding("pageup", "scroll_body(-10)", "Scroll", show=False),
+        Binding("pagedown", "scroll_body(10)", "Scroll", show=False),
     ]
+    #: toasts wait until it closes (the app's notify): one over the buttons hid the question
+    HOLDS_TOASTS = True
+    #: rows the dialog takes beside its body: border 2, title 1, buttons 3
+    FRAME_ROWS = 6
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical { width: 90%; max-width: 120; height: auto; max-height: 90%;
@@ -48,7 +57,20 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button(f"{self.confirm_label} (y)", id="confirm", variant="warning")
 
     def on_mount(self) -> None:
+        self._fit_body()
         focus_now(self.query_one("#cancel", Button))
+
+    def on_resize(self) -> None:
+        self._fit_body()
+
+    def _fit_body(self) -> None:
+        """The body scrolls within what the screen leaves beside the title and the buttons
+        (the dialog: at most 90 % of the height): at 50x30 a failed restart's log lines pushed
+        the diff and the buttons off screen, and ``y`` rolled back blind."""
+        self.query_one(VerticalScroll).styles.max_height = max(3, int(self.size.height * 0.9) - self.FRAME_ROWS)
+
+    def action_scroll_body(self, rows: int) -> None:
+        self.query_one(VerticalScroll).scroll_relative(y=rows, animate=False)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm")
