@@ -4,13 +4,20 @@ Python 3.11's ``asyncio.wait_for`` drops a cancellation that arrives while the a
 future completes (an event set at the moment a task is cancelled: CPython gh-86296, fixed
 in 3.12 by rebuilding ``wait_for`` on ``asyncio.timeout``). A loop that waits on an event
 with ``wait_for`` then runs on after ``Task.cancel()``, and whatever awaits that task —
-``Session.close()`` at quit — hangs. :func:`wait_set` uses ``asyncio.timeout`` itself, which
-keeps an outside cancellation apart from its own timeout on 3.11 too.
+``Session.close()`` at quit — hangs. :func:`wait_set` and :func:`within` use
+``asyncio.timeout`` itself, which keeps an outside cancellation apart from its own timeout on
+3.11 too; optui's code calls :func:`within` where it would call ``asyncio.wait_for``
+(tests/test_ui_boundary.py checks). Seen: an SSH GPU source's process poll, cancelled as its
+``ssh.run`` finished, ran on, and its ``close()`` hung (CI, 1 run in 20).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 async def wait_set(event: asyncio.Event, timeout_s: float | None) -> bool:
@@ -22,3 +29,12 @@ async def wait_set(event: asyncio.Event, timeout_s: float | None) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+async def within(awaitable: Awaitable[T], timeout_s: float | None) -> T:
+    """``await awaitable`` for at most ``timeout_s`` seconds (None: no limit), as
+    ``asyncio.wait_for``: TimeoutError when it runs out (the awaitable is cancelled); a
+    cancellation of the caller always propagates (CancelledError), whatever the awaitable
+    did at that moment."""
+    async with asyncio.timeout(timeout_s):
+        return await awaitable

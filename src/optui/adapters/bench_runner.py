@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from optui.adapters.aio import within
 from optui.adapters.shell import LocalShell, Shell, ShellError
 from optui.core.textstream import LineSplitter
 
@@ -148,7 +149,7 @@ class CommandRun:
                 # the leader exited; make sure nothing it spawned lingers
                 await shell.stop_group(child.pid, timeout_s=self.kill_timeout_s)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*readers), 5.0)
+                await within(asyncio.gather(*readers), 5.0)
         except ShellError as exc:  # the host cannot be asked any more (link down)
             self._abort_reason = self._abort_reason or f"cannot stop the command: {exc}"
         except asyncio.CancelledError:

@@ -16,7 +16,6 @@ Every command and file access goes through an :class:`~optui.adapters.shell.Shel
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from optui.adapters import proc
+from optui.adapters.aio import within
 from optui.adapters.private_files import private_dir, private_file
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError, Spawned
 from optui.core.flags import Flags
@@ -261,7 +261,7 @@ class ProcessController:
         if self._proc is None:
             return None
         with contextlib.suppress(TimeoutError):
-            return await asyncio.wait_for(self._proc.wait(), timeout_s)
+            return await within(self._proc.wait(), timeout_s)
         return None
 
     def recorded(self) -> Launch | None:

@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from optui.adapters.aio import within
 from optui.adapters.worker_thread import SingleThreadExecutor
 from optui.core.gpu import GpuProcess, GpuSample, HostSnapshot, HostStatus, ancestors_of
 
@@ -126,7 +127,7 @@ class NvmlGpuSource:
         future = asyncio.get_running_loop().run_in_executor(self._executor, self._read_blocking)
         self._track(future)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.stale_after_s)
+            return await within(asyncio.shield(future), self.stale_after_s)
         except TimeoutError:
             return self._stale()
         except Exception as exc:  # noqa: BLE001 - a source must not raise into the session
@@ -138,7 +139,7 @@ class NvmlGpuSource:
         if future is None:
             return
         try:
-            await asyncio.wait_for(asyncio.wrap_future(future), self.close_timeout_s)
+            await within(asyncio.wrap_future(future), self.close_timeout_s)
         except TimeoutError:
             pass  # wedged in the driver: the daemon thread is abandoned and NVML left alone
 

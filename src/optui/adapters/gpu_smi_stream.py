@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from optui.adapters.aio import within
 from optui.adapters.ssh import SshError, SshHost, SshState
 from optui.core.gpu import GpuProcess, HostSnapshot, HostStatus, ancestors_of, parse_ps_parents
 from optui.core.nvsmi import (
@@ -147,7 +148,7 @@ class SshNvidiaSmiSource:
                         tick, tick_ts = [], None
             if tick:
                 self._publish_rows(tick)
-            await asyncio.wait_for(process.wait(), 5.0)
+            await within(process.wait(), 5.0)
             rc = process.exit_status
             self._error = f"nvidia-smi exited (rc {rc})"
         finally:

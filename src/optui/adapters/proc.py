@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from optui.adapters.aio import within
 from optui.adapters.private_files import open_private_append
 
 
@@ -257,7 +258,7 @@ async def stop_group(
     while time.monotonic() < deadline:
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(proc.wait(), poll_s)
+                await within(proc.wait(), poll_s)
         else:
             await asyncio.sleep(poll_s)
         if not group_alive(pgid):
@@ -276,7 +277,7 @@ async def _reap(proc: asyncio.subprocess.Process | DetachedProcess | None) -> in
     if proc is None:
         return None
     with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
-        return await asyncio.wait_for(proc.wait(), 2.0)
+        return await within(proc.wait(), 2.0)
     return proc.returncode
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from optui.adapters import proc
+from optui.adapters.aio import within
 from optui.adapters.log_follow import LogFollower
 from optui.core.textstream import iter_lines
 
@@ -239,11 +240,11 @@ class LocalShell:
         except OSError as exc:
             raise ShellError(str(exc)) from exc
         try:
-            out, err = await asyncio.wait_for(child.communicate(), timeout_s)
+            out, err = await within(child.communicate(), timeout_s)
         except TimeoutError:
             proc.kill_group_now(child.pid)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(child.wait(), 5.0)
+                await within(child.wait(), 5.0)
             raise ShellError(f"`{' '.join(argv)}` did not finish in {timeout_s:.0f} s") from None
         except asyncio.CancelledError:
             proc.kill_group_now(child.pid)
@@ -282,7 +283,7 @@ class LocalShell:
         finally:
             proc.kill_group_now(child.pid)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(child.wait(), 2.0)
+                await within(child.wait(), 2.0)
 
     def follow_file(self, path: str, on_line: Callable[[str], None], *, offset: int | None = 0) -> LogSource:
         if offset is None:

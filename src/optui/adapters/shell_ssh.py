@@ -44,6 +44,7 @@ from pathlib import Path
 import asyncssh
 
 from optui.adapters import proc
+from optui.adapters.aio import within
 from optui.adapters.shell import (
     KEPT_EXPERIMENT_LOG_BYTES,
     KEPT_EXPERIMENT_LOGS,
@@ -237,7 +238,7 @@ class SshShell:
         except (SshError, ShellError) as exc:
             raise OSError(errno.EHOSTUNREACH, str(exc)) from exc
         try:
-            first = await asyncio.wait_for(process.stdout.readline(), 15.0)
+            first = await within(process.stdout.readline(), 15.0)
         except (TimeoutError, asyncssh.Error, OSError) as exc:
             process.close()
             raise OSError(errno.EIO, f"{self.host}: {argv[0]}: no answer from the remote shell ({exc})") from exc
@@ -245,7 +246,7 @@ class SshShell:
             why = first
             if not merge_stderr:
                 with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
-                    why = await asyncio.wait_for(process.stderr.read(4096), 2.0)
+                    why = await within(process.stderr.read(4096), 2.0)
             process.close()
             raise OSError(errno.EIO, f"{self.host}: {argv[0]}: cannot start ({why.decode(errors='replace').strip()})")
         return process, int(first[len(PGID_MARK):].strip())

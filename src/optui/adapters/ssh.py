@@ -30,7 +30,7 @@ from pathlib import Path
 
 import asyncssh
 
-from optui.adapters.aio import wait_set
+from optui.adapters.aio import wait_set, within
 
 
 class SshState(enum.StrEnum):
@@ -147,7 +147,7 @@ class SshHost:
         if self._conn is not None:
             self._conn.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._conn.wait_closed(), 2.0)
+                await within(self._conn.wait_closed(), 2.0)
             self._conn = None
 
     def retry_now(self) -> None:
@@ -236,7 +236,7 @@ class SshHost:
     async def _probe_host_key(self) -> HostKeyInfo | None:
         try:
             host, port = self._resolved()
-            key = await asyncio.wait_for(asyncssh.get_server_host_key(host, port), self.connect_timeout_s)
+            key = await within(asyncssh.get_server_host_key(host, port), self.connect_timeout_s)
         except (TimeoutError, OSError, asyncssh.Error, ValueError):
             return None
         if key is None:
@@ -274,7 +274,7 @@ class SshHost:
         if self._live.is_set() and self._conn is not None:
             return self._conn
         try:
-            await asyncio.wait_for(self._live.wait(), max(timeout_s, 0.001))
+            await within(self._live.wait(), max(timeout_s, 0.001))
         except TimeoutError:
             raise SshError(f"{self.name}: not connected ({self.state.value}: {self.error or 'no answer'})") from None
         if self._conn is None:
@@ -302,7 +302,7 @@ class SshHost:
         io = {"input": data} if data is not None else {"stdin": asyncssh.DEVNULL}
         t0 = time.monotonic()
         try:
-            done = await asyncio.wait_for(conn.run(command, check=False, encoding=None, **io), timeout_s)
+            done = await within(conn.run(command, check=False, encoding=None, **io), timeout_s)
         except TimeoutError:
             self._log(shown, None, time.monotonic() - t0)
             raise SshError(f"{self.name}: {shown[0]} timed out after {timeout_s:.0f}s") from None

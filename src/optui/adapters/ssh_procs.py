@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import asyncssh
 
+from optui.adapters.aio import within
 from optui.adapters.shell import ShellError
 from optui.core.textstream import LineSplitter
 
@@ -46,7 +47,7 @@ async def reap(handle) -> int | None:
     if handle is None:
         return None
     with contextlib.suppress(TimeoutError, ShellError):
-        return await asyncio.wait_for(handle.wait(), 5.0)
+        return await within(handle.wait(), 5.0)
     return handle.returncode
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from optui.adapters.aio import within
 from optui.adapters.journal import Journal, JournalError, StoredResult
 from optui.config import Config
 from optui.core import events as ev
@@ -304,7 +305,7 @@ class BenchService:
             self.abort()
             if self._task is not None:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                    await asyncio.wait_for(asyncio.shield(self._task), 5.0)
+                    await within(asyncio.shield(self._task), 5.0)
 
     def kill_leftovers(self) -> None:
         """SIGKILL a running benchmark's process group (no event loop needed; a remote one

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from optui.adapters.aio import wait_set
+from optui.adapters.aio import wait_set, within
 from optui.adapters.gpu_source import GpuSource
 from optui.core.gpu import HostSnapshot, HostStatus
 from optui.session.state import GpuHistoryWindow, GpuSeries
@@ -127,7 +127,7 @@ class GpuPoller:
 
     async def _read(self, host: str, source: GpuSource, interval: float) -> None:
         try:
-            snap = await asyncio.wait_for(source.read(), 3 * interval)
+            snap = await within(source.read(), 3 * interval)
             if snap.status is HostStatus.LIVE:
                 self._last_ok[host] = time.time()
         except TimeoutError:

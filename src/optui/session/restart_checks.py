@@ -24,11 +24,11 @@ all go through :meth:`optui.session.Session.restart_checked`, which uses this mo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from optui.adapters.aio import within
 from optui.core.flag_catalog import UNKNOWN_FLAG, Issue
 from optui.core.flags import Flags, parse_assignment
 from optui.core.server_state import ServerState, ServerStatus
@@ -129,7 +129,7 @@ async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[
     Raises SessionError (unknown preset), FlagError (a malformed edit) or RestartRefused
     (catalogue errors, unknown flags with ``refuse_unknown``); never stops or starts anything."""
     with contextlib.suppress(TimeoutError):  # a fresh session (the CLI) must know first whether it runs
-        await asyncio.wait_for(rt.attached.wait(), ATTACH_WAIT_S)
+        await within(rt.attached.wait(), ATTACH_WAIT_S)
     last_good = None
     with contextlib.suppress(Exception):  # an unreadable journal: no last good flags to start from
         last_good = await rt.read_journal(lambda: rt.journal.last_good(rt.name))

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from optui.adapters.aio import within
 from optui.config import Config
 from optui.core.bench.sweep import SweepSpec
 from optui.core.gpu import HostSnapshot
@@ -328,7 +329,7 @@ class SearchRunner:
         """Session closing: stop, then wait for the trial in progress to end."""
         if self.stop() and self._task is not None:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._task), 15.0)
+                await within(asyncio.shield(self._task), 15.0)
             self._task.cancel()
 
     # ------------------------------------------------------------ the loop

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from optui.adapters.aio import wait_set
+from optui.adapters.aio import wait_set, within
 from optui.adapters.controller import Controller, ControllerError, Launch, ProcessController
 from optui.adapters.journal import Journal, JournalError
 from optui.adapters.probe import ServerProbe
@@ -376,7 +376,7 @@ class ServerRuntime:
             drain = getattr(self._log, "drain", None)  # a journal or remote log lags the exit: fetch the rest
             if drain is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(drain(), 10.0)
+                    await within(drain(), 10.0)
             self._log.flush()
         if self.status.state in (ServerState.DOWN, ServerState.CRASHED):
             return

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
 from optui.adapters import journal_thread
-from optui.adapters.aio import wait_set
+from optui.adapters.aio import wait_set, within
 from optui.adapters.controller import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
 from optui.adapters.journal import Journal, JournalError, on_read_only_fs
@@ -420,7 +420,7 @@ class Session:
         autostart = [rt for rt in self.servers.values() if rt.cfg.autostart]
         if autostart:  # let monitors re-attach (systemd asks systemctl) before deciding on autostart
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*(rt.attached.wait() for rt in autostart)), 15)
+                await within(asyncio.gather(*(rt.attached.wait() for rt in autostart)), 15)
         for rt in self.servers.values():
             if self.autostart and rt.cfg.autostart and rt.controller.launch is None and not self.read_only:
                 self._tasks.append(asyncio.create_task(self._autostart(rt), name=f"autostart-{rt.name}"))
@@ -515,9 +515,9 @@ class Session:
             await self.fleet.close()
         if self._off_loop:  # what was queued on the journal thread lands first (a stuck call: not waited for)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.journal_thread.run(lambda j: None), 10)
+                await within(self.journal_thread.run(lambda j: None), 10)
                 if self._sync_task is not None:
-                    await asyncio.wait_for(self._sync_task, 10)
+                    await within(self._sync_task, 10)
             self._off_loop = False
         self.journal_health.flush_before_close()
         with contextlib.suppress(JournalError):

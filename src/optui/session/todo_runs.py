@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters import proc
+from optui.adapters.aio import within
 from optui.adapters.journal import JournalError
 from optui.config import Config
 from optui.core.todo import TodoItem, TodoStatus
@@ -255,7 +256,7 @@ class TodoRunQueue:
         self.stop()
         if self._task is not None:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._task), 10.0)
+                await within(asyncio.shield(self._task), 10.0)
             self._task.cancel()
         for task in list(self._background):
             task.cancel()
