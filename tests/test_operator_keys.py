@@ -309,9 +309,10 @@ async def test_at_50x30_the_rollback_offer_shows_what_it_does_and_its_buttons(tm
     traceback, the diff, the command and the buttons off screen with no way to scroll, and a
     toast over it: ``y`` rolled back blind. The diff and both buttons show, no toast covers
     them, the log's last lines are below and reached with the arrows."""
-    from optui.ui.screens.confirm import ConfirmScreen
     from textual.widgets import Button
     from textual.widgets._toast import Toast
+
+    from optui.ui.screens.confirm import ConfirmScreen
     from tests.test_todo_runs import confirm, demo_campaign, make_app, ready
 
     app = make_app(demo_campaign(tmp_path))
