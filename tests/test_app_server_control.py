@@ -318,3 +318,18 @@ async def test_the_zoomed_servers_panel_uses_the_whole_60x40_pane(tmp_path):
         await pilot.pause(0.1)
         assert len(app.query_one("#servers").render().plain.splitlines()) == 1
         await pilot.press("q")
+
+
+async def test_a_rollback_to_the_flags_it_runs_says_it_changes_none(tmp_path):
+    """Issue 20's verifier: ctrl+r on a healthy server with unchanged flags showed 'back to
+    the last flags that became ready:' followed by nothing."""
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        await wait_for(pilot, lambda: rt.status.last_good_argv == rt.status.argv, what="the last good flags")
+        await pilot.press("2", "ctrl+r")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and bool(app.screen.query("#confirm-body")))
+        body = text_of(app, "#confirm-body")
+        assert "back to the last flags that became ready:\n  (none: it runs them now; a plain restart)" in body, body
+        await pilot.press("n", "q")

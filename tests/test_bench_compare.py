@@ -129,6 +129,31 @@ def test_a_row_is_judged_with_the_restart_spread_its_experiments_verdict_used():
     assert with_restart_spreads([first], spreads)[0] is first
 
 
+def test_the_baseline_flags_again_never_read_better_or_worse_in_a_table():
+    """Issue 20's verifier: the baseline's flags started again and benchmarked read
+    ``+2.1% ✓`` in the bench table while the experiment's verdict was ``same``: the spread it
+    measured (2.1 % of the two medians' mean) was just under its change vs the baseline
+    (2.1 % of the baseline's). Such a row's changes are inconclusive (``~``) whatever the
+    spread; another experiment's row keeps its verdict."""
+    from optui.core.bench.compare import THROUGHPUT, with_restart_spreads
+    from optui.core.journal_experiments import Experiment, baseline_flags_again
+
+    base = [Entry(i, result(v, run="r1"), "sweep", False, "exp-0002") for i, v in enumerate((100.0, 100.2, 99.8), 1)]
+    again = [Entry(i, result(v, run="r2"), "sweep", False, "exp-0009") for i, v in enumerate((102.1, 102.2, 102.0), 4)]
+    other = [Entry(i, result(v, run="r3"), "sweep", False, "exp-0010") for i, v in enumerate((102.1, 102.2, 102.0), 7)]
+    rows = build_rows(group_entries(base + again + other))
+    spreads = {rows[-1].group.workload_key: 2.08}
+    assert [r.deltas[THROUGHPUT].verdict for r in with_restart_spreads(rows[1:], spreads)] == ["better", "better"]
+    same = baseline_flags_again([Experiment("exp-0009", "demo", 0.0, "tui", "", (), (), (), verdict="same"),
+                                 Experiment("exp-0002", "demo", 0.0, "tui", "", (), (), (), verdict="baseline", is_baseline=True),
+                                 Experiment("exp-0010", "demo", 0.0, "tui", "", (), (), (), verdict="better",
+                                            diff_vs_baseline=("+ --x 1",))])
+    assert same == {"exp-0009"}
+    judged = with_restart_spreads(rows[1:], spreads, same)
+    assert [r.deltas[THROUGHPUT].verdict for r in judged] == ["inconclusive", "better"]
+    assert judged[0].deltas[THROUGHPUT].pct == pytest.approx(rows[1].deltas[THROUGHPUT].pct)
+
+
 def test_failed_requests_above_the_threshold_are_never_compared():
     """kill -9 of the server mid-run: 15 ok of 400 is 'degraded' with the count, not ok."""
     r = BenchResult(tool="sglang", completed=15, failed=385, output_throughput_tok_s=1130.0)

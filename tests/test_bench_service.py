@@ -111,7 +111,12 @@ async def test_repeats_fold_into_one_group_and_a_pinned_baseline_gives_deltas(tm
     [base] = s.benches.rows()
     assert base.group.ids == (1, 2, 3) and base.samples["output_throughput_tok_s"].n == 3 and base.is_baseline
     s.benches.pin_baseline(2)
-    assert s.journal.events(types=["bench.baseline"])[-1].data["result_id"] == 2
+    pinned = s.journal.events(types=["bench.baseline"])[-1]
+    assert pinned.data["result_id"] == 2
+    # the event says what the rows are compared with: the group's median of 3, not result #2's own
+    median = base.samples["output_throughput_tok_s"].median
+    assert pinned.data["output_throughput_tok_s"] == median and pinned.data["runs"] == 3
+    assert f"{median:.1f} out tok/s (median of 3 runs) (result #2)" in pinned.summary()
     await run(s, "fast")  # same workload, 1.5x the throughput — one run: a number, never a verdict
     _, once = s.benches.rows()
     delta = once.deltas["output_throughput_tok_s"]

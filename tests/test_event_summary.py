@@ -36,6 +36,8 @@ def test_baseline_pin_and_alerts_read_as_sentences():
                                     "output_throughput_tok_s": 677.94}) == \
         "baseline pinned: bench sweep c=16, 677.9 out tok/s (result #2)"
     assert line(ev.BENCH_BASELINE, {"result_id": 7}) == "baseline pinned: bench ? (result #7)"  # older events
+    assert line(ev.BENCH_BASELINE, {"result_id": 3, "bench": "sweep", "output_throughput_tok_s": 669.66, "runs": 3}) == \
+        "baseline pinned: bench sweep, 669.7 out tok/s (median of 3 runs) (result #3)"
     assert line(ev.ALERT, {"kind": "crashed", "message": "demo crashed (bad_flag)"}) == "demo crashed (bad_flag)"
     assert line(ev.ALERT, {"kind": "hung", "message": "no tokens for 30 s"}) == "hung: no tokens for 30 s"
 

@@ -236,13 +236,15 @@ async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
             assert all("--max-run-req 64 +1 " in line for line in rows[1:]), rows  # abbreviated alike, counted
         else:
             # the baseline the evidence rests on is named once, in the title
-            assert "--max-running-requests 64 " in row and "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10 " in row, row
+            assert "~ --max-running-requests: 16 → 64 " in row and "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10 " in row, row
             title = str(app.screen.query_one("#experiments-title").render())
             assert title.startswith(f"Experiments of qwen (5)   baseline {ids['base']}   "), title
-            # every changed flag whole: the room the server column and the evidence's 'vs' took
-            assert ["--max-running-requests 64 --mem-fraction-static 0.99 ", "--max-running-requests 64 --chunked-prefill-size 512 ",
-                    "--max-running-requests 64 --disable-radix-cache "] == [
-                        next(c for c in rows[n].split("  ") if c.startswith("--")) + " " for n in (1, 2, 3)], rows
+            # every change whole, as the diff reads everywhere else: the room the server column, the
+            # evidence's 'vs' and the one-line headers ('TTFT p50 ms', 'runs, requests') took
+            assert [" ~ --max-running-requests: 16 → 64; + --mem-fraction-static 0.99 ",
+                    " ~ --max-running-requests: 16 → 64; + --chunked-prefill-size 512 ",
+                    " ~ --max-running-requests: 16 → 64; + --disable-radix-cache (on) "] == [
+                        next(" " + c + " " for c in rows[n].split("  ") if c.startswith("~")) for n in (1, 2, 3)], rows
             assert "decision" not in keys  # none recorded
         assert not any("…" in line for line in rows), rows
         await pilot.press("escape")
@@ -409,7 +411,7 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
         assert cell(big, "change") == "--max-run-req 64"  # its flags fitted; the bench panel one rendering a flag
         assert len({c for c in bench_changes() if "64" in c}) == 1, bench_changes()
         assert cell(big, "verdict") == "better" and cell(big, "evidence").startswith("n=6 vs 3"), cell(big, "evidence")
-        assert cell(big, "outcome") == "ready · 2 starts: 2 ok" and cell(big, "runs") == "6/6, 384/384 ok"
+        assert cell(big, "outcome") == "ready, 2 starts" and cell(big, "runs") == "6/6, 384/384 ok"
         assert cell(again, "change") == f"same flags as {base}" and cell(again, "verdict") == "same"
         table.move_cursor(row=1)
         await pilot.press("enter")  # its details list the start folded into it
@@ -417,6 +419,8 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
         body = app.screen.query_one("#details-body").render().plain
         assert "started again with these flags (2 starts: 2 ok); runs judged together" in body, body
         assert f"{measured} " in body and "measure again: ready in 31.50 s, 3 runs" in body, body
+        runs = body[body.index("benchmark runs"):].split("\n\n")[0]  # the folded start's runs too, saying where
+        assert runs.count(" c16: ok") == 6 and runs.count(f"(in {measured})") == 3, runs
         await pilot.press("escape", "escape")
 
 
@@ -424,7 +428,9 @@ async def test_at_200_columns_the_evidence_with_a_restart_spread_is_whole(tmp_pa
     """Issue 20's verifier: at 200 columns the experiments view cut the evidence of a
     campaign with a restart spread (``…, p=0.024, restarts ±3…``) while a server column
     repeated one name and every evidence repeated ``vs exp-0001``. Now every cell is whole:
-    the title names the server and the baseline, the change's flags are abbreviated alike."""
+    the title names the server and the baseline, the change's flags are abbreviated alike;
+    and so with a decision column and a configuration that failed three times (the
+    verifier's next look: ``restarts ±…``)."""
     cfg = tmp_path / "optui.toml"
     cfg.write_text(CONFIG)
     loaded = load_config(cfg)
@@ -440,6 +446,9 @@ async def test_at_200_columns_the_evidence_with_a_restart_spread_is_whole(tmp_pa
     back = w.restart(tuned, reason="rollback")
     w.bench(back, result(1301.0), result(1291.0), result(1296.0))
     oom = w.restart(flags(max_running_requests=64, mem_fraction_static=0.99), crash="oom")
+    for _ in range(2):  # the same oom twice more: 'failed: oom · 3 starts: 3 failed' cut the evidence further
+        w.restart(flags(max_running_requests=64, mem_fraction_static=0.99), crash="oom")
+    j.append(ev.VERDICT, "qwen", {"decision": "keep", "reason": "clear win"}, experiment=big)  # a decision column
     j.close()
     app = OptuiApp(Session(loaded))
     async with app.run_test(size=(200, 50)) as pilot:
@@ -452,11 +461,12 @@ async def test_at_200_columns_the_evidence_with_a_restart_spread_is_whole(tmp_pa
         rows = [line for line in lines if re.search(r"█ exp-000[1-5] ", line)]
         assert len(rows) == 4 and not any("…" in line for line in rows), rows
         row = next(line for line in rows if big in line)
-        assert "n=6 vs 3, ±0.4 % / ±0.5 %, p=0.024, restarts ±3.1 % " in row and "ready · 2 starts: 2 ok" in row, row
+        assert "n=6 vs 3, ±0.4 % / ±0.5 %, p=0.024, restarts ±3.1 % " in row and "ready, 2 starts " in row, row
         assert "--max-run-req 64 +2" in row, row
         assert next(line for line in rows if again in line).count("restarts ±3.1 %") == 1
-        assert f"Experiments of qwen (4, 5 starts)   baseline {base}   " in "".join(lines)
-        assert experiment_row(table, oom)["outcome"] == "failed: oom" and back not in [str(table.get_row_at(n)[0]) for n in range(4)]
+        assert f"Experiments of qwen (4, 7 starts)   baseline {base}   " in "".join(lines)
+        assert experiment_row(table, big)["decision"] == "keep"
+        assert experiment_row(table, oom)["outcome"] == "failed: oom, 3 starts" and back not in [str(table.get_row_at(n)[0]) for n in range(4)]
         await pilot.press("escape")
 
 
@@ -490,7 +500,7 @@ async def test_the_experiments_view_folds_starts_that_measured_nothing_into_thei
         shown = [str(table.get_row_at(n)[0]) for n in range(table.row_count)]
         assert shown == [base, big, oom], shown
         outcomes = {exp_id: str(table.get_row(exp_id)[columns.index("outcome")]) for exp_id in shown}
-        assert outcomes == {base: "ready", big: "ready · 3 starts: 2 ok, 1 failed", oom: "failed: oom"}, outcomes
+        assert outcomes == {base: "ready", big: "ready, 3 starts, 1 failed", oom: "failed: oom"}, outcomes
         assert str(app.screen.query_one("#experiments-title").render()).startswith("Experiments of qwen (3, 5 starts)")
         await pilot.press("escape")
     listing = optui(cfg, "journal", "experiments").stdout.splitlines()

@@ -144,14 +144,16 @@ async def test_bench_panel_renders_status_rows_and_new_output_lines():
         # the step of a run: repeats alone say it once (it read "run 1/3 run 1/3"), a sweep's point and its repeat
         from dataclasses import replace
         running = BenchView("c64", "qwen", "running", time.time())
-        for points_done, total, label, shown in ((0, 3, "run 1/3", "  run 1/3   A: abort"),  # A, the key that aborts (x is the todo panel's run)
-                                                 (3, 6, "c=4 run 1/3", "  point 4/6  c=4 run 1/3"),
-                                                 (1, 2, "c=4", "  point 2/2  c=4")):
+        # where the run is comes first (a side pane cut 'run 2/3' off the end); A, the key that
+        # aborts (x is the todo panel's run), last
+        for points_done, total, label, shown in ((0, 3, "run 1/3", "RUNNING  run 1/3  "),
+                                                 (3, 6, "c=4 run 1/3", "RUNNING  point 4/6  c=4 run 1/3  "),
+                                                 (1, 2, "c=4", "RUNNING  point 2/2  c=4  ")):
             panel.show(replace(running, points_done=points_done, points_total=total, point=label), rows,
                        BenchOutput("run-3", 0, ()))
             await pilot.pause(0.1)
             status = str(panel.query_one("#bench-status").render())
-            assert shown in status and status.count("run ") == label.count("run "), status
+            assert shown in status and status.count("run ") == label.count("run ") and status.endswith("   A: abort"), status
 
 
 async def test_the_bench_panel_judges_a_change_with_the_verdicts_restart_spread():

@@ -359,11 +359,12 @@ def experiment_sections(x: Experiment, repeats: Sequence[Experiment] = ()) -> li
             tone = "" if d.good is None else ("good" if d.good else "bad")
             s.add(f"{d.metric.label:<12}{_num(d.value):>12}{_num(d.base):>12}{(f'{rel:+.1f}%' if rel is not None else '-'):>10}", tone)
         out.append(s)
-    if x.bench_runs:
+    every_run = [(start.id, run) for start in (x, *repeats) for run in start.bench_runs]  # a folded start's runs are pooled here
+    if every_run:
         runs = Section("benchmark runs")
-        for run in x.bench_runs:
-            runs.add(f"#{run.seq} {run.bench}: {run.status} ({_num(run.duration_s)} s)" + (f" — {run.error}" if run.error else ""),
-                     "" if run.status == "ok" else "bad")
+        for exp_id, run in sorted(every_run, key=lambda pair: pair[1].seq):
+            runs.add(f"#{run.seq} {run.bench}: {run.status} ({_num(run.duration_s)} s)" + (f" — {run.error}" if run.error else "")
+                     + (f" (in {exp_id})" if exp_id != x.id else ""), "" if run.status == "ok" else "bad")
         out.append(runs)
     if x.notes:
         notes = Section("notes")

@@ -218,8 +218,10 @@ class Event:
         if t == BENCH_BASELINE:
             conc = f" c={d['concurrency']}" if d.get("concurrency") is not None else ""
             tput = d.get("output_throughput_tok_s")
+            n_runs = d.get("runs")
+            of = f" (median of {n_runs} runs)" if isinstance(n_runs, int) and n_runs > 1 else ""
             return (f"baseline pinned: bench {d.get('bench') or '?'}{conc}"
-                    + (f", {tput:.1f} out tok/s" if isinstance(tput, int | float) else "") + f" (result #{d.get('result_id')})")
+                    + (f", {tput:.1f} out tok/s{of}" if isinstance(tput, int | float) else "") + f" (result #{d.get('result_id')})")
         if t == TODO_CHANGED:
             after = d.get("after") or {}
             before = d.get("before") or {}

@@ -713,6 +713,13 @@ def restart_spreads(experiments: Iterable[Experiment]) -> dict[str, float]:
     return out
 
 
+def baseline_flags_again(experiments: Iterable[Experiment]) -> frozenset[str]:
+    """The ids of the experiments that ran their server's baseline flags again (not the
+    baseline itself): their verdict is ``same`` whatever they measured, a change of theirs
+    is the restart-to-restart spread (:func:`~optui.core.bench.compare.with_restart_spreads`)."""
+    return frozenset(x.id for x in experiments if not x.is_baseline and x.verdict == "same" and not x.diff_vs_baseline)
+
+
 def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], dict[str, list[str]]]:
     """The experiments a listing shows (in the order given), and for each of them the ids of
     the repeats folded into it (:attr:`Experiment.is_repeat`: rollbacks, restarts with
@@ -726,7 +733,9 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
     A repeat whose first experiment is not among ``experiments`` stays listed. A first start
     that measured nothing (the demo's autostart before any benchmark) folds into the first
     later start of its configuration that did, with that configuration's other unmeasured
-    starts: it was listed as ``untested`` beside ``exp-0002 baseline (same flags as exp-0001)``."""
+    starts: it was listed as ``untested`` beside ``exp-0002 baseline (same flags as exp-0001)``;
+    a row that keeps its own (the baseline's flags measured again) then says it has the same
+    flags as that later start, whose row is listed."""
     experiments = list(experiments)
     listed = {x.id for x in experiments}
     measured_again: dict[str, str] = {}  # an unmeasured first start → its configuration's first measured start
@@ -747,6 +756,8 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
         if x.same_config_as in listed and into != x.id and (x.is_repeat or x.same_config_as not in baseline_configs):
             assert into is not None
             folded.setdefault(into, []).append(x.id)
+        elif x.same_config_as in measured_again:  # 'same flags as' names the row that start is counted in
+            rows.append(replace(x, same_config_as=measured_again[x.same_config_as]))
         else:
             rows.append(x)
     return rows, folded
@@ -763,6 +774,18 @@ def starts_text(x: Experiment, repeats: Sequence[Experiment] = ()) -> str:
     body = ", ".join(part for n, part in ((ok, f"{ok} ok"), (failed, f"{failed} failed")) if n)
     head = f"{len(starts)} start{'s' if len(starts) != 1 else ''}"
     return f"{head}: {body}" if body else head
+
+
+def starts_brief(x: Experiment, repeats: Sequence[Experiment] = ()) -> str:
+    """:func:`starts_text` for a row that already shows ``x``'s outcome: how many starts
+    and only those that ended otherwise: ``"3 starts"`` (all alike), ``"3 starts, 1 failed"``
+    (``x`` ready), ``"3 starts, 2 ok"`` (``x`` failed); ``""`` for a single start."""
+    starts = [x, *repeats]
+    if len(starts) == 1:
+        return ""
+    failed_row = x.outcome == "failed"
+    other = sum((s.outcome in ("ready", "observed")) if failed_row else (s.outcome == "failed") for s in starts)
+    return f"{len(starts)} starts" + (f", {other} {'ok' if failed_row else 'failed'}" if other else "")
 
 
 def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:

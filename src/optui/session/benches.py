@@ -175,7 +175,7 @@ class BenchService:
         self._writer.check_writable("pinning a baseline")
         stored = next((r for r in self._history() if r.id == result_id), None)
         try:
-            self._pin(result_id, stored)
+            self._pin(result_id, stored, self._repeats_of(stored))
         except JournalError as exc:
             raise SessionError(str(exc)) from None
         self._pinned()
@@ -186,15 +186,26 @@ class BenchService:
         out there. SessionError when unknown, read-only or the write fails."""
         self._writer.check_writable("pinning a baseline")
         stored = next((r for r in self._history() if r.id == result_id), None)
+        repeats = self._repeats_of(stored)
         try:
-            await self._writer.call(lambda: self._pin(result_id, stored))
+            await self._writer.call(lambda: self._pin(result_id, stored, repeats))
         except JournalError as exc:
             raise SessionError(str(exc)) from None
         self._pinned()
 
-    def _pin(self, result_id: int, stored: StoredResult | None) -> None:
-        """The journal half of a pin (safe on the journal thread): the pin and its event.
-        SessionError for an unknown id; JournalError when the write fails."""
+    def _repeats_of(self, stored: StoredResult | None) -> list[StoredResult]:
+        """The results of ``stored``'s group (its run's repeats of its workload, itself
+        included): a pinned baseline is compared as that group, its median."""
+        if stored is None:
+            return []
+        group = Entry(stored.id, stored.result).run_id, stored.result.workload.key()
+        return [r for r in self._history() if (Entry(r.id, r.result).run_id, r.result.workload.key()) == group]
+
+    def _pin(self, result_id: int, stored: StoredResult | None, repeats: Sequence[StoredResult] = ()) -> None:
+        """The journal half of a pin (safe on the journal thread): the pin and its event,
+        which says the out tok/s the rows are compared with: the median of ``repeats`` (the
+        pinned result's group; the event said the one result's 677.6 where the table showed the
+        group's 669.7). SessionError for an unknown id; JournalError when the write fails."""
         w = self._writer
         try:
             w.journal.set_baseline(result_id)
@@ -202,9 +213,11 @@ class BenchService:
             raise SessionError(str(exc.args[0])) from None
         data: dict[str, object] = {"result_id": result_id}
         if stored is not None:
+            group = group_entries(Entry(r.id, r.result) for r in repeats or [stored])[0].sample("output_throughput_tok_s")
             data.update(bench=stored.bench, workload=stored.result.workload.key(),
                         concurrency=stored.result.max_concurrency,
-                        output_throughput_tok_s=stored.result.output_throughput_tok_s)
+                        output_throughput_tok_s=group.median if group.n else stored.result.output_throughput_tok_s,
+                        runs=group.n or 1)
         w.record(BENCH_BASELINE, stored.server if stored else None, data,
                  experiment=stored.experiment if stored else None)
 

@@ -32,7 +32,7 @@ Definitions:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -436,15 +436,24 @@ def build_rows(groups: Sequence[Group], history: Sequence[Group] | None = None,
     return rows
 
 
-def with_restart_spreads(rows: Sequence[Row], spreads: Mapping[str, float]) -> tuple[Row, ...]:
+def with_restart_spreads(rows: Sequence[Row], spreads: Mapping[str, float],
+                         same_flags: Collection[str] = ()) -> tuple[Row, ...]:
     """``rows`` with the out tok/s change of each judged against its workload's
     restart-to-restart spread too (``spreads``: workload key → the full range of same-flags
     experiments' medians in %, as the experiments' verdicts use it:
     :func:`~optui.core.journal_experiments.restart_spreads`). A row judged without it read
     ``-6.4% ✗`` (outside the noise) where its experiment's verdict, with restarts ±7.2 %, was
-    ``same``. Rows whose workload has no measured spread are returned as they are."""
+    ``same``. Rows whose workload has no measured spread are returned as they are. The rows
+    of experiments in ``same_flags`` (the baseline's flags started again:
+    :func:`~optui.core.journal_experiments.baseline_flags_again`) change nothing but the
+    restart: each of their changes is ``inconclusive``, as their verdict is ``same`` (one read
+    ``+2.1% ✓`` while the spread it measured was 2.1 %)."""
     out = []
     for row in rows:
+        if row.group.experiment in same_flags and row.deltas:
+            out.append(replace(row, deltas={k: replace(d, verdict="inconclusive") if d.verdict in ("better", "worse") else d
+                                            for k, d in row.deltas.items()}))
+            continue
         spread = spreads.get(row.group.workload_key)
         if spread is None or row.baseline is None or THROUGHPUT not in row.deltas:
             out.append(row)

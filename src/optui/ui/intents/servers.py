@@ -180,8 +180,11 @@ class ServerActions(Actions):
         if after:
             body.append(f"The restart failed: {after}\n\n", style="bold")
         body.append("back to the last flags that became ready:\n", style="bold")
-        for change in Flags.parse(status.argv).diff(Flags.parse(last_good)) or []:
+        changes = Flags.parse(status.argv).diff(Flags.parse(last_good))
+        for change in changes:
             body.append(f"  {change.describe()}\n")
+        if not changes:
+            body.append("  (none: it runs them now; a plain restart)\n", style="dim")
         body.append("\n" + shlex.join(last_good) + "\n")
         if after and status.crash_lines:  # after what will happen: at 50x30 the log hid the diff
             body.append("\nthe last lines of its log:\n", style="bold")

@@ -22,10 +22,10 @@ class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [
         Binding("escape,n", "cancel", "Cancel", id="confirm.cancel"),
         Binding("y", "confirm", "Confirm", id="confirm.yes"),
-        Binding("up", "scroll_body(-1)", "Scroll", show=False),
-        Binding("down", "scroll_body(1)", "Scroll", show=False),
-        Binding("pageup", "scroll_body(-10)", "Scroll", show=False),
-        Binding("pagedown", "scroll_body(10)", "Scroll", show=False),
+        Binding("up", "scroll_body(-1)", "Scroll", show=False, id="confirm.scroll_up"),
+        Binding("down", "scroll_body(1)", "Scroll", show=False, id="confirm.scroll_down"),
+        Binding("pageup", "scroll_body(-10)", "Scroll", show=False, id="confirm.page_up"),
+        Binding("pagedown", "scroll_body(10)", "Scroll", show=False, id="confirm.page_down"),
     ]
     #: toasts wait until it closes (the app's notify): one over the buttons hid the question
     HOLDS_TOASTS = True

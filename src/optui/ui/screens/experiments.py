@@ -43,7 +43,7 @@ from optui.core.journal_experiments import (
     fold_repeats,
     runs_text,
     sort_experiments,
-    starts_text,
+    starts_brief,
     verdict_evidence,
 )
 from optui.ui.colors import style
@@ -55,18 +55,20 @@ from optui.ui.widgets.experiment_table import RowCachedTable
 if TYPE_CHECKING:
     from optui.adapters.journal_thread import ExperimentsUpdate
 
-#: (column key, header, sort key for :func:`sort_experiments`)
+#: (column key, header, sort key for :func:`sort_experiments`); a header of two lines is as
+#: wide as its cells (one line: 'TTFT p50 ms' and 'runs, requests' took the room the evidence
+#: was cut for at 200 columns)
 COLUMNS = (
     ("id", "experiment", "id"),
     ("server", "server", "server"),
-    ("change", "change vs baseline", "change"),
+    ("change", "change vs\nbaseline", "change"),
     ("outcome", "outcome", "outcome"),
-    ("ready", "ready s", "ready"),
-    ("tput", "out tok/s", "throughput"),
+    ("ready", "ready\ns", "ready"),
+    ("tput", "out\ntok/s", "throughput"),
     ("delta", "Δ out", "delta"),
-    ("ttft", "TTFT p50 ms", "ttft"),
+    ("ttft", "TTFT\np50 ms", "ttft"),
     ("ttft_delta", "Δ TTFT", "ttft_delta"),
-    ("runs", "runs, requests", None),
+    ("runs", "runs,\nrequests", None),
     ("verdict", "verdict", "verdict"),
     ("evidence", "evidence", None),
     ("decision", "decision", None),
@@ -203,7 +205,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
             yield Static("Experiments", id="experiments-title", markup=False)
             yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close\n"
                          f"verdicts: {STATISTIC}", id="experiments-help", markup=False)
-            table = self._table = RowCachedTable(id="experiments-table", cursor_type="row", zebra_stripes=True)
+            table = self._table = RowCachedTable(id="experiments-table", cursor_type="row", zebra_stripes=True,
+                                                 header_height=2)
             headers = {key: header for key, header, _ in COLUMNS}
             for key in self._order:
                 table.add_column(headers[key], key=key, width=self._change_w if key == "change" else None)
@@ -307,11 +310,16 @@ class ExperimentsScreen(ModalScreen[str | None]):
                 if current is not None:
                     table.move_cursor(row=table.get_row_index(current), animate=False)
         arrow = "↓" if self.reverse else "↑"
-        header = next(h for _, h, k in COLUMNS if k == self.sort_key)
+        header = next(h for _, h, k in COLUMNS if k == self.sort_key).replace("\n", " ")
         starts = f", {len(self.experiments)} starts" if len(self.experiments) != len(rows) else ""
         servers = sorted({x.server for x in self.experiments})
         of = f" of {servers[0]}" if len(servers) == 1 else ""
         title = f"Experiments{of} ({len(rows)}{starts})   {_baselines_text(self.experiments)}sorted by {header} {arrow}"
+        room = self.app.size.width - 6
+        if cell_len(title) > room:  # a side pane keeps the baseline: the sort goes first, then the server
+            title = f"Experiments{of} ({len(rows)}{starts})   {_baselines_text(self.experiments)}".rstrip()
+            if cell_len(title) > room:
+                title = f"Experiments ({len(rows)}{starts})  {_baselines_text(self.experiments)}".rstrip()
         if title != self._title:
             self._title = title
             self.query_one("#experiments-title", Static).update(title, layout=False)  # one line, always
@@ -360,11 +368,11 @@ class ExperimentsScreen(ModalScreen[str | None]):
         change cut shows its flags: :func:`~optui.core.flag_abbrev.fit_flag_column`)."""
         table = self._table
         avail = table.size.width or self.app.size.width - 4
-        if len(rows) > table.size.height - 1:
+        if len(rows) > table.size.height - 2:
             avail -= table.styles.scrollbar_size_vertical
         pad = 2 * table.cell_padding
         headers = {key: header for key, header, _ in COLUMNS}
-        natural = {key: max([cell_len(headers[key]), *(_cell_width(row[n]) for row in rows)])
+        natural = {key: max([*map(cell_len, headers[key].split("\n")), *(_cell_width(row[n]) for row in rows)])
                    for n, key in enumerate(self._order)}
         if self._narrow:
             room = avail - sum(natural[key] + pad for key in _NARROW_FIRST) - pad
@@ -383,7 +391,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         repeats = self._repeats.get(x.id)
         if repeats:  # the configuration's later starts that measured nothing, folded into this row
             failed = any(r.outcome == "failed" for r in repeats)
-            text.append(f" · {starts_text(x, repeats)}", style=style(self.app, "warning") if failed else "dim")
+            text.append(f", {starts_brief(x, repeats)}", style=style(self.app, "warning") if failed else "dim")
         return text
 
     def _delta(self, d, x: Experiment) -> Text:

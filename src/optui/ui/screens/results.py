@@ -29,7 +29,7 @@ from optui.core.bench.chart import Chart, bar_chart
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series, with_restart_spreads
 from optui.core.bench.result import requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import change_text, restart_spreads
+from optui.core.journal_experiments import baseline_flags_again, change_text, restart_spreads
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.key_bar import KeyBar
@@ -92,7 +92,8 @@ class ResultsScreen(Screen[None]):
         self._rows_now = rows
         self._rows: list[Row] | None = None
         self._experiments = experiments
-        self._spreads: dict[str, float] = {}  # workload key → restart-to-restart spread (%), from the experiments
+        #: workload key → restart-to-restart spread (%), and the experiments of the baseline's flags again
+        self._spreads: tuple[dict[str, float], frozenset[str]] = ({}, frozenset())
         self._changes: dict[str, str] = {}  # experiment id -> its change vs the baseline
         self._search = search
         self._pareto: Text | None = None  # the Pareto view shown instead of the chart
@@ -143,7 +144,8 @@ class ResultsScreen(Screen[None]):
         cut = [x for x in update.experiments if len(changes[x.id]) > width and x.changed_flags]
         for x, text in zip(cut, fit_flag_column([x.changed_flags for x in cut], width), strict=True):
             changes[x.id] = text
-        spreads = restart_spreads(update.experiments)  # each change judged as the verdicts judge it
+        # each change judged as the verdicts judge it (the restart spread; the baseline's flags again: same)
+        spreads = (restart_spreads(update.experiments), baseline_flags_again(update.experiments))
         if changes != self._changes or spreads != self._spreads:
             self._changes, self._spreads = changes, spreads
             if self._rows is not None:
@@ -154,7 +156,7 @@ class ResultsScreen(Screen[None]):
         keep = table.cursor_row if self._rows else None
         self._rows = rows
         table.clear()
-        for i, row in enumerate(with_restart_spreads(rows, self._spreads)):
+        for i, row in enumerate(with_restart_spreads(rows, *self._spreads)):
             table.add_row(*self._cells(row), key=str(i))
         if rows:
             table.move_cursor(row=keep if keep is not None and keep < len(rows) else len(rows) - 1)

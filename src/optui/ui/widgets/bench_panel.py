@@ -38,7 +38,7 @@ from textual.widgets import DataTable, Static
 from optui.core.bench.compare import Delta, Row, Sample, pinned_first, with_restart_spreads
 from optui.core.bench.result import IMPORTED_KEY, requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import change_text, change_text_within, restart_spreads
+from optui.core.journal_experiments import baseline_flags_again, change_text, change_text_within, restart_spreads
 from optui.core.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
 from optui.ui.binding_ids import with_ids
@@ -358,7 +358,7 @@ class BenchPanel(Vertical):
             return
         self._given = rows
         if experiments:  # each change judged as the verdicts judge it: with the restart-to-restart spread
-            rows = with_restart_spreads(rows, restart_spreads(experiments.values()))
+            rows = with_restart_spreads(rows, restart_spreads(experiments.values()), baseline_flags_again(experiments.values()))
         table = self.query_one(DataTable)
         cursor = table.cursor_row if rows == self._rows else None  # the same rows (a new layout): kept
         self._rows, self._experiments, self._narrow = rows, experiments, narrow
@@ -377,11 +377,18 @@ class BenchPanel(Vertical):
         t.append(view.status.upper(), style=style(app, st, bold=True))
         if view.status == "running":
             p = view.progress
+            # where the run is first (a side pane's 60 columns cut the rest: 'run 2/3' was lost)
+            step = f"{view.points_done + 1}/{view.points_total}"
+            if view.points_total > 1 and not view.point.endswith(f"run {step}"):  # repeats alone: the label says it
+                t.append(f"  point {step}")
+            if view.point:
+                t.append(f"  {view.point}")
             if p.phase not in ("running", "results"):
                 t.append(f"  {p.phase}", style="dim")
             if p.total:
                 t.append("  ")
-                t.append_text(pct_bar(16, 100.0 * min(p.done, p.total) / p.total, style(app, "gpu-util"), style(app, "meter-empty")))
+                bar = 8 if self.screen.has_class("-narrow") else 16
+                t.append_text(pct_bar(bar, 100.0 * min(p.done, p.total) / p.total, style(app, "gpu-util"), style(app, "meter-empty")))
                 t.append(f" {p.done}/{p.total}")
             elif p.done:
                 t.append(f"  {p.done} done")
@@ -391,11 +398,6 @@ class BenchPanel(Vertical):
                 t.append(f"  ETA {_clock(p.eta_s)}")
             if not p.total and p.text:
                 t.append("  " + safe_line(p.text[-60:]), style="dim")
-            step = f"{view.points_done + 1}/{view.points_total}"
-            if view.points_total > 1 and not view.point.endswith(f"run {step}"):  # repeats alone: the label says it
-                t.append(f"  point {step}")
-            if view.point:
-                t.append(f"  {view.point}")
             if view.plan:
                 t.append(f"  {view.plan}", style="dim")
             t.append("   A: abort", style="dim")
