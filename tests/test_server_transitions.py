@@ -132,6 +132,38 @@ async def test_the_state_changes_only_through_set_state(tmp_path):
         journal.close()
 
 
+async def test_a_poll_that_saw_ready_before_a_stop_never_sets_it_after(tmp_path):
+    """A new user's journal: 'ready → stopping', then 'stopping → ready', then 'stopped' and
+    'ready → down'. A poll read the server READY, then awaited its load (/metrics) while the
+    stop began, and wrote its stale READY over STOPPING. Here the load read waits until the
+    stop has begun: the states go ready → stopping → down, nothing else."""
+    from optui.core.server_state import ServerState as S
+
+    argv = toy(free_port())
+    async with watched_runtime(tmp_path, argv) as (rt, statuses):
+        await rt.start(argv)
+        await until(lambda: rt.status.state is S.READY, lambda: rt.status)
+        read_load, stop_begun, in_load = rt._read_load, asyncio.Event(), asyncio.Event()
+
+        async def slow_read_load(state):
+            in_load.set()
+            await stop_begun.wait()  # the stop sets STOPPING meanwhile
+            return await read_load(state)
+
+        rt._read_load = slow_read_load
+        await until(lambda: in_load.is_set(), lambda: "a poll in its load read")
+        statuses.clear()
+        stopping = asyncio.create_task(rt.stop())
+        await until(lambda: rt.status.state is S.STOPPING, lambda: rt.status)
+        stop_begun.set()
+        await stopping
+        rt._read_load = read_load
+        changes = [s.state for n, s in enumerate(statuses) if n == 0 or s.state is not statuses[n - 1].state]
+        assert changes == [S.STOPPING, S.DOWN], changes
+        journaled = [(e.data["old"], e.data["new"]) for e in rt._events.journal.events(types=["server.state"])][-2:]
+        assert journaled == [("ready", "stopping"), ("stopping", "down")], journaled
+
+
 async def test_the_phase_always_agrees_with_the_state(tmp_path):
     # issue 20: the panel said WARMING under "phase ready"; `status --json` said state ready, phase warmup
     journal = Journal(tmp_path / "journal.db")

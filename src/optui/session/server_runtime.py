@@ -311,6 +311,11 @@ class ServerRuntime:
             self._keeper.set(model=await self.probe.model_name() or self.cfg.model)
         if state.is_up or state is ServerState.HUNG:
             state = await self._read_load(state)
+        if self._stopping != obs.stopping or self._starting != obs.starting or self.status.state is not before:
+            # a stop or a start began while this poll awaited the server: what it saw is stale
+            # (a READY read before a stop wrote 'stopping → ready' between 'ready → stopping'
+            # and 'stopped' in the journal); the next poll sees the server as it is now
+            return
         if state is ServerState.READY and self.status.ready_at is None:
             if self._starting and not self._classifier.ready:
                 self._classifier.mark("ready", self.elapsed())  # HTTP said ready before the log did
