@@ -208,6 +208,36 @@ async def test_a_verdict_key_asks_for_a_reason(seeded):
         await pilot.press("escape")
 
 
+async def test_a_longer_decision_widens_its_column_at_once(seeded):
+    """Issue 20's second verifier: 'i' after 'k' showed 'inconclu' (the decision column sized
+    for 'keep') until the view was opened again, and the changed row's change in another
+    abbreviation than the others'."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("E")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        for exp_id, key, decision in ((ids["big"], "k", "keep"), (ids["chunk"], "i", "inconclusive")):
+            table.move_cursor(row=table.get_row_index(exp_id))
+            await pilot.press(key)
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: experiment_row(table, exp_id).get("decision") == decision)  # noqa: B023
+        changes = {x: experiment_row(table, x)["change"] for x in (ids["big"], ids["chunk"])}
+        await pilot.pause(0.2)
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        row = next(line for line in lines if ids["chunk"] in line)
+        assert " inconclusive " in row and "…" not in row, row
+        await pilot.press("escape", "E")  # opened again: the same cells
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ExperimentsScreen")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        await pilot.pause(0.2)
+        assert {x: experiment_row(table, x)["change"] for x in changes} == changes
+        await pilot.press("escape")
+
+
 @pytest.mark.parametrize("size", [(60, 40), (200, 50)])
 async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
     """Issue 20: at 60 columns the view dropped the "change vs baseline" column (it came

@@ -342,7 +342,7 @@ async def test_at_50x30_the_rollback_offer_shows_what_it_does_and_its_buttons(tm
         assert scroll.max_scroll_y == 0 or scroll.scroll_y > 0
         await pilot.press("n")
         await pilot.pause(0.3)  # what came while it was open is said once it closed
-        assert any("came while the dialog was open (" in str(t.render()) and "oom" in str(t.render())
+        assert any("held while the dialog was open (" in str(t.render()) and "oom" in str(t.render())
                    for t in app.screen.query(Toast)), \
             [str(t.render()) for t in app.screen.query(Toast)]
         await pilot.press("q")

@@ -27,8 +27,16 @@ def rack_app(tmp_path: Path, hosts: int = 8) -> OptuiApp:
 
 
 async def settle(pilot) -> None:
+    """Every host sampled and its GPU memory alert journaled (the session's alert watcher
+    ticks every 0.5 s: waiting on the samples alone, the journal was empty or full by luck),
+    then the frame that shows them."""
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not all(h.samples for h in pilot.app.session.snapshot().hosts):
+
+    def settled() -> bool:
+        snap = pilot.app.session.snapshot()
+        return all(h.samples for h in snap.hosts) and sum(e.type == "alert" for e in snap.events) >= len(snap.hosts)
+
+    while time.monotonic() < deadline and not settled():
         await pilot.pause(0.05)
     await pilot.pause(0.4)
 

@@ -259,4 +259,12 @@ async def test_a_burst_of_toasts_shows_a_few_and_says_more_came(tmp_path, size, 
         await pilot.pause(0.2)
         body = app.screen.query_one("#details-body").render().plain
         assert all(f"gpu-node-{host} GPU 1" in body for host in range(1, 9)) and "llama crashed: oom" in body, body
-        await pilot.press("escape", "q")
+        assert not list(app.screen.query(Toast)), "the log opens clear of the toasts it lists"
+        await pilot.press("escape")
+        for _ in range(3):  # the same refusal again and again (X pressed 3 times): one toast
+            app.notify("every pending experiment failed last time (#4 oom)", severity="warning")
+        await pilot.pause(0.3)
+        shown = [str(t.render()) for t in app.screen.query(Toast)]
+        assert shown == ["every pending experiment failed last time (#4 oom)"], shown
+        assert sum("every pending" in m.text for m in app.messages) == 3
+        await pilot.press("q")

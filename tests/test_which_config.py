@@ -273,6 +273,31 @@ def test_a_first_start_that_measured_nothing_folds_into_the_start_that_did(campa
     assert [line.split()[0] for line in table if line.startswith("exp-")] == [again, other]
 
 
+def test_same_flags_as_names_the_row_a_listing_shows(campaign):
+    """Issue 20's verifier: the bench table and the results view said `same flags as
+    exp-0001` for the baseline's flags started again, while the experiments view lists that
+    configuration as exp-0002 (exp-0001, the autostart, measured nothing and is folded into
+    it). Every `same flags as` names the listed row; the row itself names none."""
+    from optui.core.journal_experiments import change_text, fold_repeats, named_by_row
+
+    _cfg, j = campaign
+    w = CampaignWriter(j)
+    auto = w.restart(flags(), reason="autostart")
+    base = w.restart(flags(), reason="restart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    other = w.restart(flags(max_running_requests=64))
+    w.bench(other, result(1300.0), result(1290.0), result(1295.0))
+    again = w.restart(flags(), reason="baseline again")
+    w.bench(again, result(1003.0), result(1008.0), result(1001.0))
+    xs = by_id(load_experiments(j))
+    assert xs[again].same_config_as == auto and xs[base].same_config_as == auto  # the first start of those flags
+    named = by_id(named_by_row(xs.values()))
+    assert named[again].same_config_as == base and change_text(named[again]) == f"same flags as {base}"
+    assert named[base].same_config_as is None and named[other].same_config_as is None
+    rows, _ = fold_repeats(load_experiments(j))  # the experiments view's rows say the same
+    assert by_id(rows)[again].same_config_as == base
+
+
 def test_a_configuration_measured_again_counts_with_its_first_experiment(campaign):
     """An experiment whose flags equal an earlier one's is that configuration again: its
     results are counted with the earlier ones' for the verdict (n adding up), not judged as

@@ -763,6 +763,21 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
     return rows, folded
 
 
+def named_by_row(experiments: Iterable[Experiment]) -> list[Experiment]:
+    """``experiments`` with each ``same_config_as`` naming the row a listing shows for that
+    configuration (:func:`fold_repeats`): a results table said ``same flags as exp-0001``,
+    an unmeasured first start folded into exp-0002, which the experiments view lists
+    instead. A start that would name its own row names none (its change is then its diff)."""
+    xs = list(experiments)
+    _, folded = fold_repeats(sorted(xs, key=lambda x: x.id))
+    row_of = {exp_id: row for row, ids in folded.items() for exp_id in ids}
+    out = []
+    for x in xs:
+        row = row_of.get(x.same_config_as or "")
+        out.append(x if row is None else replace(x, same_config_as=row if row != x.id else None))
+    return out
+
+
 def starts_text(x: Experiment, repeats: Sequence[Experiment] = ()) -> str:
     """How often a listed configuration was started (its row's experiment ``x`` and the
     ``repeats`` folded into it) and how those starts ended: ``"3 starts: 2 ok, 1 failed"``,

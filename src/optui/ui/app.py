@@ -89,6 +89,8 @@ NARROW_WIDTH = 80
 MAX_TOASTS_NARROW = 3
 MAX_TOASTS = 5
 SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
+#: the titles of optui's own toasts about other toasts (never held, never counted)
+HELD_TITLES = ("messages", "more messages")
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,13 +242,15 @@ class OptuiApp(App):
         text = str(message)
         shown = ShownMessage(time.time(), str(severity), str(title), text)
         self.messages.append(shown)
-        if getattr(self.screen, "HOLDS_TOASTS", False):
+        if getattr(self.screen, "HOLDS_TOASTS", False) and title not in HELD_TITLES:
             self._held.append(shown)
             return
         if timeout is None:
             timeout = self.NOTIFICATION_TIMEOUT
         now = time.monotonic()
         self._toasts_on = [(t, m) for t, m in self._toasts_on if t > now]
+        if any((m.title, m.text, m.severity) == (shown.title, shown.text, shown.severity) for _, m in self._toasts_on):
+            return  # the same toast is on screen (X pressed again): once is enough; the log has both
         w = self.size.width
         if len(self._toasts_on) >= (MAX_TOASTS_NARROW if w < NARROW_WIDTH else MAX_TOASTS) - 1:
             until, rank = self._more_toast
@@ -254,7 +258,7 @@ class OptuiApp(App):
                 return
             self._more_toast = (now + timeout, SEVERITY_RANK.get(str(severity), 0))
             message = f"{title or headline(text, limit=60)} and more: m opens the message log"
-            title = "more messages"
+            title = HELD_TITLES[1]
         else:
             self._toasts_on.append((now + timeout, shown))
         text = str(message)
@@ -525,15 +529,17 @@ class OptuiApp(App):
     def _screen_changed(self, _screen) -> None:
         if getattr(self.screen, "HOLDS_TOASTS", False):  # the toasts on screen wait too
             now = time.monotonic()
-            self._held.extend(m for t, m in self._toasts_on if t > now)
+            self._held.extend(m for t, m in self._toasts_on if t > now and m.title not in HELD_TITLES)
             if self._toasts_on:
                 self.clear_notifications()
         elif self._held:
             held, self._held = self._held, []
             worst = max(held, key=lambda m: SEVERITY_RANK.get(m.severity, 0))
-            what = ", ".join(dict.fromkeys(m.title or headline(m.text, limit=30) for m in held))
-            self.notify(f"{len(held)} came while the dialog was open ({what}): m opens the message log",
-                        title="messages", severity=worst.severity, timeout=15)
+            titles = list(dict.fromkeys(m.title for m in held if m.title))
+            untitled = sum(not m.title for m in held)
+            what = ", ".join(titles + ([f"{untitled} other{'s' if untitled != 1 else ''}"] if untitled else []))
+            self.notify(f"{len(held)} held while the dialog was open ({what}): m opens the message log",
+                        title=HELD_TITLES[0], severity=worst.severity, timeout=15)
         if self._dashboard_behind and self._dashboard_shown():
             self.paint_now()
 
@@ -688,6 +694,7 @@ class OptuiApp(App):
         (a toast shows at most :data:`TOAST_LINES` lines)."""
         from optui.ui.screens.details import DetailsScreen
 
+        self.clear_notifications()  # every toast is in the log it opens (they covered its text)
         self.push_screen(DetailsScreen(f"Messages ({len(self.messages)}, newest first) — Esc closes",
                                        messages_text(self.messages)))
 

@@ -51,6 +51,8 @@ class BenchActions(Actions):
         return self._experiments
 
     async def _read_experiments(self) -> None:
+        from optui.core.journal_experiments import named_by_row  # after the first frame (see OptuiApp.compose)
+
         while True:
             self._again = False
             if self._reader is None:
@@ -60,7 +62,8 @@ class BenchActions(Actions):
             except Exception:  # noqa: BLE001 - a locked or broken journal: the cells say ?, the results view tells why
                 update = None
             if update is not None:
-                self._experiments = {x.id: x for x in update.experiments}
+                # 'same flags as' names the row the experiments view lists (named_by_row)
+                self._experiments = {x.id: x for x in named_by_row(update.experiments)}
             elif self._experiments is None:
                 self._experiments = {}  # not readable: ? rather than … for ever
             if not self._again:

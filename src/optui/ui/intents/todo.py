@@ -91,8 +91,8 @@ class TodoActions(Actions):
 
         try:
             plans = self.client.plan_experiments(items)
-        except SessionError as exc:
-            self.fail(exc)
+        except SessionError as exc:  # nothing to run (every pending item failed last time, ...): a refusal
+            self.notify(str(exc), severity="warning", timeout=8)
             return
         shown = {p.todo_id for p in plans}  # what runs is what was shown, whatever changes meanwhile
         chosen = items if items is not None else [t for t in self.client.todo_items() if t.id in shown]

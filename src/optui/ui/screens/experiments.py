@@ -33,6 +33,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from optui.core.bench.compare import STATISTIC
 from optui.core.flag_abbrev import fit_flag_column
@@ -267,7 +268,11 @@ class ExperimentsScreen(ModalScreen[str | None]):
         order = [x.id for x in rows]
         shown = set(self._shown)
         columns = self._columns()
-        if not shown.issubset(order) or not self._shown or columns != self._order:
+        updates = {x.id: self._cells(x) for x in rows if changed and x.id in changed and x.id in shown}
+        if (not shown.issubset(order) or not self._shown or columns != self._order or not shown.issuperset(order)
+                or self._outgrown(table, updates)):
+            # a new row (its change abbreviated as the others are) or a cell wider than its
+            # column ('inconclusive' where the decision column was sized for 'keep'): built again
             current = self.current_id()
             self._order = columns
             self._change_w = None
@@ -294,14 +299,10 @@ class ExperimentsScreen(ModalScreen[str | None]):
                 table.move_cursor(row=table.get_row_index(current))
             self._shown = order
         else:
-            changed = changed or frozenset()
-            for x in rows:
-                if x.id not in shown:
-                    table.add_row(*self._cells(x), key=x.id)
-                elif x.id in changed:  # only the cells that differ: a note changes none of them
-                    for col, old, cell in zip(self._order, table.get_row(x.id), self._cells(x), strict=True):
-                        if cell != old:
-                            table.update_cell(x.id, col, cell)
+            for exp_id, cells in updates.items():  # only the cells that differ: a note changes none of them
+                for col, old, cell in zip(self._order, table.get_row(exp_id), cells, strict=True):
+                    if cell != old and col != "change":  # a listed change stays as the column abbreviated it
+                        table.update_cell(exp_id, col, cell)
             if order != self._shown:
                 current = self.current_id()
                 rank = {exp_id: n for n, exp_id in enumerate(order)}
@@ -323,6 +324,15 @@ class ExperimentsScreen(ModalScreen[str | None]):
         if title != self._title:
             self._title = title
             self.query_one("#experiments-title", Static).update(title, layout=False)  # one line, always
+
+    def _outgrown(self, table: DataTable, updates: dict[str, list]) -> bool:
+        """Whether a cell of ``updates`` (row id → its new cells) is wider than its column
+        (the change aside: it keeps the cell it was listed with)."""
+        for cells in updates.values():
+            for key, cell in zip(self._order, cells, strict=True):
+                if key != "change" and _cell_width(cell) > table.columns[ColumnKey(key)].get_render_width(table) - 2 * table.cell_padding:
+                    return True
+        return False
 
     def _columns(self) -> tuple[str, ...]:
         """The columns in the layout's order; the decision only once an experiment has one

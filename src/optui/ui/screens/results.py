@@ -29,7 +29,7 @@ from optui.core.bench.chart import Chart, bar_chart
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series, with_restart_spreads
 from optui.core.bench.result import requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import baseline_flags_again, change_text, restart_spreads
+from optui.core.journal_experiments import baseline_flags_again, change_text, named_by_row, restart_spreads
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.key_bar import KeyBar
@@ -138,10 +138,13 @@ class ResultsScreen(Screen[None]):
         except Exception as exc:  # noqa: BLE001 - a locked or broken journal is shown, never a crash
             self.notify(f"experiments: {exc}", severity="error")
             return
-        changes = {x.id: change_text(x) for x in update.experiments}
+        named = named_by_row(update.experiments)  # 'same flags as' names a row the experiments view lists
+        changes = {x.id: change_text(x) for x in named}
         # a change longer than its column shows its flags, names whole or abbreviated alike (never cut)
         width = next(w for key, _, w in _FIXED if key == "change")
-        cut = [x for x in update.experiments if len(changes[x.id]) > width and x.changed_flags]
+        cut = [x for x in named if len(changes[x.id]) > width and x.changed_flags]
+        if cut:  # then every changed row's flags: one configuration read two ways ('+ --x (on)' and '--x')
+            cut = [x for x in named if x.changed_flags]
         for x, text in zip(cut, fit_flag_column([x.changed_flags for x in cut], width), strict=True):
             changes[x.id] = text
         # each change judged as the verdicts judge it (the restart spread; the baseline's flags again: same)
