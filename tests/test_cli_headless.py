@@ -179,6 +179,8 @@ def test_status_reports_everything_and_writes_nothing(campaign):
     assert j.last_seq() == before  # status only observes
     text = optui(campaign, "status", "--wait", "0.5")
     assert "server demo: ready" in text.stdout and "gpu 0 NVIDIA H200 (demo)" in text.stdout
+    # the experiments too, as the README says (a new user found them in --json only)
+    assert f"experiment {server['experiment']} on demo: ready, " in text.stdout, text.stdout
     j.close()
 
 

@@ -346,3 +346,19 @@ async def test_at_50x30_the_rollback_offer_shows_what_it_does_and_its_buttons(tm
                    for t in app.screen.query(Toast)), \
             [str(t.render()) for t in app.screen.query(Toast)]
         await pilot.press("q")
+
+
+async def test_v_opens_the_results_view_from_any_panel(tmp_path):
+    """A new user pressed v in the todo panel and nothing happened (it was the bench panel's
+    key only); E already worked from anywhere."""
+    from tests.test_todo_runs import demo_campaign, make_app
+
+    app = make_app(demo_campaign(tmp_path))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, lambda: app.panels_mounted)
+        for panel in ("3", "1", "5"):
+            await pilot.press(panel, "v")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ResultsScreen", what=lambda: type(app.screen).__name__)
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: type(app.screen).__name__ != "ResultsScreen")
+        await pilot.press("q")

@@ -146,6 +146,11 @@ def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     for r in data["results"]:
         echo(f"result {r['id']} {r['bench']} on {r['server']} ({r['experiment'] or '-'}): {r['status']}, "
              f"{_n(r['output_throughput_tok_s'])} out tok/s, TTFT p50 {_n(r['ttft_ms']['median'])} ms")
+    for x in data["experiments"]:  # the 10 newest; `optui journal experiments` lists them all with their evidence
+        delta = f" {x['delta_pct']:+.1f}%" if x["delta_pct"] is not None and x["verdict"] != "baseline" else ""
+        change = "; ".join(x["change_vs_baseline"]) or "-"
+        echo(f"experiment {x['id']} on {x['server']}: {x['outcome']}, {x['verdict']}{delta}"
+             + (" UNVERIFIED" if x["unverified"] else "") + f"  {change}")
 
 
 def _n(value) -> str:

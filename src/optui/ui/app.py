@@ -154,6 +154,7 @@ class OptuiApp(App):
         Binding("S", "stop_experiments", "Stop experiments", show=False, id="todo.stop_experiments"),
         Binding("n", "note", "Note", show=False, id="journal.note"),
         Binding("E", "experiments", "Experiments", show=False, id="journal.experiments"),
+        Binding("v", "results_view", "Results", show=False, id="bench.results_view"),  # from any panel, as E
         Binding("p", "pause", "Pause", show=False, id="app.pause"),
         Binding("at", "command_log", "Command log", show=False, id="app.command_log"),
         Binding("m", "messages", "Messages", show=False, id="app.messages"),
@@ -736,6 +737,10 @@ class OptuiApp(App):
 
     def action_experiments(self) -> None:
         self.journal_actions.experiments()
+
+    def action_results_view(self) -> None:
+        """The results view from any panel (a new user pressed v in the todo panel: nothing)."""
+        self.bench_actions.show_results()
 
     # ---------------------------------------------------------- the panels' messages
     # Handled by name (on_<panel>_<message>), not with @on: @on needs the message classes when
