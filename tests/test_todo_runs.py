@@ -189,6 +189,12 @@ def test_cli_runs_an_item_headless(tmp_path):
         assert r.exit_code == 1, r.output
         (outcome,) = json.loads(r.stdout)
         assert outcome["status"] == "failed" and outcome["crash_class"] == "bad_flag" and outcome["step"] == "restart"
+        r = runner.invoke(cli, ["-c", str(cfg), "todo", "run", "2"])  # as text: the log's lines one a line, indented
+        assert r.exit_code == 1, r.output
+        first, *rest = r.stdout.splitlines()
+        assert first.startswith("#2 todo-2.2 failed: failed at restart: bad_flag — ") and "⏎" not in r.stdout, r.stdout
+        assert rest[0] == "    launch_server.py: error: unrecognized arguments: --no-such-flag=1", r.stdout
+        assert rest[-1] == "  demo is down; back to its last good flags: optui restart demo --rollback", r.stdout
     finally:
         from optui.adapters import proc
 

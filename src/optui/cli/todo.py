@@ -318,6 +318,11 @@ def run(ctx: click.Context, todo_ids: tuple[int, ...], as_json: bool, actor: str
     if as_json:
         echo_json([o.to_json() for o in outcomes])
     else:
-        for o in outcomes:
-            echo(f"#{o.todo_id} {o.run_id or ''} {o.status}: {safe_line(o.summary)}")
+        for o in outcomes:  # the summary's first line, then the rest indented (a server's log lines were one ⏎-joined line)
+            first, *rest = o.summary.strip().splitlines() or [""]
+            echo(f"#{o.todo_id} {o.run_id or ''} {o.status}: {safe_line(first)}")
+            for line in rest[-6:]:
+                echo(f"    {safe_line(line)}")
+            if o.rollback_offer:  # rollback = "offer": the CLI cannot ask; it says how
+                echo(f"  {o.rollback_offer} is down; back to its last good flags: optui restart {o.rollback_offer} --rollback")
     sys.exit(0 if all(o.status == "ok" for o in outcomes) else 1)
