@@ -125,7 +125,8 @@ async def wait_ready(rt, timeout_s: float, *, settle: bool = False) -> str:
 
 def result_json(session, result) -> dict:
     """A stored bench result with its deltas vs the baseline (``bench run --json``'s ``results``);
-    ``baseline_is_this_run`` True when the result is its workload's baseline (its first)."""
+    ``baseline_is_this_run`` True when the result is its workload's baseline (its first run,
+    any of that run's repeats)."""
     from optui.core.journal_experiments import result_deltas
 
     base = session.benches.baseline_for(result)
@@ -133,8 +134,11 @@ def result_json(session, result) -> dict:
             "vs_baseline": {d.metric.key: {"baseline": d.base, "delta_pct": d.rel_pct}
                             for d in result_deltas(result, base.result if base else None)},
             "baseline_result_id": base.id if base else None,
-            # the workload's first result is its own baseline: compared with itself, nothing to say
-            "baseline_is_this_run": base is not None and base.result.to_json() == result.to_json()}
+            # the workload's first run is its own baseline, its repeats too: compared with
+            # themselves, nothing to say (a new user read '+0.3%' for a run's second repeat)
+            "baseline_is_this_run": base is not None and (
+                base.result.to_json() == result.to_json()
+                or bool(result.extra.get("run_id")) and base.result.extra.get("run_id") == result.extra.get("run_id"))}
 
 
 def summary_json(session, exp_id: str | None) -> dict | None:
@@ -189,5 +193,6 @@ def _print(data: dict) -> None:
         evidence = f" ({s['evidence_text']})" if s.get("evidence_text") else f" vs {s['baseline']}"
         rel = f" {s['delta_pct']:+.1f}% out tok/s" if s["delta_pct"] is not None and s["verdict"] != "baseline" else ""
         evidence = evidence if rel else (f" ({s['evidence_text']})" if s.get("evidence_text") else "")
-        echo(f"{data['experiment']}: {s['verdict']}{rel}{evidence}; {s['runs']}")
+        on = f" on {s['workload']}" if s.get("workload") else ""  # its main workload: maybe not this run's
+        echo(f"{data['experiment']}{on}: {s['verdict']}{rel}{evidence}; {s['runs']}")
         echo(f"verdict: {STATISTIC}")
