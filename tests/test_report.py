@@ -75,6 +75,10 @@ def test_markdown_findings_report(campaign):
     # how long each phase lasted (marks at 2.0 and 20.0 s, ready at 31.5 s), not when it began
     assert "- Outcome: ready in 31.5 s (phases: loading_weights 18.0 s, cuda_graph 11.5 s)." in md
     assert "- Note: 64 looks better; check p99 TTFT" in md
+    # the runs' spread as the TUI and the evidence say it (a new user found 'CV 1.8%' beside '±1.4%'),
+    # and a unit said once
+    assert ", 3/3 comparable runs, requests 192/192 ok, out tok/s ±0.4 % over its runs:" in md, md
+    assert "CV" not in md and "(tok/s)" not in md and "| out tok/s | 1,005.00 | 1,295.00 | +28.9% |" in md
     failures = section(md, "Failures")
     assert "| exp-0003 | qwen | oom |" in failures
     best = section(md, "Best configuration")

@@ -26,11 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from optui.core import events as ev
-from optui.core.bench.compare import STATISTIC
+from optui.core.bench.compare import STATISTIC, sample
 from optui.core.bench.result import comparable, request_counts, requests_text
 from optui.core.events import Event, iso_time
 from optui.core.journal_experiments import (
     KEY_METRICS,
+    PRIMARY,
     Experiment,
     StoredResult,
     best_experiment,
@@ -429,8 +430,11 @@ def _metrics_table(x: Experiment, *, with_delta: bool) -> list[str]:
     for w in x.workloads:
         runs = f"{w.n_ok}/{len(w.runs)} comparable run{'s' if len(w.runs) != 1 else ''}"
         requests = f", requests {requests_text(w.requests)}" if w.requests is not None else ""
+        # the spread the TUI and the CLI show (half the range of the runs' out tok/s): 'CV' was
+        # neither explained nor the same number (the larger of two coefficients of variation)
+        spread = sample(r.result.metric(PRIMARY.key) for r in w.runs if comparable(r.result)).spread_pct
         out.append(f"Workload {_md_inline(w.label)}" + (f" (bench {markdown_inline(w.bench)})" if w.bench else "") + f", {runs}"
-                   + requests + (f", CV {w.cv_pct:.1f}%" if w.cv_pct is not None else "") + ":")
+                   + requests + (f", {PRIMARY.label} ±{spread:.1f} % over its runs" if spread is not None else "") + ":")
         out.append("")
         for r in w.runs:
             if not comparable(r.result):
@@ -440,13 +444,18 @@ def _metrics_table(x: Experiment, *, with_delta: bool) -> list[str]:
         if with_delta:
             out += [f"| metric | baseline ({w.base_experiment or '-'}) | {x.id} | Δ |", "| --- | ---: | ---: | ---: |"]
             for d in w.deltas:
-                out.append(f"| {d.metric.label} ({d.metric.unit}) | {_num(d.base, 2)} | {_num(d.value, 2)} | {_pct(d.rel_pct)} |")
+                out.append(f"| {_metric_title(d.metric)} | {_num(d.base, 2)} | {_num(d.value, 2)} | {_pct(d.rel_pct)} |")
         else:
             out += ["| metric | value |", "| --- | ---: |"]
             for d in w.deltas:
-                out.append(f"| {d.metric.label} ({d.metric.unit}) | {_num(d.value, 2)} |")
+                out.append(f"| {_metric_title(d.metric)} | {_num(d.value, 2)} |")
         out.append("")
     return out
+
+
+def _metric_title(metric) -> str:
+    """``"TTFT p50 (ms)"``; a label that says its unit once: ``"out tok/s"``, not ``"out tok/s (tok/s)"``."""
+    return metric.label if metric.label.endswith(metric.unit) else f"{metric.label} ({metric.unit})"
 
 
 def _failures(listed: list[Experiment]) -> list[str]:
