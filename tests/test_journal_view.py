@@ -280,6 +280,26 @@ async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
         await pilot.press("escape")
 
 
+async def test_in_a_side_pane_the_results_view_shows_the_numbers_first(seeded):
+    """A new user at 60x40: the results view showed # / experiment / change / bench, out
+    tok/s ten columns to the right (→ once per column). There the numbers come right after
+    the experiment, its change after them."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(60, 40)) as pilot:
+        await pilot.press("4", "v")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ResultsScreen")
+        table = app.screen.query_one("#results-table")
+        await wait_for(pilot, lambda: table.row_count > 0)
+        await pilot.pause(0.2)
+        keys = [c.key.value for c in table.ordered_columns]
+        assert keys[:5] == ["id", "exp", "output_throughput_tok_s", "ttft_ms.median", "change"], keys
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        row = next(line for line in lines if ids["big"] in line)
+        assert re.search(rf"{ids['big']} +1,[0-9]{{3}}\.[0-9] [?~]?\+[0-9.]+% ", row), row  # out tok/s and its Δ on screen
+        await pilot.press("escape")
+
+
 async def test_every_result_row_names_its_flag_diff_vs_the_baseline(seeded):
     """Issue 20: result rows named their experiment, not the flags it ran. The results view
     shows each row's change vs the baseline experiment (as the experiments view does),

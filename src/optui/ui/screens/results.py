@@ -41,6 +41,12 @@ if TYPE_CHECKING:
 _FIXED = (("id", "#", 5), ("exp", "experiment", 10), ("change", "change vs baseline", 30), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
           ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8),
           ("requests", "requests", 13), ("vs", "vs", 9))
+#: the columns' keys in the order of :meth:`ResultsScreen._cells`
+_KEYS = (*(key for key, _, _ in _FIXED), *METRICS, "scale")
+#: below this width (a side pane) the numbers come right after the row's experiment, then its
+#: change (at 60 columns out tok/s was ten columns to the right, one → press each)
+NARROW_BELOW = 100
+_NARROW_FIRST = ("id", "exp", "output_throughput_tok_s", "ttft_ms.median", "change")
 _FORMATS = {"output_throughput_tok_s": "{:,.1f}", "total_throughput_tok_s": "{:,.1f}", "request_throughput": "{:.2f}",
             "itl_ms.median": "{:.2f}", "tpot_ms.median": "{:.2f}", "e2e_ms.median": "{:.0f}"}
 CHART_WIDTH = 32
@@ -88,6 +94,7 @@ class ResultsScreen(Screen[None]):
         flag diff (a session's ``experiments_reader()``; None: the column says ``?``).
         ``search()``: awaited when ``p`` opens the Pareto view, for the newest flag search
         (``optui.session.search.search_status``'s dict, None: no search)."""
+        self._order: tuple[str, ...] = _KEYS  # the columns' order (a side pane's: on_mount)
         super().__init__()
         self._rows_now = rows
         self._rows: list[Row] | None = None
@@ -113,11 +120,12 @@ class ResultsScreen(Screen[None]):
     def on_mount(self) -> None:
         self.call_after_refresh(self.query_one(KeyBar).update_keys)
         table = self.query_one(DataTable)
-        for key, label, width in _FIXED:
-            table.add_column(label, key=key, width=width)
-        for metric in METRICS:
-            table.add_column(METRIC_TITLES[metric], key=metric, width=18)
-        table.add_column("scale", key="scale", width=5)
+        columns = {key: (label, width) for key, label, width in _FIXED}
+        columns.update({metric: (METRIC_TITLES[metric], 18) for metric in METRICS}, scale=("scale", 5))
+        narrow = self.app.size.width < NARROW_BELOW
+        self._order = (*_NARROW_FIRST, *(k for k in _KEYS if k not in _NARROW_FIRST)) if narrow else _KEYS
+        for key in self._order:
+            table.add_column(columns[key][0], key=key, width=columns[key][1])
         self._refresh()
         self.set_interval(0.5, self._refresh)
         table.focus()
@@ -160,7 +168,8 @@ class ResultsScreen(Screen[None]):
         self._rows = rows
         table.clear()
         for i, row in enumerate(with_restart_spreads(rows, *self._spreads)):
-            table.add_row(*self._cells(row), key=str(i))
+            cells = dict(zip(_KEYS, self._cells(row), strict=True))
+            table.add_row(*(cells[key] for key in self._order), key=str(i))
         if rows:
             table.move_cursor(row=keep if keep is not None and keep < len(rows) else len(rows) - 1)
         self._show_chart()
