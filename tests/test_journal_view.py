@@ -467,7 +467,7 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
         await pilot.press("enter")  # its details list the start folded into it
         await wait_for(pilot, lambda: type(app.screen).__name__ == "DetailsScreen")
         body = app.screen.query_one("#details-body").render().plain
-        assert "started again with these flags (2 starts: 2 ok); runs judged together" in body, body
+        assert "other starts of these flags (2 starts: 2 ok); runs judged together" in body, body
         assert f"{measured} " in body and "measure again: ready in 31.50 s, 3 runs" in body, body
         runs = body[body.index("benchmark runs"):].split("\n\n")[0]  # the folded start's runs too, saying where
         assert runs.count(" c16: ok") == 6 and runs.count(f"(in {measured})") == 3, runs
@@ -556,7 +556,7 @@ async def test_the_experiments_view_folds_starts_that_measured_nothing_into_thei
     listing = optui(cfg, "journal", "experiments").stdout.splitlines()
     assert [line.split()[0] for line in listing if line.startswith("exp-")] == shown
     row = next(line for line in listing if line.startswith(big))
-    assert f"(started again with these flags: {back}, {crashed}; 1 failed: {crashed})" in row, row
+    assert f"(also started with these flags: {back}, {crashed}; 1 failed: {crashed})" in row, row
 
 
 async def run_cli(cfg, *args) -> asyncio.subprocess.Process:

@@ -249,7 +249,7 @@ def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign
     listed = [line.split()[0] for line in table if line.startswith("exp-")]
     assert listed == [base, big, oom, base_again]
     row = next(line for line in table if line.startswith(big))
-    assert f"(started again with these flags: {back}, {again}, {measured})" in row and " n=6 vs 3," in row, row
+    assert f"(also started with these flags: {back}, {again}, {measured})" in row and " n=6 vs 3," in row, row
     row = next(line for line in table if line.startswith(base_again))
     assert f"same flags as {base}" in row and " same " in row, row
 
@@ -328,7 +328,7 @@ def test_a_configuration_measured_again_counts_with_its_first_experiment(campaig
     listing = optui(cfg, "journal", "experiments").stdout.splitlines()
     assert not any(line.startswith(measured) for line in listing)  # counted in its configuration's row
     row = next(line for line in listing if line.startswith(big))
-    assert f"(started again with these flags: {measured})" in row and "n=6 vs 3" in row, row
+    assert f"(also started with these flags: {measured})" in row and "n=6 vs 3" in row, row
 
 
 @pytest.mark.parametrize("size", [(200, 50), (60, 40), (50, 30)])

@@ -182,7 +182,7 @@ def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
         change = change_text(x)  # a configuration again that keeps its row (the baseline's) names its first
         if x.id in repeats:  # a folded start that failed still says so
             failed = [r for r in repeats[x.id] if by_id[r].outcome == "failed"]
-            change += f" (started again with these flags: {', '.join(repeats[x.id])}"
+            change += f" (also started with these flags: {', '.join(repeats[x.id])}"
             change += f"; {len(failed)} failed: {', '.join(failed)})" if failed else ")"
         evidence = verdict_evidence(x) or "-"
         table.append((x.id, x.server, outcome, ready, tput, rel, runs_text(x.primary), verdict, evidence, change))

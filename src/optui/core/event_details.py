@@ -320,7 +320,7 @@ def experiment_sections(x: Experiment, repeats: Sequence[Experiment] = ()) -> li
         head.add(f"decision reason: {x.decision_reason}")
     out = [head]
     if repeats:
-        again = Section(f"started again with these flags ({starts_text(x, repeats)}); runs judged together")
+        again = Section(f"other starts of these flags ({starts_text(x, repeats)}); runs judged together")
         for start in repeats:
             own = sum(run.experiment == start.id for w in start.workloads for run in w.runs)
             ended = (f"ready in {_num(start.ready_s)} s" if start.outcome == "ready" else
