@@ -426,3 +426,30 @@ async def test_a_todo_items_history_renders_its_experiment(tmp_path):
         body = app.screen.query_one("#details-body").render().plain
         assert "experiment: demo: --max-running-requests 32 → sweep" in body and '{"server"' not in body, body
         await pilot.press("escape", "q")
+
+
+def test_the_baseline_flags_again_are_compared_with_the_baseline_not_part_of_it(campaign):
+    """The demo's first todo item (the default flags again, after a benchmark of the
+    autostart) said '679.6 out tok/s (this is the baseline)' while the bench table showed
+    that run ~-0.9% against the baseline's 685.6: its todo run's line takes the baseline's
+    medians, as its verdict 'same' does."""
+    from optui.core.journal_experiments import workload_baselines
+
+    _cfg, j = campaign
+    w = CampaignWriter(j)
+    base = w.restart(flags(), reason="autostart")
+    w.bench(base, result(1000.0), result(1010.0), result(1005.0))
+    again = w.restart(flags(), reason="todo #1")
+    w.bench(again, result(995.0), result(990.0), result(998.0))
+    bigger = w.restart(flags(max_running_requests=64))
+    w.bench(bigger, result(1300.0), result(1290.0), result(1295.0))
+    back = w.restart(flags(max_running_requests=64), reason="measure again")
+    w.bench(back, result(1301.0), result(1291.0), result(1296.0))
+    xs = by_id(load_experiments(j))
+    assert xs[again].verdict == "same"
+    ((base_values, is_base),) = workload_baselines(xs[again]).values()
+    assert not is_base and base_values["output_throughput_tok_s"] == 1005.0
+    ((_, is_base),) = workload_baselines(xs[base]).values()
+    assert is_base  # the baseline itself
+    ((base_values, is_base),) = workload_baselines(xs[back]).values()  # a configuration measured again: pooled
+    assert not is_base and base_values["output_throughput_tok_s"] == 1005.0

@@ -833,8 +833,11 @@ def workload_baselines(x: Experiment) -> dict[str, tuple[dict | None, bool]]:
     """Workload key → ``(baseline medians, is the baseline)`` of experiment ``x``'s
     workloads: the medians (metric key → value) its verdict and deltas compare with (None:
     no baseline for it), and whether ``x``'s own runs are that baseline. A todo run's note
-    takes its baselines from here so that its numbers are the verdict's."""
-    own = {x.id, x.same_config_as}
+    takes its baselines from here so that its numbers are the verdict's. The baseline's
+    flags started again are compared with the baseline, not part of it (its todo run read
+    '679.6 out tok/s (this is the baseline)' beside the table's '~-0.9%')."""
+    again = not x.is_baseline and x.verdict == "same" and not x.diff_vs_baseline
+    own = {x.id} if again else {x.id, x.same_config_as}
     return {w.key: (w.base_values, w.base_values is not None and w.base_experiment in own) for w in x.workloads}
 
 
