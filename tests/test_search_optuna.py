@@ -92,11 +92,15 @@ def test_a_killed_search_resumes_where_it_was(tmp_path):
     try:
         journal_path = load_config(cfg).journal_path
         deadline = time.monotonic() + 60
-        from optui.adapters.journal import Journal
+        from optui.adapters.journal import Journal, JournalError
 
         while time.monotonic() < deadline:  # two trials journaled
             if journal_path.exists():
-                j = Journal(journal_path, read_only=True)
+                try:
+                    j = Journal(journal_path, read_only=True)
+                except JournalError:  # the search is creating it this moment ('not a journal yet')
+                    time.sleep(0.1)
+                    continue
                 n = len(j.events(types=["search.trial"]))
                 j.close()
                 if n >= 2:
