@@ -151,7 +151,10 @@ async def test_a_failed_queued_experiment_offers_the_rollback_and_is_not_requeue
         assert not isinstance(app.screen, ConfirmScreen) and not s.todo_runs.running
         assert len(s.journal.events(types=["todo.run.started"])) == 1
         await pilot.press("home", "x")  # asked for by name: it may run again
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="x on the failed item")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#confirm-body")),
+                       what="x on the failed item")
+        body = str(app.screen.query_one("#confirm-body").render())  # saying what happened last time
+        assert f"⚠ its last run failed (todo-{oom.id}.1): oom" in body, body
         await pilot.press("n")
         await pilot.press("q")
 

@@ -106,10 +106,15 @@ class TodoActions(Actions):
         body = Text()
         if left_out:
             body.append(skipped + "\n\n", style="bold")
+        by_id = {t.id: t for t in chosen}
         for i, plan in enumerate(plans):
             if i:
                 body.append("\n")
             body.append(f"#{plan.todo_id} {plan.content}\n", style="bold")
+            last = (by_id[plan.todo_id].run or {}) if plan.todo_id in by_id else {}
+            if last.get("status") == "failed":  # x on such an item runs it again: say what happened last time
+                body.append(f"⚠ its last run failed ({last.get('id') or '?'}): {last.get('crash_class') or last.get('step') or '?'}\n",
+                            style="bold")
             body.append_text(restart_review(self.client, plan.server, plan.argv))
             body.append(f"then: {', '.join(plan.benches) or 'no benchmark'}\n")
         servers = sorted({p.server for p in plans})
