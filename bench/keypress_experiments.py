@@ -50,7 +50,7 @@ from optui.ui.screens.experiments import COLUMNS  # noqa: E402
 
 ITEM = "keypress probe item"
 #: the headers ``s`` cycles through, from the first sort (id)
-SORT_HEADERS = [header for _, header, key in COLUMNS if key]
+SORT_HEADERS = [header.replace("\n", " ") for _, header, key in COLUMNS if key]  # the title says a two-line header on one
 
 
 def write_campaign(root: Path, rate: float, seconds: float, events: int) -> tuple[Path, list[str]]:
