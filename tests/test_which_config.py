@@ -269,6 +269,12 @@ def test_a_first_start_that_measured_nothing_folds_into_the_start_that_did(campa
     back = w.restart(flags(), reason="rollback")
     rows, folded = fold_repeats(load_experiments(j))
     assert [x.id for x in rows] == [again, other] and folded == {again: [auto, back]}
+    # the row names no configuration of its own (the H200's report read 'baseline (same flags as exp-0002)' on exp-0002)
+    assert rows[0].same_config_as is None
+    from optui.core.report import ReportInput, render_markdown
+
+    md = render_markdown(ReportInput("t", j.events(), j.results(limit=None)))
+    assert f"same flags as {again}" not in md, md
     table = optui(cfg, "journal", "experiments").stdout.splitlines()
     assert [line.split()[0] for line in table if line.startswith("exp-")] == [again, other]
 

@@ -757,7 +757,8 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
             assert into is not None
             folded.setdefault(into, []).append(x.id)
         elif x.same_config_as in measured_again:  # 'same flags as' names the row that start is counted in
-            rows.append(replace(x, same_config_as=measured_again[x.same_config_as]))
+            row = measured_again[x.same_config_as]  # (that row itself names none: 'same flags as exp-0002' on exp-0002)
+            rows.append(replace(x, same_config_as=row if row != x.id else None))
         else:
             rows.append(x)
     return rows, folded
