@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,10 +27,10 @@ pytest_plugins = ["tests.peers.fixtures"]
 pytestmark = pytest.mark.timeout(90)
 
 
-def write_config(directory: Path, argv: list[str], port: int, **server: object) -> Path:
+def write_config(directory: Path, argv: list[str], port: int, poll_interval_s: float = 0.1, **server: object) -> Path:
     lines = ['[hosts.local]', 'gpu_source = "none"', "", "[servers.llama]", f'url = "http://127.0.0.1:{port}"',
              'kind = "llamacpp"', 'control = "process"', f"argv = {json.dumps(argv)}",
-             "poll_interval_s = 0.1", "stop_timeout_s = 5", "ready_timeout_s = 60"]
+             f"poll_interval_s = {poll_interval_s}", "stop_timeout_s = 5", "ready_timeout_s = 60"]
     lines += [f"{key} = {json.dumps(value)}" for key, value in server.items()]
     path = directory / "optui.toml"
     path.write_text("\n".join(lines) + "\n")
@@ -101,6 +103,18 @@ async def test_restart_with_new_ctx_and_parallel_is_journaled_and_visible(tmp_pa
         assert events(session, "server.ready")[-1]["server_version"] == props["build_info"]
         stopped = events(session, "server.stopped")[-1]
         assert stopped["how"] == "term" and stopped["returncode"] == 0  # SIGTERM: clean exit 0
+        # `optui status` of another campaign watching this server with the default 2 s poll:
+        # llama.cpp's tok/s is its counter's rate, two scrapes a poll apart, more than the 1.5 s
+        # wait (the H200 run: no gen tok/s in 8 samples); status waits for the second scrape
+        (tmp_path / "observer").mkdir()
+        cfg = write_config(tmp_path / "observer", new, port, poll_interval_s=2.0)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[1] / "src"),
+                                                                         os.environ.get("PYTHONPATH")]))}
+        res = subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), "status", "--json"], capture_output=True,
+                             text=True, timeout=60, env=env)
+        assert res.returncode == 0, res.stderr
+        (server,) = json.loads(res.stdout)["servers"]
+        assert server["state"] == "ready" and server["load"]["gen_tok_s"] is not None, server["load"]
 
 
 async def test_bad_flag_is_classified_and_rolled_back_to_the_last_good(tmp_path, llama_server_bin, tiny_gguf):

@@ -42,6 +42,16 @@ async def _collect(loaded, wait_s: float) -> dict:
     await session.start()
     try:
         await asyncio.sleep(wait_s)  # one GPU tick and one health probe per server
+        # a rate needs two /metrics scrapes a poll apart (llama.cpp's tok/s is its counter's
+        # rate: poll_interval_s 2 s > the 1.5 s wait, and the H200 run read no gen tok/s at
+        # all); wait for a second scrape where a server is up and its rate unknown, bounded
+        # (not with a short --wait: the caller asked for speed)
+        extra = min(5.0, max((rt.cfg.poll_interval_s for rt in session.servers.values()), default=0) + 0.5)
+        deadline = time.monotonic() + (extra if wait_s >= 1.0 else 0.0)
+        while time.monotonic() < deadline and any(
+                rt.status.state.is_up and rt.status.load.source == "metrics" and rt.status.load.gen_tok_s is None
+                for rt in session.servers.values()):
+            await asyncio.sleep(0.1)
         if session.fleet is not None and not session.fleet.readings:  # its first query is bounded by timeout_s
             deadline = time.monotonic() + loaded.config.fleet.timeout_s + 1
             while not session.fleet.readings and time.monotonic() < deadline:
