@@ -320,6 +320,13 @@ class Experiment:
         return self.same_config_as is not None and not self.workloads
 
     @property
+    def is_baseline_flags_again(self) -> bool:
+        """The server's baseline flags started again (not the baseline itself): compared
+        with the baseline one by one, its verdict ``same`` whatever it measured; a change of
+        its runs is the restart-to-restart spread, never better or worse."""
+        return not self.is_baseline and self.verdict == "same" and not self.diff_vs_baseline
+
+    @property
     def primary(self) -> WorkloadOutcome | None:
         """The workload compared for the verdict (the server's main one when measured)."""
         return self.workloads[0] if self.workloads else None
@@ -717,7 +724,7 @@ def baseline_flags_again(experiments: Iterable[Experiment]) -> frozenset[str]:
     """The ids of the experiments that ran their server's baseline flags again (not the
     baseline itself): their verdict is ``same`` whatever they measured, a change of theirs
     is the restart-to-restart spread (:func:`~optui.core.bench.compare.with_restart_spreads`)."""
-    return frozenset(x.id for x in experiments if not x.is_baseline and x.verdict == "same" and not x.diff_vs_baseline)
+    return frozenset(x.id for x in experiments if x.is_baseline_flags_again)
 
 
 def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], dict[str, list[str]]]:
@@ -756,12 +763,21 @@ def fold_repeats(experiments: Iterable[Experiment]) -> tuple[list[Experiment], d
         if x.same_config_as in listed and into != x.id and (x.is_repeat or x.same_config_as not in baseline_configs):
             assert into is not None
             folded.setdefault(into, []).append(x.id)
-        elif x.same_config_as in measured_again:  # 'same flags as' names the row that start is counted in
-            row = measured_again[x.same_config_as]  # (that row itself names none: 'same flags as exp-0002' on exp-0002)
-            rows.append(replace(x, same_config_as=row if row != x.id else None))
         else:
             rows.append(x)
-    return rows, folded
+    return _naming_rows(rows, folded), folded
+
+
+def _naming_rows(experiments: Iterable[Experiment], folded: dict[str, list[str]]) -> list[Experiment]:
+    """``experiments`` with each ``same_config_as`` that names a start ``folded`` into a row
+    naming that row instead (none where it is the experiment's own row: 'same flags as
+    exp-0002' on exp-0002)."""
+    row_of = {exp_id: row for row, ids in folded.items() for exp_id in ids}
+    out = []
+    for x in experiments:
+        row = row_of.get(x.same_config_as or "")
+        out.append(x if row is None else replace(x, same_config_as=row if row != x.id else None))
+    return out
 
 
 def named_by_row(experiments: Iterable[Experiment]) -> list[Experiment]:
@@ -770,13 +786,7 @@ def named_by_row(experiments: Iterable[Experiment]) -> list[Experiment]:
     an unmeasured first start folded into exp-0002, which the experiments view lists
     instead. A start that would name its own row names none (its change is then its diff)."""
     xs = list(experiments)
-    _, folded = fold_repeats(sorted(xs, key=lambda x: x.id))
-    row_of = {exp_id: row for row, ids in folded.items() for exp_id in ids}
-    out = []
-    for x in xs:
-        row = row_of.get(x.same_config_as or "")
-        out.append(x if row is None else replace(x, same_config_as=row if row != x.id else None))
-    return out
+    return _naming_rows(xs, fold_repeats(sorted(xs, key=lambda x: x.id))[1])
 
 
 def starts_text(x: Experiment, repeats: Sequence[Experiment] = ()) -> str:
@@ -837,8 +847,7 @@ def workload_baselines(x: Experiment) -> dict[str, tuple[dict | None, bool]]:
     takes its baselines from here so that its numbers are the verdict's. The baseline's
     flags started again are compared with the baseline, not part of it (its todo run read
     '679.6 out tok/s (this is the baseline)' beside the table's '~-0.9%')."""
-    again = not x.is_baseline and x.verdict == "same" and not x.diff_vs_baseline
-    own = {x.id} if again else {x.id, x.same_config_as}
+    own = {x.id} if x.is_baseline_flags_again else {x.id, x.same_config_as}
     return {w.key: (w.base_values, w.base_values is not None and w.base_experiment in own) for w in x.workloads}
 
 
