@@ -14,7 +14,6 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +42,7 @@ from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
 from optui.ui.safe_screen import UnsafeCharFilter
 from optui.ui.textual_patches import driver_class
 from optui.ui.themes import DEFAULT_THEME, load_themes
+from optui.ui.toast_gate import ShownMessage, ToastGate
 from optui.ui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
@@ -84,23 +84,9 @@ MESSAGES_KEPT = 200
 #: below this width (the -narrow breakpoint) a toast takes the whole width (optui.tcss)
 NARROW_WIDTH = 80
 #: the most toasts on screen at once, a side pane's and a wider screen's: the last one of
-#: them says that more came (a rack's eight hosts raising a GPU memory alert together covered
-#: a side pane); what does not fit is in the message log (``m``)
+#: them says that more came (:class:`~optui.ui.toast_gate.ToastGate`)
 MAX_TOASTS_NARROW = 3
 MAX_TOASTS = 5
-SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
-#: the titles of optui's own toasts about other toasts (never held, never counted)
-HELD_TITLES = ("messages", "more messages")
-
-
-@dataclass(frozen=True, slots=True)
-class ShownMessage:
-    """A toast as it was raised (Unix time, severity, title, the whole text), for the message log."""
-
-    ts: float
-    severity: str
-    title: str
-    text: str
 
 
 def toast_text(message: str, width: int, lines: int) -> str:
@@ -176,9 +162,7 @@ class OptuiApp(App):
         self._loader = loader
         #: every toast's whole text, newest last (the message log, ``m``)
         self.messages: deque[ShownMessage] = deque(maxlen=MESSAGES_KEPT)
-        self._toasts_on: list[tuple[float, ShownMessage]] = []  # each toast on screen: when it goes (monotonic s)
-        self._more_toast: tuple[float, int] = (0.0, -1)  # the "more messages" toast: until when, its severity's rank
-        self._held: list[ShownMessage] = []  # toasts held while a dialog asks a question (ConfirmScreen)
+        self._toast_gate = ToastGate()  # which toasts are drawn (at most a few; none over a dialog that asks)
         self.startup_error: str | None = None
         config = session.config if session is not None else None
         self._theme_name = theme_name or (config.theme if config else None) or DEFAULT_THEME
@@ -240,29 +224,16 @@ class OptuiApp(App):
         a question (a screen with ``HOLDS_TOASTS``: a toast covered the rollback offer's
         buttons at 50x30) toasts are held, those on screen as it opens too, and one says, once
         it closes, that they came."""
-        text = str(message)
-        shown = ShownMessage(time.time(), str(severity), str(title), text)
+        shown = ShownMessage(time.time(), str(severity), str(title), str(message))
         self.messages.append(shown)
-        if getattr(self.screen, "HOLDS_TOASTS", False) and title not in HELD_TITLES:
-            self._held.append(shown)
-            return
         if timeout is None:
             timeout = self.NOTIFICATION_TIMEOUT
-        now = time.monotonic()
-        self._toasts_on = [(t, m) for t, m in self._toasts_on if t > now]
-        if any((m.title, m.text, m.severity) == (shown.title, shown.text, shown.severity) for _, m in self._toasts_on):
-            return  # the same toast is on screen (X pressed again): once is enough; the log has both
         w = self.size.width
-        if len(self._toasts_on) >= (MAX_TOASTS_NARROW if w < NARROW_WIDTH else MAX_TOASTS) - 1:
-            until, rank = self._more_toast
-            if until > now and SEVERITY_RANK.get(str(severity), 0) <= rank:
-                return
-            self._more_toast = (now + timeout, SEVERITY_RANK.get(str(severity), 0))
-            message = f"{title or headline(text, limit=60)} and more: m opens the message log"
-            title = HELD_TITLES[1]
-        else:
-            self._toasts_on.append((now + timeout, shown))
-        text = str(message)
+        admitted = self._toast_gate.admit(shown, timeout, most=MAX_TOASTS_NARROW if w < NARROW_WIDTH else MAX_TOASTS,
+                                          holding=getattr(self.screen, "HOLDS_TOASTS", False))
+        if admitted is None:
+            return
+        title, text = admitted
         # the Toast's width (optui.tcss): a side pane's whole width but the rack's scroll bar (2),
         # else 60 (80 on a wide screen) and at most half; its border and padding take 3
         width = (w - 2 if w < NARROW_WIDTH else min(WIDE_TOAST_WIDTH if w >= WIDE_WIDTH else TOAST_WIDTH, w // 2)) - 3
@@ -272,8 +243,7 @@ class OptuiApp(App):
 
     def clear_notifications(self) -> None:
         """Every toast goes (Textual's), and the count of those on screen with them."""
-        self._toasts_on.clear()
-        self._more_toast = (0.0, -1)
+        self._toast_gate.clear()
         super().clear_notifications()
 
     def get_driver_class(self):
@@ -529,18 +499,10 @@ class OptuiApp(App):
 
     def _screen_changed(self, _screen) -> None:
         if getattr(self.screen, "HOLDS_TOASTS", False):  # the toasts on screen wait too
-            now = time.monotonic()
-            self._held.extend(m for t, m in self._toasts_on if t > now and m.title not in HELD_TITLES)
-            if self._toasts_on:
+            if self._toast_gate.dialog_opened():
                 self.clear_notifications()
-        elif self._held:
-            held, self._held = self._held, []
-            worst = max(held, key=lambda m: SEVERITY_RANK.get(m.severity, 0))
-            titles = list(dict.fromkeys(m.title for m in held if m.title))
-            untitled = sum(not m.title for m in held)
-            what = ", ".join(titles + ([f"{untitled} other{'s' if untitled != 1 else ''}"] if untitled else []))
-            self.notify(f"{len(held)} held while the dialog was open ({what}): m opens the message log",
-                        title=HELD_TITLES[0], severity=worst.severity, timeout=15)
+        elif (held := self._toast_gate.dialog_closed()) is not None:
+            self.notify(held.text, title=held.title, severity=held.severity, timeout=15)
         if self._dashboard_behind and self._dashboard_shown():
             self.paint_now()
 
