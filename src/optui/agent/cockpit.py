@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optui.adapters.journal import Journal, JournalError
@@ -493,7 +494,12 @@ class Cockpit:
             await session.close()
             raise
         task = asyncio.create_task(self._search_ended(session, decision, actor, parsed.server), name="mcp-search")
-        self._search = _OwnSearch(session, task, first.search_id)
+        path = Path(spec)
+        if spec not in self.loaded.config.search and not path.is_absolute() and self.loaded.path is not None:
+            path = path if path.is_file() else self.loaded.path.parent / path
+        resume = ("search", "run", spec if spec in self.loaded.config.search else str(path.resolve()),
+                  *(("--server", server) if server else ()), *(("--bench", bench) if bench else ()))
+        self._search = _OwnSearch(session, task, first.search_id, actor, resume)
         return {"outcome": "started", **answer, "progress": first.to_json()}
 
     async def search_stop(self, *, actor: str, why: str, name: str | None = None,
@@ -583,13 +589,44 @@ class Cockpit:
                 await session.close()
 
     async def close_search(self) -> None:
-        """The server is closing: stop this process's search (as ``search_stop`` does,
-        without asking: nothing of it may outlive the process) and wait for its end."""
+        """The agent's MCP session closed while this process runs a search for it: the search
+        outlives the session. It is handed to an ``optui search run SPEC --wait`` of its own
+        (a detached process: a client kills the server's process group seconds after closing
+        stdin), which resumes it with its trials and ends it on the winner's flags (nothing
+        won: the flags it started from). Here it stops, journaled as the agent's disconnect
+        and the process that goes on; when no process can be started, it ends here as any
+        stopped search does (the server put on its stated configuration)."""
         own, self._search = self._search, None
-        if own is not None and not own.task.done():
-            own.session.search.stop()
-            with contextlib.suppress(asyncio.CancelledError):
-                await own.task
+        if own is None or own.task.done():
+            return
+        pid = self._hand_over(own)
+        reason = f"{own.actor}'s disconnect (its MCP session closed)"
+        if pid is not None:
+            reason += f"; it resumes in optui process {pid}"
+        own.session.search.stop(reason, hand_over=pid is not None)
+        with contextlib.suppress(asyncio.CancelledError):
+            await own.task
+
+    def _hand_over(self, own: _OwnSearch) -> int | None:
+        """Start ``optui search run SPEC --wait`` detached (its own session, its output in
+        ``STATE_DIR/search-resume.log``), journaled as ``own.actor``; its pid, None when it
+        could not start."""
+        import subprocess
+        import sys
+
+        if not own.resume_argv or self.loaded.path is None:
+            return None
+        state_dir = own.session.state_dir
+        cfg = self.loaded.config.servers.get(own.session.search.spec.server) if own.session.search.spec else None
+        wait_s = 60.0 + (cfg.ready_timeout_s + cfg.stop_timeout_s if cfg is not None else 0.0)
+        argv = [sys.executable, "-m", "optui", "-c", str(Path(self.loaded.path).resolve()), *own.resume_argv, "--wait", f"{wait_s:g}"]
+        try:
+            with open(state_dir / "search-resume.log", "ab") as log:
+                child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True, env={**os.environ, "OPTUI_ACTOR": own.actor})
+        except OSError:
+            return None
+        return child.pid
 
     def _search_policy(self, spec):
         """The ``[agent]`` policy on a search of ``spec``: its flags (searched and fixed)
@@ -824,6 +861,8 @@ class _OwnSearch:
     session: Session
     task: asyncio.Task
     search_id: str
+    actor: str = "agent:unknown"
+    resume_argv: tuple[str, ...] = ()  # ``optui search run`` arguments that resume it in a process of its own
 
 
 def _search_diff(name: str, spec) -> list[str]:

@@ -122,18 +122,26 @@ def _trial_text(t: dict) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the search's final status as JSON.")
 @click.option("--server", default=None, help="For a vLLM --serve-params or SGLang tuner file: the server to search.")
 @click.option("--bench", default=None, help="For a vLLM --serve-params or SGLang tuner file: the benchmark preset.")
+@click.option("--wait", "wait_s", type=click.FloatRange(0, 3600), default=0.0, show_default=True,
+              help="Seconds to wait for another process's search on this campaign to end before refusing "
+              "(one search per campaign).")
 @click.option("--fresh", is_flag=True, help="Start anew even when the last search of SPEC stopped or was cut short "
               "with the same spec (by default it resumes).")
 @click.pass_context
-def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench: str | None, fresh: bool) -> None:
+def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench: str | None, wait_s: float,
+        fresh: bool) -> None:
     """Run search SPEC (a [search.NAME] of optui.toml or a spec file) until it names a
     winner, is stopped, or fails. A search of SPEC that was stopped, or cut short by an
-    optui that exited, resumes where it was when its spec is the same."""
+    optui that exited, resumes where it was when its spec is the same. One search runs
+    per campaign: another process's is named (id, pid, start) and this one refused (exit
+    2), unless it ends within ``--wait`` seconds. Whatever the end, the server is left on
+    the winner's flags (nothing won: the flags the search started from) and the last line
+    says which."""
     import asyncio
     import signal
 
     from optui.session import Session, SessionError
-    from optui.session.search import SpecError, search_status
+    from optui.session.search import SearchBusy, SpecError, search_status
 
     loaded = load_config_or_exit(ctx)
     if (ctx.find_root().obj or {}).get("read_only") or loaded.config.read_only:
@@ -149,7 +157,15 @@ def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench:
         try:
             await asyncio.sleep(0.3)  # monitors re-attach to running servers
             session.search.check(parsed)
-            first = await session.search.start(parsed, name, fresh=fresh)
+            deadline = loop.time() + wait_s
+            while True:
+                try:
+                    first = await session.search.start(parsed, name, fresh=fresh)
+                    break
+                except SearchBusy:
+                    if loop.time() >= deadline:
+                        raise
+                    await asyncio.sleep(0.5)
             if first.trial and not as_json:
                 echo(f"resuming search {first.search_id} after {first.trial} trials")
             if first.note and not as_json:  # a budget smaller than the space: said before anything runs
@@ -165,7 +181,7 @@ def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench:
             if not as_json:
                 for t in session.search.trials[shown:]:
                     echo(_trial_text(t.to_json()))
-            return search_status(session.journal, name)
+            return search_status(session.journal, name, first.search_id)  # its own: never another process's
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)

@@ -509,7 +509,9 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
 def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos: Sequence[ServerInfo]) -> list[str]:
     """One section per flag search (``search.*`` events, ``optui.session.search``): every
     configuration tried with its median score, the infeasible ones with their crash class or
-    the constraints they broke, and the winner's launch command."""
+    the constraints they broke, the winner's launch command (only when it beat the others
+    outside the noise: :func:`~optui.core.search.strategies.won`), and which flags the
+    server was left on at the search's end."""
     from optui.core.search.spec import SearchSpec, point_text
     from optui.core.search.strategies import (
         Trial,
@@ -518,6 +520,7 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
         standings,
         winner_comparisons,
         winner_text,
+        won,
     )
 
     runs: dict[str, dict] = {}
@@ -565,15 +568,26 @@ def _searches(events: Sequence[Event], experiments: Sequence[Experiment], infos:
         if best is None:
             why_none = none_feasible_text(spec, run["trials"])
             out += [f"{_md_inline(why_none[:1].upper() + why_none[1:])}.", ""]
+            running = (end.data.get("running") or {}) if end is not None else {}
+            if running.get("text"):
+                out += [f"At its end: {_md_inline(str(running['text']))}.", ""]
             continue
+        comparisons = winner_comparisons(spec, run["trials"])
         x = next((by_id[e] for e in (numbers.get(n) for n in reversed(best.trials)) if e in by_id), None)
-        out += [f"Winner: {_md_inline(point_text(best.point))} ({spec.goal.metric} {best.score:.4g}, {best.count_text})"
-                + (":" if x is not None else "."), ""]
-        if x is not None:
-            s_info = info.get(spec.server, ServerInfo(spec.server))
-            out += ["```bash", *_block(launch_line(x.argv, s_info.env)), "```", ""]
+        if won(comparisons):
+            out += [f"Winner: {_md_inline(point_text(best.point))} ({spec.goal.metric} {best.score:.4g}, {best.count_text})"
+                    + (":" if x is not None else "."), ""]
+            if x is not None:
+                s_info = info.get(spec.server, ServerInfo(spec.server))
+                out += ["```bash", *_block(launch_line(x.argv, s_info.env)), "```", ""]
+        else:  # its own evidence: nothing beat the runner-up outside the noise, so no launch command
+            out += [f"No winner: the best, {_md_inline(point_text(best.point))} ({spec.goal.metric} {best.score:.4g}, "
+                    f"{best.count_text}), did not beat the others outside the noise.", ""]
         # its evidence, as a verdict's: beat the runner-up / first trial outside the noise, or not
-        out += [f"Evidence: {_md_inline(winner_text(spec, best, winner_comparisons(spec, run['trials'])))}.", ""]
+        out += [f"Evidence: {_md_inline(winner_text(spec, best, comparisons))}.", ""]
+        running = (end.data.get("running") or {}) if end is not None else {}
+        if running.get("text"):
+            out += [f"At its end: {_md_inline(str(running['text']))}.", ""]
     return out
 
 

@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from optui.adapters.aio import within
-from optui.config import Config
+from optui.config import BenchmarkConfig, Config
 from optui.core.bench.sweep import SweepSpec
 from optui.core.gpu import HostSnapshot
-from optui.core.search.spec import SearchSpec, measurements, point_text
+from optui.core.search.spec import Point, SearchSpec, Workload, measurements, point_text, trial_values
 from optui.core.search.strategies import (
     Step,
     Trial,
+    best_load,
     breaks_text,
     budget_note,
     explore_budget,
@@ -60,12 +61,14 @@ from optui.core.search.strategies import (
     winner,
     winner_comparisons,
     winner_text,
+    won,
 )
 from optui.core.todo import TodoStatus
 from optui.core.todo_experiment import ExperimentSpec
 from optui.session.benches import BenchService
 from optui.session.errors import SessionError
 from optui.session.journal_writer import JournalWriter
+from optui.session.locks import ServerLock
 from optui.session.todo_runs import TodoRunQueue
 from optui.session.todos import TodoService
 
@@ -92,6 +95,75 @@ class SpecError(SessionError):
     def __init__(self, message: str, field: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class SearchLock(ServerLock):
+    """One search per campaign across processes: an exclusive ``flock`` on
+    ``STATE_DIR/search.lock`` held while a search runs (the kernel drops it when its
+    process dies), its content naming the holder's pid."""
+
+    def __init__(self, state_dir: Path) -> None:
+        super().__init__(state_dir, "search")
+        self.path = Path(state_dir) / "search.lock"
+
+    def holder_pid(self) -> int | None:
+        """The pid the lock file names (None: none, or unreadable)."""
+        try:
+            text = self.path.read_text().strip()
+            return int(text[4:]) if text.startswith("pid ") else None
+        except (OSError, ValueError):
+            return None
+
+
+def refusal_text(running: dict | None, pid: int | None) -> str:
+    """Why a second search is refused: the first's id, process and start time
+    (``running``: :func:`search_status` of it; ``pid``: the lock's holder)."""
+    if running is not None and running.get("status") == "running":
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(running.get("started_at") or 0)))
+        return (f"search {running['search_id']} runs (optui process {running.get('pid') or pid}, started {when}): "
+                f"one search per campaign; `optui search stop` ends it")
+    return f"a search runs (optui process {pid or '?'}): one search per campaign; `optui search stop` ends it"
+
+
+def preset_workloads(bench: BenchmarkConfig) -> tuple[Workload, ...] | None:
+    """The workloads a preset measures in one experiment run, as ``@`` names them: the
+    built-in generator's concurrency points (``c=N``) at its rate; None for a command
+    (``argv``: its points are its own, known once it ran)."""
+    if bench.builtin is None:
+        return None
+    return tuple(Workload("concurrency", float(c)) for c in bench.builtin.concurrency)
+
+
+def check_workloads(spec: SearchSpec, bench: BenchmarkConfig) -> None:
+    """:class:`SpecError` (field ``objective`` or ``constraints``) when the objective of a
+    search on a multi-point preset names no workload, or a workload the preset does not
+    measure (the message says how to name one); the sla strategy sets the load itself."""
+    points = preset_workloads(bench)
+    if spec.strategy == "sla" or points is None:
+        return
+    goal = spec.goal
+    names = ", ".join(str(w) for w in points)
+    example = f'objective = "{goal.goal} {goal.metric} @ {points[-1]}"'
+    rate = bench.builtin.request_rate if bench.builtin is not None else None
+
+    def known(w: Workload) -> bool:
+        return w in points or (w.kind == "request_rate" and len(points) == 1 and rate is not None and w.value == rate)
+
+    if goal.workload is None and len(points) > 1:
+        raise SpecError(f"search: benchmark {spec.bench!r} measures {len(points)} workloads ({names}): a score never "
+                        f"pools them; name the one the objective is measured on, e.g. {example}", "objective")
+    if goal.workload is not None and not known(goal.workload):
+        raise SpecError(f"search: benchmark {spec.bench!r} does not measure {goal.workload} (its workloads: {names}); "
+                        f"e.g. {example}", "objective")
+    for rule in spec.rules:
+        if rule.workload is not None and not known(rule.workload):
+            raise SpecError(f"search: constraint {str(rule)!r}: benchmark {spec.bench!r} does not measure "
+                            f"{rule.workload} (its workloads: {names})", "constraints")
+
+
+class SearchBusy(SessionError):
+    """Another search runs on this campaign (in this or another optui process): the message
+    names it (id, process, start time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +310,9 @@ class SearchRunner:
         self._todo_id: int | None = None  # the todo item of the trial in progress
         self._resumed = 0  # trials a resumed search had before this process took it up
         self._load_run: BenchRun | None = None  # the sla strategy's benchmark in progress
+        self._stop_reason: str | None = None  # who stopped it when not the operator nor a search.stop (an agent's disconnect)
+        self._handed_over = False  # stopped to resume in another process: the server is left to it
+        self._lock: SearchLock | None = None  # one search per campaign, across processes
 
     @property
     def running(self) -> bool:
@@ -262,6 +337,7 @@ class SearchRunner:
                             "bench")
         if bench.server != spec.server:
             raise SpecError(f"search: benchmark {spec.bench!r} runs against {bench.server}, not {spec.server}", "bench")
+        check_workloads(spec, bench)
 
     async def start(self, spec: SearchSpec, name: str, *, fresh: bool = False) -> SearchProgress:
         """Start search ``name`` in the background (SessionError as :meth:`check`, or when
@@ -270,7 +346,20 @@ class SearchRunner:
         optuna study reopened) unless ``fresh``. Returns its first progress."""
         self.check(spec)
         if self.running:
-            raise SessionError(f"search {self._value.name if self._value else ''} is still running (stop it first)")
+            raise SearchBusy(f"search {self._value.search_id if self._value else ''} is still running in this process "
+                             "(stop it first)")
+        j = self._writer.journal
+        lock = SearchLock(self._state_dir)
+        if not lock.acquire():
+            other = await self._writer.call(lambda: search_status(j))
+            raise SearchBusy(refusal_text(other, lock.holder_pid()))
+        try:
+            return await self._start(spec, name, fresh, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    async def _start(self, spec: SearchSpec, name: str, fresh: bool, lock: SearchLock) -> SearchProgress:
         j = self._writer.journal
         prev, runs = await self._writer.call(lambda: (
             search_status(j, name), len({e.data.get("search_id") for e in j.events(target=f"search:{name}", types=[SEARCH_STARTED])})))
@@ -279,6 +368,7 @@ class SearchRunner:
         search_id = prev["search_id"] if resume and prev else f"{name}.{runs + 1}"
         trials = [Trial.from_json(t) for t in prev["trials"]] if resume and prev else []
         self.spec, self.trials, self._stop, self._resumed = spec, trials, False, len(trials)
+        self._stop_reason, self._lock, self._handed_over = None, lock, False
         self._value = SearchProgress(name, search_id, spec.strategy, spec.objective, len(trials),
                                      planned_now(spec, trials), "", "", "starting", None, None,
                                      sum(1 for t in trials if not t.feasible), None, time.time(), note=budget_note(spec))
@@ -305,10 +395,17 @@ class SearchRunner:
             step += f" run {min(view.points_done + 1, view.points_total)}/{view.points_total}"
         return replace(value, step=step)
 
-    def stop(self) -> bool:
-        """End the search (see module doc); False when none runs."""
+    def stop(self, reason: str | None = None, *, hand_over: bool = False) -> bool:
+        """End the search (see module doc); False when none runs. ``reason``: who stopped it,
+        when neither this process's operator nor a journaled ``search.stop`` (``"agent:NAME's
+        disconnect (its MCP session closed)"``): the search.finished message says so.
+        ``hand_over``: another process resumes it (``optui search run SPEC --wait``): the
+        server is left to that one instead of put on the search's stated configuration."""
         if not self.running:
             return False
+        if reason and self._stop_reason is None:
+            self._stop_reason = reason
+        self._handed_over = self._handed_over or hand_over
         self._stop = True
         current = self._todo_runs.current
         if current is not None and current.todo_id == self._todo_id:
@@ -326,10 +423,15 @@ class SearchRunner:
         return self.progress
 
     async def close(self) -> None:
-        """Session closing: stop, then wait for the trial in progress to end."""
+        """Session closing: stop, then wait for the trial in progress to end and the server
+        to be put on the search's stated configuration (its restart's ready and stop
+        timeouts, plus 15 s)."""
         if self.stop() and self._task is not None:
+            spec = self.spec
+            cfg = self._config.servers.get(spec.server) if spec is not None else None
+            wait_s = 15.0 + (2 * (cfg.ready_timeout_s + cfg.stop_timeout_s) if cfg is not None else 0.0)
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await within(asyncio.shield(self._task), 15.0)
+                await within(asyncio.shield(self._task), wait_s)
             self._task.cancel()
 
     # ------------------------------------------------------------ the loop
@@ -337,12 +439,23 @@ class SearchRunner:
         self._writer.record(type, f"search:{name}", data, experiment=experiment)
 
     async def _run(self, spec: SearchSpec, name: str, search_id: str, *, resumed: bool) -> None:
+        try:
+            await self._run_locked(spec, name, search_id, resumed=resumed)
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+    async def _run_locked(self, spec: SearchSpec, name: str, search_id: str, *, resumed: bool) -> None:
         started = time.time()
         seq0 = await self._writer.call(self._writer.journal.last_seq)
+        rt0 = self._server(spec.server).status
+        # the flags the search started from: where it ends when nothing won
+        start_argv = list(rt0.argv) if rt0.state.value == "ready" and rt0.argv else list(self._server(spec.server).cfg.argv)
         what = f"{spec.strategy} over {', '.join(spec.flags) or 'one configuration'} ({spec.objective})"
         self._record(SEARCH_STARTED, name, {
             "search_id": search_id, "name": name, "spec": spec.model_dump(mode="json"), "planned": planned_trials(spec),
-            "pid": os.getpid(), "resumed": resumed, "note": budget_note(spec),
+            "pid": os.getpid(), "resumed": resumed, "note": budget_note(spec), "start_argv": start_argv,
             "message": (f"search {search_id} resumed after {len(self.trials)} trials: {what}" if resumed
                         else f"search {search_id}: {what}") + (f"; {budget_note(spec)}" if budget_note(spec) else "")})
         status, message = "done", ""
@@ -378,7 +491,7 @@ class SearchRunner:
                              experiment=trial.experiment)
                 self._progress(step=None, todo_step="")
             if self._stop:
-                status, message = "stopped", f"stopped by {await self._stopper(name, search_id, seq0)}"
+                status, message = "stopped", f"stopped by {self._stop_reason or await self._stopper(name, search_id, seq0)}"
         except SessionError as exc:
             status, message = "failed", str(exc)
         except Exception as exc:  # noqa: BLE001 - a search never dies silently: its end is journaled
@@ -389,7 +502,20 @@ class SearchRunner:
         best = winner(spec, self.trials)
         table = standings(spec, self.trials)
         comparisons = winner_comparisons(spec, self.trials)
+        has_won = best is not None and won(comparisons)
+        end_point = best.point if has_won and best is not None else None
+        if spec.strategy == "sla":  # one configuration: it won when a load met the SLA
+            has_won = best_load(spec, self.trials) is not None
+            end_point = spec.point_at(0) if has_won else None
+        if self._handed_over and status == "stopped":
+            final: dict = {"why": "handed_over", "flags": None, "argv": None, "restarted": False, "error": None,
+                     "state": self._server(spec.server).status.state.value,
+                     "text": f"{spec.server} is left to the process that resumes the search: it ends there on the "
+                             "winner's flags or the flags it started from"}
+        else:
+            final = await self._end_on(spec, search_id, end_point, start_argv)
         data: dict = {"search_id": search_id, "name": name, "status": status, "trials": len(self.trials),
+                      "won": has_won, "running": final,
                 "duration_s": round(time.time() - started, 3),
                 "infeasible": [{"point": [list(p) for p in s.point], "crash_class": s.crash_class,
                                 "violated": list(s.violated)} for s in table if not s.feasible],
@@ -402,9 +528,48 @@ class SearchRunner:
         text = f"search {search_id} {status}: " + (message or summary)
         if message and status == "stopped":
             text += f"; so far {summary}" if self.trials else " before any trial finished"
+        text += "; " + str(final["text"])
         data["message"] = text
         self._record(SEARCH_FINISHED, name, data)
         self._progress(step=None, todo_step="", status=status, message=text)
+
+    async def _end_on(self, spec: SearchSpec, search_id: str, best: Point | None, start_argv: list[str]) -> dict:
+        """Put the server on the search's stated configuration: the winner's flags (``best``:
+        the winner's point, it won: :func:`~optui.core.search.strategies.won`; the sla
+        strategy's one configuration when a load met the SLA), else the flags it started from,
+        through the session's checked restart (the door and rollback policy of every
+        restart); no restart when it runs them already. Returns the search.finished's
+        ``running``: ``{"why": "winner" | "start", "flags", "argv", "state", "restarted",
+        "error", "text"}`` (``text``: the last line's part saying which flags run now)."""
+        rt = self._server(spec.server)
+        if best is not None:
+            sets, unset = spec.change(best)
+            argv = ExperimentSpec(spec.server, sets, tuple(unset)).apply(rt.cfg.argv)
+            why, flags = "winner", point_text(best) or "(fixed flags)"
+            what = f"the winner's flags ({flags})"
+        else:
+            argv, why = list(start_argv), "start"
+            flags = " ".join(argv[next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv)):]) or "(no flags)"
+            what = f"the flags it started from ({flags})"
+        out: dict = {"why": why, "flags": flags, "argv": argv, "restarted": False, "error": None}
+        if list(rt.status.argv) != argv or rt.status.state.value != "ready":
+            try:
+                restarted = await self._restart(spec.server, argv=argv, reason=f"search {search_id} ends on {what}")
+                out["restarted"] = True
+                if restarted.status.state.value != "ready" or list(restarted.status.argv) != argv:
+                    out["error"] = f"the restart ended {restarted.status.state.value}" + (
+                        f" ({restarted.status.crash_class})" if restarted.status.crash_class else "")
+            except Exception as exc:  # noqa: BLE001 - refused (read-only, a lock, a bad value): said, not raised
+                out["error"] = f"not restarted: {exc}"
+        st = rt.status
+        out["state"] = st.state.value
+        running = list(st.argv) == argv and st.state.value == "ready"
+        if running:
+            out["text"] = f"{spec.server} runs {what}" if best is not None else f"nothing won: {spec.server} runs {what}"
+        else:
+            out["text"] = (f"{spec.server} should run {what}, but {out['error'] or 'it is ' + st.state.value}; "
+                           f"it runs {' '.join(st.argv) or 'nothing'} ({st.state.value})")
+        return out
 
     async def _next(self, spec: SearchSpec, study) -> Step | None:
         """The strategy's next trial; the optuna study's proposal while it explores."""
@@ -475,16 +640,19 @@ class SearchRunner:
                           load=step.load, experiment=exp)
         ids = {r["result_id"] for r in outcome.results}
         stored = await w.call(lambda: [r for r in j.results(server=spec.server, limit=200) if r.id in ids])
-        per_run = [measurements(r.result) for r in stored]
-        values = {k: statistics.median([v[k] for v in per_run if k in v]) for k in {k for v in per_run for k in v}}
+        if not stored:
+            return failed(step.point, "no_result", "the benchmark stored no result", number=number, phase=step.phase,
+                          load=step.load, experiment=exp)
+        measured = trial_values(spec.goal, [r.result for r in stored])  # the objective's workload only: never a pool
+        values = dict(measured.values)
         mem = self._gpu_mem_mib(spec.server)
         if mem is not None:
             values["gpu_mem_mib"] = mem
-        if not per_run:
-            return failed(step.point, "no_result", "the benchmark stored no result", number=number, phase=step.phase,
-                          load=step.load, experiment=exp)
+        if measured.error:
+            return replace(failed(step.point, "no_workload", measured.error, number=number, phase=step.phase,
+                                  load=step.load, experiment=exp), values=values)
         trial = judge(spec, step.point, values, number=number, phase=step.phase, load=step.load, experiment=exp)
-        return replace(trial, run_scores=tuple(v[spec.goal.metric] for v in per_run if spec.goal.metric in v))
+        return replace(trial, run_scores=measured.run_scores)
 
     async def _until_idle(self, server: str) -> None:
         """A stop cut the trial during its restart: the todo run left the restart to finish on
@@ -618,17 +786,21 @@ def ask_to_stop(journal: Journal, progress: SearchProgress, actor: str) -> None:
                                                              "message": f"stop search {progress.search_id}"}, actor=actor)
 
 
-def search_status(journal: Journal, name: str | None = None) -> dict | None:
+def search_status(journal: Journal, name: str | None = None, search_id: str | None = None) -> dict | None:
     """The newest search (of ``name``, else any) as its events tell it, for ``optui search
     status`` in any process: name, search_id, status (running | done | stopped | failed |
     interrupted: its process is gone without a search.finished), strategy, objective,
     planned, eta_s (s left while running, once a trial of its process ended; else None),
     trials (:meth:`Trial.to_json`), best (flags, score, runs, vs: the winner's evidence) or
     None, infeasible (how many trials), pid, spec (as journaled), started_at / finished_at (Unix s; of the
-    newest start when resumed), message. None: no search."""
+    newest start when resumed), won (the best beat every configuration it was compared with;
+    None while running), running (which flags the server was left on: search.finished's,
+    None while running), message. ``search_id``: that search (a process reads its own, never
+    another's newer one). None: no search."""
     from optui.adapters import proc
 
-    starts = [e for e in journal.events(types=[SEARCH_STARTED]) if name is None or e.data.get("name") == name]
+    starts = [e for e in journal.events(types=[SEARCH_STARTED]) if (name is None or e.data.get("name") == name)
+              and (search_id is None or e.data.get("search_id") == search_id)]
     if not starts:
         return None
     start = starts[-1]
@@ -672,6 +844,7 @@ def search_status(journal: Journal, name: str | None = None) -> dict | None:
             "trials": [t.to_json() for t in trials], "best": best, "infeasible": sum(1 for t in trials if not t.feasible),
             "pid": pid, "spec": start.data.get("spec"), "started_at": start.ts, "finished_at": fin.ts if fin else None,
             "current": current, "eta_note": eta_note, "note": start.data.get("note") or "",
+            "won": fin.data.get("won") if fin else None, "running": fin.data.get("running") if fin else None,
             "message": (fin.data.get("message") if fin else start.data.get("message")) or ""}
 
 

@@ -6,8 +6,8 @@ or from a TOML file of its own (the same keys at its top level)::
     server = "demo"
     bench = "tiny"                       # a [benchmarks.NAME] preset
     strategy = "grid"                    # grid | random (seeded) | optuna (TPE) | sla (largest load under the SLA)
-    objective = "max output_tok_s"       # max|min METRIC (see METRICS)
-    constraints = ["ttft_p99_ms <= 2000", "itl_p99_ms <= 50", "gpu_mem_mib <= 80000"]
+    objective = "max output_tok_s @ c=8" # max|min METRIC (see METRICS) @ the preset's workload it is measured on
+    constraints = ["ttft_p99_ms <= 2000 @ c=8", "itl_p99_ms <= 50 @ c=1", "gpu_mem_mib <= 80000"]
     budget = 12                          # trials at most (grid: all of them when unset)
     fixed = { "--schedule-policy" = "lpm", "--enable-metrics" = true }
     [search.batch.flags]
@@ -16,7 +16,10 @@ or from a TOML file of its own (the same keys at its top level)::
     "--disable-radix-cache" = "on/off"                           # a switch: passed or not
 
 A flag value in a point is its text (``"64"``), True (a switch passed) or False (not
-passed). Bad specs raise :class:`~optui.config_file.ConfigError` naming
+passed). A preset that measures several workloads (``concurrency = [1, 2, 4, 8]``)
+needs the objective's (``@ c=8``, or ``@ rate=4``): a trial's score is that workload's
+runs only, never a pool of concurrencies; a constraint without ``@`` holds at the
+objective's workload. Bad specs raise :class:`~optui.config_file.ConfigError` naming
 ``FILE:LINE: search.NAME.FIELD: problem`` as optui.toml's own errors do.
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -76,26 +80,151 @@ def measurements(result: BenchResult) -> dict[str, float]:
     return out
 
 
+def _workloads_of(result: BenchResult) -> tuple[Workload, ...]:
+    conc = result.max_concurrency if result.max_concurrency is not None else result.workload.max_concurrency
+    rate = result.request_rate if result.request_rate is not None else result.workload.request_rate
+    return Workload.of(conc, rate)
+
+
+@dataclass(frozen=True, slots=True)
+class TrialValues:
+    """What one trial measured (:func:`trial_values`): ``values`` (the objective's
+    workload's medians under their :data:`METRICS` names, and every workload's under
+    ``METRIC@c=N``), ``run_scores`` (the objective's metric of each run at its workload),
+    ``error`` (why there is no score: the objective's workload was not measured; "" when
+    there is one)."""
+
+    values: dict[str, float]
+    run_scores: tuple[float, ...]
+    error: str = ""
+
+
+def trial_values(objective: Objective, results: Sequence[BenchResult]) -> TrialValues:
+    """The values of a trial's benchmark runs (``results``: every run of the preset, at
+    every workload it measures). The score is never a pool of workloads: with a workload
+    in the objective only its runs count; without one the runs must all be one workload
+    (else ``error`` asks to name one)."""
+    by_label: dict[str, list[dict[str, float]]] = {}
+    labels_of = []
+    for r in results:
+        wls = _workloads_of(r)
+        labels_of.append(wls)
+        label = str(wls[0]) if wls else "?"
+        by_label.setdefault(label, []).append(measurements(r))
+
+    def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+        return {k: statistics.median([v[k] for v in runs if k in v]) for k in sorted({k for v in runs for k in v})}
+
+    values: dict[str, float] = {}
+    for label, runs in by_label.items():
+        if label != "?":
+            values.update({f"{k}@{label}": v for k, v in medians(runs).items()})
+    wl = objective.workload
+    if wl is None:
+        if len(by_label) > 1:
+            return TrialValues(values, (), f"the benchmark measured {len(by_label)} workloads ({', '.join(by_label)}): "
+                               f"the objective names the one it is measured on (\"{objective} @ {next(iter(by_label))}\")")
+        mine = [measurements(r) for r in results]
+    else:
+        picked = [(r, wls) for r, wls in zip(results, labels_of, strict=True) if wl in wls]
+        if not picked:
+            measured = ", ".join(by_label) or "nothing"
+            return TrialValues(values, (), f"no run at the objective's workload {wl} (measured: {measured})")
+        spans = sorted({str(wls[0]) for _, wls in picked})
+        if len(spans) > 1:  # a rate every concurrency point shares: still a pool
+            return TrialValues(values, (), f"the runs at {wl} span {', '.join(spans)}: name one of them in the objective")
+        mine = [measurements(r) for r, _ in picked]
+    values.update(medians(mine))
+    return TrialValues(values, tuple(v[objective.metric] for v in mine if objective.metric in v))
+
+
 def _metric(name: str) -> str:
     if name not in METRICS:
         raise ValueError(f"unknown metric {name!r} (known: {', '.join(METRICS)})")
     return name
 
 
+_WORKLOAD = re.compile(r"^\s*(c|rate)\s*=\s*([0-9.eE+]+|inf)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The one workload of a preset an objective or a constraint is measured on (issue 29):
+    ``kind`` "concurrency" (``c=8``: requests in flight) or "request_rate" (``rate=4``:
+    req/s, ``inf`` all at once), and its ``value``."""
+
+    kind: Literal["concurrency", "request_rate"]
+    value: float
+
+    @classmethod
+    def parse(cls, text: str) -> Workload:
+        """``"c=8"`` / ``"rate=4"`` → Workload; ValueError naming what is wrong."""
+        m = _WORKLOAD.match(text)
+        if not m:
+            raise ValueError(f"expected a workload 'c=N' (concurrency) or 'rate=R' (req/s), got {text.strip()!r}")
+        try:
+            value = float(m.group(2))
+        except ValueError:
+            raise ValueError(f"{text.strip()!r}: not a number") from None
+        if not value > 0:
+            raise ValueError(f"{text.strip()!r}: a workload's concurrency or rate is above 0")
+        if m.group(1) == "c":
+            if not value.is_integer():
+                raise ValueError(f"{text.strip()!r}: a concurrency is a whole number of requests")
+            return cls("concurrency", value)
+        return cls("request_rate", value)
+
+    @classmethod
+    def of(cls, max_concurrency: int | None, request_rate: float | None) -> tuple[Workload, ...]:
+        """The workloads a benchmark result measured (its concurrency, its finite rate)."""
+        out = []
+        if max_concurrency is not None:
+            out.append(cls("concurrency", float(max_concurrency)))
+        if request_rate is not None:
+            out.append(cls("request_rate", float(request_rate)))
+        return tuple(out)
+
+    def __str__(self) -> str:
+        if self.kind == "concurrency":
+            return f"c={int(self.value)}"
+        return f"rate={self.value:g}"
+
+
+def _split_at(text: str) -> tuple[str, Workload | None]:
+    """``"max output_tok_s @ c=8"`` → ``("max output_tok_s", Workload)``."""
+    if "@" not in text:
+        return text, None
+    head, _, tail = text.partition("@")
+    return head, Workload.parse(tail)
+
+
+def at_key(metric: str, workload: Workload | None) -> str:
+    """The key of ``metric`` measured at ``workload`` in a trial's values: ``ttft_p99_ms@c=1``
+    (None: the bare metric, measured at the objective's workload)."""
+    return metric if workload is None else f"{metric}@{workload}"
+
+
 @dataclass(frozen=True, slots=True)
 class Objective:
-    """``max METRIC`` or ``min METRIC``: what a trial's score is."""
+    """``max METRIC`` or ``min METRIC``, optionally ``@ c=N`` / ``@ rate=R``: what a trial's
+    score is, and the workload of the preset it is measured on (None: the preset's only one).
+    ``METRIC @ c=N`` alone takes the metric's own direction (``output_tok_s``: max)."""
 
     goal: Literal["max", "min"]
     metric: str
+    workload: Workload | None = None
 
     @classmethod
     def parse(cls, text: str) -> Objective:
-        """``"max output_tok_s"`` → Objective; ValueError naming what is wrong."""
-        parts = text.split()
+        """``"max output_tok_s @ c=8"`` → Objective; ValueError naming what is wrong."""
+        head, workload = _split_at(text)
+        parts = head.split()
+        if len(parts) == 1 and workload is not None:
+            metric = _metric(parts[0])
+            return cls("max" if METRICS[metric][1] else "min", metric, workload)
         if len(parts) != 2 or parts[0] not in ("max", "min"):
-            raise ValueError(f"expected 'max METRIC' or 'min METRIC', got {text!r}")
-        return cls(parts[0], _metric(parts[1]))  # type: ignore[arg-type]
+            raise ValueError(f"expected 'max METRIC' or 'min METRIC' (optionally '@ c=N' or '@ rate=R'), got {text!r}")
+        return cls(parts[0], _metric(parts[1]), workload)  # type: ignore[arg-type]
 
     def better(self, a: float, b: float) -> bool:
         """``a`` is a better score than ``b``."""
@@ -106,36 +235,44 @@ class Objective:
         return -score if self.goal == "max" else score
 
     def __str__(self) -> str:
-        return f"{self.goal} {self.metric}"
+        return f"{self.goal} {self.metric}" + (f" @ {self.workload}" if self.workload else "")
 
 
 @dataclass(frozen=True, slots=True)
 class Constraint:
-    """``METRIC OP LIMIT`` (``ttft_p99_ms <= 2000``): a trial missing the metric breaks it."""
+    """``METRIC OP LIMIT`` (``ttft_p99_ms <= 2000``), optionally ``@ c=N`` / ``@ rate=R``:
+    the workload it holds at (None: the objective's). A trial missing the metric breaks it."""
 
     metric: str
     op: str
     limit: float
+    workload: Workload | None = None
 
     @classmethod
     def parse(cls, text: str) -> Constraint:
-        """``"itl_p99_ms <= 50"`` → Constraint; ValueError naming what is wrong."""
-        m = _CONSTRAINT.match(text)
+        """``"itl_p99_ms <= 50 @ c=1"`` → Constraint; ValueError naming what is wrong."""
+        head, workload = _split_at(text)
+        m = _CONSTRAINT.match(head)
         if not m:
-            raise ValueError(f"expected 'METRIC <= LIMIT' (or <, >=, >), got {text!r}")
+            raise ValueError(f"expected 'METRIC <= LIMIT' (or <, >=, >; optionally '@ c=N'), got {text!r}")
         try:
             limit = float(m.group(3))
         except ValueError:
             raise ValueError(f"{text!r}: the limit is not a number") from None
-        return cls(_metric(m.group(1)), m.group(2), limit)
+        return cls(_metric(m.group(1)), m.group(2), limit, workload)
+
+    @property
+    def key(self) -> str:
+        """Where its value is in a trial's values (:func:`at_key`)."""
+        return at_key(self.metric, self.workload)
 
     def holds(self, values: Mapping[str, float]) -> bool:
         """The constraint holds for measured ``values`` (False when the metric is missing)."""
-        value = values.get(self.metric)
+        value = values.get(self.key)
         return value is not None and _OPS[self.op](value, self.limit)
 
     def __str__(self) -> str:
-        return f"{self.metric} {self.op} {self.limit:g}"
+        return f"{self.metric} {self.op} {self.limit:g}" + (f" @ {self.workload}" if self.workload else "")
 
 
 def _value_text(value: object, where: str) -> FlagValue:
@@ -314,6 +451,8 @@ class SearchSpec(BaseModel):
                 raise ValueError("strategy 'sla' needs constraints (the SLA the load must meet)")
             if any(len(d.values) > 1 for d in self.flags.values()):
                 raise ValueError("strategy 'sla' measures one configuration: give its flags in fixed")
+            if self.goal.workload is not None or any(c.workload is not None for c in self.rules):
+                raise ValueError("strategy 'sla' varies the load itself: no '@ c=N' in its objective or constraints")
         elif not self.flags and not self.points:
             raise ValueError(f"strategy {self.strategy!r} needs flags (or points) to search")
         elif math.prod(len(d.values) for d in self.flags.values()) > _MAX_POINTS:

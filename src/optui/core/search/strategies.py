@@ -28,7 +28,7 @@ from typing import Literal
 
 from optui.core.bench.compare import Judgement
 from optui.core.bench.compare import judge as judge_runs
-from optui.core.search.spec import Point, SearchSpec, point_from_json, point_text
+from optui.core.search.spec import Constraint, Point, SearchSpec, point_from_json, point_text
 
 TrialStatus = Literal["ok", "violates", "failed"]
 Phase = Literal["explore", "confirm"]
@@ -88,7 +88,11 @@ def breaks_text(violated: Sequence[str], values: Mapping[str, float]) -> str:
     value each measured (``values`` by metric name; 4 significant digits, thousands comma)."""
     out = []
     for text in violated:
-        value = values.get(text.split(" ", 1)[0])
+        try:
+            key = Constraint.parse(text).key
+        except ValueError:  # journaled by another version
+            key = text.split(" ", 1)[0]
+        value = values.get(key)
         out.append(f"{text} ({'not measured' if value is None else 'measured ' + measured_text(value)})")
     return ", ".join(out)
 
@@ -295,20 +299,53 @@ class Comparison:
                 "evidence": self.judgement.to_json()}
 
 
-def winner_comparisons(spec: SearchSpec, trials: Sequence[Trial]) -> tuple[Comparison, ...]:
+def restart_spread(spec: SearchSpec, trials: Sequence[Trial]) -> float | None:
+    """The search's own restart-to-restart spread (%): each trial restarts the server, so
+    the trials of one configuration are restarts of the same flags; the full range of their
+    scores in % of their median, the largest over the configurations measured at least
+    twice (None: none was). The winner test's threshold is at least this
+    (:func:`~optui.core.bench.compare.judge`'s ``restart_spread_pct``)."""
+    groups: dict[Point, list[float]] = {}
+    for t in trials:
+        if t.score is not None and t.status != "failed":
+            groups.setdefault(t.point, []).append(t.score)
+    out: float | None = None
+    for scores in groups.values():
+        if len(scores) >= 2:
+            mid = statistics.median(scores)
+            if mid:
+                pct = 100.0 * (max(scores) - min(scores)) / abs(mid)
+                out = pct if out is None else max(out, pct)
+    return out
+
+
+def winner_comparisons(spec: SearchSpec, trials: Sequence[Trial], *,
+                       restart_spread_pct: float | None = None) -> tuple[Comparison, ...]:
     """The winner (:func:`winner`) against the runner-up and against the first trial's
-    configuration (when that is neither and was measured); () without a winner."""
+    configuration (when that is neither and was measured); () without a winner. Judged with
+    the restart-to-restart spread: the larger of the search's own (:func:`restart_spread`)
+    and ``restart_spread_pct`` (%, the journal's for the workload; None: not measured)."""
     table = standings(spec, trials)
     best = table[0] if table and table[0].feasible else None
     if best is None:
         return ()
+    own = restart_spread(spec, trials)
+    spread = max((v for v in (own, restart_spread_pct) if v is not None), default=None)
     sign = 1 if spec.goal.goal == "max" else -1
     others = [("runner-up", s) for s in table[1:2] if s.feasible]
     first = min((t.number for t in trials), default=None)
     start = next((s for s in table if first in s.trials), None)
     if start is not None and start is not best and all(start is not o for _, o in others) and start.score is not None:
         others.append(("first trial", start))
-    return tuple(Comparison(role, other, judge_runs(best.run_scores, other.run_scores, sign)) for role, other in others)
+    return tuple(Comparison(role, other, judge_runs(best.run_scores, other.run_scores, sign, restart_spread_pct=spread))
+                 for role, other in others)
+
+
+def won(comparisons: Sequence[Comparison]) -> bool:
+    """The best configuration won: it beat every configuration it was compared with
+    (runner-up, first trial) outside the noise, or it was the only one measured. False: its
+    own evidence says nothing beat the runner-up, so no "winner" is named or launched."""
+    return all(c.judgement.verdict == "better" for c in comparisons)
 
 
 def winner_text(spec: SearchSpec, best: Standing, comparisons: Sequence[Comparison]) -> str:
@@ -349,9 +386,9 @@ def none_feasible_text(spec: SearchSpec, trials: Sequence[Trial]) -> str:
         return "no trial finished"
     parts = []
     for rule in spec.rules:
-        broke = [t.values[rule.metric] for t in trials if t.status != "failed" and str(rule) in t.violated
-                 and rule.metric in t.values]
-        missing = sum(1 for t in trials if t.status != "failed" and str(rule) in t.violated and rule.metric not in t.values)
+        broke = [t.values[rule.key] for t in trials if t.status != "failed" and str(rule) in t.violated
+                 and rule.key in t.values]
+        missing = sum(1 for t in trials if t.status != "failed" and str(rule) in t.violated and rule.key not in t.values)
         if broke:
             closest = min(broke, key=lambda v: abs(v - rule.limit))
             parts.append(f"{rule} broken by {len(broke)} trial{'s' if len(broke) != 1 else ''} "
