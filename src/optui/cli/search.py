@@ -141,12 +141,19 @@ def run(ctx: click.Context, spec: str, as_json: bool, server: str | None, bench:
     import signal
 
     from optui.session import Session, SessionError
-    from optui.session.search import SearchBusy, SpecError, search_status
+    from optui.session.search import SearchBusy, SpecError, check_workloads, search_status
 
     loaded = load_config_or_exit(ctx)
     if (ctx.find_root().obj or {}).get("read_only") or loaded.config.read_only:
         fail("read-only mode: a flag search restarts servers", 2)
     name, parsed = _load_spec(loaded, spec, server, bench)
+    preset = loaded.config.benchmarks.get(parsed.bench)
+    try:
+        if preset is not None and preset.server == parsed.server:  # before any server starts
+            check_workloads(parsed, preset)
+    except SpecError as exc:
+        place = _field_place(loaded, spec, name, exc.field)
+        fail(f"{place}: {str(exc).removeprefix('search: ')}" if place else str(exc), 2)
 
     async def go() -> dict | None:
         session = Session(loaded, actor=actor())
