@@ -47,6 +47,8 @@ async def test_a_search_outlives_its_agents_disconnect_and_ends_on_a_stated_conf
     cfg = search_config(campaign, "optui-search-disconnect.toml", policy)
     db = campaign.parent / ".optui" / "optui.db"
     url = load_config(campaign).config.servers["demo"].url
+    before = json.loads(optui(cfg, "status", "--json").stdout)
+    start_argv = next(s for s in before["servers"] if s["name"] == "demo")["argv"]
     async with agent(cfg, name="codex") as client:
         started = data(await client.call_tool("search_run", {"spec": "pair", "why": "batch sizes", "fresh": True}))
         assert started["outcome"] == "started", started
@@ -81,6 +83,9 @@ async def test_a_search_outlives_its_agents_disconnect_and_ends_on_a_stated_conf
     status = json.loads(optui(cfg, "status", "--json").stdout)
     demo = next(s for s in status["servers"] if s["name"] == "demo")
     assert demo["state"] == "ready" and demo["argv"] == running["argv"], (demo, running)
+    if running["why"] == "start":  # the flags before the search, not those of the trial the agent's process left
+        assert running["argv"] == start_argv, (running["argv"], start_argv)
+    assert starts[1].data["start_argv"] == start_argv or running["why"] == "winner"
     said = "demo runs the winner's flags (" if running["why"] == "winner" else "nothing won: demo runs the flags it started from ("
     assert said in fin["message"], fin["message"]
     search = json.loads(optui(cfg, "search", "status", "pair", "--json").stdout)

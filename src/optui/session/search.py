@@ -450,8 +450,15 @@ class SearchRunner:
         started = time.time()
         seq0 = await self._writer.call(self._writer.journal.last_seq)
         rt0 = self._server(spec.server).status
-        # the flags the search started from: where it ends when nothing won
+        # the flags the search started from: where it ends when nothing won (resumed: its first start's, not
+        # the flags of the trial an exited process left running)
         start_argv = list(rt0.argv) if rt0.state.value == "ready" and rt0.argv else list(self._server(spec.server).cfg.argv)
+        if resumed:
+            j = self._writer.journal
+            starts = await self._writer.call(lambda: j.events(target=f"search:{name}", types=[SEARCH_STARTED]))
+            first = next((e for e in starts if e.data.get("search_id") == search_id and e.data.get("start_argv")), None)
+            if first is not None:
+                start_argv = [str(a) for a in first.data["start_argv"]]
         what = f"{spec.strategy} over {', '.join(spec.flags) or 'one configuration'} ({spec.objective})"
         self._record(SEARCH_STARTED, name, {
             "search_id": search_id, "name": name, "spec": spec.model_dump(mode="json"), "planned": planned_trials(spec),
