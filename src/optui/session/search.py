@@ -442,9 +442,13 @@ class SearchRunner:
         try:
             await self._run_locked(spec, name, search_id, resumed=resumed)
         finally:
-            if self._lock is not None:
-                self._lock.release()
-                self._lock = None
+            try:
+                with contextlib.suppress(Exception):  # search.finished landed before the lock goes: the next
+                    await self._writer.call(lambda: None)  # search (a resuming process) reads it
+            finally:
+                if self._lock is not None:
+                    self._lock.release()
+                    self._lock = None
 
     async def _run_locked(self, spec: SearchSpec, name: str, search_id: str, *, resumed: bool) -> None:
         started = time.time()
