@@ -74,6 +74,13 @@ async def test_a_search_outlives_its_agents_disconnect_and_ends_on_a_stated_conf
     assert (f"stopped: stopped by agent:codex's disconnect (its MCP session closed); it resumes in optui process {pid}"
             in first_end.data["message"]), first_end.data["message"]
     assert all("the operator" not in e.data["message"] for e in ends)
+    j = Journal(db, read_only=True)
+    try:  # journaled at once too (a client kills optui mcp seconds after closing its stdin)
+        (stop,) = [e for e in j.events(types=["search.stop"]) if e.data.get("search_id") == sid]
+    finally:
+        j.close()
+    assert stop.actor == "agent:codex" and stop.data["disconnect"] is True and stop.data["resumed_by"] == pid
+    assert stop.data["message"] == f"stop search {sid}: agent:codex's disconnect (its MCP session closed); it resumes in optui process {pid}"
     assert starts[1].actor == "agent:codex"  # the resumed search is still the agent's
     # the resumed search ends done, its trials kept, the server on the stated configuration
     fin = last_end.data

@@ -599,10 +599,17 @@ class Cockpit:
         own, self._search = self._search, None
         if own is None or own.task.done():
             return
+        from optui.session.search import SEARCH_STOP
+
         pid = self._hand_over(own)
         reason = f"{own.actor}'s disconnect (its MCP session closed)"
         if pid is not None:
             reason += f"; it resumes in optui process {pid}"
+        spec = own.session.search.spec
+        with contextlib.suppress(Exception):  # journaled at once: a client kills this process seconds after closing
+            self._write(lambda j: j.append(SEARCH_STOP, f"search:{own.search_id.rsplit('.', 1)[0]}", {
+                "search_id": own.search_id, "disconnect": True, "resumed_by": pid, "server": spec and spec.server,
+                "message": f"stop search {own.search_id}: {reason}"}, actor=own.actor))
         own.session.search.stop(reason, hand_over=pid is not None)
         with contextlib.suppress(asyncio.CancelledError):
             await own.task
