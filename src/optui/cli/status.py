@@ -286,12 +286,31 @@ def restart_json(session, server: str, plan, outcome) -> dict:
             "lines": list(st.crash_lines), "argv": list(st.argv),
             "requested_argv": list(plan.argv) if plan else list(st.argv),
             "base": plan.base_from if plan else "last good",
-            "ready_s": round(st.ready_at - st.started_at, 3) if st.ready_at and st.started_at else None,
+            "ready_s": _ready_s(session, server),
             "phases": [{"phase": p.phase, "t": p.t} for p in st.phases],
             "warnings": [str(i) for i in plan.warnings] if plan else [],
             "config_mismatch": list(st.config_mismatch),
             "rolled_back": rolled_back, "failed": _failed_class(session, server) if rolled_back else None,
             "rollback_command": _rollback_command(session.loaded.path, server) if offer else None}
+
+
+def _ready_s(session, server: str) -> float | None:
+    """Seconds from the current launch's start to ready (issue 29): the ``ready_s`` of its
+    ``server.ready`` event (the ready gate's, from the new process's start), else the status's
+    ``ready_at - started_at`` when this launch became ready (a start not waited for); None
+    when it did not. Never negative: a ready time from before the start is not this start's."""
+    st = session.servers[server].status
+    if not st.started_at:
+        return None
+    with contextlib.suppress(Exception):  # an unreadable journal: the status's own numbers
+        found = session.journal.events(target=server, types=["server.ready"], limit=1, newest_first=True)
+        if found and found[0].ts >= st.started_at and list(found[0].data.get("argv") or st.argv) == list(st.argv):
+            value = found[0].data.get("ready_s")
+            if isinstance(value, (int, float)) and value >= 0:
+                return float(value)
+    if st.ready_at and st.ready_at >= st.started_at:
+        return round(st.ready_at - st.started_at, 3)
+    return None
 
 
 def _failed_class(session, server: str) -> str | None:

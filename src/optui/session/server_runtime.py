@@ -461,6 +461,9 @@ class ServerRuntime:
         self._failures = 0
         self._unhealthy_since = self._health_reason = None
         self._generated = False
+        # the ready time of a re-attached launch is that launch's, never this one's: kept, the new
+        # start was READY 1.6 s before it began (``optui restart --json`` ready_s -25.1, issue 29)
+        self._ready_journaled = None
         self._starting = True
         # the log being replaced was written by the previous launch: kept under its experiment
         keep_log_as = await self._events.read(lambda: experiment_of_last_launch(self.journal, self.name))
