@@ -20,8 +20,9 @@ together (n adds up; each of them shows the same numbers and verdict), except th
 baseline's configuration, whose instances are compared one by one with the baseline
 (``same``: they are the restart-to-restart spread's evidence, below).
 A run is comparable when its status is "ok" and its failed requests are within the
-threshold (:func:`~optui.core.bench.result.comparable`); a "degraded" or failed run is
-listed with its ok/total request counts and never compared.
+threshold (:func:`~optui.core.bench.result.comparable`); a "degraded", "invalid" (measured
+while the server was HUNG or DEGRADED: :mod:`optui.core.bench.validity`) or failed run is
+listed with its ok/total request counts and never compared, nor ever a workload's baseline.
 
 **Verdict** (computed): ``baseline``; ``failed`` (crashed, timed out, bad flag...);
 ``better`` / ``worse`` / ``same`` by :func:`optui.core.bench.compare.judge` on the primary

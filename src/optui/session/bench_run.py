@@ -29,6 +29,7 @@ from optui.core.bench.cmd import point_argv, with_run_seed
 from optui.core.bench.result import DEFAULT_MAX_FAILED_PCT, BenchResult, apply_failure_threshold
 from optui.core.bench.stream import ProgressTracker, StreamProgress
 from optui.core.bench.sweep import Point, SweepSpec, plan_points
+from optui.core.bench.validity import StateTimeline, invalid_reason, mark_invalid, max_token_gap_ms
 from optui.session.bench_command import CommandPoint
 from optui.session.command_log import hide_value
 
@@ -69,14 +70,18 @@ class BenchRun:
     ``sweep`` overrides one knob per point; ``repeats`` runs each point that many times;
     ``shell`` is where an argv command runs (the preset's ``host``); a result whose failed
     requests exceed ``max_failed_pct`` % is "degraded" (never compared) and its point counts
-    as failed.
+    as failed. ``states``: the server's states during the run (monotonic clock); a result
+    measured while it was HUNG or DEGRADED, or whose largest token gap exceeded ``stall_s``,
+    is "invalid" with its reason (:mod:`optui.core.bench.validity`) and its point counts as
+    failed too.
     """
 
     def __init__(self, name: str, cfg: BenchmarkConfig, *, base_url: str, max_lines: int,
                  on_change: Callable[[], None], server_healthy: Callable[[], bool], api_key: str | None = None,
                  sweep: SweepSpec | None = None, repeats: int = 1, shell: Shell | None = None,
-                 max_failed_pct: float = DEFAULT_MAX_FAILED_PCT) -> None:
+                 max_failed_pct: float = DEFAULT_MAX_FAILED_PCT, states: StateTimeline | None = None) -> None:
         self.name = name
+        self.states = states
         self.max_failed_pct = max_failed_pct  # a result with more failed requests (%) is degraded
         self.shell: Shell = shell or LocalShell(cfg.host)  # where an argv command runs
         self.cfg = cfg
@@ -177,6 +182,7 @@ class BenchRun:
             if self._aborted:
                 break
             self._update(point=point.label(), points_done=done)
+            began = time.monotonic()
             try:
                 if self.cfg.builtin is not None:
                     point_status, point_error, got = await self._watched_builtin(point, self.cfg.builtin)
@@ -185,10 +191,18 @@ class BenchRun:
             except OSError as exc:
                 self.add_line(f"optui: cannot start benchmark: {exc}")
                 point_status, point_error, got = "failed", str(exc), ()
+            bad = self.states.bad_seconds(began, time.monotonic()) if self.states is not None else {}
             for result in got:
                 result.extra.update(run_id=self.view.run_id, point=point.label() or None, repeat=point.repeat)
                 apply_failure_threshold(result, self.max_failed_pct)
-            if point_status == "ok" and got and not any(r.status == "ok" for r in got):
+                why = invalid_reason(bad, max_gap_ms=max_token_gap_ms(result), stall_s=self.cfg.stall_s)
+                if why is not None and result.status == "ok":
+                    mark_invalid(result, why)
+                    self.add_line(f"optui: {point.label() or 'run'} invalid: {why} — never compared")
+            if point_status == "ok" and got and any(r.status == "invalid" for r in got) and not any(
+                    r.status == "ok" for r in got):
+                point_status, point_error = "failed", next((r.error for r in got if r.error), point_error)
+            elif point_status == "ok" and got and not any(r.status == "ok" for r in got):
                 # numbers, but too many requests failed: the point failed (e.g. the server was killed mid-run)
                 point_status, point_error = "failed", next((r.error for r in got if r.error), point_error)
                 self.add_line(f"optui: {point.label() or 'run'} degraded: {point_error} — never compared")

@@ -18,8 +18,9 @@ from optui.adapters.journal import Journal, JournalError, StoredResult
 from optui.config import Config
 from optui.core import events as ev
 from optui.core.bench.compare import Entry, Row, build_rows, group_entries
-from optui.core.bench.result import IMPORTED_KEY, BenchResult
+from optui.core.bench.result import IMPORTED_KEY, BenchResult, comparable
 from optui.core.bench.sweep import SweepSpec, sweep_spec
+from optui.core.bench.validity import StateTimeline
 from optui.core.server_state import ServerState
 from optui.session.bench_run import BenchRun
 from optui.session.errors import SessionError
@@ -81,12 +82,18 @@ class BenchService:
             raise SessionError(f"benchmark {self.current.name} is still running (A aborts it)")
         rt = self._server(cfg.server)
         api_key = os.environ.get(rt.cfg.api_key_env) if rt.cfg.api_key_env else None
+        # the states the server goes through while it is measured: a run over a HUNG or
+        # DEGRADED server is invalid (issue 29: one across a 65 s SIGSTOP became the baseline)
+        states = StateTimeline(str(rt.status.state), time.monotonic())
+        unwatch = rt.watch_states(lambda state: states.enter(str(state), time.monotonic()))
         run = BenchRun(name, cfg, base_url=rt.cfg.url, max_lines=self._config.log_max_lines, on_change=self._on_change,
                        server_healthy=lambda: rt.status.state.is_up, api_key=api_key, sweep=sweep,
-                       repeats=max(1, repeats), shell=self._shell(cfg.host), max_failed_pct=self._config.max_failed_pct_of(name))
+                       repeats=max(1, repeats), shell=self._shell(cfg.host), max_failed_pct=self._config.max_failed_pct_of(name),
+                       states=states)
         run.on_command = lambda argv, rc, dt: self._on_command(cfg.host, argv, rc, dt, "bench")
         self.current = run
         self._task = asyncio.create_task(self._run(run, rt), name=f"bench-{name}")
+        self._task.add_done_callback(lambda _task: unwatch())
         self._on_change()
         return run
 
@@ -174,6 +181,7 @@ class BenchService:
         its workload; journaled as ``bench.baseline``. SessionError when unknown."""
         self._writer.check_writable("pinning a baseline")
         stored = next((r for r in self._history() if r.id == result_id), None)
+        _check_pinnable(stored)
         try:
             self._pin(result_id, stored, self._repeats_of(stored))
         except JournalError as exc:
@@ -186,6 +194,7 @@ class BenchService:
         out there. SessionError when unknown, read-only or the write fails."""
         self._writer.check_writable("pinning a baseline")
         stored = next((r for r in self._history() if r.id == result_id), None)
+        _check_pinnable(stored)
         repeats = self._repeats_of(stored)
         try:
             await self._writer.call(lambda: self._pin(result_id, stored, repeats))
@@ -332,6 +341,15 @@ class BenchService:
             run.shell.kill_group_now(run.pid)
         elif procs.group_alive(run.pid):
             procs.kill_group_now(run.pid)
+
+
+def _check_pinnable(stored: StoredResult | None) -> None:
+    """SessionError when ``stored`` is a result that is never compared (invalid, degraded,
+    failed): it can never be a baseline (issue 29)."""
+    if stored is not None and not comparable(stored.result):
+        why = f": {stored.result.error}" if stored.result.error else ""
+        raise SessionError(f"result {stored.id} is {stored.result.status}{why}; it is never compared, "
+                           "so it cannot be the baseline")
 
 
 def import_results(journal: Journal, results: Sequence[BenchResult], *, source: str, server: str | None,

@@ -158,6 +158,12 @@ class ServerRuntime:
         """The server's status now (an immutable snapshot)."""
         return self._keeper.status
 
+    def watch_states(self, on_state: Callable[[ServerState], None]) -> Callable[[], None]:
+        """Call ``on_state(state)`` at every change of the server's state (the one door:
+        :meth:`StatusKeeper.watch <optui.session.server_transitions.StatusKeeper.watch>`);
+        returns the function that stops it."""
+        return self._keeper.watch(on_state)
+
     async def read_journal(self, fn: Callable[[], T]) -> T | None:
         """``fn()`` (journal reads: ``lambda: rt.journal.last_good(rt.name)``) where this
         server's journal calls run: awaited on the session's journal thread once it is bound

@@ -162,6 +162,18 @@ class StatusKeeper:
         self._launched_elsewhere = launched_elsewhere
         self._journaled_state = journaled_state
         self._state_changed = asyncio.Condition()
+        self._watchers: list[Callable[[ServerState], None]] = []
+
+    def watch(self, on_state: Callable[[ServerState], None]) -> Callable[[], None]:
+        """Call ``on_state(new_state)`` at every change of state from now on (a benchmark
+        run's validity: the states it ran through); returns the function that stops it."""
+        self._watchers.append(on_state)
+
+        def unwatch() -> None:
+            with contextlib.suppress(ValueError):
+                self._watchers.remove(on_state)
+
+        return unwatch
 
     def set(self, **changes) -> None:
         """Change status fields other than ``state`` (ValueError for ``state``: use :meth:`set_state`)."""
@@ -208,6 +220,9 @@ class StatusKeeper:
 
                 self._journal.record_with(state_event, actor=actor)
         self.status = self._consistent(replace(self.status, state=state, **changes))
+        if state is not old:
+            for on_state in tuple(self._watchers):
+                on_state(state)
         self._on_change()
         async with self._state_changed:
             self._state_changed.notify_all()

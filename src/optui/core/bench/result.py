@@ -132,7 +132,9 @@ class BenchResult:
     ``status`` is "ok" for a run with a result block, "failed" for a run that produced
     none (e.g. SGLang's ``IndexError`` when every request failed), "degraded" for one whose
     failed requests exceed the threshold (:func:`apply_failure_threshold`; its numbers are
-    kept but never compared), "partial" for a block cut short (``partial`` True), "stalled"/"aborted" for runs optui stopped. ``extra`` holds tool-specific values (goodput, spec decoding...).
+    kept but never compared), "partial" for a block cut short (``partial`` True), "stalled"/"aborted" for runs optui stopped,
+    "invalid" for one measured while its server was HUNG or DEGRADED or whose largest token gap exceeded the stall
+    watchdog (:mod:`optui.core.bench.validity`; never compared, never a baseline). ``extra`` holds tool-specific values (goodput, spec decoding...).
     """
 
     tool: str = "unknown"
