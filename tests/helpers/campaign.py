@@ -41,10 +41,12 @@ class CampaignWriter:
         return self.t
 
     def restart(self, argv: list[str], *, reason: str = "flag editor", ready_s: float | None = 31.5,
-                crash: str | None = None, actor: str = "tui") -> str:
-        """One restart: experiment + restart + flags + ready (or failed with ``crash``)."""
+                crash: str | None = None, actor: str = "tui", names: dict | None = None) -> str:
+        """One restart: experiment + restart + flags + ready (or failed with ``crash``);
+        ``names``: how the server's catalogue names the flags (``experiment.started``'s ``flag_names``)."""
         old, self.argv = self.argv, list(argv)
-        exp = self.j.new_experiment(self.server, experiment_start(old, argv, reason), actor=actor, ts=self.tick(1)).experiment
+        exp = self.j.new_experiment(self.server, experiment_start(old, argv, reason, names=names), actor=actor,
+                                    ts=self.tick(1)).experiment
         j, s = self.j, self.server
         j.append(ev.RESTART_REQUESTED, s, {"reason": reason, "old_argv": old, "new_argv": argv}, actor=actor, experiment=exp, ts=self.tick(1))
         j.append(ev.SERVER_STOPPED, s, {"how": "term", "returncode": 0}, actor=actor, experiment=exp, ts=self.tick(1))

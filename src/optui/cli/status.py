@@ -90,12 +90,27 @@ def status_json(loaded, session) -> dict:
                                                    "status": state.bench.status},
         "todo": [t.to_json() for t in state.todos],
         "results": [_result_json(r) for r in state.results[:5]],
-        "experiments": [{"id": x.id, "server": x.server, "outcome": x.outcome, "verdict": x.verdict,
-                         "unverified": list(x.unverified),
-                         "change_vs_baseline": list(x.diff_vs_baseline),
-                         "delta_pct": x.primary_delta.rel_pct if x.primary_delta else None}
-                        for x in experiments[-10:]],
+        "experiments": _experiments_json(experiments),
     }
+
+
+def _experiments_json(experiments) -> list[dict]:
+    """The 10 newest configurations as the ``E`` view and ``journal experiments`` list them
+    (issue 29): starts of a configuration already listed (the same flags in any order or
+    spelling: :func:`~optui.core.journal_experiments.config_key`) folded into its row
+    (:func:`~optui.core.journal_experiments.fold_repeats`), which says how many starts it had
+    (``starts``) and which (``folded``)."""
+    from optui.core.journal_experiments import fold_repeats, starts_brief
+
+    rows, folded = fold_repeats(experiments)
+    by_id = {x.id: x for x in experiments}
+    return [{"id": x.id, "server": x.server, "outcome": x.outcome, "verdict": x.verdict,
+             "unverified": list(x.unverified),
+             "change_vs_baseline": list(x.diff_vs_baseline),
+             "delta_pct": x.primary_delta.rel_pct if x.primary_delta else None,
+             "same_config_as": x.same_config_as, "starts": 1 + len(folded.get(x.id, ())),
+             "folded": list(folded.get(x.id, ())), "starts_text": starts_brief(x, [by_id[i] for i in folded.get(x.id, ())])}
+            for x in rows[-10:]]
 
 
 def _server_json(session, s, experiments) -> dict:
@@ -160,7 +175,9 @@ def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
         delta = f" {x['delta_pct']:+.1f}%" if x["delta_pct"] is not None and x["verdict"] != "baseline" else ""
         change = "; ".join(x["change_vs_baseline"]) or "-"
         echo(f"experiment {x['id']} on {x['server']}: {x['outcome']}, {x['verdict']}{delta}"
-             + (" UNVERIFIED" if x["unverified"] else "") + f"  {change}")
+             + (" UNVERIFIED" if x["unverified"] else "") + f"  {change}"
+             + (f"  ({x['starts_text']})" if x["starts_text"] else "")
+             + (f"  same flags as {x['same_config_as']}" if x["same_config_as"] else ""))
 
 
 def _n(value) -> str:

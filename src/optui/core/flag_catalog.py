@@ -12,6 +12,7 @@ store_true given a value) follow ``../shared/reference/servers_and_bench.md`` se
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from optui.core.flags import Arg, Flags, canonical_name
@@ -330,6 +331,37 @@ class FlagCatalog:
                 out.append(a)
             return replace(flags, args=tuple(out))
         return flags.set(name)
+
+    def canonical_names(self, argvs: Iterable[Sequence[str]]) -> dict:
+        """How the flags of ``argvs`` (launch argvs) are named for comparing configurations
+        (issue 29: a configuration is its set of flags, whatever the spelling):
+        ``{"aliases": {spelling: canonical}, "booleans": [spelling, ...]}``. The canonical
+        name of an option is its :attr:`FlagSpec.primary` (``-tp`` and an argparse
+        abbreviation → ``--tensor-parallel-size``); of a negative spelling its first
+        negation (``--no-enable-x`` → ``--disable-x`` where the help lists that). Only
+        spellings that differ from their canonical name (``_`` read as ``-``) are listed;
+        ``booleans`` are the value-less flags among them (so a following positional is not
+        read as a value). Unknown and ambiguous names are left out."""
+        aliases: dict[str, str] = {}
+        booleans: set[str] = set()
+        known = self.booleans()
+        for argv in argvs:
+            for arg in Flags.parse(argv, known).args:
+                if arg.name is None:
+                    continue
+                found = self.lookup(arg.name)
+                if found is None or found.spec is None:
+                    continue
+                spec = found.spec
+                if found.negated:
+                    canon = next((n for n in spec.negations if n.startswith("--")), None) or "--no-" + spec.primary[2:]
+                else:
+                    canon = spec.primary
+                if spec.is_boolean:
+                    booleans.add(arg.name)
+                if canonical_name(arg.name) != canonical_name(canon):
+                    aliases[canonical_name(arg.name)] = canonical_name(canon)
+        return {"aliases": aliases, "booleans": sorted(booleans)}
 
     def _is(self, name: str, spec: FlagSpec, *, negated: bool) -> bool:
         found = self.lookup(name)

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from optui.core import events as ev
@@ -52,7 +52,7 @@ from optui.core.bench.compare import UNTESTED_NOISE, Judgement, judge, sample
 from optui.core.bench.result import IMPORTED_KEY, BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
-from optui.core.flags import Flags
+from optui.core.flags import Arg, FlagChange, Flags, canonical_name
 
 DECISIONS = ("keep", "reject", "inconclusive")
 #: the event types :func:`build_experiments` reads (the rest of an experiment is narrative)
@@ -87,24 +87,76 @@ LISTEN_FLAGS = frozenset({"--host", "--port", "--uds"})
 def config_changes(old: Flags, new: Flags, *, short: bool = False) -> list[str]:
     """The flag diff lines from ``old`` to ``new`` (``~ --tp-size: 4 → 8``; ``short``: the
     flags as they run, ``--tp-size 8``, :meth:`FlagChange.short <optui.core.flags.FlagChange.short>`)
-    that change the configuration: :data:`LISTEN_FLAGS` left out."""
-    return [c.short() if short else c.describe() for c in old.diff(new) if c.name not in LISTEN_FLAGS]
+    that change the configuration: :data:`LISTEN_FLAGS` left out. A flag given more than
+    once (``--lora a --lora b``) is compared by all its occurrences in order, not only its
+    last one (:func:`config_key`): ``~ --lora: a b → x b``."""
+    changes = [c for c in old.diff(new) if c.name not in LISTEN_FLAGS]
+    named = {c.name for c in changes}
+    before, after = _occurrences(old), _occurrences(new)
+    for name in before.keys() & after.keys():
+        if name not in named and name not in LISTEN_FLAGS and before[name] != after[name]:
+            flat_old = tuple(v for values in before[name] for v in values)
+            flat_new = tuple(v for values in after[name] for v in values)
+            changes.append(FlagChange(name, flat_old, flat_new))
+    return [c.short() if short else c.describe() for c in changes]
 
 
-def config_key(argv: Sequence[str]) -> tuple[str, ...]:
-    """What identifies a configuration: the canonical argv without :data:`LISTEN_FLAGS`
-    (equal keys: the same configuration, whatever port it listened on)."""
-    f = Flags.parse(argv)
-    for name in LISTEN_FLAGS:
-        f = f.unset(name)
-    return tuple(f.to_argv())
+def _occurrences(flags: Flags) -> dict[str, list[tuple[str, ...]]]:
+    """Flag name → the values of each of its occurrences, in order."""
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for arg in flags.args:
+        if arg.name is not None:
+            out.setdefault(canonical_name(arg.name), []).append(arg.values)
+    return out
 
 
-def experiment_start(prev_argv: Sequence[str], argv: Sequence[str], reason: str = "", **extra) -> dict:
+def resolved_flags(argv: Sequence[str], names: Mapping | None = None) -> Flags:
+    """``argv`` parsed with its flags renamed to their canonical names: ``_`` read as ``-``
+    (``--max_model_len``), and ``names["aliases"]`` (spelling → canonical, as
+    :meth:`FlagCatalog.canonical_names <optui.core.flag_catalog.FlagCatalog.canonical_names>`
+    learned them from the server's ``--help``: ``-tp`` → ``--tensor-parallel-size``) applied;
+    ``names["booleans"]`` parse as value-less. ``--x=v`` becomes ``--x v``. Order kept."""
+    aliases = dict((names or {}).get("aliases") or {})
+    f = Flags.parse(argv, (names or {}).get("booleans") or ())
+    args = []
+    for arg in f.args:
+        if arg.name is not None:
+            name = canonical_name(arg.name)
+            arg = Arg(aliases.get(name, name), arg.values)
+        args.append(arg)
+    return replace(f, args=tuple(args))
+
+
+def config_key(argv: Sequence[str], names: Mapping | None = None) -> tuple[str, ...]:
+    """What identifies a configuration (issue 29: a configuration is its set of flags): the
+    program, the positionals in their order, then the flags (:func:`resolved_flags`:
+    ``--x=v`` = ``--x v``, aliases resolved through ``names``) sorted by name, without
+    :data:`LISTEN_FLAGS`. Equal keys: the same configuration, whatever order the flags were
+    given in or port it listened on.
+
+    A flag given more than once keeps every occurrence, in their order: ``--lora a --lora b``
+    is not ``--lora b --lora a`` (llama.cpp numbers its adapters in that order), and
+    ``--x 1 --x 2`` is not ``--x 2`` (optui does not know which flags argparse lets the last
+    occurrence win): such configurations stay apart rather than be merged wrongly."""
+    f = resolved_flags(argv, names)
+    positionals = [v for a in f.args if a.name is None for v in a.values]
+    flags = sorted(((a.name, a.values) for a in f.args if a.name is not None and a.name not in LISTEN_FLAGS),
+                   key=lambda item: item[0])  # stable: a repeated flag's occurrences keep their order
+    return (*f.program, *positionals, *(token for name, values in flags for token in (name, *values)))
+
+
+def experiment_start(prev_argv: Sequence[str], argv: Sequence[str], reason: str = "", *,
+                     names: Mapping | None = None, **extra) -> dict:
     """The ``data`` of an ``experiment.started`` event: reason, both argvs, the flag diff
-    lines (:func:`config_changes`) and ``extra`` (e.g. ``todo_id``, ``observed=True``)."""
+    lines (:func:`config_changes`), ``flag_names`` (``names``: how the server's catalogue
+    names these flags, :meth:`FlagCatalog.canonical_names
+    <optui.core.flag_catalog.FlagCatalog.canonical_names>`; left out when empty or unknown)
+    and ``extra`` (e.g. ``todo_id``, ``observed=True``)."""
     diff = config_changes(Flags.parse(prev_argv), Flags.parse(argv))
-    return {"reason": reason, "argv": list(argv), "prev_argv": list(prev_argv), "diff": diff, **extra}
+    data = {"reason": reason, "argv": list(argv), "prev_argv": list(prev_argv), "diff": diff, **extra}
+    if names and (names.get("aliases") or names.get("booleans")):
+        data["flag_names"] = {"aliases": dict(names.get("aliases") or {}), "booleans": list(names.get("booleans") or ())}
+    return data
 
 
 def crash_summary(lines: Sequence[str], message: str | None = None, width: int = 160) -> str:
@@ -374,6 +426,8 @@ class ExperimentBook:
         self._workload_key: dict[int, str] = {}
         self._comparable: dict[int, bool] = {}
         self._argv: dict[str, tuple[str, ...]] = {}  # each experiment's config_key (Flags.parse once)
+        #: server -> how its catalogue names its flags (the union of its experiments' ``flag_names``)
+        self._names: dict[str, dict] = {}
         self._rows: dict[str, tuple[tuple, Experiment]] = {}  # id -> (what it was computed from, row)
         self._spread_medians: dict[str, tuple[tuple[int, ...], dict[str, float | None]]] = {}
         self._runs_sig: dict[str, tuple[tuple[int, bool], ...]] = {}  # each experiment's runs (id, pinned)
@@ -417,7 +471,14 @@ class ExperimentBook:
                 self._dirty.add(e.experiment)
                 if e.experiment not in self._argv:
                     self._order.append(e.experiment)
-                self._argv[e.experiment] = config_key(self._drafts[e.experiment]["argv"])
+                server = self._drafts[e.experiment]["server"]
+                if self._learn_names(server, d.get("flag_names")):
+                    for other in self._order:  # a new alias may make earlier experiments the same configuration
+                        if other != e.experiment and self._drafts[other]["server"] == server:
+                            self._argv[other] = config_key(self._drafts[other]["argv"], self._names.get(server))
+                            self._version[other] += 1
+                            self._dirty.add(other)
+                self._argv[e.experiment] = config_key(self._drafts[e.experiment]["argv"], self._names.get(server))
                 continue
             draft = self._drafts.get(e.experiment) if e.experiment else None
             if draft is not None and e.experiment:  # a draft implies an experiment id
@@ -430,6 +491,19 @@ class ExperimentBook:
             self._comparable[r.id] = comparable(r.result)
             touched = True
         return self._rebuild() if touched else set()
+
+    def _learn_names(self, server: str, names) -> bool:
+        """Add an ``experiment.started``'s ``flag_names`` to ``server``'s; True when they
+        named something new (the server's configuration keys are then recomputed)."""
+        if not isinstance(names, dict):
+            return False
+        known = self._names.setdefault(server, {"aliases": {}, "booleans": []})
+        new_aliases = {k: v for k, v in (names.get("aliases") or {}).items()
+                       if isinstance(k, str) and isinstance(v, str) and known["aliases"].get(k) != v}
+        new_booleans = [b for b in names.get("booleans") or () if isinstance(b, str) and b not in known["booleans"]]
+        known["aliases"].update(new_aliases)
+        known["booleans"].extend(new_booleans)
+        return bool(new_aliases or new_booleans)
 
     def _rebuild(self) -> set[str]:
         drafts = self._drafts
@@ -544,7 +618,8 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
     if baseline_id is None:
         baseline_id = next((d["id"] for d in items if d["outcome"] == "ready"), items[0]["id"] if items else None)
     base_argv = next((d["argv"] for d in items if d["id"] == baseline_id), ())
-    base_flags = Flags.parse(base_argv)
+    names = book._names.get(server)
+    base_flags = resolved_flags(base_argv, names)  # the same flags in another order or spelling: no change
     # what is judged: a configuration's runs, whichever of its experiments measured them
     # (oldest first; n adds up); the baseline's configuration excepted: its instances are
     # compared one by one (each again is the restart-to-restart spread's evidence)
@@ -577,7 +652,7 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
         def compute(d=d, mine=mine, exp_id=exp_id) -> Experiment:
             changed.add(exp_id)
             is_baseline = exp_id == baseline_id
-            flags = Flags.parse(d["argv"])
+            flags = resolved_flags(d["argv"], names)
             diff = () if is_baseline else tuple(config_changes(base_flags, flags))
             short = () if is_baseline else tuple(config_changes(base_flags, flags, short=True))
             exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),

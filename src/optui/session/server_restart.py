@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from optui.core import events as ev
 from optui.core.effective_config import check_config
+from optui.core.flag_catalog import FlagCatalog
 from optui.core.flags import Flags
 from optui.core.journal_experiments import config_key, experiment_start
 from optui.core.server_state import CrashClass, ServerState, ServerStatus
@@ -100,8 +101,11 @@ class RestartFlow:
     """Restart and ready gate of one server (module doc)."""
 
     def __init__(self, cfg: ServerConfig, controller: Controller, events: ServerEvents, keeper: StatusKeeper, *,
-                 launcher: Launcher, probe: ServerProbe, shell: Shell, gpu_holders: GpuHolders | None = None) -> None:
+                 launcher: Launcher, probe: ServerProbe, shell: Shell, gpu_holders: GpuHolders | None = None,
+                 catalog: Callable[[], FlagCatalog | None] = lambda: None) -> None:
         self.cfg = cfg
+        #: the server's learned flag catalogue, if any: how an experiment's flags are named
+        self._catalog = catalog
         self.controller = controller
         self._events = events
         self._keeper = keeper
@@ -139,8 +143,10 @@ class RestartFlow:
         try:
             extra_exp = {} if todo_id is None else {"todo_id": todo_id}
             if not await self._continues_current_experiment(argv, reason):
+                catalog = self._catalog()
+                names = catalog.canonical_names([prev, argv]) if catalog is not None else None
                 await self._events.read(lambda: self._events.journal.new_experiment(
-                    self.name, experiment_start(prev, argv, reason, **extra_exp), actor=actor))
+                    self.name, experiment_start(prev, argv, reason, names=names, **extra_exp), actor=actor))
             self._events.record(ev.RESTART_REQUESTED, {"reason": reason, "old_argv": old, "new_argv": list(argv),
                                                         "pid": os.getpid()}, actor=actor)
             diff = [c.describe() for c in Flags.parse(prev).diff(Flags.parse(argv))]

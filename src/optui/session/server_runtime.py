@@ -150,7 +150,7 @@ class ServerRuntime:
                                               restarting_elsewhere=restarting_elsewhere)
         #: restarts and their ready gate, with this runtime as its Launcher
         self.restart_flow = RestartFlow(cfg, controller, self._events, self._keeper, launcher=self, probe=self.probe,
-                                        shell=self.shell, gpu_holders=gpu_holders)
+                                        shell=self.shell, gpu_holders=gpu_holders, catalog=self.cached_catalog)
 
     # ------------------------------------------------------------ plumbing
     @property

@@ -716,9 +716,12 @@ class Session:
             from optui.core.journal_experiments import experiment_start
 
             argv = list(self.servers[server].status.argv)
+            catalog = self.servers[server].cached_catalog()
+            names = catalog.canonical_names([argv]) if catalog is not None else None
             try:
                 exp = self.journal.new_experiment(server, experiment_start(argv, argv, "first benchmark of the running server",
-                                                                           observed=True), actor=self.actor).experiment
+                                                                           names=names, observed=True),
+                                                  actor=self.actor).experiment
             except JournalError as exc:
                 self.journal_failed(exc)
             self.sync_journal()
