@@ -21,7 +21,7 @@ from optui.core.bench.validity import StateTimeline, invalid_reason, mark_invali
 from optui.core.journal_experiments import build_experiments
 from optui.session import Session
 from optui.session.errors import SessionError
-from tests.helpers.faults import demo_config
+from tests.helpers.faults import demo_config, observed_demo
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -122,15 +122,21 @@ async def test_a_run_over_a_hung_server_is_invalid_and_never_the_baseline(tmp_pa
 
 
 async def test_a_token_gap_over_the_stall_watchdog_makes_a_run_invalid_though_the_state_never_changed(tmp_path):
-    # SGLang's 25 s health timeout: a 3 s freeze never leaves READY, the watchdog (server
-    # healthy, silent_s 600) never stops the run, but its largest token gap exceeds stall_s
-    bench = BENCH.replace("stall_s = 60.0", "stall_s = 1.0")
-    session = await _session(tmp_path, fast_states=False, bench=bench)
+    # an observed server (optui cannot see its process stopped) with SGLang's 25 s health
+    # timeout: a 2.5 s freeze never leaves READY, the watchdog (server healthy, silent_s 600)
+    # never stops the run, but its largest token gap exceeds stall_s
+    cfg = demo_config(tmp_path, benchmarks=BENCH.replace("stall_s = 60.0", "stall_s = 1.0"))
+    cfg.write_text(cfg.read_text().replace("poll_interval_s = 1.0", "poll_interval_s = 0.2"))
+    with observed_demo(cfg) as server:
+        await _gap_run(cfg, server.pid)
+
+
+async def _gap_run(cfg, pid: int) -> None:
+    session = Session(load_config(cfg), stop_servers_on_exit=True)
+    await session.start()
     rt = session.servers["demo"]
-    pid = None
     try:
         await _until(lambda: rt.status.state.value == "ready" and rt.status.busy is None, "server ready")
-        pid = rt.status.pid
         run = session.benches.run("steady")
         await _until(lambda: (rt.status.load.generated_total or 0) > 0 and (rt.status.load.running or 0) >= 1,
                      "tokens streaming")
@@ -141,7 +147,7 @@ async def test_a_token_gap_over_the_stall_watchdog_makes_a_run_invalid_though_th
         (result,) = run.view.results
         assert result.status == "invalid", (result.status, result.error)
         assert result.error is not None and "largest token gap" in result.error and "> stall watchdog 1 s" in result.error
+        assert "server " not in result.error  # the states never left READY: the gap alone decided
     finally:
-        if pid is not None:
-            os.killpg(pid, signal.SIGCONT)
+        os.killpg(pid, signal.SIGCONT)
         await session.close()

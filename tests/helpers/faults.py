@@ -4,11 +4,14 @@ write lock, and reading the journal back from another connection."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from optui.adapters import proc
@@ -33,6 +36,24 @@ def demo_config(directory: Path, *, server_extra: str = "", env: str = "", bench
         text = text.replace("[servers.demo.presets.big-batch]", server_extra + "\n\n[servers.demo.presets.big-batch]")
     cfg.write_text(text + "\n" + benchmarks)
     return cfg
+
+
+@contextlib.contextmanager
+def observed_demo(cfg: Path) -> Iterator[subprocess.Popen]:
+    """The demo server of campaign ``cfg`` made an observed one (``control = "none"``: like
+    a remote or foreign server, optui has no process of it to ask), launched here in its own
+    process group with the config's argv and env; continued and killed on exit."""
+    cfg.write_text(cfg.read_text().replace('control = "process"', 'control = "none"'))
+    server = load_config(cfg).config.servers["demo"]
+    server_proc = subprocess.Popen(list(server.argv), env=subprocess_env(dict(server.env or {})), start_new_session=True,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield server_proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server_proc.pid, signal.SIGCONT)
+            os.killpg(server_proc.pid, signal.SIGKILL)
+        server_proc.wait(timeout=10)
 
 
 def demo_app(directory: Path, **kwargs) -> OptuiApp:

@@ -87,6 +87,11 @@ class Controller(Protocol):
         """"running", "exited" or "unknown" (not managed / cannot tell)."""
         ...
 
+    def paused(self) -> bool:
+        """The launch's process group is stopped (SIGSTOP), as of the last :meth:`refresh`:
+        alive, answering nothing until continued (a HUNG server, never a down one)."""
+        ...
+
     def returncode(self) -> int | None:
         """Exit status of the last launch when known (negative: killed by that signal)."""
         ...
@@ -166,6 +171,7 @@ class ProcessController:
         #: a re-attached launch's exit status once it is gone, where its shell keeps one
         #: (an SSH host's LOG.exit: SshShell.exit_status); None: not known
         self._exit_status: int | None = None
+        self._paused = False  # the group was stopped (SIGSTOP) at the last refresh
 
     def command(self, argv: list[str]) -> list[str]:
         """The argv actually executed for the server argv ``argv``."""
@@ -236,9 +242,14 @@ class ProcessController:
                         self._exit_status = await read_exit(self.launch.log_path)
             elif hasattr(self._proc, "poll"):  # a remote launch: ask the host
                 await self._proc.poll()
+            self._paused = self.process_state() == "running" and await self.shell.group_stopped(self.launch.pid)
         except ShellError:
+            self._paused = False
             if self._proc is None:
                 self._alive = None  # the host cannot be asked (link down): say so, decide later
+
+    def paused(self) -> bool:
+        return self._paused and self.process_state() == "running"
 
     def process_state(self) -> str:
         if self.launch is None:
@@ -367,6 +378,9 @@ class ObservedController:
 
     def process_state(self) -> str:
         return "unknown"
+
+    def paused(self) -> bool:
+        return False
 
     def returncode(self) -> int | None:
         return None

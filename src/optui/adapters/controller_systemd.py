@@ -172,6 +172,9 @@ class SystemdController:
     def returncode(self) -> int | None:
         return self.state.returncode if self.state is not None else None
 
+    def paused(self) -> bool:
+        return False  # a unit's processes are not checked for SIGSTOP: a frozen one turns DEGRADED by its health
+
     def exit_note(self) -> str | None:
         return self.state.describe() if self.state is not None else None
 

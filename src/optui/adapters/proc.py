@@ -204,6 +204,22 @@ def group_pids(pgid: int) -> set[int]:
     return found
 
 
+def group_stopped(pgid: int) -> bool:
+    """True when the leader of process group ``pgid`` (the server's main process, whose PID
+    is the group's) is stopped: state ``T`` (SIGSTOP, SIGTSTP; ``kill -STOP -PGID`` stops the
+    whole group) or ``t`` (stopped by a tracer) in ``/proc/PGID/stat`` (proc(5)). One file
+    read, cheap enough for every poll; a child stopped alone is not seen here (its server
+    turns DEGRADED by its health probe instead). Such a server accepts connections (the
+    kernel's backlog) and answers nothing until continued. False when there is no such
+    process or no /proc."""
+    try:
+        with open(f"/proc/{int(pgid)}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"T", b"t")
+
+
 def group_alive(pgid: int) -> bool:
     """True when any process of group ``pgid`` is still alive (zombies excluded)."""
     try:

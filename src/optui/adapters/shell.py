@@ -198,6 +198,11 @@ class Shell(Protocol):
         """PIDs of the live members of process group ``pgid``."""
         ...
 
+    async def group_stopped(self, pgid: int) -> bool:
+        """True when the leader of process group ``pgid`` is stopped (SIGSTOP: state
+        ``T``/``t``, :func:`optui.adapters.proc.group_stopped`; SSH: ``ps -o stat=``)."""
+        ...
+
     async def stop_group(self, pgid: int, *, timeout_s: float, handle: Spawned | Piped | None = None) -> proc.StopOutcome:
         """SIGTERM the group, wait ``timeout_s``, SIGKILL; reap ``handle``."""
         ...
@@ -342,6 +347,9 @@ class LocalShell:
 
     async def group_pids(self, pgid: int) -> set[int]:
         return proc.group_pids(pgid)
+
+    async def group_stopped(self, pgid: int) -> bool:
+        return proc.group_stopped(pgid)
 
     async def stop_group(self, pgid: int, *, timeout_s: float, handle: Spawned | Piped | None = None) -> proc.StopOutcome:
         return await proc.stop_group(pgid, timeout_s=timeout_s, proc=handle)  # type: ignore[arg-type]

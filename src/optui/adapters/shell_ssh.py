@@ -323,6 +323,12 @@ class SshShell:
             raise ShellError(f"ps failed on {self.host}: {done.stderr.strip()}")
         return parse_group_pids(done.stdout, pgid)
 
+    async def group_stopped(self, pgid: int) -> bool:
+        done = await self._call(["ps", "-o", "stat=", "-p", str(int(pgid))], poll=True)
+        if done.returncode not in (0, 1):  # 1: no such process
+            raise ShellError(f"ps failed on {self.host} (exit {done.returncode}): {done.stderr.strip()}")
+        return done.returncode == 0 and done.stdout.strip().startswith(("T", "t"))
+
     async def _signal_group(self, pgid: int, name: str) -> bool:
         done = await self._call(["kill", "-s", name, "--", f"-{int(pgid)}"])
         return done.returncode == 0

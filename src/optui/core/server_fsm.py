@@ -9,11 +9,19 @@ here or from those, goes through ``session.server_transitions.StatusKeeper.set_s
 :class:`HungDetector` (requests waiting/running while the generated-token counter stands
 still for ``after_s`` seconds).
 
+A stopped process (SIGSTOP: ``Observation.paused``, read from its process group's state)
+is HUNG at the first poll that sees it, without waiting for a health probe: within
+``poll_interval_s`` plus :data:`PAUSE_CHECK_S` of the stop, and it reads HUNG, never DOWN,
+in ``optui status`` too. A process frozen otherwise (alive, not stopped, answering
+nothing) leaves READY for DEGRADED when its health probe times out: within
+``health_timeout_s + poll_interval_s`` (plus one 5 s load probe at most) of the freeze.
+
 DEGRADED does not last: a server that has not answered its health probe with 200 for
 ``escalate_after_s`` seconds (the server's ``hung_after_s``) while its process is alive
 (timeouts, 503s, refused connections) is HUNG (:func:`unhealthy_reason` says why); a
 process that exits is CRASHED at once; an observed server (no process of ours to ask) that
-fails :data:`FAILS_TO_DOWN` probes in a row is DOWN. A HUNG reached that way ends with the
+fails :data:`FAILS_TO_DOWN` probes in a row is DOWN, unless they connected and timed out
+(a frozen server listens: DEGRADED, then HUNG by the same rule). A HUNG reached that way ends with the
 next 200; one from the hung detector only when tokens move again.
 """
 
@@ -26,6 +34,9 @@ from optui.core.server_state import ServerState
 
 #: Consecutive failed health probes after which a ready server counts as down/crashed.
 FAILS_TO_DOWN = 3
+#: Seconds between checks of whether the process was stopped while a health probe waits
+#: for its answer (a SIGSTOP during a probe is seen then, not when the probe times out).
+PAUSE_CHECK_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +49,9 @@ class Observation:
     ``stopping``: optui is stopping it on purpose; ``starting``: optui (re)started it and
     the ready gate is open; ``unhealthy_s``: seconds since the first of the health probes
     failing now (0 when this one answered 200); ``hung_by_load``: the hung detector's
-    verdict stands (a HUNG it caused survives a 200).
+    verdict stands (a HUNG it caused survives a 200); ``paused``: its process group is
+    stopped (SIGSTOP: alive, answering nothing until continued); ``timed_out``: the health
+    probe connected and waited in vain (something listens: a frozen server, not a gone one).
     """
 
     process: str = "unknown"
@@ -48,6 +61,8 @@ class Observation:
     starting: bool = False
     unhealthy_s: float = 0.0
     hung_by_load: bool = True
+    paused: bool = False
+    timed_out: bool = False
 
 
 def next_state(prev: ServerState, obs: Observation, failures: int, *, escalate_after_s: float = math.inf) -> ServerState:
@@ -61,13 +76,18 @@ def next_state(prev: ServerState, obs: Observation, failures: int, *, escalate_a
         if prev in (ServerState.DOWN, ServerState.STOPPING):
             return ServerState.DOWN
         return ServerState.CRASHED
+    if obs.paused:
+        return ServerState.HUNG  # stopped, not gone: never DOWN, and no health timeout to wait out
     if obs.health == 200:
         if prev is ServerState.HUNG and obs.hung_by_load:
             return ServerState.HUNG  # only the hung detector clears its own verdict
         return ServerState.READY
     answered = obs.health is not None
     if prev in (ServerState.READY, ServerState.DEGRADED, ServerState.HUNG):
-        if failures < FAILS_TO_DOWN or obs.process == "running" and answered:
+        # a probe that connected and timed out found a frozen server, not a gone one: an
+        # observed server (no process to ask) that is SIGSTOPped is HUNG in the end, never DOWN
+        frozen = obs.process == "unknown" and obs.timed_out
+        if failures < FAILS_TO_DOWN or obs.process == "running" and answered or frozen:
             state = ServerState.HUNG if prev is ServerState.HUNG else ServerState.DEGRADED
         elif obs.process == "running":
             state = ServerState.DEGRADED

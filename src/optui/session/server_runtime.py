@@ -27,19 +27,20 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters.aio import wait_set, within
 from optui.adapters.controller import Controller, ControllerError, Launch, ProcessController
 from optui.adapters.journal import Journal, JournalError
-from optui.adapters.probe import ServerProbe
+from optui.adapters.probe import HealthResult, ServerProbe
 from optui.adapters.shell import LocalShell, LogSource, Shell
 from optui.config import ServerConfig
 from optui.core import events as ev
 from optui.core.effective_config import mismatch_lines
 from optui.core.flag_catalog import FlagCatalog
 from optui.core.flags import Flags
-from optui.core.server_fsm import Observation, after_load_reading, next_state, unhealthy_reason
+from optui.core.server_fsm import PAUSE_CHECK_S, Observation, after_load_reading, next_state, unhealthy_reason
 from optui.core.server_log import LogClassifier, exit_description, phase_durations, process_relative_time
 from optui.core.server_state import CrashClass, LoadView, ServerState, ServerStatus
 from optui.session.command_log import hide_value
@@ -295,10 +296,13 @@ class ServerRuntime:
             await self._on_exit()
             return
         asked = time.monotonic()  # a probe that times out was unhealthy since it was sent
-        health = await self.probe.health()
+        health = await self._health_unless_paused()
         process = self.controller.process_state()
         if process == "exited" and not self._stopping:
             await self._on_exit()
+            return
+        if health is None:  # its process group is stopped (SIGSTOP): HUNG now, not after the health timeout
+            await self._paused_state()
             return
         status = health.status
         if health.ok and self._starting and self.cfg.generate_probe and not self._generated:
@@ -310,7 +314,8 @@ class ServerRuntime:
             self._unhealthy_since = asked
         unhealthy_s = 0.0 if self._unhealthy_since is None else time.monotonic() - self._unhealthy_since
         obs = Observation(process=process, health=status, log_ready=self._classifier.ready, stopping=self._stopping,
-                          starting=self._starting, unhealthy_s=unhealthy_s, hung_by_load=self.load.hung)
+                          starting=self._starting, unhealthy_s=unhealthy_s, hung_by_load=self.load.hung,
+                          timed_out=health.error == "timeout")
         before = self.status.state
         state = next_state(before, obs, self._failures, escalate_after_s=self.cfg.hung_after_s)
         if state is ServerState.READY and self.status.model is None:
@@ -333,6 +338,47 @@ class ServerRuntime:
             if status != 200 and state in (ServerState.DEGRADED, ServerState.HUNG) and not self.load.hung:
                 reason = unhealthy_reason(status, health.error, self._failures, unhealthy_s)
             await self._keeper.set_state(state, **self._health_message(before, state, reason))
+
+    async def _health_unless_paused(self) -> HealthResult | None:
+        """The health probe's answer, or None when the server's process group is (or, while
+        the probe waits, becomes) stopped: SIGSTOP is checked every :data:`PAUSE_CHECK_S`
+        seconds meanwhile and the probe given up at once (a frozen server stayed READY for
+        the whole 25 s health timeout, 31-35 s in all: issue 29)."""
+        if self.controller.paused():
+            return None
+        probe = asyncio.ensure_future(self.probe.health())
+        try:
+            while True:
+                done, _ = await asyncio.wait({probe}, timeout=PAUSE_CHECK_S)
+                if done:
+                    return probe.result()
+                await self.controller.refresh()
+                if self.controller.paused():
+                    return None
+        finally:
+            if not probe.done():
+                probe.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await probe
+
+    async def _paused_state(self) -> None:
+        """The process group is stopped (SIGSTOP): HUNG, saying so (a stop under way, or a
+        start not up yet, keeps its state)."""
+        if self._stopping or (self._starting and not self.status.state.is_up):
+            return
+        before = self.status.state
+        pid = self.controller.launch.pid if self.controller.launch is not None else self.status.pid
+        reason = f"process stopped (SIGSTOP): pid {pid} answers nothing until continued (SIGCONT)"
+        if before is not ServerState.HUNG:
+            self._events.record(ev.ALERT, {"kind": "hung", "source": "process", "message": reason})
+        self._failures += 1
+        if self._unhealthy_since is None:
+            self._unhealthy_since = time.monotonic()
+        self._health_reason = reason
+        if not self.status.load.stale:
+            self._keeper.set(load=replace(self.status.load, stale=True))  # the last numbers, marked
+        state = next_state(before, Observation(process="running", paused=True), self._failures)
+        await self._keeper.set_state(state, message=reason)
 
     def _health_message(self, before: ServerState, state: ServerState, reason: str | None) -> dict:
         """The status ``message`` change for a health ``reason`` (None: healthy again), and
