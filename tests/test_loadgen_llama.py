@@ -21,7 +21,15 @@ import re
 import httpx
 import pytest
 
-from optui.adapters.loadgen import build_payload, describe_server_side, plan_requests, plan_run, run_load
+from optui.adapters.loadgen import (
+    Tokenizer,
+    build_payload,
+    describe_server_side,
+    fit_to_tokens,
+    plan_requests,
+    plan_run,
+    run_load,
+)
 from tests.peers.llama_server import LaunchPeer, LlamaPeer
 
 pytest_plugins = ["tests.peers.fixtures"]
@@ -51,8 +59,15 @@ async def test_token_counts_match_the_server_exactly(llama_server: LlamaPeer):
     # ... and the server's own counter agrees, warmup requests (prompts of their own) included
     warm = sum(p.output_len for p in plan_run(8, 40, 24, random_lengths=True, seed=7, warmup=2).warmup)
     assert after["tokens_predicted_total"] - before["tokens_predicted_total"] == result.total_output_tokens + warm
-    # input: the server's usage, which /tokenize reproduces prompt by prompt
-    assert result.total_input_tokens == sum(tokenized(url, p.prompt) for p in plan)
+    # input: the server's usage, which /tokenize reproduces prompt by prompt (each prompt cut to
+    # at most its length in the server's tokens: issue 29)
+    async with httpx.AsyncClient(base_url=url) as client:
+        tokenizer = Tokenizer(client, None)
+        fitted = [await fit_to_tokens(tokenizer, p) for p in plan]
+    # (a length shorter than the prompt's first word, a random 8-hex nonce, keeps that one word)
+    assert all(f is not None and (f.input_len <= p.input_len or len(f.prompt.split()) == 1) for f, p in zip(fitted, plan))
+    assert result.total_input_tokens == sum(tokenized(url, f.prompt) for f in fitted if f is not None)
+    assert result.extra["input_len_unit"] == "tokens"
     assert result.extra["server_prompt_tokens"] == result.total_input_tokens
     assert len({p.input_len for p in plan}) > 1 and len({p.output_len for p in plan}) > 1
 

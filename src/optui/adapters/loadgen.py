@@ -6,8 +6,19 @@ gap between text chunks (ITL), TPOT ``(e2e - ttft) / (tokens - 1)`` and E2E. The
 token count is the server's ``usage.completion_tokens`` (``meta_info`` for ``/generate``)
 when it sends one, else the number of text chunks. Only dependency: httpx.
 
-Prompts measure the server, not its prefix cache. Synthetic prompts are words (one word
-≈ one token) drawn from a per-run seed (a fresh one unless given: recorded as
+Lengths are the server's tokens (issue 29): where the server has ``/tokenize`` (SGLang,
+vLLM, llama.cpp, the demo) every synthetic prompt is cut to the most words whose token count,
+as the server counts them (special tokens included, as a completion request adds them), is
+at most ``input_len`` (:func:`fit_to_tokens`); ``extra["input_len_unit"]`` is then
+``"tokens"`` and the workload says so (``Workload.length_unit``). Without ``/tokenize`` the
+prompt has ``input_len`` words, a stated approximation: ``"words"``, with the server's own
+count beside it (``extra["prompt_tokens_per_request"]``, ``extra["tokens_per_word"]``: 32
+words were ~97 tokens on llama.cpp). ``output_len`` is ``max_tokens`` with ``ignore_eos``:
+the server's tokens already. A dataset's prompts are sent as they are (their lengths counted
+in words).
+
+Prompts measure the server, not its prefix cache. Synthetic prompts are words drawn from a
+per-run seed (a fresh one unless given: recorded as
 ``Workload.seed``, the same seed gives the same prompts); every request, warm-up ones
 included, starts with its own random word, so with ``shared_tokens = 0`` no two prompts share
 a first token; ``shared_tokens = N`` puts one N-token system prompt (drawn from the seed) in
@@ -27,7 +38,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import httpx
@@ -169,6 +180,119 @@ def load_dataset(path: str) -> list[str]:
     if not prompts:
         raise DatasetError(f"{path}: the prompt dataset has no prompts")
     return prompts
+
+
+class Tokenizer:
+    """The server's ``/tokenize``, as far as it has one: :meth:`count` gives the number of
+    tokens a prompt is to the server (special tokens included: a completion adds them), or
+    None when the server has no such endpoint (or it failed: then never asked again).
+
+    Shapes (the first that answers is kept): SGLang / vLLM ``POST /tokenize {"model",
+    "prompt", "add_special_tokens": true}`` → ``{"count": N, "tokens": [...]}``; llama.cpp
+    ``POST /tokenize {"content", "add_special": true}`` → ``{"tokens": [...]}``."""
+
+    _SHAPES = ("prompt", "content")
+
+    def __init__(self, client: httpx.AsyncClient, model: str | None) -> None:
+        self._client = client
+        self._model = model
+        self._shape: str | None = None
+        self._broken = False
+        self.calls = 0
+
+    def _body(self, shape: str, text: str) -> dict:
+        if shape == "content":
+            return {"content": text, "add_special": True}
+        body: dict = {"prompt": text, "add_special_tokens": True}
+        if self._model:
+            body["model"] = self._model
+        return body
+
+    async def count(self, text: str) -> int | None:
+        """Tokens of ``text`` to the server, or None (no usable ``/tokenize``)."""
+        if self._broken:
+            return None
+        for shape in ((self._shape,) if self._shape else self._SHAPES):
+            self.calls += 1
+            try:
+                resp = await self._client.post("/tokenize", json=self._body(shape, text), timeout=30)
+                data = resp.json() if resp.status_code == 200 else None
+            except (httpx.HTTPError, ValueError):
+                data = None
+            n = _token_count(data, shape)
+            if n is not None and (n > 0 or not text.strip()):  # llama.cpp answers {"prompt"} with no tokens
+                self._shape = shape
+                return n
+        self._broken = True
+        return None
+
+
+def _token_count(data, shape: str) -> int | None:
+    """The count in a ``/tokenize`` answer: SGLang/vLLM's ``count`` (the ``prompt`` shape),
+    llama.cpp's ``tokens`` list (the ``content`` shape); None when it is not there."""
+    if not isinstance(data, dict):
+        return None
+    count = data.get("count")
+    if shape == "prompt":
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
+    tokens = data.get("tokens")
+    return len(tokens) if isinstance(tokens, list) else None
+
+
+async def fit_to_tokens(tokenizer: Tokenizer, req: PlannedRequest, *, keep_words: int = 1) -> PlannedRequest | None:
+    """``req`` with its prompt cut to the most words (at least ``keep_words``: a shared
+    prefix and the request's own first word stay) whose token count is at most
+    ``req.input_len``, and ``input_len`` the count of what is sent; None when the server
+    has no ``/tokenize``. A prompt already within its length is kept whole (a tokenizer
+    that makes fewer tokens than words: ``input_len`` says how many); a length shorter than
+    its first ``keep_words`` words is exceeded (``input_len`` then says by how much). A few
+    ``/tokenize`` calls per prompt (a proportional search)."""
+    words = req.prompt.split(" ")
+    target = req.input_len
+    whole = await tokenizer.count(req.prompt)
+    if whole is None:
+        return None
+    if whole <= target:
+        return PlannedRequest(req.prompt, whole, req.output_len)
+    lo, lo_tokens = keep_words, None  # the most words known to fit (lo_tokens None: not measured)
+    hi = len(words)  # known too long
+    hi_tokens = whole
+    for _ in range(12):
+        if hi - lo <= 1:
+            break
+        guess = lo + max(1, round((hi - lo) * (target - (lo_tokens or 0)) / max(1, hi_tokens - (lo_tokens or 0))))
+        guess = min(hi - 1, max(lo + 1, guess))
+        n = await tokenizer.count(" ".join(words[:guess]))
+        if n is None:
+            return None
+        if n <= target:
+            lo, lo_tokens = guess, n
+        else:
+            hi, hi_tokens = guess, n
+    if lo_tokens is None:
+        lo_tokens = await tokenizer.count(" ".join(words[:lo]))
+        if lo_tokens is None:
+            return None
+    return PlannedRequest(" ".join(words[:lo]), lo_tokens, req.output_len)
+
+
+async def _fit_plan(tokenizer: Tokenizer, plan: RunPlan, keep_words: int) -> RunPlan | None:
+    """Every request of ``plan`` fitted to its token length (:func:`fit_to_tokens`, 8 at a
+    time); None when the server has no ``/tokenize``."""
+    first = plan.timed[0] if plan.timed else (plan.warmup[0] if plan.warmup else None)
+    if first is None or await tokenizer.count(first.prompt) is None:
+        return None
+    limit = asyncio.Semaphore(8)
+
+    async def one(req: PlannedRequest) -> PlannedRequest | None:
+        async with limit:
+            return await fit_to_tokens(tokenizer, req, keep_words=keep_words)
+
+    timed = await asyncio.gather(*(one(r) for r in plan.timed))
+    warm = await asyncio.gather(*(one(r) for r in plan.warmup))
+    if any(r is None for r in (*timed, *warm)):
+        return None
+    return RunPlan([r for r in timed if r is not None], [r for r in warm if r is not None])
 
 
 def build_payload(endpoint: Endpoint, model: str | None, req: PlannedRequest, ignore_eos: bool) -> dict:
@@ -468,6 +592,12 @@ async def run_load(
                                  timeout=httpx.Timeout(timeout_s)) as client:
         if model is None and endpoint != "generate":
             model = await _resolve_model(client)
+        unit = "words"
+        if dataset is None and plan:  # the lengths are the server's tokens where it can count them
+            fitted = await _fit_plan(Tokenizer(client, model), run_plan, keep_words=(shared_tokens + 1) if shared_tokens else 1)
+            if fitted is not None:
+                run_plan, plan, unit = fitted, fitted.timed, "tokens"
+                workload = replace(workload, length_unit="tokens")
         if run_plan.warmup and plan:
             warm = await asyncio.gather(*(send_request(client, endpoint, build_payload(endpoint, model, p, ignore_eos))
                                           for p in run_plan.warmup))
@@ -524,6 +654,8 @@ async def run_load(
         after = await _scrape(client) if before is not None else None
     result = summarize_run(plan, outcomes, duration, workload, state["peak"])
     result.extra["endpoint"] = PATHS[endpoint]
+    if dataset is None:
+        result.extra.update(_length_note(plan, outcomes, unit))
     if gone:  # a server killed mid-run: never a run that measured something (99,992 of 100,000 failed: "ok")
         result.status = "failed"
         result.error = f"run stopped: {gone[0]}; {sum(o.error is not None and o.error.startswith('not sent') for o in outcomes)} requests not sent"
@@ -533,6 +665,42 @@ async def run_load(
         result.extra.update(_metrics_cache_share(before, after))
     result.extra.update(_metrics_server_latency(before, after))
     return result
+
+
+def _length_note(plan: list[PlannedRequest], outcomes: list[Outcome], unit: str) -> dict:
+    """What the prompts' lengths were: ``input_len_unit`` ("tokens": fitted with the server's
+    ``/tokenize``; "words": its stated approximation), ``prompt_tokens_per_request`` (mean of
+    the server's own ``usage.prompt_tokens`` over the ok requests that reported it) and
+    ``tokens_per_word`` (those tokens per word sent): the measured ratio."""
+    counted = [(p, o.prompt_tokens) for p, o in zip(plan, outcomes) if o.ok and o.prompt_tokens]
+    out: dict = {"input_len_unit": unit}
+    if counted:
+        tokens = sum(n for _, n in counted if n is not None)
+        sent_words = sum(len(p.prompt.split()) for p, _ in counted)
+        out["prompt_tokens_per_request"] = tokens / len(counted)
+        out["tokens_per_word"] = tokens / sent_words if sent_words else None
+    return out
+
+
+def length_line(result: BenchResult) -> str | None:
+    """The line that says what ``input_len`` meant for a load-generator run: ``"Input
+    lengths: 32 tokens per prompt (the server's /tokenize); the server counted 31.8"`` or
+    ``"Input lengths: 32 words per prompt (no /tokenize: an approximation); the server
+    counted 97.0 tokens per prompt, 3.03 tokens per word"``; None for other results."""
+    unit, wl = result.extra.get("input_len_unit"), result.workload
+    if unit not in ("tokens", "words") or wl.input_len is None:
+        return None
+    per = result.extra.get("prompt_tokens_per_request")
+    ratio = result.extra.get("tokens_per_word")
+    if unit == "tokens":
+        head = f"Input lengths: up to {wl.input_len} tokens per prompt (the server's /tokenize)"
+        return head + (f"; the server counted {per:.1f} per prompt" if isinstance(per, (int, float)) else "")
+    head = f"Input lengths: {wl.input_len} words per prompt (no /tokenize: an approximation)"
+    if isinstance(per, (int, float)):
+        head += f"; the server counted {per:.1f} tokens per prompt"
+        if isinstance(ratio, (int, float)):
+            head += f", {ratio:.2f} tokens per word"
+    return head
 
 
 def describe_server_side(result: BenchResult) -> list[str]:
@@ -566,6 +734,8 @@ def describe_server_side(result: BenchResult) -> list[str]:
              if value is not None and client is not None]
     if shown:
         lines.append("Server latency (/metrics means): " + ", ".join(shown))
+    if (lengths := length_line(result)) is not None:
+        lines.append(lengths)
     return lines
 
 

@@ -244,6 +244,8 @@ class Handler(BaseHTTPRequestHandler):
             return get_routes[path]()
         if method == "POST" and path in post_routes:
             return self._generate(post_routes[path])
+        if method == "POST" and path == "/tokenize":
+            return self._tokenize()
         if path.startswith("/v1/models/") and method == "GET":
             if path[len("/v1/models/"):] == rt.args.served_model_name:
                 return self._json(200, responses.model_card(rt))
@@ -253,6 +255,33 @@ class Handler(BaseHTTPRequestHandler):
         self._read_body()
         known = path in get_routes or path in post_routes
         self._json(405 if known else 404, {"detail": "Method Not Allowed" if known else "Not Found"})
+
+    def _tokenize(self) -> None:
+        """SGLang's ``POST /tokenize`` (0.5.x; vLLM's has the same shape): ``{"prompt": str
+        | [str], "add_special_tokens": bool}`` → ``{"tokens": [ids], "count": N,
+        "max_model_len": context length}`` (a list of prompts: lists and counts per prompt).
+        The demo tokenizer counts words (:func:`~optui.core.words.count_tokens`); the ids are
+        word positions in its vocabulary (an unknown word: 0). ``--skip-tokenizer-init``: 400."""
+        rt = self.server.runtime
+        try:
+            body = json.loads(self._read_body() or b"{}")
+        except json.JSONDecodeError as exc:
+            return self._error(400, f"invalid JSON body: {exc}")
+        if getattr(rt.args, "skip_tokenizer_init", False):
+            return self._error(400, "This server was started with --skip-tokenizer-init: it has no tokenizer")
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        if not isinstance(prompt, (str, list)) or isinstance(prompt, list) and not all(isinstance(p, str) for p in prompt):
+            return self._error(400, "'prompt' must be a string or a list of strings")
+        vocab = {w: i + 1 for i, w in enumerate(WORDS)}
+
+        def ids(text: str) -> list[int]:
+            return [vocab.get(w, 0) for w in text.split()][: max(0, count_tokens(text))]
+
+        if isinstance(prompt, str):
+            return self._json(200, {"tokens": ids(prompt), "count": count_tokens(prompt),
+                                    "max_model_len": rt.args.context_length})
+        return self._json(200, {"tokens": [ids(p) for p in prompt], "count": [count_tokens(p) for p in prompt],
+                                "max_model_len": rt.args.context_length})
 
     def _health(self) -> None:
         ok, line = self.server.runtime.health()

@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decode-log-interval", type=int, default=40, help="decode steps between 'Decode batch' lines")
     p.add_argument("--trust-remote-code", action="store_true")
     p.add_argument("--skip-server-warmup", action="store_true")
+    p.add_argument("--skip-tokenizer-init", action="store_true",
+                   help="as SGLang: no tokenizer in the server (its /tokenize answers 400)")
     p.add_argument(
         "--demo-speed",
         type=_positive_float,

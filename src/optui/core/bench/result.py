@@ -90,8 +90,9 @@ class Workload:
     ``prefix`` is the intended prefix sharing of the prompts (optui's load generator:
     ``"none"``, ``"shared:N"`` for a shared system prompt of N tokens, ``"dataset"`` for a
     prompt file named in ``dataset``; None: not stated). ``seed`` drew the prompts (None: unknown). The key leaves ``seed``
-    out (runs with fresh prompts are the same workload) and ``prefix`` when it is None or
-    ``"none"`` (results stored before these fields existed keep their key).
+    out (runs with fresh prompts are the same workload), ``prefix`` when it is None or
+    ``"none"`` and ``length_unit`` when it is None (results stored before these fields
+    existed keep their key).
     """
 
     tool: str = ""
@@ -103,14 +104,18 @@ class Workload:
     request_rate: float | None = None
     prefix: str | None = None
     seed: int | None = None
+    #: what ``input_len`` counts: "tokens" (the server's, optui's load generator fitted its
+    #: prompts with the server's ``/tokenize``); None: as the tool says (a client's
+    #: tokenizer), or words for optui's generator without ``/tokenize`` and before issue 29
+    length_unit: str | None = None
 
     def key(self) -> str:
         """A short stable hash of the workload (equal workloads share it)."""
         return _workload_key(self)
 
 
-#: Workload fields outside the key (see :class:`Workload`).
-_UNKEYED = ("prefix", "seed")
+#: Workload fields outside the key, or in it only when set (see :class:`Workload`).
+_UNKEYED = ("prefix", "seed", "length_unit")
 
 
 @lru_cache(maxsize=8192)
@@ -119,6 +124,8 @@ def _workload_key(wl: Workload) -> str:
     data = {name: getattr(wl, name) for name in Workload.__slots__ if name not in _UNKEYED}
     if wl.prefix not in (None, "none"):
         data["prefix"] = wl.prefix
+    if wl.length_unit is not None:  # 32 tokens is another workload than 32 words (3x the prompt on llama.cpp)
+        data["length_unit"] = wl.length_unit
     if data["request_rate"] is not None and math.isinf(data["request_rate"]):
         data["request_rate"] = "inf"
     blob = json.dumps(data, sort_keys=True)
