@@ -151,3 +151,49 @@ async def _gap_run(cfg, pid: int) -> None:
     finally:
         os.killpg(pid, signal.SIGCONT)
         await session.close()
+
+
+SEARCH = '''
+[benchmarks.twice]
+server = "demo"
+repeat = 2
+stall_s = 60.0
+builtin = { concurrency = [1], input_len = 16, output_len = 400, prompts = 2, warmup = 0 }
+
+[search.frozen]
+server = "demo"
+bench = "twice"
+confirm_top = 0
+[search.frozen.flags]
+"--max-running-requests" = [4]
+'''
+
+
+async def test_a_search_never_scores_an_invalid_run(tmp_path):
+    """A trial of two repeats, the first measured over a HUNG server: its score rests on the
+    valid repeat alone (it pooled both)."""
+    from optui.core.search.spec import parse_search_text
+
+    session = await _session(tmp_path, fast_states=True, bench=SEARCH)
+    rt = session.servers["demo"]
+    pid = None
+    try:
+        await _until(lambda: rt.status.state.value == "ready" and rt.status.busy is None, "server ready")
+        cfg_text = session.loaded.path.read_text()
+        await session.search.start(parse_search_text(cfg_text, str(session.loaded.path), "frozen"), "frozen")
+        await _until(lambda: session.benches.running and (rt.status.load.running or 0) >= 1
+                     and (rt.status.load.generated_total or 0) > 0, "the trial's first repeat streaming", 90)
+        pid = rt.status.pid
+        os.killpg(pid, signal.SIGSTOP)
+        await _until(lambda: rt.status.state.value == "hung", "optui to call the stopped server HUNG")
+        os.killpg(pid, signal.SIGCONT)
+        end = await asyncio.wait_for(session.search.wait(), 90)
+        (trial,) = session.search.trials
+        statuses = sorted(r.result.status for r in session.journal.results(server="demo", limit=10))
+        assert statuses == ["invalid", "ok"], statuses
+        assert trial.status == "ok" and len(trial.run_scores) == 1, (end.message, trial)
+    finally:
+        if pid is not None:
+            os.killpg(pid, signal.SIGCONT)
+        await session.close()
+        session.kill_leftovers()

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from optui.adapters.aio import within
 from optui.config import BenchmarkConfig, Config
+from optui.core.bench.result import comparable
 from optui.core.bench.sweep import SweepSpec
 from optui.core.gpu import HostSnapshot
 from optui.core.search.spec import Point, SearchSpec, Workload, measurements, point_text, trial_values
@@ -654,7 +655,12 @@ class SearchRunner:
         if not stored:
             return failed(step.point, "no_result", "the benchmark stored no result", number=number, phase=step.phase,
                           load=step.load, experiment=exp)
-        measured = trial_values(spec.goal, [r.result for r in stored])  # the objective's workload only: never a pool
+        valid = [r.result for r in stored if comparable(r.result)]  # an invalid or degraded run is never scored
+        if not valid:
+            why = next((r.result.error for r in stored if r.result.error), "no comparable result")
+            return failed(step.point, "bench_failed", f"no valid run: {why}", number=number, phase=step.phase,
+                          load=step.load, experiment=exp)
+        measured = trial_values(spec.goal, valid)  # the objective's workload only: never a pool
         values = dict(measured.values)
         mem = self._gpu_mem_mib(spec.server)
         if mem is not None:
@@ -706,7 +712,7 @@ class SearchRunner:
         if self._stop or run.view.status == "aborted":
             self._stop = True
             return None
-        per_run = [measurements(r) for r in run.view.results]
+        per_run = [measurements(r) for r in run.view.results if comparable(r)]  # invalid / degraded runs: never scored
         if run.view.status != "ok" or not per_run:
             return failed(step.point, "bench_failed", f"benchmark {spec.bench} {run.view.status}: {run.view.error or 'no result'}",
                           number=number, load=step.load, experiment=exp)
