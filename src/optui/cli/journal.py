@@ -4,7 +4,8 @@
 - ``show SEQ [--json]`` one event's details (flag diff, phases, crash, metrics vs baseline).
 - ``experiments [--json]`` one row per experiment with its verdict.
 - ``export --format md|jsonl|csv [--since ...] [--server ...] [-o FILE]`` findings report,
-  events or the experiments table (written atomically with ``-o``).
+  events or the experiments table (written atomically with ``-o``); ``export --mlflow URI``
+  one MLflow run per experiment (:mod:`optui.adapters.mlflow_export`).
 - ``note TEXT`` and ``verdict EXP keep|reject|inconclusive`` add to the journal.
 
 Exit status: 0 ok, 1 nothing found (``show``), 2 bad input or no journal.
@@ -259,14 +260,22 @@ def experiment_json(x) -> dict:
 @click.option("--server", default=None, help="Only this server.")
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Write to FILE (atomically: temp file + rename) instead of stdout.")
+@click.option("--mlflow", "mlflow_uri", default=None, metavar="URI",
+              help="Log each experiment as an MLflow run to the tracking server URI (again: updates, never duplicates).")
 @click.pass_context
-def export(ctx, fmt: str, since: str | None, server: str | None, output: str | None) -> None:
-    """Export the journal: a Markdown findings report, JSONL events or CSV experiments."""
+def export(ctx, fmt: str, since: str | None, server: str | None, output: str | None, mlflow_uri: str | None) -> None:
+    """Export the journal: a Markdown findings report, JSONL events or CSV experiments; or,
+    with --mlflow URI, one MLflow run per experiment (needs pip install 'optui[mlflow]')."""
     from optui.session.export import render, report_input, write_atomic
 
     loaded, j = _open(ctx)
     if server is not None and server not in loaded.config.servers and server not in j.experiment_servers():
         fail(f"unknown server {server!r} (known: {', '.join(loaded.config.servers) or 'none'})", 2)
+    if mlflow_uri is not None:
+        if output is not None or since is not None:
+            fail("--mlflow logs every experiment (of --server): -o and --since do not apply", 2)
+        _export_mlflow(loaded, j, mlflow_uri, server)
+        return
     text = render(fmt, report_input(j, loaded, fmt, since_ts=_since(since), server=server))
     if output is None:
         echo(text, nl=False)
@@ -276,6 +285,24 @@ def export(ctx, fmt: str, since: str | None, server: str | None, output: str | N
     except OSError as exc:
         fail(f"{output}: {exc.strerror or exc}", 2)
     echo(f"wrote {path}", err=True)
+
+
+def _export_mlflow(loaded, j, uri: str, server: str | None) -> None:
+    """``journal export --mlflow URI``: one line per experiment sent, then the totals."""
+    from optui.adapters.mlflow_export import TrackingError, export_runs, mlflow_experiment_name
+    from optui.session.export import campaign_name, tracked_runs
+
+    runs = tracked_runs(j, loaded, server=server)
+    campaign = campaign_name(loaded)
+    try:
+        done = export_runs(uri, campaign, runs)
+    except TrackingError as exc:
+        fail(f"MLflow export: {exc}", 2)
+    for line in done.clashes:
+        echo(f"optui: warning: {line} (MLflow never changes a param; kept)", err=True)
+    echo(f"MLflow {uri}: experiment {mlflow_experiment_name(campaign)!r} (id {done.experiment_id}): "
+         f"{len(done.created)} runs created, {len(done.updated)} updated, {len(done.unchanged)} unchanged"
+         + (f"; findings report refreshed on {len(done.refreshed)}" if done.refreshed else ""))
 
 
 @journal.command()

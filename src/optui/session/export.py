@@ -5,10 +5,13 @@ the text itself is built by :mod:`optui.core.report` (pure)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from optui.adapters.journal import Journal
 from optui.config import LoadedConfig
@@ -27,6 +30,9 @@ from optui.core.report import (
     render_jsonl,
     render_markdown,
 )
+
+if TYPE_CHECKING:
+    from optui.core.tracking_record import TrackedRun
 
 _RENDER = {"md": render_markdown, "jsonl": render_jsonl, "csv": render_csv}
 
@@ -110,6 +116,32 @@ def write_atomic(path: str | os.PathLike, text: str) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def tracked_runs(journal: Journal, loaded: LoadedConfig, *, server: str | None = None,
+                 only: Iterable[str] | None = None) -> list[TrackedRun]:
+    """The campaign's experiments (of ``server``; of the ids in ``only``) as tracking-server
+    runs (:func:`~optui.core.tracking_record.tracked_run`), each with its server's findings
+    report (Markdown) attached, oldest first."""
+    from optui import __version__
+    from optui.core.tracking_record import tracked_run
+
+    wanted = set(only) if only is not None else None
+    every = [x for x in load_experiments(journal)
+             if (server is None or x.server == server) and (wanted is None or x.id in wanted)]
+    campaign = campaign_name(loaded)
+    reports: dict[str, str] = {}
+    out = []
+    for x in every:
+        if x.server not in reports:
+            inp = report_input(journal, loaded, "md", server=x.server)
+            # dated by the journal, not the clock: the same journal exports the same report (not re-sent)
+            inp = dataclasses.replace(inp, generated_ts=max((e.ts for e in inp.events), default=0.0) or 1.0)
+            reports[x.server] = render("md", inp)
+        cfg = loaded.config.servers.get(x.server)
+        out.append(tracked_run(x, campaign=campaign, engine=cfg.kind if cfg else None, optui_version=__version__,
+                               report=reports[x.server]))
+    return out
 
 
 def default_export_path(loaded: LoadedConfig, fmt: str, now: float | None = None) -> Path:
