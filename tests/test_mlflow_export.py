@@ -130,17 +130,23 @@ def test_an_unreachable_tracking_server_is_a_clear_error(campaign):
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-@pytest.mark.timeout(420)
-def test_export_to_a_real_tracking_server_is_read_back_and_a_second_export_adds_nothing(campaign, tmp_path):
+@pytest.fixture(scope="module")
+def tracking_uri(tmp_path_factory):
+    """One real tracking server for the module's tests (each campaign is its own experiment)."""
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as uri:
+        yield uri
+
+
+@pytest.mark.timeout(420)  # the server's start on a loaded 2-core machine is counted in the first test
+def test_export_to_a_real_tracking_server_is_read_back_and_a_second_export_adds_nothing(campaign, tmp_path, tracking_uri):
     from mlflow.tracking import MlflowClient
 
     loaded, j, ids = campaign
-    store = tmp_path / "mlflow"
-    store.mkdir()
-    with mlflow_server(store) as uri:
+    uri = tracking_uri
+    if True:
         first = optui_cli(loaded.path.parent, "journal", "export", "--mlflow", uri)
         assert first.returncode == 0, first.stderr
-        assert first.stdout.splitlines() == [f"MLflow {uri}: experiment 'optui/qwen-tuning' (id 1): "
+        assert first.stdout.splitlines() == [f"MLflow {uri}: experiment 'optui/qwen-tuning' (id {first.stdout.split('(id ')[1].split(')')[0]}): "
                                              "5 runs created, 0 updated, 0 unchanged"]  # nothing of MLflow's own prints
         client = MlflowClient(tracking_uri=uri)
         experiment = client.get_experiment_by_name("optui/qwen-tuning")
@@ -174,3 +180,42 @@ def test_export_to_a_real_tracking_server_is_read_back_and_a_second_export_adds_
         radix = client.get_run(runs[ids["radix"]].info.run_id)
         assert radix.data.metrics[f"{C16}/out_tok_s"] == 1201.0
         assert len(client.search_runs([experiment.experiment_id])) == 5
+
+
+@pytest.mark.timeout(420)
+async def test_export_config_logs_each_experiment_of_this_session_as_it_ends(campaign, tmp_path, tracking_uri):
+    from mlflow.tracking import MlflowClient
+
+    from optui.session.tracking_export import TrackingExporter
+
+    loaded, j, ids = campaign
+    cfg = tmp_path / "live-export" / "optui.toml"  # a campaign of its own name (its own MLflow experiment)
+    cfg.parent.mkdir()
+    cfg.write_text(f'journal = "{loaded.journal_path}"\n' + CONFIG + f'\n[export]\nmlflow = "{tracking_uri}"\n')
+    loaded = load_config(cfg)
+    assert loaded.config.export.mlflow == tracking_uri
+    errors: list[str] = []
+    exporter = TrackingExporter(loaded.config.export.mlflow, loaded, errors.append)
+    # the benchmarks were this session's ("tui"); the OOM's server.failed was written by "optui"
+    exporter.events(j.events(limit=None), "tui")
+    await exporter.idle()
+    assert errors == []
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment = client.get_experiment_by_name("optui/live-export")
+    runs = {r.data.tags[EXPERIMENT_TAG]: r for r in client.search_runs([experiment.experiment_id])}
+    assert ids["base"] in runs and ids["big"] in runs and ids["chunk"] in runs and ids["oom"] not in runs
+    assert runs[ids["big"]].data.metrics[f"{C16}/out_tok_s"] == 1295.0
+
+    broken = TrackingExporter(f"http://127.0.0.1:{free_port()}", loaded, errors.append)
+    broken.events(j.events(limit=None), "tui")
+    await broken.idle()
+    assert len(errors) == 1 and errors[0].startswith("MLflow export of exp-0001, exp-0002, exp-0004 to http://127.0.0.1:")
+
+
+def test_export_config_is_checked(tmp_path):
+    from optui.config import ConfigError
+
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[export]\nmlflow = "not a uri"\n')
+    with pytest.raises(ConfigError, match="export.mlflow"):
+        load_config(cfg)

@@ -361,6 +361,15 @@ class FleetConfig(_Model):
         return self
 
 
+class ExportConfig(_Model):
+    """``[export]``: where experiments go as they end. ``mlflow``: an MLflow tracking URI
+    (``http://host:5000``); each experiment is logged as one run when its benchmark
+    finishes, its start fails or a verdict is recorded (needs ``pip install 'optui[mlflow]'``)."""
+
+    mlflow: str | None = Field(None, pattern=r"^(https?|file|databricks|sqlite)://\S+$|^databricks$",
+                               description="MLflow tracking URI each experiment is logged to as it ends")
+
+
 class Config(_Model):
     """The whole ``optui.toml``."""
 
@@ -381,6 +390,7 @@ class Config(_Model):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     search: dict[str, dict] = Field(default_factory=dict, description="flag searches [search.NAME] (optui.core.search.spec checks them)")
     fleet: FleetConfig | None = None
+    export: ExportConfig = Field(default_factory=ExportConfig)
 
     @field_validator("hosts", "servers", "benchmarks", mode="before")
     @classmethod

@@ -136,6 +136,12 @@ class Session:
         self._alert_watcher = AlertWatcher(self.config.mem_alert_pct)
         self.alerts: deque[Alert] = deque(maxlen=100)  # newest last; alert_count numbers them
         self.alert_count = 0
+        #: ``[export] mlflow``: experiments sent to a tracking server as they end (None: not configured)
+        self.tracking = None
+        if self.config.export.mlflow and not observer:
+            from optui.session.tracking_export import TrackingExporter
+
+            self.tracking = TrackingExporter(self.config.export.mlflow, loaded, self._tracking_failed)
         # the services get what they use of the session, never the session (no import cycle)
         writer = JournalWriter(self.journal, self.actor, record=self.record, failed=self.journal_failed,
                                refresh=self.sync_journal, check_writable=self.check_writable,
@@ -356,6 +362,8 @@ class Session:
             for e in new:  # a ready gate of another optui process (the CLI) checked what its server runs
                 if e.type == ev.SERVER_READY and e.target in self.servers:
                     self.servers[e.target].show_config_check(e.data)
+            if self.tracking is not None:
+                self.tracking.events(new, self.actor)
         self._todos_read = True
         results_changed = [(r.id, r.baseline) for r in results] != [(r.id, r.baseline) for r in self._results]
         changed = bool(new) or todos != self._todos or results_changed
@@ -366,6 +374,12 @@ class Session:
         self._todos, self._results = todos, results
         if changed:
             self.touch()
+
+    def _tracking_failed(self, message: str) -> None:
+        """An ``[export] mlflow`` export failed: an alert (the next ending event tries again)."""
+        self.alerts.append(Alert("export", "mlflow", message, "warning"))
+        self.alert_count += 1
+        self.touch()
 
     def _todos_after(self, journal: Journal, new: list) -> tuple[TodoItem, ...]:
         """The todo list once ``new`` events are in: only the items they name are read again
