@@ -6,6 +6,8 @@ import argparse
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optui.core.bench.format import format_namespace, format_sglang_block
 from optui.core.bench.result import BenchResult
@@ -23,6 +25,15 @@ def test_percentile_matches_numpy_linear():
         percentile([], 50)
     assert summarize([]) == {"mean": None, "median": None, "p90": None, "p95": None, "p99": None}
     assert summarize([1.0, 2.0, 3.0])["mean"] == 2.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=40),
+       st.sampled_from([0.0, 1.0, 10.0, 25.0, 50.0, 62.5, 90.0, 95.0, 99.0, 99.9, 100.0]))
+def test_percentile_is_numpy_linear_for_any_sample(values, q):
+    """core/stats.py uses statistics.quantiles(method="inclusive"): the same numbers as numpy."""
+    numpy = pytest.importorskip("numpy")
+    assert percentile(values, q) == pytest.approx(float(numpy.percentile(values, q)), rel=1e-9, abs=1e-6)
 
 
 def test_sglang_block_format():

@@ -1,29 +1,34 @@
 """Small statistics helpers (no numpy): percentiles and the latency summary dicts.
 
-:func:`percentile` matches ``numpy.percentile(values, q)`` with the default "linear"
-method, so numbers agree with SGLang's and vLLM's benchmark clients.
+:func:`percentile` is the standard library's ``statistics.quantiles(method="inclusive")``,
+which is ``numpy.percentile(values, q)``'s default "linear" method, so numbers agree with
+SGLang's and vLLM's benchmark clients.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
+from fractions import Fraction
 
 from optui.core.bench.result import STATS, empty_stats
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation between
-    the two nearest ranks (numpy's default). Raises ValueError on an empty sequence."""
+    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation between the two
+    nearest ranks (numpy's default): ``statistics.quantiles(values, n, method="inclusive")``
+    at the cut point ``q`` / 100 (``n`` the denominator of that fraction, at most 10,000).
+    Raises ValueError on an empty sequence or ``q`` outside 0..100."""
     if not values:
         raise ValueError("percentile of an empty sequence")
     if not 0.0 <= q <= 100.0:
         raise ValueError(f"percentile q must be within 0..100, got {q}")
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100.0
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    frac = rank - low
-    return ordered[low] + (ordered[high] - ordered[low]) * frac
+    if len(values) == 1 or q == 0.0:
+        return float(min(values))
+    if q == 100.0:
+        return float(max(values))
+    cut = Fraction(q / 100.0).limit_denominator(10_000)
+    return statistics.quantiles(values, n=cut.denominator, method="inclusive")[cut.numerator - 1]
 
 
 def summarize(values: Sequence[float]) -> dict[str, float | None]:
