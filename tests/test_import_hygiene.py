@@ -46,6 +46,9 @@ FORBIDDEN_PACKAGES = (
     "sqlite3", "_sqlite3",  # the journal
     "click",  # the CLI framework (the fast path skips it)
     "numpy",
+    "psutil",  # process trees and ports (adapters/proc.py): a restart's and a stop's, never the first frame's
+    "plotext",  # the results screen's plots
+    "mlflow",  # exports (optional extra)
 )
 #: optui modules (or packages: every module under them) the first frame must not import
 FORBIDDEN_OPTUI = (

@@ -18,7 +18,7 @@ Why it looks like this (reference ``gpu_monitors.md`` §2, §6.2):
   stays None. ``GpuIsLost``/``Unknown`` on one GPU -> that sample's ``error``; others go on.
 - Processes (``nvmlDeviceGetComputeRunningProcesses``, ``_v2`` on old drivers) are refreshed
   every ``process_every`` reads; the previous list is reused in between. Each process carries
-  its ancestors' PIDs from ``/proc`` (:func:`process_ancestors`): a server's TP workers are its
+  its ancestors' PIDs from psutil (:func:`process_ancestors`): a server's TP workers are its
   children, and the GPU panel names the server they belong to.
 - ``close()`` lets the worker finish, then calls ``nvmlShutdown`` on it: shutting NVML down
   under a running call crashed nvitop on exit (nvitop#222). A wedged worker gets no shutdown.
@@ -411,16 +411,9 @@ class NvmlGpuSource:
 
 
 def process_ancestors(pid: int) -> tuple[int, ...]:
-    """``pid``'s parent, grandparent... up to (not including) PID 1, from ``/proc`` (NVML
+    """``pid``'s parent, grandparent... up to (not including) PID 1, from psutil (NVML
     reads the GPUs of this machine, whose PIDs ``/proc`` knows); what cannot be read ends
     the chain (another PID namespace, a process gone)."""
-    return ancestors_of(pid, _proc_parent)
+    from optui.adapters.proc import parent_pid
 
-
-def _proc_parent(pid: int) -> int | None:
-    """The parent PID of ``pid`` from ``/proc/PID/stat``; None when it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+    return ancestors_of(pid, parent_pid)

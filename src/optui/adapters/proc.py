@@ -1,4 +1,5 @@
-"""Local processes in their own process group: spawn, signal the group, wait.
+"""Local processes in their own process group: spawn, signal the group, wait; what runs
+(liveness, start times, parents, descendants, who listens on a port) from psutil.
 
 Every child optui starts (servers, benchmarks, ``nvidia-smi``) gets ``stdin`` closed (a child
 reading the TTY would steal the TUI's keys), a new session (so Ctrl+C in the TUI never
@@ -18,9 +19,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from optui.adapters.aio import within
 from optui.adapters.private_files import open_private_append
+
+if TYPE_CHECKING:
+    import psutil
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# psutil is imported by the functions that use it (16-26 ms on a loaded 2-core machine: a
+# restart's and a stop's cost, not the first frame's; tests/test_import_hygiene.py)
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -147,60 +156,56 @@ async def spawn_piped(
 
 
 def pid_alive(pid: int) -> bool:
-    """True when a process with ``pid`` exists and is not a zombie."""
+    """True when a process with ``pid`` exists and is not a zombie (psutil; one we may not
+    inspect counts as alive)."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-        return state != b"Z"
-    except (OSError, IndexError):
-        return True
+    except (psutil.AccessDenied, ValueError):
+        return pid > 0
 
 
 def process_start_ticks(pid: int) -> int | None:
-    """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22);
-    None when it does not exist or cannot be read. With the PID, this names one process for
+    """When process ``pid`` started, in clock ticks since boot (the unit of ``/proc/PID/stat``
+    field 22, which the SSH side reads on a remote host: pidfiles compare the two); None when
+    it does not exist or cannot be read. psutil's ``create_time()`` is boot time + those ticks
+    / ``SC_CLK_TCK``, turned back into ticks here. With the PID, this names one process for
     good: a PID the kernel hands to a new process later comes with another start time."""
+    import psutil
+
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
+        created = psutil.Process(pid).create_time()
+    except (psutil.Error, ValueError):
+        return None
+    return round((created - psutil.boot_time()) * _CLOCK_TICKS)
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent PID of ``pid`` (psutil); None when it cannot be read (gone, another PID
+    namespace)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).ppid()
+    except (psutil.Error, ValueError):
         return None
 
 
-def _live_processes():
-    """``(pid, stat fields after the command name)`` of every non-zombie process in /proc
-    (field 0 is the state, 1 the parent PID, 2 the process group)."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and fields[0] != b"Z":
-            yield int(entry), fields
-
-
 def group_pids(pgid: int) -> set[int]:
-    """PIDs of the live (non-zombie) members of process group ``pgid`` (from /proc)."""
+    """PIDs of the live (non-zombie) members of process group ``pgid`` (psutil's process list;
+    the group from ``getpgid``, which psutil does not give)."""
+    import psutil
+
     found: set[int] = set()
-    for pid, fields in _live_processes():
-        try:
-            if int(fields[2]) == pgid:
-                found.add(pid)
-        except ValueError:
+    for p in psutil.process_iter(["status"]):
+        if p.info["status"] == psutil.STATUS_ZOMBIE:
             continue
+        with contextlib.suppress(OSError):
+            if os.getpgid(p.pid) == pgid:
+                found.add(p.pid)
     return found
 
 
@@ -304,70 +309,46 @@ def kill_group_now(pgid: int) -> None:
 
 
 def port_holders(port: int) -> dict[int, str]:
-    """Local processes listening on TCP ``port`` (IPv4 or IPv6): ``{pid: command line}``,
-    from ``/proc/net/tcp{,6}`` (state 0A = LISTEN) and each process's ``/proc/PID/fd``
-    socket links. Empty when nothing listens or it cannot be read (another user's process
-    is found only as root). Used to name who holds a port a restart needs."""
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f, None)
-                for row in f:
-                    fields = row.split()
-                    if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                        inodes.add(fields[9])
-        except (OSError, ValueError):
-            continue
-    found: dict[int, str] = {}
-    if not inodes:
-        return found
-    wanted = {f"socket:[{inode}]" for inode in inodes}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fds = os.listdir(f"/proc/{entry}/fd")
-        except OSError:
-            continue
-        links = set()
-        for fd in fds:  # one may close meanwhile (the listing's own descriptor does)
-            with contextlib.suppress(OSError):
-                links.add(os.readlink(f"/proc/{entry}/fd/{fd}"))
-        if links & wanted:
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-            except OSError:
-                cmd = "?"
-            found[int(entry)] = cmd
-    return found
+    """Local processes listening on TCP ``port`` (IPv4 or IPv6): ``{pid: command line}``
+    (psutil's ``net_connections``). Empty when nothing listens or it cannot be read (another
+    user's process is found only as root). Used to name who holds a port a restart needs."""
+    import psutil
+
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (psutil.Error, OSError):
+        return {}
+    pids = {c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
+    return {pid: command_line(pid) for pid in sorted(pids)}
 
 
 def descendants(pids: set[int]) -> set[int]:
-    """Every live descendant of ``pids`` (children, their children...), from the parent
-    PIDs in ``/proc/PID/stat``, ``pids`` not included. A child that left its parent's
+    """Every live descendant of ``pids`` (children, their children...; psutil's
+    ``children(recursive=True)``), ``pids`` not included. A child that left its parent's
     process group (``setsid``, as vLLM's EngineCore workers can) is still found here."""
-    children: dict[int, list[int]] = {}
-    for pid, fields in _live_processes():
-        try:
-            children.setdefault(int(fields[1]), []).append(pid)
-        except ValueError:
-            continue
+    import psutil
+
     found: set[int] = set()
-    todo = list(pids)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found and child not in pids:
-                found.add(child)
-                todo.append(child)
-    return found
+    for pid in pids:
+        with contextlib.suppress(psutil.Error, ValueError):
+            found |= {c.pid for c in psutil.Process(pid).children(recursive=True) if _not_zombie(c)}
+    return found - set(pids)
+
+
+def _not_zombie(p: psutil.Process) -> bool:
+    import psutil
+
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def command_line(pid: int) -> str:
-    """``/proc/PID/cmdline`` as one line ("?" when it cannot be read)."""
+    """The command line of ``pid`` as one line ("?" when it cannot be read)."""
+    import psutil
+
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip() or "?"
-    except OSError:
+        return " ".join(psutil.Process(pid).cmdline()).strip() or "?"
+    except (psutil.Error, ValueError):
         return "?"
