@@ -76,7 +76,7 @@ async def test_the_todo_panel_shows_the_search_live_and_S_stops_it(tmp_path):
 
         await wait_for(pilot, lambda: "search batch.1 (stopped)" in pareto(), what="the Pareto view")
         text = pareto()
-        assert "output tok/s (0 … " in text and "against TTFT p99 ms (0 … " in text and re.search(r"[12] failed, not drawn", text)
+        assert "out tok/s ↑" in text and "TTFT p99 (ms) →" in text and re.search(r"[12] failed, not drawn", text)
         assert re.search(r"  ● --max-running-requests (2|16) --mem-fraction-static 0\.88: ", text), text
         await pilot.press("p")
         await wait_for(pilot, lambda: "search batch.1" not in pareto(), what="the chart again")

@@ -1,7 +1,7 @@
 """A flag search's Pareto view (pure): throughput against latency of every configuration
 measured, the ones no other beats on both (the front) marked, on fixed scales from 0 to a
 "nice" maximum (:func:`~optui.core.bench.chart.nice_max`) so two views of one search compare
-by eye. Returns text rows; the UI colours them.
+by eye. Returns the points with their marks; the UI plots them (:mod:`optui.ui.plots`).
 """
 
 from __future__ import annotations
@@ -31,19 +31,18 @@ def front(points: Sequence[tuple[float, float]]) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class ParetoView:
-    """The plot (``rows``: ``height`` lines of ``width`` cells, top = the highest
-    throughput, then the x axis line), the axes' maxima, the front as text lines (flags,
-    throughput, latency), and how many configurations have no point (failed)."""
+    """The points (``(latency, throughput, mark)``, mark one of :data:`FRONT`, :data:`OTHER`,
+    :data:`INFEASIBLE`), the axes' maxima, the front as text lines (flags, throughput,
+    latency), and how many configurations have no point (failed)."""
 
-    rows: tuple[str, ...]
+    points: tuple[tuple[float, float, str], ...]
     x_max: float
     y_max: float
     front: tuple[str, ...]
     unplotted: int
 
 
-def pareto_view(table: Sequence[Standing], x_metric: str = "ttft_p99_ms", y_metric: str = "output_tok_s",
-                width: int = 48, height: int = 12) -> ParetoView:
+def pareto_view(table: Sequence[Standing], x_metric: str = "ttft_p99_ms", y_metric: str = "output_tok_s") -> ParetoView:
     """The view of a search's standings (:func:`~optui.core.search.strategies.standings`):
     each configuration with both metrics is a point (feasible ``●`` on the front, ``○`` off
     it, ``✗`` breaking a constraint: the front is of the feasible ones); failed ones are
@@ -54,16 +53,8 @@ def pareto_view(table: Sequence[Standing], x_metric: str = "ttft_p99_ms", y_metr
     on_front = {id(feasible[i][0]) for i in front([(x, y) for _, x, y in feasible])}
     x_max = nice_max(max((x for _, x, _ in drawn), default=0.0))
     y_max = nice_max(max((y for _, _, y in drawn), default=0.0))
-    grid = [[" "] * width for _ in range(height)]
-    rank = {INFEASIBLE: 0, OTHER: 1, FRONT: 2}  # where two share a cell, the front wins
-    for s, x, y in drawn:
-        mark = FRONT if id(s) in on_front else OTHER if s.feasible else INFEASIBLE
-        col = min(width - 1, int(x / x_max * (width - 1) + 0.5))
-        row = height - 1 - min(height - 1, int(y / y_max * (height - 1) + 0.5))
-        if rank.get(grid[row][col], -1) < rank[mark]:
-            grid[row][col] = mark
-    rows = tuple("│" + "".join(line) for line in grid) + ("└" + "─" * width,)
+    points = tuple((x, y, FRONT if id(s) in on_front else OTHER if s.feasible else INFEASIBLE) for s, x, y in drawn)
     listed = sorted((t for t in feasible if id(t[0]) in on_front), key=lambda t: t[1])
     lines = tuple(f"{point_text(s.point) or '(fixed flags)'}: {y:,.1f} {y_metric} at {x:,.1f} {x_metric}"
                   for s, x, y in listed)
-    return ParetoView(rows, x_max, y_max, lines, len(table) - len(drawn))
+    return ParetoView(points, x_max, y_max, lines, len(table) - len(drawn))

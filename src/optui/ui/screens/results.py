@@ -25,7 +25,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from optui.core.bench.chart import Chart, bar_chart
+from optui.core.bench.chart import Chart, bar_chart, nice_max
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series, with_restart_spreads
 from optui.core.bench.result import requests_text
 from optui.core.flag_abbrev import fit_flag_column
@@ -50,6 +50,8 @@ _NARROW_FIRST = ("id", "exp", "output_throughput_tok_s", "ttft_ms.median", "chan
 _FORMATS = {"output_throughput_tok_s": "{:,.1f}", "total_throughput_tok_s": "{:,.1f}", "request_throughput": "{:.2f}",
             "itl_ms.median": "{:.2f}", "tpot_ms.median": "{:.2f}", "e2e_ms.median": "{:.0f}"}
 CHART_WIDTH = 32
+#: the baseline's point or line in a plot
+BASELINE_MARK = "◆"
 _CHART_COLUMNS = 2 + 7 + CHART_WIDTH + 12  # indent, label, bar, value
 
 
@@ -104,6 +106,7 @@ class ResultsScreen(Screen[None]):
         self._changes: dict[str, str] = {}  # experiment id -> its change vs the baseline
         self._search = search
         self._pareto: Text | None = None  # the Pareto view shown instead of the chart
+        self._pareto_data: dict | None = None  # the search it shows
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -274,8 +277,28 @@ class ResultsScreen(Screen[None]):
         if data is None:
             self.notify("no flag search in this campaign yet (optui search run)", severity="warning")
             return
-        self._pareto = pareto_text(self.app, data)
+        self._pareto_data = data
+        self._pareto = self._pareto_plot()
         self._show_chart()
+
+    def _pareto_plot(self) -> Text:
+        """The Pareto view sized to the screen (redrawn on a resize), the search's benchmark's
+        pinned baseline marked."""
+        data = self._pareto_data or {}
+        bench = (data.get("spec") or {}).get("bench")
+        base = next((r for r in reversed(self._rows or []) if r.is_baseline and r.group.bench == bench), None)
+        point = None
+        if base is not None:
+            x, y = base.samples["ttft_ms.p99"].median, base.samples["output_throughput_tok_s"].median
+            point = (x, y) if x is not None and y is not None else None
+        # the chart's room: 60 % of the screen (its max-height), less its top border, at most 30 lines
+        return pareto_text(self.app, data, width=max(self.size.width - 2, 24), lines=min(30, int(self.size.height * 0.6) - 1),
+                           baseline=point)
+
+    def on_resize(self) -> None:
+        if self._pareto is not None:
+            self._pareto = self._pareto_plot()
+            self._show_chart()
 
     def action_pin(self) -> None:
         row = self.selected()
@@ -286,27 +309,41 @@ class ResultsScreen(Screen[None]):
         self.dismiss(None)
 
 
-def pareto_text(app, data: dict) -> Text:
+def pareto_text(app, data: dict, *, width: int, lines: int, baseline: tuple[float, float] | None = None) -> Text:
     """The Pareto view (:func:`optui.core.search.pareto.pareto_view`) of a search's status
-    dict, coloured: the front, the other feasible points, the infeasible ones."""
+    dict in ``lines`` lines of ``width`` cells (the plot as tall as what else they hold leaves,
+    :func:`optui.ui.plots.plot_text`):
+    out tok/s against TTFT p99 ms, the front, the other feasible points, the infeasible ones
+    and the ``baseline`` (TTFT p99 ms, out tok/s) of the search's benchmark when one is pinned;
+    then the front's configurations, one line each."""
     from optui.core.search.pareto import FRONT, INFEASIBLE, OTHER, pareto_view
     from optui.core.search.spec import SearchSpec
     from optui.core.search.strategies import Trial, standings
+    from optui.ui.plots import Series, plot_text
 
     try:
         spec = SearchSpec.model_validate(data.get("spec") or {})
     except ValueError as exc:
         return Text(f"search {data.get('search_id')}: its spec cannot be read here ({exc})", style="dim")
     view = pareto_view(standings(spec, [Trial.from_json(t) for t in data.get("trials") or []]))
-    text = Text(f"search {data.get('search_id')} ({data.get('status')}): output tok/s (0 … {view.y_max:g}) "
-                f"against TTFT p99 ms (0 … {view.x_max:g}); {FRONT} Pareto front, {OTHER} feasible, "
-                f"{INFEASIBLE} breaks a constraint" + (f"; {view.unplotted} failed, not drawn" if view.unplotted else "")
-                + "\n", style="bold")
-    colours = {FRONT: "delta-good", OTHER: "state-down", INFEASIBLE: "delta-bad"}
-    for row in view.rows:
-        for ch in row:
-            text.append(ch, style=style(app, colours[ch]) if ch in colours else "")
-        text.append("\n")
+    header = (f"search {data.get('search_id')} ({data.get('status')}): Pareto view, out tok/s against TTFT p99"
+              + (f"; {view.unplotted} failed, not drawn" if view.unplotted else ""))
+    text = Text(header + "\n", style="bold")
+    # the header (wrapped), the y axis' name, the legend and the front's lines take the rest
+    def rows(line: str) -> int:  # lines once wrapped
+        return -(-len(line) // max(width, 1))
+
+    height = lines - rows(header) - 2 - sum(rows(f"  {FRONT} {line}") for line in view.front)
+    marks = ((FRONT, "Pareto front", "delta-good"), (OTHER, "feasible", "state-down"),
+             (INFEASIBLE, "infeasible", "delta-bad"))
+    series = [Series(name, tuple((x, y) for x, y, m in view.points if m == mark), mark, colour) for mark, name, colour in marks]
+    x_max, y_max = view.x_max, view.y_max
+    if baseline is not None and all(math.isfinite(v) for v in baseline):
+        series.append(Series("baseline", (baseline,), BASELINE_MARK, "primary"))
+        x_max, y_max = max(x_max, nice_max(baseline[0])), max(y_max, nice_max(baseline[1]))
+    text.append_text(plot_text(app, series, x_label="TTFT p99 (ms)", y_label="out tok/s", width=width, height=height,
+                               x_max=x_max, y_max=y_max))
+    text.append("\n")
     for line in view.front:
         text.append(f"  {FRONT} {line}\n")
     return text
