@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from optui.core.bench.chart import bar, bar_chart, nice_max
+from optui.core.bench.chart import nice_max
 from optui.core.bench.compare import (
     Entry,
     Sample,
@@ -205,12 +205,5 @@ def test_scaling_efficiency_within_a_sweep_and_from_history():
     assert sweep_series(rows, family_key(rows[-1].group.result.workload), None)[-1].group.run_id == "t"  # newest per c
 
 
-def test_nice_max_and_bars():
+def test_nice_max():
     assert [nice_max(v) for v in (0, 0.3, 1, 1.01, 2.2, 7, 30, 4100)] == [1.0, 0.5, 1.0, 2.0, 2.5, 10.0, 50.0, 5000.0]
-    assert bar(50, 100, 10) == "█████     "
-    assert bar(1, 100, 10) == "▏         "
-    assert bar(None, 100, 4) == "    " and bar(200, 100, 4) == "████"
-    chart = bar_chart("out tok/s", [("c=1", 95.0), ("c=2", 180.0), ("c=4", None)], width=20)
-    assert chart.scale == 200.0
-    assert [len(r.bar) for r in chart.rows] == [20, 20, 20]
-    assert chart.rows[1].bar == "█" * 18 + "  " and chart.rows[2].value is None

@@ -109,7 +109,7 @@ async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
         results.move_cursor(row=1)
         await pilot.pause(0.2)
         chart = str(app.screen.query_one("#results-chart").render())
-        assert "out tok/s (0 … 500)" in chart and "TTFT p50 ms (0 … 50)" in chart
+        assert "out tok/s ↑" in chart and "TTFT p50 (ms) ↑" in chart and "concurrency (requests) →" in chart
         assert all(f"c={c}" in chart for c in (1, 2, 4))
         await pilot.press("escape")
         assert type(app.screen).__name__ != "ResultsScreen"

@@ -87,3 +87,53 @@ async def test_pareto_view_has_named_axes_with_units_ticks_and_the_baseline(tmp_
         assert max(len(line) for line in plot.split("\n")) <= size[0] - 2  # the plot fits the pane (padding 1 a side)
         assert len(legend) <= 58
         await pilot.press("escape")
+
+
+def sweep_rows():
+    """exp-0001 (the baseline) and exp-0002 swept at concurrency 1, 2, 4."""
+    from optui.core.bench.compare import Entry, build_rows, group_entries
+    from tests.test_which_config import _sweep_point
+
+    entries = [Entry(n + 1, _sweep_point(tput, conc, run), "sweep", experiment=exp) for n, (tput, conc, run, exp) in enumerate([
+        (100.0, 1, "a", "exp-0001"), (180.0, 2, "a", "exp-0001"), (300.0, 4, "a", "exp-0001"),
+        (120.0, 1, "b", "exp-0002"), (230.0, 2, "b", "exp-0002"), (390.0, 4, "b", "exp-0002")])]
+    return build_rows(group_entries(entries))
+
+
+def sweep_app():
+    from textual.widgets import Static
+
+    from tests.test_panel_values import PanelApp
+
+    return PanelApp(Static("dashboard"))
+
+
+async def open_sweep(pilot) -> None:
+    from optui.ui.screens.results import ResultsScreen
+
+    rows = sweep_rows()
+    pilot.app.push_screen(ResultsScreen(lambda: rows))
+    await pilot.pause(0.3)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (60, 40)])
+async def test_a_sweep_is_plotted_against_concurrency_beside_its_baseline(size):
+    app = sweep_app()
+    async with app.run_test(size=size) as pilot:
+        await open_sweep(pilot)
+        text = str(app.screen.query_one("#results-chart").render())
+        assert "on exp-0002 — newest result per concurrency of this configuration, ◆ the baseline's (exp-0001)" in text
+        lines = text.split("\n")
+        heads = next(line for line in lines if "out tok/s ↑" in line)
+        assert "TTFT p50 (ms) ↑" in heads  # two plots side by side, even in a 60-column pane
+        assert any(re.fullmatch(r"\s*1\s+2\s+4\s+1\s+2\s+4\s*", line) for line in lines)  # a tick per concurrency
+        assert any(re.search(r"^\s*500┤.*│\s+100┤", line) for line in lines)  # y ticks: 0 … 500 tok/s, 0 … 100 ms
+        assert text.count("concurrency (requests) →") == 2 and text.count("◆ baseline  ● this config") == 2
+        assert "c=4 390.0" in text  # the values measured
+        plot = text[text.index(heads):text.index("◆ baseline  ● this config")]
+        assert plot.count("●") == 3 + 3 and plot.count("◆") == 2  # out tok/s: 3 + 2 (c=1 shares a cell); TTFT: 3 on top
+        assert max(len(line) for line in lines[1:]) <= size[0] - 2
+
+
+def test_sweep_snapshot_in_a_side_pane(snap_compare):
+    assert snap_compare(sweep_app(), terminal_size=(60, 40), run_before=open_sweep)

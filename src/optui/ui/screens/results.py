@@ -1,13 +1,14 @@
 """The results view: every stored benchmark result group with medians, spread, deltas per
-metric against its workload's baseline, scaling efficiency, and a fixed-scale text chart of
-output throughput and TTFT against concurrency for the selected row's workload and
-experiment (one server configuration: a chart or a scale never mixes two). Every row
+metric against its workload's baseline, scaling efficiency, and two plots (plotext,
+:mod:`optui.ui.plots`) of out tok/s and TTFT against concurrency for the selected row's
+workload and experiment (one server configuration: a plot never mixes two), its baseline
+experiment's sweep of the same workload marked beside it. Every row
 names its experiment and that experiment's flag diff vs the server's baseline experiment
 (the experiments view's "change vs baseline", read through the session's journal thread).
 
 Keys: ``B`` pin the selected row as baseline, ``p`` the Pareto view of the newest flag
-search (throughput vs TTFT p99 of every configuration it measured, fixed scales; instead
-of the chart, again: back), ``escape``/``q`` close. The screen renders
+search (out tok/s against TTFT p99 of every configuration it measured, the pinned baseline
+marked; instead of the plots, again: back), ``escape``/``q`` close. The screen renders
 what ``session.benches.rows()`` returns (refreshed twice a second) and posts
 :class:`~optui.ui.widgets.bench_panel.BenchPanel.Pin` for the pin, like the bench panel.
 """
@@ -25,7 +26,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from optui.core.bench.chart import Chart, bar_chart, nice_max
+from optui.core.bench.chart import nice_max
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series, with_restart_spreads
 from optui.core.bench.result import requests_text
 from optui.core.flag_abbrev import fit_flag_column
@@ -49,10 +50,10 @@ NARROW_BELOW = 100
 _NARROW_FIRST = ("id", "exp", "output_throughput_tok_s", "ttft_ms.median", "change")
 _FORMATS = {"output_throughput_tok_s": "{:,.1f}", "total_throughput_tok_s": "{:,.1f}", "request_throughput": "{:.2f}",
             "itl_ms.median": "{:.2f}", "tpot_ms.median": "{:.2f}", "e2e_ms.median": "{:.0f}"}
-CHART_WIDTH = 32
+#: the narrowest a sweep's plot is drawn at; two side by side from twice that
+SWEEP_MIN_WIDTH = 26
 #: the baseline's point or line in a plot
 BASELINE_MARK = "◆"
-_CHART_COLUMNS = 2 + 7 + CHART_WIDTH + 12  # indent, label, bar, value
 
 
 def workload_text(row: Row) -> str:
@@ -234,33 +235,61 @@ class ResultsScreen(Screen[None]):
             chart.update(Text(f"{where}: one concurrency measured — run a sweep (s in the bench panel) "
                               "for the throughput / TTFT chart", style="dim"))
             return
-        labels = [f"c={r.group.concurrency}" for r in series]
-        out = bar_chart("out tok/s", [(lb, r.samples["output_throughput_tok_s"].median) for lb, r in zip(labels, series)],
-                        CHART_WIDTH)
-        ttft = bar_chart("TTFT p50 ms", [(lb, r.samples["ttft_ms.median"].median) for lb, r in zip(labels, series)],
-                         CHART_WIDTH)
-        left, right = self._chart_lines(out, "gpu-util"), self._chart_lines(ttft, "gpu-mem-reserved")
-        text = Text(f"{where} — newest result per concurrency of this configuration\n", style="bold")
-        if self.size.width >= 2 * _CHART_COLUMNS + 4:  # side by side
+        base_exp = row.baseline.experiment if row.baseline is not None else None
+        base = sweep_series(self._rows, family_key(row.group.result.workload), base_exp) \
+            if base_exp is not None and base_exp != experiment else []
+        text = Text(f"{where} — newest result per concurrency of this configuration"
+                    + (f", {BASELINE_MARK} the baseline's ({base_exp})" if base else "") + "\n", style="bold")
+        side = self.size.width >= 2 * SWEEP_MIN_WIDTH + 6
+        width = (self.size.width - 4) // 2 if side else self.size.width - 2
+        room = min(30, int(self.app.size.height * 0.6) - 2)  # the chart's max-height, less its border and title
+        height = room - 3 if side else room // 2 - 3  # each: its y name, legend and values lines
+        plots = [self._sweep_plot(series, base, metric, title, colour, width=width, height=height)
+                 for metric, title, colour in (("output_throughput_tok_s", "out tok/s", "gpu-util"),
+                                               ("ttft_ms.median", "TTFT p50 (ms)", "gpu-mem-reserved"))]
+        if side:
+            left, right = (list(p.split("\n")) for p in plots)
+            left += [Text()] * (len(right) - len(left))
+            right += [Text()] * (len(left) - len(right))
             for a, b in zip(left, right):
-                a.pad_right(_CHART_COLUMNS + 2 - a.cell_len)
+                a.pad_right(width + 2 - a.cell_len)
                 text.append_text(a)
                 text.append_text(b)
                 text.append("\n")
         else:
-            for line in [*left, Text(), *right]:
-                text.append_text(line)
+            for p in plots:
+                text.append_text(p)
                 text.append("\n")
         chart.update(text)
 
-    def _chart_lines(self, chart: Chart, colour: str) -> list[Text]:
-        lines = [Text(f"{chart.title} (0 … {chart.scale:g})", style="dim")]
-        for row in chart.rows:
-            line = Text(f"  {row.label:<7}")
-            line.append(row.bar, style=style(self.app, colour))
-            line.append(f" {fmt_value(row.value, '{:,.1f}', na='-')}")
-            lines.append(line)
-        return lines
+    def _sweep_plot(self, series: list[Row], base: list[Row], metric: str, title: str, colour: str, *,
+                    width: int, height: int) -> Text:
+        """One metric of a sweep against concurrency (one x tick per concurrency measured), the
+        baseline's sweep of the same workload beside it, then the values in one line."""
+        from optui.ui.plots import Series, plot_text
+
+        concs = sorted({r.group.concurrency for r in (*series, *base) if r.group.concurrency is not None})
+        at = {c: i + 1 for i, c in enumerate(concs)}
+
+        def points(rows: list[Row]) -> tuple[tuple[float, float], ...]:
+            return tuple((float(at[r.group.concurrency]), v) for r in rows
+                         if r.group.concurrency is not None and (v := r.samples[metric].median) is not None)
+
+        # the baseline first: where both measured the same, this configuration's point is on top
+        lines = [Series("baseline", points(base), BASELINE_MARK, "primary")] if base else []
+        lines.append(Series("this config", points(series), "●", colour))
+        plot = plot_text(self.app, lines, x_label="concurrency (requests)", y_label=title, width=width, height=height,
+                         x_max=len(concs) + 1.0, x_ticks=[(float(at[c]), str(c)) for c in concs])
+        values = [f"c={r.group.concurrency} {fmt_value(r.samples[metric].median, '{:,.1f}', na='-')}" for r in series]
+        row = ""
+        for item in values:  # the values measured, wrapped to the plot's width
+            if row and len(row) + 3 + len(item) > width:
+                plot.append("\n" + row, style="dim")
+                row = item
+            else:
+                row = f"{row} · {item}" if row else item
+        plot.append("\n" + row, style="dim")
+        return plot
 
     async def action_pareto(self) -> None:
         if self._pareto is not None:
