@@ -19,6 +19,8 @@ optui / bare are printed. Target (issue 8): ratio <= 1.3.
 Commands:
 - bare: ``python -c`` a Textual app with one ``Static("ready-marker")``.
 - optui-demo: ``optui demo --dir TMP`` (simulated rack and server).
+- optui-demo-click (only when named in ``--only``): ``optui demo`` started through the click group
+  rather than ``cli/tui.py``'s ``parse_fast`` (what the fast path saves).
 - optui-nvml: ``optui -c optui.toml`` with ``[hosts.local] gpu_source = "nvml"``, ``interval_s = 1`` (on a machine
   without NVIDIA driver the panel shows "no_gpu"; the frame still counts).
 """
@@ -47,6 +49,11 @@ BARE = (
     "        yield Static('ready-marker')\n"
     "Bare().run()\n"
 )
+
+
+CLICK_DEMO = ("import sys; sys.argv = ['optui', 'demo', '--dir', {dir!r}]\n"
+              "from optui.cli.group import cli\n"
+              "cli(prog_name='optui')\n")
 
 
 def time_to_marker(argv: list[str], marker: bytes, size: tuple[int, int], timeout: float = 20.0,
@@ -83,6 +90,10 @@ def main() -> int:
             "optui-demo": ([PY, "-m", "optui", "demo", "--dir", str(Path(tmp) / "demo")], b"[5] Journal",
                            (PANELS, b"campaign demo")),
             "optui-nvml": ([PY, "-m", "optui", "-c", str(cfg)], b"[5] Journal", (PANELS, b"campaign nvml")),
+            # `optui demo` through click (its group, subcommands imported lazily) instead of
+            # cli/tui.py's parse_fast: what parse_fast is worth (issue 35)
+            "optui-demo-click": ([PY, "-c", CLICK_DEMO.format(dir=str(Path(tmp) / "demo-click"))], b"[5] Journal",
+                                 (PANELS, b"campaign demo")),
         }
         wanted = {"bare", *args.only.split(",")}
         commands = {name: spec for name, spec in commands.items() if name in wanted}

@@ -265,7 +265,14 @@ _DEMO_VALUED = {"--dir": "directory", "--speed": "speed"}
 def parse_fast(argv: list[str]) -> tuple[str, dict] | None:
     """``("tui", options)`` for ``optui [-c F] [--theme T] [--read-only]``, ``("demo",
     options)`` for ``... demo [--dir D] [--fresh] [--speed X]``; None for anything else (help,
-    version, other commands, unknown or malformed options: click handles those)."""
+    version, other commands, unknown or malformed options: click handles those).
+
+    Kept for the first frame (measured again for issue 35, bench/RESULTS.md): importing click
+    and optui's click group, subcommands already lazy, costs a median 18.3 ms of CPU (12 runs,
+    16.8-20.7) on top of this module's 16.6 ms, about 6 % of the 325 ms first frame of
+    ``optui demo`` (issue 8's target: within 1.3 x a bare Textual app, at 1.32 already); whole
+    start-ups on the loaded 2-core machine (``bench/startup.py --only optui-demo,optui-demo-click``)
+    varied by more than that and could not tell the two apart."""
     opts: dict = {}
     mode = "tui"
     i = 0
