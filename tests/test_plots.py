@@ -137,3 +137,29 @@ async def test_a_sweep_is_plotted_against_concurrency_beside_its_baseline(size):
 
 def test_sweep_snapshot_in_a_side_pane(snap_compare):
     assert snap_compare(sweep_app(), terminal_size=(60, 40), run_before=open_sweep)
+
+
+async def test_one_concurrency_shows_the_configurations_runs_over_time_beside_the_baselines():
+    from dataclasses import replace
+
+    from optui.core.bench.compare import Entry, build_rows, group_entries
+    from optui.ui.screens.results import ResultsScreen
+    from tests.test_which_config import _sweep_point
+
+    t0 = 1_790_000_000.0  # 2026-09-21 20:53:20 UTC
+    runs = [(100.0, "a", "exp-0001", 0), (104.0, "b", "exp-0001", 300), (150.0, "c", "exp-0002", 900),
+            (160.0, "d", "exp-0002", 1200), (155.0, "e", "exp-0002", 1500)]
+    entries = [replace(Entry(n + 1, _sweep_point(tput, 4, run), "c4", experiment=exp), ts=t0 + dt)
+               for n, (tput, run, exp, dt) in enumerate(runs)]
+    rows = build_rows(group_entries(entries))
+    app = sweep_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        pilot.app.push_screen(ResultsScreen(lambda: rows))
+        await pilot.pause(0.3)
+        text = str(app.screen.query_one("#results-chart").render())
+        assert "on exp-0002: one concurrency measured" in text and "its runs over time:" in text, text
+        assert "out tok/s ↑" in text and "time stored (local) →" in text
+        ticks = re.search(r"^\s*(\d\d:\d\d)(\s+\d\d:\d\d){5}\s*$", text, re.M)  # clock ticks, 10 min apart
+        assert ticks, text
+        plot = text[text.index("out tok/s ↑"):text.index("◆ baseline  ● this config")]
+        assert plot.count("●") == 3 and plot.count("◆") == 1  # exp-0002's 3 runs; the baseline group's run

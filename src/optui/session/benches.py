@@ -316,7 +316,7 @@ class BenchService:
         whole history), which keeps the bench panel cheap on a long campaign."""
         rows = self._rows.get(last)
         if rows is None:
-            entries = [Entry(r.id, r.result, r.bench, r.baseline, r.experiment) for r in self._history()]
+            entries = [Entry(r.id, r.result, r.bench, r.baseline, r.experiment, r.ts) for r in self._history()]
             groups = group_entries(entries)
             rows = self._rows[last] = build_rows(groups[-last:] if last else groups, groups)
         return rows

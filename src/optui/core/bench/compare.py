@@ -290,13 +290,15 @@ def compare_values(values: Sequence[float | None], base_values: Sequence[float |
 class Entry:
     """A stored result as the comparison sees it: journal ``id``, ``result``, ``bench``
     preset name, ``pinned`` (the workload's pinned baseline), ``experiment`` (the
-    ``exp-NNNN`` whose server configuration it measured; None: imported, or older)."""
+    ``exp-NNNN`` whose server configuration it measured; None: imported, or older), ``ts``
+    when it was stored (Unix s; None: not known)."""
 
     id: int
     result: BenchResult
     bench: str | None = None
     pinned: bool = False
     experiment: str | None = None
+    ts: float | None = None
 
     @property
     def run_id(self) -> str:

@@ -2,7 +2,8 @@
 metric against its workload's baseline, scaling efficiency, and two plots (plotext,
 :mod:`optui.ui.plots`) of out tok/s and TTFT against concurrency for the selected row's
 workload and experiment (one server configuration: a plot never mixes two), its baseline
-experiment's sweep of the same workload marked beside it. Every row
+experiment's sweep of the same workload marked beside it; with one concurrency measured, that
+configuration's runs of the workload over time, the baseline's marked. Every row
 names its experiment and that experiment's flag diff vs the server's baseline experiment
 (the experiments view's "change vs baseline", read through the session's journal thread).
 
@@ -16,6 +17,7 @@ what ``session.benches.rows()`` returns (refreshed twice a second) and posts
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -232,8 +234,13 @@ class ResultsScreen(Screen[None]):
         where = f"{workload_text(row)} on {experiment or 'no experiment'}"
         series = sweep_series(self._rows, family_key(row.group.result.workload), experiment)
         if len(series) < 2:
-            chart.update(Text(f"{where}: one concurrency measured — run a sweep (s in the bench panel) "
-                              "for the throughput / TTFT chart", style="dim"))
+            hint = Text(f"{where}: one concurrency measured — run a sweep (s in the bench panel) "
+                        "for the throughput / TTFT chart", style="dim")
+            runs = self._runs_plot(row)
+            if runs is not None:
+                hint.append("; its runs over time:\n")
+                hint.append_text(runs)
+            chart.update(hint)
             return
         base_exp = row.baseline.experiment if row.baseline is not None else None
         base = sweep_series(self._rows, family_key(row.group.result.workload), base_exp) \
@@ -261,6 +268,33 @@ class ResultsScreen(Screen[None]):
                 text.append_text(p)
                 text.append("\n")
         chart.update(text)
+
+    def _runs_plot(self, row: Row) -> Text | None:
+        """Every run of the selected row's workload on its configuration (experiment) by the
+        time it was stored, its baseline's runs marked; None for a single run or when a run's
+        time is not known."""
+        from optui.ui.plots import Series, plot_text, round_ticks
+
+        mine = [e for r in self._rows or [] if r.group.experiment == row.group.experiment
+                and r.group.workload_key == row.group.workload_key for e in r.group.entries]
+        base = list(row.baseline.entries) if row.baseline is not None else []
+        every = [*mine, *base]
+        if not mine or len(every) < 2 or any(e.ts is None for e in every):  # one run: nothing over time
+            return None
+        t0 = min(e.ts for e in every if e.ts is not None)
+
+        def points(entries) -> tuple[tuple[float, float], ...]:
+            return tuple(((e.ts - t0) / 60.0, v) for e in entries
+                         if e.ts is not None and (v := e.result.metric("output_throughput_tok_s")) is not None)
+
+        span = nice_max(max((e.ts - t0) / 60.0 for e in every if e.ts is not None) * 1.1 or 1.0)
+        clock = "%H:%M" if span >= 10 else "%H:%M:%S"  # runs minutes apart: minutes; a few seconds apart: seconds
+        ticks = [(m, time.strftime(clock, time.localtime(t0 + m * 60))) for m in round_ticks(span)]
+        lines = [Series("baseline", points(base), BASELINE_MARK, "primary")] if base else []
+        lines.append(Series("this config", points(mine), "●", "gpu-util"))
+        room = min(30, int(self.app.size.height * 0.6) - 3)
+        return plot_text(self.app, lines, x_label="time stored (local)", y_label="out tok/s", width=self.size.width - 2,
+                         height=max(8, room - 2), x_max=span, x_ticks=ticks)
 
     def _sweep_plot(self, series: list[Row], base: list[Row], metric: str, title: str, colour: str, *,
                     width: int, height: int) -> Text:
