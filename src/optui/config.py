@@ -51,8 +51,10 @@ from optui.config_file import (  # noqa: F401  (re-exported: optui.config is the
     ENV_CONFIG,
     STATE_DIR_NAME,
     ConfigError,
+    FieldError,
     default_state_dir,
     find_config,
+    format_validation,
     toml_syntax_error,
 )
 
@@ -84,7 +86,7 @@ def check_names(section: str, value):
     if isinstance(value, dict):
         for name in value:
             if not NAME_RE.fullmatch(str(name)):
-                raise _RefError((section, str(name)), f"bad name {name!r}: use at most 64 letters, digits, '-', '_' "
+                raise FieldError((section, str(name)), f"bad name {name!r}: use at most 64 letters, digits, '-', '_' "
                                 f"and '.' (not first): it names files under .optui/")
     return value
 
@@ -317,7 +319,7 @@ class TodoConfig(_Model):
             try:
                 parse_follow_spec(text)
             except ValueError as exc:
-                raise _RefError(("todo", "follow", str(i)), f"{text!r}: {exc}") from None
+                raise FieldError(("todo", "follow", str(i)), f"{text!r}: {exc}") from None
         return value
 
 
@@ -402,13 +404,13 @@ class Config(_Model):
         hosts = set(self.hosts) | {"local"}
         for name, server in self.servers.items():
             if server.host not in hosts:
-                raise _RefError(("servers", name, "host"), f"unknown host {server.host!r} (known: {', '.join(sorted(hosts))})")
+                raise FieldError(("servers", name, "host"), f"unknown host {server.host!r} (known: {', '.join(sorted(hosts))})")
         for name, bench in self.benchmarks.items():
             if bench.server not in self.servers:
                 known = ", ".join(sorted(self.servers)) or "none configured"
-                raise _RefError(("benchmarks", name, "server"), f"unknown server {bench.server!r} (known: {known})")
+                raise FieldError(("benchmarks", name, "server"), f"unknown server {bench.server!r} (known: {known})")
             if bench.host not in hosts:
-                raise _RefError(("benchmarks", name, "host"), f"unknown host {bench.host!r} (known: {', '.join(sorted(hosts))})")
+                raise FieldError(("benchmarks", name, "host"), f"unknown host {bench.host!r} (known: {', '.join(sorted(hosts))})")
         return self
 
     def host_names(self) -> list[str]:
@@ -433,13 +435,6 @@ class Config(_Model):
     def host(self, name: str) -> HostConfig:
         """The host's config (``local`` defaults when not configured)."""
         return self.hosts.get(name) or HostConfig()
-
-
-class _RefError(ValueError):
-    def __init__(self, loc: tuple, message: str) -> None:
-        super().__init__(message)
-        self.loc = loc
-        self.message = message
 
 
 class LoadedConfig:
@@ -486,78 +481,4 @@ def parse_config_text(text: str, filename: str = CONFIG_FILE_NAME) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format_validation(exc, text, filename)) from None
-
-
-def _format_validation(exc: ValidationError, text: str, filename: str) -> str:
-    index = _index_toml_lines(text)
-    lines = []
-    seen: set[tuple[str, ...]] = set()
-    for err in exc.errors():
-        loc = tuple(str(p) for p in err["loc"])
-        cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, _RefError):
-            loc, message = tuple(str(p) for p in cause.loc), cause.message
-        else:
-            message = err["msg"]
-            if message.startswith("Value error, "):
-                message = message[len("Value error, ") :]
-            if err["type"] == "extra_forbidden":
-                message = "unknown field (check the spelling; see README 'Config reference')"
-            elif err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
-                message += f" (got {err['input']!r})"
-        # drop pydantic's internal loc parts (union members, validator names)
-        loc = tuple(p for p in loc if p not in _TYPE_TAGS and not p.startswith(("function-", "union[", "list[", "dict[", "tag:")))
-        if loc in seen:
-            continue
-        seen.add(loc)
-        line = _find_line(index, loc)
-        lines.append(f"{filename}:{line}: {'.'.join(loc) or '(top level)'}: {message}")
-    return "\n".join(lines)
-
-
-_TYPE_TAGS = {"str", "int", "float", "bool", "none", "literal"}
-_HEADER = re.compile(r"^\s*\[\[?\s*(.+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
-
-
-def _split_key(key: str) -> tuple[str, ...]:
-    parts = re.findall(r"\"([^\"]*)\"|'([^']*)'|([A-Za-z0-9_-]+)", key)
-    return tuple(a or b or c for a, b, c in parts)
-
-
-def _index_toml_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Map every table header and key path to its first line number (1-based)."""
-    index: dict[tuple[str, ...], int] = {}
-    table: tuple[str, ...] = ()
-    depth = 0  # inside a multi-line array/inline table: keys there are values, skip
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if depth == 0:
-            header = _HEADER.match(raw)
-            if header and "=" not in line.split("]")[0]:
-                table = _split_key(header.group(1))
-                for i in range(1, len(table) + 1):
-                    index.setdefault(table[:i], number)
-                continue
-            key = _KEY.match(raw)
-            if key:
-                path = table + _split_key(key.group(1))
-                for i in range(len(table) + 1, len(path) + 1):
-                    index.setdefault(path[:i], number)
-                # inline tables: index their keys too (set = { "--x" = "1" })
-                rest = raw[key.end() :]
-                for inner in re.finditer(r"(?:\"([^\"]+)\"|([A-Za-z0-9_-]+))\s*=", rest):
-                    index.setdefault(path + (inner.group(1) or inner.group(2),), number)
-        depth += raw.count("[") - raw.count("]") if depth or raw.rstrip().endswith(("[", ",")) else 0
-        depth = max(depth, 0)
-    return index
-
-
-def _find_line(index: dict[tuple[str, ...], int], loc: tuple[str, ...]) -> int | str:
-    for n in range(len(loc), 0, -1):
-        if loc[:n] in index:
-            return index[loc[:n]]
-    return 1 if index else "1"
+        raise ConfigError(format_validation(exc, text, filename)) from None

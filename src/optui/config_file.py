@@ -4,7 +4,10 @@ The TUI's first frame must not wait for the config's full validation (pydantic i
 heaviest import of optui): the CLI finds the file and reads the few UI settings the first
 frame needs (theme, keymap) with ``tomllib`` here; :mod:`optui.config` validates the whole
 file right after. A TOML syntax error is reported here already, with its line.
-:func:`toml_string` quotes a value for a TOML file optui writes (the demo campaign's).
+:func:`toml_string` quotes a value for a TOML file optui writes (the demo campaign's);
+:func:`format_validation` turns pydantic's errors into ``FILE:LINE: FIELD: problem`` lines
+(optui.toml's and search spec files', so :mod:`optui.core.search.spec` needs no
+:mod:`optui.config`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ import os
 import re
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 CONFIG_FILE_NAME = "optui.toml"
 #: The campaign's state directory beside its config (journal, logs, pidfiles, locks).
@@ -107,3 +114,94 @@ def peek_ui_settings(path: Path | None) -> dict:
     if isinstance(data.get("keymap"), dict):
         out["keymap"] = {str(k): str(v) for k, v in data["keymap"].items()}
     return out
+
+
+class FieldError(ValueError):
+    """A validator's error about another field than the one it validates: ``loc`` the
+    field's path (e.g. ``("servers", "qwen", "host")``), reported at that field's line by
+    :func:`format_validation`."""
+
+    def __init__(self, loc: tuple, message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.message = message
+
+
+def format_validation(exc: ValidationError, text: str, filename: str) -> str:
+    """pydantic's ``exc`` about the TOML ``text`` of ``filename`` as one line per problem,
+    ``FILE:LINE: FIELD: message`` (LINE found by indexing ``text``'s table headers and keys;
+    a :class:`FieldError` raised by a validator names its own field). Used for optui.toml
+    and search spec files alike."""
+    index = index_toml_lines(text)
+    lines = []
+    seen: set[tuple[str, ...]] = set()
+    for err in exc.errors():
+        loc = tuple(str(p) for p in err["loc"])
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, FieldError):
+            loc, message = tuple(str(p) for p in cause.loc), cause.message
+        else:
+            message = err["msg"]
+            if message.startswith("Value error, "):
+                message = message[len("Value error, ") :]
+            if err["type"] == "extra_forbidden":
+                message = "unknown field (check the spelling; see README 'Config reference')"
+            elif err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
+                message += f" (got {err['input']!r})"
+        # drop pydantic's internal loc parts (union members, validator names)
+        loc = tuple(p for p in loc if p not in _TYPE_TAGS and not p.startswith(("function-", "union[", "list[", "dict[", "tag:")))
+        if loc in seen:
+            continue
+        seen.add(loc)
+        line = find_line(index, loc)
+        lines.append(f"{filename}:{line}: {'.'.join(loc) or '(top level)'}: {message}")
+    return "\n".join(lines)
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "none", "literal"}
+_HEADER = re.compile(r"^\s*\[\[?\s*(.+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
+
+
+def _split_key(key: str) -> tuple[str, ...]:
+    parts = re.findall(r"\"([^\"]*)\"|'([^']*)'|([A-Za-z0-9_-]+)", key)
+    return tuple(a or b or c for a, b, c in parts)
+
+
+def index_toml_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Map every table header and key path to its first line number (1-based)."""
+    index: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    depth = 0  # inside a multi-line array/inline table: keys there are values, skip
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if depth == 0:
+            header = _HEADER.match(raw)
+            if header and "=" not in line.split("]")[0]:
+                table = _split_key(header.group(1))
+                for i in range(1, len(table) + 1):
+                    index.setdefault(table[:i], number)
+                continue
+            key = _KEY.match(raw)
+            if key:
+                path = table + _split_key(key.group(1))
+                for i in range(len(table) + 1, len(path) + 1):
+                    index.setdefault(path[:i], number)
+                # inline tables: index their keys too (set = { "--x" = "1" })
+                rest = raw[key.end() :]
+                for inner in re.finditer(r"(?:\"([^\"]+)\"|([A-Za-z0-9_-]+))\s*=", rest):
+                    index.setdefault(path + (inner.group(1) or inner.group(2),), number)
+        depth += raw.count("[") - raw.count("]") if depth or raw.rstrip().endswith(("[", ",")) else 0
+        depth = max(depth, 0)
+    return index
+
+
+def find_line(index: dict[tuple[str, ...], int], loc: tuple[str, ...]) -> int | str:
+    """The line of field path ``loc`` (or of its nearest indexed parent) in an
+    :func:`index_toml_lines` index; 1 when none is indexed ("1" for an empty file)."""
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in index:
+            return index[loc[:n]]
+    return 1 if index else "1"

@@ -11,10 +11,23 @@ from typing import TYPE_CHECKING
 
 from optui.config import Config
 from optui.core.server_state import ServerStatus
+from optui.session.errors import SessionError
 
 if TYPE_CHECKING:
     from optui.adapters.ssh import SshHost
     from optui.session.server_runtime import ServerRuntime
+
+
+def trust_host_key(host: SshHost) -> str:
+    """Append ``host``'s presented (unknown) key to its known_hosts and reconnect; the line
+    written. Raises SessionError (the operator's message) when there is no unknown key to
+    trust or the key changed (:meth:`~optui.adapters.ssh.SshHost.trust_host_key`)."""
+    from optui.adapters.ssh import SshError
+
+    try:
+        return host.trust_host_key()
+    except SshError as exc:
+        raise SessionError(str(exc)) from exc
 
 
 def make_ssh_hosts(config: Config, *, on_state: Callable[[], None] | None = None,

@@ -26,7 +26,6 @@ from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
 
-from optui.adapters.aio import wait_set
 from optui.core.safe_text import headline, safe_line
 from optui.ui.client import SessionClient
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
@@ -427,7 +426,8 @@ class OptuiApp(App):
             self._seen_version = await client.wait_changed(self._seen_version, timeout=1.0 + MIN_FRAME_S)
             pause = painted_at + MIN_FRAME_S - time.monotonic()
             if pause > 0:  # a burst of changes: wait out the frame (an idle dashboard never does)
-                await wait_set(self._key_pressed, pause)  # a key ends the pause; a cancel ends the loop
+                with contextlib.suppress(TimeoutError):  # a key ends the pause; a cancel ends the loop
+                    await asyncio.wait_for(self._key_pressed.wait(), pause)
             painted_at = time.monotonic()
             self._seen_version = client.version  # what changed during the pause is painted now
             self.apply_state(client.snapshot())

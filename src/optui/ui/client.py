@@ -18,13 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from optui.session.agent_requests import pid_alive  # is an agent's process still there (re-exported for the UI)
 from optui.session.errors import SessionError  # what a refused verb raises (re-exported for the UI)
 
 if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
     from collections.abc import Awaitable, Callable, Mapping
 
-    from optui.adapters.journal_thread import ExperimentsUpdate
-    from optui.adapters.ssh import SshHost
     from optui.config import Config, ServerConfig
     from optui.core.agent_requests import AgentRequest
     from optui.core.bench.compare import Row
@@ -35,10 +34,11 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.core.todo import TodoItem
     from optui.session import Session
     from optui.session.search import SearchProgress
-    from optui.session.state import SessionState
+    from optui.session.ssh_hosts import SshHost
+    from optui.session.state import ExperimentsUpdate, SessionState
     from optui.session.todo_runs import TodoRunPlan
 
-__all__ = ["SessionClient", "SessionError"]
+__all__ = ["SessionClient", "SessionError", "pid_alive"]
 
 
 class SessionClient:
@@ -386,8 +386,11 @@ class SessionClient:
         return self._session.ssh_hosts
 
     def trust_host_key(self, host: str) -> None:
-        """Append ``host``'s presented key to known_hosts and connect; SshError."""
-        self._session.ssh_hosts[host].trust_host_key()
+        """Append ``host``'s presented key to known_hosts and connect; SessionError when
+        there is no unknown key to trust or the key changed."""
+        from optui.session.ssh_hosts import trust_host_key
+
+        trust_host_key(self._session.ssh_hosts[host])
 
     def reconnect_host(self, host: str) -> None:
         """Skip ``host``'s backoff and reconnect now."""

@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from optui.config_file import ConfigError, toml_syntax_error
+from optui.config_file import ConfigError, format_validation, toml_syntax_error
 from optui.core.bench.result import LATENCY_METRICS, BenchResult
 from optui.core.flags import is_flag_token
 
@@ -518,8 +518,6 @@ def parse_search_text(text: str, filename: str, name: str | None = None) -> Sear
     example copied into a file of its own). Raises ConfigError ``FILE:LINE: FIELD: problem``
     (one line per problem), or naming the searches the file has when ``name`` is not one of
     them or a spec file holds more than one."""
-    from optui.config import _format_validation  # optui.toml's own error format (line of each field)
-
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -538,4 +536,4 @@ def parse_search_text(text: str, filename: str, name: str | None = None) -> Sear
             raise ConfigError(f"{filename}: no [search.{name}] (searches there: {known or 'none'})")
         return _IN_CONFIG.validate_python({"search": {name: searches[name]}})["search"][name]
     except ValidationError as exc:
-        raise ConfigError(_format_validation(exc, text, filename)) from None
+        raise ConfigError(format_validation(exc, text, filename)) from None

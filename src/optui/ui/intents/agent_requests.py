@@ -12,9 +12,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from optui.adapters.proc import pid_alive
 from optui.core.agent_requests import pending_requests, request_closed
-from optui.ui.client import SessionError
+from optui.ui.client import SessionError, pid_alive
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
     from textual.app import App
 
-    from optui.adapters.journal_thread import ExperimentsUpdate
     from optui.core.bench.compare import Row
     from optui.core.journal_experiments import Experiment
+    from optui.session.state import ExperimentsUpdate
 
 
 class BenchActions(Actions):

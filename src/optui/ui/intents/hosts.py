@@ -3,6 +3,7 @@ reconnect a host now."""
 
 from __future__ import annotations
 
+from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
 
@@ -30,12 +31,10 @@ class HostActions(Actions):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                from optui.adapters.ssh import SshError
-
                 try:
                     self.client.trust_host_key(host)
                     self.notify(f"{host}: key trusted, connecting…")
-                except SshError as exc:
+                except SessionError as exc:
                     self.fail(exc)
 
         self.push_screen(ConfirmScreen(f"Trust the host key of {host}?", body, "Trust"), confirmed)

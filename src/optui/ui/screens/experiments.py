@@ -54,7 +54,7 @@ from optui.ui.screens.text_prompt import TextPrompt
 from optui.ui.widgets.experiment_table import RowCachedTable
 
 if TYPE_CHECKING:
-    from optui.adapters.journal_thread import ExperimentsUpdate
+    from optui.session.state import ExperimentsUpdate
 
 #: (column key, header, sort key for :func:`sort_experiments`); a header of two lines is as
 #: wide as its cells (one line: 'TTFT p50 ms' and 'runs, requests' took the room the evidence
