@@ -5,7 +5,7 @@
 #   ./test.sh [PYTEST ARGS...]        e.g. ./test.sh tests/test_cli_headless.py -x -q
 #   PYTHON=python3.12 ./test.sh       pick the interpreter (default python3)
 #   VENV=.venv-3.12 ./test.sh         pick the virtual environment (default .venv)
-#   CHECKS=0 ./test.sh tests/test_x.py  skip ruff and mypy (CI runs them)
+#   CHECKS=0 ./test.sh tests/test_x.py  skip ruff, mypy and lint-imports (CI runs them)
 #
 # 1. system packages the tests use: tmux (real-terminal smoke test), openssh-server and
 #    openssh-client (a real sshd on 127.0.0.1 for the SSH tests), prometheus (a real Prometheus
@@ -17,8 +17,9 @@
 #    (.ci/peers.sh: ~4-7 min on 2 cores the first time, ~0.3 s after).
 # 3. the virtual environment with `pip install -e '.[test]'` (again only when pyproject.toml
 #    changed since the last install).
-# 4. the static checks, each failing the run: `ruff check src tests` and `mypy` (its strictness
-#    is in pyproject.toml, [tool.mypy]); CHECKS=0 skips them (a repeat run of a few tests).
+# 4. the static checks, each failing the run: `ruff check src tests`, `mypy` (its strictness
+#    is in pyproject.toml, [tool.mypy]) and `lint-imports` (the layers' contracts, pyproject.toml
+#    [tool.importlinter]); CHECKS=0 skips them (a repeat run of a few tests).
 # 5. pytest: with no arguments the whole suite, the tests not marked `serial` on pytest-xdist
 #    workers then the serial ones alone; with arguments, pytest with exactly those. Its exit
 #    status is this script's, except that "collected no tests" (5) is a failure: a suite that
@@ -110,6 +111,8 @@ if [[ ${CHECKS:-1} != 0 ]]; then
     "$VENV/bin/ruff" check src tests || { say "ruff found problems (above)"; exit 1; }
     say "mypy (pyproject.toml [tool.mypy]: defaults + check_untyped_defs, pydantic plugin)"
     "$VENV/bin/mypy" || { say "mypy found type errors (above)"; exit 1; }
+    say "lint-imports (pyproject.toml [tool.importlinter]: the layers' contracts)"
+    "$VENV/bin/lint-imports" --no-cache || { say "lint-imports found a broken layer contract (above)"; exit 1; }
 fi
 
 # --- 5. the suite ------------------------------------------------------------------------

@@ -77,14 +77,14 @@ class Cockpit:
     def status(self) -> dict[str, Any]:
         """``optui status --json`` now: hosts/GPUs, servers (state, phase, flags, load,
         current experiment), bench, todo, newest results and experiments."""
-        from optui.cli.status import status_json
+        from optui.session.cli_mcp_shared import status_json
 
         return status_json(self.loaded, self.session)
 
     def gpus(self, host: str | None = None) -> list[dict[str, Any]]:
         """The hosts' GPU readings (``status --json``'s ``hosts``; MiB, %, W, °C), all
         hosts or the one named."""
-        from optui.cli.status import hosts_json
+        from optui.session.cli_mcp_shared import hosts_json
 
         hosts = hosts_json(self.session.snapshot())
         if host is None:
@@ -99,7 +99,7 @@ class Cockpit:
         """The newest ``limit`` events matching every filter given, oldest first, as
         ``journal tail --json`` prints them. ``types`` event types or groups
         (:data:`~optui.core.events.TYPE_GROUPS`), ``since`` ``90m``/``2h``/``1d`` or an ISO time."""
-        from optui.cli.journal import event_json, event_types
+        from optui.session.cli_mcp_shared import event_json, event_types
 
         if not 1 <= limit <= MAX_EVENTS:
             raise AgentError(f"limit must be between 1 and {MAX_EVENTS}, got {limit}")
@@ -127,8 +127,8 @@ class Cockpit:
         """``journal experiments --json``: one row per experiment (change vs baseline, ready
         time, metrics with deltas, verdict with its evidence, ``unverified`` flags), then
         the imported results no experiment ran."""
-        from optui.cli.journal import experiment_json, imported_json
         from optui.core.journal_experiments import SORT_KEYS, sort_experiments
+        from optui.session.cli_mcp_shared import experiment_json, imported_json
         from optui.session.export import load_experiments, load_imported
 
         if sort not in SORT_KEYS:
@@ -228,7 +228,7 @@ class Cockpit:
     def note(self, text: str, *, actor: str, server: str | None = None) -> dict[str, Any]:
         """A free-text note linked to ``server``'s current experiment (else the newest
         experiment), as ``journal note`` writes it; returns the event (``journal tail --json``)."""
-        from optui.cli.journal import event_json
+        from optui.session.cli_mcp_shared import event_json
 
         if not text.strip():
             raise AgentError("text must not be empty")
@@ -252,8 +252,8 @@ class Cockpit:
         Returns ``{"outcome": "denied" | "timeout" | "refused" | "ran", "request": {request,
         decision, by[, policy]}, "diff", "warnings", "unchecked", "restart": <optui restart
         --json> once run}``."""
-        from optui.cli.status import restart_json
         from optui.session import SessionError
+        from optui.session.cli_mcp_shared import restart_json
 
         self._check_request(server, why, wait_s)
         self._refuse_while_restarting(server, "not restarted")
@@ -291,11 +291,9 @@ class Cockpit:
         --json>: state, crash class and log lines, config_mismatch, "unverified": flags the
         server does not run, "results": [each with vs_baseline], "experiment_summary":
         {verdict, evidence, baseline, runs}}`` (the last five once it ran)."""
-        from optui.cli.bench_run_cmd import result_json, summary_json
-        from optui.cli.journal import experiment_json
-        from optui.cli.status import restart_json
         from optui.core.agent_requests import PolicyVerdict
         from optui.session import SessionError
+        from optui.session.cli_mcp_shared import experiment_json, restart_json, result_json, summary_json
         from optui.session.export import load_experiments
 
         cfg = self.loaded.config.benchmarks.get(preset)
@@ -357,9 +355,9 @@ class Cockpit:
         current experiment and judged against its baseline, as ``optui bench run``. Returns
         ``{"outcome", "request", "run": {"status", "error", "results": [... vs_baseline],
         "experiment", "experiment_summary": {"verdict", "evidence", ...}} once run}``."""
-        from optui.cli.bench_run_cmd import READY, result_json, summary_json, wait_ready
         from optui.core.agent_requests import PolicyVerdict
         from optui.session import SessionError
+        from optui.session.cli_mcp_shared import READY, result_json, summary_json, wait_ready
 
         cfg = self.loaded.config.benchmarks.get(preset)
         if cfg is None:
@@ -446,10 +444,9 @@ class Cockpit:
         unless ``fresh``, and journals its end as the request's ``agent.outcome``. Refused
         (journaled: the request and its ``refused`` decision, the reason in ``error``) while
         another search runs. AgentError: a bad spec, read-only."""
-        from optui.cli.bench_run_cmd import wait_ready
-        from optui.cli.search import read_spec
         from optui.config_file import ConfigError
         from optui.session import Session, SessionError
+        from optui.session.cli_mcp_shared import read_spec, wait_ready
         from optui.session.search import search_status
 
         self._refuse_read_only()
@@ -543,7 +540,7 @@ class Cockpit:
         there), at most its ready timeout (s); None for a server not configured. A search
         stopped during a restart finishes it in the process that ran it: this monitor's last
         probe may be from the middle of that restart (down, starting)."""
-        from optui.cli.bench_run_cmd import wait_ready
+        from optui.session.cli_mcp_shared import wait_ready
 
         if server not in self.session.servers:
             return None
@@ -808,7 +805,7 @@ class Cockpit:
         verdict`` does; returns the event. The noise-aware verdict beside it is unchanged."""
         if decision not in VERDICTS:
             raise AgentError(f"decision must be one of {', '.join(VERDICTS)}, got {decision!r}")
-        from optui.cli.journal import event_json
+        from optui.session.cli_mcp_shared import event_json
 
         def append(j: Journal):
             server = j.experiment_server(experiment)

@@ -14,13 +14,12 @@ parsed first: one bad or empty file stores nothing (exit 2 / 1).
 
 from __future__ import annotations
 
-import math
-
 import click
 
+from optui.cli.bench_text import format_result, number_text
 from optui.cli.common import echo, echo_json, fail, load_config_or_exit
 from optui.core.bench.parse import BenchParseError, parse_any
-from optui.core.bench.result import LATENCY_METRICS, STATS, BenchResult
+from optui.core.bench.result import BenchResult
 
 
 @click.group()
@@ -137,52 +136,12 @@ def import_(ctx: click.Context, files: tuple[str, ...], server: str | None, benc
         wl = r.workload
         mark = "  [baseline]" if item["baseline"] else ""
         echo(f"  #{item['id']} {item['bench']} {r.tool} {r.status}  workload {item['workload_key']} "
-             f"({wl.dataset or '?'} {_num(wl.input_len)}/{_num(wl.output_len)} x{_num(wl.num_prompts)} "
-             f"c={_num(r.max_concurrency)} rate={_num(r.request_rate)})  out {_num(r.output_throughput_tok_s)} tok/s"
+             f"({wl.dataset or '?'} {number_text(wl.input_len)}/{number_text(wl.output_len)} x{number_text(wl.num_prompts)} "
+             f"c={number_text(r.max_concurrency)} rate={number_text(r.request_rate)})  out {number_text(r.output_throughput_tok_s)} tok/s"
              f"{mark}")
 
 
-def format_result(result: BenchResult, prefix: str = "") -> str:
-    """A short human summary of ``result``: status line, throughput line, latency table (ms)."""
-    wl = result.workload
-    head = [
-        f"{prefix}{result.tool} {result.status}",
-        f"completed {_num(result.completed)}",
-        f"failed {_num(result.failed)}",
-        f"duration {_num(result.duration_s)} s",
-        f"rate {_num(result.request_rate)} req/s",
-        f"concurrency {_num(result.max_concurrency)}",
-    ]
-    if wl.dataset or wl.input_len or wl.num_prompts:
-        head.append(f"workload {wl.dataset or '?'} {_num(wl.input_len)}/{_num(wl.output_len)} x{_num(wl.num_prompts)}")
-    lines = ["  ".join(head)]
-    if result.error:
-        lines.append(f"error: {result.error}")
-    if result.status == "ok" or result.request_throughput is not None:
-        throughput = (
-            f"throughput {_num(result.request_throughput)} req/s  in {_num(result.input_throughput_tok_s)}"
-            f"  out {_num(result.output_throughput_tok_s)}  total {_num(result.total_throughput_tok_s)} tok/s"
-        )
-        if result.accept_length is not None:
-            throughput += f"  accept length {_num(result.accept_length)}"
-        lines.append(throughput)
-        lines.append(f"{'latency ms':<12}" + "".join(f"{stat:>10}" for stat in STATS))
-        for metric in LATENCY_METRICS:
-            stats = getattr(result, metric)
-            if any(v is not None for v in stats.values()):
-                name = metric.removesuffix("_ms")
-                lines.append(f"{name:<12}" + "".join(f"{_num(stats.get(stat)):>10}" for stat in STATS))
-    return "\n".join(lines)
+# `optui bench run` (issue 7): its own module, added here (it imports nothing of this one)
+from optui.cli.bench_run_cmd import run  # noqa: E402
 
-
-def _num(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "inf"
-        return f"{value:.2f}"
-    return str(value)
-
-
-import optui.cli.bench_run_cmd  # noqa: E402,F401  registers `optui bench run` (issue 7)
+bench.add_command(run)

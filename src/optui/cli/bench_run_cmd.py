@@ -20,14 +20,11 @@ import time
 
 import click
 
-from optui.adapters.aio import wait_set
-from optui.cli.bench import bench
 from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, fail, load_config_or_exit
+from optui.session.cli_mcp_shared import READY, result_json, summary_json, wait_ready
 
-READY = "ready"
 
-
-@bench.command("run")
+@click.command("run")
 @click.argument("server")
 @click.argument("preset")
 @click.option("--repeat", type=click.IntRange(1, 50), default=None,
@@ -106,59 +103,8 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
     sys.exit(0 if ok else 1)
 
 
-async def wait_ready(rt, timeout_s: float, *, settle: bool = False) -> str:
-    """Poll the runtime's state until READY or ``timeout_s``; the last state. ``settle``
-    (no ``--wait``): once the first health probe is classified, give up at once unless the
-    server is READY or on its way there (starting, warming): a down or crashed server is
-    refused in one probe, not after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    if settle:
-        await wait_set(rt.polled, max(0.0, deadline - time.monotonic()))
-    while time.monotonic() < deadline:
-        if rt.status.state.value == READY and rt.status.busy is None:
-            break
-        if settle and rt.polled.is_set() and not rt.status.state.is_transitional and rt.status.busy is None:
-            break
-        await asyncio.sleep(0.1)
-    return rt.status.state.value if rt.status.busy is None else str(rt.status.busy)
-
-
-def result_json(session, result) -> dict:
-    """A stored bench result with its deltas vs the baseline (``bench run --json``'s ``results``);
-    ``baseline_is_this_run`` True when the result is its workload's baseline (its first run,
-    any of that run's repeats)."""
-    from optui.core.journal_experiments import result_deltas
-
-    base = session.benches.baseline_for(result)
-    return {**result.to_json(),
-            "vs_baseline": {d.metric.key: {"baseline": d.base, "delta_pct": d.rel_pct}
-                            for d in result_deltas(result, base.result if base else None)},
-            "baseline_result_id": base.id if base else None,
-            # the workload's first run is its own baseline, its repeats too: compared with
-            # themselves, nothing to say (a new user read '+0.3%' for a run's second repeat)
-            "baseline_is_this_run": base is not None and (
-                base.result.to_json() == result.to_json()
-                or bool(result.extra.get("run_id")) and base.result.extra.get("run_id") == result.extra.get("run_id"))}
-
-
-def summary_json(session, exp_id: str | None) -> dict | None:
-    """Experiment ``exp_id``'s verdict with its evidence (``bench run --json``'s ``experiment_summary``)."""
-    from optui.session.export import load_experiments
-
-    x = next((x for x in load_experiments(session.journal) if x.id == exp_id), None)
-    if x is None:
-        return None
-    from optui.core.journal_experiments import runs_text, verdict_evidence
-
-    d, w = x.primary_delta, x.primary
-    return {"verdict": x.verdict, "baseline": x.baseline_id, "workload": w.label if w else None,
-            "output_throughput_tok_s": d.value if d else None, "delta_pct": d.rel_pct if d else None,
-            "cv_pct": w.cv_pct if w else None, "runs": runs_text(w), "evidence_text": verdict_evidence(x),
-            "evidence": w.judgement.to_json() if w and w.judgement else None}
-
-
 def _print(data: dict) -> None:
-    from optui.cli.bench import format_result
+    from optui.cli.bench_text import format_result
     from optui.core.bench.result import BenchResult
 
     if data.get("error"):

@@ -23,8 +23,9 @@ import click
 
 from optui.cli.common import COUNT, ID, actor, echo, echo_json, fail, load_config_or_exit, read_only_open
 from optui.core import events as ev
-from optui.core.events import Event, EventFilter, iso_time, parse_since
+from optui.core.events import Event, EventFilter, parse_since
 from optui.core.safe_text import safe_json, safe_line
+from optui.session.cli_mcp_shared import event_json, event_types, experiment_json, imported_json
 
 
 def _open(ctx: click.Context, *, must_exist: bool = True, reading: bool = True):
@@ -51,25 +52,11 @@ def _since(text: str | None) -> float | None:
         fail(str(exc), 2)
 
 
-def event_types(values: Sequence[str]) -> frozenset[str] | None:
-    """``--type`` values: event types or group names (server, flags, failures, bench...)."""
-    out: set[str] = set()
-    for v in values:
-        out |= ev.TYPE_GROUPS.get(v, {v})
-    return frozenset(out) if out else None
-
-
 def event_line(e: Event) -> str:
     """One human line: ``14:22:07 #118 server.ready demo [cli] exp-0003 ready in 2.1s``."""
     when = time.strftime("%H:%M:%S", time.localtime(e.ts))
     return (f"{when} #{e.seq} {e.type} {safe_line(e.target or '-')} [{safe_line(e.actor)}] {e.experiment or '-'} "
             f"{safe_line(e.summary())}")  # one row per event: a newline in a note must not forge a row
-
-
-def event_json(e: Event) -> dict:
-    """An event as ``journal tail --json`` prints it (and ``optui mcp`` returns it):
-    :meth:`Event.to_json` plus its ISO ``time``."""
-    return {**e.to_json(), "time": iso_time(e.ts)}
 
 
 def _event_json(e: Event) -> str:
@@ -217,40 +204,6 @@ def _imported_lines(imported) -> None:
         tput = f"{r.output_throughput_tok_s:,.1f}" if r.output_throughput_tok_s is not None else "-"
         echo(f"  #{st.id:<5} {st.server or '-':<10} {r.tool} {r.status:<8} out {tput} tok/s  workload {run.label}"
              f" ({st.bench or '-'}, {run.file.rsplit('/', 1)[-1]})")
-
-
-def imported_json(run) -> dict:
-    """An imported result no experiment ran, as a row of ``journal experiments --json``
-    (``"kind": "imported"``; experiments' rows have ``"kind": "experiment"``)."""
-    st, r = run.stored, run.stored.result
-    return {"kind": "imported", "id": f"import-{st.id}", "result_id": st.id, "server": st.server, "bench": st.bench,
-            "file": run.file, "started": iso_time(st.ts), "outcome": "imported", "verdict": "untested",
-            "workloads": [{"workload": run.label, "key": r.workload.key(), "bench": st.bench, "runs": 1,
-                           "run_status": [r.status],
-                           "metrics": {"output_throughput_tok_s": {"value": r.output_throughput_tok_s}}}]}
-
-
-def experiment_json(x) -> dict:
-    """An experiment as JSON for scripts (``optui journal experiments --json``)."""
-    w = x.primary
-    return {
-        "kind": "experiment", "id": x.id, "server": x.server, "started": iso_time(x.started_ts), "actor": x.actor, "reason": x.reason,
-        "outcome": x.outcome, "crash_class": x.crash_class, "ready_s": x.ready_s, "verdict": x.verdict,
-        "unverified": list(x.unverified),
-        "decision": x.decision, "baseline": x.baseline_id, "is_baseline": x.is_baseline,
-        "same_config_as": x.same_config_as,
-        "change_vs_baseline": list(x.diff_vs_baseline), "change_vs_previous": list(x.diff_prev), "argv": list(x.argv),
-        "evidence": w.judgement.to_json() if w and w.judgement else None,
-        "workloads": [{"workload": o.label, "key": o.key, "bench": o.bench, "runs": len(o.runs), "ok": o.n_ok,
-                       "requests_ok": o.requests[0] if o.requests else None,
-                       "requests_total": o.requests[1] if o.requests else None,
-                       "run_status": [r.result.status for r in o.runs],
-                       "evidence": o.judgement.to_json() if o.judgement else None,
-                       "cv_pct": o.cv_pct, "baseline_experiment": o.base_experiment,
-                       "metrics": {d.metric.key: {"value": d.value, "baseline": d.base, "delta_pct": d.rel_pct}
-                                   for d in o.deltas}} for o in x.workloads] if w else [],
-        "notes": [text for _, text in x.notes],
-    }
 
 
 @journal.command()

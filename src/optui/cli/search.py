@@ -21,53 +21,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
 from optui.config_file import ConfigError
-
-if TYPE_CHECKING:
-    from optui.core.search.spec import SearchSpec
+from optui.session.cli_mcp_shared import SpecNotFound, read_spec
 
 
 @click.group()
 def search() -> None:
     """Flag searches: the best launch flags under an SLA, every trial an experiment."""
-
-
-class SpecNotFound(ConfigError):
-    """SPEC names no search of the config and no file (or another tool's file without the
-    server and preset it runs): the message says which searches there are."""
-
-
-def read_spec(loaded, spec: str, server: str | None = None, bench: str | None = None,
-              base: Path | None = None) -> tuple[str, SearchSpec, list[str]]:
-    """``(name, SearchSpec, notes)`` of ``spec``: a [search.NAME] of the config, else a spec
-    file (TOML; its name the file's stem), a vLLM --serve-params JSON or an SGLang tuner
-    config (JSON/YAML: ``server`` and ``bench`` say where it runs; ``notes``: what of it was
-    not taken). A relative path is looked up from the working directory, then from
-    ``base``. :class:`SpecNotFound` when ``spec`` names none, ConfigError (``FILE:LINE:
-    FIELD``) for a spec that cannot be read."""
-    from optui.core.search.imports import parse_foreign
-    from optui.core.search.spec import parse_search_text
-
-    if spec in loaded.config.search:
-        path = Path(loaded.path)
-        return spec, parse_search_text(path.read_text(encoding="utf-8"), str(path), spec), []
-    path = Path(spec)
-    if not path.is_file() and base is not None and not path.is_absolute() and (base / path).is_file():
-        path = base / path
-    if not path.is_file():
-        known = ", ".join(loaded.config.search) or "none in the config"
-        raise SpecNotFound(f"{spec}: neither a [search.NAME] of {loaded.path} (searches there: {known}) nor a file")
-    if path.suffix in (".json", ".yaml", ".yml"):
-        if not server or not bench:
-            raise SpecNotFound(f"{spec}: another tool's file: --server and --bench say which server and preset it runs")
-        parsed, notes = parse_foreign(path.read_text(encoding="utf-8"), str(path), server=server, bench=bench)
-        return path.stem, parsed, [f"{path.name}: {note}" for note in notes]
-    return path.stem, parse_search_text(path.read_text(encoding="utf-8"), str(path)), []
 
 
 def _load_spec(loaded, spec: str, server: str | None = None, bench: str | None = None):

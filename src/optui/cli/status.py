@@ -28,11 +28,7 @@ import time
 import click
 
 from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, fail, load_config_or_exit
-
-
-def _result_json(r) -> dict:
-    return {"id": r.id, "server": r.server, "bench": r.bench, "experiment": r.experiment, "ts": r.ts, "baseline": r.baseline,
-            **r.result.to_json()}
+from optui.session.cli_mcp_shared import restart_json, status_json
 
 
 async def _collect(loaded, wait_s: float) -> dict:
@@ -59,77 +55,6 @@ async def _collect(loaded, wait_s: float) -> dict:
         return status_json(loaded, session)
     finally:
         await session.close()
-
-
-def hosts_json(state) -> list[dict]:
-    """The hosts of a :class:`~optui.session.state.SessionState` as ``status --json`` prints
-    them: ``[{"host", "status", "error", "source", "gpus": [GpuSample.to_json(host)...]}]``."""
-    return [{"host": h.host, "status": h.status.value, "error": h.error, "source": h.source,
-             "gpus": [s.to_json(h.host) for s in h.samples]} for h in state.hosts]
-
-
-def status_json(loaded, session) -> dict:
-    """``optui status --json`` of a started ``session`` now (shared with ``optui mcp``'s
-    status tool): hosts/GPUs, the fleet (``[fleet]``: every GPU Prometheus knows; null
-    without), servers (state, phase, flags, load, current experiment),
-    bench, todo, the 5 newest results, the 10 newest experiments."""
-    from optui.session.export import load_experiments
-    from optui.session.fleet import fleet_json
-
-    state = session.snapshot()
-    experiments = load_experiments(session.journal)
-    return {
-        "config": str(loaded.path) if loaded.path else None,
-        "journal": state.journal_path,
-        "journal_error": state.journal_error,
-        "hosts": hosts_json(state),
-        "fleet": None if state.fleet is None else fleet_json(loaded.config.fleet, state.fleet,
-                                                             {s.name: s.url for s in state.servers}),
-        "servers": [_server_json(session, s, experiments) for s in state.servers],
-        "bench": None if state.bench is None else {"name": state.bench.name, "server": state.bench.server,
-                                                   "status": state.bench.status},
-        "todo": [t.to_json() for t in state.todos],
-        "results": [_result_json(r) for r in state.results[:5]],
-        "experiments": _experiments_json(experiments),
-    }
-
-
-def _experiments_json(experiments) -> list[dict]:
-    """The 10 newest configurations as the ``E`` view and ``journal experiments`` list them
-    (issue 29): starts of a configuration already listed (the same flags in any order or
-    spelling: :func:`~optui.core.journal_experiments.config_key`) folded into its row
-    (:func:`~optui.core.journal_experiments.fold_repeats`), which says how many starts it had
-    (``starts``) and which (``folded``)."""
-    from optui.core.journal_experiments import fold_repeats, starts_brief
-
-    rows, folded = fold_repeats(experiments)
-    by_id = {x.id: x for x in experiments}
-    return [{"id": x.id, "server": x.server, "outcome": x.outcome, "verdict": x.verdict,
-             "unverified": list(x.unverified),
-             "change_vs_baseline": list(x.diff_vs_baseline),
-             "delta_pct": x.primary_delta.rel_pct if x.primary_delta else None,
-             "same_config_as": x.same_config_as, "starts": 1 + len(folded.get(x.id, ())),
-             "folded": list(folded.get(x.id, ())), "starts_text": starts_brief(x, [by_id[i] for i in folded.get(x.id, ())])}
-            for x in rows[-10:]]
-
-
-def _server_json(session, s, experiments) -> dict:
-    from optui.core.flags import Flags
-
-    current = session.current_experiment(s.name)
-    base = next((x for x in experiments if x.server == s.name and x.is_baseline), None)
-    return {
-        "name": s.name, "host": s.host, "kind": s.kind, "state": s.state.value, "phase": s.phase, "url": s.url,
-        "model": s.model, "pid": s.pid, "busy": s.busy, "started_at": s.started_at, "ready_at": s.ready_at,
-        "argv": list(s.argv), "flags": {k: list(v) for k, v in Flags.parse(s.argv).as_mapping().items()},
-        "last_good_argv": list(s.last_good_argv) if s.last_good_argv else None,
-        "crash_class": s.crash_class and str(s.crash_class), "message": s.message, "crash_cause": s.crash_cause,
-        "config_mismatch": list(s.config_mismatch),
-        "experiment": current, "baseline_experiment": base.id if base else None,
-        "load": {k: getattr(s.load, k) for k in ("running", "waiting", "kv_cache_pct", "gen_tok_s", "prompt_tok_s",
-                                                 "prefix_hit_pct", "source", "hint")},
-        "fleet": s.fleet.to_json() if s.fleet is not None else None,  # [fleet]: its series in Prometheus
-    }
 
 
 @click.command()
@@ -288,57 +213,6 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
         if result["rollback_command"]:
             echo(f"  roll back to the last good flags: {result['rollback_command']}")
     sys.exit(0 if ok else 1)
-
-
-def restart_json(session, server: str, plan, outcome) -> dict:
-    """``optui restart --json`` (shared with ``optui mcp``): ``server``'s status after a
-    restart of ``plan`` (None: a rollback) that ended in ``outcome`` (None: not waited for):
-    state, crash class and log lines, argv vs requested_argv, ready_s, phases, catalogue
-    warnings, ``config_mismatch`` (flags the server does not run), rolled back or not."""
-    st = session.servers[server].status
-    rolled_back = bool(outcome is not None and plan is not None and outcome.rolled_back)
-    offer = outcome.offer if outcome is not None and plan is not None else None
-    return {"server": server, "state": st.state.value, "experiment": session.current_experiment(server),
-            "crash_class": st.crash_class and str(st.crash_class), "message": st.message,
-            "lines": list(st.crash_lines), "argv": list(st.argv),
-            "requested_argv": list(plan.argv) if plan else list(st.argv),
-            "base": plan.base_from if plan else "last good",
-            "ready_s": _ready_s(session, server),
-            "phases": [{"phase": p.phase, "t": p.t} for p in st.phases],
-            "warnings": [str(i) for i in plan.warnings] if plan else [],
-            "config_mismatch": list(st.config_mismatch),
-            "rolled_back": rolled_back, "failed": _failed_class(session, server) if rolled_back else None,
-            "rollback_command": _rollback_command(session.loaded.path, server) if offer else None}
-
-
-def _ready_s(session, server: str) -> float | None:
-    """Seconds from the current launch's start to ready (issue 29): the ``ready_s`` of its
-    ``server.ready`` event (the ready gate's, from the new process's start), else the status's
-    ``ready_at - started_at`` when this launch became ready (a start not waited for); None
-    when it did not. Never negative: a ready time from before the start is not this start's."""
-    st = session.servers[server].status
-    if not st.started_at:
-        return None
-    with contextlib.suppress(Exception):  # an unreadable journal: the status's own numbers
-        found = session.journal.events(target=server, types=["server.ready"], limit=1, newest_first=True)
-        if found and found[0].ts >= st.started_at and list(found[0].data.get("argv") or st.argv) == list(st.argv):
-            value = found[0].data.get("ready_s")
-            if isinstance(value, (int, float)) and value >= 0:
-                return float(value)
-    if st.ready_at and st.ready_at >= st.started_at:
-        return round(st.ready_at - st.started_at, 3)
-    return None
-
-
-def _failed_class(session, server: str) -> str | None:
-    """The crash class of the newest failure of ``server`` (the one a rollback followed)."""
-    failed = session.journal.events(target=server, types=["server.failed"], limit=1, newest_first=True)
-    return failed[0].data.get("class") if failed else None
-
-
-def _rollback_command(config_path, server: str) -> str:
-    """The command line that restarts ``server`` with its last good flags."""
-    return shlex.join(["optui", *(["-c", str(config_path)] if config_path else []), "restart", server, "--rollback"])
 
 
 async def _until_started(rt, task: asyncio.Task, timeout_s: float = 120.0) -> None:
