@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from optui.adapters.shell import LocalShell, ShellError, shell_for
+from optui.adapters.shell import LocalShell, ShellError
 from optui.adapters.shell_ssh import SshShell, parse_group_pids, remote_path
 from optui.adapters.ssh_procs import exit_code
+from optui.session.ssh_hosts import shell_for
 from tests.helpers.sshd import group_members, running_sshd, ssh_host
 from tests.helpers.waiting import until
 

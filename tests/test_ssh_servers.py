@@ -295,10 +295,10 @@ control = "none"
 
 
 def test_config_benchmark_host_and_remote_defaults(tmp_path):
-    from optui.adapters.controller import build_controller
-    from optui.adapters.shell import shell_for
+    from optui.adapters.controller_factory import build_controller
     from optui.adapters.ssh import SshHost
     from optui.config import ConfigError, ServerConfig, parse_config_text
+    from optui.session.ssh_hosts import shell_for
 
     base = '[hosts.n1]\nssh = "n1"\n[servers.s]\nurl = "http://h:1"\ncontrol = "none"\n'
     cfg = parse_config_text(base + '[benchmarks.b]\nserver = "s"\nhost = "n1"\nargv = ["x"]\n')

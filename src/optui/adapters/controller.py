@@ -9,6 +9,8 @@ server in the config by ``control``).
 - :class:`ScriptController` (``script``): the operator's launch script, run as
   ``SCRIPT FLAGS...`` the same way, stopped through the recorded process group.
 - :class:`~optui.adapters.controller_systemd.SystemdController` (``systemd``).
+
+:func:`~optui.adapters.controller_factory.build_controller` picks one for a server's config.
 - :class:`ObservedController` (``none``): watch only.
 
 Every command and file access goes through an :class:`~optui.adapters.shell.Shell`.
@@ -401,21 +403,5 @@ class ObservedController:
         return "(observed only)"
 
 
-def build_controller(name: str, cfg, state_dir: Path, shell: Shell | None = None) -> Controller:
-    """The controller for a server's config (``cfg`` a :class:`optui.config.ServerConfig`),
-    running its commands through ``shell`` (default: the local machine)."""
-    shell = shell or LocalShell(cfg.host)
-    if cfg.control == "process":
-        return ProcessController(name, state_dir, cwd=cfg.cwd, env=cfg.env, log_file=cfg.log_file, shell=shell)
-    if cfg.control == "script":
-        return ScriptController(name, state_dir, cfg.script, cwd=cfg.cwd, env=cfg.env, log_file=cfg.log_file, shell=shell)
-    if cfg.control == "systemd":
-        from optui.adapters.controller_systemd import SystemdController
-
-        return SystemdController(name, cfg.unit, state_dir, shell=shell, user=getattr(cfg, "systemd_user", False),
-                                 cwd=cfg.cwd, env=cfg.env)
-    return ObservedController(name)
-
-
 __all__ = ["Controller", "ControllerError", "Launch", "ObservedController", "ProcessController", "ScriptController",
-           "ShellError", "build_controller"]
+           "ShellError"]

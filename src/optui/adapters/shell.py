@@ -3,7 +3,7 @@
 Controllers (process, script, systemd), the flag catalogue and benchmark commands never
 call ``subprocess`` or touch files directly; they go through a Shell, so the same code
 drives this machine (:class:`LocalShell`) and an SSH host
-(:class:`optui.adapters.shell_ssh.SshShell`, chosen by :func:`shell_for`). Everything is an
+(:class:`optui.adapters.shell_ssh.SshShell`, chosen by :func:`optui.session.ssh_hosts.shell_for`). Everything is an
 argv list: the SSH shell joins it with ``shlex.join`` at the SSH boundary and nowhere else
 (never ``shell=True`` locally).
 
@@ -20,16 +20,12 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from optui.adapters import proc
 from optui.adapters.aio import within
 from optui.adapters.log_follow import LogFollower
 from optui.core.textstream import iter_lines
-
-if TYPE_CHECKING:
-    from optui.adapters.ssh import SshHost
-
 
 #: How many earlier server logs a start keeps beside the current one (``NAME.log.1`` newest)
 #: when it does not know which experiment the current one belongs to.
@@ -375,13 +371,3 @@ def _prune_experiment_logs(path: str) -> None:
         if index and (index >= KEPT_EXPERIMENT_LOGS or total > KEPT_EXPERIMENT_LOG_BYTES):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name)
-
-
-def shell_for(host: str, ssh: SshHost | None = None) -> Shell:
-    """The shell of a configured host: over ``ssh`` (the session's one shared connection to
-    it) for an SSH host, else this machine."""
-    if ssh is None:
-        return LocalShell(host)
-    from optui.adapters.shell_ssh import SshShell
-
-    return SshShell(host, ssh)

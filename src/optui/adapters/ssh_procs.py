@@ -8,19 +8,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 import asyncssh
 
 from optui.adapters.aio import within
-from optui.adapters.shell import ShellError
+from optui.adapters.shell import CommandResult, ShellError
 from optui.core.textstream import LineSplitter
 
-if TYPE_CHECKING:
-    from optui.adapters.shell_ssh import SshShell
-
 CHUNK = 64 * 1024
+
+
+class SshShell(Protocol):
+    """What the handles here use of the host's :class:`~optui.adapters.shell_ssh.SshShell`
+    (a Protocol, so this module does not import the one that makes its handles)."""
+
+    host: str
+
+    async def run(self, argv: Sequence[str], *, timeout_s: float = 30.0, env: Mapping[str, str] | None = None,
+                  cwd: str | None = None) -> CommandResult: ...
+
+    async def start_stream(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+                           merge_stderr: bool = True) -> tuple[asyncssh.SSHClientProcess, int]: ...
+
+    async def file_size(self, path: str) -> int: ...
+
+    async def read_file(self, path: str) -> str | None: ...
+
+    async def pid_alive(self, pid: int) -> bool: ...
 
 
 def exit_code(status: int | None, signal_name: str | None = None) -> int | None:

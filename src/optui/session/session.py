@@ -20,12 +20,11 @@ from typing import TypeVar
 
 from optui.adapters import journal_thread
 from optui.adapters.aio import wait_set, within
-from optui.adapters.controller import build_controller
+from optui.adapters.controller_factory import build_controller
 from optui.adapters.gpu_source import GpuSource, NoGpuSource
 from optui.adapters.journal import Journal, JournalError, on_read_only_fs
 from optui.adapters.journal_defer import DeferringJournal
 from optui.adapters.journal_thread import ExperimentFeed, ExperimentsUpdate, JournalThread
-from optui.adapters.shell import shell_for
 from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
@@ -46,7 +45,7 @@ from optui.session.journal_writer import JournalWriter
 from optui.session.locks import ServerLock
 from optui.session.search import SearchRunner
 from optui.session.server_runtime import RestartError, ServerRuntime
-from optui.session.ssh_hosts import with_host_problems
+from optui.session.ssh_hosts import shell_for, with_host_problems
 from optui.session.state import BENCH_ROWS_SHOWN, BenchOutput, SessionState, TodoRunsView
 from optui.session.todo_runs import TodoRunQueue
 from optui.session.todo_sync import TodoFollowService

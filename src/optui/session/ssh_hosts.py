@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from optui.adapters.shell import LocalShell, Shell
 from optui.config import Config
 from optui.core.server_state import ServerStatus
 from optui.session.errors import SessionError
@@ -16,6 +17,17 @@ from optui.session.errors import SessionError
 if TYPE_CHECKING:
     from optui.adapters.ssh import SshHost
     from optui.session.server_runtime import ServerRuntime
+
+
+def shell_for(host: str, ssh: SshHost | None = None) -> Shell:
+    """The :class:`~optui.adapters.shell.Shell` of a configured host: over ``ssh`` (the
+    session's one shared connection to it) for an SSH host, else this machine. asyncssh is
+    only imported for an SSH host."""
+    if ssh is None:
+        return LocalShell(host)
+    from optui.adapters.shell_ssh import SshShell
+
+    return SshShell(host, ssh)
 
 
 def trust_host_key(host: SshHost) -> str:

@@ -6,17 +6,38 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from textual.app import SystemCommand
 
 from optui.ui.intents.bench import bench_palette_commands
 
 if TYPE_CHECKING:
-    from optui.ui.app import OptuiApp
+    from optui.ui.client import SessionClient
+    from optui.ui.intents import BenchActions, HostActions, JournalActions, ServerActions
 
 
-def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
+class PaletteHost(Protocol):
+    """What the palette's entries use of :class:`~optui.ui.app.OptuiApp` (a Protocol, so
+    this module does not import the app that imports it)."""
+
+    @property
+    def client(self) -> SessionClient | None: ...
+
+    @property
+    def server_actions(self) -> ServerActions: ...
+
+    @property
+    def bench_actions(self) -> BenchActions: ...
+
+    @property
+    def host_actions(self) -> HostActions: ...
+
+    @property
+    def journal_actions(self) -> JournalActions: ...
+
+
+def palette_commands(app: PaletteHost) -> Iterator[SystemCommand]:
     """optui's commands for the palette (in addition to Textual's own, e.g. Theme)."""
     client = app.client
     if client is None:  # the campaign is still loading
