@@ -49,13 +49,22 @@ FORBIDDEN_PACKAGES = (
     "psutil",  # process trees and ports (adapters/proc.py): a restart's and a stop's, never the first frame's
     "plotext",  # the results screen's plots
     "mlflow",  # exports (optional extra)
+    # what later changes added before the first frame (issue 33): Textual's version through
+    # importlib.metadata (email, csv)
+    "email", "csv",
 )
+#: standard-library modules (and every module under them) the first frame must not import
+FORBIDDEN_STDLIB = ("importlib.metadata",)
 #: optui modules (or packages: every module under them) the first frame must not import
 FORBIDDEN_OPTUI = (
     "optui.config",  # pydantic; optui.config_file is the cheap peek
     "optui.adapters.journal", "optui.adapters.probe", "optui.adapters.ssh", "optui.adapters.shell_ssh",
     "optui.adapters.gpu_nvml", "optui.adapters.loadgen", "optui.adapters.bench_runner",
-    "optui.session.session",
+    "optui.session.session", "optui.session.agent_requests",
+    # issue 33: the demo's pidfile read brought the controller and its shell, the fleet
+    # intents core.fleet, the agent requests' intent core.agent_requests and core.events
+    "optui.adapters.controller", "optui.adapters.shell", "optui.core.fleet", "optui.core.gpu",
+    "optui.core.agent_requests", "optui.core.events",
     "optui.core.bench",
     "optui.ui.screens",
     "optui.ui.widgets.bench_panel", "optui.ui.widgets.gpu_panel", "optui.ui.widgets.journal_panel",
@@ -85,7 +94,7 @@ PROBE = textwrap.dedent(
 def forbidden_in(modules: set[str]) -> list[str]:
     """The names in ``modules`` the rule forbids (sorted)."""
     bad = {m for m in modules if m.split(".")[0] in FORBIDDEN_PACKAGES}
-    bad |= {m for m in modules for f in FORBIDDEN_OPTUI if m == f or m.startswith(f + ".")}
+    bad |= {m for m in modules for f in (*FORBIDDEN_OPTUI, *FORBIDDEN_STDLIB) if m == f or m.startswith(f + ".")}
     return sorted(bad)
 
 

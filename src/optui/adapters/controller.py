@@ -19,19 +19,18 @@ Every command and file access goes through an :class:`~optui.adapters.shell.Shel
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 from optui.adapters import proc
 from optui.adapters.aio import within
-from optui.adapters.private_files import private_dir, private_file
+from optui.adapters.pidfile import Launch, read_pidfile, write_pidfile
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError, Spawned
 from optui.core.flags import Flags
 
@@ -41,29 +40,6 @@ _FILE_SAFE = re.compile(r"exp-[0-9]{1,12}")
 
 class ControllerError(Exception):
     """A start or stop that could not be done (program missing, permission...)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """What a start produced: main pid (the process group for process/script), the server
-    argv, the log file and the byte offset where this start's output begins, Unix start
-    time; ``command`` the argv actually executed when it differs (script); ``invocation``,
-    ``cursor`` and ``n_restarts`` for systemd (InvocationID, journal cursor before the
-    start, NRestarts at the start); ``host`` the host it runs on ("" in pidfiles written
-    before optui recorded it); ``proc_start`` the process's start identity
-    (:meth:`Shell.process_start`: "" when unknown), so a reused PID is never taken for it."""
-
-    pid: int
-    argv: tuple[str, ...]
-    log_path: str
-    log_offset: int
-    started_at: float
-    command: tuple[str, ...] | None = None
-    invocation: str = ""
-    cursor: str = ""
-    n_restarts: int | None = None
-    host: str = ""
-    proc_start: str = ""
 
 
 class Controller(Protocol):
@@ -118,26 +94,6 @@ class Controller(Protocol):
     def preview(self, argv: list[str]) -> str:
         """What a start with ``argv`` will execute, for the confirm dialog."""
         ...
-
-
-def read_pidfile(path: Path) -> Launch | None:
-    """The launch recorded in ``path``, None when missing or unreadable."""
-    try:
-        data = json.loads(path.read_text())
-        data["argv"] = tuple(data["argv"])
-        if data.get("command") is not None:
-            data["command"] = tuple(data["command"])
-        return Launch(**data)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-
-
-def write_pidfile(path: Path, launch: Launch) -> None:
-    """Record ``launch`` atomically (a small local JSON file in the state dir)."""
-    private_dir(path.parent)
-    tmp = private_file(path.with_suffix(".tmp"))
-    tmp.write_text(json.dumps(asdict(launch)))
-    os.replace(tmp, path)
 
 
 def _runs_program(pid: int, program: str) -> bool:

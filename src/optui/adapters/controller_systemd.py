@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from optui.adapters import proc
-from optui.adapters.controller import ControllerError, Launch, read_pidfile, write_pidfile
+from optui.adapters.controller import ControllerError
+from optui.adapters.pidfile import Launch, read_pidfile, write_pidfile
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError
 from optui.core.systemd_unit import SHOW_PROPERTIES, UnitError, UnitState, dropin_exec_start, parse_journal_line, render_dropin
 from optui.core.textstream import strip_ansi

@@ -112,7 +112,7 @@ def _surviving_demo_launch(directory: Path):
     """The demo server launch recorded in ``directory`` whose process still runs (same PID
     and start time), else None."""
     from optui.adapters import proc
-    from optui.adapters.controller import read_pidfile
+    from optui.adapters.pidfile import read_pidfile  # json only: before the first frame
 
     launch = read_pidfile(directory / ".optui" / "servers" / "demo.json")
     if launch is None or not proc.pid_alive(launch.pid):

@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from optui.session.agent_requests import pid_alive  # is an agent's process still there (re-exported for the UI)
 from optui.session.errors import SessionError  # what a refused verb raises (re-exported for the UI)
 
 if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after the first frame
@@ -39,6 +38,14 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.session.todo_runs import TodoRunPlan
 
 __all__ = ["SessionClient", "SessionError", "pid_alive"]
+
+
+def pid_alive(pid: int) -> bool:
+    """True while process ``pid`` runs on this machine (is an agent's ``optui mcp`` still
+    there: :func:`optui.core.agent_requests.request_closed`'s ``alive``)."""
+    from optui.session.agent_requests import pid_alive as alive  # not before the first frame
+
+    return alive(pid)
 
 
 class SessionClient:

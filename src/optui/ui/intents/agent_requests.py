@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from optui.core.agent_requests import pending_requests, request_closed
 from optui.ui.client import SessionError, pid_alive
 from optui.ui.intents.base import Actions
 
@@ -34,6 +33,8 @@ class AgentRequestActions(Actions):
         """Close the open request's screen once it no longer waits, else redraw its
         countdown; open the oldest request not shown yet (none while one is open, or
         read-only)."""
+        from optui.core.agent_requests import pending_requests, request_closed  # after the first frame
+
         now = time.time()
         if self._open is not None:
             screen = self._open

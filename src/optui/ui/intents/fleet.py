@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
-from optui.core.fleet import FleetGpu, FleetServer, configured_server
 from optui.ui.intents.base import Actions
+
+if TYPE_CHECKING:  # core.fleet (and core.gpu under it) loads with the grid, after the first frame
+    from optui.core.fleet import FleetGpu, FleetServer
 
 
 def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = (),
@@ -35,6 +39,7 @@ def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServ
             out.append(f"     util {blocks((u for u, _ in points), 60)}\n     mem  {blocks((m for _, m in points), 60)}"
                        f"   (last {len(points)} readings)\n")
     if servers:
+        from optui.core.fleet import configured_server
         from optui.ui.widgets.fleet_grid import server_load
 
         out.append("\ninference servers (from Prometheus)\n", style="bold")

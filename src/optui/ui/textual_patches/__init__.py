@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import textual
 
@@ -42,7 +43,26 @@ def wanted(version: str, environ: Mapping[str, str]) -> bool:
     return version == PINNED_TEXTUAL and not switched_off
 
 
-ENABLED: bool = wanted(textual.__version__, os.environ)
+def installed_textual() -> str:
+    """The installed Textual's version: a ``textual.__version__`` set on the module (Textual
+    itself computes it lazily, so only a test sets it), else the one
+    ``textual-VERSION.dist-info`` beside the ``textual`` package (a directory listing), else
+    ``textual.__version__`` computed, which
+    imports ``importlib.metadata`` and, through it, ``email`` and ``csv`` (~15-30 ms before
+    the first frame on the 2-core machine, ``python -X importtime``)."""
+    if isinstance(vars(textual).get("__version__"), str):
+        return vars(textual)["__version__"]
+    site = Path(textual.__file__).resolve().parent.parent
+    try:
+        found = [p.name for p in os.scandir(site) if p.name.startswith("textual-") and p.name.endswith(".dist-info")]
+    except OSError:
+        found = []
+    if len(found) == 1:
+        return found[0].removeprefix("textual-").removesuffix(".dist-info")
+    return textual.__version__  # none or several (an editable install, a stale copy): ask the metadata
+
+
+ENABLED: bool = wanted(installed_textual(), os.environ)
 """The gate, read once at import: True when optui's Textual patches are in use."""
 
 
