@@ -29,6 +29,7 @@ from optui.config import HostConfig, LoadedConfig
 from optui.core import events as ev
 from optui.core.events import Event
 from optui.core.journal_experiments import StoredResult
+from optui.core.server_state import ServerStatus
 from optui.core.todo import TodoItem
 from optui.session.alerts import Alert, AlertWatcher
 from optui.session.benches import BenchService
@@ -587,6 +588,16 @@ class Session:
         lock is held, do nothing when a launch is recorded by now (another process made it)
         and return the current status. Returns once the restart's events are in the journal
         (written on the journal thread, read back into the session's view)."""
+        status, _rolled_back = await self._restart_server(name, argv, reason=reason, actor=actor,
+                                                          ready_timeout_s=ready_timeout_s, todo_id=todo_id,
+                                                          only_if_down=only_if_down, base=base)
+        return status
+
+    async def _restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
+                              ready_timeout_s: float | None = None, todo_id: int | None = None, only_if_down: bool = False,
+                              base: Sequence[str] | None = None) -> tuple[ServerStatus, bool]:
+        """:meth:`restart_server` and what it did: ``(status, rolled_back)``, rolled_back True
+        when ``rollback = "auto"`` restored the last good flags after ``argv`` crashed."""
         self.check_writable("restarting a server")
         rt = self.server(name)
         lock = ServerLock(self.state_dir, name)
@@ -594,7 +605,7 @@ class Session:
             raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); try again when it is done")
         try:
             if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
-                return rt.status
+                return rt.status, False
             await self._refuse_during_a_benchmark(name)
             status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s,
                                       todo_id=todo_id, base=base)
@@ -608,8 +619,8 @@ class Session:
         await self._synced_unless_locked()
         if status.state.value == "crashed" and rt.cfg.rollback == "auto" and rt.status.last_good_argv \
                 and list(rt.status.last_good_argv) != list(argv):
-            return await self.rollback(name, reason=f"auto after {status.crash_class}")
-        return status
+            return await self.rollback(name, reason=f"auto after {status.crash_class}"), True
+        return status, False
 
     def restart_base(self, name: str) -> tuple[tuple[str, ...], str]:
         """The argv a change of ``name``'s flags starts from and where it comes from
@@ -648,11 +659,9 @@ class Session:
             raise SessionError(f"{name}: control = 'none' (optui only observes this server)")
         plan = plan or await self.plan_restart(name, argv=argv, sets=sets, unsets=unsets, preset=preset,
                                                refuse_unknown=refuse_unknown, force=force)
-        since = await self._read(self.journal.last_seq)
-        status = await self.restart_server(name, list(plan.argv), reason=reason, actor=actor,
-                                           ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base)
-        rolled_back = any(e.type == ev.ROLLBACK
-                          for e in await self._read(lambda: self.journal.events(target=name, since_seq=since)))
+        # the restart says whether it rolled back (no journal read: the rollback is its own)
+        status, rolled_back = await self._restart_server(name, list(plan.argv), reason=reason, actor=actor,
+                                                         ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base)
         offer = None if rolled_back else rollback_offer(rt.cfg.rollback, plan.argv, status)
         return RestartOutcome(plan, status, rolled_back, offer)
 
