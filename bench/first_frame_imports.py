@@ -86,7 +86,7 @@ def main() -> int:
     print(f"of which optui modules:   median {statistics.median(optui):.1f} ms")
     cum: dict[str, list[int]] = {}
     for rows in runs:
-        for s, c, _d, name in rows:
+        for _s, c, _d, name in rows:
             cum.setdefault(name, []).append(c)
     print(f"largest cumulative (median ms), top {args.top}:")
     for name, cs in sorted(cum.items(), key=lambda kv: -statistics.median(kv[1]))[: args.top]:
