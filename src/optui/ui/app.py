@@ -426,8 +426,11 @@ class OptuiApp(App):
             self._seen_version = await client.wait_changed(self._seen_version, timeout=1.0 + MIN_FRAME_S)
             pause = painted_at + MIN_FRAME_S - time.monotonic()
             if pause > 0:  # a burst of changes: wait out the frame (an idle dashboard never does)
-                with contextlib.suppress(TimeoutError):  # a key ends the pause; a cancel ends the loop
-                    await asyncio.wait_for(self._key_pressed.wait(), pause)
+                # a key ends the pause; a cancel ends the loop (asyncio.timeout, not wait_for: 3.11's
+                # wait_for drops a cancel that arrives as the wait ends, see adapters/aio.py)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(pause):
+                        await self._key_pressed.wait()
             painted_at = time.monotonic()
             self._seen_version = client.version  # what changed during the pause is painted now
             self.apply_state(client.snapshot())
