@@ -93,8 +93,9 @@ def test_malformed_import_names_the_line_and_imports_nothing(campaign, tmp_path)
     src = tmp_path / "plan.json"
     src.write_text('{"todos": [\n  {"content": "ok", "status": "pending"},\n  {"content": "bad"}\n]}')
     r = todo(campaign, "import", str(src), "--json")
-    assert r.exit_code == 1 and r.stdout == ""
-    assert r.stderr == f"optui: error: {src.resolve()}:3: todos[1].status: missing (required) (nothing imported)\n"
+    message = f"{src.resolve()}:3: todos[1].status: missing (required) (nothing imported)"
+    assert r.exit_code == 1 and json.loads(r.stdout) == {"error": message, "exit_code": 1}  # --json: JSON on stdout
+    assert r.stderr == f"optui: error: {message}\n"
     assert journal(campaign).todos() == []
     r = todo(campaign, "import", str(tmp_path / "missing.json"))
     assert r.exit_code == 1 and "no such file" in r.stderr
