@@ -11,6 +11,7 @@ from optui.adapters.journal import Journal
 from optui.core import events as ev
 from optui.core.event_details import event_sections, experiment_sections, render_text
 from optui.core.events import EventFilter, parse_since
+from optui.core.flag_abbrev import fit_flag_column
 from optui.core.journal_experiments import (
     best_experiment,
     build_experiments,
@@ -53,6 +54,18 @@ def test_ids_baseline_deltas_and_verdicts(journal):
     assert chunk.verdict == "worse" and chunk.actor == "cli"
     assert chunk.primary_delta.rel_pct == pytest.approx(100 * (900 - 1005) / 1005)
     assert radix.verdict == "untested" and radix.actor == "agent:claude"
+
+
+def test_the_flag_changed_from_the_previous_configuration_is_never_folded(journal):
+    """exp-0004 set --mem-fraction-static 0.99 on top of --max-running-requests 64 and
+    failed: its row read ``--max-running-requests 64 +1 failed: oom`` (issue 34), the cause folded."""
+    ids = standard_campaign(journal)
+    oom = by_id(load_experiments(journal))[ids["oom"]]
+    assert oom.changed_flags == ("--mem-fraction-static 0.99", "--max-running-requests 64")
+    assert oom.diff_vs_baseline[0] == "+ --mem-fraction-static 0.99"
+    for width in range(13, 80):  # any width: abbreviated, the other flag counted, never this one
+        text = fit_flag_column([oom.changed_flags], width)[0]
+        assert "0.99" in text and text.startswith(("--mem-fraction-static", "--mem-fra-sta", "--mfs")), (width, text)
 
 
 def test_noise_threshold_uses_the_runs_spread(journal):

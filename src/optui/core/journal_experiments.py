@@ -84,12 +84,23 @@ def experiment_id(n: int) -> str:
 LISTEN_FLAGS = frozenset({"--host", "--port", "--uds"})
 
 
-def config_changes(old: Flags, new: Flags, *, short: bool = False) -> list[str]:
+def config_changes(old: Flags, new: Flags, *, short: bool = False, first: Flags | None = None) -> list[str]:
     """The flag diff lines from ``old`` to ``new`` (``~ --tp-size: 4 → 8``; ``short``: the
     flags as they run, ``--tp-size 8``, :meth:`FlagChange.short <optui.core.flags.FlagChange.short>`)
     that change the configuration: :data:`LISTEN_FLAGS` left out. A flag given more than
     once (``--lora a --lora b``) is compared by all its occurrences in order, not only its
-    last one (:func:`config_key`): ``~ --lora: a b → x b``."""
+    last one (:func:`config_key`): ``~ --lora: a b → x b``. ``first``: the previous
+    configuration; the flags that differ from it come first (a cell that folds the others
+    into ``+N`` still shows the change just made, e.g. the one that made a start fail)."""
+    changes = _flag_changes(old, new)
+    if first is not None:
+        just_changed = {c.name for c in _flag_changes(first, new)}
+        changes.sort(key=lambda c: c.name not in just_changed)  # stable: each part in diff order
+    return [c.short() if short else c.describe() for c in changes]
+
+
+def _flag_changes(old: Flags, new: Flags) -> list[FlagChange]:
+    """:func:`config_changes`' changes from ``old`` to ``new``, in diff order."""
     changes = [c for c in old.diff(new) if c.name not in LISTEN_FLAGS]
     named = {c.name for c in changes}
     before, after = _occurrences(old), _occurrences(new)
@@ -98,7 +109,7 @@ def config_changes(old: Flags, new: Flags, *, short: bool = False) -> list[str]:
             flat_old = tuple(v for values in before[name] for v in values)
             flat_new = tuple(v for values in after[name] for v in values)
             changes.append(FlagChange(name, flat_old, flat_new))
-    return [c.short() if short else c.describe() for c in changes]
+    return changes
 
 
 def _occurrences(flags: Flags) -> dict[str, list[tuple[str, ...]]]:
@@ -653,8 +664,9 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
             changed.add(exp_id)
             is_baseline = exp_id == baseline_id
             flags = resolved_flags(d["argv"], names)
-            diff = () if is_baseline else tuple(config_changes(base_flags, flags))
-            short = () if is_baseline else tuple(config_changes(base_flags, flags, short=True))
+            prev = resolved_flags(d["prev_argv"], names) if d["prev_argv"] else None  # its own change first
+            diff = () if is_baseline else tuple(config_changes(base_flags, flags, first=prev))
+            short = () if is_baseline else tuple(config_changes(base_flags, flags, short=True, first=prev))
             exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
                                 "workloads": ctx.workloads(unit[exp_id], mine), "is_baseline": is_baseline,
                                 "baseline_id": baseline_id, "diff_vs_baseline": diff, "changed_flags": short,
