@@ -668,6 +668,25 @@ class Session:
         return await plan_restart(self.server(name), argv=argv, sets=sets, unsets=unsets, preset=preset,
                                   refuse_unknown=refuse_unknown, force=force)
 
+    async def restart_refusal(self, name: str) -> str | None:
+        """Why a restart of ``name`` would be refused now, before the operator types its flags
+        (read-only, control = 'none', another process's restart lock, a benchmark running against
+        it here or in another process), or None. :meth:`restart_server` checks the same again
+        when it begins (the answer may change meanwhile). Raises SessionError for an unknown server."""
+        rt = self.server(name)
+        try:
+            self.check_writable("restarting a server")
+            if rt.cfg.control == "none":
+                raise SessionError(f"{name}: control = 'none' (optui only observes this server)")
+            lock = ServerLock(self.state_dir, name)
+            if await asyncio.to_thread(lock.held_by_other):
+                raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); "
+                                   "try again when it is done")
+            await self._refuse_during_a_benchmark(name)
+        except SessionError as exc:
+            return str(exc)
+        return None
+
     async def _refuse_during_a_benchmark(self, name: str) -> None:
         """SessionError when a benchmark runs against server ``name``, in this process or
         another: a restart under it credited its results to the old experiment and mixed two

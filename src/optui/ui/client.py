@@ -152,6 +152,12 @@ class SessionClient:
         where = (launch.log_path or f"journal of {getattr(rt.controller, 'unit', '?')}") if launch else "not started"
         return list(rt.log_tail), where
 
+    async def restart_refusal(self, name: str) -> str | None:
+        """Why a restart of ``name`` would be refused now (read-only, a benchmark running
+        against it, another process restarting it...), asked before the flag editor opens; None
+        when nothing stands in the way."""
+        return await self._session.restart_refusal(name)
+
     async def restart_checked(self, name: str, argv: list[str], reason: str):
         """Restart ``name`` with ``argv`` after every door's checks (flag catalogue before
         anything stops, rollback policy); waits until it is ready or failed. Returns the

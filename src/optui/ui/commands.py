@@ -35,7 +35,7 @@ def palette_commands(app: OptuiApp) -> Iterator[SystemCommand]:
                 partial(app.server_actions.restart_with_preset, name, preset_name),
             )
         yield SystemCommand(f"Roll back {name} to last good flags", "Restart with the flags of the last successful start",
-                            partial(app.server_actions.confirm_rollback, name))
+                            partial(app.server_actions.ask_rollback, name))
         yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.server_actions.confirm_stop, name))
     yield from bench_palette_commands(app)
     for host in app.host_actions.untrusted_hosts():

@@ -54,9 +54,30 @@ class ServerActions(Actions):
             return
         self.open_flag_editor(name)
 
+    def unless_refused(self, name: str, then: Callable[[], None]) -> None:
+        """Call ``then`` (open an editor or a confirm that restarts ``name``) unless the
+        restart would be refused now: read-only, a benchmark running against it, another
+        process restarting it (:meth:`SessionClient.restart_refusal`); then the refusal is
+        shown instead, before the operator types or confirms anything."""
+        async def check() -> None:
+            try:
+                why = await self.client.restart_refusal(name)
+            except SessionError as exc:
+                why = str(exc)
+            if why:
+                self.notify(why, severity="warning", timeout=8)
+                return
+            then()
+
+        self.run_worker(check(), group=f"restart-check-{name}", exclusive=True, exit_on_error=False)
+
     def open_flag_editor(self, name: str) -> None:
         """Open the flag editor for ``name`` (with the flag catalogue, learned from the
-        server's ``--help`` in the background the first time); on apply, confirm, restart."""
+        server's ``--help`` in the background the first time); on apply, confirm, restart.
+        A restart that would be refused now is refused before it opens."""
+        self.unless_refused(name, lambda: self._open_flag_editor(name))
+
+    def _open_flag_editor(self, name: str) -> None:
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.flag_editor import FlagEditorScreen
 
@@ -92,7 +113,11 @@ class ServerActions(Actions):
         editor.set_catalog(catalog)
 
     def restart_with_preset(self, name: str, preset: str) -> None:
-        """Confirm and restart ``name`` with a configured preset applied."""
+        """Confirm and restart ``name`` with a configured preset applied (refused before the
+        confirm when a restart would be refused now)."""
+        self.unless_refused(name, lambda: self._restart_with_preset(name, preset))
+
+    def _restart_with_preset(self, name: str, preset: str) -> None:
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
 
         p = self.client.server_config(name).presets[preset]
@@ -121,6 +146,10 @@ class ServerActions(Actions):
         self.run_worker(self._restart(name, argv, reason), group=f"restart-{name}", exit_on_error=False)
 
     async def _restart(self, name: str, argv: list[str], reason: str) -> None:
+        why = await self.client.restart_refusal(name)  # refused meanwhile: one toast, not "restarting…" then why not
+        if why:
+            self.notify(why, severity="warning", timeout=8)
+            return
         self.notify(f"restarting {name}…")
         # this restart reports its own outcome: the session's crash alert for it is not shown
         # again as a second toast (see OptuiApp._show_alerts)
@@ -163,7 +192,11 @@ class ServerActions(Actions):
     def rollback_selected(self) -> None:
         name = self.selected_server()
         if name is not None:
-            self.confirm_rollback(name)
+            self.ask_rollback(name)
+
+    def ask_rollback(self, name: str) -> None:
+        """Confirm a roll back of ``name`` (``ctrl+r``, the palette), unless refused now."""
+        self.unless_refused(name, lambda: self.confirm_rollback(name))
 
     def confirm_rollback(self, name: str, *, after: str | None = None) -> None:
         """Confirm and restart ``name`` with its last good flags; ``after`` (a crash class)
