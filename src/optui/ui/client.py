@@ -287,10 +287,11 @@ class SessionClient:
         return runner.queue_pending() if items is None else runner.enqueue(items)
 
     def plan_experiments(self, items: list[TodoItem] | None) -> list[TodoRunPlan]:
-        """What running ``items``' experiments (None: those ``X`` queues) would do, to show
-        before anything restarts; SessionError when one cannot run."""
+        """What running ``items``' experiments (None: those ``X`` queues) would do, one after
+        another (each plan against the flags the ones before leave running), to show before
+        anything restarts; SessionError when one cannot run."""
         runner = self._session.todo_runs
-        return [runner.plan(t) for t in (runner.pending() if items is None else items)]
+        return runner.plans(runner.pending() if items is None else items)
 
     def experiments_failed_before(self) -> str:
         """The pending items whose experiment failed last time, which ``X`` leaves out

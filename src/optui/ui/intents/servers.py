@@ -18,17 +18,19 @@ if TYPE_CHECKING:
     from optui.ui.screens.flag_editor import FlagEditorScreen
 
 
-def restart_review(client: SessionClient, name: str, argv: list[str] | tuple[str, ...]) -> Text:
+def restart_review(client: SessionClient, name: str, argv: list[str] | tuple[str, ...], *,
+                   running: tuple[str, ...] | None = None, running_from: str = "") -> Text:
     """What a restart of server ``name`` with ``argv`` changes, for the operator to confirm
     (every key that restarts a server shows it): host, controller and url, the flag diff
-    from the running flags, the flag catalogue's warnings, and exactly what will run."""
+    from the running flags (``running``: those it will run by then, ``running_from`` saying
+    whose, e.g. ``"#3's"``), the flag catalogue's warnings, and exactly what will run."""
     from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
 
     cfg, status = client.server_config(name), client.server_status(name)
-    diff = Flags.parse(status.argv).diff(Flags.parse(argv))
+    diff = Flags.parse(status.argv if running is None else running).diff(Flags.parse(argv))
     body = Text()
     body.append(f"host: {cfg.host}    control: {cfg.control}    url: {cfg.url}\n\n")
-    body.append("changes:\n", style="bold")
+    body.append(f"changes from {running_from} flags:\n" if running_from else "changes:\n", style="bold")
     for change in diff or []:
         body.append(f"  {change.describe()}\n")
     if not diff:

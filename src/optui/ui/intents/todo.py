@@ -115,7 +115,9 @@ class TodoActions(Actions):
             if last.get("status") == "failed":  # x on such an item runs it again: say what happened last time
                 body.append(f"⚠ its last run failed ({last.get('id') or '?'}): {last.get('crash_class') or last.get('step') or '?'}\n",
                             style="bold")
-            body.append_text(restart_review(self.client, plan.server, plan.argv))
+            before = next((p for p in reversed(plans[:i]) if p.server == plan.server), None)  # it runs after that one
+            body.append_text(restart_review(self.client, plan.server, plan.argv, running=plan.old_argv,
+                                            running_from=f"#{before.todo_id}'s" if before else ""))
             body.append(f"then: {', '.join(plan.benches) or 'no benchmark'}\n")
         servers = sorted({p.server for p in plans})
         title = (f"Run #{plans[0].todo_id}'s experiment? It restarts {plans[0].server}" if len(plans) == 1 else
