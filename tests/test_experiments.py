@@ -16,6 +16,7 @@ from optui.core.journal_experiments import (
     best_experiment,
     build_experiments,
     crash_summary,
+    rollback_warning,
     runs_text,
     sort_experiments,
     verdict_evidence,
@@ -66,6 +67,26 @@ def test_the_flag_changed_from_the_previous_configuration_is_never_folded(journa
     for width in range(13, 80):  # any width: abbreviated, the other flag counted, never this one
         text = fit_flag_column([oom.changed_flags], width)[0]
         assert "0.99" in text and text.startswith(("--mem-fraction-static", "--mem-fra-sta", "--mfs")), (width, text)
+
+
+def test_a_rollback_to_flags_that_measured_worse_or_were_rejected_warns(journal):
+    """The rollback offered as "last good" a configuration just measured worse -50 % with no
+    warning (issue 34): last good is the last that became ready, not the last that measured well."""
+    ids = standard_campaign(journal)
+    xs = load_experiments(journal)
+    by = by_id(xs)
+    chunk = by[ids["chunk"]]
+    warning = rollback_warning(xs, "qwen", chunk.argv)
+    assert warning is not None and warning.startswith(f"{chunk.id} ran these flags and measured worse")
+    assert "-10.4 % out tok/s vs exp-0001" in warning
+    assert rollback_warning(xs, "qwen", by[ids["big"]].argv) is None      # better
+    assert rollback_warning(xs, "qwen", by[ids["base"]].argv) is None     # the baseline
+    assert rollback_warning(xs, "qwen", by[ids["radix"]].argv) is None    # never measured
+    assert rollback_warning(xs, "qwen", by[ids["oom"]].argv) is None      # failed: not a last good anyway
+    assert rollback_warning(xs, "other", chunk.argv) is None              # another server's
+    journal.append(ev.VERDICT, "qwen", {"decision": "reject", "reason": "p99 too high"}, experiment=ids["big"])
+    rejected = rollback_warning(load_experiments(journal), "qwen", by[ids["big"]].argv)
+    assert rejected == f"{ids['big']} ran these flags and was rejected (p99 too high)"
 
 
 def test_noise_threshold_uses_the_runs_spread(journal):

@@ -902,6 +902,27 @@ def starts_brief(x: Experiment, repeats: Sequence[Experiment] = ()) -> str:
     return f"{len(starts)} starts" + (f", {other} {'ok' if failed_row else 'failed'}" if other else "")
 
 
+def rollback_warning(experiments: Sequence[Experiment], server: str, argv: Sequence[str]) -> str | None:
+    """What a person must know before rolling ``server`` back to ``argv`` (its last good
+    flags: the last that became ready, not the last that measured well): the newest
+    experiment of that configuration was judged ``worse`` or was rejected. ``"exp-0004 ran
+    these flags and measured worse (-50.0 % out tok/s vs exp-0001)"``, else None (never
+    measured, same, better, noisy or failed runs: nothing said)."""
+    key = config_key(argv)
+    same = [x for x in experiments if x.server == server and config_key(x.argv) == key]
+    if not same:
+        return None
+    x = same[-1]
+    if x.decision == "reject":
+        return f"{x.id} ran these flags and was rejected" + (f" ({x.decision_reason})" if x.decision_reason else "")
+    if x.verdict != "worse":
+        return None
+    d = x.primary_delta
+    vs = f" ({d.rel_pct:+.1f} % {d.metric.label} vs {x.primary.base_experiment or x.baseline_id or '?'})" \
+        if d is not None and d.rel_pct is not None and x.primary is not None else ""
+    return f"{x.id} ran these flags and measured worse{vs}"
+
+
 def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:
     """The best configuration of ``server``: the highest primary-metric gain over the
     baseline on the main workload among experiments judged ``better`` (an advantage

@@ -165,6 +165,15 @@ class SessionClient:
         SessionError or FlagError when refused."""
         return await self._session.restart_checked(name, argv=list(argv), reason=reason)
 
+    async def rollback_warning(self, name: str, argv: tuple[str, ...] | list[str]) -> str | None:
+        """What the journal's experiments say against rolling ``name`` back to ``argv``
+        (measured worse, rejected: :func:`~optui.core.journal_experiments.rollback_warning`),
+        read on the journal thread; None when nothing. Raises what the journal raises."""
+        from optui.core.journal_experiments import rollback_warning
+
+        update = await self._session.experiments_reader()()
+        return rollback_warning(update.experiments, name, argv)
+
     async def rollback(self, name: str, *, reason: str = "operator") -> ServerStatus:
         """Restart ``name`` with its last good flags; waits; its status after. SessionError
         when refused (no last good flags, read-only, busy)."""

@@ -202,7 +202,12 @@ class ServerActions(Actions):
 
     def confirm_rollback(self, name: str, *, after: str | None = None) -> None:
         """Confirm and restart ``name`` with its last good flags; ``after`` (a crash class)
-        makes it the offer that follows a failed restart."""
+        makes it the offer that follows a failed restart. The question warns when those flags
+        measured worse or were rejected (the journal read off the loop first)."""
+        self.run_worker(self._confirm_rollback(name, after), group=f"rollback-ask-{name}", exclusive=True,
+                        exit_on_error=False)
+
+    async def _confirm_rollback(self, name: str, after: str | None) -> None:
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
@@ -211,9 +216,15 @@ class ServerActions(Actions):
         if not last_good:
             self.notify(f"{name}: no last good flags recorded yet", severity="warning")
             return
+        try:
+            warning = await self.client.rollback_warning(name, last_good)
+        except Exception as exc:  # noqa: BLE001 - a locked or broken journal: say that it was not checked
+            warning = f"not checked how they measured ({exc})"
         body = Text()
         if after:
             body.append(f"The restart failed: {after}\n\n", style="bold")
+        if warning:  # "last good" is the last that became ready, not the last that measured well
+            body.append(f"⚠ {warning}\n\n", style="bold red")
         body.append("back to the last flags that became ready:\n", style="bold")
         changes = Flags.parse(status.argv).diff(Flags.parse(last_good))
         for change in changes:
