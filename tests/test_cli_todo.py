@@ -114,6 +114,8 @@ def test_export_todowrite_and_markdown(campaign, tmp_path):
     out = tmp_path / "todo.md"
     r = todo(campaign, "export", "-o", str(out))
     assert r.exit_code == 0 and "wrote 2 items" in r.stderr
+    r = todo(campaign, "export", "--open", "-o", str(tmp_path / "open.md"))
+    assert r.exit_code == 0 and "wrote 1 item to" in r.stderr  # not "1 items" (issue 34)
     assert out.read_text().splitlines()[2:] == ["- [x] **high** Baseline", "  - sweep: 100.0 out tok/s", "- [ ] Try 32"]
     hist = todo(campaign, "history", "1", "--json")
     assert [e["data"]["op"] for e in json.loads(hist.stdout)] == ["add", "status"]

@@ -270,7 +270,7 @@ class TodoActions(Actions):
         except OSError as exc:
             self.fail(exc)
             return
-        self.notify(f"wrote {len(items)} items to {path}")
+        self.notify(f"wrote {len(items)} item{'s' if len(items) != 1 else ''} to {path}")
 
 
 def todo_commands(app) -> Iterator[SystemCommand]:
