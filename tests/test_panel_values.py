@@ -210,3 +210,23 @@ def test_bench_output_since():
     assert out.since(10) == ()
     assert out.since(9) == ("l10",)
     assert out.since(0) == ("l8", "l9", "l10")  # fell behind the buffer: its tail
+
+
+async def test_the_cache_share_warning_shows_on_every_delta_cell():
+    """The ⚠ (the prefix cache served the run otherwise than its baseline) was left off
+    ``?`` and ``~`` cells (issue 34)."""
+    from optui.core.bench.compare import Delta, Row
+    from textual.widgets import Static
+
+    from optui.ui.widgets.bench_panel import delta_cell
+
+    app = PanelApp(Static())
+    async with app.run_test(size=(40, 5)):
+        cells = {}
+        for verdict, good in (("inconclusive", True), ("untested noise", True), (None, None), ("better", True),
+                              ("worse", False)):
+            row = Row(None, None, False, deltas={"m": Delta(3.0, verdict, good)},  # type: ignore[arg-type]
+                      cache_note="prefix cache 97% vs 0% in the baseline")
+            cells[verdict] = delta_cell(app, row, "m").plain
+        assert cells == {"inconclusive": "~+3.0% ⚠", "untested noise": "?+3.0% ⚠", None: "+3.0% ⚠",
+                         "better": "+3.0% ✓ ⚠", "worse": "+3.0% ✗ ⚠"}

@@ -112,13 +112,14 @@ def delta_cell(app, row: Row, metric: str) -> Text:
     if d.pct is None:
         return Text("n/a", style="dim")
     if d.verdict == "inconclusive":
-        return Text(f"~{d.pct:+.1f}%", style=style(app, "state-busy"))
-    if d.verdict == "untested noise":  # too few runs to know the noise: a number, never a verdict
-        return Text(f"?{d.pct:+.1f}%", style="dim")
-    if d.good is None:
-        return Text(f"{d.pct:+.1f}%", style="dim")
-    mark = {"better": " ✓", "worse": " ✗"}.get(d.verdict or "", "")
-    cell = Text(f"{d.pct:+.1f}%{mark}", style=style(app, "delta-good" if d.good else "delta-bad"))
+        cell = Text(f"~{d.pct:+.1f}%", style=style(app, "state-busy"))
+    elif d.verdict == "untested noise":  # too few runs to know the noise: a number, never a verdict
+        cell = Text(f"?{d.pct:+.1f}%", style="dim")
+    elif d.good is None:
+        cell = Text(f"{d.pct:+.1f}%", style="dim")
+    else:
+        mark = {"better": " ✓", "worse": " ✗"}.get(d.verdict or "", "")
+        cell = Text(f"{d.pct:+.1f}%{mark}", style=style(app, "delta-good" if d.good else "delta-bad"))
     if row.cache_note:  # the prefix cache served it and the baseline differently: not the same prefill work
         cell.append(" ⚠", style=style(app, "warning"))
     return cell
