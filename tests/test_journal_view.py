@@ -689,3 +689,26 @@ async def test_the_text_filter_finds_what_the_rows_show_and_a_traceback_is_one_r
         assert [n.message for n in list(app._notifications)[-2:]] == [
             "ValueError: boom at startup … m: whole message", "y" * (5 * 77 - 77 // 3 - 19) + " … m: whole message"]
         await pilot.press("q")
+
+
+async def test_the_text_filter_matches_across_the_columns_and_its_title_keeps_brackets(seeded):
+    """``/todo:6 [tui] move`` found nothing next to a row reading exactly that (only the
+    message column was searched), and the title showed ``/todo:6  move/`` (``[tui]`` read as
+    markup) (issue 34)."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("5", "slash", *"qwen [tui] 64 looks", "enter")
+        await wait_for(pilot, lambda: "/qwen [tui] 64 looks/" in app.query_one("#journal-box")._border_title.plain,
+                       what=lambda: app.query_one("#journal-box")._border_title.plain)
+        await wait_for(pilot, lambda: panel(app).shown_seqs, what="the note's row")
+        events = shown_events(app)
+        assert [e.type for e in events] == [ev.NOTE] and events[0].data["text"].startswith("64 looks better")
+        await pilot.press("q")
+    j = Journal(loaded.journal_path)  # the CLI's `journal tail --grep` asks the same query
+    found = j.events(text="note qwen [TUI]   64 looks", newest_first=True)
+    assert [e.data["text"] for e in found] == ["64 looks better; check p99 TTFT"]
+    assert ev.EventFilter(text="qwen [tui] 64 looks").matches(found[0])
+    assert not j.events(text="qwen [cli] 64 looks")
+    j.close()
