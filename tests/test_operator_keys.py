@@ -110,6 +110,11 @@ async def test_X_shows_each_item_against_the_flags_the_items_before_it_leave(tmp
         assert "~ --max-running-requests: 8 → 4" in third  # base config: back to the configured 4
         await pilot.press("n")
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        helps = {c.title: c.help for c in app.get_system_commands(app.screen)}  # the palette names the keys
+        assert helps["Restart demo with new flags"] == "Open the flag editor for demo — key r"
+        assert helps["Roll back demo to last good flags"].endswith("— key ^r")
+        assert helps["Run all pending experiments"].endswith("— key X in Todo")
+        assert helps["Run benchmark tiny"].endswith("— key b") and helps["Sweep benchmark tiny"].endswith("— key s in Bench")
         await pilot.press("q")
 
 
@@ -280,6 +285,21 @@ async def test_help_palette_and_key_bar_read_one_table(tmp_path):
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Command log" in titles and "Zoom" in titles and "Maximize" not in titles and "Keys" not in titles
         assert len(titles) == len(set(titles)), titles
+        # every entry that has a key names it (issue 34: r, ctrl+r, l, v, b were missing)
+        helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        keyed = {"Restart ": "key r", "Roll back ": "key ^r", "Show log of ": "key l", "Run benchmark ": "key b",
+                 "Show benchmark results": "key v", "Sweep benchmark ": "key s in Bench",
+                 "Run all pending experiments": "key X in Todo"}
+        matched = set()
+        for prefix, key in keyed.items():
+            found = [(t, h) for t, h in helps.items() if t.startswith(prefix) and " preset " not in t]
+            assert all(h.endswith(f"— {key}") for _, h in found), (prefix, found)
+            matched |= {prefix} if found else set()
+        assert matched >= {"Show log of ", "Show benchmark results", "Run all pending experiments"}, matched
+        await pilot.press("3")  # the todo list takes E for its own: the palette says how to reach the global one
+        await pilot.pause(0.2)
+        helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert helps["Experiments"] == "key E from another panel (the focused one uses E for its own)"
         await pilot.press("q")
 
 

@@ -215,9 +215,9 @@ def test_bench_output_since():
 async def test_the_cache_share_warning_shows_on_every_delta_cell():
     """The ⚠ (the prefix cache served the run otherwise than its baseline) was left off
     ``?`` and ``~`` cells (issue 34)."""
-    from optui.core.bench.compare import Delta, Row
     from textual.widgets import Static
 
+    from optui.core.bench.compare import Delta, Row
     from optui.ui.widgets.bench_panel import delta_cell
 
     app = PanelApp(Static())

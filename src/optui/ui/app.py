@@ -35,7 +35,7 @@ from optui.ui.intents import BenchActions, HostActions, JournalActions, ServerAc
 from optui.ui.intents.journal import JournalQueried
 from optui.ui.intents.todo import todo_commands
 from optui.ui.key_order import KeyBarrier, KeySequencer
-from optui.ui.key_table import TEXTUAL_KEY_COMMANDS, palette_key_commands
+from optui.ui.key_table import TEXTUAL_KEY_COMMANDS, key_hints, palette_key_commands
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
@@ -583,8 +583,9 @@ class OptuiApp(App):
         yield from (c for c in super().get_system_commands(screen) if c.title not in TEXTUAL_KEY_COMMANDS)
         yield from palette_key_commands(screen)
         if self.client is not None:
-            yield from palette_commands(self)
-            yield from todo_commands(self)
+            hints = key_hints(screen)  # every entry names its key where it has one
+            yield from palette_commands(self, hints)
+            yield from todo_commands(self, hints)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_help":

@@ -88,6 +88,33 @@ def key_rows(screen: Screen) -> list[KeyRow]:
     return rows
 
 
+def key_hints(screen: Screen) -> dict[str, str]:
+    """Binding id → ``"key r"`` (the keys working now, as the help shows them), else
+    ``"key s in Bench"`` for a panel's key that works when that panel is focused (its class
+    binding), for the palette's entries (every entry names its key where it has one)."""
+    from textual.widget import Widget
+
+    app = screen.app
+    hints = {row.binding_id: f"key {row.keys}" + ("" if row.where == GLOBAL else f" in {row.where}")
+             for row in key_rows(screen) if row.binding_id}
+    main = app.screen_stack[0] if app.screen_stack else screen
+    nodes: list = [app, *main.query(Widget)]
+    for node in nodes:
+        for binding in getattr(type(node), "BINDINGS", ()):
+            if isinstance(binding, Binding) and binding.id and binding.id not in hints and binding.description:
+                where = "" if node is app else where_of(node)
+                where = "" if where == GLOBAL else f" in {where}"
+                keys = " ".join(app.get_key_display(Binding(k.strip(), binding.action)) for k in binding.key.split(","))
+                hints[binding.id] = f"key {keys}{where}"
+    return hints
+
+
+def hinted(text: str, hints: dict[str, str], binding_id: str) -> str:
+    """``text`` with its key (``"Open the flag editor — key r"``) when ``binding_id`` has one."""
+    hint = hints.get(binding_id)
+    return f"{text} — {hint}" if hint else text
+
+
 def palette_key_commands(screen: Screen) -> Iterator[SystemCommand]:
     """The palette's commands for the global keys of :data:`PALETTE_IDS`, titled with the
     key's own label and the key in the help line; one whose key the focused panel takes
@@ -103,8 +130,9 @@ def palette_key_commands(screen: Screen) -> Iterator[SystemCommand]:
         if row is not None:
             yield SystemCommand(row.label, f"key {row.keys}", _runner(row.node, row.action))
         elif (binding := shadowed.get(binding_id)) is not None and app.check_action(binding.action, ()) is not False:
-            yield SystemCommand(binding.description, "a global key (the focused panel uses it for its own)",
-                                _runner(app, binding.action))
+            key = app.get_key_display(binding)
+            yield SystemCommand(binding.description, f"key {key} from another panel (the focused one uses {key} "
+                                "for its own)", _runner(app, binding.action))
 
 
 def _runner(node: DOMNode, action: str):

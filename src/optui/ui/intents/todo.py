@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -273,15 +273,20 @@ class TodoActions(Actions):
         self.notify(f"wrote {len(items)} item{'s' if len(items) != 1 else ''} to {path}")
 
 
-def todo_commands(app) -> Iterator[SystemCommand]:
-    """Palette entries of the todo domain."""
+def todo_commands(app, hints: Mapping[str, str] | None = None) -> Iterator[SystemCommand]:
+    """Palette entries of the todo domain, each naming its key from ``hints`` (binding id →
+    key) where it has one."""
+    from optui.ui.key_table import hinted
+
+    hints = dict(hints or {})
     client = app.client
     todo = app.todo_actions
     if not client.read_only:
         yield SystemCommand("Follow an agent's todo list", "claude / opencode / todowrite list, live and read-only", todo.follow_prompt)
         for key in client.followed_todo_lists():
             yield SystemCommand(f"Stop following {key}", "its items stay in the list", partial(todo.unfollow, key))
-        yield SystemCommand("Run all pending experiments", "restart → ready → bench → compare, one item after another",
+        yield SystemCommand("Run all pending experiments",
+                            hinted("restart → ready → bench → compare, one item after another", hints, "todo.queue_all"),
                             partial(todo.run_experiments, None))
     yield SystemCommand("Export todo list as Markdown", "writes todo.md beside the journal", partial(todo.export_todos, "markdown"))
     yield SystemCommand("Export todo list as todowrite JSON", "writes todo.json beside the journal", partial(todo.export_todos, "todowrite"))
