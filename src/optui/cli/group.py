@@ -80,7 +80,7 @@ def _quiet_on_closed_stdout() -> Iterator[None]:
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported only when used."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's ``main``; with ``--json`` a failure that printed nothing on stdout prints
         one JSON object there, ``{"error": "<what stderr says>", "exit_code": N}``, so a
         script reading stdout always gets JSON (the message stays on stderr too)."""
