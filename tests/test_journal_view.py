@@ -338,9 +338,10 @@ async def test_every_bench_panel_row_names_its_flag_diff_vs_the_baseline(seeded,
 
         await wait_for(pilot, lambda: len(changes()) == 3 and "…" not in changes().values(), what=changes)
         table = app.query_one("#bench-results")
-        expected = {(200, 50): ("--max-running-requests 64", "--max-running-requests 64 +1"),
-                    (60, 40): ("--max-run-req 64", "--max-run-req 64 +1"),
-                    (50, 30): ("--mrr 64", "--mrr 64 --cps 512")}[size]
+        # the flag an experiment changed from the one before comes first (issue 34): chunk's is --chunked-prefill-size
+        expected = {(200, 50): ("--max-running-requests 64", "--chunked-prefill-size 512 +1"),
+                    (60, 40): ("--max-run-req 64", "--chu-pre-siz 512 +1"),
+                    (50, 30): ("--mrr 64", "--cps 512 +1")}[size]
         assert changes() == {ids["base"]: "baseline", ids["big"]: expected[0], ids["chunk"]: expected[1]}, changes()
         await pilot.pause(0.1)
         header = table.render_line(0).text
@@ -352,7 +353,10 @@ async def test_every_bench_panel_row_names_its_flag_diff_vs_the_baseline(seeded,
             assert any(change in line for change in changes().values()), line  # the change shown whole
         if size[0] < 80:
             # the result and its comparison with the baseline still show (new user: no Δ at 60x40)
-            assert header.split()[:2] == ["bench", "change"] and "out tok/s" in header and "Δ out" in header, header
+            assert header.split()[:3] == ["bench", "exp", "change"] and "out tok/s" in header and "Δ out" in header, header
+            exps = [str(c) for c in table.get_column("exp")]  # issue 34: which experiment, at 60 and 50 columns too
+            rows = app.query_one("#bench").shown_rows
+            assert exps == [r.group.experiment.removeprefix("exp-") for r in rows] and "0002" in exps, exps
         else:  # a resize fits the columns again and keeps the row the cursor is on (B pins it)
             await pilot.press("4", "up")
             selected = app.query_one("#bench").selected_row()
