@@ -120,6 +120,8 @@ class OptuiApp(App):
 
     CSS_PATH = "optui.tcss"
     TITLE = "optui"
+    #: a zoomed panel (z) keeps the key bar under it: its keys, and how to leave the zoom
+    ALLOW_IN_MAXIMIZED_VIEW = "KeyBar"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-medium"), (WIDE_WIDTH, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     BINDINGS = [
@@ -312,6 +314,7 @@ class OptuiApp(App):
 
         self.query_one("#gpus", GpuPanel).set_show_processes(zoomed is not None and zoomed.id == "gpus-box")
         self.query_one("#servers", ServerPanel).set_zoomed(zoomed is not None and zoomed.id == "servers-box")
+        self.query_one(KeyBar).update_keys()  # the zoom key now says how to go back
 
     def _fit_side_pane(self, size: Size | None = None) -> None:
         """In a side pane (< 80 columns) the GPU panel's expanded hosts get only the rows

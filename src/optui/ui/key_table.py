@@ -28,6 +28,9 @@ GLOBAL = "global"
 #: the palette offers those keys by their own labels instead (:func:`palette_key_commands`)
 TEXTUAL_KEY_COMMANDS = frozenset({"Keys", "Maximize", "Minimize", "Quit"})
 
+#: the zoom key's label while a panel is zoomed (the key bar's "how to leave")
+UNZOOM_LABEL = "Back to all panels"
+
 #: binding ids of global keys the command palette offers as commands, by the key's own label
 PALETTE_IDS = ("app.help", "app.zoom", "app.command_log", "app.pause", "app.refresh", "journal.note",
                "journal.experiments", "todo.stop_experiments", "bench.abort", "app.quit")
@@ -81,9 +84,12 @@ def key_rows(screen: Screen) -> list[KeyRow]:
         if binding.show and not slot[0].show:  # a shown binding's label and id win over a hidden one's
             slot[0] = binding
     rows = []
+    zoomed = screen.maximized is not None
     for binding, node, keys in slots.values():
         ordered = [k for shown, k in keys if shown] + [k for shown, k in keys if not shown]  # shown keys first
-        rows.append(KeyRow(" ".join(ordered), binding.id, binding.description, where_of(node), binding.action,
+        # zoomed, the zoom key is the way back: the bar, the help and the palette say so
+        label = UNZOOM_LABEL if zoomed and binding.id == "app.zoom" else binding.description
+        rows.append(KeyRow(" ".join(ordered), binding.id, label, where_of(node), binding.action,
                            any(shown for shown, _ in keys), node))
     return rows
 
