@@ -117,7 +117,7 @@ def test_an_edit_replaces_another_spelling_of_the_same_flag(llama):
     assert apply_edit(flags, "--threads=2", {}, llama).to_argv()[3:5] == ["--threads", "2"]
     assert apply_edit(flags, "-t 4", {}, llama).to_argv()[3:5] == ["-t", "4"]  # its own spelling kept
     assert apply_edit(flags, "--threads 2", {}, None).to_argv()[-2:] == ["--threads", "2"]  # no catalogue: no aliases
-    with pytest.raises(FlagError, match=r"--no-such-flag: not in the server's --help.*type --no-such-flag=1"):
+    with pytest.raises(FlagError, match=r"--no-such-flag: an unknown flag whose name reads as on/off.*type --no-such-flag=1 to pass the value"):
         apply_edit(flags, "--no-such-flag 1", {}, llama)
     with pytest.raises(FlagError, match=r"type --enable-x=1"):
         apply_edit(flags, "--enable-x 1", {}, None)

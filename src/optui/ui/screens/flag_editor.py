@@ -103,10 +103,9 @@ def _refuse_a_changed_form(flags: Flags, name: str, values: list[str], catalog: 
     found = catalog.lookup(name) if catalog is not None else None
     if found is not None or not flags.may_read_as_boolean(name):  # a known flag: the catalogue's checks speak
         return
-    help_of = f"`{' '.join(catalog.program)} --help`" if catalog is not None and catalog.program else "the server's --help"
-    where = f"not in {help_of}; " if catalog is not None else ""
-    raise FlagError(f"{name}: {where}its name reads as an on/off flag, so a value after a space would be "
-                    f"read apart from it: type {name}={' '.join(values)} to pass it as that")
+    what = "an unknown flag whose name" if catalog is not None else "its name"  # the help line says where it looked
+    raise FlagError(f"{name}: {what} reads as on/off (a value after a space is read apart): "
+                    f"type {name}={' '.join(values)} to pass the value")
 
 
 def _issues_of(flags: Flags, name: str, catalog: FlagCatalog) -> list[Issue]:
