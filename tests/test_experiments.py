@@ -69,6 +69,20 @@ def test_the_flag_changed_from_the_previous_configuration_is_never_folded(journa
         assert "0.99" in text and text.startswith(("--mem-fraction-static", "--mem-fra-sta", "--mfs")), (width, text)
 
 
+def test_a_bad_flag_failure_shows_the_refused_flag_first(journal):
+    """Two flags changed at once and the server refused one: the row read ``--cps 4096 +1``,
+    the refused ``--no-such-flag`` folded (the walk of issue 34)."""
+    w = CampaignWriter(journal)
+    w.restart(flags(), reason="autostart")
+    exp = w.restart(flags(chunked_prefill_size=4096, no_such_flag="1"), ready_s=None)
+    journal.append(ev.SERVER_FAILED, "qwen", {"class": "bad_flag", "returncode": 2, "lines": [
+        "usage: launch_server.py [-h] ...", "launch_server.py: error: unrecognized arguments: --no-such-flag 1"]},
+        experiment=exp, ts=w.tick(1))
+    x = by_id(load_experiments(journal))[exp]
+    assert x.crash_class == "bad_flag" and x.changed_flags[0] == "--no-such-flag 1", x.changed_flags
+    assert fit_flag_column([x.changed_flags], 16)[0].startswith("--nsf 1"), fit_flag_column([x.changed_flags], 16)
+
+
 def test_a_rollback_to_flags_that_measured_worse_or_were_rejected_warns(journal):
     """The rollback offered as "last good" a configuration just measured worse -50 % with no
     warning (issue 34): last good is the last that became ready, not the last that measured well."""

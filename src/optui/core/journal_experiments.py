@@ -84,18 +84,20 @@ def experiment_id(n: int) -> str:
 LISTEN_FLAGS = frozenset({"--host", "--port", "--uds"})
 
 
-def config_changes(old: Flags, new: Flags, *, short: bool = False, first: Flags | None = None) -> list[str]:
+def config_changes(old: Flags, new: Flags, *, short: bool = False, first: Flags | None = None,
+                   lead: str | None = None) -> list[str]:
     """The flag diff lines from ``old`` to ``new`` (``~ --tp-size: 4 → 8``; ``short``: the
     flags as they run, ``--tp-size 8``, :meth:`FlagChange.short <optui.core.flags.FlagChange.short>`)
     that change the configuration: :data:`LISTEN_FLAGS` left out. A flag given more than
     once (``--lora a --lora b``) is compared by all its occurrences in order, not only its
     last one (:func:`config_key`): ``~ --lora: a b → x b``. ``first``: the previous
     configuration; the flags that differ from it come first (a cell that folds the others
-    into ``+N`` still shows the change just made, e.g. the one that made a start fail)."""
+    into ``+N`` still shows the change just made, e.g. the one that made a start fail);
+    ``lead``: a flag name put before all (the one a ``bad_flag`` crash names)."""
     changes = _flag_changes(old, new)
-    if first is not None:
-        just_changed = {c.name for c in _flag_changes(first, new)}
-        changes.sort(key=lambda c: c.name not in just_changed)  # stable: each part in diff order
+    if first is not None or lead:
+        just_changed = {c.name for c in _flag_changes(first, new)} if first is not None else set()
+        changes.sort(key=lambda c: (c.name != lead, c.name not in just_changed))  # stable: each part in diff order
     return [c.short() if short else c.describe() for c in changes]
 
 
@@ -110,6 +112,20 @@ def _flag_changes(old: Flags, new: Flags) -> list[FlagChange]:
             flat_new = tuple(v for values in after[name] for v in values)
             changes.append(FlagChange(name, flat_old, flat_new))
     return changes
+
+
+def _refused_flag(draft: dict) -> str | None:
+    """The flag a ``bad_flag`` failure's log names (``unrecognized arguments: --no-such-flag=1``
+    → ``--no-such-flag``), canonical, else None."""
+    from optui.core.server_log import flag_named_in
+
+    if draft.get("crash_class") != "bad_flag":
+        return None
+    for line in reversed((*draft.get("crash_lines", ()), draft.get("crash_message") or "")):
+        found = flag_named_in(line) if "error" in line.lower() else None
+        if found:
+            return canonical_name(found.partition("=")[0])
+    return None
 
 
 def _occurrences(flags: Flags) -> dict[str, list[tuple[str, ...]]]:
@@ -665,8 +681,10 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
             is_baseline = exp_id == baseline_id
             flags = resolved_flags(d["argv"], names)
             prev = resolved_flags(d["prev_argv"], names) if d["prev_argv"] else None  # its own change first
-            diff = () if is_baseline else tuple(config_changes(base_flags, flags, first=prev))
-            short = () if is_baseline else tuple(config_changes(base_flags, flags, short=True, first=prev))
+            lead = _refused_flag(d)  # and before it, the flag a bad_flag start was refused for
+            lead = dict((names or {}).get("aliases") or {}).get(lead, lead) if lead else None
+            diff = () if is_baseline else tuple(config_changes(base_flags, flags, first=prev, lead=lead))
+            short = () if is_baseline else tuple(config_changes(base_flags, flags, short=True, first=prev, lead=lead))
             exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
                                 "workloads": ctx.workloads(unit[exp_id], mine), "is_baseline": is_baseline,
                                 "baseline_id": baseline_id, "diff_vs_baseline": diff, "changed_flags": short,
