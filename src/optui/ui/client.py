@@ -152,6 +152,12 @@ class SessionClient:
         where = (launch.log_path or f"journal of {getattr(rt.controller, 'unit', '?')}") if launch else "not started"
         return list(rt.log_tail), where
 
+    def restart_refusal_now(self, name: str) -> str | None:
+        """Why a restart of ``name`` would be refused, from what this process knows at once
+        (read-only, a benchmark of this window running against it, another process restarting
+        it), or None: asked before the flag editor opens, without a journal read."""
+        return self._session.restart_refusal_now(name)
+
     async def restart_refusal(self, name: str) -> str | None:
         """Why a restart of ``name`` would be refused now (read-only, a benchmark running
         against it, another process restarting it...), asked before the flag editor opens; None

@@ -59,19 +59,29 @@ class ServerActions(Actions):
     def unless_refused(self, name: str, then: Callable[[], None]) -> None:
         """Call ``then`` (open an editor or a confirm that restarts ``name``) unless the
         restart would be refused now: read-only, a benchmark running against it, another
-        process restarting it (:meth:`SessionClient.restart_refusal`); then the refusal is
-        shown instead, before the operator types or confirms anything."""
-        async def check() -> None:
-            try:
-                why = await self.client.restart_refusal(name)
-            except SessionError as exc:
-                why = str(exc)
+        process restarting it (:meth:`SessionClient.restart_refusal_now`, no journal read: the
+        editor opens at once, keys typed right after ``r`` reach it); then the refusal is
+        shown instead, before the operator types or confirms anything. A benchmark another
+        optui process runs is looked up in the journal meanwhile: the dialog ``then`` opened
+        is closed with the refusal when it finds one."""
+        try:
+            why = self.client.restart_refusal_now(name)
+        except SessionError as exc:
+            why = str(exc)
+        if why:
+            self.notify(why, severity="warning", timeout=8)
+            return
+        then()
+        opened = self.app.screen
+
+        async def elsewhere() -> None:
+            why = await self.client.restart_refusal(name)
             if why:
                 self.notify(why, severity="warning", timeout=8)
-                return
-            then()
+                if self.app.screen is opened and opened is not self.app.screen_stack[0]:
+                    opened.dismiss(None)
 
-        self.run_worker(check(), group=f"restart-check-{name}", exclusive=True, exit_on_error=False)
+        self.run_worker(elsewhere(), group=f"restart-check-{name}", exclusive=True, exit_on_error=False)
 
     def open_flag_editor(self, name: str) -> None:
         """Open the flag editor for ``name`` (with the flag catalogue, learned from the
