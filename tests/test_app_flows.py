@@ -94,7 +94,7 @@ async def test_bad_flag_shows_crash_class_and_rollback(tmp_path):
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
         await pilot.press("2", "r")
-        await edit(pilot, app, "--no-such-flag 1")
+        await edit(pilot, app, "--no-such-flag=1")  # (with a space the editor refuses it: issue 34)
         await pilot.press("ctrl+s", "y")
         await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "crashed", timeout=30)
         assert str(rt.status.crash_class) == "bad_flag"

@@ -233,7 +233,9 @@ async def test_a_value_for_an_unknown_no_flag_reads_the_same_in_editor_review_an
             lambda: "flags known from" in text_of(app, "#flags-help"),
             what=lambda: (type(app.screen).__name__, text_of(app, "#flags-help")),
         )
-        await edit(pilot, app, "--no-such-flag 1")
+        await edit(pilot, app, "--no-such-flag 1")  # issue 34: not rewritten to --no-such-flag=1 without a word
+        assert "type --no-such-flag=1" in text_of(app, "#flags-error")
+        await edit(pilot, app, "--no-such-flag=1")
         assert text_of(app, "#flags-diff").strip() == "+ --no-such-flag 1"
         await pilot.press("ctrl+s")
         assert type(app.screen).__name__ == "ConfirmScreen"

@@ -140,3 +140,28 @@ async def test_quitting_during_a_run_leaves_nothing_running(tmp_path):
         await pilot.press("q")
     assert not proc.group_alive(run.pid) and not proc.pid_alive(grandchild)
     assert run.view.status == "aborted"
+
+
+@pytest.mark.parametrize("key", ["r", "ctrl+r"])
+async def test_a_restart_during_a_benchmark_is_refused_before_the_editor_opens(tmp_path, key):
+    """``r`` while a benchmark ran opened the editor; the refusal came after typing, ctrl+s and y,
+    beside a "restarting…" toast, and the typed flags were lost (issue 34)."""
+    (tmp_path / "optui.toml").write_text(
+        '[hosts.local]\ngpu_source = "none"\n[servers.s]\nurl = "http://127.0.0.1:1"\n'
+        f'argv = {json.dumps([sys.executable, "-c", "pass", "--max-running-requests", "8"])}\n'
+        f'[benchmarks.fake]\nserver = "s"\nargv = {json.dumps([*TOOL, "--num-prompts", "8", "--silent", "300"])}\n')
+    app = OptuiApp(Session(load_config(tmp_path / "optui.toml")), title="test")
+    benches = app.session.benches
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("b")
+        await run_anyway(pilot)
+        await wait_for(pilot, lambda: benches.running and benches.current is not None)
+        await pilot.press("2", key)
+        await wait_for(pilot, lambda: any("is running against it" in n.message for n in app._notifications),
+                       what=lambda: [n.message for n in app._notifications])
+        await pilot.pause(0.3)
+        assert type(app.screen).__name__ not in ("FlagEditorScreen", "ConfirmScreen")
+        assert not any("restarting" in n.message for n in app._notifications)
+        await pilot.press("4", "A")
+        await wait_for(pilot, lambda: not benches.running)
+        await pilot.press("q")

@@ -91,7 +91,8 @@ def test_malformed_file_exits_2_with_file_and_line(tmp_path):
     result = run(str(path), "--json")
     assert result.exit_code == 2
     assert result.stderr.startswith(f"optui: error: {path}:2: invalid JSON")
-    assert "Traceback" not in result.output and result.stdout == ""
+    assert "Traceback" not in result.output
+    assert json.loads(result.stdout) == {"error": result.stderr.strip().removeprefix("optui: error: "), "exit_code": 2}
 
 
 @pytest.mark.parametrize("make", [lambda p: p / "missing.log", lambda p: p])

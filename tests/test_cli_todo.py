@@ -93,8 +93,9 @@ def test_malformed_import_names_the_line_and_imports_nothing(campaign, tmp_path)
     src = tmp_path / "plan.json"
     src.write_text('{"todos": [\n  {"content": "ok", "status": "pending"},\n  {"content": "bad"}\n]}')
     r = todo(campaign, "import", str(src), "--json")
-    assert r.exit_code == 1 and r.stdout == ""
-    assert r.stderr == f"optui: error: {src.resolve()}:3: todos[1].status: missing (required) (nothing imported)\n"
+    message = f"{src.resolve()}:3: todos[1].status: missing (required) (nothing imported)"
+    assert r.exit_code == 1 and json.loads(r.stdout) == {"error": message, "exit_code": 1}  # --json: JSON on stdout
+    assert r.stderr == f"optui: error: {message}\n"
     assert journal(campaign).todos() == []
     r = todo(campaign, "import", str(tmp_path / "missing.json"))
     assert r.exit_code == 1 and "no such file" in r.stderr
@@ -113,6 +114,8 @@ def test_export_todowrite_and_markdown(campaign, tmp_path):
     out = tmp_path / "todo.md"
     r = todo(campaign, "export", "-o", str(out))
     assert r.exit_code == 0 and "wrote 2 items" in r.stderr
+    r = todo(campaign, "export", "--open", "-o", str(tmp_path / "open.md"))
+    assert r.exit_code == 0 and "wrote 1 item to" in r.stderr  # not "1 items" (issue 34)
     assert out.read_text().splitlines()[2:] == ["- [x] **high** Baseline", "  - sweep: 100.0 out tok/s", "- [ ] Try 32"]
     hist = todo(campaign, "history", "1", "--json")
     assert [e["data"]["op"] for e in json.loads(hist.stdout)] == ["add", "status"]

@@ -11,10 +11,12 @@ from optui.adapters.journal import Journal
 from optui.core import events as ev
 from optui.core.event_details import event_sections, experiment_sections, render_text
 from optui.core.events import EventFilter, parse_since
+from optui.core.flag_abbrev import fit_flag_column
 from optui.core.journal_experiments import (
     best_experiment,
     build_experiments,
     crash_summary,
+    rollback_warning,
     runs_text,
     sort_experiments,
     verdict_evidence,
@@ -53,6 +55,52 @@ def test_ids_baseline_deltas_and_verdicts(journal):
     assert chunk.verdict == "worse" and chunk.actor == "cli"
     assert chunk.primary_delta.rel_pct == pytest.approx(100 * (900 - 1005) / 1005)
     assert radix.verdict == "untested" and radix.actor == "agent:claude"
+
+
+def test_the_flag_changed_from_the_previous_configuration_is_never_folded(journal):
+    """exp-0004 set --mem-fraction-static 0.99 on top of --max-running-requests 64 and
+    failed: its row read ``--max-running-requests 64 +1 failed: oom`` (issue 34), the cause folded."""
+    ids = standard_campaign(journal)
+    oom = by_id(load_experiments(journal))[ids["oom"]]
+    assert oom.changed_flags == ("--mem-fraction-static 0.99", "--max-running-requests 64")
+    assert oom.diff_vs_baseline[0] == "+ --mem-fraction-static 0.99"
+    for width in range(13, 80):  # any width: abbreviated, the other flag counted, never this one
+        text = fit_flag_column([oom.changed_flags], width)[0]
+        assert "0.99" in text and text.startswith(("--mem-fraction-static", "--mem-fra-sta", "--mfs")), (width, text)
+
+
+def test_a_bad_flag_failure_shows_the_refused_flag_first(journal):
+    """Two flags changed at once and the server refused one: the row read ``--cps 4096 +1``,
+    the refused ``--no-such-flag`` folded (the walk of issue 34)."""
+    w = CampaignWriter(journal)
+    w.restart(flags(), reason="autostart")
+    exp = w.restart(flags(chunked_prefill_size=4096, no_such_flag="1"), ready_s=None)
+    journal.append(ev.SERVER_FAILED, "qwen", {"class": "bad_flag", "returncode": 2, "lines": [
+        "usage: launch_server.py [-h] ...", "launch_server.py: error: unrecognized arguments: --no-such-flag 1"]},
+        experiment=exp, ts=w.tick(1))
+    x = by_id(load_experiments(journal))[exp]
+    assert x.crash_class == "bad_flag" and x.changed_flags[0] == "--no-such-flag 1", x.changed_flags
+    assert fit_flag_column([x.changed_flags], 16)[0].startswith("--nsf 1"), fit_flag_column([x.changed_flags], 16)
+
+
+def test_a_rollback_to_flags_that_measured_worse_or_were_rejected_warns(journal):
+    """The rollback offered as "last good" a configuration just measured worse -50 % with no
+    warning (issue 34): last good is the last that became ready, not the last that measured well."""
+    ids = standard_campaign(journal)
+    xs = load_experiments(journal)
+    by = by_id(xs)
+    chunk = by[ids["chunk"]]
+    warning = rollback_warning(xs, "qwen", chunk.argv)
+    assert warning is not None and warning.startswith(f"{chunk.id} ran these flags and measured worse")
+    assert "-10.4 % out tok/s vs exp-0001" in warning
+    assert rollback_warning(xs, "qwen", by[ids["big"]].argv) is None      # better
+    assert rollback_warning(xs, "qwen", by[ids["base"]].argv) is None     # the baseline
+    assert rollback_warning(xs, "qwen", by[ids["radix"]].argv) is None    # never measured
+    assert rollback_warning(xs, "qwen", by[ids["oom"]].argv) is None      # failed: not a last good anyway
+    assert rollback_warning(xs, "other", chunk.argv) is None              # another server's
+    journal.append(ev.VERDICT, "qwen", {"decision": "reject", "reason": "p99 too high"}, experiment=ids["big"])
+    rejected = rollback_warning(load_experiments(journal), "qwen", by[ids["big"]].argv)
+    assert rejected == f"{ids['big']} ran these flags and was rejected (p99 too high)"
 
 
 def test_noise_threshold_uses_the_runs_spread(journal):

@@ -102,6 +102,28 @@ def test_llama_toggle_replaces_spelling_in_place(llama):
     assert llama.toggle(Flags.parse(["llama-server"]), "--metrics").to_argv() == ["llama-server", "--metrics"]
 
 
+def test_an_edit_replaces_another_spelling_of_the_same_flag(llama):
+    """``--threads 2`` was added beside ``-t 1`` although the catalogue knows they are one
+    flag (issue 34); an unknown ``--no-*`` flag typed with a space is refused, not rewritten
+    silently to ``--no-such-flag=1``."""
+    from optui.core.flags import FlagError
+    from optui.ui.screens.flag_editor import apply_edit
+
+    assert llama.aliases("--threads") == ("-t",) and llama.aliases("-t") == ("--threads",)
+    assert llama.aliases("--no-such-flag") == () and llama.aliases("--no-kv-offload") == ()
+    flags = Flags.parse(["llama-server", "-m", "tiny.gguf", "-t", "1", "-c", "2048"], llama.booleans())
+    assert apply_edit(flags, "--threads 2", {}, llama).to_argv() == ["llama-server", "-m", "tiny.gguf", "--threads", "2",
+                                                                     "-c", "2048"]
+    assert apply_edit(flags, "--threads=2", {}, llama).to_argv()[3:5] == ["--threads", "2"]
+    assert apply_edit(flags, "-t 4", {}, llama).to_argv()[3:5] == ["-t", "4"]  # its own spelling kept
+    assert apply_edit(flags, "--threads 2", {}, None).to_argv()[-2:] == ["--threads", "2"]  # no catalogue: no aliases
+    with pytest.raises(FlagError, match=r"--no-such-flag: an unknown flag whose name reads as on/off.*type --no-such-flag=1 to pass the value"):
+        apply_edit(flags, "--no-such-flag 1", {}, llama)
+    with pytest.raises(FlagError, match=r"type --enable-x=1"):
+        apply_edit(flags, "--enable-x 1", {}, None)
+    assert apply_edit(flags, "--no-such-flag=1", {}, llama).to_argv()[-1] == "--no-such-flag=1"  # as typed
+
+
 # ------------------------------------------------------------------ SGLang (argparse, store_true)
 def test_sglang_help_shapes(sglang):
     assert sglang.style == "argparse" and sglang.positionals == ()

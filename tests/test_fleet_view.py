@@ -121,6 +121,8 @@ async def test_the_fleet_grid_sorts_filters_and_opens_a_host(tmp_path, size):
         assert "inference servers" in body and f"{sim_host_name(1)}:30000" in body and "sglang" in body
         assert body.count("     util ") == GPUS_PER_HOST and "readings)" in body  # each GPU's history
         assert sum(line.strip().startswith(str(i)) for line in body.splitlines() for i in range(8)) >= GPUS_PER_HOST
+        frame = app.screen.query_one("#details-body").parent.parent
+        assert frame.border_subtitle == "Esc, q or Enter closes"  # q closes it: the dialog says so (issue 34)
         await pilot.press("escape")
         await pilot.press("q")
 

@@ -263,7 +263,9 @@ async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
         rows = [line for line in lines if re.search(r"exp-000[2-5] ", line)]
         if size[0] < 100:
             assert "--max-run-req 64 " in row and "+28.9%" in row and "better" in row, row
-            assert all("--max-run-req 64 +1 " in line for line in rows[1:]), rows  # abbreviated alike, counted
+            # abbreviated alike, counted; the flag each changed from the one before first (issue 34)
+            assert [first in line for line, first in zip(rows[1:], ("--mem-fra-sta 0.99 +1 ", "--chu-pre-siz 512 +1 ",
+                                                                     "--dis-rad-cac +1 "), strict=True)], rows
         else:
             # the baseline the evidence rests on is named once, in the title
             assert "~ --max-running-requests: 16 → 64 " in row and "n=3 vs 3, ±0.4 % / ±0.5 %, p=0.10 " in row, row
@@ -271,10 +273,11 @@ async def test_the_experiments_view_fits_its_width_change_first(seeded, size):
             assert title.startswith(f"Experiments of qwen (5)   baseline {ids['base']}   "), title
             # every change whole, as the diff reads everywhere else: the room the server column, the
             # evidence's 'vs' and the one-line headers ('TTFT p50 ms', 'runs, requests') took
-            assert [" ~ --max-running-requests: 16 → 64; + --mem-fraction-static 0.99 ",
-                    " ~ --max-running-requests: 16 → 64; + --chunked-prefill-size 512 ",
-                    " ~ --max-running-requests: 16 → 64; + --disable-radix-cache (on) "] == [
-                        next(" " + c + " " for c in rows[n].split("  ") if c.startswith("~")) for n in (1, 2, 3)], rows
+            # (the flag each changed from the configuration before comes first: issue 34)
+            assert [" + --mem-fraction-static 0.99; ~ --max-running-requests: 16 → 64 ",
+                    " + --chunked-prefill-size 512; ~ --max-running-requests: 16 → 64 ",
+                    " + --disable-radix-cache (on); ~ --max-running-requests: 16 → 64 "] == [
+                        next(" " + c + " " for c in rows[n].split("  ") if c.startswith("+ ")) for n in (1, 2, 3)], rows
             assert "decision" not in keys  # none recorded
         assert not any("…" in line for line in rows), rows
         await pilot.press("escape")
@@ -316,8 +319,8 @@ async def test_every_result_row_names_its_flag_diff_vs_the_baseline(seeded):
 
         await wait_for(pilot, lambda: "…" not in changes().values() and len(changes()) == 3)
         # longer than the column (30): the flags, names whole (it cut '~ --max-running-requests: 16 →…')
-        assert changes() == {ids["base"]: "baseline", ids["big"]: "--max-running-requests 64",
-                             ids["chunk"]: "--max-running-requests 64 +1"}, changes()
+        assert changes() == {ids["base"]: "baseline", ids["big"]: "--max-running-requests 64",  # its own change first
+                             ids["chunk"]: "--chunked-prefill-size 512 +1"}, changes()
         await pilot.press("escape")
 
 
@@ -338,9 +341,10 @@ async def test_every_bench_panel_row_names_its_flag_diff_vs_the_baseline(seeded,
 
         await wait_for(pilot, lambda: len(changes()) == 3 and "…" not in changes().values(), what=changes)
         table = app.query_one("#bench-results")
-        expected = {(200, 50): ("--max-running-requests 64", "--max-running-requests 64 +1"),
-                    (60, 40): ("--max-run-req 64", "--max-run-req 64 +1"),
-                    (50, 30): ("--mrr 64", "--mrr 64 --cps 512")}[size]
+        # the flag an experiment changed from the one before comes first (issue 34): chunk's is --chunked-prefill-size
+        expected = {(200, 50): ("--max-running-requests 64", "--chunked-prefill-size 512 +1"),
+                    (60, 40): ("--max-run-req 64", "--chu-pre-siz 512 +1"),
+                    (50, 30): ("--mrr 64", "--cps 512 +1")}[size]
         assert changes() == {ids["base"]: "baseline", ids["big"]: expected[0], ids["chunk"]: expected[1]}, changes()
         await pilot.pause(0.1)
         header = table.render_line(0).text
@@ -352,7 +356,10 @@ async def test_every_bench_panel_row_names_its_flag_diff_vs_the_baseline(seeded,
             assert any(change in line for change in changes().values()), line  # the change shown whole
         if size[0] < 80:
             # the result and its comparison with the baseline still show (new user: no Δ at 60x40)
-            assert header.split()[:2] == ["bench", "change"] and "out tok/s" in header and "Δ out" in header, header
+            assert header.split()[:3] == ["bench", "exp", "change"] and "out tok/s" in header and "Δ out" in header, header
+            exps = [str(c) for c in table.get_column("exp")]  # issue 34: which experiment, at 60 and 50 columns too
+            rows = app.query_one("#bench").shown_rows
+            assert exps == [r.group.experiment.removeprefix("exp-") for r in rows] and "0002" in exps, exps
         else:  # a resize fits the columns again and keeps the row the cursor is on (B pins it)
             await pilot.press("4", "up")
             selected = app.query_one("#bench").selected_row()
@@ -446,7 +453,8 @@ async def test_the_experiments_view_shows_a_configuration_again_as_that_configur
 
         await wait_for(pilot, lambda: bench_changes() and "…" not in bench_changes()[0], what=bench_changes)
         await pilot.resize_terminal(50, 30)  # the bench panel's change says it in fewer words, never cut
-        await wait_for(pilot, lambda: bench_changes()[-1:] == [f"same as {base}"], what=bench_changes)
+        # (at 50 columns the exp column beside it leaves the change 10 characters: issue 34)
+        await wait_for(pilot, lambda: bench_changes()[-1:] == [f"= {base}"], what=bench_changes)
         await pilot.resize_terminal(60, 40)
         await pilot.press("E")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ExperimentsScreen")
@@ -689,3 +697,26 @@ async def test_the_text_filter_finds_what_the_rows_show_and_a_traceback_is_one_r
         assert [n.message for n in list(app._notifications)[-2:]] == [
             "ValueError: boom at startup … m: whole message", "y" * (5 * 77 - 77 // 3 - 19) + " … m: whole message"]
         await pilot.press("q")
+
+
+async def test_the_text_filter_matches_across_the_columns_and_its_title_keeps_brackets(seeded):
+    """``/todo:6 [tui] move`` found nothing next to a row reading exactly that (only the
+    message column was searched), and the title showed ``/todo:6  move/`` (``[tui]`` read as
+    markup) (issue 34)."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("5", "slash", *"qwen [tui] 64 looks", "enter")
+        await wait_for(pilot, lambda: "/qwen [tui] 64 looks/" in app.query_one("#journal-box")._border_title.plain,
+                       what=lambda: app.query_one("#journal-box")._border_title.plain)
+        await wait_for(pilot, lambda: panel(app).shown_seqs, what="the note's row")
+        events = shown_events(app)
+        assert [e.type for e in events] == [ev.NOTE] and events[0].data["text"].startswith("64 looks better")
+        await pilot.press("q")
+    j = Journal(loaded.journal_path)  # the CLI's `journal tail --grep` asks the same query
+    found = j.events(text="note qwen [TUI]   64 looks", newest_first=True)
+    assert [e.data["text"] for e in found] == ["64 looks better; check p99 TTFT"]
+    assert ev.EventFilter(text="qwen [tui] 64 looks").matches(found[0])
+    assert not j.events(text="qwen [cli] 64 looks")
+    j.close()

@@ -74,6 +74,50 @@ async def test_x_and_X_show_the_restart_and_ask_first(tmp_path):
         await pilot.press("q")
 
 
+async def test_X_shows_each_item_against_the_flags_the_items_before_it_leave(tmp_path):
+    """The ``X`` confirm diffed every item against the flags running now, although item 1
+    will have changed them when item 2 starts (issue 34); a ``base = "current"`` item builds
+    on them too."""
+    from optui.ui.screens.confirm import ConfirmScreen
+    from tests.test_todo_runs import demo_campaign, make_app
+
+    app = make_app(demo_campaign(tmp_path))
+    s = app.session
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: app.panels_mounted and app.client is not None)
+        one = s.todos.add("More concurrent requests", "high", {"server": "demo", "set": {"--max-running-requests": "8"},
+                                                              "bench": ["tiny"]})
+        two = s.todos.add("Smaller chunks on top", "medium", {"server": "demo", "set": {"--chunked-prefill-size": "512"},
+                                                             "base": "current", "bench": ["tiny"]})
+        three = s.todos.add("Find the OOM edge", "medium", {"server": "demo", "set": {"--mem-fraction-static": "0.99"},
+                                                           "bench": ["tiny"]})
+        await wait_for(pilot, lambda: len(app.client.todo_items()) == 3)
+        plans = app.client.plan_experiments(None)
+        assert [p.todo_id for p in plans] == [one.id, two.id, three.id]
+        assert plans[1].old_argv == plans[0].argv and plans[2].old_argv == plans[1].argv
+        assert "--max-running-requests" in plans[1].argv and plans[1].argv[plans[1].argv.index("--max-running-requests") + 1] == "8"
+        await pilot.press("3", "X")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="a question before X restarts")
+        body = str(app.screen.query_one("#confirm-body").render())
+        first, second, third = (body[body.index(f"#{t.id} "):] for t in (one, two, three))
+        assert first.splitlines()[2:4] == ["", "changes:"]  # the first against the flags running now
+        assert "~ --max-running-requests: 4 → 8" in first[:first.index("will run:")]
+        second = second[:second.index("will run:")]
+        assert f"changes from #{one.id}'s flags:" in second and "--chunked-prefill-size" in second
+        assert "--max-running-requests" not in second  # item 1 already set it; current keeps it
+        third = third[:third.index("will run:")]
+        assert f"changes from #{two.id}'s flags:" in third
+        assert "~ --max-running-requests: 8 → 4" in third  # base config: back to the configured 4
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        helps = {c.title: c.help for c in app.get_system_commands(app.screen)}  # the palette names the keys
+        assert helps["Restart demo with new flags"] == "Open the flag editor for demo — key r"
+        assert helps["Roll back demo to last good flags"].endswith("— key ^r")
+        assert helps["Run all pending experiments"].endswith("— key X in Todo")
+        assert helps["Run benchmark tiny"].endswith("— key b") and helps["Sweep benchmark tiny"].endswith("— key s in Bench")
+        await pilot.press("q")
+
+
 async def test_confirm_queue_false_runs_X_without_asking(tmp_path):
     """``[todo] confirm_queue = false``: ``X`` queues at once (``x`` still asks)."""
     from optui.ui.screens.confirm import ConfirmScreen
@@ -241,6 +285,21 @@ async def test_help_palette_and_key_bar_read_one_table(tmp_path):
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Command log" in titles and "Zoom" in titles and "Maximize" not in titles and "Keys" not in titles
         assert len(titles) == len(set(titles)), titles
+        # every entry that has a key names it (issue 34: r, ctrl+r, l, v, b were missing)
+        helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        keyed = {"Restart ": "key r", "Roll back ": "key ^r", "Show log of ": "key l", "Run benchmark ": "key b",
+                 "Show benchmark results": "key v", "Sweep benchmark ": "key s in Bench",
+                 "Run all pending experiments": "key X in Todo"}
+        matched = set()
+        for prefix, key in keyed.items():
+            found = [(t, h) for t, h in helps.items() if t.startswith(prefix) and " preset " not in t]
+            assert all(h.endswith(f"— {key}") for _, h in found), (prefix, found)
+            matched |= {prefix} if found else set()
+        assert matched >= {"Show log of ", "Show benchmark results", "Run all pending experiments"}, matched
+        await pilot.press("3")  # the todo list takes E for its own: the palette says how to reach the global one
+        await pilot.pause(0.2)
+        helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert helps["Experiments"] == "key E from another panel (the focused one uses E for its own)"
         await pilot.press("q")
 
 

@@ -86,6 +86,27 @@ async def test_server_panel_renders_statuses():
         assert "qwen CRASHED" in text and "oom: CUDA out of memory" in text and "ctrl+r" in text
 
 
+async def test_a_crashed_one_line_row_names_its_class_and_the_bad_flag():
+    """At 50 columns a bad_flag crash read ``✖ demo CRASHED --chunked-prefill-size 4096``
+    (issue 34): the tuned flag, neither the class nor the flag the server refused."""
+    from optui.ui.widgets.server_panel import ServerPanel
+
+    argv = ("python", "-m", "sglang.launch_server", "--chunked-prefill-size", "4096", "--no-such-flag", "1")
+    servers = (ServerStatus("demo", "sglang", "http://127.0.0.1:30000", state=ServerState.CRASHED, argv=argv,
+                            configured_argv=argv[:3], crash_class="bad_flag",
+                            crash_cause="launch_server.py: error: unrecognized arguments: --no-such-flag 1"),
+               ServerStatus("qwen", "sglang", "http://127.0.0.1:30001", state=ServerState.CRASHED,
+                            argv=(*argv[:3], "--mem-fraction-static", "0.99"), configured_argv=argv[:3],
+                            crash_class="oom", crash_cause="torch.OutOfMemoryError: CUDA out of memory"))
+    panel = ServerPanel(id="servers")
+    async with PanelApp(panel).run_test(size=(48, 6)) as pilot:
+        panel.show(servers)
+        await pilot.pause()
+        demo, qwen = text_of(panel).splitlines()[:2]
+        assert demo.startswith("✖ demo CRASHED bad_flag --no-such-flag"), demo
+        assert qwen.startswith("✖ qwen CRASHED oom"), qwen
+
+
 async def test_todo_panel_renders_items_steps_and_subtitle():
     from optui.ui.widgets.todo_panel import TodoList, TodoPanel
 
@@ -189,3 +210,23 @@ def test_bench_output_since():
     assert out.since(10) == ()
     assert out.since(9) == ("l10",)
     assert out.since(0) == ("l8", "l9", "l10")  # fell behind the buffer: its tail
+
+
+async def test_the_cache_share_warning_shows_on_every_delta_cell():
+    """The ⚠ (the prefix cache served the run otherwise than its baseline) was left off
+    ``?`` and ``~`` cells (issue 34)."""
+    from textual.widgets import Static
+
+    from optui.core.bench.compare import Delta, Row
+    from optui.ui.widgets.bench_panel import delta_cell
+
+    app = PanelApp(Static())
+    async with app.run_test(size=(40, 5)):
+        cells = {}
+        for verdict, good in (("inconclusive", True), ("untested noise", True), (None, None), ("better", True),
+                              ("worse", False)):
+            row = Row(None, None, False, deltas={"m": Delta(3.0, verdict, good)},  # type: ignore[arg-type]
+                      cache_note="prefix cache 97% vs 0% in the baseline")
+            cells[verdict] = delta_cell(app, row, "m").plain
+        assert cells == {"inconclusive": "~+3.0% ⚠", "untested noise": "?+3.0% ⚠", None: "+3.0% ⚠",
+                         "better": "+3.0% ✓ ⚠", "worse": "+3.0% ✗ ⚠"}

@@ -33,3 +33,19 @@ def test_rollback_is_offered_only_for_a_failure_under_offer_with_other_last_good
     assert rollback_offer("offer", RUNNING, status(ServerState.READY)) is None
     assert rollback_offer("offer", GOOD, status(ServerState.CRASHED, argv=GOOD)) is None  # nothing else to go back to
     assert rollback_offer("offer", RUNNING, status(ServerState.CRASHED, last_good=None)) is None
+
+
+def test_a_set_replaces_another_spelling_of_its_flag():
+    """``optui restart --set --tensor-parallel-size=8`` on ``--tp-size 4`` (issue 34: the
+    catalogue knows they are one flag) replaces it rather than adding a second spelling."""
+    from pathlib import Path
+
+    from optui.core.help_parse import parse_help
+    from optui.session.restart_checks import apply_changes
+
+    catalog = parse_help((Path(__file__).parent / "fixtures" / "help" / "sglang_0.5.23_help.txt").read_text(), kind="sglang")
+    base = ["python", "-m", "sglang.launch_server", "--tp-size", "4", "--port", "30000"]
+    assert apply_changes(base, sets=["--tensor-parallel-size=8"], catalog=catalog).to_argv() == [
+        "python", "-m", "sglang.launch_server", "--tensor-parallel-size", "8", "--port", "30000"]
+    without = apply_changes(base, sets=["--tensor-parallel-size=8"]).to_argv()  # no catalogue: not known as one
+    assert without[3:5] == ["--tp-size", "4"] and without[-2:] == ["--tensor-parallel-size", "8"]

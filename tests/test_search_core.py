@@ -11,7 +11,7 @@ import pytest
 
 from optui.config_file import ConfigError
 from optui.core.bench.result import BenchResult
-from optui.core.search.spec import measurements, parse_search_text, point_text
+from optui.core.search.spec import measurements, parse_search_text, point_text, spec_file_name
 from optui.core.search.strategies import (
     Trial,
     best_load,
@@ -100,6 +100,24 @@ def test_a_spec_file_may_hold_the_readmes_search_table_as_it_is():
     two = table + table.replace("batch", "other")
     with pytest.raises(ConfigError, match=r"^batch\.toml: 2 searches \(batch, other\): a spec file holds one"):
         parse_search_text(two, "batch.toml")
+
+
+def test_a_spec_file_runs_under_its_search_tables_name(tmp_path):
+    """``[search.mrr]`` in ``s1.toml`` ran as ``s1.1`` (issue 34): it runs as ``mrr``, the
+    name it would have in optui.toml; a file of top-level keys keeps the file's name."""
+    from optui.cli.search import read_spec
+    from optui.config import load_config
+
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[hosts.local]\ngpu_source = "none"\n')
+    body = 'server = "demo"\nbench = "loadgen"\n'
+    (tmp_path / "s1.toml").write_text('[search.mrr]\n' + body + '[search.mrr.flags]\n"--max-running-requests" = [16, 32]\n')
+    (tmp_path / "s2.toml").write_text(body + '[flags]\n"--max-running-requests" = [16, 32]\n')
+    loaded = load_config(cfg)
+    name, spec, _ = read_spec(loaded, str(tmp_path / "s1.toml"))
+    assert name == "mrr" and spec.size() == 2
+    assert read_spec(loaded, str(tmp_path / "s2.toml"))[0] == "s2"
+    assert spec_file_name("not toml [", "s3") == "s3"
 
 
 @pytest.mark.parametrize(("extra", "line", "expected"), [

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from optui.ui.widgets.key_bar import KeyBar
 from tests.helpers.snapshot_campaign import make_app, settle
 
 pytestmark = pytest.mark.usefixtures("snapshot_clock")
@@ -30,9 +31,13 @@ async def test_every_panel_zooms_to_the_whole_screen(tmp_path, size):
                 await pilot.press("z")
             await pilot.pause(0.1)
             box = app.query_one(selector)
-            # the whole screen, less its border (and its padding outside a side pane)
-            inner = (width - 2 - (0 if width < 80 else 2), height - 2)
+            # the whole screen, less its border (and its padding outside a side pane) and the key bar
+            inner = (width - 2 - (0 if width < 80 else 2), height - 3)
             assert app.screen.maximized is box and box.size == inner, (size, selector, box.size)
+            # issue 34: zoomed, the key bar stays and says how to go back (at 60x40 there was none)
+            bar = app.query_one(KeyBar)
+            assert bar.region.height == 1 and bar.region.y == height - 1, bar.region
+            assert "z Back to all panels" in bar._text.plain and "q Quit" in bar._text.plain, bar._text.plain
             await pilot.press("z")
             await pilot.pause(0.05)
             assert app.screen.maximized is None
@@ -47,7 +52,7 @@ async def test_a_number_key_moves_the_zoom_and_shows_a_hidden_panel(tmp_path):
         assert not todo.display
         await pilot.press("3")  # shown (zoomed), and focused
         await pilot.pause(0.1)
-        assert app.screen.maximized is todo and todo.size.height == 23
+        assert app.screen.maximized is todo and todo.size.height == 22  # the key bar under it
         assert app.focused is app.query_one("#todo-list")
         await pilot.press("4")  # the zoom follows the number key
         await pilot.pause(0.1)
@@ -133,7 +138,7 @@ async def test_a_benchmark_shows_its_progress_and_result_in_a_50x30_pane(tmp_pat
                        what=lambda: "\n".join(screen_lines(app)))
         await wait_for(pilot, lambda: session.benches.current is not None and not session.benches.running, timeout=90)
         # its result row: out tok/s and its comparison (the first run: the baseline), and the run's status
-        await wait_for(pilot, lambda: any(re.match(r"│ sweep +baseline +\d+\.\d +baseline", line) for line in screen_lines(app))
+        await wait_for(pilot, lambda: any(re.match(r"│ sweep +\d{4} +baseline +\d+\.\d +baseline", line) for line in screen_lines(app))
                        and any("sweep → demo  OK" in line for line in screen_lines(app)),
                        timeout=10, what=lambda: "\n".join(screen_lines(app)))
         assert app.screen.maximized is None

@@ -95,6 +95,16 @@ class JournalBusy(JournalError):
     (transient: the same write may succeed a moment later)."""
 
 
+def _row_text(seq, ts, type_, target, actor, experiment, data) -> str:
+    """SQLite function ``optui_row_text``: :func:`~optui.core.events.row_text` of a stored
+    event (the row as the journal view shows it, for a text filter across its columns);
+    ``""`` for data that is not JSON (never an error inside a query)."""
+    try:
+        return ev.row_text(Event(seq, ts, type_, target, actor, experiment, json.loads(data)))
+    except Exception:  # noqa: BLE001 - a damaged row matches nothing rather than failing the search
+        return ""
+
+
 def _read_only_uri(path: Path) -> str:
     """The SQLite URI that opens ``path`` read-only. On a read-only filesystem the WAL's
     ``-shm`` file cannot be created, so SQLite could not open the file at all: there the
@@ -169,6 +179,7 @@ class Journal:
                     tighten_file(f"{self.path}{companion}")
                 self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
             self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.create_function("optui_row_text", 7, _row_text, deterministic=True)
             found = self._check_schema()
             if read_only and found == 0:  # another process is creating it: no tables to read yet
                 raise JournalError(f"{self.path}: not a journal yet (no tables: another optui may be creating it)")
@@ -379,9 +390,11 @@ class Journal:
             # the data column holds JSON: non-ASCII is \u-escaped there, so match the escaped form too
             needle = text.lower()
             escaped = json.dumps(needle)[1:-1]
+            # last, for the rows the plain columns do not match: the row as the journal view shows it
             sql += (" AND (instr(lower(type || ' ' || COALESCE(target, '') || ' ' || actor || ' ' || data), ?) > 0"
-                    " OR instr(lower(data), ?) > 0)")
-            params += [needle, escaped]
+                    " OR instr(lower(data), ?) > 0"
+                    " OR instr(optui_row_text(seq, ts, type, target, actor, experiment, data), ?) > 0)")
+            params += [needle, escaped, " ".join(needle.split())]
         sql += " ORDER BY seq DESC" if newest_first else " ORDER BY seq"
         if limit is not None:
             sql += " LIMIT ?"

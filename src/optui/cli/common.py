@@ -38,6 +38,32 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class JsonErrors:
+    """What a ``--json`` command said on stderr and whether it printed on stdout, kept while
+    :func:`optui.cli.group.LazyGroup.main` runs it: on a failure that printed nothing on stdout,
+    the top-level error path prints ``{"error": <stderr text>, "exit_code": N}`` there."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.stdout_used = False
+
+    def error_text(self) -> str:
+        """The error lines said, ``optui: error:`` / ``Error:`` prefixes dropped, joined by newlines."""
+        lines = [line for text in self.errors for line in text.splitlines() if line.strip()]
+        return "\n".join(_strip_prefix(line) for line in lines)
+
+
+def _strip_prefix(line: str) -> str:
+    for prefix in ("optui: error: ", "Error: "):
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return line
+
+
+#: set while a ``--json`` command runs (one command per process)
+json_errors: JsonErrors | None = None
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``message`` to stderr (prefixed ``optui: error:``) and exit with ``code``."""
     echo(f"optui: error: {message}", err=True)
@@ -65,6 +91,11 @@ def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
     """Print ``message`` (``str()`` of it) to stdout, or stderr with ``err``, through
     :func:`~optui.core.safe_text.safe_text`: control characters and bidi overrides shown as
     ``\\x1b`` / ``\\u202e``, lines kept."""
+    if json_errors is not None:
+        if err:
+            json_errors.errors.append(str(message))
+        else:
+            json_errors.stdout_used = True
     click.echo(safe_text(str(message)), err=err, nl=nl)
 
 
@@ -81,6 +112,8 @@ def echo_json(data) -> None:
     """Print ``data`` as indented strict JSON (inf → "inf"). ASCII-only (``ensure_ascii``):
     every control or bidi character is a ``\\uXXXX`` escape, so nothing reaches the
     terminal raw and the value stays exact."""
+    if json_errors is not None:
+        json_errors.stdout_used = True
     click.echo(json.dumps(data, indent=2, allow_nan=False, default=str, ensure_ascii=True))
 
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 import click
 
+from optui.cli import common
 from optui.core.safe_text import safe_text
 
 # name -> "module:attribute" of a click command or group
@@ -38,7 +39,19 @@ def _visible_usage_errors() -> Iterator[None]:
         yield
     except click.ClickException as exc:
         exc.message = safe_text(exc.message)  # type: ignore[misc]  # Final in click's types; escaped in place on purpose
+        if common.json_errors is not None:
+            common.json_errors.errors.append(exc.format_message())
         raise
+
+
+def _wants_json(args: list[str]) -> bool:
+    """Whether ``--json`` is among the options (before a ``--`` that ends them)."""
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _exit_status(code: object) -> int:
+    """A :class:`SystemExit` code as the process's exit status (``None`` 0, a message 1)."""
+    return code if isinstance(code, int) else (0 if code is None else 1)
 
 
 #: exit status of a command whose stdout was closed before it finished (``optui gpus | head -2``):
@@ -66,6 +79,26 @@ def _quiet_on_closed_stdout() -> Iterator[None]:
 
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported only when used."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's ``main``; with ``--json`` a failure that printed nothing on stdout prints
+        one JSON object there, ``{"error": "<what stderr says>", "exit_code": N}``, so a
+        script reading stdout always gets JSON (the message stays on stderr too)."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode or not _wants_json(argv):
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        common.json_errors = capture = common.JsonErrors()
+        try:
+            super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+            code = 0
+        except SystemExit as exc:
+            code = _exit_status(exc.code)
+        finally:
+            common.json_errors = None
+        if code not in (0, EXIT_BROKEN_PIPE) and not capture.stdout_used:
+            with _quiet_on_closed_stdout():
+                common.echo_json({"error": capture.error_text() or f"exit status {code}", "exit_code": code})
+        sys.exit(code)
 
     def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
         with _quiet_on_closed_stdout(), _visible_usage_errors():  # --help, --version print here

@@ -2,7 +2,7 @@
 (issue 22), through the same session and journal as the TUI.
 
 ``SPEC`` is a search of optui.toml (``[search.NAME]``), a TOML file holding one spec (its
-name: the file's stem), or another tool's file (``--server``/``--bench`` say where it
+name: its ``[search.NAME]`` table's, else the file's stem), or another tool's file (``--server``/``--bench`` say where it
 runs): a vLLM ``--serve-params`` JSON or an SGLang tuner config (JSON/YAML;
 :mod:`optui.core.search.imports`). ``run`` runs it in this process (each trial a todo run:
 restart → ready → benchmark → compare), printing a line per trial; Ctrl-C or SIGTERM stop

@@ -252,7 +252,7 @@ def export(ctx: click.Context, fmt: str, output: str | None, open_only: bool) ->
             write_atomic(output, text)
         except OSError as exc:
             fail(f"{output}: cannot write: {exc.strerror or exc}")
-        echo(f"wrote {len(items)} items to {output}", err=True)
+        echo(f"wrote {len(items)} item{'s' if len(items) != 1 else ''} to {output}", err=True)
     else:
         echo(text, nl=False)
 

@@ -255,14 +255,29 @@ class Event:
         return ", ".join(f"{k}={v}" for k, v in list(d.items())[:4])
 
 
+def row_text(e: Event) -> str:
+    """What the journal's rows show of ``e``, lower case, spaces collapsed, for a text filter
+    that matches across columns (``todo:6 [tui] move`` as a row reads it): type, target,
+    ``[actor]``, the summary, with and without the experiment id (narrow rows leave it out),
+    one line each."""
+    target, actor, summary = e.target or "", f"[{e.actor}]", e.summary()
+    lines = (f"{e.type} {target} {actor} {summary}", f"{e.type} {target} {actor} {e.experiment or ''} {summary}")
+    return "\n".join(" ".join(line.lower().split()) for line in lines)
+
+
+def text_matches(needle: str, e: Event) -> bool:
+    """``needle`` (spaces collapsed, any case) in :func:`row_text` of ``e``."""
+    return " ".join(needle.lower().split()) in row_text(e)
+
+
 @dataclass(frozen=True, slots=True)
 class EventFilter:
     """What the journal view (and ``optui journal tail``) shows: every set field must match.
 
     ``types`` a set of event types (None = all), ``target`` a server/host/todo id,
     ``experiment`` an id like ``exp-0007``, ``text`` a case-insensitive substring of the
-    type, target, actor or data (JSON) or of the row's text (:meth:`Event.summary`: the
-    journal's SQL search cannot match that part, the TUI adds it), ``since_ts`` Unix seconds.
+    type, target, actor or data (JSON) or of the row's text across its columns
+    (:func:`row_text`: ``todo:6 [tui] move``), ``since_ts`` Unix seconds.
     """
 
     types: frozenset[str] | None = None
@@ -293,7 +308,7 @@ class EventFilter:
             needle = self.text.lower()
             data = json.dumps(e.data, default=str, separators=(",", ":")).lower()
             hay = " ".join((e.type, e.target or "", e.actor, e.experiment or "", data)).lower()
-            if needle not in hay and json.dumps(needle)[1:-1] not in data and needle not in e.summary().lower():
+            if needle not in hay and json.dumps(needle)[1:-1] not in data and not text_matches(needle, e):
                 return False
         return True
 

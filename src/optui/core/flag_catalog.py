@@ -177,6 +177,15 @@ class FlagCatalog:
                 return Lookup(None, False, "abbrev", tuple(sorted(matches)))
         return None
 
+    def aliases(self, name: str) -> tuple[str, ...]:
+        """The other spellings of the option ``name`` turns on or sets (``-t`` for
+        ``--threads``, ``--threads`` for ``-t``), for :meth:`Flags.set <optui.core.flags.Flags.set>`;
+        ``()`` for an unknown or ambiguous name or a negation."""
+        found = self.lookup(name)
+        if found is None or found.spec is None or found.negated:
+            return ()
+        return tuple(n for n in found.spec.names if n != name)
+
     def names(self) -> list[str]:
         """Every spelling, long names first (for completion)."""
         longs: list[str] = []

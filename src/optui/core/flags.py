@@ -194,10 +194,13 @@ class Flags:
         return [name for name, count in seen.items() if count > 1]
 
     # ----------------------------------------------------------------- editing
-    def set(self, name: str, value: str | Iterable[str] | None = None) -> Flags:
+    def set(self, name: str, value: str | Iterable[str] | None = None, *, aliases: Iterable[str] = ()) -> Flags:
         """Return a copy with ``name`` set: its first occurrence replaced in place (keeping
         ``--k=v`` style when the new value is one element), later occurrences dropped;
-        appended at the end when absent. ``value`` None or ``()`` sets a boolean flag."""
+        appended at the end when absent. ``value`` None or ``()`` sets a boolean flag.
+        ``aliases``: the other spellings of the same option (a catalogue's
+        :meth:`~optui.core.flag_catalog.FlagCatalog.aliases`: ``-t`` for ``--threads``), whose
+        occurrences count as ``name``'s (the first is replaced by ``name``, in place)."""
         name = name.strip()
         if not is_flag_token(name):
             raise FlagError(f"not a flag name: {name!r} (flags start with - or --)")
@@ -210,6 +213,7 @@ class Flags:
         else:
             values = tuple(str(v) for v in value)
         key = canonical_name(name)
+        keys = {key, *(canonical_name(a) for a in aliases)}
         # A value after a flag some parse reads as on/off would read back as a positional
         # (``--no-x 1`` → ``--no-x`` + ``1``) wherever the argv is parsed without this
         # model's catalogue (the restart review, the journal): ``--no-x=1`` reads back as
@@ -220,10 +224,10 @@ class Flags:
         new_args: list[Arg] = []
         placed = False
         for arg in self.args:
-            if arg.name is not None and canonical_name(arg.name) == key:
+            if arg.name is not None and canonical_name(arg.name) in keys:
                 if not placed:
                     inline = len(values) == 1 and (arg.inline or needs_inline)
-                    new_args.append(Arg(arg.name, values, inline=inline))
+                    new_args.append(Arg(arg.name if canonical_name(arg.name) == key else name, values, inline=inline))
                     placed = True
                 continue
             new_args.append(arg)

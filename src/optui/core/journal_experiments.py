@@ -84,12 +84,25 @@ def experiment_id(n: int) -> str:
 LISTEN_FLAGS = frozenset({"--host", "--port", "--uds"})
 
 
-def config_changes(old: Flags, new: Flags, *, short: bool = False) -> list[str]:
+def config_changes(old: Flags, new: Flags, *, short: bool = False, first: Flags | None = None,
+                   lead: str | None = None) -> list[str]:
     """The flag diff lines from ``old`` to ``new`` (``~ --tp-size: 4 → 8``; ``short``: the
     flags as they run, ``--tp-size 8``, :meth:`FlagChange.short <optui.core.flags.FlagChange.short>`)
     that change the configuration: :data:`LISTEN_FLAGS` left out. A flag given more than
     once (``--lora a --lora b``) is compared by all its occurrences in order, not only its
-    last one (:func:`config_key`): ``~ --lora: a b → x b``."""
+    last one (:func:`config_key`): ``~ --lora: a b → x b``. ``first``: the previous
+    configuration; the flags that differ from it come first (a cell that folds the others
+    into ``+N`` still shows the change just made, e.g. the one that made a start fail);
+    ``lead``: a flag name put before all (the one a ``bad_flag`` crash names)."""
+    changes = _flag_changes(old, new)
+    if first is not None or lead:
+        just_changed = {c.name for c in _flag_changes(first, new)} if first is not None else set()
+        changes.sort(key=lambda c: (c.name != lead, c.name not in just_changed))  # stable: each part in diff order
+    return [c.short() if short else c.describe() for c in changes]
+
+
+def _flag_changes(old: Flags, new: Flags) -> list[FlagChange]:
+    """:func:`config_changes`' changes from ``old`` to ``new``, in diff order."""
     changes = [c for c in old.diff(new) if c.name not in LISTEN_FLAGS]
     named = {c.name for c in changes}
     before, after = _occurrences(old), _occurrences(new)
@@ -98,7 +111,21 @@ def config_changes(old: Flags, new: Flags, *, short: bool = False) -> list[str]:
             flat_old = tuple(v for values in before[name] for v in values)
             flat_new = tuple(v for values in after[name] for v in values)
             changes.append(FlagChange(name, flat_old, flat_new))
-    return [c.short() if short else c.describe() for c in changes]
+    return changes
+
+
+def _refused_flag(draft: dict) -> str | None:
+    """The flag a ``bad_flag`` failure's log names (``unrecognized arguments: --no-such-flag=1``
+    → ``--no-such-flag``), canonical, else None."""
+    from optui.core.server_log import flag_named_in
+
+    if draft.get("crash_class") != "bad_flag":
+        return None
+    for line in reversed((*draft.get("crash_lines", ()), draft.get("crash_message") or "")):
+        found = flag_named_in(line) if "error" in line.lower() else None
+        if found:
+            return canonical_name(found.partition("=")[0])
+    return None
 
 
 def _occurrences(flags: Flags) -> dict[str, list[tuple[str, ...]]]:
@@ -653,8 +680,11 @@ def _compare_server(items: list[dict], runs: dict[str, list[StoredResult]], book
             changed.add(exp_id)
             is_baseline = exp_id == baseline_id
             flags = resolved_flags(d["argv"], names)
-            diff = () if is_baseline else tuple(config_changes(base_flags, flags))
-            short = () if is_baseline else tuple(config_changes(base_flags, flags, short=True))
+            prev = resolved_flags(d["prev_argv"], names) if d["prev_argv"] else None  # its own change first
+            lead = _refused_flag(d)  # and before it, the flag a bad_flag start was refused for
+            lead = dict((names or {}).get("aliases") or {}).get(lead, lead) if lead else None
+            diff = () if is_baseline else tuple(config_changes(base_flags, flags, first=prev, lead=lead))
+            short = () if is_baseline else tuple(config_changes(base_flags, flags, short=True, first=prev, lead=lead))
             exp = Experiment(**{**d, "bench_runs": tuple(d["bench_runs"]), "notes": tuple(d["notes"]),
                                 "workloads": ctx.workloads(unit[exp_id], mine), "is_baseline": is_baseline,
                                 "baseline_id": baseline_id, "diff_vs_baseline": diff, "changed_flags": short,
@@ -888,6 +918,27 @@ def starts_brief(x: Experiment, repeats: Sequence[Experiment] = ()) -> str:
     failed_row = x.outcome == "failed"
     other = sum((s.outcome in ("ready", "observed")) if failed_row else (s.outcome == "failed") for s in starts)
     return f"{len(starts)} starts" + (f", {other} {'ok' if failed_row else 'failed'}" if other else "")
+
+
+def rollback_warning(experiments: Sequence[Experiment], server: str, argv: Sequence[str]) -> str | None:
+    """What a person must know before rolling ``server`` back to ``argv`` (its last good
+    flags: the last that became ready, not the last that measured well): the newest
+    experiment of that configuration was judged ``worse`` or was rejected. ``"exp-0004 ran
+    these flags and measured worse (-50.0 % out tok/s vs exp-0001)"``, else None (never
+    measured, same, better, noisy or failed runs: nothing said)."""
+    key = config_key(argv)
+    same = [x for x in experiments if x.server == server and config_key(x.argv) == key]
+    if not same:
+        return None
+    x = same[-1]
+    if x.decision == "reject":
+        return f"{x.id} ran these flags and was rejected" + (f" ({x.decision_reason})" if x.decision_reason else "")
+    if x.verdict != "worse":
+        return None
+    d = x.primary_delta
+    vs = f" ({d.rel_pct:+.1f} % {d.metric.label} vs {x.primary.base_experiment or x.baseline_id or '?'})" \
+        if d is not None and d.rel_pct is not None and x.primary is not None else ""
+    return f"{x.id} ran these flags and measured worse{vs}"
 
 
 def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:

@@ -455,6 +455,21 @@ def line_of_class(lines: Sequence[str], crash_class: CrashClass | None) -> str:
     return lines[-1] if lines else ""
 
 
+_FLAG_IN_CAUSE = re.compile(r"(?<![\w-])(--?[A-Za-z][\w.-]*)")
+
+
+def flag_named_in(cause: str | None) -> str | None:
+    """The flag a ``bad_flag`` cause line names (argparse's ``error: unrecognized arguments:
+    --no-such-flag 1``, ``error: argument --tp-size: invalid int value: 'x'``, llama-server's
+    ``error: invalid argument: --ctx``): the first ``-x`` / ``--name`` after its ``error:``
+    (else in the line), or None."""
+    if not cause:
+        return None
+    tail = cause[cause.find("error:") + 6:] if "error:" in cause else cause
+    found = _FLAG_IN_CAUSE.search(tail)
+    return found.group(1) if found else None
+
+
 def _is_wrapper(exception_line: str) -> bool:
     """``exception_line`` only says that a startup failed elsewhere (see the wrappers of
     :data:`_CRASH_PATTERNS`)."""

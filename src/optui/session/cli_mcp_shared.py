@@ -261,13 +261,13 @@ class SpecNotFound(ConfigError):
 def read_spec(loaded, spec: str, server: str | None = None, bench: str | None = None,
               base: Path | None = None) -> tuple[str, SearchSpec, list[str]]:
     """``(name, SearchSpec, notes)`` of ``spec``: a [search.NAME] of the config, else a spec
-    file (TOML; its name the file's stem), a vLLM --serve-params JSON or an SGLang tuner
+    file (TOML; its name its one [search.NAME] table's, else the file's stem), a vLLM --serve-params JSON or an SGLang tuner
     config (JSON/YAML: ``server`` and ``bench`` say where it runs; ``notes``: what of it was
     not taken). A relative path is looked up from the working directory, then from
     ``base``. :class:`SpecNotFound` when ``spec`` names none, ConfigError (``FILE:LINE:
     FIELD``) for a spec that cannot be read."""
     from optui.core.search.imports import parse_foreign
-    from optui.core.search.spec import parse_search_text
+    from optui.core.search.spec import parse_search_text, spec_file_name
 
     if spec in loaded.config.search:
         path = Path(loaded.path)
@@ -283,4 +283,5 @@ def read_spec(loaded, spec: str, server: str | None = None, bench: str | None = 
             raise SpecNotFound(f"{spec}: another tool's file: --server and --bench say which server and preset it runs")
         parsed, notes = parse_foreign(path.read_text(encoding="utf-8"), str(path), server=server, bench=bench)
         return path.stem, parsed, [f"{path.name}: {note}" for note in notes]
-    return path.stem, parse_search_text(path.read_text(encoding="utf-8"), str(path)), []
+    text = path.read_text(encoding="utf-8")
+    return spec_file_name(text, path.stem), parse_search_text(text, str(path)), []

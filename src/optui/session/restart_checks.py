@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from optui.adapters.aio import within
-from optui.core.flag_catalog import UNKNOWN_FLAG, Issue
+from optui.core.flag_catalog import UNKNOWN_FLAG, FlagCatalog, Issue
 from optui.core.flags import Flags, parse_assignment
 from optui.core.server_state import ServerState, ServerStatus
 from optui.session.errors import SessionError
@@ -93,10 +93,11 @@ def base_argv(status: ServerStatus, *, running: bool, last_good: Iterable[str] |
 
 
 def apply_changes(base: Iterable[str], *, sets: Iterable[str] = (), unsets: Iterable[str] = (),
-                  preset: tuple[Mapping, Iterable[str]] | None = None) -> Flags:
+                  preset: tuple[Mapping, Iterable[str]] | None = None, catalog: FlagCatalog | None = None) -> Flags:
     """``base`` with ``preset`` (its set mapping and unset list), then ``unsets`` (flag
-    names), then ``sets`` (``FLAG=VALUE`` / ``FLAG VALUE`` / ``FLAG``) applied. Raises
-    FlagError for a malformed edit."""
+    names), then ``sets`` (``FLAG=VALUE`` / ``FLAG VALUE`` / ``FLAG``) applied; with a
+    ``catalog``, a set replaces another spelling of its flag (``--threads 2`` for ``-t 1``).
+    Raises FlagError for a malformed edit."""
     flags = Flags.parse(base)
     if preset is not None:
         flags = flags.apply(preset[0], preset[1])
@@ -104,7 +105,7 @@ def apply_changes(base: Iterable[str], *, sets: Iterable[str] = (), unsets: Iter
         flags = flags.unset(name)
     for item in sets:
         name, value = parse_assignment(item)
-        flags = flags.set(name, value)
+        flags = flags.set(name, value, aliases=catalog.aliases(name) if catalog is not None else ())
     return flags
 
 
@@ -136,16 +137,12 @@ async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[
     last_good = last_good or rt.status.last_good_argv
     running = rt.controller.process_state() == "running"
     base, base_from = base_argv(rt.status, running=running, last_good=last_good)
-    if argv is None:
-        p = None
-        if preset is not None:
-            found = rt.cfg.presets.get(preset)
-            if found is None:
-                raise SessionError(f"unknown preset {preset!r} (known: {', '.join(rt.cfg.presets) or 'none'})")
-            p = (found.set, found.unset)
-        new = apply_changes(base, sets=sets, unsets=unsets, preset=p).to_argv()
-    else:
-        new = list(argv)
+    p = None
+    if argv is None and preset is not None:  # refused before the catalogue is learned
+        found = rt.cfg.presets.get(preset)
+        if found is None:
+            raise SessionError(f"unknown preset {preset!r} (known: {', '.join(rt.cfg.presets) or 'none'})")
+        p = (found.set, found.unset)
     catalog, unchecked = rt.cached_catalog(), None
     if catalog is None and learn:
         try:
@@ -154,6 +151,10 @@ async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[
             unchecked = f"no flag catalogue ({exc}): names and values are not checked"
     elif catalog is None:
         unchecked = "no flag catalogue learned yet: names and values are not checked"
+    if argv is None:
+        new = apply_changes(base, sets=sets, unsets=unsets, preset=p, catalog=catalog).to_argv()
+    else:
+        new = list(argv)
     issues = tuple(catalog.check(Flags.parse(new, catalog.booleans()))) if catalog is not None else ()
     refused = tuple(i for i in issues if i.level == "error" or (refuse_unknown and i.code == UNKNOWN_FLAG))
     if refused and not force:

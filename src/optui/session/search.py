@@ -847,7 +847,8 @@ def search_status(journal: Journal, name: str | None = None, search_id: str | No
     eta, eta_note = None, ""  # as SearchProgress.eta_s: the trials left times the mean trial of this process so far
     if status == "running" and here and isinstance(planned, int):
         eta = round((time.time() - start.ts) / here * max(0, planned - len(trials)), 1)
-        eta_note = f"an estimate: {max(0, planned - len(trials))} trials left at this run's mean trial time"
+        left = max(0, planned - len(trials))
+        eta_note = f"an estimate: {left} trial{'s' if left != 1 else ''} left at this run's mean trial time"
     elif status == "running":
         eta_note = "no estimate until a trial of this run has ended (each trial restarts the server: no prior time)"
     current = None

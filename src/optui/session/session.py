@@ -676,6 +676,41 @@ class Session:
         return await plan_restart(self.server(name), argv=argv, sets=sets, unsets=unsets, preset=preset,
                                   refuse_unknown=refuse_unknown, force=force)
 
+    def restart_refusal_now(self, name: str) -> str | None:
+        """Why a restart of ``name`` would be refused, from what this process knows at once
+        (read-only, control = 'none', another process's restart lock, a benchmark of this
+        process running against it), or None: asked on the event loop before the flag editor
+        opens (no journal read). :meth:`restart_refusal` adds another process's benchmark.
+        Raises SessionError for an unknown server."""
+        rt = self.server(name)
+        try:
+            self.check_writable("restarting a server")
+            if rt.cfg.control == "none":
+                raise SessionError(f"{name}: control = 'none' (optui only observes this server)")
+            lock = ServerLock(self.state_dir, name)
+            if lock.held_by_other():  # a few bytes of a local file: no wait worth a thread
+                raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); "
+                                   "try again when it is done")
+            current = self.benches.current
+            if self.benches.running and current is not None and current.cfg.server == name:
+                raise SessionError(f"{name}: benchmark {current.name} is running against it; abort it (A) or wait for it")
+        except SessionError as exc:
+            return str(exc)
+        return None
+
+    async def restart_refusal(self, name: str) -> str | None:
+        """:meth:`restart_refusal_now`, and a benchmark another optui process runs against
+        ``name`` (a journal read), or None. :meth:`restart_server` checks the same again when
+        it begins (the answer may change meanwhile). Raises SessionError for an unknown server."""
+        why = self.restart_refusal_now(name)
+        if why:
+            return why
+        try:
+            await self._refuse_during_a_benchmark(name)
+        except SessionError as exc:
+            return str(exc)
+        return None
+
     async def _refuse_during_a_benchmark(self, name: str) -> None:
         """SessionError when a benchmark runs against server ``name``, in this process or
         another: a restart under it credited its results to the old experiment and mixed two

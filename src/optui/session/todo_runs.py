@@ -25,7 +25,7 @@ import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -177,16 +177,33 @@ class TodoRunQueue:
                 raise SessionError(f"#{item.id}: benchmark {name!r} runs against {bench.server}, not {spec.server}")
         return spec
 
-    def plan(self, item: TodoItem) -> TodoRunPlan:
-        """What a run of ``item`` would do now (see :class:`TodoRunPlan`); SessionError as
-        :meth:`check`, or when its base (``last_good``) is not known yet."""
+    def plan(self, item: TodoItem, running: Sequence[str] | None = None) -> TodoRunPlan:
+        """What a run of ``item`` would do now (see :class:`TodoRunPlan`); ``running``: the
+        flags its server will run when it begins (an earlier item's of the same queue), else
+        those it runs now. SessionError as :meth:`check`, or when its base (``last_good``) is
+        not known yet."""
         spec = self.check(item)
         rt = self._server(spec.server)
+        old = tuple(rt.status.argv if running is None else running)
         try:
-            argv = spec.apply(self._base_argv_known(spec, rt))
+            base = list(old) if spec.base == "current" else self._base_argv_known(spec, rt)
+            argv = spec.apply(base)
         except _Failed as exc:
             raise SessionError(f"#{item.id}: {exc.message}") from None
-        return TodoRunPlan(item.id, item.content, spec.server, tuple(rt.status.argv), tuple(argv), self.benches_of(spec))
+        return TodoRunPlan(item.id, item.content, spec.server, old, tuple(argv), self.benches_of(spec))
+
+    def plans(self, items: Sequence[TodoItem]) -> list[TodoRunPlan]:
+        """:meth:`plan` of each of ``items`` run one after another: each against the flags the
+        items before it leave its server running (item 1's changes included for item 2; a
+        ``base = "current"`` item builds on them), as the queue will run them if they start."""
+        running: dict[str, tuple[str, ...]] = {}
+        out = []
+        for item in items:
+            spec = self.check(item)
+            plan = self.plan(item, running.get(spec.server))
+            running[plan.server] = plan.argv
+            out.append(plan)
+        return out
 
     def benches_of(self, spec: ExperimentSpec) -> tuple[str, ...]:
         """The benchmarks a run executes (see :func:`~optui.core.todo_experiment.benches_for`)."""

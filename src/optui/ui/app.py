@@ -34,7 +34,7 @@ from optui.ui.intents import BenchActions, HostActions, JournalActions, ServerAc
 from optui.ui.intents.journal import JournalQueried
 from optui.ui.intents.todo import todo_commands
 from optui.ui.key_order import KeyBarrier, KeySequencer
-from optui.ui.key_table import TEXTUAL_KEY_COMMANDS, palette_key_commands
+from optui.ui.key_table import TEXTUAL_KEY_COMMANDS, key_hints, palette_key_commands
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
@@ -119,6 +119,8 @@ class OptuiApp(App):
 
     CSS_PATH = "optui.tcss"
     TITLE = "optui"
+    #: a zoomed panel (z) keeps the key bar under it: its keys, and how to leave the zoom
+    ALLOW_IN_MAXIMIZED_VIEW = "KeyBar"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-medium"), (WIDE_WIDTH, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     BINDINGS = [
@@ -311,6 +313,7 @@ class OptuiApp(App):
 
         self.query_one("#gpus", GpuPanel).set_show_processes(zoomed is not None and zoomed.id == "gpus-box")
         self.query_one("#servers", ServerPanel).set_zoomed(zoomed is not None and zoomed.id == "servers-box")
+        self.query_one(KeyBar).update_keys()  # the zoom key now says how to go back
 
     def _fit_side_pane(self, size: Size | None = None) -> None:
         """In a side pane (< 80 columns) the GPU panel's expanded hosts get only the rows
@@ -586,8 +589,9 @@ class OptuiApp(App):
         yield from (c for c in super().get_system_commands(screen) if c.title not in TEXTUAL_KEY_COMMANDS)
         yield from palette_key_commands(screen)
         if self.client is not None:
-            yield from palette_commands(self)
-            yield from todo_commands(self)
+            hints = key_hints(screen)  # every entry names its key where it has one
+            yield from palette_commands(self, hints)
+            yield from todo_commands(self, hints)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_help":

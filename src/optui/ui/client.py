@@ -159,12 +159,33 @@ class SessionClient:
         where = (launch.log_path or f"journal of {getattr(rt.controller, 'unit', '?')}") if launch else "not started"
         return list(rt.log_tail), where
 
+    def restart_refusal_now(self, name: str) -> str | None:
+        """Why a restart of ``name`` would be refused, from what this process knows at once
+        (read-only, a benchmark of this window running against it, another process restarting
+        it), or None: asked before the flag editor opens, without a journal read."""
+        return self._session.restart_refusal_now(name)
+
+    async def restart_refusal(self, name: str) -> str | None:
+        """Why a restart of ``name`` would be refused now (read-only, a benchmark running
+        against it, another process restarting it...), asked before the flag editor opens; None
+        when nothing stands in the way."""
+        return await self._session.restart_refusal(name)
+
     async def restart_checked(self, name: str, argv: list[str], reason: str):
         """Restart ``name`` with ``argv`` after every door's checks (flag catalogue before
         anything stops, rollback policy); waits until it is ready or failed. Returns the
         session's RestartOutcome (``ok``, ``status``, ``rolled_back``, ``offer``); raises
         SessionError or FlagError when refused."""
         return await self._session.restart_checked(name, argv=list(argv), reason=reason)
+
+    async def rollback_warning(self, name: str, argv: tuple[str, ...] | list[str]) -> str | None:
+        """What the journal's experiments say against rolling ``name`` back to ``argv``
+        (measured worse, rejected: :func:`~optui.core.journal_experiments.rollback_warning`),
+        read on the journal thread; None when nothing. Raises what the journal raises."""
+        from optui.core.journal_experiments import rollback_warning
+
+        update = await self._session.experiments_reader()()
+        return rollback_warning(update.experiments, name, argv)
 
     async def rollback(self, name: str, *, reason: str = "operator") -> ServerStatus:
         """Restart ``name`` with its last good flags; waits; its status after. SessionError
@@ -288,10 +309,11 @@ class SessionClient:
         return runner.queue_pending() if items is None else runner.enqueue(items)
 
     def plan_experiments(self, items: list[TodoItem] | None) -> list[TodoRunPlan]:
-        """What running ``items``' experiments (None: those ``X`` queues) would do, to show
-        before anything restarts; SessionError when one cannot run."""
+        """What running ``items``' experiments (None: those ``X`` queues) would do, one after
+        another (each plan against the flags the ones before leave running), to show before
+        anything restarts; SessionError when one cannot run."""
         runner = self._session.todo_runs
-        return [runner.plan(t) for t in (runner.pending() if items is None else items)]
+        return runner.plans(runner.pending() if items is None else items)
 
     def experiments_failed_before(self) -> str:
         """The pending items whose experiment failed last time, which ``X`` leaves out

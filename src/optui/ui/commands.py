@@ -4,13 +4,14 @@ table (:func:`optui.ui.key_table.palette_key_commands`), by the keys' labels."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from textual.app import SystemCommand
 
 from optui.ui.intents.bench import bench_palette_commands
+from optui.ui.key_table import hinted
 
 if TYPE_CHECKING:
     from optui.ui.client import SessionClient
@@ -37,28 +38,31 @@ class PaletteHost(Protocol):
     def journal_actions(self) -> JournalActions: ...
 
 
-def palette_commands(app: PaletteHost) -> Iterator[SystemCommand]:
-    """optui's commands for the palette (in addition to Textual's own, e.g. Theme)."""
+def palette_commands(app: PaletteHost, hints: Mapping[str, str] | None = None) -> Iterator[SystemCommand]:
+    """optui's commands for the palette (in addition to Textual's own, e.g. Theme); ``hints``:
+    binding id → its key (:func:`~optui.ui.key_table.key_hints`), named in an entry's help."""
+    hints = dict(hints or {})
     client = app.client
     if client is None:  # the campaign is still loading
         return
     config = client.config
     writable = not client.read_only
     for name, server in config.servers.items():
-        yield SystemCommand(f"Show log of {name}", f"Last lines of {name}'s log", partial(app.server_actions.show_server_log, name))
+        yield SystemCommand(f"Show log of {name}", hinted(f"Last lines of {name}'s log", hints, "server.log"), partial(app.server_actions.show_server_log, name))
         if not writable or server.control == "none":
             continue
-        yield SystemCommand(f"Restart {name} with new flags", f"Open the flag editor for {name}", partial(app.server_actions.open_flag_editor, name))
+        yield SystemCommand(f"Restart {name} with new flags", hinted(f"Open the flag editor for {name}", hints, "server.restart"), partial(app.server_actions.open_flag_editor, name))
         for preset_name, preset in server.presets.items():
             yield SystemCommand(
                 f"Restart {name} with preset {preset_name}",
                 preset.description or f"set {dict(preset.set)} unset {preset.unset}",
                 partial(app.server_actions.restart_with_preset, name, preset_name),
             )
-        yield SystemCommand(f"Roll back {name} to last good flags", "Restart with the flags of the last successful start",
-                            partial(app.server_actions.confirm_rollback, name))
+        yield SystemCommand(f"Roll back {name} to last good flags",
+                            hinted("Restart with the flags of the last successful start", hints, "server.rollback"),
+                            partial(app.server_actions.ask_rollback, name))
         yield SystemCommand(f"Stop {name}", "SIGTERM the server's process group, then SIGKILL", partial(app.server_actions.confirm_stop, name))
-    yield from bench_palette_commands(app)
+    yield from bench_palette_commands(app, hints)
     for host in app.host_actions.untrusted_hosts():
         key = client.ssh_hosts()[host].host_key
         fp = key.fingerprint if key is not None else "?"

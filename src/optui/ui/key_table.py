@@ -28,6 +28,9 @@ GLOBAL = "global"
 #: the palette offers those keys by their own labels instead (:func:`palette_key_commands`)
 TEXTUAL_KEY_COMMANDS = frozenset({"Keys", "Maximize", "Minimize", "Quit"})
 
+#: the zoom key's label while a panel is zoomed (the key bar's "how to leave")
+UNZOOM_LABEL = "Back to all panels"
+
 #: binding ids of global keys the command palette offers as commands, by the key's own label
 PALETTE_IDS = ("app.help", "app.zoom", "app.command_log", "app.pause", "app.refresh", "journal.note",
                "journal.experiments", "todo.stop_experiments", "bench.abort", "app.quit")
@@ -81,11 +84,41 @@ def key_rows(screen: Screen) -> list[KeyRow]:
         if binding.show and not slot[0].show:  # a shown binding's label and id win over a hidden one's
             slot[0] = binding
     rows = []
+    zoomed = screen.maximized is not None
     for binding, node, keys in slots.values():
         ordered = [k for shown, k in keys if shown] + [k for shown, k in keys if not shown]  # shown keys first
-        rows.append(KeyRow(" ".join(ordered), binding.id, binding.description, where_of(node), binding.action,
+        # zoomed, the zoom key is the way back: the bar, the help and the palette say so
+        label = UNZOOM_LABEL if zoomed and binding.id == "app.zoom" else binding.description
+        rows.append(KeyRow(" ".join(ordered), binding.id, label, where_of(node), binding.action,
                            any(shown for shown, _ in keys), node))
     return rows
+
+
+def key_hints(screen: Screen) -> dict[str, str]:
+    """Binding id → ``"key r"`` (the keys working now, as the help shows them), else
+    ``"key s in Bench"`` for a panel's key that works when that panel is focused (its class
+    binding), for the palette's entries (every entry names its key where it has one)."""
+    from textual.widget import Widget
+
+    app = screen.app
+    hints = {row.binding_id: f"key {row.keys}" + ("" if row.where == GLOBAL else f" in {row.where}")
+             for row in key_rows(screen) if row.binding_id}
+    main = app.screen_stack[0] if app.screen_stack else screen
+    nodes: list = [app, *main.query(Widget)]
+    for node in nodes:
+        for binding in getattr(type(node), "BINDINGS", ()):
+            if isinstance(binding, Binding) and binding.id and binding.id not in hints and binding.description:
+                where = "" if node is app else where_of(node)
+                where = "" if where == GLOBAL else f" in {where}"
+                keys = " ".join(app.get_key_display(Binding(k.strip(), binding.action)) for k in binding.key.split(","))
+                hints[binding.id] = f"key {keys}{where}"
+    return hints
+
+
+def hinted(text: str, hints: dict[str, str], binding_id: str) -> str:
+    """``text`` with its key (``"Open the flag editor — key r"``) when ``binding_id`` has one."""
+    hint = hints.get(binding_id)
+    return f"{text} — {hint}" if hint else text
 
 
 def palette_key_commands(screen: Screen) -> Iterator[SystemCommand]:
@@ -103,8 +136,9 @@ def palette_key_commands(screen: Screen) -> Iterator[SystemCommand]:
         if row is not None:
             yield SystemCommand(row.label, f"key {row.keys}", _runner(row.node, row.action))
         elif (binding := shadowed.get(binding_id)) is not None and app.check_action(binding.action, ()) is not False:
-            yield SystemCommand(binding.description, "a global key (the focused panel uses it for its own)",
-                                _runner(app, binding.action))
+            key = app.get_key_display(binding)
+            yield SystemCommand(binding.description, f"key {key} from another panel (the focused one uses {key} "
+                                "for its own)", _runner(app, binding.action))
 
 
 def _runner(node: DOMNode, action: str):

@@ -75,13 +75,15 @@ class ToastGate:
         return bool(self._on)
 
     def dialog_closed(self) -> ShownMessage | None:
-        """The toast that says what was held while the dialog was open (None: nothing)."""
+        """The toast that says what was held while the dialog was open (None: nothing): a
+        pointer to the message log, a ``warning`` when an error or warning was held (never an
+        ``error`` itself: it is not one), else ``information``."""
         if not self._held:
             return None
         held, self._held = self._held, []
-        worst = max(held, key=lambda m: SEVERITY_RANK.get(m.severity, 0))
+        worst = "warning" if any(SEVERITY_RANK.get(m.severity, 0) > 0 for m in held) else "information"
         titles = list(dict.fromkeys(m.title for m in held if m.title))
         untitled = sum(not m.title for m in held)
         what = ", ".join(titles + ([f"{untitled} other{'s' if untitled != 1 else ''}"] if untitled else []))
-        return ShownMessage(time.time(), worst.severity, HELD_TITLE,
+        return ShownMessage(time.time(), worst, HELD_TITLE,
                             f"{len(held)} held while the dialog was open ({what}): m opens the message log")

@@ -512,6 +512,22 @@ def point_from_json(data: Sequence) -> Point:
 _IN_CONFIG = TypeAdapter(dict[str, dict[str, SearchSpec]])
 
 
+def spec_file_name(text: str, fallback: str) -> str:
+    """The name a spec file's search runs under: its one ``[search.NAME]`` table's NAME
+    (``[search.mrr]`` in ``s1.toml`` runs as ``mrr.1``, as it would from optui.toml), else
+    ``fallback`` (the file's stem: a file of top-level keys names no search). Never raises:
+    :func:`parse_search_text` reports what is wrong with the text."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return fallback
+    searches = data.get("search")
+    if set(data) == {"search"} and isinstance(searches, dict) and len(searches) == 1:
+        name = next(iter(searches))
+        return name if isinstance(name, str) and name.strip() else fallback
+    return fallback
+
+
 def parse_search_text(text: str, filename: str, name: str | None = None) -> SearchSpec:
     """The spec in TOML ``text``: ``[search.NAME]`` when ``name`` is given (optui.toml),
     else the whole file: its top-level keys, or its one ``[search.NAME]`` table (the README's

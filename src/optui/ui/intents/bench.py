@@ -243,19 +243,25 @@ class BenchActions(Actions):
             self.pin_baseline(row)
 
 
-def bench_palette_commands(app) -> Iterator[SystemCommand]:
-    """Palette entries for benchmarks (per preset: run, sweep, repeat; pin; results)."""
+def bench_palette_commands(app, hints: Mapping[str, str] | None = None) -> Iterator[SystemCommand]:
+    """Palette entries for benchmarks (per preset: run, sweep, repeat; pin; results), each
+    naming its key from ``hints`` (binding id → key) where it has one."""
+    from optui.ui.key_table import hinted
+
+    hints = dict(hints or {})
     config = app.client.config
     actions = app.bench_actions
     if not app.client.read_only:
         for name, bench in config.benchmarks.items():
-            yield SystemCommand(f"Run benchmark {name}", bench.description or f"against {bench.server}",
+            yield SystemCommand(f"Run benchmark {name}", hinted(bench.description or f"against {bench.server}", hints, "bench.run"),
                                 partial(actions.start_bench, name))
-            yield SystemCommand(f"Sweep benchmark {name}", "One result per concurrency or request rate",
+            yield SystemCommand(f"Sweep benchmark {name}", hinted("One result per concurrency or request rate", hints, "bench.sweep"),
                                 partial(actions.ask_sweep, name))
-            yield SystemCommand(f"Repeat benchmark {name} x{config.repeat_of(name)}", "Median and spread of several runs",
+            yield SystemCommand(f"Repeat benchmark {name} x{config.repeat_of(name)}",
+                                hinted("Median and spread of several runs", hints, "bench.repeat"),
                                 partial(actions.start_repeats, name))
-        yield SystemCommand("Pin selected result as baseline", "The selected row of the bench results table",
+        yield SystemCommand("Pin selected result as baseline", hinted("The selected row of the bench results table", hints, "bench.pin"),
                             lambda: actions.pin_baseline(app.query_one("#bench").selected_row()))
-    yield SystemCommand("Show benchmark results", "All results: deltas vs baseline, repeats, scaling, chart",
+    yield SystemCommand("Show benchmark results", hinted("All results: deltas vs baseline, repeats, scaling, chart", hints,
+                                                         "bench.results_view"),
                         actions.show_results)

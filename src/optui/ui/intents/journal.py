@@ -103,8 +103,11 @@ class JournalActions(Actions):
 
     def _title_journal(self, flt: EventFilter) -> None:
         """The journal box's title names the filter of the events on screen."""
+        from textual.markup import escape
+
         box = self.query_one("#journal-box")
-        title = "[5] Journal" + (f"  {flt.describe()}  (c clears)" if flt.active else "")
+        # the filter's text is the operator's (``[tui]`` is no markup tag: escaped, it shows)
+        title = "[5] Journal" + (f"  {escape(flt.describe())}  (c clears)" if flt.active else "")
         if box.border_title != title:
             box.border_title = title
 

@@ -18,17 +18,19 @@ if TYPE_CHECKING:
     from optui.ui.screens.flag_editor import FlagEditorScreen
 
 
-def restart_review(client: SessionClient, name: str, argv: list[str] | tuple[str, ...]) -> Text:
+def restart_review(client: SessionClient, name: str, argv: list[str] | tuple[str, ...], *,
+                   running: tuple[str, ...] | None = None, running_from: str = "") -> Text:
     """What a restart of server ``name`` with ``argv`` changes, for the operator to confirm
     (every key that restarts a server shows it): host, controller and url, the flag diff
-    from the running flags, the flag catalogue's warnings, and exactly what will run."""
+    from the running flags (``running``: those it will run by then, ``running_from`` saying
+    whose, e.g. ``"#3's"``), the flag catalogue's warnings, and exactly what will run."""
     from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
 
     cfg, status = client.server_config(name), client.server_status(name)
-    diff = Flags.parse(status.argv).diff(Flags.parse(argv))
+    diff = Flags.parse(status.argv if running is None else running).diff(Flags.parse(argv))
     body = Text()
     body.append(f"host: {cfg.host}    control: {cfg.control}    url: {cfg.url}\n\n")
-    body.append("changes:\n", style="bold")
+    body.append(f"changes from {running_from} flags:\n" if running_from else "changes:\n", style="bold")
     for change in diff or []:
         body.append(f"  {change.describe()}\n")
     if not diff:
@@ -54,9 +56,40 @@ class ServerActions(Actions):
             return
         self.open_flag_editor(name)
 
+    def unless_refused(self, name: str, then: Callable[[], None]) -> None:
+        """Call ``then`` (open an editor or a confirm that restarts ``name``) unless the
+        restart would be refused now: read-only, a benchmark running against it, another
+        process restarting it (:meth:`SessionClient.restart_refusal_now`, no journal read: the
+        editor opens at once, keys typed right after ``r`` reach it); then the refusal is
+        shown instead, before the operator types or confirms anything. A benchmark another
+        optui process runs is looked up in the journal meanwhile: the dialog ``then`` opened
+        is closed with the refusal when it finds one."""
+        try:
+            why = self.client.restart_refusal_now(name)
+        except SessionError as exc:
+            why = str(exc)
+        if why:
+            self.notify(why, severity="warning", timeout=8)
+            return
+        then()
+        opened = self.app.screen
+
+        async def elsewhere() -> None:
+            why = await self.client.restart_refusal(name)
+            if why:
+                self.notify(why, severity="warning", timeout=8)
+                if self.app.screen is opened and opened is not self.app.screen_stack[0]:
+                    opened.dismiss(None)
+
+        self.run_worker(elsewhere(), group=f"restart-check-{name}", exclusive=True, exit_on_error=False)
+
     def open_flag_editor(self, name: str) -> None:
         """Open the flag editor for ``name`` (with the flag catalogue, learned from the
-        server's ``--help`` in the background the first time); on apply, confirm, restart."""
+        server's ``--help`` in the background the first time); on apply, confirm, restart.
+        A restart that would be refused now is refused before it opens."""
+        self.unless_refused(name, lambda: self._open_flag_editor(name))
+
+    def _open_flag_editor(self, name: str) -> None:
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.flag_editor import FlagEditorScreen
 
@@ -92,7 +125,11 @@ class ServerActions(Actions):
         editor.set_catalog(catalog)
 
     def restart_with_preset(self, name: str, preset: str) -> None:
-        """Confirm and restart ``name`` with a configured preset applied."""
+        """Confirm and restart ``name`` with a configured preset applied (refused before the
+        confirm when a restart would be refused now)."""
+        self.unless_refused(name, lambda: self._restart_with_preset(name, preset))
+
+    def _restart_with_preset(self, name: str, preset: str) -> None:
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
 
         p = self.client.server_config(name).presets[preset]
@@ -121,6 +158,10 @@ class ServerActions(Actions):
         self.run_worker(self._restart(name, argv, reason), group=f"restart-{name}", exit_on_error=False)
 
     async def _restart(self, name: str, argv: list[str], reason: str) -> None:
+        why = await self.client.restart_refusal(name)  # refused meanwhile: one toast, not "restarting…" then why not
+        if why:
+            self.notify(why, severity="warning", timeout=8)
+            return
         self.notify(f"restarting {name}…")
         # this restart reports its own outcome: the session's crash alert for it is not shown
         # again as a second toast (see OptuiApp._show_alerts)
@@ -163,11 +204,20 @@ class ServerActions(Actions):
     def rollback_selected(self) -> None:
         name = self.selected_server()
         if name is not None:
-            self.confirm_rollback(name)
+            self.ask_rollback(name)
+
+    def ask_rollback(self, name: str) -> None:
+        """Confirm a roll back of ``name`` (``ctrl+r``, the palette), unless refused now."""
+        self.unless_refused(name, lambda: self.confirm_rollback(name))
 
     def confirm_rollback(self, name: str, *, after: str | None = None) -> None:
         """Confirm and restart ``name`` with its last good flags; ``after`` (a crash class)
-        makes it the offer that follows a failed restart."""
+        makes it the offer that follows a failed restart. The question warns when those flags
+        measured worse or were rejected (the journal read off the loop first)."""
+        self.run_worker(self._confirm_rollback(name, after), group=f"rollback-ask-{name}", exclusive=True,
+                        exit_on_error=False)
+
+    async def _confirm_rollback(self, name: str, after: str | None) -> None:
         from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
@@ -176,9 +226,15 @@ class ServerActions(Actions):
         if not last_good:
             self.notify(f"{name}: no last good flags recorded yet", severity="warning")
             return
+        try:
+            warning = await self.client.rollback_warning(name, last_good)
+        except Exception as exc:  # noqa: BLE001 - a locked or broken journal: say that it was not checked
+            warning = f"not checked how they measured ({exc})"
         body = Text()
         if after:
             body.append(f"The restart failed: {after}\n\n", style="bold")
+        if warning:  # "last good" is the last that became ready, not the last that measured well
+            body.append(f"⚠ {warning}\n\n", style="bold red")
         body.append("back to the last flags that became ready:\n", style="bold")
         changes = Flags.parse(status.argv).diff(Flags.parse(last_good))
         for change in changes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -115,7 +115,9 @@ class TodoActions(Actions):
             if last.get("status") == "failed":  # x on such an item runs it again: say what happened last time
                 body.append(f"⚠ its last run failed ({last.get('id') or '?'}): {last.get('crash_class') or last.get('step') or '?'}\n",
                             style="bold")
-            body.append_text(restart_review(self.client, plan.server, plan.argv))
+            before = next((p for p in reversed(plans[:i]) if p.server == plan.server), None)  # it runs after that one
+            body.append_text(restart_review(self.client, plan.server, plan.argv, running=plan.old_argv,
+                                            running_from=f"#{before.todo_id}'s" if before else ""))
             body.append(f"then: {', '.join(plan.benches) or 'no benchmark'}\n")
         servers = sorted({p.server for p in plans})
         title = (f"Run #{plans[0].todo_id}'s experiment? It restarts {plans[0].server}" if len(plans) == 1 else
@@ -268,18 +270,23 @@ class TodoActions(Actions):
         except OSError as exc:
             self.fail(exc)
             return
-        self.notify(f"wrote {len(items)} items to {path}")
+        self.notify(f"wrote {len(items)} item{'s' if len(items) != 1 else ''} to {path}")
 
 
-def todo_commands(app) -> Iterator[SystemCommand]:
-    """Palette entries of the todo domain."""
+def todo_commands(app, hints: Mapping[str, str] | None = None) -> Iterator[SystemCommand]:
+    """Palette entries of the todo domain, each naming its key from ``hints`` (binding id →
+    key) where it has one."""
+    from optui.ui.key_table import hinted
+
+    hints = dict(hints or {})
     client = app.client
     todo = app.todo_actions
     if not client.read_only:
         yield SystemCommand("Follow an agent's todo list", "claude / opencode / todowrite list, live and read-only", todo.follow_prompt)
         for key in client.followed_todo_lists():
             yield SystemCommand(f"Stop following {key}", "its items stay in the list", partial(todo.unfollow, key))
-        yield SystemCommand("Run all pending experiments", "restart → ready → bench → compare, one item after another",
+        yield SystemCommand("Run all pending experiments",
+                            hinted("restart → ready → bench → compare, one item after another", hints, "todo.queue_all"),
                             partial(todo.run_experiments, None))
     yield SystemCommand("Export todo list as Markdown", "writes todo.md beside the journal", partial(todo.export_todos, "markdown"))
     yield SystemCommand("Export todo list as todowrite JSON", "writes todo.json beside the journal", partial(todo.export_todos, "todowrite"))

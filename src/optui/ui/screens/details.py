@@ -29,8 +29,12 @@ class DetailsScreen(ModalScreen[None]):
         self.title_text = safe_line(title)
         self.body = visible_text(body) if isinstance(body, Text) else safe_text(body)
 
+    #: how to leave, on the frame (a host's details in the fleet: `q` closes it here, it does not quit)
+    LEAVE = "Esc, q or Enter closes"
+
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical() as frame:
+            frame.border_subtitle = self.LEAVE
             yield Static(self.title_text, id="details-title", markup=False)
             with VerticalScroll():
                 yield Static(self.body, markup=False, id="details-body")

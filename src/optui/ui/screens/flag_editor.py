@@ -78,15 +78,34 @@ def apply_edit(flags: Flags, text: str, presets: dict[str, Preset], catalog: Fla
     if len(tokens) > 1 and not tokens[0].count("="):
         name, values = tokens[0], tokens[1:]
         name, _ = parse_assignment(name)
-        new = flags.set(name, values if len(values) > 1 else values[0])
+        _refuse_a_changed_form(flags, name, values, catalog)
+        new = flags.set(name, values if len(values) > 1 else values[0], aliases=_aliases(catalog, name))
     else:
         name, value = parse_assignment(tokens[0] if tokens else text)
-        new = flags.set(name, value)
+        new = flags.set(name, value, aliases=_aliases(catalog, name))
     if catalog is not None:
         errors = [i for i in _issues_of(new, name, catalog) if i.level == "error"]
         if errors:
             raise FlagError("; ".join(map(str, errors)))
     return new
+
+
+def _aliases(catalog: FlagCatalog | None, name: str) -> tuple[str, ...]:
+    """The other spellings of ``name`` the catalogue knows (``-t`` for ``--threads``): set
+    replaces them rather than adding a second spelling of one option."""
+    return catalog.aliases(name) if catalog is not None else ()
+
+
+def _refuse_a_changed_form(flags: Flags, name: str, values: list[str], catalog: FlagCatalog | None) -> None:
+    """FlagError for ``--no-such-flag 1`` typed: its name reads as on/off (``--no-*``,
+    ``--enable-*``), so it would run as ``--no-such-flag=1`` (issue 20) without a word;
+    the operator types that form, or learns the flag is not known."""
+    found = catalog.lookup(name) if catalog is not None else None
+    if found is not None or not flags.may_read_as_boolean(name):  # a known flag: the catalogue's checks speak
+        return
+    what = "an unknown flag whose name" if catalog is not None else "its name"  # the help line says where it looked
+    raise FlagError(f"{name}: {what} reads as on/off (a value after a space is read apart): "
+                    f"type {name}={' '.join(values)} to pass the value")
 
 
 def _issues_of(flags: Flags, name: str, catalog: FlagCatalog) -> list[Issue]:

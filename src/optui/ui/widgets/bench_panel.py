@@ -74,10 +74,11 @@ COLUMNS = (  # what matters for a decision first: the columns that do not fit ar
     ("tpot", "TPOT p50", 9),
     ("e2e", "E2E p50", 9),
 )
-#: in a side pane (the screen's ``-narrow`` class) the configuration and the result against the
-#: baseline come first (bench, change, out tok/s, Δ out fit 50 columns), the experiment id last
-NARROW_ORDER = ("bench", "change", "out", "delta", "ok", "conc", "ttft", "dttft", "n", "eff", "ttft99", "itl", "tpot",
-                "e2e", "exp")
+#: in a side pane (the screen's ``-narrow`` class) the experiment, its configuration and the result
+#: against the baseline come first (bench, exp, change, out tok/s, Δ out fit 50 columns: the
+#: experiment's number without its ``exp-``, under the header ``exp``)
+NARROW_ORDER = ("bench", "exp", "change", "out", "delta", "ok", "conc", "ttft", "dttft", "n", "eff", "ttft99", "itl",
+                "tpot", "e2e")
 #: a side pane's bench cell: the preset then the row's concurrency (``loadgen c4``: no conc
 #: column fits there, and a sweep's rows would read alike), at most this many characters
 NARROW_BENCH_W = 14
@@ -85,9 +86,9 @@ NARROW_BENCH_W = 14
 #: out tok/s and Δ out leave it, down to CHANGE_MIN; a longer change is fitted by
 #: :func:`~optui.core.flag_abbrev.fit_flags` (flag names whole or abbreviated, never cut)
 CHANGE_WIDTH = {False: 30, True: 24}
-CHANGE_MIN = 12
+CHANGE_MIN = 10
 #: the columns that share a side pane's width with the change
-_NARROW_FIRST = ("bench", "out", "delta")
+_NARROW_FIRST = ("bench", "exp", "out", "delta")
 #: Rows the panel shows (newest last); the results view (``v``) shows all.
 PANEL_ROWS = BENCH_ROWS_SHOWN
 
@@ -112,13 +113,14 @@ def delta_cell(app, row: Row, metric: str) -> Text:
     if d.pct is None:
         return Text("n/a", style="dim")
     if d.verdict == "inconclusive":
-        return Text(f"~{d.pct:+.1f}%", style=style(app, "state-busy"))
-    if d.verdict == "untested noise":  # too few runs to know the noise: a number, never a verdict
-        return Text(f"?{d.pct:+.1f}%", style="dim")
-    if d.good is None:
-        return Text(f"{d.pct:+.1f}%", style="dim")
-    mark = {"better": " ✓", "worse": " ✗"}.get(d.verdict or "", "")
-    cell = Text(f"{d.pct:+.1f}%{mark}", style=style(app, "delta-good" if d.good else "delta-bad"))
+        cell = Text(f"~{d.pct:+.1f}%", style=style(app, "state-busy"))
+    elif d.verdict == "untested noise":  # too few runs to know the noise: a number, never a verdict
+        cell = Text(f"?{d.pct:+.1f}%", style="dim")
+    elif d.good is None:
+        cell = Text(f"{d.pct:+.1f}%", style="dim")
+    else:
+        mark = {"better": " ✓", "worse": " ✗"}.get(d.verdict or "", "")
+        cell = Text(f"{d.pct:+.1f}%{mark}", style=style(app, "delta-good" if d.good else "delta-bad"))
     if row.cache_note:  # the prefix cache served it and the baseline differently: not the same prefill work
         cell.append(" ⚠", style=style(app, "warning"))
     return cell
@@ -420,6 +422,8 @@ class BenchPanel(Vertical):
         if g.bench in self._swept and g.concurrency is not None:  # which point of the sweep
             tag = f" c{fmt_value(g.concurrency, na='-')}"
             bench = truncate(bench, NARROW_BENCH_W - len(tag)) + tag
+        if self._narrow and exp.startswith("exp-"):  # a side pane: the number says it under the header exp
+            exp = exp[len("exp-"):]
         cells.update(bench=bench, exp=exp, conc=fmt_value(g.concurrency, na="-"))
         ok = requests_text(g.requests)  # "15/400 ok": over the group's runs
         if not g.ok:  # failed / degraded: its counts, never a number compared

@@ -26,17 +26,18 @@ ALWAYS = frozenset({"app.quit", "app.help"})
 SEPARATOR = "  "
 
 
-def fit_items(items: list[tuple[str, str, str | None]], width: int) -> list[tuple[str, str, str | None]]:
+def fit_items(items: list[tuple[str, str, str | None]], width: int,
+              keep: frozenset[str] = ALWAYS) -> list[tuple[str, str, str | None]]:
     """``items`` — (key, description, binding id) in display order — less the last ones
-    (but never those in :data:`ALWAYS`) until ``key description`` joined by two spaces fits
-    ``width`` columns."""
+    (but never those in ``keep``, :data:`ALWAYS` by default) until ``key description`` joined
+    by two spaces fits ``width`` columns."""
     kept = list(items)
 
     def length() -> int:
         return sum(len(k) + 1 + len(d) for k, d, _ in kept) + len(SEPARATOR) * max(0, len(kept) - 1)
 
     while length() > width:
-        droppable = [i for i, (_, _, bid) in enumerate(kept) if bid not in ALWAYS]
+        droppable = [i for i, (_, _, bid) in enumerate(kept) if bid not in keep]
         if not droppable:
             break
         del kept[droppable[-1]]
@@ -69,11 +70,15 @@ class KeyBar(Widget):
                 continue
             seen.add(row.action)
             items.append((row.keys.split(" ")[0], row.label, row.binding_id))  # the first key: room is short
+        keep = ALWAYS
+        if self.screen.maximized is not None:  # zoomed: the way back first, never left out
+            items.sort(key=lambda item: item[2] != "app.zoom")
+            keep = ALWAYS | {"app.zoom"}
         signature = (narrow, tuple(items), self.size.width)
         if signature == self._key:
             return
         self._key = signature
-        self._text = self._render_items(fit_items(items, self.size.width) if self.size.width else items)
+        self._text = self._render_items(fit_items(items, self.size.width, keep) if self.size.width else items)
         self.refresh()
 
     def _render_items(self, items: list[tuple[str, str, str | None]]) -> Text:

@@ -18,7 +18,7 @@ from textual.message import Message
 
 from optui.core.flag_abbrev import fit_flags
 from optui.core.safe_text import safe_line
-from optui.core.server_log import phase_durations
+from optui.core.server_log import flag_named_in, phase_durations
 from optui.core.server_state import ServerState, ServerStatus
 from optui.ui.colors import STATE_VARIABLE, style
 from optui.ui.widgets.cursor_list import LOADING_TEXT, CursorList
@@ -145,12 +145,19 @@ class ServerPanel(CursorList):
         app = self.app
         row = self._head(s)
         if compact:
+            failed = self._failed(s)
+            if failed:  # the class, and a bad_flag's flag, before anything that may be cut
+                crash = str(s.crash_class or "failed")
+                row.append(f" {crash}", style=style(app, "state-failed", bold=True))
+                bad = flag_named_in(self._cause(s)) if crash == "bad_flag" else None
+                if bad:
+                    row.append(f" {safe_line(bad)}", style=style(app, "state-failed"))
             tuned = changed_flags(s.argv, s.configured_argv)
             if tuned:  # the one line still says which configuration runs: names abbreviated
                 # alike (as the bench panel does), values kept, the flags that do not fit counted
                 room = width - row.cell_len - 4  # less the separator and the line's ellipsis
                 row.append(f"  {fit_flags(tuned, max(room, 8))}", style=style(app, "warning"))
-            detail = self._detail(s)
+            detail = Text(safe_line(self._cause(s)[:200])) if failed else self._detail(s)
             if detail and (not tuned or width - row.cell_len >= 10):  # never cut right after a value
                 row.append("  ")
                 row.append_text(detail)
@@ -237,12 +244,22 @@ class ServerPanel(CursorList):
             return Text(f"not running — {how}" if s.managed else "not answering", style="dim")
         return Text("")
 
+    @staticmethod
+    def _failed(s: ServerStatus) -> bool:
+        """Its last start or run failed and it is not ready again (its row says why)."""
+        return s.state is ServerState.CRASHED or (s.crash_class is not None and s.state is not ServerState.READY)
+
+    @staticmethod
+    def _cause(s: ServerStatus) -> str:
+        """Why it failed in one line: the cause line, else its last log line or message."""
+        return s.crash_cause or (s.crash_lines[-1] if s.crash_lines else s.message or "")
+
     def _detail(self, s: ServerStatus) -> Text:
         app = self.app
         t = Text()
-        if s.state is ServerState.CRASHED or (s.crash_class and s.state is not ServerState.READY):
+        if self._failed(s):
             t.append(f"{s.crash_class or 'failed'}: ", style=style(app, "state-failed", bold=True))
-            t.append(safe_line((s.crash_cause or (s.crash_lines[-1] if s.crash_lines else s.message or ""))[:200]))
+            t.append(safe_line(self._cause(s)[:200]))
             if s.last_good_argv and tuple(s.last_good_argv) != tuple(s.argv):
                 t.append("  (ctrl+r: roll back to last good)", style=style(app, "warning"))
             t.append("  (l: log)", style="dim")
