@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from optui.core.safe_text import safe_text
+from optui.core.safe_text import safe_line, safe_text
 
 if TYPE_CHECKING:
     from optui.config import LoadedConfig
@@ -66,6 +66,13 @@ def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
     :func:`~optui.core.safe_text.safe_text`: control characters and bidi overrides shown as
     ``\\x1b`` / ``\\u202e``, lines kept."""
     click.echo(safe_text(str(message)), err=err, nl=nl)
+
+
+def echo_line(message: object = "", *, err: bool = False) -> None:
+    """Print ``message`` as exactly one line (:func:`~optui.core.safe_text.safe_line`: a
+    newline inside it shows as ``⏎``), for a line that carries untrusted text (a todo item, a
+    server's message): an agent's list cannot forge a line such as ``server qwen: ready``."""
+    click.echo(safe_line(str(message)), err=err)
 
 
 def read_only_open(ctx: click.Context | None, path) -> bool:

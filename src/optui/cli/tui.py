@@ -44,8 +44,13 @@ def run_tui(config_path: str | None, *, theme: str | None = None, read_only: boo
 
     def load():
         from optui.config import load_config
+        from optui.ui.config_check import check_ui_settings
 
-        return load_config(path, search=False) if path else load_config(None)
+        loaded = load_config(path, search=False) if path else load_config(None)
+        # the file's theme and keymap name something (issue 30), and so does --theme
+        check_ui_settings(loaded.config.theme if theme is None else theme, loaded.config.keymap, loaded.path,
+                          "theme" if theme is None else "--theme")
+        return loaded
 
     _run_app(load, theme=theme or ui.get("theme"), keymap=ui.get("keymap"), read_only=read_only)
 

@@ -28,14 +28,13 @@ from __future__ import annotations
 import math
 import re
 import statistics
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from optui.config_file import ConfigError, toml_syntax_error
+from optui.config_file import ConfigError, load_toml
 from optui.core.bench.result import LATENCY_METRICS, BenchResult
 from optui.core.flags import is_flag_token
 
@@ -520,10 +519,7 @@ def parse_search_text(text: str, filename: str, name: str | None = None) -> Sear
     them or a spec file holds more than one."""
     from optui.config import _format_validation  # optui.toml's own error format (line of each field)
 
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(exc, filename, text) from exc
+    data = load_toml(text, filename)
     try:
         searches = data.get("search")
         if name is None and set(data) == {"search"} and isinstance(searches, dict) and searches:

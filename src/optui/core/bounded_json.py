@@ -1,0 +1,74 @@
+"""JSON from outside optui (an HTTP answer, a spec file, an agent's text) decoded within
+bounds: a size in bytes and a nesting depth, each refusal naming the bound it hit.
+
+``json.loads`` recurses once per level of nesting: a 200,000-deep answer (``[[[[…``) raised
+``RecursionError`` deep inside a parser and killed the poller that called it (issue 30). Here
+the depth is checked on the text first, by one linear pass that skips strings (no recursion,
+no object built), so a hostile answer costs one scan of its bytes and an error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+#: Bytes (or characters) of a JSON text optui reads from outside unless the caller says less.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+#: Levels of nesting (objects and arrays) unless the caller says less; every answer optui
+#: reads is under 10 levels deep.
+DEFAULT_MAX_DEPTH = 64
+
+_STRING_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET_B = re.compile(rb"[\[\]{}]")
+
+
+class JsonBoundError(ValueError):
+    """A JSON text over a bound or not JSON; ``bound`` is ``size``, ``depth`` or ``syntax``
+    and ``str()`` says which limit and where (byte offset)."""
+
+    def __init__(self, bound: str, message: str) -> None:
+        super().__init__(message)
+        self.bound = bound
+
+
+def too_deep_at(text: bytes | str, max_depth: int) -> int | None:
+    """The offset of the bracket that opens level ``max_depth + 1`` of ``text`` (brackets in
+    strings skipped), or None. Linear in ``len(text)``; never recurses."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:  # the common case: nothing to scan
+        return None
+    bare = _STRING_B.sub(lambda m: b" " * len(m.group()), raw)  # same offsets, no brackets in strings
+    depth = 0
+    for m in _BRACKET_B.finditer(bare):
+        depth += 1 if m.group() in b"[{" else -1
+        if depth > max_depth:
+            return m.start()
+    return None
+
+
+def loads_bounded(text: bytes | str, *, what: str, max_bytes: int = DEFAULT_MAX_BYTES,
+                  max_depth: int = DEFAULT_MAX_DEPTH) -> object:
+    """``json.loads(text)`` when ``text`` is at most ``max_bytes`` long and nests at most
+    ``max_depth`` levels. ``what`` names the text in a message (a URL, a file). Raises
+    :class:`JsonBoundError` (``bound`` ``size`` / ``depth`` / ``syntax``), never
+    ``RecursionError``."""
+    if len(text) > max_bytes:
+        raise JsonBoundError("size", f"{what}: {len(text):,} bytes is over the limit of {max_bytes:,}")
+    at = too_deep_at(text, max_depth)
+    if at is not None:
+        raise JsonBoundError("depth", f"{what}: nested deeper than {max_depth} levels (at byte {at:,})")
+    try:
+        return json.loads(text)
+    except RecursionError:  # not reached after the scan; kept so no caller ever sees it
+        raise JsonBoundError("depth", f"{what}: nested too deep to decode") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise JsonBoundError("syntax", f"{what}: not JSON ({exc.__class__.__name__}: {str(exc)[:120]})") from None
+
+
+def bounded_number(value: float, low: float, high: float) -> float | None:
+    """``value`` when it is finite and within ``[low, high]``, else None (shown as invalid,
+    never printed raw: ``inf``, a 309-digit ``1e308``, a negative MiB)."""
+    if not math.isfinite(value) or value < low or value > high:
+        return None
+    return value
