@@ -94,6 +94,8 @@ def _fail_cleanly(exc: Exception) -> None:
 
     if os.environ.get("OPTUI_DEBUG"):
         raise exc
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # a task group's (mcp's) one failure
+        exc = exc.exceptions[0]
     if isinstance(exc, ConfigError):
         click.echo(safe_text(str(exc)), err=True)
         sys.exit(2)
