@@ -90,6 +90,7 @@ def _no_traceback() -> Iterator[None]:
 def _fail_cleanly(exc: Exception) -> None:
     from optui.adapters.bounded_read import InputTooLarge
     from optui.adapters.journal import JournalError
+    from optui.cli.common import echo
     from optui.config_file import ConfigError
 
     if os.environ.get("OPTUI_DEBUG"):
@@ -97,17 +98,16 @@ def _fail_cleanly(exc: Exception) -> None:
     while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # a task group's (mcp's) one failure
         exc = exc.exceptions[0]
     if isinstance(exc, ConfigError):
-        click.echo(safe_text(str(exc)), err=True)
+        echo(str(exc), err=True)
         sys.exit(2)
     if isinstance(exc, JournalError | InputTooLarge):
-        click.echo(safe_text(f"optui: error: {exc}"), err=True)
+        echo(f"optui: error: {exc}", err=True)
         sys.exit(1)
     if isinstance(exc, OSError):
-        click.echo(safe_text(f"optui: error: {exc.filename or ''}{': ' if exc.filename else ''}"
-                             f"{exc.strerror or exc}"), err=True)
+        echo(f"optui: error: {exc.filename or ''}{': ' if exc.filename else ''}{exc.strerror or exc}", err=True)
         sys.exit(1)
-    click.echo(safe_text(f"optui: internal error: {exc.__class__.__name__}: {str(exc)[:500]} "
-                         "(OPTUI_DEBUG=1 shows the traceback)"), err=True)
+    echo(f"optui: internal error: {exc.__class__.__name__}: {str(exc)[:500]} (OPTUI_DEBUG=1 shows the traceback)",
+         err=True)
     sys.exit(EXIT_INTERNAL)
 
 

@@ -63,7 +63,7 @@ def loads_bounded(text: bytes | str, *, what: str, max_bytes: int = DEFAULT_MAX_
     except RecursionError:  # not reached after the scan; kept so no caller ever sees it
         raise JsonBoundError("depth", f"{what}: nested too deep to decode") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise JsonBoundError("syntax", f"{what}: not JSON ({exc.__class__.__name__}: {str(exc)[:120]})") from None
+        raise JsonBoundError("syntax", f"{what}: cannot parse: {str(exc)[:200]}") from None
 
 
 def bounded_number(value: float, low: float, high: float) -> float | None:
