@@ -593,9 +593,18 @@ class ServerRuntime:
                                                  cwd=self.cfg.cwd, refresh=refresh)
         return self.catalog
 
-    async def shutdown(self, stop_server: bool) -> None:
-        """Called when the session closes: stop the server only when asked (demo); else
-        leave it running, untracked (:meth:`ProcessController.release`)."""
+    async def shutdown(self, stop_server: bool) -> str | None:
+        """Called when the session closes: stop the server only when asked (demo) and this
+        window may (no other running optui process launched it: issue 30); else leave it
+        running, untracked (:meth:`ProcessController.release`). Returns what the operator is
+        told when a server is left running because another window owns it (else None)."""
+        note = None
+        if stop_server and isinstance(self.controller, ProcessController):
+            owner = self.controller.owner_elsewhere()
+            if owner is not None and self.controller.launch is not None:
+                stop_server = False
+                note = (f"{self.name}: left running (pid {self.controller.launch.pid}): the optui process {owner} "
+                        "started it and stops it when it quits")
         if not stop_server and isinstance(self.controller, ProcessController):
             self.controller.release()
         if stop_server and isinstance(self.controller, ProcessController) and self.controller.launch is not None:
@@ -607,3 +616,4 @@ class ServerRuntime:
             # the journal's last state is "down" now: the next session starts from it (it read
             # "ready → starting" at every demo start, as if the server had been up meanwhile)
             await self._keeper.set_state(ServerState.DOWN, pid=None)
+        return note
