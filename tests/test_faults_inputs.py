@@ -379,3 +379,51 @@ def test_a_search_spec_nested_5000_deep_or_of_random_bytes_is_a_clean_message(tm
     deep.write_text('{"a": ' * 5000 + "1" + "}" * 5000)
     r = optui(tmp_path, "search", "run", "tuner.json", "--server", "qwen", "--bench", "sweep")
     assert r.returncode == 2 and "tuner.json: nested deeper than 64 levels (at byte 384)" in no_traceback(r), r.stderr
+
+
+async def test_a_gpu_source_that_fails_shows_why_backs_off_and_recovers(tmp_path):
+    """A replay capture that becomes /dev/zero (then a bug in a source: an exception) is an
+    ERROR with its reason on every reading; reads go on, each wait doubled up to 4 intervals;
+    the next good capture is LIVE again."""
+    import time
+
+    from optui.adapters.gpu_replay import ReplayGpuSource
+    from optui.core.gpu import HostStatus
+    from optui.session.gpu_poller import GpuPoller, backoff_s
+
+    capture = tmp_path / "gpus.csv"
+    good = ("index, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%]\n"
+            "0, NVIDIA H200, 1000 MiB, 143771 MiB, 5 %\n")
+    capture.write_text(good)
+
+    class Flaky(ReplayGpuSource):
+        reads: list[float] = []
+        broken = False
+
+        async def read(self):
+            Flaky.reads.append(time.monotonic())
+            if Flaky.broken:
+                raise RuntimeError("a bug in the source")
+            return await super().read()
+
+    poller = GpuPoller({"node": Flaky("node", capture)}, {"node": 0.1}, lambda: None)
+    task = asyncio.create_task(poller.run())
+    try:
+        await until(lambda: poller.snapshots["node"].status is HostStatus.LIVE, what=lambda: poller.snapshots)
+        capture.unlink()
+        capture.symlink_to("/dev/zero")
+        await until(lambda: poller.snapshots["node"].status is HostStatus.ERROR, what=lambda: poller.snapshots)
+        assert poller.snapshots["node"].error == f"{capture}: larger than the limit of 4,194,304 bytes (not read further)"
+        Flaky.broken = True
+        await until(lambda: poller.snapshots["node"].error == "RuntimeError: a bug in the source")
+        n = len(Flaky.reads)
+        await until(lambda: len(Flaky.reads) >= n + 3)  # still reading, never silent
+        assert not task.done()
+        Flaky.broken = False
+        capture.unlink()
+        capture.write_text(good)
+        await until(lambda: poller.snapshots["node"].status is HostStatus.LIVE, what=lambda: poller.snapshots)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert [backoff_s(0.1, n) for n in (0, 1, 2, 3, 10)] == [0.1, 0.2, 0.4, 0.4, 0.4]
