@@ -385,10 +385,10 @@ class ServerRuntime:
         the alerts of a HUNG that the health rule entered or left (see core.server_fsm)."""
         was, self._health_reason = self._health_reason, reason
         if state is ServerState.HUNG and before is not ServerState.HUNG and reason:
-            self._events.record(ev.ALERT, {"kind": "hung", "source": "health", "message": f"unhealthy for more than "
-                                           f"{self.cfg.hung_after_s:g} s: {reason}"})
+            self._events.record_transition_alert({"kind": "hung", "source": "health", "message": f"unhealthy for more "
+                                                  f"than {self.cfg.hung_after_s:g} s: {reason}"})
         elif before is ServerState.HUNG and state is ServerState.READY and was:
-            self._events.record(ev.ALERT, {"kind": "recovered", "message": "health answers 200 again"})
+            self._events.record_transition_alert({"kind": "recovered", "message": "health answers 200 again"})
         if reason:
             return {"message": reason}
         return {"message": None} if was is not None and self.status.message == was else {}
@@ -414,10 +414,11 @@ class ServerRuntime:
         event = await self.load.update(time.monotonic())
         self._keeper.set(load=self.load.view)
         if event == "hung":
-            self._events.record(ev.ALERT, {"kind": "hung", "message": self.load.message, "source": self.load.view.source,
-                                                 "running": self.load.view.running, "waiting": self.load.view.waiting})
+            self._events.record_transition_alert({"kind": "hung", "message": self.load.message,
+                                                  "source": self.load.view.source, "running": self.load.view.running,
+                                                  "waiting": self.load.view.waiting})
         elif event == "recovered":
-            self._events.record(ev.ALERT, {"kind": "recovered", "message": "tokens are being generated again"})
+            self._events.record_transition_alert({"kind": "recovered", "message": "tokens are being generated again"})
         return after_load_reading(state, event, hung=self.load.hung)
 
     async def _on_exit(self) -> None:
