@@ -307,3 +307,37 @@ async def test_a_restart_is_refused_while_a_benchmark_runs_against_the_server(ca
     finally:
         bench.kill()
         bench.wait(10)
+
+
+@pytest.mark.parametrize("signal_name, next_command", [
+    ("KILL", ["todo", "list"]), ("TERM", ["status", "--wait", "0"]), ("HUP", ["journal", "tail"])])
+async def test_an_optui_restart_ended_by_a_signal_is_closed_by_the_next_cli_command(tmp_path, signal_name, next_command):
+    """Issue 30: after SIGKILL of `optui restart` the interrupted record was written only when
+    a TUI opened, after SIGTERM nothing at all; now the next optui process of any kind (here a
+    CLI command that only reads) journals it, once."""
+    import subprocess
+    import sys
+
+    from tests.helpers.demo import subprocess_env
+
+    cfg = write_demo_config(tmp_path / "k", port=free_port(), speed=1.0)  # ~6 s of startup phases
+    try:
+        cli = _optui_popen(cfg, "restart", "demo")
+        deadline = time.monotonic() + 60
+        while not journal_events(cfg, ["server.starting"]):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        cli.send_signal(getattr(signal, f"SIG{signal_name}"))
+        cli.wait(10)
+        assert journal_events(cfg, ["server.restart.interrupted"]) == []
+        for _ in range(2):  # closed once: the second command adds nothing
+            done = subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), *next_command], capture_output=True,
+                                  text=True, env=subprocess_env(), timeout=60, stdin=subprocess.DEVNULL)
+            assert "Traceback" not in done.stderr, done.stderr
+        interrupted = journal_events(cfg, ["server.restart.interrupted"])
+        assert len(interrupted) == 1 and interrupted[0].data["pid"] == cli.pid, [e.data for e in interrupted]
+    finally:
+        pid = pidfile_pid(cfg)
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)

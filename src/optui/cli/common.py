@@ -75,6 +75,25 @@ def echo_line(message: object = "", *, err: bool = False) -> None:
     click.echo(safe_line(str(message)), err=err)
 
 
+def close_left_open(journal, actor_name: str | None = None) -> None:
+    """Journal the runs and restarts an optui process left open when it died (SIGKILL, a
+    SIGTERM or SIGHUP it did not survive), as every session start does: any CLI command that
+    opens the journal writable does it too, so the next optui process of any kind records
+    them (issue 30: only a TUI did). A journal that cannot be written is left alone."""
+    from optui.adapters.journal import JournalError
+    from optui.session.interrupted import close_interrupted
+    from optui.session.locks import ServerLock
+
+    if journal.read_only:
+        return
+    state_dir = journal.path.parent
+    try:
+        close_interrupted(journal, actor=actor_name or actor(),
+                          restart_locked=lambda server: ServerLock(state_dir, server).held_by_other())
+    except JournalError:
+        pass  # locked or full: the next process closes them
+
+
 def read_only_open(ctx: click.Context | None, path) -> bool:
     """Whether a command that only reads opens the journal read-only: ``--read-only`` was
     given or the journal lies on a read-only filesystem (a snapshot or ro mount can be read)."""

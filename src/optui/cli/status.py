@@ -27,7 +27,17 @@ import time
 
 import click
 
-from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, echo_line, fail, load_config_or_exit
+from optui.cli.common import (
+    FiniteFloatRange,
+    actor,
+    close_left_open,
+    echo,
+    echo_json,
+    echo_line,
+    fail,
+    load_config_or_exit,
+    read_only_open,
+)
 
 
 def _result_json(r) -> dict:
@@ -139,6 +149,14 @@ def _server_json(session, s, experiments) -> dict:
 def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     """Hosts/GPUs, servers (state, phase, flags, load), todo, last results, experiments."""
     loaded = load_config_or_exit(ctx)
+    if loaded.journal_path.exists() and not read_only_open(ctx, loaded.journal_path):
+        from optui.adapters.journal import Journal
+
+        journal = Journal(loaded.journal_path)  # a JournalError: the CLI's one message (cli/group.py)
+        try:
+            close_left_open(journal)  # an `optui restart` killed mid-way: recorded by the next process of any kind
+        finally:
+            journal.close()
     data = asyncio.run(_collect(loaded, wait_s))
     if as_json:
         echo_json(data)
