@@ -65,6 +65,9 @@ class HostilePrometheus:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def do_GET(self) -> None:  # a server's /metrics, /server_info: the probe's answers
+                self.do_POST()
+
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length") or 0))
                 owner.served += 1
@@ -192,6 +195,25 @@ async def test_a_source_that_raises_never_ends_the_poller_and_backs_off():
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     assert [poller.next_wait_s(n) for n in (0, 1, 2, 3, 9)] == [0.05, 0.1, 0.2, 0.4, 0.4]
+
+
+async def test_a_servers_huge_metrics_and_deep_server_info_are_refused_by_the_probe():
+    """The same attacks on a server's own answers (``/metrics``, ``/server_info``, ``/v1/models``)."""
+    from optui.adapters.probe import ServerProbe
+
+    with HostilePrometheus() as server:
+        probe = ServerProbe(server.url)
+        try:
+            server.mode = "huge"
+            assert await probe.metrics() == (None, "")  # refused at 16 MiB, not read further
+            server.mode = "deep"
+            assert await probe.server_info() is None
+            assert await probe.model_name() is None
+            server.mode = "good"
+            status, text = await probe.metrics()
+            assert status == 200 and "DCGM_FI_DEV_FB_USED" in text
+        finally:
+            await probe.close()
 
 
 # ------------------------------------------------------------------ captures, journals, text
