@@ -134,6 +134,7 @@ class ServerRuntime:
         self._health_reason: str | None = None  # the message that says why it is DEGRADED/HUNG now
         self._starting = False  # a start of this process's is under way (its ready gate is open)
         self._stopping = False
+        self._lost_accounted: Launch | None = None  # the dead launch shown (and journaled) last
         self._generated = False  # the 1-token probe of this start passed
         self._ready_journaled: float | None = None  # server.ready's time of a re-attached launch (Unix s)
         # the newest server.ready seen for an argv not (yet) shown here: another process's ready
@@ -218,6 +219,7 @@ class ServerRuntime:
             self._keeper.set(argv=launch.argv or self.status.argv, pid=launch.pid, started_at=launch.started_at)
             self._follow(resume=True)
         elif isinstance(self.controller, ProcessController) and self.controller.lost is not None:  # only it has lost
+            self._lost_accounted = self.controller.lost
             await self._account_for_lost_launch(self.controller, self.controller.lost)
         self.attached.set()
         if launch is not None:  # what its ready gate found (issue 16), shown again by a new session
@@ -264,13 +266,14 @@ class ServerRuntime:
             if not self.journal.read_only:
                 controller.forget_lost()
             return
-        crash, lines, _cause = await self._classify_log_of(lost)
+        crash, lines, cause = await self._classify_log_of(lost)
         seen = await self._events.read(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
         message = f"pid {lost.pid} ended while no optui process watched it (last seen alive {when}; exit status unknown)"
         await self._keeper.set_state(ServerState.CRASHED, journal=not self.journal.read_only, crash_class=crash,
                                      crash_lines=lines, pid=None, argv=lost.argv or self.status.argv,
-                                     started_at=lost.started_at, message=message)
+                                     started_at=lost.started_at, message=message,
+                                     crash_cause=f"{message}: {cause}" if cause else message)
         if self.journal.read_only:
             return
         self._events.record(ev.SERVER_FAILED, {"class": str(crash), "returncode": None, "pid": lost.pid, "unwatched": True,
@@ -291,6 +294,12 @@ class ServerRuntime:
 
     async def _poll_once(self) -> None:
         await self.other_processes.follow_launch_made_elsewhere()
+        lost = self.controller.lost if isinstance(self.controller, ProcessController) else None
+        if lost is not None and lost != self._lost_accounted:
+            # another process's launch that died before this window followed it (`kill -9` a
+            # second after `optui restart` exited: issue 30): shown and journaled, once
+            self._lost_accounted = lost
+            await self._account_for_lost_launch(self.controller, lost)
         await self.controller.refresh()
         if self.controller.process_state() == "exited" and not self._stopping:
             await self._on_exit()
