@@ -294,12 +294,12 @@ class ServerRuntime:
 
     async def _poll_once(self) -> None:
         await self.other_processes.follow_launch_made_elsewhere()
-        lost = self.controller.lost if isinstance(self.controller, ProcessController) else None
-        if lost is not None and lost != self._lost_accounted:
+        controller = self.controller
+        if isinstance(controller, ProcessController) and controller.lost is not None and controller.lost != self._lost_accounted:
             # another process's launch that died before this window followed it (`kill -9` a
             # second after `optui restart` exited: issue 30): shown and journaled, once
-            self._lost_accounted = lost
-            await self._account_for_lost_launch(self.controller, lost)
+            self._lost_accounted = controller.lost
+            await self._account_for_lost_launch(controller, controller.lost)
         await self.controller.refresh()
         if self.controller.process_state() == "exited" and not self._stopping:
             await self._on_exit()
