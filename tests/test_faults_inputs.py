@@ -374,6 +374,8 @@ def test_a_5_mb_todo_item_is_refused_and_the_journal_does_not_grow(tmp_path):
                         "the limit of 16,384 (nothing imported)\n")
     r = optui(tmp_path, "todo", "add", "y" * 100_000)
     assert r.returncode == 1 and "todo content: 100,000 characters is over the limit of 16,384" in no_traceback(r)
+    r = optui(tmp_path, "journal", "note", "z" * 100_000)
+    assert r.returncode == 2 and "note: 100,000 characters is over the limit of 16,384" in no_traceback(r)
     assert journal_rows() == before
 
 

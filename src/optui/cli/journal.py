@@ -315,12 +315,14 @@ def note(ctx, text: str, server: str | None) -> None:
     """Add a free-text note, linked to the current experiment."""
     from optui.adapters.journal import JournalError
 
+    try:
+        text = ev.note_text(text)
+    except ValueError as exc:
+        fail(str(exc), 2)
     _, j = _open(ctx, must_exist=False, reading=False)
-    if not text.strip():
-        fail("empty note", 2)
     exp = j.current_experiment(server) if server else j.latest_experiment()
     try:
-        e = j.append(ev.NOTE, server, {"text": text.strip()}, actor=actor(), experiment=exp)
+        e = j.append(ev.NOTE, server, {"text": text}, actor=actor(), experiment=exp)
     except JournalError as exc:
         fail(str(exc), 2)
     echo(f"#{e.seq} note" + (f" ({exp})" if exp else ""))

@@ -750,10 +750,12 @@ class Session:
     def add_note(self, text: str, server: str | None = None) -> str | None:
         """A free-text note, linked to the current experiment of ``server`` (or the newest
         experiment); returns that experiment id (None when there is none yet)."""
-        if not text.strip():
-            raise SessionError("empty note")
+        try:
+            text = ev.note_text(text)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from None
         exp = self.current_experiment(server)
-        self.record(ev.NOTE, server, {"text": text.strip()}, experiment=exp)
+        self.record(ev.NOTE, server, {"text": text}, experiment=exp)
         return exp
 
     def set_verdict(self, experiment: str, decision: str, reason: str = "") -> None:
