@@ -149,10 +149,11 @@ def _server_json(session, s, experiments) -> dict:
 def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     """Hosts/GPUs, servers (state, phase, flags, load), todo, last results, experiments."""
     loaded = load_config_or_exit(ctx)
-    if loaded.journal_path.exists() and not read_only_open(ctx, loaded.journal_path):
+    path = loaded.journal_path
+    if path.is_file() and path.stat().st_size and not read_only_open(ctx, path):  # a journal, not one being made
         from optui.adapters.journal import Journal
 
-        journal = Journal(loaded.journal_path)  # a JournalError: the CLI's one message (cli/group.py)
+        journal = Journal(path)  # a JournalError: the CLI's one message (cli/group.py)
         try:
             close_left_open(journal)  # an `optui restart` killed mid-way: recorded by the next process of any kind
         finally:
