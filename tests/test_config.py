@@ -208,3 +208,67 @@ def test_readme_config_error_example_is_what_optui_says():
     with pytest.raises(ConfigError) as err:
         parse_config_text(broken)
     assert str(err.value) == message
+
+
+def test_a_flag_both_allowed_and_forbidden_to_an_agent_is_refused_with_its_line():
+    """Issue 30: accepted silently before (the forbidden one won, or not, by the code's order)."""
+    text = '[agent]\nallowed_flags = ["--tp-size", "--max-running-requests"]\nforbidden_flags = ["--mem-fraction-static", "tp_size"]\n'
+    with pytest.raises(ConfigError) as err:
+        parse_config_text(text)
+    assert str(err.value) == ("optui.toml:3: agent.forbidden_flags: tp_size also in allowed_flags: a flag is either "
+                              "allowed or forbidden to an agent, not both")
+    parse_config_text('[agent]\nallowed_flags = ["--tp-size"]\nforbidden_flags = ["--mem-fraction-static"]\n')
+
+
+def test_an_unknown_theme_or_keymap_id_is_refused_with_file_and_line(tmp_path):
+    from optui.ui.config_check import check_ui_settings, known_binding_ids, known_theme_names
+
+    path = tmp_path / "optui.toml"
+    path.write_text('theme = "nope"\n\n[keymap]\n"app.zoom" = "y"\n"app.zoomm" = "z"\n')
+    config = load_config(path).config  # the model alone accepts both (it knows no UI names)
+    with pytest.raises(ConfigError) as err:
+        check_ui_settings(config.theme, config.keymap, path)
+    theme_line, keymap_line = str(err.value).splitlines()
+    assert theme_line.startswith(f"{path}:1: theme: unknown theme 'nope' (known: ")
+    assert "optui-dark" in theme_line and "textual-dark" in theme_line
+    assert keymap_line.startswith(f"{path}:5: keymap.app.zoomm: unknown binding id (ids of 'app': ")
+    with pytest.raises(ConfigError, match=r"^--theme: unknown theme 'nah'"):
+        check_ui_settings("nah", {}, path, "--theme")
+    # what the README and the keymap test use stays valid
+    assert {"app.zoom", "todo.add", "input.cursor_left"} <= known_binding_ids()
+    assert {"optui-dark", "optui-light", "textual-dark"} <= known_theme_names()
+    check_ui_settings("optui-light", {"app.zoom": "y", "todo.add": "A"}, path)
+
+
+def test_the_tui_refuses_an_unknown_theme_with_the_line_and_exit_2(tmp_path):
+    """The real `optui` in a pseudo-terminal: the message after the screen closes, exit 2."""
+    import os
+    import pty
+    import select
+    import time
+
+    from tests.helpers.demo import subprocess_env
+
+    (tmp_path / "optui.toml").write_text('theme = "nope"\n[hosts.local]\ngpu_source = "none"\n')
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "optui"], cwd=tmp_path, stdin=follower, stdout=follower,
+                            stderr=follower, env=subprocess_env({"TERM": "xterm-256color"}), start_new_session=True)
+    os.close(follower)
+    out = b""
+    deadline = time.monotonic() + 60
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.2)[0]:
+                try:
+                    out += os.read(leader, 65536)
+                except OSError:
+                    break
+        assert proc.wait(timeout=max(1.0, deadline - time.monotonic())) == 2
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+    text = out.decode("utf-8", "replace")
+    assert f"{tmp_path / 'optui.toml'}:1: theme: unknown theme 'nope'" in text.replace("\r\n", "\n")
+    assert "Traceback" not in text

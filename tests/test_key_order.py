@@ -148,3 +148,56 @@ async def test_a_multi_line_paste_into_a_prompt_keeps_every_line(tmp_path):
         notes = lambda: [e.data["text"] for e in app.session.journal.events(types=[ev.NOTE])]  # noqa: E731
         await wait_for(pilot, lambda: "TTFT p99 doubled at c=16 see bench #4" in notes(), timeout=30, what=notes)
         await pilot.press("q")
+
+
+async def test_a_key_slow_to_reach_the_app_still_opens_the_input_before_the_next_key(tmp_path, monkeypatch):
+    """Issue 30: under CPU contention the burst ``3 a b u r s t`` showed ``urst item``: the
+    ``a`` was still on its way up to the app (where its binding opens the input) when its
+    barrier's 0.5 s ran out, so the ``b`` went to the list and ran the bench key. Here the
+    todo panel takes 0.8 s to pass each key on (what a loaded machine does to one hop)."""
+    import asyncio
+
+    from optui.ui.widgets.todo_panel import TodoPanel
+
+    async def slow_hop(self, event) -> None:
+        await asyncio.sleep(0.8)
+
+    monkeypatch.setattr(TodoPanel, "on_key", slow_hop, raising=False)
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        post_at_once(app, ["3"])
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "todo-list", timeout=30,
+                       what=lambda: app.focused)
+        post_at_once(app, ["a", *"burst item", "enter"])
+        await wait_for(pilot, lambda: any(t.startswith(("burst", "urst")) for t in todo_texts(app)), timeout=60,
+                       what=lambda: todo_texts(app)[-2:])
+        assert "burst item" in todo_texts(app), todo_texts(app)[-2:]
+        assert not app.session.journal.events(types=[ev.BENCH_STARTED])
+        await pilot.press("q")
+
+
+async def test_a_burst_beside_a_cpu_hog_reaches_the_input_whole(tmp_path):
+    """The same burst, five times, with busy processes beside the app on every core (the
+    machine the suite failed on ran at load ~7 on 2 cores)."""
+    import os
+    import subprocess
+    import sys
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        app = make_app(tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await settle(pilot)
+            for n in range(5):
+                post_at_once(app, ["3", "a", *f"burst {n}", "enter"])
+                await wait_for(pilot, lambda n=n: any(t.endswith(f"urst {n}") for t in todo_texts(app)), timeout=60,
+                               what=lambda: todo_texts(app)[-2:])
+            assert [t for t in todo_texts(app) if "urst" in t] == [f"burst {n}" for n in range(5)]
+            assert not app.session.journal.events(types=[ev.BENCH_STARTED])
+            await pilot.press("q")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()

@@ -307,3 +307,81 @@ async def test_a_restart_is_refused_while_a_benchmark_runs_against_the_server(ca
     finally:
         bench.kill()
         bench.wait(10)
+
+
+@pytest.mark.parametrize("signal_name, next_command", [
+    ("KILL", ["todo", "list"]), ("TERM", ["status", "--wait", "0"]), ("HUP", ["journal", "tail"])])
+async def test_an_optui_restart_ended_by_a_signal_is_closed_by_the_next_cli_command(tmp_path, signal_name, next_command):
+    """Issue 30: after SIGKILL of `optui restart` the interrupted record was written only when
+    a TUI opened, after SIGTERM nothing at all; now the next optui process of any kind (here a
+    CLI command that only reads) journals it, once."""
+    import subprocess
+    import sys
+
+    from tests.helpers.demo import subprocess_env
+
+    cfg = write_demo_config(tmp_path / "k", port=free_port(), speed=1.0)  # ~6 s of startup phases
+    try:
+        cli = _optui_popen(cfg, "restart", "demo")
+        deadline = time.monotonic() + 60
+        while not journal_events(cfg, ["server.starting"]):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        cli.send_signal(getattr(signal, f"SIG{signal_name}"))
+        cli.wait(10)
+        assert journal_events(cfg, ["server.restart.interrupted"]) == []
+        for _ in range(2):  # closed once: the second command adds nothing
+            done = subprocess.run([sys.executable, "-m", "optui", "-c", str(cfg), *next_command], capture_output=True,
+                                  text=True, env=subprocess_env(), timeout=60, stdin=subprocess.DEVNULL)
+            assert "Traceback" not in done.stderr, done.stderr
+        interrupted = journal_events(cfg, ["server.restart.interrupted"])
+        assert len(interrupted) == 1 and interrupted[0].data["pid"] == cli.pid, [e.data for e in interrupted]
+    finally:
+        pid = pidfile_pid(cfg)
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+async def test_a_kill_9_right_after_a_cli_restart_is_not_missed_by_an_open_window(tmp_path):
+    """Issue 30: `kill -9` of the server about a second after `optui restart` exited: the open
+    window had not followed that launch yet (the CLI held the restart lock), found its process
+    gone, and kept showing the server as before (DOWN, or an old crash cause); nothing was
+    journaled. Now it shows the launch CRASHED with why, and it is journaled once."""
+    import subprocess
+    import sys
+
+    from tests.helpers.demo import subprocess_env
+
+    cfg = write_demo_config(tmp_path / "k9", port=free_port(), speed=40.0)
+    try:
+        async with running(cfg, autostart=False) as window:
+            rt = window.servers["demo"]
+            follow = rt.other_processes.follow_launch_made_elsewhere
+
+            async def not_yet() -> bool:  # the window has not polled since the CLI exited (a loaded machine)
+                return False
+
+            rt.other_processes.follow_launch_made_elsewhere = not_yet  # type: ignore[method-assign]
+            done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "optui", "-c", str(cfg), "restart", "demo"],
+                                           capture_output=True, text=True, env=subprocess_env(), timeout=120,
+                                           stdin=subprocess.DEVNULL)
+            assert done.returncode == 0, done.stderr
+            pid = pidfile_pid(cfg)
+            assert pid is not None
+            os.killpg(pid, signal.SIGKILL)
+            rt.other_processes.follow_launch_made_elsewhere = follow  # type: ignore[method-assign]
+            deadline = time.monotonic() + 30
+            while rt.status.state.value != "crashed":
+                assert time.monotonic() < deadline, (rt.status.state, rt.status.message)
+                await asyncio.sleep(0.1)
+            assert f"pid {pid} ended while no optui process watched it" in rt.status.message, rt.status.message
+            assert rt.status.crash_cause and rt.status.crash_cause.startswith(f"pid {pid} ended")
+            await asyncio.sleep(2.0)  # more polls: journaled once
+        failed = journal_events(cfg, ["server.failed"])
+        assert [(e.data.get("pid"), e.data.get("unwatched")) for e in failed] == [(pid, True)], [e.data for e in failed]
+    finally:
+        pid = pidfile_pid(cfg)
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)

@@ -199,3 +199,51 @@ def test_a_path_in_a_notification_in_a_side_pane_is_folded_not_cut(tmp_path):
         assert str(report) in shown, toast
     finally:
         tmux("kill-server", check=False)
+
+
+def test_a_second_demo_window_joins_and_its_q_leaves_the_first_windows_server_ready(tmp_path):
+    """Issue 30: with `optui demo` in one window, a second `optui demo` on the same campaign
+    rewrote its optui.toml (the first window journaled config.changed though nothing was
+    edited) and its `q` stopped the server the first window used (`○ demo DOWN`)."""
+    import json
+
+    from optui.adapters.journal import Journal
+
+    env = f"env -u COLUMNS -u LINES TERM=xterm-256color OPTUI_TEST_RUN={os.environ.get('OPTUI_TEST_RUN', '')}"
+    campaign = tmp_path / "demo"
+    cfg = campaign / "optui.toml"
+    try:
+        tmux("new-session", "-d", "-s", "t", "-x", "160", "-y", "40", f"{env} {OPTUI} demo --fresh --dir {campaign} --speed 10")
+        wait_for("READY")
+        server_pid = json.loads((campaign / ".optui" / "servers" / "demo.json").read_text())["pid"]
+        config_before = (cfg.read_bytes(), cfg.stat().st_mtime_ns)
+        tmux("new-session", "-d", "-s", "t2", "-x", "160", "-y", "40",
+             f"{env} {OPTUI} demo --dir {campaign} --speed 10; echo QUIT; sleep 30")
+        deadline = time.monotonic() + 40
+        while "READY" not in tmux("capture-pane", "-p", "-t", "t2", check=False):
+            assert time.monotonic() < deadline, tmux("capture-pane", "-p", "-t", "t2", check=False)
+            time.sleep(0.2)
+        assert (cfg.read_bytes(), cfg.stat().st_mtime_ns) == config_before, "the second window rewrote optui.toml"
+        tmux("send-keys", "-t", "t2", "q")
+        deadline = time.monotonic() + 20
+        while "QUIT" not in (second := tmux("capture-pane", "-p", "-J", "-t", "t2", check=False)):
+            assert time.monotonic() < deadline, f"the second window did not quit on q:\n{second}"
+            time.sleep(0.1)
+        assert f"optui: demo: left running (pid {server_pid}): the optui process" in second, second
+        assert Path(f"/proc/{server_pid}").exists(), "the second window's q stopped the first window's server"
+        time.sleep(2.0)  # a few probes of the first window: its server stays READY
+        screen = capture()
+        assert "READY" in screen and "DOWN" not in screen, screen
+        journal = Journal(campaign / ".optui" / "optui.db", read_only=True)
+        try:
+            assert journal.events(types=["config.changed"]) == []
+            assert [e for e in journal.events(types=["server.stopped"]) if e.ts > config_before[1] / 1e9] == []
+        finally:
+            journal.close()
+        tmux("send-keys", "-t", "t", "q")  # the window that started it stops it
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{server_pid}").exists():
+            assert time.monotonic() < deadline, "the first window's q left its server running"
+            time.sleep(0.1)
+    finally:
+        tmux("kill-server", check=False)

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -158,7 +157,9 @@ async def test_long_content_wraps_wide_and_truncates_narrow(tmp_path, width):
         await pilot.press("q")
 
 
-async def test_another_process_edits_show_within_a_second(tmp_path):
+async def test_another_process_edits_show_in_the_window(tmp_path):
+    """Another process's todo edits reach an open window without a key (a bounded wait: how
+    soon is bench/todo_cross_process.py's figure, not a test's, issue 30)."""
     cfg = campaign(tmp_path)
     app = make_app(cfg)
 
@@ -172,9 +173,7 @@ async def test_another_process_edits_show_within_a_second(tmp_path):
                              (("set", "1", "--status", "completed"), "✔")]:
             done = cli(*args)
             assert done.returncode == 0, done.stderr
-            t0 = time.monotonic()  # the other process has committed and exited
-            await wait_for(pilot, lambda expect=expect: expect in shown(app), timeout=5, step=0.02)
-            assert time.monotonic() - t0 < 1.0
+            await wait_for(pilot, lambda expect=expect: expect in shown(app), timeout=30, step=0.02)
         assert app.session.journal.events(types=["todo.changed"])[1].actor == "agent:claude"
         # and the other way round: the CLI sees the TUI's edit at once
         await pilot.press("home", "plus")  # the open item: shown above the completed one

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -54,7 +53,11 @@ from optui.config_file import (  # noqa: F401  (re-exported: optui.config is the
     FieldError,
     default_state_dir,
     find_config,
+    find_line,
     format_validation,
+    index_toml_lines,
+    load_toml,
+    read_config_text,
     toml_syntax_error,
 )
 
@@ -338,6 +341,20 @@ class AgentConfig(_Model):
     max_restarts_per_hour: int = Field(10, ge=0, le=10_000, description="restarts by agents in any hour")
     benchmarks_without_approval: bool = Field(False, description="an agent's benchmark runs without asking")
 
+    @model_validator(mode="after")
+    def _no_flag_both_allowed_and_forbidden(self) -> AgentConfig:
+        allowed = {_flag_key(f): f for f in self.allowed_flags}
+        both = [f for f in self.forbidden_flags if _flag_key(f) in allowed]
+        if both:
+            raise FieldError(("agent", "forbidden_flags"), f"{', '.join(both)} also in allowed_flags: a flag is "
+                                                          "either allowed or forbidden to an agent, not both")
+        return self
+
+
+def _flag_key(flag: str) -> str:
+    """A flag as the agent policy compares it: ``--tp-size``, ``tp_size`` and ``--tp_size`` alike."""
+    return flag.strip().lstrip("-").replace("_", "-")
+
 
 class FleetConfig(_Model):
     """``[fleet]``: the GPU hosts a Prometheus already scrapes (dcgm-exporter / nvidia_gpu_exporter).
@@ -461,11 +478,7 @@ def load_config(path: str | os.PathLike | None = None, *, search: bool = True) -
     if file is None:
         config = Config()
         return LoadedConfig(config, None, default_state_dir() / "optui.db")
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot read: {exc}") from exc
-    config = parse_config_text(text, str(file))
+    config = parse_config_text(read_config_text(file), str(file))
     journal = Path(config.journal) if config.journal else Path(STATE_DIR_NAME) / "optui.db"
     if not journal.is_absolute():
         journal = file.resolve().parent / journal
@@ -474,11 +487,14 @@ def load_config(path: str | os.PathLike | None = None, *, search: bool = True) -
 
 def parse_config_text(text: str, filename: str = CONFIG_FILE_NAME) -> Config:
     """Parse and validate TOML text; raises ConfigError naming ``filename:line``."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(exc, filename, text) from exc
+    data = load_toml(text, filename)
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation(exc, text, filename)) from None
+
+
+def config_line(text: str, loc: tuple[str, ...]) -> int | str:
+    """The line (1-based) of TOML ``text`` where key path ``loc`` (``("keymap", "app.zoom")``)
+    or its nearest parent table is written (1 when none is)."""
+    return find_line(index_toml_lines(text), loc)

@@ -76,6 +76,49 @@ def default_state_dir() -> Path:
     return Path(user_state_dir("optui", appauthor=False))
 
 
+#: The most bytes of a config or spec file (a real one is a few KB) and its deepest nesting of
+#: arrays and inline tables (tomllib recurses per level: a 5,000-deep spec was a traceback).
+MAX_TOML_BYTES = 4 * 1024 * 1024
+MAX_TOML_DEPTH = 64
+
+
+def read_config_text(path: Path) -> str:
+    """The text of a config or spec file ``path`` (TOML, JSON, YAML), read no further than :data:`MAX_TOML_BYTES`;
+    raises :class:`ConfigError` naming the file for one that cannot be read, is larger or is
+    not UTF-8 (random bytes)."""
+    from optui.adapters.bounded_read import read_bytes_bounded
+
+    try:
+        raw = read_bytes_bounded(path, MAX_TOML_BYTES)
+    except OSError as exc:  # InputTooLarge names the bound
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start:,})") from None
+
+
+def load_toml(text: str, filename: str) -> dict:
+    """``tomllib.loads(text)`` within :data:`MAX_TOML_BYTES` and :data:`MAX_TOML_DEPTH`;
+    raises :class:`ConfigError` ``FILE:LINE: problem`` (a syntax error, the bound hit),
+    never ``RecursionError``."""
+    from optui.core.bounded_json import too_deep_at
+
+    if len(text) > MAX_TOML_BYTES:
+        raise ConfigError(f"{filename}: {len(text):,} characters is over the limit of {MAX_TOML_BYTES:,}")
+    at = too_deep_at(text, MAX_TOML_DEPTH)
+    if at is not None:
+        line = text.encode("utf-8", "surrogatepass")[:at].count(b"\n") + 1
+        raise ConfigError(f"{filename}:{line}: nested deeper than {MAX_TOML_DEPTH} levels")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_syntax_error(exc, filename, text) from exc
+    except RecursionError:  # brackets the scan did not count (in a comment or literal string)
+        raise ConfigError(f"{filename}: nested too deep to read") from None
+
+
 def toml_syntax_error(exc: tomllib.TOMLDecodeError, filename: str, text: str) -> ConfigError:
     """``FILE:LINE: TOML syntax error (column C): ...`` for a tomllib error on ``text`` (the
     document that was parsed). Python 3.11's tomllib names no position for an error it
@@ -100,14 +143,7 @@ def peek_ui_settings(path: Path | None) -> dict:
     validation follows). Raises ConfigError for a missing file or a TOML syntax error."""
     if path is None:
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(exc, str(path), text) from exc
+    data = load_toml(read_config_text(path), str(path))
     out = {}
     if isinstance(data.get("theme"), str):
         out["theme"] = data["theme"]

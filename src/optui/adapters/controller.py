@@ -19,6 +19,7 @@ Every command and file access goes through an :class:`~optui.adapters.shell.Shel
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -31,6 +32,7 @@ from typing import Protocol
 from optui.adapters import proc
 from optui.adapters.aio import within
 from optui.adapters.pidfile import Launch, read_pidfile, write_pidfile
+from optui.adapters.private_files import private_dir, private_file
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError, Spawned
 from optui.core.flags import Flags
 
@@ -96,6 +98,15 @@ class Controller(Protocol):
         ...
 
 
+def _write_owner(path: Path, server_pid: int) -> None:
+    """Record this optui process (PID and start time) as the launcher of ``server_pid``."""
+    private_dir(path.parent)
+    tmp = private_file(path.with_suffix(".tmp-owner"))
+    tmp.write_text(json.dumps({"pid": os.getpid(), "start": proc.process_start_ticks(os.getpid()) or 0,
+                               "server_pid": server_pid}))
+    os.replace(tmp, path)
+
+
 def _runs_program(pid: int, program: str) -> bool:
     """True when local process ``pid``'s command line names ``program`` (its file name):
     how a pidfile written without the process start time is checked before it is trusted."""
@@ -118,6 +129,9 @@ class ProcessController:
         self.env = env or {}
         self.shell: Shell = shell or LocalShell()
         self.pidfile = state_dir / "servers" / f"{name}.json"
+        #: which optui process launched the server the pidfile names (``{"pid", "start",
+        #: "server_pid"}``): a window that did not start it never stops it on quit (issue 30)
+        self.ownerfile = state_dir / "servers" / f"{name}.owner.json"
         self.log_path = str(log_file) if log_file else self.shell.default_log_path(name, state_dir)
         self.launch: Launch | None = None
         #: a launch the pidfile recorded whose process is gone (or whose PID now names
@@ -162,6 +176,7 @@ class ProcessController:
         # start (the resumed search's trials failed `port_in_use`); without the start time the
         # command line is what the next optui checks (:meth:`attach`)
         write_pidfile(self.pidfile, self.launch)
+        _write_owner(self.ownerfile, child.pid)
         try:
             identity = await self.shell.process_start(child.pid) or ""
         except ShellError:
@@ -283,6 +298,28 @@ class ProcessController:
         if self.launch is None:
             return set()
         return await self.shell.group_pids(self.launch.pid)
+
+    @property
+    def started_here(self) -> bool:
+        """Whether this optui process launched the server it tracks now (not re-attached to
+        another process's launch)."""
+        return self._proc is not None and self.launch is not None and self.launch.pid == self._proc.pid
+
+    def owner_elsewhere(self) -> int | None:
+        """The PID of another optui process, still running, that launched the server tracked
+        now: that process stops it when it quits, never this one. None when this process
+        launched it, or its launcher is gone (a window killed with SIGKILL: this one adopts the
+        server), or nothing is tracked."""
+        if self.launch is None or self.started_here:
+            return None
+        try:
+            owner = json.loads(self.ownerfile.read_text())
+            pid, start, server_pid = int(owner["pid"]), int(owner["start"]), int(owner["server_pid"])
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        if server_pid != self.launch.pid or pid == os.getpid():
+            return None
+        return pid if proc.process_start_ticks(pid) == start and proc.pid_alive(pid) else None
 
     def release(self) -> None:
         """optui leaves while the server runs on (it outlives optui by design): stop tracking

@@ -4,7 +4,8 @@ For demos, tests and post-mortems: point ``gpu_source = "replay"`` + ``replay_fi
 capture (with or without header/units, see :mod:`optui.core.nvsmi`); ``fields`` gives the
 ``--query-gpu=`` list of a header-less capture (else its header, else a known layout). Editing
 the file changes what the panel shows on the next tick. An unreadable file, or one that does
-not parse, becomes an ERROR snapshot whose message names the file and line.
+not parse, becomes an ERROR snapshot whose message names the file and line; so does one over
+:data:`~optui.adapters.bounded_read.MAX_CAPTURE_BYTES` (``/dev/zero``), read no further.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from optui.adapters.bounded_read import MAX_CAPTURE_BYTES, InputTooLarge, read_text_bounded
 from optui.core.gpu import HostSnapshot, HostStatus
 from optui.core.nvsmi import snapshot_from_nvidia_smi
 
@@ -28,7 +30,9 @@ class ReplayGpuSource:
 
     async def read(self) -> HostSnapshot:
         try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
+            text = read_text_bounded(self.path, MAX_CAPTURE_BYTES)
+        except InputTooLarge as exc:  # /dev/zero: refused, never read whole
+            return HostSnapshot(self.host, (), time.time(), HostStatus.ERROR, str(exc), "replay")
         except OSError as exc:
             return HostSnapshot(self.host, (), time.time(), HostStatus.ERROR, f"{self.path}: {exc.strerror or exc}", "replay")
         snap = snapshot_from_nvidia_smi(self.host, text, self.fields, source=str(self.path))

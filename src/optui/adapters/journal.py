@@ -26,7 +26,7 @@ from optui.core import events as ev
 from optui.core.bench.result import BenchResult
 from optui.core.events import Event, EventFilter
 from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, StoredResult, experiment_id, unsettled
-from optui.core.todo import Priority, TodoItem, TodoStatus
+from optui.core.todo import Priority, TodoItem, TodoStatus, check_todo_text
 
 #: The schema this code reads and writes: ``PRAGMA user_version`` (and ``meta.schema``) of a
 #: journal it has opened for writing; :data:`MIGRATIONS` brings an older file up to it.
@@ -470,9 +470,9 @@ class Journal:
     ) -> TodoItem:
         """Add an item at the end of the list; records a ``todo.changed`` (``op``, default
         "add"; "agent.add" for items that came from an agent's list)."""
-        content = content.strip()
-        if not content:
-            raise ValueError("todo content must not be empty")
+        content = check_todo_text(content)
+        if note is not None:
+            note = check_todo_text(note, "note")
         now = time.time()
         with self._write() as db:
             if order is None:
@@ -517,10 +517,8 @@ class Journal:
                 value = str(Priority(value))
             elif col in ("experiment", "meta") and value is not None:
                 value = _dumps(value)
-            elif col == "content":
-                value = str(value).strip()
-                if not value:
-                    raise ValueError("todo content must not be empty")
+            elif col in ("content", "note") and value is not None:
+                value = check_todo_text(str(value), col)
             columns[col] = value
         now = time.time()
         with self._write() as db:

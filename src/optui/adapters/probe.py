@@ -26,7 +26,40 @@ from dataclasses import dataclass
 import httpx
 
 from optui.adapters.tls import client_tls_context
+from optui.core.bounded_json import loads_bounded
 from optui.core.effective_config import RunningConfig, llamacpp_config, sglang_config, vllm_config
+
+#: The most bytes of one answer a probe reads (vLLM's ``/metrics`` with every histogram is
+#: ~1 MB); past it the answer is refused as :class:`AnswerTooLarge` (issue 30).
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+#: The deepest nesting of a JSON answer (``/server_info``, ``/v1/models``) a probe decodes.
+MAX_JSON_DEPTH = 64
+
+
+class AnswerTooLarge(httpx.HTTPError):
+    """A server's answer over :data:`MAX_ANSWER_BYTES` (not read further)."""
+
+
+async def _capped_body(resp: httpx.Response, what: str) -> bytes:
+    """The body of ``resp`` read in chunks up to :data:`MAX_ANSWER_BYTES`; raises
+    :class:`AnswerTooLarge` past it (announced by Content-Length or received)."""
+    announced = resp.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > MAX_ANSWER_BYTES:
+        raise AnswerTooLarge(f"{what}: answer of {int(announced):,} bytes is over the limit of {MAX_ANSWER_BYTES:,}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise AnswerTooLarge(f"{what}: answer over the limit of {MAX_ANSWER_BYTES:,} bytes (not read further)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(resp: httpx.Response):
+    """The JSON of ``resp`` nested at most :data:`MAX_JSON_DEPTH` levels (never a
+    RecursionError); raises ValueError (:class:`~optui.core.bounded_json.JsonBoundError`)."""
+    return loads_bounded(resp.content, what=str(resp.request.url), max_bytes=MAX_ANSWER_BYTES, max_depth=MAX_JSON_DEPTH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +123,9 @@ class ServerProbe:
         self._in_flight += 1
         self._idle.clear()
         try:
-            return await self._client.request(method, path, **kwargs)
+            async with self._client.stream(method, path, **kwargs) as resp:
+                body = await _capped_body(resp, f"{method} {path}")
+            return httpx.Response(resp.status_code, headers=resp.headers, content=body, request=resp.request)
         finally:
             self._in_flight -= 1
             if not self._in_flight:
@@ -136,7 +171,7 @@ class ServerProbe:
             resp = await self._send("GET", "/v1/models")
             if resp.status_code != 200:
                 return None
-            data = resp.json().get("data") or []
+            data = _json(resp).get("data") or []
             return str(data[0].get("id")) if data else None
         except (httpx.HTTPError, ValueError, AttributeError, IndexError, TypeError):
             return None
@@ -168,7 +203,7 @@ class ServerProbe:
                 return None
             if resp.status_code == 200:
                 try:
-                    data = resp.json()
+                    data = _json(resp)
                     return data if isinstance(data, dict) else None
                 except ValueError:
                     return None
@@ -181,7 +216,7 @@ class ServerProbe:
         except httpx.HTTPError:
             return None, None
         try:
-            return resp.status_code, resp.json() if resp.status_code == 200 else None
+            return resp.status_code, _json(resp) if resp.status_code == 200 else None
         except ValueError:
             return resp.status_code, None
 

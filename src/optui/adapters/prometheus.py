@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import httpx
 
 from optui.adapters.tls import client_tls_context
-from optui.core.fleet_query import PromAnswerError, PromSample, parse_vector_answer
+from optui.core.fleet_query import MAX_ANSWER_BYTES, PromAnswerError, PromSample, parse_vector_answer
 
 
 class PrometheusError(Exception):
@@ -40,6 +40,8 @@ class PrometheusClient:
         self.base_url = base_url.rstrip("/")
         self.token_env = token_env
         self.timeout_s = timeout_s
+        #: The most bytes of an answer read (more is refused; see :meth:`query_body`).
+        self.max_answer_bytes = MAX_ANSWER_BYTES
         #: Seconds the last answered query took (None before one).
         self.last_duration_s: float | None = None
         self._environ = os.environ if environ is None else environ
@@ -69,14 +71,16 @@ class PrometheusClient:
     async def query_body(self, promql: str) -> tuple[int, bytes]:
         """The HTTP status and body of instant query ``promql``, unparsed (a caller parses a
         large answer off the event loop with :func:`parse_answer`); raises
-        :class:`PrometheusError` for a request that got no answer or was refused (401/403)."""
+        :class:`PrometheusError` for a request that got no answer or was refused (401/403),
+        and ``answer`` for a body over :attr:`max_answer_bytes` (streamed: the download stops
+        there, so a 300 MB answer never sits in memory)."""
         url = f"{self.base_url}/api/v1/query"
         data = {"query": promql, "timeout": f"{self.timeout_s:g}s"}
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.timeout_s):
-                resp = await self._client.post(url, data=data, headers=self._headers())
-                body = resp.content
+                async with self._client.stream("POST", url, data=data, headers=self._headers()) as resp:
+                    body = await self._capped_body(resp)
         except (TimeoutError, httpx.TimeoutException):
             raise PrometheusError("timeout", f"Prometheus at {self.base_url} did not answer within "
                                              f"{self.timeout_s:g} s") from None
@@ -91,6 +95,24 @@ class PrometheusClient:
                                           f"{resp.status_code}) with {how}")
         self.last_duration_s = time.monotonic() - started
         return resp.status_code, body
+
+    async def _capped_body(self, resp: httpx.Response) -> bytes:
+        """The body of ``resp`` read in chunks up to :attr:`max_answer_bytes`; raises
+        :class:`PrometheusError` ``answer`` past it (announced or received)."""
+        cap = self.max_answer_bytes
+        too_big = PrometheusError("answer", f"Prometheus at {self.base_url}: the answer is over the limit of "
+                                            f"{cap:,} bytes (not read further)")
+        announced = resp.headers.get("content-length", "")
+        if announced.isdigit() and int(announced) > cap:
+            raise too_big
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.aiter_bytes():
+            size += len(chunk)
+            if size > cap:
+                raise too_big
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def aclose(self) -> None:
         """Close the connection pool."""

@@ -230,14 +230,16 @@ class Cockpit:
         experiment), as ``journal note`` writes it; returns the event (``journal tail --json``)."""
         from optui.session.cli_mcp_shared import event_json
 
-        if not text.strip():
-            raise AgentError("text must not be empty")
+        try:
+            text = ev.note_text(text)
+        except ValueError as exc:
+            raise AgentError(f"text: {exc}") from None
         if server is not None:
             self._runtime(server)
 
         def append(j: Journal):
             exp = j.current_experiment(server) if server else j.latest_experiment()
-            return j.append(ev.NOTE, server, {"text": text.strip()}, actor=actor, experiment=exp)
+            return j.append(ev.NOTE, server, {"text": text}, actor=actor, experiment=exp)
 
         return event_json(self._write(append))
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from optui.core.safe_text import safe_text
+from optui.core.safe_text import safe_line, safe_text
 
 if TYPE_CHECKING:
     from optui.config import LoadedConfig
@@ -97,6 +97,32 @@ def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
         else:
             json_errors.stdout_used = True
     click.echo(safe_text(str(message)), err=err, nl=nl)
+
+
+def echo_line(message: object = "", *, err: bool = False) -> None:
+    """Print ``message`` as exactly one line (:func:`~optui.core.safe_text.safe_line`: a
+    newline inside it shows as ``⏎``), for a line that carries untrusted text (a todo item, a
+    server's message): an agent's list cannot forge a line such as ``server qwen: ready``."""
+    click.echo(safe_line(str(message)), err=err)
+
+
+def close_left_open(journal, actor_name: str | None = None) -> None:
+    """Journal the runs and restarts an optui process left open when it died (SIGKILL, a
+    SIGTERM or SIGHUP it did not survive), as every session start does: any CLI command that
+    opens the journal writable does it too, so the next optui process of any kind records
+    them (issue 30: only a TUI did). A journal that cannot be written is left alone."""
+    from optui.adapters.journal import JournalError
+    from optui.session.interrupted import close_interrupted
+    from optui.session.locks import ServerLock
+
+    if journal.read_only:
+        return
+    state_dir = journal.path.parent
+    try:
+        close_interrupted(journal, actor=actor_name or actor(),
+                          restart_locked=lambda server: ServerLock(state_dir, server).held_by_other())
+    except JournalError:
+        pass  # locked or full: the next process closes them
 
 
 def read_only_open(ctx: click.Context | None, path) -> bool:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -62,6 +61,7 @@ def _read_nvidia_smi(host: str) -> HostSnapshot:
 
 def _read_file(host: str, path: str, fields: str | None) -> HostSnapshot:
     """Parse a saved capture; errors name ``path`` (``<stdin>`` for ``-``) and the line."""
+    from optui.adapters.bounded_read import MAX_CAPTURE_BYTES, InputTooLarge, read_text_bounded
     from optui.core.nvsmi import NvidiaSmiError, normalize_fields, snapshot_from_nvidia_smi
 
     if fields is not None:
@@ -70,10 +70,12 @@ def _read_file(host: str, path: str, fields: str | None) -> HostSnapshot:
         except NvidiaSmiError as exc:
             return _failure(host, f"--fields: {exc}", "file")
     try:
-        if path == "-":
-            text = click.open_file("-").read()  # stdin (click.get_text_stream is deprecated: gone in Click 9)
+        if path == "-":  # stdin's bytes, bounded
+            text = read_text_bounded(sys.stdin.buffer, MAX_CAPTURE_BYTES, name="<stdin>")
         else:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
+            text = read_text_bounded(path, MAX_CAPTURE_BYTES)
+    except InputTooLarge as exc:
+        return _failure(host, str(exc), "file")
     except OSError as exc:
         return _failure(host, f"cannot read {path}: {exc.strerror or exc}", "file")
     return snapshot_from_nvidia_smi(host, text, fields, source="<stdin>" if path == "-" else path)

@@ -77,6 +77,53 @@ def _quiet_on_closed_stdout() -> Iterator[None]:
         sys.exit(EXIT_BROKEN_PIPE)
 
 
+#: exit status of a command that met a bug (an exception no command handled)
+EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
+
+
+@contextmanager
+def _no_traceback() -> Iterator[None]:
+    """The CLI's one place for errors no command caught (issue 30: ``optui status`` over a
+    corrupt journal ended in a traceback): a journal, config or input error is its message
+    (exit 1; a config file's exit 2), anything else ``optui: internal error: TYPE: message``
+    (exit :data:`EXIT_INTERNAL`; ``OPTUI_DEBUG=1`` shows the traceback). click's own
+    exceptions, ``SystemExit`` and a closed stdout (EPIPE) pass through."""
+    try:
+        yield
+    except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        raise
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        _fail_cleanly(exc)
+    except Exception as exc:  # noqa: BLE001 - the last line before a user would see a traceback
+        _fail_cleanly(exc)
+
+
+def _fail_cleanly(exc: Exception) -> None:
+    from optui.adapters.bounded_read import InputTooLarge
+    from optui.adapters.journal import JournalError
+    from optui.cli.common import echo
+    from optui.config_file import ConfigError
+
+    if os.environ.get("OPTUI_DEBUG"):
+        raise exc
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # a task group's (mcp's) one failure
+        exc = exc.exceptions[0]
+    if isinstance(exc, ConfigError):
+        echo(str(exc), err=True)
+        sys.exit(2)
+    if isinstance(exc, JournalError | InputTooLarge):
+        echo(f"optui: error: {exc}", err=True)
+        sys.exit(1)
+    if isinstance(exc, OSError):
+        echo(f"optui: error: {exc.filename or ''}{': ' if exc.filename else ''}{exc.strerror or exc}", err=True)
+        sys.exit(1)
+    echo(f"optui: internal error: {exc.__class__.__name__}: {str(exc)[:500]} (OPTUI_DEBUG=1 shows the traceback)",
+         err=True)
+    sys.exit(EXIT_INTERNAL)
+
+
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported only when used."""
 
@@ -105,7 +152,7 @@ class LazyGroup(click.Group):
             return super().make_context(info_name, args, parent=parent, **extra)
 
     def invoke(self, ctx: click.Context):
-        with _quiet_on_closed_stdout(), _visible_usage_errors():
+        with _quiet_on_closed_stdout(), _visible_usage_errors(), _no_traceback():
             return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from optui.cli.common import COUNT, ID, actor, echo, echo_json, fail, load_config_or_exit, read_only_open
+from optui.cli.common import COUNT, ID, actor, close_left_open, echo, echo_json, fail, load_config_or_exit, read_only_open
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter, parse_since
 from optui.core.safe_text import safe_json, safe_line
@@ -38,9 +38,11 @@ def _open(ctx: click.Context, *, must_exist: bool = True, reading: bool = True):
     if must_exist and not Path(path).exists():
         fail(f"{path}: no journal yet (start optui or `optui demo` on this campaign first)", 2)
     try:
-        return loaded, Journal(path, read_only=reading and read_only_open(ctx, path))
+        journal = Journal(path, read_only=reading and read_only_open(ctx, path))
     except JournalError as exc:
         fail(str(exc), 2)
+    close_left_open(journal)  # what a killed optui left open, before it is shown
+    return loaded, journal
 
 
 def _since(text: str | None) -> float | None:
@@ -266,12 +268,14 @@ def note(ctx, text: str, server: str | None) -> None:
     """Add a free-text note, linked to the current experiment."""
     from optui.adapters.journal import JournalError
 
+    try:
+        text = ev.note_text(text)
+    except ValueError as exc:
+        fail(str(exc), 2)
     _, j = _open(ctx, must_exist=False, reading=False)
-    if not text.strip():
-        fail("empty note", 2)
     exp = j.current_experiment(server) if server else j.latest_experiment()
     try:
-        e = j.append(ev.NOTE, server, {"text": text.strip()}, actor=actor(), experiment=exp)
+        e = j.append(ev.NOTE, server, {"text": text}, actor=actor(), experiment=exp)
     except JournalError as exc:
         fail(str(exc), 2)
     echo(f"#{e.seq} note" + (f" ({exp})" if exp else ""))

@@ -27,7 +27,17 @@ import time
 
 import click
 
-from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, fail, load_config_or_exit
+from optui.cli.common import (
+    FiniteFloatRange,
+    actor,
+    close_left_open,
+    echo,
+    echo_json,
+    echo_line,
+    fail,
+    load_config_or_exit,
+    read_only_open,
+)
 from optui.session.cli_mcp_shared import restart_json, status_json
 
 
@@ -64,45 +74,54 @@ async def _collect(loaded, wait_s: float) -> dict:
 def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     """Hosts/GPUs, servers (state, phase, flags, load), todo, last results, experiments."""
     loaded = load_config_or_exit(ctx)
+    path = loaded.journal_path
+    if path.is_file() and path.stat().st_size and not read_only_open(ctx, path):  # a journal, not one being made
+        from optui.adapters.journal import Journal
+
+        journal = Journal(path)  # a JournalError: the CLI's one message (cli/group.py)
+        try:
+            close_left_open(journal)  # an `optui restart` killed mid-way: recorded by the next process of any kind
+        finally:
+            journal.close()
     data = asyncio.run(_collect(loaded, wait_s))
     if as_json:
         echo_json(data)
         return
     for h in data["hosts"]:
-        echo(f"host {h['host']}: {h['status']}" + (f" ({h['error']})" if h["error"] else ""))
+        echo_line(f"host {h['host']}: {h['status']}" + (f" ({h['error']})" if h["error"] else ""))
         for g in h["gpus"]:
-            echo(f"  gpu {g['index']} {g['name']}: {_n(g['mem_used_mib'])}/{_n(g['mem_total_mib'])} MiB, "
+            echo_line(f"  gpu {g['index']} {g['name']}: {_n(g['mem_used_mib'])}/{_n(g['mem_total_mib'])} MiB, "
                  f"util {_n(g['util_gpu_pct'])}%, {_n(g['power_w'])} W")
     if data["fleet"] is not None:
         fleet = data["fleet"]
         hosts = {g["host"] for g in fleet["gpus"]}
         stale = sum(g["stale"] for g in fleet["gpus"])
-        echo(f"fleet {fleet['prometheus']}: {len(fleet['gpus'])} GPUs on {len(hosts)} hosts"
+        echo_line(f"fleet {fleet['prometheus']}: {len(fleet['gpus'])} GPUs on {len(hosts)} hosts"
              + (f", {stale} stale" if stale else "") + (f" ({fleet['error']})" if fleet["error"] else ""))
     for s in data["servers"]:
-        echo(f"server {s['name']}: {s['state']}" + (f" [{s['phase']}]" if s["phase"] else "") + f"  {s['url']}"
+        echo_line(f"server {s['name']}: {s['state']}" + (f" [{s['phase']}]" if s["phase"] else "") + f"  {s['url']}"
              + (f"  {s['experiment']}" if s["experiment"] else "") + (f"  ({s['crash_class']})" if s["crash_class"] else ""))
-        echo(f"  {shlex.join(s['argv'])}")
+        echo_line(f"  {shlex.join(s['argv'])}")
         for line in s["config_mismatch"]:
-            echo(f"  UNVERIFIED {line}")
+            echo_line(f"  UNVERIFIED {line}")
         load = s["load"]
         if load["running"] is not None or load["gen_tok_s"] is not None:
-            echo(f"  load: running {_n(load['running'])}, waiting {_n(load['waiting'])}, "
+            echo_line(f"  load: running {_n(load['running'])}, waiting {_n(load['waiting'])}, "
                  f"KV {_n(load['kv_cache_pct'])}%, gen {_n(load['gen_tok_s'])} tok/s")
         elif load["hint"]:
-            echo(f"  load: {load['hint']}")
+            echo_line(f"  load: {load['hint']}")
     for t in data["todo"]:
-        echo(f"todo {t['id']} [{t['status']}] ({t['priority']}) {t['content']}")
+        echo_line(f"todo {t['id']} [{t['status']}] ({t['priority']}) {t['content']}")
     for r in data["results"]:
-        echo(f"result {r['id']} {r['bench']} on {r['server']} ({r['experiment'] or '-'}): {r['status']}, "
+        echo_line(f"result {r['id']} {r['bench']} on {r['server']} ({r['experiment'] or '-'}): {r['status']}, "
              f"{_n(r['output_throughput_tok_s'])} out tok/s, TTFT p50 {_n(r['ttft_ms']['median'])} ms")
     for x in data["experiments"]:  # the 10 newest; `optui journal experiments` lists them all with their evidence
         delta = f" {x['delta_pct']:+.1f}%" if x["delta_pct"] is not None and x["verdict"] != "baseline" else ""
         change = "; ".join(x["change_vs_baseline"]) or "-"
-        echo(f"experiment {x['id']} on {x['server']}: {x['outcome']}, {x['verdict']}{delta}"
-             + (" UNVERIFIED" if x["unverified"] else "") + f"  {change}"
-             + (f"  ({x['starts_text']})" if x["starts_text"] else "")
-             + (f"  same flags as {x['same_config_as']}" if x["same_config_as"] else ""))
+        echo_line(f"experiment {x['id']} on {x['server']}: {x['outcome']}, {x['verdict']}{delta}"
+                  + (" UNVERIFIED" if x["unverified"] else "") + f"  {change}"
+                  + (f"  ({x['starts_text']})" if x["starts_text"] else "")
+                  + (f"  same flags as {x['same_config_as']}" if x["same_config_as"] else ""))
 
 
 def _n(value) -> str:

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from optui.cli.common import ID, echo, echo_json, fail, load_config_or_exit, read_only_open
+from optui.cli.common import ID, close_left_open, echo, echo_json, fail, load_config_or_exit, read_only_open
 from optui.core.safe_text import safe_line
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
@@ -33,9 +33,11 @@ def _journal(ctx: click.Context, *, reading: bool = False):
 
     loaded = load_config_or_exit(ctx)
     try:
-        return loaded, Journal(loaded.journal_path, read_only=reading and read_only_open(ctx, loaded.journal_path))
+        journal = Journal(loaded.journal_path, read_only=reading and read_only_open(ctx, loaded.journal_path))
     except JournalError as exc:
         fail(str(exc))
+    close_left_open(journal)  # what a killed optui left open
+    return loaded, journal
 
 
 def _item(journal, todo_id: int) -> TodoItem:

@@ -44,8 +44,13 @@ def run_tui(config_path: str | None, *, theme: str | None = None, read_only: boo
 
     def load():
         from optui.config import load_config
+        from optui.ui.config_check import check_ui_settings
 
-        return load_config(path, search=False) if path else load_config(None)
+        loaded = load_config(path, search=False) if path else load_config(None)
+        # the file's theme and keymap name something (issue 30), and so does --theme
+        check_ui_settings(loaded.config.theme if theme is None else theme, loaded.config.keymap, loaded.path,
+                          "theme" if theme is None else "--theme")
+        return loaded
 
     _run_app(load, theme=theme or ui.get("theme"), keymap=ui.get("keymap"), read_only=read_only)
 
@@ -73,6 +78,9 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
     finally:
         for session in built:
             session.kill_leftovers()
+    for session in built:  # a server another window started: left running, and the operator told so
+        for note in session.exit_notes:
+            print(safe_text(f"optui: {note}"), file=sys.stderr)
     if app.startup_error:
         print(safe_text(app.startup_error), file=sys.stderr)
         sys.exit(app.return_code or 2)
@@ -233,13 +241,16 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
         if fresh and base.exists():
             stop_surviving_demo_server(base)
             shutil.rmtree(base)
-        survivor = surviving_demo_port(base)  # a demo killed with SIGKILL left its server running
-        try:
-            config_path = write_demo_config(base, port=survivor or free_port(previous_demo_port(base)), speed=speed,
-                                            fleet=fleet)
-        except ValueError as exc:
-            print(safe_text(f"optui: error: --dir {exc}"), file=sys.stderr)
-            sys.exit(2)
+        survivor = surviving_demo_port(base)  # another window's server, or one a SIGKILLed demo left running
+        if survivor is not None and survivor == previous_demo_port(base):
+            pass  # join it as it is: rewriting optui.toml made every other window journal config.changed
+        else:
+            try:
+                config_path = write_demo_config(base, port=survivor or free_port(previous_demo_port(base)), speed=speed,
+                                                fleet=fleet)
+            except ValueError as exc:
+                print(safe_text(f"optui: error: --dir {exc}"), file=sys.stderr)
+                sys.exit(2)
 
     def load():
         from optui.config import load_config

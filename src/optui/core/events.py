@@ -36,6 +36,9 @@ BENCH_IMPORTED = "bench.imported"
 BENCH_BASELINE = "bench.baseline"
 TODO_CHANGED = "todo.changed"
 NOTE = "note"
+#: The most characters of a note's text (an agent's 5 MB text would grow every window's journal).
+MAX_NOTE_CHARS = 16 * 1024
+
 ALERT = "alert"
 SESSION_STARTED = "session.started"
 SESSION_ENDED = "session.ended"
@@ -359,3 +362,14 @@ def parse_since(text: str, now: float | None = None) -> float:
 def iso_time(ts: float) -> str:
     """Local ISO-8601 time with offset, to the second (``2026-05-03T14:22:07+02:00``)."""
     return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+def note_text(text: str) -> str:
+    """A note's ``text`` stripped; raises ``ValueError`` when it is empty or over
+    :data:`MAX_NOTE_CHARS` characters (the message names the bound)."""
+    text = text.strip()
+    if not text:
+        raise ValueError("empty note")
+    if len(text) > MAX_NOTE_CHARS:
+        raise ValueError(f"note: {len(text):,} characters is over the limit of {MAX_NOTE_CHARS:,}")
+    return text

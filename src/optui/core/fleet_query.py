@@ -8,11 +8,11 @@ An answer is ``{"status": "success", "data": {"resultType": "vector", "result": 
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Iterable
 from typing import NamedTuple
+
+from optui.core.bounded_json import JsonBoundError, bounded_number, loads_bounded
 
 #: The label a ``timestamp()`` series of the fleet query carries (its value: the unix time in
 #: s of the newest sample of the GPU's memory series, what a GPU's age is measured from).
@@ -82,40 +82,55 @@ def values_with_sample_times(names: Iterable[str], timed: Iterable[str], selecto
     return f'{values} or label_replace({times}, "{SAMPLE_TIME_LABEL}", "1", "", "")'
 
 
+#: The most bytes of one answer (the fleet's 4,096 series for 512 GPUs are ~1 MiB) and its
+#: deepest nesting (an answer nests 5 levels).
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+MAX_ANSWER_DEPTH = 16
+#: The range of a sample value optui shows (MiB, %, °C, W, unix s): NaN, ±inf, a negative
+#: value or a 309-digit one is no reading (None, shown ``n/a``), never printed as it came.
+MAX_SAMPLE_VALUE = 1e15
+
+
 def _number(text) -> float | None:
     try:
         value = float(text)
-    except (TypeError, ValueError):
-        raise PromAnswerError(f"sample value {text!r} is not a number") from None
-    return None if math.isnan(value) else value
+    except (TypeError, ValueError, OverflowError):
+        raise PromAnswerError(f"sample value {str(text)[:40]!r} is not a number") from None
+    return bounded_number(value, 0.0, MAX_SAMPLE_VALUE)
 
 
 def parse_vector_answer(body: bytes | str) -> list[PromSample]:
     """The samples of an ``/api/v1/query`` answer whose result is a vector.
 
-    Raises :class:`PromAnswerError` for text that is not JSON, an answer whose status is
-    ``error`` (with Prometheus's own ``errorType: error``), or one of another shape."""
+    Raises :class:`PromAnswerError` for text that is not JSON, over :data:`MAX_ANSWER_BYTES`
+    or nested deeper than :data:`MAX_ANSWER_DEPTH`, an answer whose status is ``error`` (with
+    Prometheus's own ``errorType: error``), or one of another shape. A value outside ``[0,
+    MAX_SAMPLE_VALUE]`` (or NaN, ±inf) is None."""
     try:
-        answer = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        answer = loads_bounded(body, what="answer", max_bytes=MAX_ANSWER_BYTES, max_depth=MAX_ANSWER_DEPTH)
+    except JsonBoundError as exc:
+        if exc.bound != "syntax":
+            raise PromAnswerError(str(exc)) from None
         text = body[:80] if isinstance(body, str) else body[:80].decode("utf-8", "replace")
-        raise PromAnswerError(f"not JSON ({exc.__class__.__name__}: {text!r}...)") from None
+        raise PromAnswerError(f"not JSON ({text!r}...)") from None
     if not isinstance(answer, dict):
         raise PromAnswerError("not a Prometheus API answer (no JSON object)")
     if answer.get("status") == "error":
-        raise PromAnswerError(f"query refused: {answer.get('errorType', '?')}: {answer.get('error', '?')}")
+        raise PromAnswerError(f"query refused: {str(answer.get('errorType', '?'))[:40]}: "
+                             f"{str(answer.get('error', '?'))[:300]}")
     data = answer.get("data")
     if answer.get("status") != "success" or not isinstance(data, dict):
         raise PromAnswerError("not a Prometheus API answer (no status 'success' with data)")
     if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-        raise PromAnswerError(f"expected a vector result, got {data.get('resultType')!r}")
+        raise PromAnswerError(f"expected a vector result, got {str(data.get('resultType'))[:40]!r}")
     samples = []
     for item in data["result"]:
         try:
             labels = item["metric"]  # the answer's own dict (json made it): no copy
             at, text = item["value"]
             name = labels.pop("__name__", "")
-        except (KeyError, TypeError, ValueError, AttributeError):
+            at = float(at)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             raise PromAnswerError(f"malformed series {str(item)[:80]!r}") from None
-        samples.append(PromSample(name, labels, float(at), _number(text)))
+        samples.append(PromSample(name, labels, at, _number(text)))
     return samples

@@ -66,6 +66,22 @@ def parse_priority(text: str) -> tuple[Priority, str | None]:
     return Priority.MEDIUM, text.strip()
 
 
+#: The most characters of an item's content or note (a real item is one line; an agent's
+#: 5 MB "item" grew the journal by 15 MB and every window's list with it: issue 30).
+MAX_TODO_CHARS = 16 * 1024
+
+
+def check_todo_text(text: str, field: str = "content") -> str:
+    """``text`` stripped when it is non-empty (``content``) and at most
+    :data:`MAX_TODO_CHARS` characters; raises ``ValueError`` naming ``field`` and the bound."""
+    text = text.strip()
+    if field == "content" and not text:
+        raise ValueError("todo content must not be empty")
+    if len(text) > MAX_TODO_CHARS:
+        raise ValueError(f"todo {field}: {len(text):,} characters is over the limit of {MAX_TODO_CHARS:,}")
+    return text
+
+
 def normalize_content(text: str) -> str:
     """The matching key of an item's content: case-folded, whitespace collapsed, trailing
     punctuation dropped. Agents rewrite their whole list on every change; equal keys mean

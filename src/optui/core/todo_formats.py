@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from optui.core.safe_text import markdown_inline
-from optui.core.todo import Priority, TodoItem, TodoStatus, parse_priority, parse_status
+from optui.core.todo import MAX_TODO_CHARS, Priority, TodoItem, TodoStatus, parse_priority, parse_status
 
 KINDS = ("claude", "opencode", "todowrite")
 
@@ -375,6 +375,9 @@ def _item(obj: dict, position: int, source: str, line: int | None, where: str) -
     content = required("content").strip()
     if not content:
         raise TodoFormatError(source, line, f"{where}.content", "must not be empty")
+    if len(content) > MAX_TODO_CHARS:
+        raise TodoFormatError(source, line, f"{where}.content",
+                              f"{len(content):,} characters is over the limit of {MAX_TODO_CHARS:,}")
     status, raw_status = parse_status(required("status"))
     priority_text = string("priority", False)
     priority, raw_priority = parse_priority(priority_text) if priority_text else (Priority.MEDIUM, None)
@@ -501,6 +504,9 @@ def todos_from_rows(rows: Iterable[Sequence], source: str = "opencode.db") -> li
             raise TodoFormatError(source, None, f"{where}.priority", f"expected text, got {priority!r}"[:120])
         if not content.strip():
             raise TodoFormatError(source, None, f"{where}.content", "must not be empty")
+        if len(content.strip()) > MAX_TODO_CHARS:
+            raise TodoFormatError(source, None, f"{where}.content",
+                                  f"{len(content.strip()):,} characters is over the limit of {MAX_TODO_CHARS:,}")
         st, raw_status = parse_status(status)
         pr, raw_priority = parse_priority(priority) if priority else (Priority.MEDIUM, None)
         out.append(AgentTodo(content.strip(), st, pr, raw_status, raw_priority, None, None, i))

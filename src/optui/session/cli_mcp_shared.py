@@ -266,12 +266,13 @@ def read_spec(loaded, spec: str, server: str | None = None, bench: str | None = 
     not taken). A relative path is looked up from the working directory, then from
     ``base``. :class:`SpecNotFound` when ``spec`` names none, ConfigError (``FILE:LINE:
     FIELD``) for a spec that cannot be read."""
+    from optui.config_file import read_config_text
     from optui.core.search.imports import parse_foreign
     from optui.core.search.spec import parse_search_text, spec_file_name
 
     if spec in loaded.config.search:
         path = Path(loaded.path)
-        return spec, parse_search_text(path.read_text(encoding="utf-8"), str(path), spec), []
+        return spec, parse_search_text(read_config_text(path), str(path), spec), []
     path = Path(spec)
     if not path.is_file() and base is not None and not path.is_absolute() and (base / path).is_file():
         path = base / path
@@ -281,7 +282,7 @@ def read_spec(loaded, spec: str, server: str | None = None, bench: str | None = 
     if path.suffix in (".json", ".yaml", ".yml"):
         if not server or not bench:
             raise SpecNotFound(f"{spec}: another tool's file: --server and --bench say which server and preset it runs")
-        parsed, notes = parse_foreign(path.read_text(encoding="utf-8"), str(path), server=server, bench=bench)
+        parsed, notes = parse_foreign(read_config_text(path), str(path), server=server, bench=bench)
         return path.stem, parsed, [f"{path.name}: {note}" for note in notes]
-    text = path.read_text(encoding="utf-8")
+    text = read_config_text(path)
     return spec_file_name(text, path.stem), parse_search_text(text, str(path)), []

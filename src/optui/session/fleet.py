@@ -58,19 +58,34 @@ class PrometheusFleetSource:
     def _merge(self, status: int, body: bytes) -> FleetSnapshot:
         try:
             samples = parse_answer(self.client.base_url, status, body)
+            return self._state.update(samples, time.time())
         except PrometheusError as exc:
             return self._state.failed(str(exc), time.time())
-        return self._state.update(samples, time.time())
+        except Exception as exc:  # noqa: BLE001 - a reading that fails is the snapshot's error, never the poller's end
+            return self._state.failed(unexpected_failure(self.client.base_url, exc), time.time())
 
     async def close(self) -> None:
         await self.client.aclose()
         self._worker.shutdown(wait=False)
 
 
+def unexpected_failure(where: str, exc: BaseException) -> str:
+    """The message of a reading that failed in a way no adapter foresaw (a bug or an answer
+    past every check): the exception's type and its first 200 characters, with ``where``."""
+    return f"{where}: reading failed: {exc.__class__.__name__}: {str(exc)[:200]}"
+
+
+#: The longest wait between two failed readings, in multiples of ``interval_s``.
+MAX_BACKOFF_INTERVALS = 8
+
+
 class FleetPoller:
     """Reads ``source`` every ``source.interval_s`` seconds (the next read starts that long
     after the previous one ended) and calls ``on_change`` after each; :attr:`snapshot` is the
-    newest reading (an empty one before the first)."""
+    newest reading (an empty one before the first). A reading that fails (its ``error``, or
+    any exception the source raised) keeps the last GPUs aging, with the reason as the
+    snapshot's ``error``; the next reading waits twice as long each time (up to
+    :data:`MAX_BACKOFF_INTERVALS` intervals) and the poller never stops on its own."""
 
     def __init__(self, source: FleetSource, on_change: Callable[[], None]) -> None:
         self.source = source
@@ -80,17 +95,28 @@ class FleetPoller:
         self.readings = 0
 
     async def read_once(self) -> FleetSnapshot:
-        """One reading now (kept as :attr:`snapshot`)."""
-        self.snapshot = await self.source.read()
+        """One reading now (kept as :attr:`snapshot`); never raises but for cancellation."""
+        try:
+            self.snapshot = await self.source.read()
+        except Exception as exc:  # noqa: BLE001 - a source's bug must not end the watching (issue 30)
+            aged = [replace(g, stale=True) for g in self.snapshot.gpus]
+            self.snapshot = replace(self.snapshot, gpus=tuple(aged), taken_at=time.time(),
+                                    error=unexpected_failure("fleet", exc))
         self.readings += 1
         self.on_change()
         return self.snapshot
 
+    def next_wait_s(self, failures: int) -> float:
+        """Seconds before the next reading after ``failures`` failed ones in a row."""
+        return self.source.interval_s * min(2 ** failures, MAX_BACKOFF_INTERVALS) if failures else self.source.interval_s
+
     async def run(self) -> None:
-        """Read forever (cancel to stop)."""
+        """Read forever (cancel to stop), backing off while readings fail."""
+        failures = 0
         while True:
-            await self.read_once()
-            await asyncio.sleep(self.source.interval_s)
+            snapshot = await self.read_once()
+            failures = failures + 1 if snapshot.error else 0
+            await asyncio.sleep(self.next_wait_s(failures))
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -111,6 +137,8 @@ async def read_fleet_once(cfg: FleetConfig) -> FleetSnapshot:
     source = fleet_source(cfg)
     try:
         return await source.read()
+    except Exception as exc:  # noqa: BLE001 - the answer of `optui gpus`, never a traceback
+        return FleetSnapshot(taken_at=time.time(), error=unexpected_failure("fleet", exc))
     finally:
         await source.close()
 

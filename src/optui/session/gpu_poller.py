@@ -5,7 +5,9 @@ source (one with an ``on_fresh`` hook, e.g. the SSH ``nvidia-smi -lms`` stream) 
 tick arrived, so a change reaches the screen within one tick. A read that takes longer
 than 3 intervals leaves the last snapshot marked ``stale`` (with its age) instead of
 freezing anything; the history gets a gap (None) for every missed tick, so sparklines
-show missing data honestly instead of interpolating.
+show missing data honestly instead of interpolating. A read that fails (an ERROR snapshot, or
+an exception a source raised) is shown with its reason, and the next read waits longer each
+time (up to :data:`MAX_BACKOFF_INTERVALS` intervals) until one succeeds: polling never stops.
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ class GpuHistory:
         buf.append(value)
 
 
+#: The longest wait between two failed reads of a host, in multiples of its interval.
+MAX_BACKOFF_INTERVALS = 4
+
+
+def backoff_s(interval_s: float, failures: int) -> float:
+    """Seconds to wait before the next read after ``failures`` failed reads in a row:
+    ``interval_s`` doubled per failure, at most :data:`MAX_BACKOFF_INTERVALS` times it."""
+    return interval_s * min(2 ** failures, MAX_BACKOFF_INTERVALS) if failures else interval_s
+
+
 class GpuPoller:
     """Polls ``sources`` (host → GpuSource) and publishes snapshots via ``on_change``."""
 
@@ -115,12 +127,14 @@ class GpuPoller:
             source.on_fresh = wake.set
             timeout = 1.5 * interval  # only to refresh the age shown when its ticks stop
         me = asyncio.current_task()
+        failures = 0
         while True:
             if not self.paused or host in self._asked:
                 self._asked.discard(host)  # before the read: a refresh asked during it reads again
                 await self._read(host, source, interval)
+                failures = failures + 1 if self.snapshots[host].status is HostStatus.ERROR else 0
             wake.clear()
-            await wait_set(wake, timeout)  # a cancel always ends the loop (adapters/aio.py)
+            await wait_set(wake, backoff_s(timeout, failures))  # a cancel always ends the loop (adapters/aio.py)
             if me is not None and me.cancelling():
                 # the read's own wait_for can drop a cancel on 3.11 as the read completes
                 raise asyncio.CancelledError

@@ -134,6 +134,7 @@ class ServerRuntime:
         self._health_reason: str | None = None  # the message that says why it is DEGRADED/HUNG now
         self._starting = False  # a start of this process's is under way (its ready gate is open)
         self._stopping = False
+        self._lost_accounted: Launch | None = None  # the dead launch shown (and journaled) last
         self._generated = False  # the 1-token probe of this start passed
         self._ready_journaled: float | None = None  # server.ready's time of a re-attached launch (Unix s)
         # the newest server.ready seen for an argv not (yet) shown here: another process's ready
@@ -218,6 +219,7 @@ class ServerRuntime:
             self._keeper.set(argv=launch.argv or self.status.argv, pid=launch.pid, started_at=launch.started_at)
             self._follow(resume=True)
         elif isinstance(self.controller, ProcessController) and self.controller.lost is not None:  # only it has lost
+            self._lost_accounted = self.controller.lost
             await self._account_for_lost_launch(self.controller, self.controller.lost)
         self.attached.set()
         if launch is not None:  # what its ready gate found (issue 16), shown again by a new session
@@ -264,13 +266,14 @@ class ServerRuntime:
             if not self.journal.read_only:
                 controller.forget_lost()
             return
-        crash, lines, _cause = await self._classify_log_of(lost)
+        crash, lines, cause = await self._classify_log_of(lost)
         seen = await self._events.read(lambda: last_seen_alive(self.journal, self.name, lost.started_at)) or lost.started_at
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
         message = f"pid {lost.pid} ended while no optui process watched it (last seen alive {when}; exit status unknown)"
         await self._keeper.set_state(ServerState.CRASHED, journal=not self.journal.read_only, crash_class=crash,
                                      crash_lines=lines, pid=None, argv=lost.argv or self.status.argv,
-                                     started_at=lost.started_at, message=message)
+                                     started_at=lost.started_at, message=message,
+                                     crash_cause=f"{message}: {cause}" if cause else message)
         if self.journal.read_only:
             return
         self._events.record(ev.SERVER_FAILED, {"class": str(crash), "returncode": None, "pid": lost.pid, "unwatched": True,
@@ -291,6 +294,12 @@ class ServerRuntime:
 
     async def _poll_once(self) -> None:
         await self.other_processes.follow_launch_made_elsewhere()
+        controller = self.controller
+        if isinstance(controller, ProcessController) and controller.lost is not None and controller.lost != self._lost_accounted:
+            # another process's launch that died before this window followed it (`kill -9` a
+            # second after `optui restart` exited: issue 30): shown and journaled, once
+            self._lost_accounted = controller.lost
+            await self._account_for_lost_launch(controller, controller.lost)
         await self.controller.refresh()
         if self.controller.process_state() == "exited" and not self._stopping:
             await self._on_exit()
@@ -385,10 +394,10 @@ class ServerRuntime:
         the alerts of a HUNG that the health rule entered or left (see core.server_fsm)."""
         was, self._health_reason = self._health_reason, reason
         if state is ServerState.HUNG and before is not ServerState.HUNG and reason:
-            self._events.record(ev.ALERT, {"kind": "hung", "source": "health", "message": f"unhealthy for more than "
-                                           f"{self.cfg.hung_after_s:g} s: {reason}"})
+            self._events.record_transition_alert({"kind": "hung", "source": "health", "message": f"unhealthy for more "
+                                                  f"than {self.cfg.hung_after_s:g} s: {reason}"})
         elif before is ServerState.HUNG and state is ServerState.READY and was:
-            self._events.record(ev.ALERT, {"kind": "recovered", "message": "health answers 200 again"})
+            self._events.record_transition_alert({"kind": "recovered", "message": "health answers 200 again"})
         if reason:
             return {"message": reason}
         return {"message": None} if was is not None and self.status.message == was else {}
@@ -414,10 +423,11 @@ class ServerRuntime:
         event = await self.load.update(time.monotonic())
         self._keeper.set(load=self.load.view)
         if event == "hung":
-            self._events.record(ev.ALERT, {"kind": "hung", "message": self.load.message, "source": self.load.view.source,
-                                                 "running": self.load.view.running, "waiting": self.load.view.waiting})
+            self._events.record_transition_alert({"kind": "hung", "message": self.load.message,
+                                                  "source": self.load.view.source, "running": self.load.view.running,
+                                                  "waiting": self.load.view.waiting})
         elif event == "recovered":
-            self._events.record(ev.ALERT, {"kind": "recovered", "message": "tokens are being generated again"})
+            self._events.record_transition_alert({"kind": "recovered", "message": "tokens are being generated again"})
         return after_load_reading(state, event, hung=self.load.hung)
 
     async def _on_exit(self) -> None:
@@ -593,9 +603,18 @@ class ServerRuntime:
                                                  cwd=self.cfg.cwd, refresh=refresh)
         return self.catalog
 
-    async def shutdown(self, stop_server: bool) -> None:
-        """Called when the session closes: stop the server only when asked (demo); else
-        leave it running, untracked (:meth:`ProcessController.release`)."""
+    async def shutdown(self, stop_server: bool) -> str | None:
+        """Called when the session closes: stop the server only when asked (demo) and this
+        window may (no other running optui process launched it: issue 30); else leave it
+        running, untracked (:meth:`ProcessController.release`). Returns what the operator is
+        told when a server is left running because another window owns it (else None)."""
+        note = None
+        if stop_server and isinstance(self.controller, ProcessController):
+            owner = self.controller.owner_elsewhere()
+            if owner is not None and self.controller.launch is not None:
+                stop_server = False
+                note = (f"{self.name}: left running (pid {self.controller.launch.pid}): the optui process {owner} "
+                        "started it and stops it when it quits")
         if not stop_server and isinstance(self.controller, ProcessController):
             self.controller.release()
         if stop_server and isinstance(self.controller, ProcessController) and self.controller.launch is not None:
@@ -607,3 +626,4 @@ class ServerRuntime:
             # the journal's last state is "down" now: the next session starts from it (it read
             # "ready → starting" at every demo start, as if the server had been up meanwhile)
             await self._keeper.set_state(ServerState.DOWN, pid=None)
+        return note

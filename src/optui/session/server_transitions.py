@@ -38,6 +38,19 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def newest_transition_alert(journal: Journal, server: str, kinds: tuple[str, ...]) -> str | None:
+    """The kind of ``server``'s newest ``alert`` among ``kinds`` (``("hung", "recovered")``)
+    since its last ``server.starting``, None when it has none: the transition the journal
+    already holds, whichever optui process wrote it."""
+    for event in journal.events(target=server, types=[ev.ALERT, ev.SERVER_STARTING], limit=200, newest_first=True):
+        if event.type == ev.SERVER_STARTING:
+            return None
+        if event.data.get("kind") in kinds:
+            return event.data["kind"]
+    return None
+
+
+
 class ServerEvents:
     """The journal as one server writes and reads it.
 
@@ -65,6 +78,18 @@ class ServerEvents:
     def record(self, type: str, data: dict, *, actor: str = "optui") -> None:
         """Append event ``type`` about this server (tagged with its current experiment)."""
         self.record_with(lambda: (type, data), actor=actor)
+
+    def record_transition_alert(self, data: dict, kinds: tuple[str, ...] = ("hung", "recovered")) -> None:
+        """Journal ``alert`` ``data`` (its ``kind`` one of ``kinds``) once per transition
+        whatever the number of optui processes watching the server (a TUI and a CLI journaled
+        every hung and recovered twice: issue 30): not when the newest such alert since the
+        server's last launch, written by any process, has this kind already."""
+        def make() -> tuple[str, dict] | None:
+            if newest_transition_alert(self.journal, self.server, kinds) == data["kind"]:
+                return None
+            return ev.ALERT, data
+
+        self.record_with(make)
 
     def record_with(self, make: Callable[[], tuple[str, dict] | None], *, actor: str = "optui") -> None:
         """Append the event ``make()`` returns (``(type, data)``; None: nothing) about this

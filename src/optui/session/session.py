@@ -94,6 +94,8 @@ class Session:
         #: rewrites anything, not even the demo's own server at exit (another window runs it)
         self.started_read_only = self.read_only
         self.stop_servers_on_exit = stop_servers_on_exit
+        #: what the operator is told after quitting (a server left running: another window started it)
+        self.exit_notes: list[str] = []
         self.autostart = autostart  # one-shot CLI commands never start servers on their own
         self.state_dir = loaded.journal_path.parent
         # an observer (``optui status``) reads the journal and never writes to it
@@ -515,7 +517,9 @@ class Session:
         await self.benches.close()
         for rt in self.servers.values():  # a read-only window never stops what another window runs
             with contextlib.suppress(Exception):
-                await rt.shutdown(self.stop_servers_on_exit and not self.started_read_only)
+                note = await rt.shutdown(self.stop_servers_on_exit and not self.started_read_only)
+                if note:
+                    self.exit_notes.append(note)
         for ssh in self.ssh_hosts.values():
             with contextlib.suppress(Exception):
                 await ssh.close()
@@ -549,7 +553,9 @@ class Session:
             for rt in self.servers.values():
                 kill = getattr(rt.controller, "kill_now", None)
                 local = getattr(getattr(rt.controller, "shell", None), "local", True)  # no loop left for a remote kill
-                if kill is not None and local and rt.controller.launch is not None and procs.pid_alive(rt.controller.launch.pid):
+                owner_elsewhere = getattr(rt.controller, "owner_elsewhere", lambda: None)
+                if (kill is not None and local and rt.controller.launch is not None
+                        and procs.pid_alive(rt.controller.launch.pid) and owner_elsewhere() is None):
                     kill()
 
     # ---------------------------------------------------------- servers
@@ -787,10 +793,12 @@ class Session:
     def add_note(self, text: str, server: str | None = None) -> str | None:
         """A free-text note, linked to the current experiment of ``server`` (or the newest
         experiment); returns that experiment id (None when there is none yet)."""
-        if not text.strip():
-            raise SessionError("empty note")
+        try:
+            text = ev.note_text(text)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from None
         exp = self.current_experiment(server)
-        self.record(ev.NOTE, server, {"text": text.strip()}, experiment=exp)
+        self.record(ev.NOTE, server, {"text": text}, experiment=exp)
         return exp
 
     def set_verdict(self, experiment: str, decision: str, reason: str = "") -> None:

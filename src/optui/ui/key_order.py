@@ -18,7 +18,8 @@ from the widget focused then (so it comes back once what the binding posted ther
 screen it pushed, has been handled), and again (up to :data:`MAX_ROUNDS` times) while the
 handlers it reached keep posting messages on the focus chain. A key pressed alone is never
 delayed; a held key waits at most :data:`MAX_WAIT_S` for the previous one (a barrier can be
-lost) and :data:`MAX_READY_WAIT_S` for the app to be ready (start-up). A barrier whose widget
+lost; up to :data:`MAX_BUSY_WAIT_S` while messages are still queued on its path, as on a
+loaded machine) and :data:`MAX_READY_WAIT_S` for the app to be ready (start-up). A barrier whose widget
 is removed (a dismissed prompt) is replaced by one from the new focus.
 
 Relies on Textual 8.2's key path (``App.on_event`` forwards raw keys; a key bubbles back
@@ -39,8 +40,12 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.timer import Timer
 
-#: the longest a key waits for the previous one (s)
+#: how long a barrier may stay away while nothing it could be behind is queued (s): then it
+#: is taken as lost
 MAX_WAIT_S = 0.5
+#: the longest a key waits for the previous one while that one is still on its way (messages
+#: queued on the barrier's path: a loaded machine), so a lost barrier never holds keys for good (s)
+MAX_BUSY_WAIT_S = 10.0
 #: the longest a key waits for the app to be ready (s): the campaign loading on a slow machine
 MAX_READY_WAIT_S = 5.0
 #: extra barriers after a key while its handlers keep posting messages on the focus chain
@@ -130,6 +135,20 @@ class KeySequencer:
             node = node.parent
         return False
 
+    def _on_its_way(self) -> bool:
+        """Whether the awaited barrier may still be queued: a message waits on the path from
+        the widget it was posted to up to the app (the app's own queue included). The barrier
+        travels right behind its key, so while the key is handled anywhere on that path the
+        barrier waits in a queue at or below it."""
+        node: DOMNode | None = self._barrier_at
+        while node is not None:
+            if node.message_queue_size:
+                return True
+            if node is self.app:
+                return False
+            node = node.parent
+        return bool(self.app.message_queue_size)
+
     # ------------------------------------------------------------ internals
     def _send_barrier(self) -> None:
         self._in_flight = False
@@ -145,7 +164,11 @@ class KeySequencer:
         if self._waiting is not None and self._barrier_at is not None and not self._barrier_at.is_attached:
             self._send_barrier()  # its widget was removed (a prompt dismissed): follow from the new focus
         elif self._waiting is not None and time.monotonic() - self._waiting_since > MAX_WAIT_S:
-            self._waiting = None  # lost: do not wait for it any more
+            # late is not lost: on a loaded machine (issue 30) the previous key was still on
+            # its way up to the app, its binding (the one that opens the input) not run yet,
+            # and the next key went to the old focus (`3 a b…` ran the bench key)
+            if not (self._on_its_way() and time.monotonic() - self._waiting_since < MAX_BUSY_WAIT_S):
+                self._waiting = None  # lost: do not wait for it any more
         return self._in_flight or self._waiting is not None or self._released is not None
 
     def _arm_timer(self) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from optui.config_file import ConfigError
+from optui.core.bounded_json import JsonBoundError, loads_bounded
 from optui.core.search.spec import SearchSpec
 
 #: keys of an SGLang autotune config that optui's benchmark preset replaces
@@ -91,7 +92,9 @@ def parse_foreign(text: str, filename: str, *, server: str, bench: str,
 
             data = yaml.safe_load(text)
         else:
-            data = json.loads(text)
+            data = loads_bounded(text, what=filename)
+    except JsonBoundError as exc:
+        raise ConfigError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - json and yaml raise their own kinds: each is a bad file
         raise ConfigError(f"{filename}: cannot parse: {exc}") from None
     base: dict = {"server": server, "bench": bench, **(extra or {})}

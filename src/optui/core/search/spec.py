@@ -28,14 +28,13 @@ from __future__ import annotations
 import math
 import re
 import statistics
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from optui.config_file import ConfigError, format_validation, toml_syntax_error
+from optui.config_file import ConfigError, format_validation, load_toml
 from optui.core.bench.result import LATENCY_METRICS, BenchResult
 from optui.core.flags import is_flag_token
 
@@ -518,8 +517,8 @@ def spec_file_name(text: str, fallback: str) -> str:
     ``fallback`` (the file's stem: a file of top-level keys names no search). Never raises:
     :func:`parse_search_text` reports what is wrong with the text."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        data = load_toml(text, fallback)  # bounded like every spec read (depth, size)
+    except ConfigError:
         return fallback
     searches = data.get("search")
     if set(data) == {"search"} and isinstance(searches, dict) and len(searches) == 1:
@@ -534,10 +533,7 @@ def parse_search_text(text: str, filename: str, name: str | None = None) -> Sear
     example copied into a file of its own). Raises ConfigError ``FILE:LINE: FIELD: problem``
     (one line per problem), or naming the searches the file has when ``name`` is not one of
     them or a spec file holds more than one."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(exc, filename, text) from exc
+    data = load_toml(text, filename)
     try:
         searches = data.get("search")
         if name is None and set(data) == {"search"} and isinstance(searches, dict) and searches:

@@ -1,0 +1,55 @@
+"""Reading a file or stream optui did not write, with a bound on its size.
+
+``Path.read_text`` reads until EOF: ``replay_file = "/dev/zero"`` took ``optui status`` to
+7.5 GB in 6 s (issue 30). Here a reader takes at most ``max_bytes + 1`` bytes, so a device, a
+FIFO or a huge file costs that much memory and a :class:`InputTooLarge` naming the file and
+the bound.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO
+
+#: A saved ``nvidia-smi --query-gpu`` capture (a few hundred bytes a reading).
+MAX_CAPTURE_BYTES = 4 * 1024 * 1024
+#: A config or search spec file (TOML, JSON, YAML): a real one is a few KB.
+MAX_SPEC_BYTES = 4 * 1024 * 1024
+#: A saved server log or benchmark output read whole (``optui log classify``, ``bench parse``).
+MAX_LOG_BYTES = 256 * 1024 * 1024
+
+_CHUNK = 1 << 20
+
+
+class InputTooLarge(OSError):
+    """A file or stream over its bound; ``str()`` names it and the bound (bytes)."""
+
+
+def read_bytes_bounded(source: str | Path | BinaryIO, max_bytes: int, *, name: str | None = None) -> bytes:
+    """The bytes of ``source`` (a path, or a binary stream such as stdin's buffer) when there
+    are at most ``max_bytes``; ``name`` is what a message calls it (default: the path). Raises
+    :class:`InputTooLarge` past the bound (having read ``max_bytes + 1`` bytes at most) and
+    ``OSError`` when it cannot be read."""
+    label = name if name is not None else str(source)
+    if isinstance(source, str | Path):
+        with open(source, "rb") as fh:
+            return _read(fh, max_bytes, label)
+    return _read(source, max_bytes, label)
+
+
+def read_text_bounded(source: str | Path | BinaryIO, max_bytes: int, *, name: str | None = None,
+                      errors: str = "replace") -> str:
+    """:func:`read_bytes_bounded` decoded as UTF-8 (``errors`` as ``bytes.decode``'s)."""
+    return read_bytes_bounded(source, max_bytes, name=name).decode("utf-8", errors)
+
+
+def _read(fh: BinaryIO, max_bytes: int, label: str) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size <= max_bytes:
+        chunk = fh.read(min(_CHUNK, max_bytes + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+    raise InputTooLarge(f"{label}: larger than the limit of {max_bytes:,} bytes (not read further)")
