@@ -86,12 +86,15 @@ def read_config_text(path: Path) -> str:
     """The text of a config or spec file ``path`` (TOML, JSON, YAML), read no further than :data:`MAX_TOML_BYTES`;
     raises :class:`ConfigError` naming the file for one that cannot be read, is larger or is
     not UTF-8 (random bytes)."""
-    from optui.adapters.bounded_read import read_bytes_bounded
-
+    # one read of at most the bound + 1 bytes (a device such as /dev/zero ends there); not
+    # adapters.bounded_read: core's spec parsers import this module, and core imports no adapters
     try:
-        raw = read_bytes_bounded(path, MAX_TOML_BYTES)
-    except OSError as exc:  # InputTooLarge names the bound
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_TOML_BYTES + 1)
+    except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_TOML_BYTES:
+        raise ConfigError(f"{path}: cannot read: larger than the limit of {MAX_TOML_BYTES:,} bytes (not read further)")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
