@@ -184,7 +184,7 @@ def format_validation(exc: ValidationError, text: str, filename: str) -> str:
             if message.startswith("Value error, "):
                 message = message[len("Value error, ") :]
             if err["type"] == "extra_forbidden":
-                message = "unknown field (check the spelling; see README 'Config reference')"
+                message = "unknown field (check the spelling; see docs/config.md)"
             elif err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
                 message += f" (got {err['input']!r})"
         # drop pydantic's internal loc parts (union members, validator names)

@@ -256,7 +256,7 @@ def _fleet_table(cfg, snapshot) -> None:
               help="Parse saved `nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]` output ('-': stdin).")
 @click.option("--fields", default=None, metavar="LIST",
               help="The --query-gpu= list of a header-less --from-file, in order (default: its header, else a "
-                   "known layout such as optui's own query; see README).")
+                   "known layout such as optui's own query; see docs/cli.md).")
 @click.option("--source", type=click.Choice(["nvml", "nvidia-smi"]), default="nvml", show_default=True,
               help="Read the local GPUs through NVML or by running nvidia-smi once.")
 @click.option("--host", default="local", show_default=True, help="Host label for the output.")
