@@ -85,7 +85,7 @@ async def test_the_tuning_loop_through_the_sdk_client_approved_in_the_tui(campai
 
         # the baseline measured first: a guarded benchmark the operator approves in the TUI
         call = asyncio.create_task(client.call_tool("run_benchmark", {
-            "benchmark": "sweep", "why": "the baseline", "repeat": REPEATS, "wait_s": 90}))
+            "benchmark": "sweep", "why": "the baseline", "repeat": REPEATS, "wait_s": 90, "detail": True}))
         await approve_in_the_tui(pilot, app, "benchmark sweep x3", "the baseline")
         base = data(await call)
         assert base["outcome"] == "ran" and base["request"]["decision"] == "approved" and base["request"]["by"] == "tui"
@@ -97,13 +97,13 @@ async def test_the_tuning_loop_through_the_sdk_client_approved_in_the_tui(campai
         # 4. the experiment: restart with the new value (the TUI shows the diff), 5. the benchmark
         call = asyncio.create_task(client.call_tool("run_experiment", {
             "benchmark": "sweep", "why": f"does {new} in flight help", "repeat": REPEATS, "wait_s": 90,
-            "set_flags": {"--max-running-requests": new}}))
+            "set_flags": {"--max-running-requests": new}, "detail": True}))
         await approve_in_the_tui(pilot, app, "experiment demo", "--max-running-requests", f"{old} → {new}",
                                  "benchmark sweep x3", f"does {new} in flight help")
         ran = data(await call)
 
         # 6. the comparison with the baseline, 7. the agent's verdict
-        rows = {x["id"]: x for x in data(await client.call_tool("experiments", {"server": "demo"}))}
+        rows = {x["id"]: x for x in data(await client.call_tool("experiments", {"server": "demo", "detail": True}))}
         exp = ran["experiment"]
         summary = ran["experiment_summary"]
         decision = "keep" if summary["verdict"] == "better" else "reject"
@@ -111,7 +111,7 @@ async def test_the_tuning_loop_through_the_sdk_client_approved_in_the_tui(campai
             "experiment": exp, "decision": decision, "reason": f"{summary['verdict']} ({summary['evidence_text']})"}))
         await client.call_tool("todo_set", {"todo_id": proposal["id"], "status": "completed",
                                             "note": f"ran as {exp}"})
-        decided = {x["id"]: x for x in data(await client.call_tool("experiments", {"server": "demo"}))}[exp]
+        decided = {x["id"]: x for x in data(await client.call_tool("experiments", {"server": "demo", "detail": True}))}[exp]
 
     # the experiment's answer: id, restart, flags really in effect, results with deltas (tok/s, %)
     assert ran["outcome"] == "ran" and ran["request"]["decision"] == "approved" and ran["request"]["by"] == "tui"

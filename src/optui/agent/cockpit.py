@@ -44,8 +44,22 @@ MAX_AGENT_NAME = 40
 #: an operator's (or agent's) decisions on an experiment
 VERDICTS = ("keep", "reject", "inconclusive")
 #: how long a request waits for the operator's decision by default, and at most (s)
-DEFAULT_DECISION_WAIT_S = 300.0
+DEFAULT_DECISION_WAIT_S = 60.0
 MAX_DECISION_WAIT_S = 3600.0
+#: the longest text an agent may send (characters): a todo item's content, a note; a 50 MB
+#: item grew the journal by 210 MB and made every window on the campaign take a minute a key
+MAX_TEXT = 4000
+#: the longest reason (``why`` of a request, a verdict's reason), in characters
+MAX_WHY = 1000
+#: the longest name (server, preset, experiment, filter), in characters
+MAX_NAME = 200
+#: the largest id (SQLite's int64): a todo item, a journal event
+MAX_ID = 2**63 - 1
+
+
+#: what a refused request of each action leaves undone (the refusal's first words)
+NOT_DONE = {"restart": "not restarted", "benchmark": "not benchmarked", "stop": "not stopped",
+            "experiment": "no experiment run", "search": "no search run", "search_stop": "not stopped"}
 
 
 class AgentError(ValueError):
@@ -74,12 +88,28 @@ class Cockpit:
         self._search: _OwnSearch | None = None  # the flag search this process runs for an agent
 
     # ---------------------------------------------------------------- reads
-    def status(self) -> dict[str, Any]:
-        """``optui status --json`` now: hosts/GPUs, servers (state, phase, flags, load,
-        current experiment), bench, todo, newest results and experiments."""
+    def status(self, *, detail: bool = False) -> dict[str, Any]:
+        """The campaign now. ``detail``: ``optui status --json`` (hosts/GPUs, servers with
+        argv and phases, bench, every todo item, the newest results and experiments). By
+        default its compact form: the same keys, servers without argv and phases, the open
+        todo items in a line each, the results counted, the 5 newest experiments as
+        :func:`~optui.core.agent_answers.experiment_brief` (one row per workload)."""
+        from optui.core.agent_answers import experiment_brief
         from optui.session.cli_mcp_shared import status_json
+        from optui.session.export import load_experiments
 
-        return status_json(self.loaded, self.session)
+        full = status_json(self.loaded, self.session)
+        if detail:
+            return full
+        drop = ("last_good_argv", "phases", "crash_lines", "lines")
+        return {**full,
+                "servers": [{k: v for k, v in srv.items() if k not in drop} for srv in full["servers"]],
+                "todo": [{"id": t["id"], "content": _clip(t["content"]), "status": t["status"],
+                          "priority": t["priority"]} for t in full["todo"]
+                         if t["status"] not in ("completed", "cancelled")],
+                "results": {"newest": len(full["results"]),
+                            "ids": [r.get("id") for r in full["results"] if isinstance(r, dict)]},
+                "experiments": [experiment_brief(x) for x in load_experiments(self.session.journal)[-5:]]}
 
     def gpus(self, host: str | None = None) -> list[dict[str, Any]]:
         """The hosts' GPU readings (``status --json``'s ``hosts``; MiB, %, W, °C), all
@@ -118,12 +148,12 @@ class Cockpit:
     def journal_event(self, seq: int) -> dict[str, Any]:
         """Event ``seq`` (``journal show SEQ --json``)."""
         j = self.session.journal
-        found = j.events(since_seq=seq - 1, limit=1) if seq >= 1 else []
+        found = j.events(since_seq=seq - 1, limit=1) if 1 <= seq <= MAX_ID else []
         if not found or found[0].seq != seq:
             raise AgentError(f"no event #{seq} (events are numbered 1 to {j.last_seq()})")
         return found[0].to_json()
 
-    def experiments(self, *, server: str | None = None, sort: str = "id") -> list[dict[str, Any]]:
+    def experiments(self, *, server: str | None = None, sort: str = "id", detail: bool = False) -> list[dict[str, Any]]:
         """``journal experiments --json``: one row per experiment (change vs baseline, ready
         time, metrics with deltas, verdict with its evidence, ``unverified`` flags), then
         the imported results no experiment ran."""
@@ -138,7 +168,45 @@ class Cockpit:
             raise AgentError(self._unknown_server(server))
         every = load_experiments(j)
         rows = sort_experiments([x for x in every if server is None or x.server == server], sort)
+        if not detail:  # one row per workload each (the imported results: detail=true)
+            from optui.core.agent_answers import experiment_brief
+
+            return [experiment_brief(x) for x in rows]
         return [experiment_json(x) for x in rows] + [imported_json(r) for r in load_imported(j, every, server=server)]
+
+    def benchmarks(self) -> list[dict[str, Any]]:
+        """Every benchmark preset: ``{name, server, tool ("builtin", "sglang", "vllm",
+        "unknown"), points: {kind: "concurrency" | "request_rate", values}, input_len,
+        output_len (tokens; None: the tool's default), prompts (per point), repeat (runs per
+        point in an experiment), description}``. ``points`` are what ``run_benchmark`` and
+        ``run_experiment`` take a subset of; an argv preset without a ``sweep`` runs once as
+        its argv says (its ``--max-concurrency`` shown as its one point)."""
+        return [preset_json(name, cfg, self.loaded.config.repeat_of(name))
+                for name, cfg in self.loaded.config.benchmarks.items()]
+
+    def _sweep(self, preset: str, points: list[float] | None):
+        """The :class:`SweepSpec` of ``points`` (a subset of ``preset``'s, validated; repeats
+        set by the runner), None for all of them. AgentError names the preset's points."""
+        from optui.core.bench.sweep import sweep_spec
+
+        if points is None:
+            return None
+        cfg = self.loaded.config.benchmarks[preset]
+        kind, values = preset_points(cfg)
+        if not points:
+            raise AgentError("points must not be empty (leave it out for all of the preset's points)")
+        if kind is None or not values:
+            raise AgentError(f"benchmark {preset!r} has no points to choose from: it runs once as its argv says")
+        known = [float(v) for v in values]
+        bad = [p for p in points if float(p) not in known]
+        if bad or len(set(points)) != len(points):
+            raise AgentError(f"points {_fmt_points(points)}: benchmark {preset!r} has {kind} points "
+                             f"{_fmt_points(values)}; give a subset of them, each once"
+                             + (f" ({_fmt_points(bad)} not among them)" if bad else ""))
+        try:
+            return sweep_spec(kind, points)
+        except ValueError as exc:
+            raise AgentError(f"points: {exc}") from None
 
     def todo_list(self, *, open_only: bool = False) -> list[dict[str, Any]]:
         """The todo items in display order (``todo list --json``, ``blocked`` when an open
@@ -169,11 +237,15 @@ class Cockpit:
             raise AgentError(f"{server}: cannot learn its flags: {exc}") from None
         return catalog.to_json()
 
-    def log_lines(self, server: str, count: int = 200) -> list[str]:
-        """The server's last ``count`` log lines this process read (made safe to show)."""
+    def log_lines(self, server: str, count: int = 200, *, hide_probes: bool = True) -> list[str]:
+        """The server's last ``count`` log lines this process read (made safe to show);
+        ``hide_probes`` leaves out the requests of health and metrics monitors
+        (:func:`~optui.core.server_log.is_probe_line`: optui's own polling among them)."""
+        from optui.core.server_log import is_probe_line
+
         if not 1 <= count <= MAX_LOG_LINES:
-            raise AgentError(f"count must be between 1 and {MAX_LOG_LINES}, got {count}")
-        tail = list(self._runtime(server).log_tail)
+            raise AgentError(f"lines must be between 1 and {MAX_LOG_LINES}, got {count}")
+        tail = [line for line in self._runtime(server).log_tail if not (hide_probes and is_probe_line(line))]
         return [safe_line(line) for line in tail[-count:]]
 
     # ---------------------------------------------------------------- writes
@@ -184,8 +256,7 @@ class Cockpit:
         ``server``, benchmarks to run) when any of those is given: a proposed experiment."""
         from optui.core.todo_experiment import build_experiment
 
-        if not text.strip():
-            raise AgentError("text must not be empty")
+        _check_text("content", text, MAX_TEXT)
         _check_choice("priority", priority, Priority)
         experiment = None
         if server or sets or unsets or benches:
@@ -200,6 +271,7 @@ class Cockpit:
                  content: str | None = None, note: str | None = None) -> dict[str, Any]:
         """Change an item's status, priority, text or note (``todo set --json``); an empty
         ``note`` removes it."""
+        _check_id("todo_id", todo_id)
         changes: dict[str, Any] = {}
         if status is not None:
             _check_choice("status", status, TodoStatus)
@@ -208,10 +280,10 @@ class Cockpit:
             _check_choice("priority", priority, Priority)
             changes["priority"] = priority
         if content is not None:
-            if not content.strip():
-                raise AgentError("content must not be empty")
+            _check_text("content", content, MAX_TEXT)
             changes["content"] = content
         if note is not None:
+            _check_text("note", note, MAX_TEXT, empty=True)
             changes["note"] = note or None
         if not changes:
             raise AgentError("nothing to change: give status, priority, content or note")
@@ -221,6 +293,11 @@ class Cockpit:
             item = j.todo(todo_id)
             if item is None or todo_id in j.deleted_todo_ids():
                 raise AgentError(f"no todo item #{todo_id} (todo_list shows the ids)")
+            owner = _todo_owner(j, item)
+            if not owner.startswith("agent:") and (status == "cancelled" or priority is not None
+                                                   or content is not None):
+                raise AgentError(f"todo item #{todo_id} is {owner}'s: an agent changes only its status (not "
+                                 "to cancelled) and its note; ask the operator in a note to cancel or rewrite it")
             return j.update_todo(todo_id, actor=actor, expected=item, op=op, **changes)
 
         return self._write(update).to_json()
@@ -230,6 +307,7 @@ class Cockpit:
         experiment), as ``journal note`` writes it; returns the event (``journal tail --json``)."""
         from optui.session.cli_mcp_shared import event_json
 
+        _check_text("text", text, MAX_TEXT)
         try:
             text = ev.note_text(text)
         except ValueError as exc:
@@ -245,24 +323,28 @@ class Cockpit:
 
     # ---------------------------------------------------------------- guarded actions
     async def restart(self, server: str, *, actor: str, why: str, sets: dict[str, str | None] | None = None,
-                      unsets: list[str] | None = None, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+                      unsets: list[str] | None = None, rollback: bool = False,
+                      wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
         """Ask the operator to restart ``server`` with flags changed (``sets`` flag → value,
-        None for a boolean; ``unsets``), checked first by the same door as the TUI and
+        None for a boolean; ``unsets``; ``rollback``: its last good flags instead), checked first by the same door as the TUI and
         ``optui restart`` (base flags, the flag catalogue: a refused value is an AgentError
         and nothing is asked). The request (``agent.request``: diff, agent, why) waits up to
         ``wait_s`` s for a decision in an optui window (or the ``[agent]`` policy decides).
-        Returns ``{"outcome": "denied" | "timeout" | "refused" | "ran", "request": {request,
-        decision, by[, policy]}, "diff", "warnings", "unchecked", "restart": <optui restart
-        --json> once run}``."""
+        Returns ``{"outcome": "denied" | "timeout" | "refused" | "ran" | "failed", "request":
+        {request, decision, by[, policy]}, "diff", "warnings", "unchecked", "restart": <optui
+        restart --json> once run}``; ``failed`` (the server ended crashed) adds ``crash_class``,
+        ``lines`` and ``rollback`` (the request that restores its last good flags)."""
         from optui.session import SessionError
         from optui.session.cli_mcp_shared import restart_json
 
         self._check_request(server, why, wait_s)
         self._refuse_while_restarting(server, "not restarted")
         async with self._action_session(actor) as session:
-            plan, diff, policy = await self._flag_change(session, server, sets, unsets)
-            decision = await self._decide(policy, actor=actor, action="restart", server=server, diff=diff,
-                                          argv=plan.argv, why=why, wait_s=wait_s)
+            plan, diff, policy = await self._flag_change(session, server, sets, unsets, actor=actor,
+                                                         action="restart", why=why, rollback=rollback)
+            decision = await self._decide(policy, actor=actor, action="restart", server=server,
+                                          diff=[*(["rollback to the last good flags"] if rollback else []), *diff,
+                                                *_warning_lines(plan)], argv=plan.argv, why=why, wait_s=wait_s)
             answer = {"request": decision.to_json(), "diff": diff, "warnings": [str(i) for i in plan.warnings],
                       "unchecked": plan.unchecked}
             if not decision.go:
@@ -273,14 +355,19 @@ class Cockpit:
                 except SessionError as exc:  # another optui process restarts it: who holds the lock
                     ended.update(outcome="refused", error=str(exc))
                     return {"outcome": "refused", "error": str(exc), **answer}
-                restart = restart_json(session, server, plan, outcome)
-                ended.update(outcome="ran", experiment=restart["experiment"], state=restart["state"],
-                             crash_class=restart["crash_class"], unverified=restart["config_mismatch"])
+                restart = _agent_restart(restart_json(session, server, plan, outcome))
+                failed = restart["state"] == "crashed"
+                ended.update(outcome="failed" if failed else "ran", experiment=restart["experiment"],
+                             state=restart["state"], crash_class=restart["crash_class"],
+                             unverified=restart["config_mismatch"])
+            if failed:
+                return {"outcome": "failed", **answer, **_crash(restart, server), "restart": restart}
             return {"outcome": "ran", **answer, "restart": restart}
 
     async def run_experiment(self, preset: str, *, actor: str, why: str, server: str | None = None,
                              sets: dict[str, str | None] | None = None, unsets: list[str] | None = None,
-                             repeat: int | None = None, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+                             repeat: int | None = None, points: list[float] | None = None, detail: bool = False,
+                             wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
         """One experiment in one call: restart the benchmark ``preset``'s server with its
         running flags changed (``sets``, ``unsets``: the diff vs the current launch), checked
         by the restart door first, as one request the operator approves (or the policy
@@ -292,7 +379,13 @@ class Cockpit:
         "run": {status, step, summary, crash_class, lines}, "restart": <optui restart
         --json>: state, crash class and log lines, config_mismatch, "unverified": flags the
         server does not run, "results": [each with vs_baseline], "experiment_summary":
-        {verdict, evidence, baseline, runs}}`` (the last five once it ran)."""
+        {verdict, evidence, baseline, runs}}`` (the last five once it ran). By default
+        (``detail`` False) ``results`` is their count and ids and ``summary`` one row per
+        workload with the overall verdict (:func:`~optui.core.agent_answers.experiment_brief`)
+        instead of ``experiment_summary``; ``points`` runs a subset of the preset's points;
+        ``outcome`` is ``failed`` when the restart or the benchmark failed (``crash_class``,
+        ``lines``, ``rollback``)."""
+        from optui.core.agent_answers import compact_results
         from optui.core.agent_requests import PolicyVerdict
         from optui.session import SessionError
         from optui.session.cli_mcp_shared import experiment_json, restart_json, result_json, summary_json
@@ -307,18 +400,22 @@ class Cockpit:
         server = cfg.server
         self._check_request(server, why, wait_s)
         repeats = self._repeats(preset, repeat)
+        sweep = self._sweep(preset, points)
         self._refuse_while_restarting(server, "no experiment run")
         async with self._action_session(actor) as session:
-            plan, diff, policy = await self._flag_change(session, server, sets, unsets)
+            plan, diff, policy = await self._flag_change(session, server, sets, unsets, actor=actor,
+                                                         action="experiment", why=why)
             if policy.verdict == "allow" and not self.loaded.config.agent.benchmarks_without_approval:
                 policy = PolicyVerdict("ask", "the operator decides (its benchmark needs approval)")
             elif policy.verdict == "allow":
                 policy = PolicyVerdict("allow", f"{policy.reason}; [agent] benchmarks_without_approval")
+            asked = f"benchmark {preset} x{repeats}" + (f" at {sweep.kind} {_fmt_points(sweep.values)}"
+                                                          if sweep else "")
             decision = await self._decide(policy, actor=actor, action="experiment", server=server,
-                                          diff=[*diff, f"benchmark {preset} x{repeats}"], argv=plan.argv, why=why,
+                                          diff=[*diff, asked, *_warning_lines(plan)], argv=plan.argv, why=why,
                                           wait_s=wait_s)
             answer = {"request": decision.to_json(), "diff": diff, "warnings": [str(i) for i in plan.warnings],
-                      "benchmark": preset, "repeats": repeats}
+                      "benchmark": preset, "repeats": repeats, "points": list(sweep.values) if sweep else None}
             if not decision.go:
                 return {"outcome": decision.decision, **answer}
             with self._journaled_outcome(decision, actor=actor, action="experiment", server=server) as ended:
@@ -329,34 +426,45 @@ class Cockpit:
                                              experiment=spec)
                 except (SessionError, ValueError) as exc:  # the journal refused it, a flag name it cannot hold
                     raise AgentError(f"{server}: no experiment run, {exc}") from None
-                run = await session.todo_runs.run_one(item.id, repeats=repeats)
+                run = await session.todo_runs.run_one(item.id, repeats=repeats, sweep=sweep)
                 exp = self._todo_run_experiment(session, item.id)
                 row = next((x for x in load_experiments(session.journal) if x.id == exp), None)
                 ids = {r["result_id"] for r in run.results}
                 stored = sorted((r for r in session.journal.results(server=server, limit=None,
                                                                     since_id=min(ids, default=1) - 1)
                                  if r.id in ids), key=lambda r: r.id)
-                restart = restart_json(session, server, plan, None)
-                summary = summary_json(session, exp) if exp else None
+                restart = _agent_restart(restart_json(session, server, plan, None))
+                brief = self._brief(session, exp)
                 unverified = experiment_json(row)["unverified"] if row is not None else restart["config_mismatch"]
-                ended.update(outcome="ran" if run.status == "ok" else run.status, experiment=exp,
+                failed = run.status != "ok"
+                ended.update(outcome="failed" if failed else "ran", experiment=exp,
                              state=restart["state"], crash_class=run.crash_class, unverified=unverified,
-                             verdict=_verdict_text(summary), error=None if run.status == "ok" else run.summary)
-            return {"outcome": "ran", **answer, "todo_id": item.id, "experiment": exp,
-                    "run": {k: v for k, v in run.to_json().items() if k not in ("todo_id", "results")},
-                    "restart": restart, "unverified": unverified,
-                    "results": [{**result_json(session, r.result), "result_id": r.id, "experiment": r.experiment}
-                                for r in stored],
-                    "experiment_summary": summary}
+                             verdict=_brief_text(brief), error=run.summary if failed else None)
+            results = [{**result_json(session, r.result), "result_id": r.id, "experiment": r.experiment}
+                       for r in stored]
+            out = {"outcome": "failed" if failed else "ran", **answer, "todo_id": item.id, "experiment": exp,
+                   "run": {k: v for k, v in run.to_json().items() if k not in ("todo_id", "results")},
+                   **({"crash_class": run.crash_class, "lines": list(run.lines or ()),
+                       "rollback": _crash(restart, server)["rollback"]} if failed and run.crash_class else {}),
+                   "restart": restart, "unverified": unverified, "summary": brief,
+                   "results": compact_results(results)}
+            if detail:
+                out.update(results=results, experiment_summary=summary_json(session, exp) if exp else None)
+            return out
 
     async def run_benchmark(self, preset: str, *, actor: str, why: str, repeat: int | None = None,
+                            points: list[float] | None = None, detail: bool = False,
                             wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
-        """Ask to run benchmark ``preset`` (its server must be READY), each point ``repeat``
-        times (default: the preset's, else the config's ``repeat``); without asking when
-        ``[agent] benchmarks_without_approval``. Results are stored under the server's
-        current experiment and judged against its baseline, as ``optui bench run``. Returns
-        ``{"outcome", "request", "run": {"status", "error", "results": [... vs_baseline],
-        "experiment", "experiment_summary": {"verdict", "evidence", ...}} once run}``."""
+        """Ask to run benchmark ``preset`` (its server must be READY), each point (all of
+        the preset's, or the subset ``points``) ``repeat`` times (default: the preset's, else
+        the config's ``repeat``); without asking when ``[agent] benchmarks_without_approval``.
+        Results are stored under the server's current experiment and judged against its
+        baseline, as ``optui bench run``. Returns ``{"outcome", "request", "benchmark",
+        "repeats", "points", "run": {"status", "error", "experiment", "summary":
+        experiment_brief (one row per workload, the overall verdict), "results": {runs, ok,
+        failed, result_ids}}}``; ``detail`` adds every result dict (``vs_baseline``) and the
+        ``experiment_summary`` of ``optui bench run --json``."""
+        from optui.core.agent_answers import compact_results
         from optui.core.agent_requests import PolicyVerdict
         from optui.session import SessionError
         from optui.session.cli_mcp_shared import READY, result_json, summary_json, wait_ready
@@ -366,35 +474,43 @@ class Cockpit:
             raise AgentError(f"unknown benchmark {preset!r} (known: {_names(self.loaded.config.benchmarks)})")
         self._check_request(cfg.server, why, wait_s)
         repeats = self._repeats(preset, repeat)
+        sweep = self._sweep(preset, points)
+        asked = f"benchmark {preset} x{repeats}" + (f" at {sweep.kind} {_fmt_points(sweep.values)}" if sweep else "")
         async with self._action_session(actor) as session:
             rt = session.server(cfg.server)
             state = await wait_ready(rt, 3.0, settle=True)
             if state != READY:
-                raise AgentError(f"{cfg.server} is {state}" + (f" ({rt.status.message})" if rt.status.message else "")
-                                 + ": not benchmarked (status shows when it is ready)")
+                reason = (f"{cfg.server} is {state}" + (f" ({rt.status.message})" if rt.status.message else "")
+                          + ": not benchmarked (status shows when it is ready)")
+                self._refuse(actor=actor, action="benchmark", server=cfg.server, diff=[asked], why=why, reason=reason)
+                raise AgentError(reason)
             policy = (PolicyVerdict("allow", "[agent] benchmarks_without_approval")
                       if self.loaded.config.agent.benchmarks_without_approval else PolicyVerdict("ask", ""))
             decision = await self._decide(policy, actor=actor, action="benchmark", server=cfg.server,
-                                          diff=[f"benchmark {preset} x{repeats}"], argv=(), why=why, wait_s=wait_s)
-            answer = {"request": decision.to_json(), "benchmark": preset, "repeats": repeats}
+                                          diff=[asked], argv=(), why=why, wait_s=wait_s)
+            answer = {"request": decision.to_json(), "benchmark": preset, "repeats": repeats,
+                      "points": list(sweep.values) if sweep else None}
             if not decision.go:
                 return {"outcome": decision.decision, **answer}
             with self._journaled_outcome(decision, actor=actor, action="benchmark", server=cfg.server) as ended:
                 try:
-                    bench_run = session.benches.run(preset, repeats=repeats)
+                    bench_run = session.benches.run(preset, repeats=repeats, sweep=_with_repeats(sweep, repeats))
                 except SessionError as exc:  # a benchmark runs already
                     ended.update(outcome="refused", error=str(exc))
                     return {"outcome": "refused", "error": str(exc), **answer}
                 await session.benches.wait()
                 view = bench_run.view
                 exp = session.current_experiment(cfg.server)
-                summary = summary_json(session, exp)
-                ended.update(outcome="ran", experiment=exp, verdict=_verdict_text(summary),
+                brief = self._brief(session, exp)
+                results = [result_json(session, r) for r in view.results]
+                ended.update(outcome="ran" if view.status == "ok" else "failed", experiment=exp,
+                             verdict=_brief_text(brief),
                              error=None if view.status == "ok" else f"benchmark {view.status}: {view.error or ''}")
-            return {"outcome": "ran", **answer, "run": {
-                "status": view.status, "error": view.error, "experiment": exp,
-                "results": [result_json(session, r) for r in view.results],
-                "experiment_summary": summary}}
+            run: dict[str, Any] = {"status": view.status, "error": view.error, "experiment": exp, "summary": brief,
+                                   "results": compact_results(results)}
+            if detail:
+                run.update(results=results, experiment_summary=summary_json(session, exp))
+            return {"outcome": "ran" if view.status == "ok" else "failed", **answer, "run": run}
 
     async def stop(self, server: str, *, actor: str, why: str, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
         """Ask the operator to stop ``server``; returns ``{"outcome", "request", "state"}``."""
@@ -419,7 +535,7 @@ class Cockpit:
             return {"outcome": "ran", "request": decision.to_json(), "state": state}
 
     # ---------------------------------------------------------------- flag searches
-    def search_status(self, name: str | None = None) -> dict[str, Any]:
+    def search_status(self, name: str | None = None, *, detail: bool = False) -> dict[str, Any]:
         """``optui search status --json`` of the newest search (of ``name``), from any
         process (this one's, the CLI's, the TUI's): :func:`optui.session.search.search_status`
         (trials with flags, score, status, crash class; best with its evidence ``vs``;
@@ -430,7 +546,14 @@ class Cockpit:
         if data is None:
             known = ", ".join(self.loaded.config.search) or "none in the config"
             raise AgentError(f"no search{' ' + name if name else ''} has run on this campaign (searches: {known})")
-        return data
+        if detail:
+            return data
+        keep = ("number", "flags", "point", "phase", "status", "score", "crash_class", "violated", "experiment")
+        best = data.get("best")
+        return {**{k: v for k, v in data.items() if k not in ("spec", "trials", "best")},
+                "trials": [{k: v for k, v in t.items() if k in keep} for t in data.get("trials") or ()],
+                "best": None if best is None else {k: v for k, v in best.items() if k in ("flags", "score", "trials",
+                                                                                            "text")}}
 
     async def search_run(self, spec: str, *, actor: str, why: str, fresh: bool = False, server: str | None = None,
                          bench: str | None = None, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
@@ -452,6 +575,7 @@ class Cockpit:
         from optui.session.search import search_status
 
         self._refuse_read_only()
+        spec = self._spec_place(spec)
         try:
             name, parsed, notes = read_spec(self.loaded, spec, server, bench,
                                             base=self.loaded.path.parent if self.loaded.path else None)
@@ -500,6 +624,27 @@ class Cockpit:
                   *(("--server", server) if server else ()), *(("--bench", bench) if bench else ()))
         self._search = _OwnSearch(session, task, first.search_id, actor, resume)
         return {"outcome": "started", **answer, "progress": first.to_json()}
+
+    def _spec_place(self, spec: str) -> str:
+        """``spec`` when it names a ``[search.NAME]`` of the config, else the absolute path
+        of the file it names inside the campaign's directory (the config's); AgentError for
+        any other path: an agent's spec never opens one (one read /etc/shadow and answered
+        with its TOML syntax error)."""
+        from pathlib import Path
+
+        if spec in self.loaded.config.search:
+            return spec
+        home = (self.loaded.path.parent if self.loaded.path else Path.cwd()).resolve()
+        try:
+            path = (home / spec).resolve()
+            inside = path.is_relative_to(home)
+        except (OSError, ValueError):
+            inside = False
+        if inside:
+            return str(path)
+        known = ", ".join(self.loaded.config.search) or "none in the config"
+        raise AgentError(f"spec {spec!r}: an agent's spec is a [search.NAME] of the config (searches: {known}) or "
+                         f"a file inside the campaign's directory {home}")
 
     async def search_stop(self, *, actor: str, why: str, name: str | None = None,
                           wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
@@ -655,10 +800,12 @@ class Cockpit:
         return policy
 
     async def _flag_change(self, session: Session, server: str, sets: dict[str, str | None] | None,
-                           unsets: list[str] | None):
+                           unsets: list[str] | None, *, actor: str, action: str, why: str, rollback: bool = False):
         """``(plan, diff lines, policy verdict)`` of changing ``server``'s flags, checked by
-        the restart door (an unknown flag or a refused value is an AgentError: nothing is
-        asked)."""
+        the restart door (an unknown flag, an abbreviation, a refused value: AgentError,
+        nothing is asked, the request and its refusal journaled). The policy compares
+        canonical names (:meth:`FlagCatalog.canonical`): an alias or an abbreviation of a
+        forbidden flag is that flag."""
         from optui.core.agent_requests import restart_policy
         from optui.core.flag_catalog import UNKNOWN_FLAG
         from optui.core.flags import FlagError, Flags
@@ -666,19 +813,54 @@ class Cockpit:
         from optui.session import SessionError
 
         edits = [name if value is None else f"{name}={value}" for name, value in (sets or {}).items()]
+        asked = [*(f"set {e}" for e in edits), *(f"unset {u}" for u in unsets or ())]
+
+        def refuse(reason: str, *, said: bool = False) -> AgentError:
+            """The request and its refusal journaled; the error (``said``: ``reason`` names
+            the server and what was not done already)."""
+            self._refuse(actor=actor, action=action, server=server, diff=asked, why=why, reason=reason)
+            return AgentError(reason if said else f"{server}: {NOT_DONE[action]}, {reason}")
+
+        if rollback and (sets or unsets):
+            raise AgentError("rollback restores the last good flags: give no set_flags or unset_flags with it")
         try:
-            plan = await session.plan_restart(server, sets=edits, unsets=list(unsets or ()))
+            if rollback:
+                last_good = session.journal.last_good(server)
+                if not last_good:
+                    raise refuse("no last good flags recorded yet: nothing to roll back to")
+                plan = await session.plan_restart(server, argv=list(last_good))
+            else:
+                plan = await session.plan_restart(server, sets=edits, unsets=list(unsets or ()))
         except (SessionError, FlagError) as exc:
-            raise AgentError(str(exc)) from None
+            raise refuse(str(exc), said=str(exc).startswith(f"{server}: ")) from None
         unknown = [str(i) for i in plan.warnings if i.code == UNKNOWN_FLAG]
         if unknown:  # a warning for an operator who knows better; an agent's typo is refused
-            raise AgentError(f"{server}: not asked, " + "; ".join(unknown))
+            raise refuse("; ".join(unknown))
+        catalog = session.server(server).cached_catalog()
+        if catalog is not None:
+            short = [(n, catalog.canonical(n)) for n in [*(sets or {}), *(unsets or ())]
+                     if (found := catalog.lookup(n)) is not None and found.via == "abbrev"]
+            if short:
+                raise refuse("; ".join(f"{n} is an abbreviation of {full}: write {full}" for n, full in short))
         base, new = Flags.parse(plan.base), Flags.parse(plan.argv)
         rules = self.loaded.config.agent
         policy = restart_policy([c.name for c in base.diff(new)], allowed=rules.allowed_flags,
                                 forbidden=rules.forbidden_flags, max_per_hour=rules.max_restarts_per_hour,
-                                restarts_last_hour=self._agent_restarts_since(time.time() - 3600))
+                                restarts_last_hour=self._agent_restarts_since(time.time() - 3600),
+                                resolve=catalog.canonical if catalog is not None else None)
+        if policy.verdict == "refuse":
+            raise refuse(policy.reason)
         return plan, config_changes(base, new), policy
+
+    @staticmethod
+    def _brief(session: Session, exp: str | None) -> dict[str, Any] | None:
+        """Experiment ``exp`` for an agent (:func:`~optui.core.agent_answers.experiment_brief`),
+        None when there is none."""
+        from optui.core.agent_answers import experiment_brief
+        from optui.session.export import load_experiments
+
+        x = next((x for x in load_experiments(session.journal) if x.id == exp), None) if exp else None
+        return experiment_brief(x) if x is not None else None
 
     def _repeats(self, preset: str, repeat: int | None) -> int:
         if repeat is not None and not 1 <= repeat <= 50:
@@ -722,6 +904,7 @@ class Cockpit:
     def _check_why(why: str, wait_s: float) -> None:
         if not why.strip():
             raise AgentError("why must not be empty: the operator decides on it")
+        _check_text("why", why, MAX_WHY)
         if not 1 <= wait_s <= MAX_DECISION_WAIT_S:
             raise AgentError(f"wait_s must be between 1 and {MAX_DECISION_WAIT_S:g}, got {wait_s:g}")
 
@@ -777,10 +960,7 @@ class Cockpit:
         except JournalError as exc:
             raise AgentError(f"cannot journal the request: {exc}") from None
         if decision.decision == REFUSED:
-            not_done = {"restart": "not restarted", "benchmark": "not benchmarked", "stop": "not stopped",
-                        "experiment": "no experiment run", "search": "no search run",
-                        "search_stop": "not stopped"}[action]
-            raise AgentError(f"{server}: {not_done}, {decision.policy or policy.reason}")
+            raise AgentError(f"{server}: {NOT_DONE[action]}, {decision.policy or policy.reason}")
         return decision
 
     def _refuse(self, *, actor: str, action: str, server: str, diff, why: str, reason: str):
@@ -808,6 +988,13 @@ class Cockpit:
         if decision not in VERDICTS:
             raise AgentError(f"decision must be one of {', '.join(VERDICTS)}, got {decision!r}")
         from optui.session.cli_mcp_shared import event_json
+        _check_text("reason", reason, MAX_WHY, empty=True)
+        _check_text("experiment", experiment, MAX_NAME)
+        from optui.session.export import load_experiments
+
+        if decision == "reject" and any(x.id == experiment and x.is_baseline for x in load_experiments(self.session.journal)):
+            raise AgentError(f"{experiment} is the baseline: the operator's to reject, not an agent's (say why in a "
+                             "note; the operator decides)")
 
         def append(j: Journal):
             server = j.experiment_server(experiment)
@@ -890,16 +1077,6 @@ def _search_diff(name: str, spec) -> list[str]:
     return lines
 
 
-def _verdict_text(summary: dict | None) -> str | None:
-    """``better +12.3% (n=3 vs 3, ...)``: an experiment summary's verdict with its evidence."""
-    if not summary or not summary.get("verdict"):
-        return None
-    delta = summary.get("delta_pct")
-    evidence = summary.get("evidence_text")
-    return (f"{summary['verdict']}" + (f" {delta:+.1f}%" if isinstance(delta, int | float) else "")
-            + (f" ({evidence})" if evidence else ""))
-
-
 def _names(names) -> str:
     return ", ".join(names) or "none"
 
@@ -914,3 +1091,116 @@ def _event_types() -> frozenset[str]:
     """Every event type the journal writes (the constants of :mod:`optui.core.events`)."""
     named = (v for k, v in vars(ev).items() if k.isupper() and isinstance(v, str))
     return frozenset(named).union(*ev.TYPE_GROUPS.values())
+
+
+def _check_text(what: str, text: str, limit: int, *, empty: bool = False) -> None:
+    """AgentError when ``text`` is empty (unless ``empty``) or longer than ``limit``
+    characters: the message names the limit (nothing is journaled)."""
+    if not empty and not text.strip():
+        raise AgentError(f"{what} must not be empty")
+    if len(text) > limit:
+        raise AgentError(f"{what} is {len(text):,} characters: at most {limit:,} (keep long text in a file and "
+                         "name it)")
+
+
+def _check_id(what: str, value: int) -> None:
+    """AgentError for an id outside SQLite's int64 range of positive ids (1..2**63-1)."""
+    if not 1 <= value <= MAX_ID:
+        raise AgentError(f"{what} must be between 1 and {MAX_ID}, got {value}")
+
+
+def _todo_owner(journal, item) -> str:
+    """Who an item is: ``agent:NAME`` for one an agent added (or one from an agent's own
+    list, ``origin`` not optui), else the actor that added it (the operator: ``tui``, ``cli``)."""
+    if item.origin != "optui":
+        return f"agent:{item.origin}"
+    added = journal.events(target=f"todo:{item.id}", types=[ev.TODO_CHANGED], limit=1)
+    return added[0].actor if added else "the operator"
+
+
+def _warning_lines(plan) -> list[str]:
+    """The catalogue's warnings on ``plan`` as lines of the request: the operator reads
+    them in the dialog, before deciding."""
+    return [f"warning: {i}" for i in plan.warnings] + ([f"warning: {plan.unchecked}"] if plan.unchecked else [])
+
+
+def _agent_restart(restart: dict[str, Any]) -> dict[str, Any]:
+    """``optui restart --json`` for an agent: the CLI's rollback command becomes the
+    request the agent makes instead (``restart_server(rollback=true)``)."""
+    command = restart.pop("rollback_command", None)
+    if command:
+        restart["rollback"] = f"restart_server(server={restart['server']!r}, rollback=true, why=...)"
+    return restart
+
+
+def _crash(restart: dict[str, Any], server: str) -> dict[str, Any]:
+    """What an agent reads first of a restart that ended crashed: the crash class, the
+    log lines and the request that restores the last good flags."""
+    return {"crash_class": restart.get("crash_class"), "lines": restart.get("lines") or [],
+            "rollback": f"restart_server(server={server!r}, rollback=true, why=...): back to the last good flags"}
+
+
+def preset_points(cfg) -> tuple[str | None, list[float]]:
+    """``(kind, values)`` of a benchmark preset's points: the ``sweep`` when configured,
+    else the built-in generator's concurrency list, else the argv's ``--max-concurrency``
+    (one point); ``(None, [])`` when it has none."""
+    from optui.core.bench.cmd import workload_args
+
+    if cfg.sweep is not None:
+        if cfg.sweep.request_rate:
+            return "request_rate", [float(v) for v in cfg.sweep.request_rate]
+        return "concurrency", [float(v) for v in cfg.sweep.concurrency or ()]
+    if cfg.builtin is not None:
+        return "concurrency", [float(v) for v in cfg.builtin.concurrency]
+    c = workload_args(cfg.argv or ()).get("max_concurrency")
+    return ("concurrency", [float(c)]) if c is not None else (None, [])
+
+
+def preset_json(name: str, cfg, repeat: int) -> dict[str, Any]:
+    """One preset as ``benchmarks`` lists it (see :meth:`Cockpit.benchmarks`)."""
+    from optui.core.bench.cmd import detect_tool, workload_args
+
+    kind, values = preset_points(cfg)
+    if cfg.builtin is not None:
+        b = cfg.builtin
+        tool, lengths = "builtin", (b.input_len, b.output_len, b.prompts)
+    else:
+        args = workload_args(cfg.argv or ())
+        tool = cfg.tool if cfg.tool != "auto" else detect_tool(cfg.argv or ())
+        lengths = (args.get("random_input_len", args.get("input_len")),
+                   args.get("random_output_len", args.get("output_len")), args.get("num_prompts"))
+    return {"name": name, "server": cfg.server, "tool": tool,
+            "points": {"kind": kind, "values": [int(v) if kind == "concurrency" else v for v in values]},
+            "input_len": lengths[0], "output_len": lengths[1], "prompts": lengths[2], "repeat": repeat,
+            "description": cfg.description}
+
+
+def _fmt_points(values) -> str:
+    """``1,2,4`` (whole numbers without a fraction)."""
+    return ",".join(f"{float(v):g}" for v in values)
+
+
+def _with_repeats(sweep, repeats: int):
+    """``sweep`` run ``repeats`` times a point (None stays None)."""
+    from optui.core.bench.sweep import sweep_spec
+
+    return sweep_spec(sweep.kind, sweep.values, repeats) if sweep is not None else None
+
+
+def _brief_text(brief: dict[str, Any] | None) -> str | None:
+    """``mixed: c=1 same -1.1%, c=8 better +73.8% (p=0.057)``: the overall verdict with each
+    workload's, for the journal's ``agent.outcome`` line."""
+    if not brief:
+        return None
+    parts = []
+    for w in brief["workloads"]:
+        point = f"c={w['concurrency']}" if w["concurrency"] is not None else w["workload"]
+        delta = f" {w['delta_pct']:+.1f}%" if w["delta_pct"] is not None else ""
+        p = f" (p={w['p']:.2g})" if w["p"] is not None else ""
+        parts.append(f"{point} {w['verdict']}{delta}{p}")
+    return f"{brief['verdict']}" + (": " + ", ".join(parts) if parts else "")
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters with ``…`` (a compact answer's line)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

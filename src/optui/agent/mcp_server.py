@@ -29,14 +29,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
 
-from optui.agent.cockpit import AgentError, Cockpit, agent_actor
+from optui import __version__
+from optui.agent.cockpit import (
+    DEFAULT_DECISION_WAIT_S,
+    MAX_DECISION_WAIT_S,
+    MAX_ID,
+    MAX_NAME,
+    MAX_TEXT,
+    MAX_WHY,
+    AgentError,
+    Cockpit,
+    agent_actor,
+)
 
 if TYPE_CHECKING:
     from optui.config import LoadedConfig
@@ -59,6 +73,42 @@ refused with its name and request. Their answers carry the same checks as optui'
 restart and benchmark: crash class and log lines, config_mismatch, the verdict with its evidence."""
 
 
+#: tool calls one client may have in flight at once; more are refused at once (1,000 pipelined
+#: calls took the process to 3.2 GB and left a ping waiting 136 s)
+MAX_IN_FLIGHT = 8
+
+#: the tool annotations (MCP ``ToolAnnotations``): a read changes nothing; a write adds or edits
+#: the journal; an action on a server may stop it (destructive)
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+ADD = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+EDIT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+ACT = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+#: a benchmark adds load and results, stops nothing
+MEASURE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+# the parameters' types: limits and help in the schema the client reads
+Server = Annotated[str, Field(max_length=MAX_NAME, description="a server of the config (status lists them)")]
+Why = Annotated[str, Field(min_length=1, max_length=MAX_WHY,
+                           description=f"why you ask: the operator decides on it (at most {MAX_WHY} characters)")]
+WaitS = Annotated[float, Field(ge=1, le=MAX_DECISION_WAIT_S,
+                               description="seconds to wait for the operator's decision")]
+SetFlags = Annotated[dict[str, str | None] | None, Field(
+    max_length=64, description='flags to set, name to value ({"--max-running-requests": "64"}); null for a boolean '
+    "flag. Full names only: an abbreviation is refused with the full name")]
+UnsetFlags = Annotated[list[Annotated[str, Field(max_length=MAX_NAME)]] | None,
+                       Field(max_length=64, description="flags to remove from the running launch")]
+Repeat = Annotated[int | None, Field(ge=1, le=50, description="runs per point (default: the config's; verdicts "
+                                                              "need >= 3)")]
+Points = Annotated[list[float] | None, Field(max_length=64, description=(
+    "a subset of the preset's concurrency (or request-rate) points to run, e.g. [1, 2]; benchmarks lists them"))]
+Detail = Annotated[bool, Field(description="the full results and evidence (default: one row per workload)")]
+TodoId = Annotated[int, Field(ge=1, le=MAX_ID, description="the item's id (todo_list shows them)")]
+Text = Annotated[str, Field(max_length=MAX_TEXT, description=f"at most {MAX_TEXT} characters")]
+Priority = Literal["high", "medium", "low"]
+TodoStatusName = Literal["pending", "in_progress", "completed", "cancelled"]
+SortKey = Literal["id", "server", "ready", "throughput", "delta", "ttft", "ttft_delta", "verdict", "outcome", "change"]
+
+
 def _client_actor(ctx: Context) -> str:
     """``agent:NAME`` from the connected client's ``clientInfo``."""
     params = ctx.session.client_params
@@ -74,12 +124,97 @@ def _as_tool_error() -> Iterator[None]:
         raise ToolError(str(exc)) from None
 
 
+def _tool_error(text: str) -> dict[str, Any]:
+    """A ``tools/call`` result the client reads as a tool error (``isError``)."""
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _call_guard(mcp: MCPServer, limit: int = MAX_IN_FLIGHT):
+    """Middleware on every ``tools/call``: an argument the tool does not take is refused
+    with the ones it does (the SDK would drop it silently), and past ``limit`` calls in
+    flight more are refused at once (the client waits for an answer first)."""
+    in_flight = 0
+    params_of: dict[str, set[str]] = {}
+
+    async def guard(ctx, call_next):
+        nonlocal in_flight
+        if ctx.method != "tools/call" or ctx.request_id is None:
+            return await call_next(ctx)
+        if not params_of:
+            params_of.update({t.name: set((t.input_schema or {}).get("properties", {})) for t in await mcp.list_tools()})
+        name = str((ctx.params or {}).get("name") or "")
+        args = (ctx.params or {}).get("arguments") or {}
+        known = params_of.get(name)
+        if known is not None and isinstance(args, dict) and (unknown := sorted(set(args) - known)):
+            return _tool_error(f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                               f"{', '.join(map(repr, unknown))} (it takes: {', '.join(sorted(known)) or 'none'})")
+        if in_flight >= limit:
+            return _tool_error(f"{name}: refused, {in_flight} calls of this client are in flight ({limit} at most): "
+                               "wait for an answer before sending more")
+        in_flight += 1
+        try:
+            result = await call_next(ctx)
+        finally:
+            in_flight -= 1
+        return _plain_errors(result)
+
+    return guard
+
+
+_VALIDATION_HEAD = re.compile(r"^Error executing tool (\S+): \d+ validation errors? for \S+$")
+_VALIDATION_LINE = re.compile(r"^\s+(.*?)(?: \[type=[^,\]]*(?:, input_value=(.*?))?(?:, input_type=\w+)?\])?$")
+
+
+def plain_validation_error(text: str) -> str:
+    """The SDK's pydantic error on a tool's arguments (``Error executing tool X: 1
+    validation error for XArguments`` / field / message ``[type=..., input_value=...]`` /
+    a link) as one line an agent reads: ``X: field: message, got VALUE``; other text as it
+    is. The limit a value broke is in the message (``less than or equal to 500``)."""
+    lines = text.splitlines()
+    head = _VALIDATION_HEAD.match(lines[0]) if lines else None
+    if head is None:
+        return text
+    problems: list[str] = []
+    field: str | None = None
+    for line in lines[1:]:
+        if not line.startswith(" "):
+            field = line.strip()
+        elif line.strip().startswith("For further information"):
+            continue
+        elif (m := _VALIDATION_LINE.match(line)) is not None:
+            got = m.group(2)
+            got = got if got is None or len(got) <= 60 else got[:57] + "..."
+            problems.append(f"{field}: {m.group(1)}" + (f", got {got}" if got is not None else ""))
+    return f"{head.group(1)}: " + "; ".join(problems) if problems else text
+
+
+def _plain_errors(result):
+    """A ``tools/call`` result (the wire dict) with a pydantic argument error made one line
+    (:func:`plain_validation_error`); any other result as it is."""
+    if not isinstance(result, dict) or not result.get("isError"):
+        return result
+    content = result.get("content") or []
+    if not content or not isinstance(content[0], dict) or not isinstance(content[0].get("text"), str):
+        return result
+    plain = plain_validation_error(content[0]["text"])
+    return result if plain == content[0]["text"] else {**result, "content": [{**content[0], "text": plain}, *content[1:]]}
+
+
+#: the tools a ``--read-only`` server lists (the others change the journal or a server)
+READ_TOOLS = ("status", "gpus", "journal_tail", "journal_event", "experiments", "todo_list", "search_status",
+              "benchmarks")
+#: the tools that change the journal or a server (not served by a ``--read-only`` optui mcp)
+WRITE_TOOLS = ("todo_add", "todo_set", "note", "verdict", "restart_server", "run_experiment", "run_benchmark",
+               "stop_server", "search_run", "search_stop")
+
+
 def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
-    """The MCP server on ``loaded``'s campaign; ``read_only`` refuses every write (todo
-    items, notes). Run it with ``run_stdio_async()``."""
+    """The MCP server on ``loaded``'s campaign; ``read_only`` (or the config's) lists and
+    runs only the read tools (:data:`READ_TOOLS`). Run it with ``run_stdio_async()``."""
 
     cockpit: Cockpit | None = None
     started = 0.0
+    read_only = read_only or loaded.config.read_only
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
@@ -106,167 +241,214 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
             await asyncio.sleep(wait)
 
     # WARNING: the SDK's INFO logs every tool error and, through the root logger, every probe
-    mcp = MCPServer("optui", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    mcp = MCPServer("optui", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", version=__version__)
+    mcp.middleware.append(_call_guard(mcp))
 
-    @mcp.tool()
-    async def status() -> dict[str, Any]:
-        """The campaign now, as `optui status --json`: hosts with GPU readings, servers (state, phase, argv and
-        flags, load: running/waiting requests, KV cache %, gen tok/s; crash class, config_mismatch, current
-        experiment), the running benchmark, todo items, the newest results and experiments."""
+    @mcp.tool(annotations=READ)
+    async def status(detail: Detail = False) -> dict[str, Any]:
+        """The campaign now: hosts with GPU readings, servers (state, phase, argv and flags, load: running/waiting
+        requests, KV cache %, gen tok/s; crash class, config_mismatch, current experiment), the running benchmark,
+        open todo items, the newest experiments with one row per workload; detail=true: as `optui status --json`."""
         await first_look()
-        return here().status()
+        return here().status(detail=detail)
 
-    @mcp.tool()
-    async def gpus(host: str | None = None) -> list[dict[str, Any]]:
+    @mcp.tool(annotations=READ)
+    async def gpus(host: Annotated[str | None, Field(max_length=MAX_NAME, description="one host (default: all)")] = None
+                   ) -> list[dict[str, Any]]:
         """GPU readings per host (memory MiB, util %, power W, temperature °C; null = not available), all hosts
         or the one named."""
         await first_look()
         with _as_tool_error():
             return here().gpus(host)
 
-    @mcp.tool()
-    def journal_tail(limit: int = 20, types: list[str] | None = None, server: str | None = None,
-                     experiment: str | None = None, grep: str | None = None,
-                     since: str | None = None) -> list[dict[str, Any]]:
-        """The newest journal events matching every filter given, oldest first (as `optui journal tail --json`).
-        types: event types (server.ready, note...) or groups (server, flags, failures, bench, todo, notes,
-        experiments, agent: requests, decisions and outcomes of agents' actions); server: the event's target; experiment: exp-0007; grep: text in the event;
-        since: 90m, 2h, 1d or an ISO time. limit 1..500."""
+    @mcp.tool(annotations=READ)
+    def journal_tail(
+            limit: Annotated[int, Field(ge=1, le=500, description="events to return, newest last")] = 20,
+            types: Annotated[list[Annotated[str, Field(max_length=MAX_NAME)]] | None, Field(
+                max_length=64, description="event types (server.ready, note...) or groups (server, flags, failures, "
+                "bench, todo, notes, experiments, agent: requests, decisions and outcomes of agents' actions)")] = None,
+            server: Annotated[str | None, Field(max_length=MAX_NAME, description="the event's target")] = None,
+            experiment: Annotated[str | None, Field(max_length=MAX_NAME, description="exp-0007")] = None,
+            grep: Annotated[str | None, Field(max_length=MAX_NAME, description="text in the event")] = None,
+            since: Annotated[str | None, Field(max_length=MAX_NAME, description="90m, 2h, 1d or an ISO time")] = None,
+    ) -> list[dict[str, Any]]:
+        """The newest journal events matching every filter given, oldest first (as `optui journal tail --json`)."""
         with _as_tool_error():
             return here().journal_tail(limit=limit, types=types, server=server, experiment=experiment, grep=grep,
                                        since=since)
 
-    @mcp.tool()
-    def journal_event(seq: int) -> dict[str, Any]:
+    @mcp.tool(annotations=READ)
+    def journal_event(seq: Annotated[int, Field(ge=1, le=MAX_ID, description="the event's number")]) -> dict[str, Any]:
         """One journal event by its number (as `optui journal show SEQ --json`): flag diff, phases, crash class
         and log lines, bench metrics."""
         with _as_tool_error():
             return here().journal_event(seq)
 
-    @mcp.tool()
-    def experiments(server: str | None = None, sort: str = "id") -> list[dict[str, Any]]:
-        """One row per experiment (as `optui journal experiments --json`): outcome, crash class, ready_s, change vs
-        baseline, workloads with metrics and delta_pct vs the baseline, verdict (better/worse/noise/untested)
-        with its evidence, unverified flags, the operator's decision. sort: id, server, ready, throughput, delta,
-        ttft, ttft_delta, verdict, outcome, change."""
+    @mcp.tool(annotations=READ)
+    def experiments(server: Annotated[str | None, Field(max_length=MAX_NAME, description="one server's")] = None,
+                    sort: Annotated[SortKey, Field(description="the order of the rows")] = "id",
+                    detail: Detail = False) -> list[dict[str, Any]]:
+        """One row per experiment: outcome, change vs baseline, one row per workload (concurrency, out tok/s,
+        delta %, TTFT p50/p99 and ITL p50 delta %, n, p, verdict) and the overall verdict (better, worse, mixed,
+        same, untested); detail=true: as `optui journal experiments --json` (every metric, the evidence)."""
         with _as_tool_error():
-            return here().experiments(server=server, sort=sort)
+            return here().experiments(server=server, sort=sort, detail=detail)
 
-    @mcp.tool()
-    def todo_list(open_only: bool = False) -> list[dict[str, Any]]:
+    @mcp.tool(annotations=READ)
+    def benchmarks() -> list[dict[str, Any]]:
+        """Every benchmark preset: its server, tool (builtin loadgen or the argv's client), points (concurrency or
+        request rate: run_benchmark and run_experiment take a subset of them), input/output lengths, prompts per
+        point and repeat."""
+        return here().benchmarks()
+
+    @mcp.tool(annotations=READ)
+    def todo_list(open_only: Annotated[bool, Field(description="only items not done")] = False) -> list[dict[str, Any]]:
         """The campaign's todo items in display order (as `optui todo list --json`)."""
         return here().todo_list(open_only=open_only)
 
-    @mcp.tool()
-    def todo_add(text: str, ctx: Context, priority: str = "medium", server: str | None = None,
-                 set_flags: dict[str, str | None] | None = None, unset_flags: list[str] | None = None,
-                 benchmarks: list[str] | None = None) -> dict[str, Any]:
-        """Add a todo item; with server/set_flags/unset_flags/benchmarks it carries an experiment the operator can
-        run (a proposed experiment). set_flags maps a flag to its value ({"--max-running-requests": "64"}; null
-        for a boolean flag). priority: high, medium, low."""
+    @mcp.tool(annotations=ADD)
+    def todo_add(ctx: Context, content: Text | None = None,
+                 priority: Annotated[Priority, Field(description="the item's priority")] = "medium",
+                 server: Annotated[str | None, Field(max_length=MAX_NAME, description="the server its experiment "
+                                                                                        "restarts")] = None,
+                 set_flags: SetFlags = None, unset_flags: UnsetFlags = None,
+                 benchmarks: Annotated[list[Annotated[str, Field(max_length=MAX_NAME)]] | None,
+                                       Field(max_length=16, description="presets its experiment runs")] = None,
+                 text: Annotated[str | None, Field(max_length=MAX_TEXT,
+                                                   description="deprecated: the old name of content")] = None,
+                 ) -> dict[str, Any]:
+        """Add a todo item (content, as every CLI JSON names it); with server/set_flags/unset_flags/benchmarks it
+        carries an experiment the operator can run (a proposed experiment)."""
         with _as_tool_error():
-            return here().todo_add(text, actor=_client_actor(ctx), priority=priority, server=server, sets=set_flags,
+            if content is not None and text is not None:
+                raise AgentError("give content only (text is its deprecated old name)")
+            body = content if content is not None else text
+            if body is None:
+                raise AgentError("content is required: the item's text")
+            return here().todo_add(body, actor=_client_actor(ctx), priority=priority, server=server, sets=set_flags,
                                    unsets=unset_flags, benches=benchmarks)
 
-    @mcp.tool()
-    def todo_set(todo_id: int, ctx: Context, status: str | None = None, priority: str | None = None,
-                 content: str | None = None, note: str | None = None) -> dict[str, Any]:
-        """Change a todo item's status (pending, in_progress, completed, cancelled), priority, text or note (an
-        empty note removes it)."""
+    @mcp.tool(annotations=EDIT)
+    def todo_set(todo_id: TodoId, ctx: Context,
+                 status: Annotated[TodoStatusName | None, Field(description="the new status")] = None,
+                 priority: Annotated[Priority | None, Field(description="the new priority")] = None,
+                 content: Text | None = None,
+                 note: Annotated[str | None, Field(max_length=MAX_TEXT, description="a note (empty removes it)")] = None,
+                 ) -> dict[str, Any]:
+        """Change a todo item's status, priority, content or note. The operator's items: only their status (not to
+        cancelled) and note (ask the operator in a note to cancel or rewrite one)."""
         with _as_tool_error():
             return here().todo_set(todo_id, actor=_client_actor(ctx), status=status, priority=priority,
                                    content=content, note=note)
 
-    @mcp.tool()
-    def note(text: str, ctx: Context, server: str | None = None) -> dict[str, Any]:
+    @mcp.tool(annotations=ADD)
+    def note(text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="the note")], ctx: Context,
+             server: Annotated[str | None, Field(max_length=MAX_NAME, description="the server it is about")] = None,
+             ) -> dict[str, Any]:
         """A note in the journal, linked to the server's current experiment (else the newest experiment)."""
         with _as_tool_error():
             return here().note(text, actor=_client_actor(ctx), server=server)
 
-    @mcp.tool()
-    def verdict(experiment: str, decision: str, ctx: Context, reason: str = "") -> dict[str, Any]:
+    @mcp.tool(annotations=ADD)
+    def verdict(experiment: Annotated[str, Field(max_length=MAX_NAME, description="exp-0007")],
+                decision: Annotated[Literal["keep", "reject", "inconclusive"], Field(description="your decision")],
+                ctx: Context,
+                reason: Annotated[str, Field(max_length=MAX_WHY, description="why (shown in the report)")] = "",
+                ) -> dict[str, Any]:
         """Record your decision on an experiment: keep, reject or inconclusive, with the reason (shown in the
-        report beside the measured verdict)."""
+        report beside the measured verdict). The baseline is the operator's: not yours to reject."""
         with _as_tool_error():
             return here().verdict(experiment, decision, actor=_client_actor(ctx), reason=reason)
 
-    @mcp.tool()
-    async def restart_server(server: str, why: str, ctx: Context, set_flags: dict[str, str | None] | None = None,
-                             unset_flags: list[str] | None = None, wait_s: float = 300.0) -> dict[str, Any]:
-        """Ask the operator to restart a server with changed flags; waits (up to wait_s seconds) for the
-        operator's approve/deny in optui, then runs it through the same checks as optui's own restart. set_flags
-        maps a flag to its value ({"--max-running-requests": "64"}; null for a boolean flag). Returns outcome
-        (ran, denied, timeout, refused), the request's decision and who made it, the flag diff, catalogue
-        warnings, and once ran the restart as `optui restart --json`: state, crash_class and log lines when it
-        failed, config_mismatch (flags the server does not really run), rolled_back."""
+    @mcp.tool(annotations=ACT)
+    async def restart_server(server: Server, why: Why, ctx: Context, set_flags: SetFlags = None,
+                             unset_flags: UnsetFlags = None,
+                             rollback: Annotated[bool, Field(description="back to the server's last good flags "
+                                                                         "(no set_flags/unset_flags)")] = False,
+                             wait_s: WaitS = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask the operator to restart a server with changed flags (or rollback=true: its last good flags); waits
+        up to wait_s for the decision in optui, then runs the same checks as optui's own restart. Returns outcome
+        (ran; failed: the server crashed, with crash_class and log lines; denied, timeout, refused), the request,
+        the flag diff, catalogue warnings (shown to the operator too), the restart (state, config_mismatch)."""
         with _as_tool_error():
             return await here().restart(server, actor=_client_actor(ctx), why=why, sets=set_flags,
-                                        unsets=unset_flags, wait_s=wait_s)
+                                        unsets=unset_flags, rollback=rollback, wait_s=wait_s)
 
-    @mcp.tool()
-    async def run_experiment(benchmark: str, why: str, ctx: Context, set_flags: dict[str, str | None] | None = None,
-                             unset_flags: list[str] | None = None, repeat: int | None = None,
-                             server: str | None = None, wait_s: float = 300.0) -> dict[str, Any]:
-        """One experiment in one call: restart the benchmark's server with its running flags changed
-        (set_flags {"--max-running-requests": "64"}, null for a boolean flag; unset_flags), then run the benchmark
-        `repeat` times (default: the config's; verdicts need >= 3) and compare with the baseline. One request the
-        operator approves in optui (the config's policy may allow it: flags inside allowed_flags and
-        benchmarks_without_approval); optui's own experiment runner does the rest (a todo item records it).
-        Returns outcome (ran, denied, timeout, refused), the request, the flag diff, experiment (exp-NNNN), run
-        (status ok/failed, step, summary, crash_class, lines), restart (state, crash_class and log lines,
-        config_mismatch), unverified (flags the server does not run), results (each with vs_baseline deltas) and
-        experiment_summary (verdict with its evidence: n, spread, baseline)."""
+    @mcp.tool(annotations=ACT)
+    async def run_experiment(benchmark: Annotated[str, Field(max_length=MAX_NAME, description="a preset "
+                                                                                            "(benchmarks lists them)")],
+                             why: Why, ctx: Context, set_flags: SetFlags = None, unset_flags: UnsetFlags = None,
+                             repeat: Repeat = None, points: Points = None,
+                             server: Annotated[str | None, Field(max_length=MAX_NAME,
+                                                                 description="the preset's server")] = None,
+                             detail: Detail = False, wait_s: WaitS = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """One experiment in one call: restart the benchmark's server with its running flags changed, then run the
+        benchmark (its points, or the subset given) `repeat` times and compare with the baseline. One request the
+        operator approves in optui (the policy may allow it: flags inside allowed_flags and
+        benchmarks_without_approval). Returns outcome (ran, failed, denied, timeout, refused), the request, the
+        flag diff, experiment, run, restart, unverified flags and summary: one row per workload (concurrency,
+        out tok/s, delta %, TTFT/ITL delta %, n, p, verdict) and the overall verdict; detail=true adds every
+        result."""
         with _as_tool_error():
             return await here().run_experiment(benchmark, actor=_client_actor(ctx), why=why, server=server,
-                                               sets=set_flags, unsets=unset_flags, repeat=repeat, wait_s=wait_s)
+                                               sets=set_flags, unsets=unset_flags, repeat=repeat, points=points,
+                                               detail=detail, wait_s=wait_s)
 
-    @mcp.tool()
-    async def run_benchmark(benchmark: str, why: str, ctx: Context, repeat: int | None = None,
-                            wait_s: float = 300.0) -> dict[str, Any]:
-        """Ask to run a configured benchmark against its server (which must be ready), each point `repeat` times
-        (default: the config's; verdicts need >= 3). A request the operator approves in optui, unless the config
-        allows benchmarks without approval. Results are stored under the server's current experiment; the answer
-        has each result with its deltas vs the baseline and the experiment's verdict with its evidence
-        (as `optui bench run --json`): one run alone is 'untested noise', never better or worse."""
+    @mcp.tool(annotations=MEASURE)
+    async def run_benchmark(benchmark: Annotated[str, Field(max_length=MAX_NAME, description="a preset "
+                                                                                           "(benchmarks lists them)")],
+                            why: Why, ctx: Context, repeat: Repeat = None, points: Points = None,
+                            detail: Detail = False, wait_s: WaitS = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask to run a configured benchmark against its server (which must be ready), each of its points (or the
+        subset given) `repeat` times. A request the operator approves in optui, unless the config allows
+        benchmarks without approval. Results are stored under the server's current experiment; the answer has one
+        row per workload vs the baseline (n, p, verdict) and the overall verdict; detail=true every result. One
+        run alone is 'untested', never better or worse."""
         with _as_tool_error():
             return await here().run_benchmark(benchmark, actor=_client_actor(ctx), why=why, repeat=repeat,
-                                              wait_s=wait_s)
+                                              points=points, detail=detail, wait_s=wait_s)
 
-    @mcp.tool()
-    async def stop_server(server: str, why: str, ctx: Context, wait_s: float = 300.0) -> dict[str, Any]:
+    @mcp.tool(annotations=ACT)
+    async def stop_server(server: Server, why: Why, ctx: Context, wait_s: WaitS = DEFAULT_DECISION_WAIT_S
+                          ) -> dict[str, Any]:
         """Ask the operator to stop a server; returns the outcome and the server's state."""
         with _as_tool_error():
             return await here().stop(server, actor=_client_actor(ctx), why=why, wait_s=wait_s)
 
-    @mcp.tool()
-    def search_status(name: str | None = None) -> dict[str, Any]:
-        """The newest flag search (of name), as `optui search status --json`, whichever process runs it (this one,
-        `optui search run`, the TUI): status (running, done, stopped, failed, interrupted), planned trials, eta_s,
-        trials (flags as point, score, status ok/failed, crash_class of an infeasible one, violated constraints,
-        experiment), best (flags, score, trials and bench_runs, vs: the winner against the runner-up and the first
-        configuration with its evidence n/spread/p), infeasible, message."""
+    @mcp.tool(annotations=READ)
+    def search_status(name: Annotated[str | None, Field(max_length=MAX_NAME, description="a search's name "
+                                                                                         "(default: the newest)")] = None,
+                      detail: Detail = False) -> dict[str, Any]:
+        """The newest flag search (of name), whichever process runs it: status (running, done, stopped, failed,
+        interrupted), planned trials, eta_s, trials (flags, score, status, crash_class, experiment), best, message;
+        detail=true: as `optui search status --json` (the spec, the winner's evidence)."""
         with _as_tool_error():
-            return here().search_status(name)
+            return here().search_status(name, detail=detail)
 
-    @mcp.tool()
-    async def search_run(spec: str, why: str, ctx: Context, fresh: bool = False, server: str | None = None,
-                         bench: str | None = None, wait_s: float = 300.0) -> dict[str, Any]:
-        """Ask to run a flag search: spec is a [search.NAME] of optui.toml or a spec file (server/bench for a vLLM
-        --serve-params or SGLang tuner file). Every trial restarts the server and benchmarks it, so it is a request
-        the operator approves in optui (waits up to wait_s seconds), holding the server while the search runs.
-        Returns once decided: outcome (started, denied, timeout, refused), the request, the search's diff lines,
-        progress (search_id, planned trials). The search runs on in this optui mcp (a stopped one of the same spec
-        resumes unless fresh): follow it with search_status, end it with search_stop."""
+    @mcp.tool(annotations=ACT)
+    async def search_run(spec: Annotated[str, Field(max_length=MAX_NAME, description=(
+            "a [search.NAME] of optui.toml, or a spec file inside the campaign's directory"))],
+                         why: Why, ctx: Context,
+                         fresh: Annotated[bool, Field(description="not resuming a stopped one")] = False,
+                         server: Annotated[str | None, Field(max_length=MAX_NAME,
+                                                             description="for another tool's file")] = None,
+                         bench: Annotated[str | None, Field(max_length=MAX_NAME,
+                                                            description="for another tool's file")] = None,
+                         wait_s: WaitS = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask to run a flag search (every trial restarts the server and benchmarks it): a request the operator
+        approves in optui, holding the server while it runs. Returns once decided: outcome (started, denied,
+        timeout, refused), the request, the diff, progress. Follow it with search_status, end it with
+        search_stop."""
         with _as_tool_error():
             return await here().search_run(spec, actor=_client_actor(ctx), why=why, fresh=fresh, server=server,
                                            bench=bench, wait_s=wait_s)
 
-    @mcp.tool()
-    async def search_stop(why: str, ctx: Context, name: str | None = None, wait_s: float = 300.0) -> dict[str, Any]:
-        """Ask the operator to stop the running flag search (of name; any process's). Once approved it waits for
-        the search's end: the trial in progress cut, no benchmark left running, the server ready or crashed (a
-        restart in flight finishes). Returns outcome, the request, search (its search_status) and the server's
-        state."""
+    @mcp.tool(annotations=ACT)
+    async def search_stop(why: Why, ctx: Context,
+                          name: Annotated[str | None, Field(max_length=MAX_NAME, description="the search's name")] = None,
+                          wait_s: WaitS = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
+        """Ask the operator to stop the running flag search (any process's); once approved it waits for its end.
+        Returns outcome, the request, search (its search_status) and the server's state."""
         with _as_tool_error():
             return await here().search_stop(actor=_client_actor(ctx), why=why, name=name, wait_s=wait_s)
 
@@ -283,13 +465,35 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         except AgentError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 
-    @mcp.resource("optui://servers/{server}/log", name="server-log", mime_type="text/plain")
-    async def server_log(server: str) -> str:
-        """The server's last log lines (up to 200) this optui read."""
+    @mcp.resource("optui://servers/{server}/log{?lines,hide_probes}", name="server-log", mime_type="text/plain")
+    async def server_log(server: str, lines: str = "200", hide_probes: str = "true") -> str:
+        """The server's last log lines this optui read: lines (1..2000, default 200); hide_probes (default true)
+        leaves out the requests of health and metrics monitors (optui's own polling among them)."""
         await first_look()  # the log follower starts once the server is attached
         try:
-            return "\n".join(here().log_lines(server))
+            return "\n".join(here().log_lines(server, _int_param("lines", lines),
+                                              hide_probes=_bool_param("hide_probes", hide_probes)))
         except AgentError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 
+    if read_only:  # it lists only what it allows
+        for tool in WRITE_TOOLS:
+            mcp.remove_tool(tool)
     return mcp
+
+
+def _int_param(name: str, text: str) -> int:
+    """A resource's query parameter as a whole number; AgentError naming it."""
+    try:
+        return int(text)
+    except ValueError:
+        raise AgentError(f"{name} must be a whole number, got {text!r}") from None
+
+
+def _bool_param(name: str, text: str) -> bool:
+    """A resource's query parameter as true/false (1/0, yes/no); AgentError naming it."""
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise AgentError(f"{name} must be true or false, got {text!r}")

@@ -189,19 +189,27 @@ class PolicyVerdict:
 
 
 def restart_policy(changed: Sequence[str], *, allowed: Sequence[str], forbidden: Sequence[str],
-                   max_per_hour: int, restarts_last_hour: int) -> PolicyVerdict:
+                   max_per_hour: int, restarts_last_hour: int,
+                   resolve: Callable[[str], str] | None = None) -> PolicyVerdict:
     """The policy's verdict on an agent's restart changing the flags named ``changed``
     (``--max-running-requests``; a name without dashes in the lists means the same flag),
-    after ``restarts_last_hour`` restarts by agents."""
+    after ``restarts_last_hour`` restarts by agents. ``resolve`` maps a name to its
+    canonical one (the flag catalogue's first long spelling: an alias or an abbreviation
+    and the name it stands for are one flag), applied to ``changed`` and both lists alike;
+    None compares names as written."""
     def canon(name: str) -> str:
-        return name if name.startswith("-") else f"--{name}"
+        name = name if name.startswith("-") else f"--{name}"
+        return resolve(name) if resolve is not None else name
 
-    banned = sorted(set(changed) & {canon(f) for f in forbidden})
+    given = {canon(c): c for c in changed}
+    listed = {canon(f): (f if f.startswith("-") else f"--{f}") for f in forbidden}
+    banned = sorted(set(given) & set(listed))
     if banned:
-        return PolicyVerdict("refuse", f"[agent] forbidden_flags: {', '.join(banned)}")
+        named = [given[n] if given[n] == listed[n] else f"{given[n]} (the same flag as {listed[n]})" for n in banned]
+        return PolicyVerdict("refuse", f"[agent] forbidden_flags: {', '.join(named)}")
     if restarts_last_hour >= max_per_hour:
         return PolicyVerdict("refuse", f"[agent] max_restarts_per_hour = {max_per_hour}: "
                                        f"{restarts_last_hour} restarts by agents in the last hour")
-    if changed and set(changed) <= {canon(f) for f in allowed}:
+    if given and set(given) <= {canon(f) for f in allowed}:
         return PolicyVerdict("allow", f"[agent] allowed_flags: {', '.join(sorted(set(changed)))}")
     return PolicyVerdict("ask", "the operator decides")

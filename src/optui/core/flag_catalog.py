@@ -186,6 +186,15 @@ class FlagCatalog:
             return ()
         return tuple(n for n in found.spec.names if n != name)
 
+    def canonical(self, name: str) -> str:
+        """The one name of ``name``'s option that a policy compares by: its first long
+        spelling (:attr:`FlagSpec.primary`), whatever alias, ``--x_y`` spelling, negation or
+        abbreviation was typed (``--tp``, ``--tensor-parallel-size`` → ``--tp-size`` when the
+        help lists ``--tp-size, --tensor-parallel-size``); :func:`canonical_name` of it when
+        the catalogue does not know it or it is ambiguous."""
+        found = self.lookup(name)
+        return found.spec.primary if found is not None and found.spec is not None else canonical_name(name)
+
     def names(self) -> list[str]:
         """Every spelling, long names first (for completion)."""
         longs: list[str] = []

@@ -33,6 +33,7 @@ from optui.adapters import proc
 from optui.adapters.aio import within
 from optui.adapters.journal import JournalError
 from optui.config import Config
+from optui.core.bench.sweep import sweep_spec
 from optui.core.todo import TodoItem, TodoStatus
 from optui.core.todo_experiment import (
     TODO_RUN_FINISHED,
@@ -345,9 +346,10 @@ class TodoRunQueue:
         task.add_done_callback(self._background.discard)
         raise _Stopped()
 
-    async def run_one(self, todo_id: int, *, repeats: int | None = None) -> TodoRunOutcome:
+    async def run_one(self, todo_id: int, *, repeats: int | None = None, sweep=None) -> TodoRunOutcome:
         """Run the experiment of item ``todo_id`` now (see module doc); each benchmark
-        ``repeats`` times (default: the config's for it)."""
+        ``repeats`` times (default: the config's for it), at the points of ``sweep`` (a
+        :class:`~optui.core.bench.sweep.SweepSpec`: a subset of the preset's; None: all)."""
         w, j = self._writer, self._writer.journal
         todos, benches = self._todos, self._benches
         # every journal call here goes through w.call: on the journal thread once the session
@@ -401,7 +403,8 @@ class TodoRunQueue:
                 if benches.current is not None and benches.running:
                     raise _Failed(step, f"benchmark {benches.current.name} is already running")
                 times = repeats or self._config.repeat_of(name)  # a verdict needs repeats: one run is untested noise
-                run = benches.run(name, repeats=times)
+                points = sweep_spec(sweep.kind, sweep.values, times) if sweep is not None else None
+                run = benches.run(name, repeats=times, sweep=points)
                 self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "bench", "bench": name, "repeats": times,
                                                              "message": f"benchmark {name} x{times}"})
                 try:
