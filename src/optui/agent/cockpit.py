@@ -806,7 +806,7 @@ class Cockpit:
         nothing is asked, the request and its refusal journaled). The policy compares
         canonical names (:meth:`FlagCatalog.canonical`): an alias or an abbreviation of a
         forbidden flag is that flag."""
-        from optui.core.agent_requests import restart_policy
+        from optui.core.agent_requests import restart_policy, value_kind_problem
         from optui.core.flag_catalog import UNKNOWN_FLAG
         from optui.core.flags import FlagError, Flags
         from optui.core.journal_experiments import config_changes
@@ -843,6 +843,13 @@ class Cockpit:
             if short:
                 raise refuse("; ".join(f"{n} is an abbreviation of {full}: write {full}" for n, full in short))
         base, new = Flags.parse(plan.base), Flags.parse(plan.argv)
+        # a value the catalogue cannot type (its --help shows no type) is checked against the
+        # value the server runs now: `lots` for a whole number never reaches the operator
+        typed = [problem for name, value in (sets or {}).items() if value is not None
+                 and (problem := value_kind_problem(name, value, _spec_type(catalog, name),
+                                                    _running_values(base, catalog, name)))]
+        if typed:
+            raise refuse("; ".join(typed))
         rules = self.loaded.config.agent
         policy = restart_policy([c.name for c in base.diff(new)], allowed=rules.allowed_flags,
                                 forbidden=rules.forbidden_flags, max_per_hour=rules.max_restarts_per_hour,
@@ -1204,3 +1211,16 @@ def _brief_text(brief: dict[str, Any] | None) -> str | None:
 def _clip(text: str, limit: int = 200) -> str:
     """``text`` cut to ``limit`` characters with ``…`` (a compact answer's line)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _spec_type(catalog, name: str) -> str | None:
+    """The catalogue's type of flag ``name`` (None: unknown, or no catalogue)."""
+    found = catalog.lookup(name) if catalog is not None else None
+    return found.spec.type if found is not None and found.spec is not None else None
+
+
+def _running_values(base, catalog, name: str) -> list[str]:
+    """The values flag ``name`` has in the running flags ``base`` (any of its spellings)."""
+    found = catalog.lookup(name) if catalog is not None else None
+    names = found.spec.names if found is not None and found.spec is not None else (name,)
+    return next((list(values) for n in names if (values := base.get(n))), [])

@@ -126,7 +126,7 @@ def _as_tool_error() -> Iterator[None]:
 
 def _tool_error(text: str) -> dict[str, Any]:
     """A ``tools/call`` result the client reads as a tool error (``isError``)."""
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
 
 
 def _call_guard(mcp: MCPServer, limit: int = MAX_IN_FLIGHT):

@@ -1,0 +1,301 @@
+"""The agent's cockpit, second generation (issue 31), driven by the official SDK's stdio client
+on the demo with ``forbidden_flags = ["--tp-size"]`` and ``benchmarks_without_approval``:
+tool annotations and schemas as clients expect them, the presets and their points, a policy
+on canonical flags (an alias or an abbreviation of a forbidden flag refused at once, and
+journaled), compact answers, the break-it inputs refused with the journal unchanged, and a
+tuning loop start to end. The pure parts (the overall verdict, the policy's resolution, the
+validation message) are tested first, without a process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from optui import __version__
+from optui.adapters.journal import Journal
+from optui.agent.mcp_server import plain_validation_error
+from optui.core.agent_answers import overall_verdict, workload_verdict
+from optui.core.agent_requests import restart_policy
+from optui.core.bench.compare import Judgement
+from optui.core.flag_catalog import FlagCatalog, FlagSpec
+from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
+from tests.test_mcp import agent, data, error_text
+
+pytestmark = pytest.mark.timeout(180)
+
+POLICY = '\n[agent]\nallowed_flags = ["--max-running-requests"]\nforbidden_flags = ["--tp-size"]\n' \
+         'benchmarks_without_approval = true\n'
+
+
+# --- pure parts ------------------------------------------------------------------------------
+
+def test_the_overall_verdict_over_workloads_includes_the_noisy_and_the_failed_case():
+    assert overall_verdict(["better", "same"]) == "better"
+    assert overall_verdict(["worse", "same", "same"]) == "worse"
+    assert overall_verdict(["better", "worse"]) == "mixed", "helps one point, hurts another"
+    assert overall_verdict(["same", "same"]) == "same"
+    assert overall_verdict(["same", "untested"]) == "untested", "too few runs on some side: no claim"
+    assert overall_verdict(["better", "untested"]) == "better"
+    assert overall_verdict(["baseline", "baseline"]) == "same"
+    assert overall_verdict([]) == "untested", "nothing measured (a failed run): no claim"
+
+
+def test_a_noisy_workload_reads_same_and_a_single_run_untested():
+    class W:  # the fields workload_verdict reads of a WorkloadOutcome
+        def __init__(self, judgement, base=("exp-0001", {"x": 1.0})):
+            self.judgement, (self.base_experiment, self.base_values) = judgement, base
+
+    assert workload_verdict(W(Judgement("same", 1.0, 3, 3, p=0.7))) == "same"
+    assert workload_verdict(W(Judgement("untested noise", 40.0, 1, 3))) == "untested"
+    assert workload_verdict(W(Judgement("better", 12.0, 3, 3, p=0.05))) == "better"
+    assert workload_verdict(W(None, (None, None))) == "untested", "no baseline for it"
+
+
+def test_the_policy_compares_canonical_flags_an_alias_or_abbreviation_is_the_forbidden_flag():
+    catalog = FlagCatalog((FlagSpec(("--tp-size", "--tensor-parallel-size"), type="int"),
+                           FlagSpec(("--max-running-requests",), type="int")))
+    assert catalog.canonical("--tensor-parallel-size") == catalog.canonical("--tp") == "--tp-size"
+    for given in ("--tensor-parallel-size", "--tp", "--tp-size"):
+        verdict = restart_policy([given], allowed=["--max-running-requests"], forbidden=["--tp-size"],
+                                 max_per_hour=10, restarts_last_hour=0, resolve=catalog.canonical)
+        assert verdict.verdict == "refuse" and verdict.reason.startswith("[agent] forbidden_flags: " + given), verdict
+    unresolved = restart_policy(["--tensor-parallel-size"], allowed=[], forbidden=["--tp-size"], max_per_hour=10,
+                                restarts_last_hour=0)
+    assert unresolved.verdict == "ask", "the old rule: names as written (what let the alias through)"
+    allowed = restart_policy(["--max-running"], allowed=["max-running-requests"], forbidden=["--tp-size"],
+                             max_per_hour=10, restarts_last_hour=0, resolve=catalog.canonical)
+    assert allowed.verdict == "allow"
+
+
+def test_a_pydantic_argument_error_reads_as_one_line():
+    text = ("Error executing tool todo_set: 1 validation error for todo_setArguments\ntodo_id\n  Input should be less "
+            "than or equal to 9223372036854775807 [type=less_than_equal, input_value=1208925819614629174706176, "
+            "input_type=int]\n    For further information visit https://errors.pydantic.dev/2.14/v/less_than_equal")
+    assert plain_validation_error(text) == ("todo_set: todo_id: Input should be less than or equal to "
+                                            "9223372036854775807, got 1208925819614629174706176")
+    assert plain_validation_error("demo: not restarted") == "demo: not restarted"
+
+
+async def test_calls_past_the_bound_in_flight_are_refused_at_once_and_unknown_arguments_named():
+    """The guard on a real MCPServer through the SDK's client (in-memory transport): a slow
+    tool called 6 times at once with a bound of 2 answers 2 and refuses 4 at once."""
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    from optui.agent.mcp_server import _call_guard
+
+    server = MCPServer("guarded")
+    server.middleware.append(_call_guard(server, limit=2))
+    release = asyncio.Event()
+
+    @server.tool()
+    async def slow(x: int = 0) -> int:
+        await release.wait()
+        return x
+
+    async with Client(server) as client:
+        calls = [asyncio.create_task(client.call_tool("slow", {"x": i})) for i in range(6)]
+        done, _ = await asyncio.wait(calls, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        refused_first = [t.result() for t in done]
+        await asyncio.sleep(0.2)
+        release.set()
+        results = [await c for c in calls]
+        unknown = await client.call_tool("slow", {"x": 1, "y": 2})
+    assert refused_first and all(r.is_error for r in refused_first), "the refusals come before any answer"
+    assert sum(not r.is_error for r in results) == 2 and sum(r.is_error for r in results) == 4
+    assert error_text(next(r for r in results if r.is_error)) == (
+        "slow: refused, 2 calls of this client are in flight (2 at most): wait for an answer before sending more")
+    assert error_text(unknown) == "slow: unknown argument 'y' (it takes: x)"
+
+
+# --- the demo through the SDK's client -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """A demo campaign with the issue's policy, its server started by the CLI; the loadgen preset
+    small (8 prompts of 16 tokens out a point)."""
+    cfg = small_demo_config(tmp_path_factory.mktemp("mcp-cockpit"))
+    text = cfg.read_text().replace("input_len = 128, output_len = 64, prompts = 16",
+                                   "input_len = 32, output_len = 16, prompts = 8")
+    assert "prompts = 8" in text
+    cfg.write_text(text + POLICY)
+    try:
+        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
+        assert started.returncode == 0, started.stderr + started.stdout
+        yield cfg
+    finally:
+        kill_demo_server(cfg)
+
+
+def journal_size(cfg: Path) -> tuple[int, int]:
+    """(last event seq, bytes of the journal's files)."""
+    db = cfg.parent / ".optui" / "optui.db"
+    j = Journal(db, read_only=True)
+    try:
+        seq = j.last_seq()
+    finally:
+        j.close()
+    return seq, sum(p.stat().st_size for p in db.parent.glob("optui.db*"))
+
+
+async def test_tools_are_annotated_typed_and_versioned(campaign):
+    async with agent(campaign) as client:
+        assert client.server_info is not None and client.server_info.version == __version__
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for name in ("status", "gpus", "journal_tail", "journal_event", "experiments", "todo_list", "search_status",
+                     "benchmarks"):
+            assert tools[name].annotations.read_only_hint is True, name
+        for name in ("restart_server", "stop_server", "run_experiment", "search_run"):
+            assert tools[name].annotations.destructive_hint is True and not tools[name].annotations.read_only_hint
+        assert all(t.annotations is not None and t.annotations.idempotent_hint is not None for t in tools.values())
+        props = tools["todo_add"].input_schema["properties"]
+        assert "content" in props and props["text"]["description"].startswith("deprecated")
+        assert {"high", "medium", "low"} == set(props["priority"]["enum"])
+        assert tools["todo_set"].input_schema["properties"]["todo_id"]["maximum"] == 2**63 - 1
+        assert all(p.get("description") for name in ("restart_server", "run_benchmark")
+                   for key, p in tools[name].input_schema["properties"].items()), "every parameter has its help"
+        assert tools["restart_server"].input_schema["properties"]["wait_s"]["default"] == 60.0
+        # the CLI's field name, and the old one still accepted
+        assert data(await client.call_tool("todo_add", {"content": "a CLI-shaped item"}))["content"] == "a CLI-shaped item"
+        assert data(await client.call_tool("todo_add", {"text": "an old-shaped item"}))["content"] == "an old-shaped item"
+        # the log resource without optui's own polling by default, with it on demand
+        plain = (await client.read_resource("optui://servers/demo/log")).contents[0].text
+        every = (await client.read_resource("optui://servers/demo/log?lines=2000&hide_probes=false")).contents[0].text
+        assert "GET /health" not in plain and "GET /health" in every
+        two = (await client.read_resource("optui://servers/demo/log?lines=2&hide_probes=false")).contents[0].text
+        assert len(two.splitlines()) == 2
+
+
+async def test_the_presets_list_their_points_and_a_run_takes_a_subset(campaign):
+    async with agent(campaign) as client:
+        presets = {p["name"]: p for p in data(await client.call_tool("benchmarks", {}))}
+        assert presets["loadgen"]["points"] == {"kind": "concurrency", "values": [1, 2, 4, 8]}
+        assert (presets["loadgen"]["tool"], presets["loadgen"]["input_len"], presets["loadgen"]["prompts"]) == (
+            "builtin", 32, 8)
+        assert presets["sweep"]["points"] == {"kind": "concurrency", "values": [16]}
+        assert presets["sweep"]["tool"] == "sglang" and presets["sweep"]["input_len"] == 256
+        wrong = error_text(await client.call_tool("run_benchmark", {"benchmark": "loadgen", "why": "x",
+                                                                    "points": [1, 3]}))
+        assert "has concurrency points 1,2,4,8" in wrong and "(3 not among them)" in wrong
+        answers = [data(await client.call_tool("run_benchmark", {"benchmark": "loadgen", "why": f"c=1, 2 #{i}",
+                                                                 "points": [1, 2], "repeat": 2}))
+                   for i in (1, 2)]
+        size = len(json.dumps(answers[1]))
+    assert size <= 8000, f"a compact answer: {size} characters"
+    run = answers[1]["run"]
+    assert answers[1]["points"] == [1.0, 2.0] and run["status"] == "ok" and run["results"]["runs"] == 4
+    rows = run["summary"]["workloads"]
+    assert [r["concurrency"] for r in rows] == [1, 2] and all(r["out_tok_s"] > 0 for r in rows)
+    assert run["summary"]["verdict"] in ("baseline", "same", "better", "worse", "mixed", "untested")
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:  # the subset journaled with the request
+        asked = [e.data["diff"] for e in j.events(types=["agent.request"]) if e.data.get("why") == "c=1, 2 #1"]
+    finally:
+        j.close()
+    assert asked == [["benchmark loadgen x2 at concurrency 1,2"]]
+
+
+async def test_an_alias_or_abbreviation_of_a_forbidden_flag_is_refused_at_once_and_journaled(campaign):
+    async with agent(campaign, name="codex") as client:
+        short = error_text(await client.call_tool("restart_server", {"server": "demo", "why": "tp", "set_flags":
+                                                                     {"--tp": "2"}}))
+        alias = error_text(await client.call_tool("restart_server", {"server": "demo", "why": "tp alias", "set_flags":
+                                                                     {"--tensor-parallel-size": "2"}}))
+        lots = error_text(await client.call_tool("restart_server", {"server": "demo", "why": "lots", "set_flags":
+                                                                    {"--max-running-requests": "lots"}}))
+    assert short.endswith(": demo: not restarted, --tp is an abbreviation of --tp-size: write --tp-size"), short
+    assert alias.endswith("demo: not restarted, [agent] forbidden_flags: --tensor-parallel-size (the same flag as "
+                     "--tp-size)"), alias
+    assert lots.split(": ", 1)[1].startswith("demo: not restarted, --max-running-requests: invalid int value: 'lots' (it runs ")
+    assert lots.endswith(" now: a whole number)"), lots
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:  # every refusal journaled: the request and its refused decision, nothing asked of the operator
+        asked = {e.seq: e.data["why"] for e in j.events(types=["agent.request"]) if e.actor == "agent:codex"}
+        decided = {e.data["request"]: e.data["decision"] for e in j.events(types=["agent.decision"])}
+    finally:
+        j.close()
+    assert sorted(asked.values()) == ["lots", "tp", "tp alias"]
+    assert [decided[seq] for seq in asked] == ["refused"] * 3
+
+
+async def test_break_it_inputs_end_in_clear_refusals_with_the_journal_unchanged(campaign, tmp_path):
+    operator = json.loads(optui(campaign, "todo", "add", "the operator's own item", "--json").stdout)
+    before = journal_size(campaign)
+    async with agent(campaign) as client:
+        huge = error_text(await client.call_tool("todo_add", {"content": "x" * 50_000_000}))
+        assert huge.startswith("todo_add: content: String should have at most 4000 characters")
+        assert len(huge) < 300, "the 50 MB value is not echoed back"
+        big_id = error_text(await client.call_tool("todo_set", {"todo_id": 2**80, "status": "completed"}))
+        assert big_id.startswith("todo_set: todo_id: Input should be less than or equal to 9223372036854775807")
+        assert "journal_event: seq: Input should be less than or equal to" in error_text(
+            await client.call_tool("journal_event", {"seq": 2**80}))
+        shadow = error_text(await client.call_tool("search_run", {"spec": "/etc/shadow", "why": "x"}))
+        assert "spec '/etc/shadow': an agent's spec is a [search.NAME] of the config" in shadow
+        assert "inside the campaign's directory" in error_text(
+            await client.call_tool("search_run", {"spec": "../../../../etc/passwd", "why": "x"}))
+        unknown = error_text(await client.call_tool("todo_add", {"content": "x", "colour": "red"}))
+        assert unknown.startswith("todo_add: unknown argument 'colour' (it takes: ")
+        assert "at most 1000 characters" in error_text(await client.call_tool(
+            "restart_server", {"server": "demo", "why": "w" * 1001}))
+        assert "todo_id: Input should be greater than or equal to 1" in error_text(
+            await client.call_tool("todo_set", {"todo_id": 0, "status": "completed"}))
+        # the operator's item and the baseline are not the agent's to cancel or reject
+        assert f"todo item #{operator['id']} is cli's" in error_text(await client.call_tool(
+            "todo_set", {"todo_id": operator["id"], "status": "cancelled"}))
+        baseline = next(x["id"] for x in data(await client.call_tool("experiments", {})) if x["verdict"] == "baseline")
+        assert "is the baseline: the operator's to reject" in error_text(await client.call_tool(
+            "verdict", {"experiment": baseline, "decision": "reject", "reason": "slow"}))
+        assert (await client.list_tools()).tools, "the server still answers"
+    assert journal_size(campaign) == before, "nothing of the refused inputs reached the journal"
+
+
+async def test_a_tuning_loop_runs_start_to_end_from_the_sdk_client_each_step_journaled(campaign):
+    """The seeds' loop: health and free memory → plan → one flag → restart → ready → bench
+    c=1, 2 → compare → record, every answer compact."""
+    first = journal_size(campaign)[0]
+    async with agent(campaign, name="claude-code") as client:
+        status = data(await client.call_tool("status", {}))
+        assert status["servers"][0]["state"] == "ready"
+        gpus = data(await client.call_tool("gpus", {}))
+        assert all(g["mem_total_mib"] > 0 for h in gpus for g in h["gpus"])
+        plan = data(await client.call_tool("todo_add", {"content": "does 8 running requests help at c=1, 2",
+                                                        "priority": "high"}))
+        data(await client.call_tool("todo_set", {"todo_id": plan["id"], "status": "in_progress"}))
+        base = data(await client.call_tool("run_benchmark", {"benchmark": "loadgen", "why": "the baseline at c=1, 2",
+                                                             "points": [1, 2], "repeat": 3}))
+        restart = data(await client.call_tool("restart_server", {"server": "demo", "why": "one flag",
+                                                                 "set_flags": {"--max-running-requests": "8"}}))
+        bench = data(await client.call_tool("run_benchmark", {"benchmark": "loadgen", "why": "8 at c=1, 2",
+                                                              "points": [1, 2], "repeat": 3}))
+        rows = data(await client.call_tool("experiments", {"server": "demo"}))
+        exp = bench["run"]["experiment"]
+        summary = bench["run"]["summary"]
+        record = data(await client.call_tool("verdict", {
+            "experiment": exp, "decision": "keep" if summary["verdict"] == "better" else "inconclusive",
+            "reason": f"{summary['verdict']} over c=1, 2"}))
+        data(await client.call_tool("note", {"text": f"{exp}: {summary['verdict']}", "server": "demo"}))
+        data(await client.call_tool("todo_set", {"todo_id": plan["id"], "status": "completed"}))
+    assert base["outcome"] == restart["outcome"] == bench["outcome"] == "ran"
+    assert restart["restart"]["state"] == "ready" and exp == restart["restart"]["experiment"]
+    assert [w["concurrency"] for w in summary["workloads"]] == [1, 2]
+    assert all(w["n"] == 3 and w["base_n"] == 3 and w["p"] is not None for w in summary["workloads"]), summary
+    assert summary["verdict"] in ("better", "worse", "mixed", "same") and summary["baseline"] is not None
+    assert summary["change"] and "--max-running-requests" in summary["change"][0]
+    assert next(r for r in rows if r["id"] == exp) == summary
+    assert all(len(json.dumps(a)) <= 8000 for a in (base, restart, bench, rows, status))
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        mine = [e for e in j.events(since_seq=first) if e.actor == "agent:claude-code"]
+    finally:
+        j.close()
+    kinds = [(e.type, e.data.get("action") or e.data.get("op") or "") for e in mine
+             if e.type in ("todo.changed", "agent.request", "agent.outcome", "verdict", "note")]
+    assert kinds == [("todo.changed", "add"), ("todo.changed", "status"),
+                     ("agent.request", "benchmark"), ("agent.outcome", "benchmark"),
+                     ("agent.request", "restart"), ("agent.outcome", "restart"),
+                     ("agent.request", "benchmark"), ("agent.outcome", "benchmark"),
+                     ("verdict", ""), ("note", ""), ("todo.changed", "status")], kinds
+    assert record["experiment"] == exp
