@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prebuild the real llama.cpp test peer (llama-server) before pytest.
+# Prebuild the real llama.cpp test peer (llama-server) before pytest, and install the MCP
+# Inspector's CLI (tests/peers/mcp_inspector.py; optional: its tests skip without it).
 #
 # The binary is cached outside the clone ($OPTUI_PEER_CACHE or
 # ~/.cache/optui-test-peers/llama-server-0.3.36/), so this is a ~0.3 s no-op once built;
@@ -14,6 +15,18 @@ if [[ -z "${PYTHON:-}" ]]; then
     if [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
 fi
 peer=tests/peers/llama_server.py
+
+# The MCP Inspector's CLI (npm), optui mcp's second real client: optional (its tests skip without
+# it), installed here when node/npm are there or apt-get can add them; a failure is a warning.
+inspector=tests/peers/mcp_inspector.py
+if ! "$PYTHON" "$inspector" --check >/dev/null 2>&1; then
+    if ! command -v npm >/dev/null && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        echo "MCP Inspector: installing nodejs npm"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null \
+            || echo "MCP Inspector: apt-get could not install nodejs npm (its tests will skip)" >&2
+    fi
+    "$PYTHON" "$inspector" --install || echo "MCP Inspector: not installed (its tests will skip)" >&2
+fi
 
 if "$PYTHON" "$peer" --check >/dev/null 2>&1; then
     echo "llama-server peer: cached at $("$PYTHON" "$peer" --check)"
