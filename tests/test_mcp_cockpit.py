@@ -299,3 +299,56 @@ async def test_a_tuning_loop_runs_start_to_end_from_the_sdk_client_each_step_jou
                      ("agent.request", "benchmark"), ("agent.outcome", "benchmark"),
                      ("verdict", ""), ("note", ""), ("todo.changed", "status")], kinds
     assert record["experiment"] == exp
+
+
+async def wait_for_request(cfg: Path, why: str, timeout_s: float = 30.0) -> dict:
+    """The journaled ``agent.request`` with ``why`` (its seq and pid), once it is there."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while asyncio.get_running_loop().time() < deadline:
+        j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+        try:
+            found = [e for e in j.events(types=["agent.request"]) if e.data.get("why") == why]
+        finally:
+            j.close()
+        if found:
+            return {"seq": found[0].seq, "pid": found[0].data["pid"]}
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no request {why!r} journaled in {timeout_s} s")
+
+
+def decisions_on(cfg: Path, seq: int) -> list[tuple[str, str, str]]:
+    j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        return [(e.data["decision"], e.actor, e.summary()) for e in j.events(types=["agent.decision"])
+                if e.data["request"] == seq]
+    finally:
+        j.close()
+
+
+async def test_a_request_whose_agent_closes_or_dies_is_journaled_withdrawn(campaign):
+    import os
+    import signal
+
+    async with agent(campaign, name="quitter") as client:  # closes its session while the request waits
+        call = asyncio.create_task(client.call_tool("stop_server", {"server": "demo", "why": "closing", "wait_s": 60}))
+        closing = await wait_for_request(campaign, "closing")
+        call.cancel()
+    for _ in range(100):
+        if decisions_on(campaign, closing["seq"]):
+            break
+        await asyncio.sleep(0.1)
+    assert [d[:2] for d in decisions_on(campaign, closing["seq"])] == [("withdrawn", "agent:quitter")]
+
+    with pytest.raises(BaseException):  # noqa: B017 (the SDK's errors on a dead server vary)
+        async with agent(campaign, name="victim") as client:
+            call = asyncio.create_task(client.call_tool("stop_server", {"server": "demo", "why": "killed",
+                                                                        "wait_s": 60}))
+            killed = await wait_for_request(campaign, "killed")
+            os.kill(killed["pid"], signal.SIGKILL)
+            await call
+    assert decisions_on(campaign, killed["seq"]) == [], "a killed process says nothing"
+    async with agent(campaign, name="next") as client:  # the next optui mcp finds it gone
+        await client.list_tools()
+    [(decision, by, line)] = decisions_on(campaign, killed["seq"])
+    assert (decision, by) == ("withdrawn", "optui mcp")
+    assert line == (f"agent:victim's request #{killed['seq']} to stop the server withdrawn: its optui mcp process ended")

@@ -1012,6 +1012,19 @@ class Cockpit:
 
         return event_json(self._write(append))
 
+    def withdraw_orphans(self) -> list[int]:
+        """Journal ``withdrawn`` on the requests still waiting whose ``optui mcp`` was killed
+        (it could not say so itself); their seqs. Nothing in read-only mode or when the
+        journal cannot be written (the next optui mcp tries again)."""
+        from optui.session.agent_requests import withdraw_orphans
+
+        if self.read_only:
+            return []
+        try:
+            return withdraw_orphans(self._journal_for_writes(), actor="optui mcp")
+        except JournalError:
+            return []
+
     def close(self) -> None:
         """Close the writable journal (when one was opened)."""
         if self._writer is not None:

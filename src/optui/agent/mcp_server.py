@@ -225,6 +225,7 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
         await session.start()
         started = time.monotonic()
         cockpit = Cockpit(loaded, session, read_only=read_only)
+        cockpit.withdraw_orphans()
         try:
             yield None
         finally:

@@ -29,6 +29,9 @@ from optui.core.events import AGENT_DECISION, AGENT_OUTCOME, AGENT_REQUEST
 if TYPE_CHECKING:
     from optui.core.events import Event
 APPROVED, DENIED, TIMEOUT = "approved", "denied", "timeout"
+#: the asking ``optui mcp`` closed or died before a decision (journaled by it on its way out,
+#: or by the next optui process that finds its pid gone)
+WITHDRAWN = "withdrawn"
 #: decisions the config's ``[agent]`` policy made (allowed_flags; forbidden flags, the hourly
 #: limit), journaled like the operator's with the policy's reason
 ALLOWED, REFUSED = "allowed", "refused"
@@ -103,7 +106,7 @@ def decision_data(request_seq: int, decision: str, policy: str | None = None, *,
     """The ``data`` of an ``agent.decision`` event (``policy``: the reason of a policy's
     decision); ``agent``, ``action`` and ``diff`` repeat the request's, so the decision's
     journal line says what was decided on."""
-    if decision not in (APPROVED, DENIED, TIMEOUT, ALLOWED, REFUSED):
+    if decision not in (APPROVED, DENIED, TIMEOUT, ALLOWED, REFUSED, WITHDRAWN):
         raise ValueError(f"unknown decision {decision!r}")
     asked = {"agent": agent, "action": action, "diff": list(diff)} if agent and action else {}
     return {"request": request_seq, "decision": decision, **({"policy": policy} if policy else {}), **asked}

@@ -123,6 +123,8 @@ def _agent_summary(e: Event) -> str:
         decision = d.get("decision", "?")
         if decision == "timeout":
             return f"{request}{what} timed out: nobody answered"
+        if decision == "withdrawn":
+            return f"{request}{what} withdrawn: {str(d.get('policy') or 'its optui mcp ended').removeprefix('withdrawn: ')}"
         if d.get("policy"):
             return f"{decision} by the policy: {request}{what} ({d['policy']})"
         return f"{e.actor} {decision} {request}{what}"

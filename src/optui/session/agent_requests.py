@@ -14,6 +14,7 @@ second decision."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from optui.core.agent_requests import (
     AGENT_REQUEST,
     REFUSED,
     TIMEOUT,
+    WITHDRAWN,
     AgentRequest,
     Decision,
     busy_request,
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
 #: how often the waiting side reads the journal for the decision (s)
 POLL_S = 0.2
+#: :func:`~optui.core.agent_requests.request_closed`'s words for a request whose optui mcp is gone
+WITHDRAWN_DEAD = "withdrawn: its optui mcp process ended"
 
 
 class RequestClosed(SessionError):
@@ -63,13 +67,22 @@ def decide_request(journal: Journal, request_seq: int, decision: str, *, actor: 
         request = AgentRequest.from_event(asked[0])
         closed = request_closed(request, journal.events(types=[AGENT_DECISION], since_seq=request_seq),
                                 now=now, alive=pid_alive)
-        if decision == TIMEOUT and closed is None:
+        gone = closed == WITHDRAWN_DEAD and decision != WITHDRAWN
+        if gone:  # said once, by whoever finds it first (the asking process could not)
+            journal.append(AGENT_DECISION, request.server, decision_data(
+                request_seq, WITHDRAWN, closed, agent=request.agent, action=request.action, diff=request.diff),
+                actor=actor)
+        elif decision == TIMEOUT and closed is None:
             raise RequestClosed(f"{request.describe()} still waits ({request.deadline_ts - now:.0f} s to its "
                                 "deadline): the timeout was not journaled")
-        if closed is not None and not (decision == TIMEOUT and closed == "timed out"):
+        elif closed is not None and not (decision == TIMEOUT and closed == "timed out") \
+                and not (decision == WITHDRAWN and closed == WITHDRAWN_DEAD):
             raise RequestClosed(f"{request.describe()} no longer waits ({closed}): {decision} was not journaled")
-        journal.append(AGENT_DECISION, request.server, decision_data(
-            request_seq, decision, agent=request.agent, action=request.action, diff=request.diff), actor=actor)
+        else:
+            journal.append(AGENT_DECISION, request.server, decision_data(
+                request_seq, decision, agent=request.agent, action=request.action, diff=request.diff), actor=actor)
+    if gone:
+        raise RequestClosed(f"{request.describe()} no longer waits ({closed}): {decision} was not journaled")
     return Decision(request_seq, decision, actor)
 
 
@@ -122,17 +135,49 @@ async def ask_operator(journal: Journal, *, actor: str, action: str, server: str
                                            why=why, timeout_s=timeout_s)
     if busy is not None:
         return busy
-    while True:
-        found = find_decision(journal.events(types=[AGENT_DECISION], since_seq=seq), seq)
-        if found is not None:
-            return found
-        if time.time() >= deadline:
-            try:
-                return decide_request(journal, seq, TIMEOUT, actor=actor)
-            except RequestClosed:  # an operator's answer written in the same instant: it counts
-                return find_decision(journal.events(types=[AGENT_DECISION], since_seq=seq), seq) \
-                    or Decision(seq, TIMEOUT, actor)
-        await asyncio.sleep(POLL_S)
+    try:
+        while True:
+            found = find_decision(journal.events(types=[AGENT_DECISION], since_seq=seq), seq)
+            if found is not None:
+                return found
+            if time.time() >= deadline:
+                try:
+                    return decide_request(journal, seq, TIMEOUT, actor=actor)
+                except RequestClosed:  # an operator's answer written in the same instant: it counts
+                    return find_decision(journal.events(types=[AGENT_DECISION], since_seq=seq), seq) \
+                        or Decision(seq, TIMEOUT, actor)
+            await asyncio.sleep(POLL_S)
+    except asyncio.CancelledError:  # the agent cancelled the call or closed its session: say so
+        with contextlib.suppress(Exception):
+            withdraw(journal, seq, actor=actor, reason="the agent cancelled the call or closed its session")
+        raise
+
+
+def withdraw(journal: Journal, request_seq: int, *, actor: str, reason: str) -> Decision | None:
+    """Journal a ``withdrawn`` decision (``reason`` in its ``policy``) on request
+    ``request_seq`` while it still waits; None when it was decided meanwhile."""
+    with journal.transaction():
+        if find_decision(journal.events(types=[AGENT_DECISION], since_seq=request_seq), request_seq) is not None:
+            return None
+        asked = journal.events(types=[AGENT_REQUEST], since_seq=request_seq - 1, before_seq=request_seq + 1)
+        if not asked:
+            return None
+        request = AgentRequest.from_event(asked[0])
+        journal.append(AGENT_DECISION, request.server, decision_data(
+            request_seq, WITHDRAWN, reason, agent=request.agent, action=request.action, diff=request.diff),
+            actor=actor)
+    return Decision(request_seq, WITHDRAWN, actor, reason)
+
+
+def withdraw_orphans(journal: Journal, *, actor: str, now: float | None = None) -> list[int]:
+    """Journal ``withdrawn`` on every waiting request whose ``optui mcp`` process is gone
+    (killed: it could not say so itself); the requests' seqs. Run by a starting optui mcp."""
+    from optui.core.agent_requests import pending_requests
+
+    now = time.time() if now is None else now
+    events = journal.events(types=[AGENT_REQUEST, AGENT_DECISION], since_seq=max(0, journal.last_seq() - 5000))
+    gone = [r for r in pending_requests(events, now) if r.pid is not None and not pid_alive(r.pid)]
+    return [r.seq for r in gone if withdraw(journal, r.seq, actor=actor, reason=WITHDRAWN_DEAD) is not None]
 
 
 def journal_outcome(journal: Journal, *, actor: str, server: str | None, experiment: str | None, data: dict) -> None:
