@@ -710,3 +710,18 @@ async def test_a_restart_that_crashes_answers_with_the_crash_class_and_log_lines
     assert ran["crash_class"] == "oom" and ran["lines"] == restart["lines"]
     assert any("out of memory" in line.lower() for line in restart["lines"]), restart["lines"]
     assert "rollback_command" not in restart and "rollback=true" in ran["rollback"]
+    # the rollback, as the agent asks it: a guarded request (here the policy allows its flag)
+    async with agent(policed) as client:
+        back = data(await client.call_tool("restart_server", {"server": "demo", "why": "back", "rollback": True}))
+        mixed = error_text(await client.call_tool("restart_server", {
+            "server": "demo", "why": "x", "rollback": True, "set_flags": {"--mem-fraction-static": "0.5"}}))
+    assert back["outcome"] == "ran" and back["restart"]["state"] == "ready", back
+    assert back["request"]["decision"] == "allowed" and any("--mem-fraction-static" in line for line in back["diff"])
+    assert "0.99" not in back["restart"]["argv"]
+    assert "rollback restores the last good flags: give no set_flags" in mixed
+    j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        asked = [e for e in j.events(types=["agent.request"]) if e.data.get("why") == "back"]
+    finally:
+        j.close()
+    assert asked[0].data["diff"][0] == "rollback to the last good flags"

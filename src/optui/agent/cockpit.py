@@ -838,11 +838,19 @@ class Cockpit:
             raise refuse("; ".join(unknown))
         catalog = session.server(server).cached_catalog()
         if catalog is not None:
-            short = [(n, catalog.canonical(n)) for n in [*(sets or {}), *(unsets or ())]
-                     if (found := catalog.lookup(n)) is not None and found.via == "abbrev"]
+            # an abbreviation (argparse's prefix match: a later version can make it ambiguous) or an
+            # --x_y spelling (argparse refuses it outside vLLM) is refused with the name to write
+            short = [(n, found.via, catalog.canonical(n)) for n in [*(sets or {}), *(unsets or ())]
+                     if (found := catalog.lookup(n)) is not None and found.via in ("abbrev", "underscore")]
             if short:
-                raise refuse("; ".join(f"{n} is an abbreviation of {full}: write {full}" for n, full in short))
-        base, new = Flags.parse(plan.base), Flags.parse(plan.argv)
+                raise refuse("; ".join(f"{n} is {'an abbreviation of' if via == 'abbrev' else 'spelt'} {full}: "
+                                       f"write {full}" for n, via, full in short))
+        # a rollback changes what the server was last started with (a crashed launch) back to the
+        # last good flags
+        last = session.journal.events(target=server, types=[ev.RESTART_REQUESTED], limit=1, newest_first=True)
+        launched = list(last[0].data.get("new_argv") or ()) if last else []
+        base = Flags.parse(launched if rollback and launched else plan.base)
+        new = Flags.parse(plan.argv)
         # a value the catalogue cannot type (its --help shows no type) is checked against the
         # value the server runs now: `lots` for a whole number never reaches the operator
         typed = [problem for name, value in (sets or {}).items() if value is not None
