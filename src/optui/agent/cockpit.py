@@ -91,8 +91,9 @@ class Cockpit:
     def status(self, *, detail: bool = False) -> dict[str, Any]:
         """The campaign now. ``detail``: ``optui status --json`` (hosts/GPUs, servers with
         argv and phases, bench, every todo item, the newest results and experiments). By
-        default its compact form: the same keys, servers without argv and phases, the open
-        todo items in a line each, the results counted, the 5 newest experiments as
+        default its compact form: the same keys, GPUs with their readings only (no uuid),
+        servers without phases (their flags in argv), the open todo items in a line each, the
+        results counted, the 3 newest experiments as
         :func:`~optui.core.agent_answers.experiment_brief` (one row per workload)."""
         from optui.core.agent_answers import experiment_brief
         from optui.session.cli_mcp_shared import status_json
@@ -101,15 +102,18 @@ class Cockpit:
         full = status_json(self.loaded, self.session)
         if detail:
             return full
-        drop = ("last_good_argv", "phases", "crash_lines", "lines")
+        drop = ("flags", "last_good_argv", "phases", "crash_lines", "lines")  # argv says the flags
+        gpu_keys = ("index", "name", "mem_used_mib", "mem_total_mib", "util_gpu_pct", "temp_c", "power_w")
         return {**full,
+                "hosts": [{**h, "gpus": [{k: g.get(k) for k in gpu_keys} for g in h.get("gpus") or ()]}
+                          for h in full["hosts"]],
                 "servers": [{k: v for k, v in srv.items() if k not in drop} for srv in full["servers"]],
                 "todo": [{"id": t["id"], "content": _clip(t["content"]), "status": t["status"],
                           "priority": t["priority"]} for t in full["todo"]
                          if t["status"] not in ("completed", "cancelled")],
                 "results": {"newest": len(full["results"]),
                             "ids": [r.get("id") for r in full["results"] if isinstance(r, dict)]},
-                "experiments": [experiment_brief(x) for x in load_experiments(self.session.journal)[-5:]]}
+                "experiments": [experiment_brief(x) for x in load_experiments(self.session.journal)[-3:]]}
 
     def gpus(self, host: str | None = None) -> list[dict[str, Any]]:
         """The hosts' GPU readings (``status --json``'s ``hosts``; MiB, %, W, °C), all
@@ -1222,9 +1226,9 @@ def _brief_text(brief: dict[str, Any] | None) -> str | None:
         return None
     parts = []
     for w in brief["workloads"]:
-        point = f"c={w['concurrency']}" if w["concurrency"] is not None else w["workload"]
-        delta = f" {w['delta_pct']:+.1f}%" if w["delta_pct"] is not None else ""
-        p = f" (p={w['p']:.2g})" if w["p"] is not None else ""
+        point = f"c={w['concurrency']}" if w.get("concurrency") is not None else w["workload"]
+        delta = f" {w['delta_pct']:+.1f}%" if w.get("delta_pct") is not None else ""
+        p = f" (p={w['p']:.2g})" if w.get("p") is not None else ""
         parts.append(f"{point} {w['verdict']}{delta}{p}")
     return f"{brief['verdict']}" + (": " + ", ".join(parts) if parts else "")
 

@@ -65,18 +65,20 @@ def overall_verdict(verdicts: Iterable[str]) -> str:
 def workload_row(w: WorkloadOutcome) -> dict[str, Any]:
     """One workload in a line: ``{workload, concurrency, request_rate, out_tok_s,
     delta_pct, ttft_p50_delta_pct, ttft_p99_delta_pct, itl_p50_delta_pct, n, base_n, p,
-    verdict}`` (tok/s, %; ``request_rate`` req/s, None when unlimited)."""
+    verdict}`` (tok/s, %; ``request_rate`` req/s); a key whose value is unknown (no
+    baseline, an unlimited rate) is left out, except ``n`` and ``verdict``."""
     wl = w.runs[0].result.workload if w.runs else None
     rate = wl.request_rate if wl is not None else None
     deltas = {d.metric.key: d.rel_pct for d in w.deltas}
     j = w.judgement
-    return {"workload": w.label, "concurrency": wl.max_concurrency if wl is not None else None,
+    row = {"workload": w.label, "concurrency": wl.max_concurrency if wl is not None else None,
             "request_rate": rate if rate is not None and math.isfinite(rate) else None,
             "out_tok_s": _num(w.values.get("output_throughput_tok_s")),
             "delta_pct": _num(deltas.get("output_throughput_tok_s")),
             **{key: _num(deltas.get(metric)) for metric, key in LATENCY_DELTAS.items()},
             "n": j.n if j is not None else w.n_ok, "base_n": j.base_n if j is not None else None,
             "p": _num(j.p, 3) if j is not None else None, "verdict": workload_verdict(w)}
+    return {k: v for k, v in row.items() if v is not None or k in ("n", "verdict")}
 
 
 def experiment_brief(x: Experiment) -> dict[str, Any]:
