@@ -353,3 +353,37 @@ async def test_a_request_whose_agent_closes_or_dies_is_journaled_withdrawn(campa
     [(decision, by, line)] = decisions_on(campaign, killed["seq"])
     assert (decision, by) == ("withdrawn", "optui mcp")
     assert line == (f"agent:victim's request #{killed['seq']} to stop the server withdrawn: its optui mcp process ended")
+
+
+async def test_the_agents_plan_kept_in_optui_in_the_shape_agents_write(campaign):
+    async with agent(campaign, name="claude-code") as client:
+        first = data(await client.call_tool("todo_add", {"content": "measure the baseline at c=1, 2",
+                                                         "priority": "high"}))
+        second = data(await client.call_tool("todo_add", {
+            "content": "try --max-running-requests 8", "status": "in_progress", "activeForm": "Trying 8 in flight",
+            "blockedBy": [first["id"]]}))
+        third = data(await client.call_tool("todo_add", {"content": "check free GPU memory", "blocks": [first["id"]]}))
+        missing = error_text(await client.call_tool("todo_add", {"content": "x", "blockedBy": [999_999]}))
+        listed = {t["id"]: t for t in data(await client.call_tool("todo_list", {"open_only": True}))}
+        plan = (await client.read_resource("optui://plan")).contents[0].text
+    assert second["status"] == "in_progress" and second["activeForm"] == "Trying 8 in flight"
+    assert second["blockedBy"] == [first["id"]] and listed[first["id"]]["blocks"] == [second["id"]]
+    assert listed[first["id"]]["blockedBy"] == [third["id"]], "blocks= makes the other item wait"
+    assert "no todo item #999999" in missing
+    assert f"- [ ] #{first['id']} **high** measure the baseline at c=1, 2 — blocked by #{third['id']}" in plan
+    assert f"- [ ] #{second['id']} (medium) *in progress: Trying 8 in flight* try --max-running-requests 8 — " \
+           f"blocked by #{first['id']}" in plan, plan
+
+
+def test_a_single_claude_code_task_file_imports(campaign, tmp_path):
+    task = tmp_path / "tasks" / "list-1" / "3.json"
+    task.parent.mkdir(parents=True)
+    task.write_text(json.dumps({"id": "3", "subject": "Bench c=1 and c=2", "description": "two points",
+                                "activeForm": "Benchmarking c=1, 2", "status": "in_progress", "blocks": [],
+                                "blockedBy": ["1"]}))
+    done = optui(campaign, "todo", "import", str(task), "--json")
+    assert done.returncode == 0, done.stderr
+    [item] = json.loads(done.stdout)
+    assert (item["content"], item["status"], item["active_form"]) == ("Bench c=1 and c=2", "in_progress",
+                                                                      "Benchmarking c=1, 2")
+    assert item["origin"] == f"claude:{task}" and "1 new" in done.stderr

@@ -41,6 +41,7 @@ from optui.core.todo_formats import (
     FollowSpec,
     TodoFormatError,
     check_size,
+    is_claude_task,
     origin_of,
     parse_claude_task_files,
     parse_claude_transcript,
@@ -211,6 +212,8 @@ def parse_raw(spec: FollowSpec, path: Path, raw: Raw) -> tuple[str, list[AgentTo
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FollowError(f"{path}: cannot read: {exc}") from None
+    if path.suffix == ".json" and is_claude_task(text):  # one task of a list: tasks/<list>/<n>.json
+        return origin_of("claude", str(path)), parse_claude_task_files([(path.name, text)], str(path.parent))
     if path.suffix == ".jsonl":
         written = parse_claude_transcript(text, str(path))
         if written is None:

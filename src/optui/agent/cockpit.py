@@ -219,8 +219,16 @@ class Cockpit:
 
         every = self.session.journal.todos()
         deps = dependency_labels(every)
-        return [{**t.to_json(), "meta": t.meta, **({"blocked": deps[t.id]} if t.id in deps else {})}
+        return [{**_todo_json(t, every), "meta": t.meta, **({"blocked": deps[t.id]} if t.id in deps else {})}
                 for t in every if not (open_only and t.done)]
+
+    def plan(self) -> str:
+        """The campaign's plan as Markdown (the ``optui://plan`` resource): the open items in
+        display order, each ``- [ ] #ID priority content`` with its in-progress wording and
+        what blocks it, then how many are done; for an agent whose own todo tools are off."""
+        every = self.session.journal.todos()
+        name = self.loaded.path.parent.name if self.loaded.path else "this campaign"
+        return plan_markdown(every, name)
 
     # ---------------------------------------------------------------- resources
     def report(self) -> str:
@@ -255,13 +263,22 @@ class Cockpit:
     # ---------------------------------------------------------------- writes
     def todo_add(self, text: str, *, actor: str, priority: str = "medium", server: str | None = None,
                  sets: dict[str, str | None] | None = None, unsets: list[str] | None = None,
-                 benches: list[str] | None = None) -> dict[str, Any]:
+                 benches: list[str] | None = None, status: str = "pending", active_form: str | None = None,
+                 blocked_by: list[int] | None = None, blocks: list[int] | None = None) -> dict[str, Any]:
         """Add a todo item (``todo add --json``), with an experiment (flags to set/unset on
-        ``server``, benchmarks to run) when any of those is given: a proposed experiment."""
+        ``server``, benchmarks to run) when any of those is given: a proposed experiment.
+        The shape agents write their own lists in: ``status``, ``active_form`` (the
+        in-progress wording, ``meta["active_form"]``), ``blocked_by``/``blocks`` (optui ids
+        of open items: ``meta["blocked_by_ids"]`` on the waiting one)."""
         from optui.core.todo_experiment import build_experiment
 
         _check_text("content", text, MAX_TEXT)
         _check_choice("priority", priority, Priority)
+        _check_choice("status", status, TodoStatus)
+        if active_form is not None:
+            _check_text("activeForm", active_form, MAX_NAME)
+        for tid in [*(blocked_by or ()), *(blocks or ())]:
+            _check_id("blockedBy/blocks id", tid)
         experiment = None
         if server or sets or unsets or benches:
             try:
@@ -269,7 +286,23 @@ class Cockpit:
                                               list(benches or ()))
             except ValueError as exc:
                 raise AgentError(f"experiment: {exc}") from None
-        return self._write(lambda j: j.add_todo(text, priority=priority, experiment=experiment, actor=actor)).to_json()
+        def add(j: Journal):
+            known = {t.id: t for t in j.todos()}
+            missing = [tid for tid in [*(blocked_by or ()), *(blocks or ())] if tid not in known]
+            if missing:
+                raise AgentError(f"no todo item {', '.join(f'#{m}' for m in missing)} (todo_list shows the ids)")
+            meta = {**({"active_form": active_form} if active_form else {}),
+                    **({"blocked_by_ids": sorted(set(blocked_by))} if blocked_by else {})}
+            with j.transaction():  # the item and the items it blocks in one write
+                item = j.add_todo(text, priority=priority, status=status, experiment=experiment, actor=actor,
+                                  meta=meta or None)
+                for tid in sorted(set(blocks or ())):
+                    other = known[tid]
+                    ids = sorted({*other.meta.get("blocked_by_ids", ()), item.id})
+                    j.update_todo(tid, actor=actor, expected=other, op="edit", meta={**other.meta, "blocked_by_ids": ids})
+            return item
+
+        return _todo_json(self._write(add), self.session.journal.todos())
 
     def todo_set(self, todo_id: int, *, actor: str, status: str | None = None, priority: str | None = None,
                  content: str | None = None, note: str | None = None) -> dict[str, Any]:
@@ -1249,3 +1282,38 @@ def _running_values(base, catalog, name: str) -> list[str]:
     found = catalog.lookup(name) if catalog is not None else None
     names = found.spec.names if found is not None and found.spec is not None else (name,)
     return next((list(values) for n in names if (values := base.get(n))), [])
+
+
+def _blockers(item, every) -> list[int]:
+    """The open items ``item`` waits for (``meta["blocked_by_ids"]``: optui ids)."""
+    open_ids = {t.id for t in every if not t.done}
+    return [b for b in item.meta.get("blocked_by_ids", ()) if b in open_ids]
+
+
+def _todo_json(item, every) -> dict[str, Any]:
+    """``TodoItem.to_json()`` with the fields agents write: ``activeForm``, ``blockedBy``
+    (open blockers' ids) and ``blocks`` (open items waiting for it)."""
+    waiting = [t.id for t in every if not t.done and item.id in t.meta.get("blocked_by_ids", ())]
+    return {**item.to_json(), "activeForm": item.meta.get("active_form"), "blockedBy": _blockers(item, every),
+            "blocks": waiting}
+
+
+def plan_markdown(items, campaign: str) -> str:
+    """The plan as Markdown (see :meth:`Cockpit.plan`); one line an item, made safe."""
+    from optui.core.todo_formats import markdown_inline
+
+    every = list(items)
+    open_items = [t for t in every if not t.done]
+    lines = [f"# Plan: {markdown_inline(campaign)}", ""]
+    if not open_items:
+        lines.append("Nothing open: add the steps with todo_add (content, priority, activeForm, blockedBy).")
+    for t in open_items:
+        marks = [f"**{t.priority}**" if str(t.priority) == "high" else f"({t.priority})"]
+        if str(t.status) == "in_progress":
+            marks.append(f"*in progress: {markdown_inline(t.meta.get('active_form') or t.content)}*")
+        waits = _blockers(t, every)
+        line = f"- [ ] #{t.id} " + " ".join([*marks, markdown_inline(_clip(t.content.replace(chr(10), ' '), 300))])
+        lines.append(line + (f" — blocked by {', '.join(f'#{b}' for b in waits)}" if waits else ""))
+    done = len(every) - len(open_items)
+    lines += ["", f"{len(open_items)} open, {done} done or cancelled (todo_list has them all)."]
+    return "\n".join(lines) + "\n"

@@ -317,9 +317,17 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
                                        Field(max_length=16, description="presets its experiment runs")] = None,
                  text: Annotated[str | None, Field(max_length=MAX_TEXT,
                                                    description="deprecated: the old name of content")] = None,
+                 status: Annotated[TodoStatusName, Field(description="its status")] = "pending",
+                 activeForm: Annotated[str | None, Field(  # noqa: N803 (the name agents' own lists use)
+                     max_length=MAX_NAME, description="what is being done, while in progress")] = None,
+                 blockedBy: Annotated[list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None, Field(  # noqa: N803
+                     max_length=64, description="ids of the items this one waits for")] = None,
+                 blocks: Annotated[list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None, Field(
+                     max_length=64, description="ids of the items that wait for this one")] = None,
                  ) -> dict[str, Any]:
-        """Add a todo item (content, as every CLI JSON names it); with server/set_flags/unset_flags/benchmarks it
-        carries an experiment the operator can run (a proposed experiment)."""
+        """Add a todo item in the shape agents keep their own lists (content, status, priority, activeForm,
+        blockedBy/blocks: keep your plan here when your own todo tools are off); with
+        server/set_flags/unset_flags/benchmarks it carries an experiment the operator can run."""
         with _as_tool_error():
             if content is not None and text is not None:
                 raise AgentError("give content only (text is its deprecated old name)")
@@ -327,7 +335,8 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
             if body is None:
                 raise AgentError("content is required: the item's text")
             return here().todo_add(body, actor=_client_actor(ctx), priority=priority, server=server, sets=set_flags,
-                                   unsets=unset_flags, benches=benchmarks)
+                                   unsets=unset_flags, benches=benchmarks, status=status, active_form=activeForm,
+                                   blocked_by=blockedBy, blocks=blocks)
 
     @mcp.tool(annotations=EDIT)
     def todo_set(todo_id: TodoId, ctx: Context,
@@ -457,6 +466,12 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
     def report() -> str:
         """The findings report (Markdown, as `optui journal export --format md`)."""
         return here().report()
+
+    @mcp.resource("optui://plan", name="plan", mime_type="text/markdown")
+    def plan() -> str:
+        """The campaign's plan: its open todo items with their ids, priority, in-progress wording and blockers
+        (read it at your start; keep it with todo_add/todo_set)."""
+        return here().plan()
 
     @mcp.resource("optui://servers/{server}/flags", name="flag-catalogue", mime_type="application/json")
     async def flag_catalogue(server: str) -> str:

@@ -397,6 +397,21 @@ def _task_id_order(name: str) -> tuple:
     return (0, int(stem), name) if stem.isdigit() else (1, 0, name)
 
 
+def is_claude_task(text: str) -> bool:
+    """True when ``text`` is one Claude Code task file (``tasks/<list>/<n>.json``: a JSON
+    object with ``subject`` and ``status``), not a todowrite list; False for anything else,
+    unreadable JSON included (the todowrite parser then says what is wrong)."""
+    import json
+
+    if not text.lstrip().startswith("{") or '"subject"' not in text:
+        return False
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and "subject" in obj and "status" in obj and "todos" not in obj
+
+
 def parse_claude_task_files(files: Sequence[tuple[str, str]], source: str = "<tasks>") -> list[AgentTodo]:
     """A Claude Code task list directory → items, in task-id order (``1.json``, ``2.json``,
     ... ``10.json``). ``files`` is ``[(file name, text)]`` of its ``*.json`` files (dot files
