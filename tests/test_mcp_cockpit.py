@@ -387,3 +387,41 @@ def test_a_single_claude_code_task_file_imports(campaign, tmp_path):
     assert (item["content"], item["status"], item["active_form"]) == ("Bench c=1 and c=2", "in_progress",
                                                                       "Benchmarking c=1, 2")
     assert item["origin"] == f"claude:{task}" and "1 new" in done.stderr
+
+
+def test_the_silent_list_hint_needs_an_active_agent_and_a_quiet_list():
+    from optui.core.todo_formats import silent_list_hint
+
+    now = 10_000.0
+    agent_now = [("agent:claude-code", now - 10)]
+    missing = silent_list_hint([("claude:/x/tasks/l1", "waiting", None)], agent_now, now)
+    assert missing is not None and "agent:claude-code acts through optui mcp" in missing and "is missing" in missing
+    assert "CLAUDE_CODE_ENABLE_TODO_TOOLS=1" in missing
+    assert "is silent" in (silent_list_hint([("todowrite:p.json", "ok", now - 900)], agent_now, now) or "")
+    assert silent_list_hint([("todowrite:p.json", "ok", now - 60)], agent_now, now) is None, "it changed lately"
+    assert silent_list_hint([("claude:/x", "waiting", None)], [("agent:codex", now - 900)], now) is None, \
+        "no agent acts now: an empty list is just empty"
+    assert silent_list_hint([("claude:/x", "waiting", None)], [], now) is None
+
+
+async def test_a_followed_list_that_is_missing_while_its_agent_acts_shows_the_hint(tmp_path):
+    from optui.core.agent_requests import AGENT_REQUEST
+    from tests.helpers.pilot import wait_for
+    from tests.test_todo_panel import campaign as todo_campaign
+    from tests.test_todo_panel import make_app, shown
+
+    tasks = tmp_path / "tasks" / "list-1"  # the agent's own task list: never written (its tools are off)
+    cfg = todo_campaign(tmp_path, f'[todo]\npoll_s = 0.1\nfollow = ["claude:{tasks}"]\n')
+    app = make_app(cfg)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: "no todo items" in shown(app), what=lambda: shown(app))
+        j = Journal(cfg.parent / ".optui" / "optui.db")
+        try:  # an agent acting through optui mcp (its request, as the cockpit journals it)
+            j.append(AGENT_REQUEST, "demo", {"action": "benchmark", "diff": ["benchmark x"], "why": "w",
+                                             "deadline_ts": 0.0}, actor="agent:claude-code")
+        finally:
+            j.close()
+        await wait_for(pilot, lambda: "CLAUDE_CODE_ENABLE_TODO_TOOLS=1" in shown(app), what=lambda: shown(app))
+        assert "agent:claude-code acts through optui mcp" in shown(app)
+        assert "⚠ silent" in app.query_one("#todo-box").border_subtitle
+        await pilot.press("q")

@@ -558,3 +558,30 @@ def to_markdown(items: Iterable[TodoItem], title: str = "Todo") -> str:
             for note_line in t.note.splitlines():
                 lines.append(f"  - {markdown_inline(note_line)}")
     return "\n".join(lines) + "\n"
+
+
+#: a followed list unchanged this long (s) while its agent acts through optui mcp reads as silent
+SILENT_LIST_S = 300.0
+#: how to turn an agent's own todo tools back on (they are off by default on some versions)
+TODO_TOOLS_ON = ("Claude Code: CLAUDE_CODE_ENABLE_TODO_TOOLS=1; Codex: turn update_plan on; Gemini CLI: "
+                 "enable write_todos; or keep the plan in optui (todo_add, optui://plan)")
+
+
+def silent_list_hint(follows: Iterable[tuple[str, str, float | None]], agents: Iterable[tuple[str, float]],
+                     now: float, silent_s: float = SILENT_LIST_S) -> str | None:
+    """What the todo panel says when a followed agent list went quiet while an agent acts
+    through ``optui mcp``, else None. ``follows``: ``(entry, state, last_sync)`` of each
+    followed list (state "waiting": its file is missing; ``last_sync`` Unix s of its last
+    change, None before the first); ``agents``: ``(actor, ts)`` of agents' journaled
+    requests and writes. Silent: missing, or unchanged for ``silent_s`` s, while an agent
+    acted within the last ``silent_s`` s: its own todo tools may be off."""
+    recent = sorted({actor for actor, ts in agents if now - ts <= silent_s})
+    if not recent:
+        return None
+    quiet = [entry for entry, state, last in follows
+             if state == "waiting" or (state == "ok" and last is not None and now - last > silent_s)]
+    if not quiet:
+        return None
+    return (f"{', '.join(recent)} acts through optui mcp but its list ({', '.join(quiet)}) is "
+            f"{'missing' if all(s == 'waiting' for _, s, _l in follows) else 'silent'}: its todo tools may be off. "
+            + TODO_TOOLS_ON)

@@ -555,12 +555,26 @@ class OptuiApp(App):
             self._look_for_search_elsewhere(state)
             if self.search_elsewhere is not None:  # another optui process runs one on this campaign
                 parts = [self.search_elsewhere.line(room and max(20, room - sum(len(p) + 5 for p in parts))), *parts]
+        hint = self._silent_list_hint(state)
         if follows:
-            parts.append("following " + "  ".join(follows))
-        self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts))
+            parts.append("following " + "  ".join(follows) + ("  ⚠ silent" if hint else ""))
+        self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts), hint=hint)
         for outcome in runs.outcomes[self._outcomes_seen:]:
             self.todo_actions.run_finished(outcome)
         self._outcomes_seen = len(runs.outcomes)
+
+    @staticmethod
+    def _silent_list_hint(state: SessionState) -> str | None:
+        """The todo panel's hint when a followed list went quiet while an agent acts through
+        optui mcp (:func:`~optui.core.todo_formats.silent_list_hint`), else None."""
+        import time
+
+        from optui.core.todo_formats import silent_list_hint
+
+        if not state.follows:
+            return None
+        agents = [(e.actor, e.ts) for e in state.events if e.actor.startswith("agent:")]
+        return silent_list_hint([(key, st.state, st.last_sync) for key, st in state.follows], agents, time.time())
 
     def _apply_status_line(self, state: SessionState) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")

@@ -38,6 +38,9 @@ from optui.ui.policy import allowed
 from optui.ui.widgets.cursor_list import LOADING_TEXT, CursorList
 from optui.ui.widgets.one_line_input import OneLineInput
 
+#: what the list says when it has no items (once the session's first state came)
+EMPTY_TEXT = "no todo items — press a to add one"
+
 STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
 PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
 
@@ -232,14 +235,20 @@ class TodoPanel(Vertical):
         """The session exists: an empty list from now on means no items."""
         todo_list = self.list
         if todo_list.empty_text == LOADING_TEXT:
-            todo_list.empty_text = "no todo items — press a to add one"
+            todo_list.empty_text = EMPTY_TEXT
             todo_list.refresh()
 
-    def show(self, items: tuple[TodoItem, ...], running: dict[int, str] | None = None, subtitle: str | None = None) -> None:
+    def show(self, items: tuple[TodoItem, ...], running: dict[int, str] | None = None, subtitle: str | None = None,
+             hint: str | None = None) -> None:
         """Display ``items`` (filter and hide-completed applied here); ``running`` maps ids
         to the experiment runner's step, ``subtitle`` (followed lists, queue) goes under
-        the panel. The same values again: nothing to do."""
+        the panel; ``hint`` (a followed agent list gone quiet) is what an empty list says
+        instead of "no todo items". The same values again: nothing to do."""
         self.campaign_loaded()
+        empty = hint or EMPTY_TEXT
+        if self.list.empty_text != empty:
+            self.list.empty_text = empty
+            self.list.refresh()
         shown = (items, running if running is not None else self.running, subtitle if subtitle is not None else self.subtitle)
         if shown == self._shown:
             return
