@@ -281,7 +281,7 @@ async def test_a_tuning_loop_runs_start_to_end_from_the_sdk_client_each_step_jou
     assert base["outcome"] == restart["outcome"] == bench["outcome"] == "ran"
     assert restart["restart"]["state"] == "ready" and exp == restart["restart"]["experiment"]
     assert [w["concurrency"] for w in summary["workloads"]] == [1, 2]
-    assert all(w["n"] == 3 and w["base_n"] == 3 and w["p"] is not None for w in summary["workloads"]), summary
+    assert all(w["n"] == 3 and w["base_n"] >= 3 and w["p"] is not None for w in summary["workloads"]), summary
     assert all(len(json.dumps(a)) <= 4000 for a in (base, restart, bench)), "a typical answer under 4 KB"
     assert summary["verdict"] in ("better", "worse", "mixed", "same") and summary["baseline"] is not None
     assert summary["change"] and "--max-running-requests" in summary["change"][0]
