@@ -690,8 +690,9 @@ async def test_status_and_stop_of_a_search_the_cli_runs(campaign):
 async def test_a_restart_that_crashes_answers_with_the_crash_class_and_log_lines(campaign):
     """Last in the module: it leaves the demo server crashed (rollback = "offer")."""
     policed = campaign.with_name("optui-oom.toml")  # the module's restarts by agents pass the default hourly 10
-    policed.write_text(campaign.read_text() + '\n[agent]\nallowed_flags = ["--mem-fraction-static"]\n'
-                       + 'benchmarks_without_approval = true\nmax_restarts_per_hour = 100\n')
+    # (--max-running-requests too: the rollback goes back from the module's last launch, a search's flags)
+    policed.write_text(campaign.read_text() + '\n[agent]\nallowed_flags = ["--mem-fraction-static", '
+                       + '"--max-running-requests"]\nbenchmarks_without_approval = true\nmax_restarts_per_hour = 100\n')
     async with agent(policed) as client:
         ran = data(await client.call_tool("restart_server", {
             "server": "demo", "why": "all memory to the KV cache", "set_flags": {"--mem-fraction-static": "0.99"}}))
