@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Collection
 
 import click
 
@@ -71,6 +72,7 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
                 echo(f"optui: warning: {server} is {state}{why}: benchmarking it anyway (--force)", err=True)
             repeats = repeat if repeat is not None else config.repeat_of(preset)
             runs: list[dict] = []
+            measured: dict[str | None, set[str]] = {}  # experiment -> the workload keys this command measured on it
             for i in range(restarts):
                 if i:  # the same flags again: levels can shift between restarts (vllm#39903)
                     status = await session.restart_server(server, list(rt.status.argv),
@@ -82,12 +84,16 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
                 await session.benches.wait()
                 view = bench_run.view
                 session.benches.forget_baselines()
+                measured.setdefault(session.current_experiment(server), set()).update(
+                    r.workload.key() for r in view.results)
                 runs.append({"status": view.status, "error": view.error, "repeats": repeats,
                              "experiment": session.current_experiment(server),
                              "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
                              "results": [result_json(session, r) for r in view.results]})
-            return {"server": server, "bench": preset, "experiment": session.current_experiment(server), "runs": runs,
-                    "experiment_summary": summary_json(session, session.current_experiment(server))}
+            exp_id = session.current_experiment(server)
+            keys = measured.get(exp_id, set())  # this run's workloads (never another preset's)
+            return {"server": server, "bench": preset, "experiment": exp_id, "runs": runs,
+                    "experiment_summary": summary_json(session, exp_id, keys)}
         finally:
             await session.close()
 

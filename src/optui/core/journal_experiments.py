@@ -25,12 +25,16 @@ while the server was HUNG or DEGRADED: :mod:`optui.core.bench.validity`) or fail
 listed with its ok/total request counts and never compared, nor ever a workload's baseline.
 
 **Verdict** (computed): ``baseline``; ``failed`` (crashed, timed out, bad flag...);
+per *workload* (a preset at one concurrency or request rate and one length mix),
 ``better`` / ``worse`` / ``same`` by :func:`optui.core.bench.compare.judge` on the primary
 metric's per-run values (median of the repeats, exact Mann-Whitney U at p <= 0.10, |Δ|
 above 2 % or the restart-to-restart spread: :data:`~optui.core.bench.compare.STATISTIC`);
 ``untested noise`` when a side has fewer runs than the test needs (one run never gets
-better/worse); ``untested`` (ready, no comparable result); ``incomplete`` (neither ready
-nor failed). The baseline's own flags benchmarked again are ``same`` whatever the numbers
+better/worse) (:func:`workload_verdict`, listed by :func:`workload_summaries`). The
+experiment's verdict is the one rule :func:`~optui.core.bench.compare.overall_verdict` over
+its workloads: ``better`` (some better, none worse), ``worse``, ``mixed`` (better at one,
+worse at another), ``same`` (all same), ``untested noise``; ``untested`` (ready, no
+comparable result compared); ``incomplete`` (neither ready nor failed). The baseline's own flags benchmarked again are ``same`` whatever the numbers
 say (nothing changed but the instance). The restart-to-restart spread of a workload is
 measured where the same flags
 were restarted and benchmarked more than once: the full range of those experiments'
@@ -44,11 +48,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from optui.core import events as ev
-from optui.core.bench.compare import UNTESTED_NOISE, Judgement, judge, sample
+from optui.core.bench.compare import MIXED, UNTESTED_NOISE, Judgement, judge, overall_verdict, sample
 from optui.core.bench.result import IMPORTED_KEY, BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
@@ -757,23 +761,38 @@ class _Compare:
         return tuple(out)
 
 
-def _with_verdict(exp: Experiment) -> Experiment:
+def workload_verdict(x: Experiment, w: WorkloadOutcome) -> str | None:
+    """The verdict of experiment ``x`` on its workload ``w`` against the baseline: the
+    workload's :class:`~optui.core.bench.compare.Judgement` verdict (``better`` | ``worse`` |
+    ``same`` | ``untested noise``); ``same`` for a decided change of the baseline's own flags
+    again (nothing changed but the instance: the restart-to-restart spread); None when the
+    workload was not compared (no baseline for it, it *is* the baseline's runs, or none of its
+    runs is comparable)."""
+    j = w.judgement
+    if j is None or not w.n_ok or j.delta_pct is None:
+        return None
+    if j.decided and not x.is_baseline and not x.diff_vs_baseline:
+        return "same"
+    return j.verdict
+
+
+def experiment_verdict(exp: Experiment, keys: Collection[str] | None = None) -> str:
+    """The overall verdict of ``exp``: ``failed`` | ``baseline`` | ``incomplete``, else
+    :func:`~optui.core.bench.compare.overall_verdict` of its per-workload verdicts
+    (:func:`workload_verdict`): better | worse | mixed | same | untested noise | untested.
+    ``keys``: only those workloads (:meth:`Workload.key`; one preset's, one run's); None: all."""
     if exp.outcome == "failed":
-        verdict = "failed"
-    elif exp.is_baseline:
-        verdict = "baseline"
-    elif exp.outcome == "incomplete" and not exp.workloads:
-        verdict = "incomplete"
-    else:
-        w = exp.primary
-        rel = w.primary.rel_pct if w is not None and w.n_ok else None
-        if w is None or rel is None or w.judgement is None:
-            verdict = "untested"
-        elif w.judgement.decided and not exp.diff_vs_baseline:
-            verdict = "same"  # the baseline's own flags again: any change is noise (restart to restart)
-        else:
-            verdict = w.judgement.verdict  # better | worse | same | untested noise
-    return replace(exp, verdict=verdict)
+        return "failed"
+    if exp.is_baseline:
+        return "baseline"
+    if exp.outcome == "incomplete" and not exp.workloads:
+        return "incomplete"
+    return overall_verdict(workload_verdict(exp, w) for w in exp.workloads if keys is None or w.key in keys)
+
+
+def _with_verdict(exp: Experiment) -> Experiment:
+    """``exp`` with its overall verdict (:func:`experiment_verdict`)."""
+    return replace(exp, verdict=experiment_verdict(exp))
 
 
 def _restart_spreads(items: list[dict], runs: dict[str, list[StoredResult]], key_of: dict[int, str],
@@ -941,11 +960,23 @@ def rollback_warning(experiments: Sequence[Experiment], server: str, argv: Seque
     return f"{x.id} ran these flags and measured worse{vs}"
 
 
+def _gain(x: Experiment, w: WorkloadOutcome) -> float | None:
+    """The direction-adjusted primary-metric change (%) of ``x`` on ``w`` against the server's
+    baseline experiment; None when ``w`` was not compared with it."""
+    j = w.judgement
+    if j is None or j.delta_pct is None or not w.n_ok or w.base_experiment != x.baseline_id:
+        return None
+    return j.delta_pct * PRIMARY.direction
+
+
 def best_experiment(experiments: Sequence[Experiment], server: str) -> Experiment | None:
-    """The best configuration of ``server``: the highest primary-metric gain over the
-    baseline on the main workload among experiments judged ``better`` (an advantage
-    outside the noise, see :func:`~optui.core.bench.compare.judge`) that were not rejected;
-    else the baseline itself (0 %). None when nothing of ``server`` was compared."""
+    """The best configuration of ``server``: among experiments whose overall verdict is
+    ``better`` (some workload better outside the noise, none worse:
+    :func:`~optui.core.bench.compare.overall_verdict`) and that were not rejected, the highest
+    mean primary-metric gain over the baseline on the workloads compared with it; else the
+    baseline itself (0 %). A ``mixed`` configuration is never the best overall (it loses
+    somewhere: :func:`best_by_workload` names it where it wins). None when nothing of
+    ``server`` was compared."""
     candidates = []
     for e in experiments:
         if e.server != server or e.outcome == "failed" or e.decision == "reject":
@@ -953,14 +984,36 @@ def best_experiment(experiments: Sequence[Experiment], server: str) -> Experimen
         if e.is_baseline and e.primary is not None:
             candidates.append((0.0, e.started_ts, e))
             continue
-        d = e.primary_delta
-        w = e.primary  # not None where d is not
-        if (e.verdict == "better" and d is not None and d.rel_pct is not None and w is not None
-                and w.base_experiment == e.baseline_id):
-            candidates.append((d.rel_pct * PRIMARY.direction, e.started_ts, e))
+        gains = [g for w in e.workloads if (g := _gain(e, w)) is not None]
+        if e.verdict == "better" and gains:
+            candidates.append((sum(gains) / len(gains), e.started_ts, e))
     if not candidates:
         return None
     return max(candidates, key=lambda c: (c[0], -c[1]))[2]
+
+
+def best_by_workload(experiments: Sequence[Experiment], server: str) -> dict[str, tuple[Experiment, WorkloadOutcome]]:
+    """Workload key → the best configuration of ``server`` on that workload and its outcome
+    there: the experiment judged ``better`` on it (:func:`workload_verdict`) with the highest
+    primary-metric gain over the baseline, not failed nor rejected; else the baseline
+    experiment where it measured the workload. Workloads neither has are left out. Where
+    the winners differ (``best at c=1: exp-0001; best at c=16: exp-0003``) no configuration
+    wins everywhere; the findings report says so."""
+    out: dict[str, tuple[float, float, Experiment, WorkloadOutcome]] = {}
+    for e in experiments:
+        if e.server != server or e.outcome == "failed" or e.decision == "reject":
+            continue
+        for w in e.workloads:
+            if e.is_baseline and w.n_ok:
+                score = 0.0
+            elif workload_verdict(e, w) == "better" and (g := _gain(e, w)) is not None:
+                score = g
+            else:
+                continue
+            kept = out.get(w.key)
+            if kept is None or (score, -e.started_ts) > (kept[0], -kept[1]):
+                out[w.key] = (score, e.started_ts, e, w)
+    return {k: (v[2], v[3]) for k, v in out.items()}
 
 
 #: what :func:`verdict_evidence` says of results no other experiment's results compare with
@@ -987,17 +1040,101 @@ def verdict_evidence(x: Experiment, *, name_baseline: bool = True) -> str:
     ``""`` when nothing was compared otherwise (baseline, failed, untested).
     ``name_baseline=False`` leaves out ``", vs exp-0001"`` where the runs were compared with
     the server's baseline experiment (a table that names it once, in its title); a
-    workload measured against another experiment still names it."""
+    workload measured against another experiment still names it. An experiment compared on
+    more than one workload (or on another than its primary) says each, with its verdict and
+    change: ``"c=1 same -0.3 % (n=3 vs 3, ..., p=0.70); c=16 better +180.2 % (n=3 vs 3, ...,
+    p=0.10), vs exp-0001"`` — the evidence of the overall verdict
+    (:func:`~optui.core.bench.compare.overall_verdict`)."""
     w = x.primary
-    if not x.is_baseline and w is not None and w.n_ok and w.base_values is None and x.verdict != "failed":
+    if x.verdict == "untested" and not x.is_baseline and w is not None and w.n_ok and w.base_values is None:
         return NO_BASELINE
-    if x.is_baseline or w is None or w.judgement is None or x.verdict in ("failed", "untested", "incomplete"):
+    if x.is_baseline or w is None or x.verdict in ("failed", "untested", "incomplete"):
+        return ""
+    compared = [o for o in x.workloads if workload_verdict(x, o) is not None]
+    if compared == [w] or not compared:
+        return workload_evidence(x, w, name_baseline=name_baseline)
+    bases = {o.base_experiment or x.baseline_id for o in compared}
+    one_base = len(bases) == 1
+    parts = []
+    for o in compared:
+        j = o.judgement
+        assert j is not None and j.delta_pct is not None  # workload_verdict said it was compared
+        part = f"{workload_point(o)} {workload_verdict(x, o)} {j.delta_pct:+.1f} % ({j.evidence()}"
+        if not one_base:
+            part += f", vs {o.base_experiment or x.baseline_id or '?'}"
+        parts.append(part + (f"; ⚠ {o.cache_note}" if o.cache_note else "") + ")")
+    text = "; ".join(parts)
+    base = next(iter(bases))
+    if one_base and (name_baseline or base != x.baseline_id or base is None):
+        text += f", vs {base or '?'}"
+    return text
+
+
+def workload_evidence(x: Experiment, w: WorkloadOutcome, *, name_baseline: bool = True) -> str:
+    """:func:`verdict_evidence` of one workload ``w`` of ``x``: ``"n=3 vs 3, ±0.8 % / ±1.1 %,
+    p=0.10, threshold 2.0 %, vs exp-0001"`` (+ the prefix-cache warning); :data:`NO_BASELINE`
+    when nothing else ran it; ``""`` when it was not compared (its runs are the baseline's,
+    none comparable, the experiment failed)."""
+    if x.verdict == "failed":
+        return ""
+    if w.n_ok and w.base_values is None:
+        return "" if x.is_baseline else NO_BASELINE
+    if w.judgement is None or not w.n_ok:
         return ""
     base = w.base_experiment or x.baseline_id
     text = w.judgement.evidence()
     if name_baseline or base != x.baseline_id or base is None:
         text += f", vs {base or '?'}"
     return text + (f"; ⚠ {w.cache_note}" if w.cache_note else "")
+
+
+def _point(w: WorkloadOutcome) -> tuple[int | None, float | None]:
+    """``(concurrency, request rate in req/s)`` of a workload's runs (None: unlimited)."""
+    if not w.runs:
+        return None, None
+    r = w.runs[0].result
+    wl = r.workload
+    conc = r.max_concurrency if r.max_concurrency is not None else wl.max_concurrency
+    rate = wl.request_rate if wl.request_rate is not None and math.isfinite(wl.request_rate) else None
+    return conc, rate
+
+
+def workload_point(w: WorkloadOutcome) -> str:
+    """The point of a workload as a short name: ``c=8``, ``4 req/s``, ``c=8, 4 req/s``
+    (both limited), else its label (``random 32/12 x8``)."""
+    conc, rate = _point(w)
+    parts = ([f"c={conc}"] if conc is not None else []) + ([f"{rate:g} req/s"] if rate is not None else [])
+    return ", ".join(parts) or w.label
+
+
+def workload_summaries(x: Experiment) -> list[dict]:
+    """One dict per workload ``x`` measured (primary first), the per-workload verdicts every
+    reader shows (``bench run --json``'s ``experiment_summary.workloads``, MCP answers):
+    ``workload`` (label, ``random 32/12 x8 c16``), ``point`` (``c=16``), ``key``
+    (:meth:`Workload.key`), ``bench`` (preset), ``concurrency`` (None: unlimited),
+    ``request_rate`` (req/s, None: unlimited), ``verdict`` (:func:`workload_verdict`;
+    ``baseline`` for the baseline's own runs, ``untested`` when not compared), ``delta_pct``
+    (out tok/s median vs the baseline's, %; None: not compared), ``output_throughput_tok_s``
+    (median of the comparable runs), ``baseline`` (the experiment compared with), ``runs``
+    (:func:`runs_text`), ``evidence`` (:meth:`Judgement.to_json`, None when not compared)
+    and ``evidence_text`` (:func:`workload_evidence`). The overall verdict over them is
+    ``x.verdict`` (:func:`~optui.core.bench.compare.overall_verdict`)."""
+    out = []
+    for w in x.workloads:
+        conc, rate = _point(w)
+        verdict = workload_verdict(x, w)
+        own = w.base_values is not None and w.base_experiment in (x.id, x.same_config_as) and w.judgement is None
+        if verdict is None:
+            verdict = "baseline" if own or (x.is_baseline and w.judgement is None and w.n_ok) else "untested"
+        out.append({
+            "workload": w.label, "point": workload_point(w), "key": w.key, "bench": w.bench,
+            "concurrency": conc, "request_rate": rate, "verdict": verdict,
+            "delta_pct": w.judgement.delta_pct if w.judgement is not None and w.n_ok else None,
+            "output_throughput_tok_s": w.primary.value, "baseline": w.base_experiment,
+            "runs": runs_text(w), "evidence": w.judgement.to_json() if w.judgement is not None and w.n_ok else None,
+            "evidence_text": workload_evidence(x, w),
+        })
+    return out
 
 
 def change_text(x: Experiment) -> str:
@@ -1034,8 +1171,10 @@ def runs_text(w: WorkloadOutcome | None, *, unit: bool = True) -> str:
     return text + (f", {w.requests[0]}/{w.requests[1]} ok" if w.requests is not None else "")
 
 
-_VERDICT_RANK = {"better": 0, "baseline": 1, "same": 2, UNTESTED_NOISE: 3, "untested": 4, "incomplete": 5, "worse": 6,
-                 "failed": 7}
+#: a verdict's place when sorted by verdict: ``mixed`` between ``better`` and the baseline (it won
+#: somewhere: worth a look, unlike ``same``), ``worse`` and ``failed`` last
+_VERDICT_RANK = {"better": 0, MIXED: 1, "baseline": 2, "same": 3, UNTESTED_NOISE: 4, "untested": 5, "incomplete": 6,
+                 "worse": 7, "failed": 8}
 
 
 def _delta_sort(x: Experiment):

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -177,8 +177,14 @@ def imported_json(run) -> dict:
 
 
 def experiment_json(x) -> dict:
-    """An experiment as JSON for scripts (``optui journal experiments --json``)."""
+    """An experiment as JSON for scripts (``optui journal experiments --json``); each of its
+    ``workloads`` with its own verdict (``point``, ``concurrency``, ``request_rate``,
+    ``verdict``, ``delta_pct``, ``evidence_text``: :func:`~optui.core.journal_experiments.workload_summaries`),
+    ``verdict`` the rule over them."""
+    from optui.core.journal_experiments import workload_summaries
+
     w = x.primary
+    verdicts = {s["key"]: s for s in workload_summaries(x)}
     return {
         "kind": "experiment", "id": x.id, "server": x.server, "started": iso_time(x.started_ts), "actor": x.actor, "reason": x.reason,
         "outcome": x.outcome, "crash_class": x.crash_class, "ready_s": x.ready_s, "verdict": x.verdict,
@@ -192,6 +198,10 @@ def experiment_json(x) -> dict:
                        "requests_total": o.requests[1] if o.requests else None,
                        "run_status": [r.result.status for r in o.runs],
                        "evidence": o.judgement.to_json() if o.judgement else None,
+                       # this workload's verdict vs the baseline; the experiment's is the rule over them
+                       "point": verdicts[o.key]["point"], "concurrency": verdicts[o.key]["concurrency"],
+                       "request_rate": verdicts[o.key]["request_rate"], "verdict": verdicts[o.key]["verdict"],
+                       "delta_pct": verdicts[o.key]["delta_pct"], "evidence_text": verdicts[o.key]["evidence_text"],
                        "cv_pct": o.cv_pct, "baseline_experiment": o.base_experiment,
                        "metrics": {d.metric.key: {"value": d.value, "baseline": d.base, "delta_pct": d.rel_pct}
                                    for d in o.deltas}} for o in x.workloads] if w else [],
@@ -237,20 +247,50 @@ def result_json(session, result) -> dict:
                 or bool(result.extra.get("run_id")) and base.result.extra.get("run_id") == result.extra.get("run_id"))}
 
 
-def summary_json(session, exp_id: str | None) -> dict | None:
-    """Experiment ``exp_id``'s verdict with its evidence (``bench run --json``'s ``experiment_summary``)."""
+def against_medians(judged, summary: dict | None) -> None:
+    """Each printed result of ``judged`` (``(result_json dict, BenchResult)`` pairs) with its
+    ``vs_baseline`` deltas against the baseline's *medians* of its workload, the numbers the
+    summary's verdict compares (``summary["workloads"][i]["baseline_values"]``): one delta per
+    run (``--repeat 1`` printed +149.2 % against one baseline run and +148.5 % against their
+    median for the same run). Results of a workload without baseline medians keep theirs."""
+    from optui.core.journal_experiments import delta_pct
+
+    bases = {w["key"]: w["baseline_values"] for w in (summary or {}).get("workloads") or () if w.get("baseline_values")}
+    for shown, result in judged:
+        base = bases.get(result.workload.key())
+        if base is None or shown.get("baseline_is_this_run"):
+            continue
+        shown["vs_baseline"] = {k: {"baseline": base.get(k), "delta_pct": delta_pct(result.metric(k), base.get(k))}
+                                for k in shown["vs_baseline"]}
+
+
+def summary_json(session, exp_id: str | None, keys: Collection[str] | None = None) -> dict | None:
+    """Experiment ``exp_id``'s verdict with its evidence (``bench run --json``'s
+    ``experiment_summary``), of the workloads ``keys`` (:meth:`Workload.key`: the run just
+    made; None: all the experiment measured): ``verdict`` the one overall rule over them
+    (:func:`~optui.core.journal_experiments.experiment_verdict`: better | worse | mixed |
+    same | untested noise | untested | baseline | failed), ``workloads`` one entry per workload
+    (:func:`~optui.core.journal_experiments.workload_summaries`), and the first workload's
+    figures as before (``workload``, ``output_throughput_tok_s``, ``delta_pct`` %, ``cv_pct``,
+    ``runs``, ``evidence_text``, ``evidence``). None when the journal has no such experiment."""
     from optui.session.export import load_experiments
 
     x = next((x for x in load_experiments(session.journal) if x.id == exp_id), None)
     if x is None:
         return None
-    from optui.core.journal_experiments import runs_text, verdict_evidence
+    from optui.core.journal_experiments import experiment_verdict, workload_summaries
 
-    d, w = x.primary_delta, x.primary
-    return {"verdict": x.verdict, "baseline": x.baseline_id, "workload": w.label if w else None,
-            "output_throughput_tok_s": d.value if d else None, "delta_pct": d.rel_pct if d else None,
-            "cv_pct": w.cv_pct if w else None, "runs": runs_text(w), "evidence_text": verdict_evidence(x),
-            "evidence": w.judgement.to_json() if w and w.judgement else None}
+    keys = set(keys) if keys is not None else None
+    mine = [w for w in x.workloads if keys is None or w.key in keys]
+    ws = [s for s in workload_summaries(x) if keys is None or s["key"] in keys]
+    w, first = (mine[0], ws[0]) if mine else (None, None)
+    return {"verdict": experiment_verdict(x, keys), "baseline": x.baseline_id,
+            "workload": w.label if w else None,
+            "output_throughput_tok_s": w.primary.value if w else None,
+            "delta_pct": first["delta_pct"] if first else None,
+            "cv_pct": w.cv_pct if w else None, "runs": first["runs"] if first else "-",
+            "evidence_text": first["evidence_text"] if first else "",
+            "evidence": first["evidence"] if first else None, "workloads": ws}
 
 
 class SpecNotFound(ConfigError):

@@ -131,6 +131,11 @@ STATISTIC = ("median of the repeats; exact two-sided Mann-Whitney U test on the 
 #: The verdicts of :func:`judge`.
 VERDICTS = ("better", "worse", "same", "untested noise")
 UNTESTED_NOISE = "untested noise"
+#: The overall verdict of an experiment whose workloads disagree: better at one, worse at another
+#: (:func:`overall_verdict`).
+MIXED = "mixed"
+#: The verdicts of :func:`overall_verdict`.
+OVERALL_VERDICTS = ("better", "worse", MIXED, "same", UNTESTED_NOISE, "untested")
 _EXACT_MAX = 2500  # n1 * n2 up to this: exact U distribution; above, the normal approximation
 
 
@@ -255,6 +260,35 @@ def judge(values: Iterable[float | None], base_values: Iterable[float | None], s
     else:
         verdict = "same"
     return Judgement(verdict, pct, p=p, good=good, **common)
+
+
+def overall_verdict(verdicts: Iterable[str | None]) -> str:
+    """The one verdict of a configuration over its workloads (a preset at one concurrency or
+    request rate and one length mix), from each workload's :func:`judge` verdict against the
+    baseline — the one rule every reader uses (issue 29):
+
+    - ``"better"``: some workload better, none worse;
+    - ``"worse"``: some worse, none better;
+    - ``"mixed"`` (:data:`MIXED`): some better and some worse (a flag that helps at high
+      concurrency and costs at low);
+    - ``"same"``: every workload ``same`` (inside the noise);
+    - ``"untested noise"``: none decided and some with too few runs on a side;
+    - ``"untested"``: no workload compared (``verdicts`` empty, or only None).
+
+    ``verdicts``: :data:`VERDICTS` (None: a workload with nothing to compare, skipped).
+    ValueError for anything else (a verdict of another vocabulary passed by mistake)."""
+    seen = [v for v in verdicts if v is not None]
+    unknown = sorted({v for v in seen if v not in VERDICTS})
+    if unknown:
+        raise ValueError(f"not a workload verdict: {', '.join(map(repr, unknown))} (one of {', '.join(VERDICTS)})")
+    better, worse = "better" in seen, "worse" in seen
+    if better and worse:
+        return MIXED
+    if better or worse:
+        return "better" if better else "worse"
+    if not seen:
+        return "untested"
+    return "same" if all(v == "same" for v in seen) else UNTESTED_NOISE
 
 
 def _finite(values: Iterable[float | None]) -> list[float]:

@@ -1,0 +1,131 @@
+"""One verdict per workload, one rule over them (issue 29): an experiment measured at
+several concurrencies is judged at each against the baseline's runs of that workload, and
+its overall verdict is :func:`~optui.core.bench.compare.overall_verdict` of those (better:
+some better, none worse; worse; mixed: both; same: all same; untested noise). The verdict,
+the evidence, ``best_experiment``/``best_by_workload`` and ``journal experiments --json``
+all read it. Real SQLite journal; the noisy, the failed and the mixed case included."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from optui.adapters.journal import Journal
+from optui.core.bench.compare import MIXED, UNTESTED_NOISE, overall_verdict
+from optui.core.journal_experiments import (
+    best_by_workload,
+    best_experiment,
+    experiment_verdict,
+    sort_experiments,
+    verdict_evidence,
+    workload_summaries,
+)
+from optui.session.export import load_experiments
+from tests.helpers.campaign import WL, CampaignWriter, flags, result
+
+C1 = replace(WL, max_concurrency=1)
+C16 = WL  # concurrency 16
+
+
+@pytest.fixture
+def journal(tmp_path):
+    j = Journal(tmp_path / "optui.db")
+    yield j
+    j.close()
+
+
+def by_id(experiments):
+    return {x.id: x for x in experiments}
+
+
+def point(w: CampaignWriter, exp: str, c1: tuple[float, ...], c16: tuple[float, ...], **kw) -> None:
+    """One benchmark of two points (c=1 then c=16) with the given per-run out tok/s."""
+    w.bench(exp, *(result(v, wl=C1, **kw) for v in c1), *(result(v, wl=C16, **kw) for v in c16), name="sweep")
+
+
+def test_the_rule():
+    assert overall_verdict(["better", "same"]) == "better"
+    assert overall_verdict(["better", UNTESTED_NOISE]) == "better"  # none worse
+    assert overall_verdict(["worse", "same"]) == "worse"
+    assert overall_verdict(["same", "better", "worse"]) == MIXED
+    assert overall_verdict(["same", "same"]) == "same"
+    assert overall_verdict(["same", UNTESTED_NOISE]) == UNTESTED_NOISE
+    assert overall_verdict([None, "same"]) == "same"  # a workload without a baseline says nothing
+    assert overall_verdict([]) == overall_verdict([None]) == "untested"
+    with pytest.raises(ValueError, match="not a workload verdict: 'inconclusive'"):
+        overall_verdict(["inconclusive"])
+
+
+def _sweep_campaign(journal) -> dict[str, str]:
+    w = CampaignWriter(journal)
+    base = w.restart(flags(max_running_requests=2), reason="autostart")
+    point(w, base, (100.0, 101.0, 99.0), (200.0, 202.0, 198.0))
+    helps_high = w.restart(flags(max_running_requests=16))  # c=1 unchanged, c=16 much faster
+    point(w, helps_high, (100.5, 99.5, 100.2), (600.0, 610.0, 590.0))
+    mixed = w.restart(flags(max_running_requests=16, disable_cuda_graph=True))  # c=1 slower, c=16 faster
+    point(w, mixed, (50.0, 51.0, 49.0), (700.0, 705.0, 695.0))
+    noisy = w.restart(flags(max_running_requests=8))  # runs overlapping the baseline's at both points
+    point(w, noisy, (80.0, 120.0, 100.0), (150.0, 250.0, 203.0))
+    failed = w.restart(flags(max_running_requests=64))
+    point(w, failed, (100.0, 100.0, 100.0), (900.0, 900.0, 900.0), status="failed")  # never compared
+    one = w.restart(flags(max_running_requests=32))  # one run a point: too few to judge
+    point(w, one, (100.0,), (800.0,))
+    return {"base": base, "high": helps_high, "mixed": mixed, "noisy": noisy, "failed": failed, "one": one}
+
+
+def test_each_workload_is_judged_and_the_rule_decides(journal):
+    ids = _sweep_campaign(journal)
+    xs = by_id(load_experiments(journal))
+    high, mixed, noisy, failed, one = (xs[ids[k]] for k in ("high", "mixed", "noisy", "failed", "one"))
+    # c=1 (the primary workload: measured first) is the same, c=16 better: better overall
+    # (today's code read the primary only: "same")
+    assert high.primary.key == C1.key()
+    assert high.verdict == "better", [s["verdict"] for s in workload_summaries(high)]
+    sums = {s["concurrency"]: s for s in workload_summaries(high)}
+    assert (sums[1]["verdict"], sums[16]["verdict"]) == ("same", "better")
+    assert sums[16]["delta_pct"] == pytest.approx(200.0) and sums[16]["evidence"]["p"] == pytest.approx(0.1)
+    assert sums[16]["point"] == "c=16" and sums[16]["request_rate"] is None and sums[16]["baseline"] == ids["base"]
+    assert sums[16]["evidence_text"].startswith("n=3 vs 3, ") and sums[16]["runs"] == "3/3 runs, 192/192 ok"
+    # helps one point and hurts another: mixed, and the evidence names both
+    assert mixed.verdict == MIXED
+    assert [s["verdict"] for s in workload_summaries(mixed)] == ["worse", "better"]
+    text = verdict_evidence(mixed)
+    assert text.startswith("c=1 worse -50.0 % (n=3 vs 3,") and "; c=16 better +250.0 % (n=3 vs 3," in text, text
+    assert text.endswith(f", vs {ids['base']}") and text.count("vs exp-") == 1, text
+    # noisy: overlapping runs at both points are the same, whatever the medians say
+    assert noisy.verdict == "same" and {s["verdict"] for s in workload_summaries(noisy)} == {"same"}
+    # failed runs are never compared: nothing to judge
+    assert failed.verdict == "untested" and {s["verdict"] for s in workload_summaries(failed)} == {"untested"}
+    assert all(s["delta_pct"] is None and s["evidence"] is None for s in workload_summaries(failed))
+    # one run a point: a number, never a verdict (+300 % at c=16 included)
+    assert one.verdict == UNTESTED_NOISE
+    assert {s["verdict"] for s in workload_summaries(one)} == {UNTESTED_NOISE}
+    # the baseline's own workloads
+    assert {s["verdict"] for s in workload_summaries(xs[ids["base"]])} == {"baseline"}
+    # a verdict over some workloads only (one preset's, one run's)
+    assert experiment_verdict(mixed, {C16.key()}) == "better" and experiment_verdict(mixed, {C1.key()}) == "worse"
+
+
+def test_best_overall_and_per_workload(journal):
+    ids = _sweep_campaign(journal)
+    xs = load_experiments(journal)
+    # mixed loses at c=1: never the best overall, though its c=16 gain is the largest
+    assert best_experiment(xs, "qwen").id == ids["high"]
+    best = best_by_workload(xs, "qwen")
+    assert best[C1.key()][0].id == ids["base"]  # nothing beat the baseline at c=1
+    assert best[C16.key()][0].id == ids["mixed"] and best[C16.key()][1].key == C16.key()
+    # mixed sorts after better and before the baseline
+    order = [x.verdict for x in sort_experiments(xs, "verdict")]
+    assert order.index(MIXED) == order.index("better") + 1 and order.index("baseline") == order.index(MIXED) + 1
+
+
+def test_journal_experiments_json_has_each_workloads_verdict(journal, tmp_path):
+    from optui.cli.journal import experiment_json
+
+    ids = _sweep_campaign(journal)
+    xs = by_id(load_experiments(journal))
+    data = experiment_json(xs[ids["mixed"]])
+    assert data["verdict"] == MIXED
+    assert [(w["point"], w["verdict"]) for w in data["workloads"]] == [("c=1", "worse"), ("c=16", "better")]
+    assert data["workloads"][1]["delta_pct"] == pytest.approx(250.0)
