@@ -129,3 +129,42 @@ def test_journal_experiments_json_has_each_workloads_verdict(journal, tmp_path):
     assert data["verdict"] == MIXED
     assert [(w["point"], w["verdict"]) for w in data["workloads"]] == [("c=1", "worse"), ("c=16", "better")]
     assert data["workloads"][1]["delta_pct"] == pytest.approx(250.0)
+
+
+REPORT_CONFIG = '''
+[hosts.local]
+gpu_source = "none"
+
+[servers.qwen]
+url = "http://127.0.0.1:30000"
+kind = "sglang"
+argv = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]
+'''
+
+
+def test_report_names_each_workloads_winner_and_the_runner_up(tmp_path):
+    from optui.config import load_config
+    from optui.core.report import render_markdown
+    from optui.session.export import report_input
+
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(REPORT_CONFIG)
+    loaded = load_config(cfg)
+    j = Journal(loaded.journal_path)
+    try:
+        ids = _sweep_campaign(j)
+        md = render_markdown(report_input(j, loaded, "md"))
+    finally:
+        j.close()
+    summary = md.split("## Summary")[1].split("\n## ")[0]
+    assert "1 better, 1 mixed, 1 same" in summary, summary
+    best = md.split("## Best configuration")[1].split("\n## ")[0]
+    # the best overall, with each workload's verdict (never c=1's -0.1 % alone as the headline)
+    assert f"**qwen: {ids['high']}** (better vs baseline {ids['base']}: c=1 same " in best, best
+    # hand-made experiments tested against the runner-up on the same workload
+    assert f"Tested against the runner-up on random 256/96 x64 c16: vs runner-up {ids['mixed']}: worse -14.3 %" in best, best
+    # the per-workload winners differ: each named, with its launch command
+    assert (f"The per-workload winners differ: best at c=1: {ids['base']} (the baseline; not separable from "
+            in best), best
+    assert f"best at c=16: {ids['mixed']} (+250.0% out tok/s; vs runner-up {ids['high']}: better +16.7 %" in best, best
+    assert best.count("```bash") == 3 and "--disable-cuda-graph" in best, best

@@ -145,6 +145,14 @@ def _print(data: dict) -> None:
         evidence = f" ({s['evidence_text']})" if s.get("evidence_text") else f" vs {s['baseline']}"
         rel = f" {s['delta_pct']:+.1f}% out tok/s" if s["delta_pct"] is not None and s["verdict"] != "baseline" else ""
         evidence = evidence if rel else (f" ({s['evidence_text']})" if s.get("evidence_text") else "")
-        on = f" on {s['workload']}" if s.get("workload") else ""  # its main workload: maybe not this run's
-        echo(f"{data['experiment']}{on}: {s['verdict']}{rel}{evidence}; {s['runs']}")
+        ws = s.get("workloads") or []
+        if len(ws) > 1:  # one verdict per workload, the overall one by the rule over them
+            echo(f"{data['experiment']}: {s['verdict']} (over {len(ws)} workloads)")
+            for w in ws:
+                d = f" {w['delta_pct']:+.1f}% out tok/s" if w["delta_pct"] is not None else ""
+                ev = f" ({w['evidence_text']})" if w.get("evidence_text") else ""
+                echo(f"  {w['point']}: {w['verdict']}{d}{ev}; {w['runs']}")
+        else:
+            on = f" on {s['workload']}" if s.get("workload") else ""
+            echo(f"{data['experiment']}{on}: {s['verdict']}{rel}{evidence}; {s['runs']}")
         echo(f"verdict: {STATISTIC}")

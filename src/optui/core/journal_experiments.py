@@ -1016,6 +1016,62 @@ def best_by_workload(experiments: Sequence[Experiment], server: str) -> dict[str
     return {k: (v[2], v[3]) for k, v in out.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class RunnerUp:
+    """The best configuration tested against the runner-up on one workload: ``best`` and
+    ``other`` experiments, the workload ``key``, and ``judgement`` (best's per-run primary
+    metric against the runner-up's: :func:`~optui.core.bench.compare.judge`)."""
+
+    best: Experiment
+    other: Experiment
+    key: str
+    judgement: Judgement
+
+    def text(self) -> str:
+        """``"vs runner-up exp-0002: better +8.1 %, n=3 vs 3, ±0.4 % / ±0.9 %, p=0.10"`` when
+        the test separates them, else ``"not separable from exp-0002 (+1.1 %, n=3 vs 3, ...,
+        p=0.70)"`` (``same`` or ``untested noise``: too few runs)."""
+        j = self.judgement
+        delta = f"{j.delta_pct:+.1f} %, " if j.delta_pct is not None else ""
+        if j.decided:
+            return f"vs runner-up {self.other.id}: {j.verdict} {delta}{j.evidence()}"
+        return f"not separable from {self.other.id} ({j.verdict}: {delta}{j.evidence()})"
+
+
+def runner_up(experiments: Sequence[Experiment], best: Experiment, key: str | None = None) -> RunnerUp | None:
+    """``best`` tested against the runner-up on workload ``key`` (None: ``best``'s primary
+    workload): among the other configurations of its server that measured it (not failed,
+    not rejected, not ``best``'s own configuration again), the one with the best median of
+    the primary metric (out tok/s), preferring those with 2 runs or more (one run can never
+    be told apart); judged on the per-run values of both, with the
+    workload's restart-to-restart spread where measured. None when ``best`` did not measure
+    the workload or nothing else did. For hand-made experiments as for a search's trials."""
+    key = key if key is not None else (best.primary.key if best.primary is not None else None)
+    mine = next((w for w in best.workloads if w.key == key), None)
+    if mine is None or not mine.n_ok:
+        return None
+    own = {best.id, best.same_config_as or best.id}
+    rivals = []
+    for e in experiments:
+        if (e.server != best.server or e.id in own or (e.same_config_as or e.id) in own or e.outcome == "failed"
+                or e.decision == "reject"):
+            continue
+        w = next((o for o in e.workloads if o.key == key and o.n_ok), None)
+        v = w.values.get(PRIMARY.key) if w is not None else None
+        if w is not None and v is not None:
+            rivals.append((w.n_ok >= 2, v * PRIMARY.direction, -e.started_ts, e, w))
+    if not rivals:
+        return None
+    *_, other, theirs = max(rivals, key=lambda r: r[:3])
+
+    def per_run(w: WorkloadOutcome) -> list[float | None]:
+        return [r.result.metric(PRIMARY.key) for r in w.runs if comparable(r.result)]
+
+    spread = mine.judgement.restart_spread_pct if mine.judgement is not None else None
+    return RunnerUp(best, other, key or "", judge(per_run(mine), per_run(theirs), PRIMARY.direction,
+                                                  restart_spread_pct=spread))
+
+
 #: what :func:`verdict_evidence` says of results no other experiment's results compare with
 NO_BASELINE = "no baseline for this workload"
 

@@ -34,14 +34,17 @@ from optui.core.journal_experiments import (
     PRIMARY,
     Experiment,
     StoredResult,
+    best_by_workload,
     best_experiment,
     build_experiments,
     crash_summary,
     fold_repeats,
+    runner_up,
     runs_text,
     starts_text,
     verdict_evidence,
     workload_label,
+    workload_point,
 )
 from optui.core.safe_text import csv_cell, markdown_block_line, markdown_code, markdown_inline, safe_json
 from optui.core.server_log import phase_durations
@@ -266,7 +269,7 @@ def _summary(listed: list[Experiment], rows: list[Experiment], experiments: list
     counts: dict[str, int] = {}
     for x in rows:
         counts[x.verdict] = counts.get(x.verdict, 0) + 1
-    order = ("baseline", "better", "same", "worse", "untested noise", "failed", "untested", "incomplete")
+    order = ("baseline", "better", "mixed", "same", "worse", "untested noise", "failed", "untested", "incomplete")
     starts = (f" ({len(listed)} starts: a configuration started again is counted with its first experiment)"
               if len(listed) != len(rows) else "")
     out.append(f"- {len(rows)} experiment{'s' if len(rows) != 1 else ''} on {markdown_inline(', '.join(servers))}{starts}: "
@@ -274,19 +277,62 @@ def _summary(listed: list[Experiment], rows: list[Experiment], experiments: list
     for server in servers:
         best = best_experiment(experiments, server)
         if best is not None and not best.is_baseline:
-            d, primary = best.primary_delta, best.primary
-            assert d is not None and primary is not None  # a best experiment that is not the baseline beat it on one
-            out.append(f"- Best configuration of **{markdown_inline(server)}**: {best.id}, {_pct(d.rel_pct)} {d.metric.label} "
-                       f"vs baseline {best.baseline_id} ({markdown_inline(primary.label)}; {verdict_evidence(best)}): "
+            out.append(f"- Best configuration of **{markdown_inline(server)}**: {best.id}, {_gain_text(best)}: "
                        f"{_changes(best.diff_vs_baseline)}.")
         elif best is not None:
-            out.append(f"- **{markdown_inline(server)}**: nothing beat the baseline {best.id} outside the noise yet.")
+            mixed = [x.id for x in rows if x.server == server and x.verdict == "mixed"]
+            out.append(f"- **{markdown_inline(server)}**: nothing beat the baseline {best.id} outside the noise yet"
+                       + (f" (mixed, better at one workload and worse at another: {', '.join(mixed)})"
+                                         if mixed else "") + ".")
+        out += [f"- {line}" for line in _winners_lines(experiments, server)]
     failed = [x for x in rows if x.verdict == "failed"]
     if failed:
         out.append("- Failed: " + ", ".join(f"{x.id} ({markdown_inline(x.crash_class or 'unknown')}: {_changes(x.diff_vs_baseline)})"
                                             for x in failed) + ".")
     out.append(f"- Verdicts: {markdown_inline(STATISTIC)}.")
     return out + [""]
+
+
+def _gain_text(x: Experiment) -> str:
+    """How a better configuration beat the baseline: its out tok/s change and evidence on its
+    one compared workload (``+12.0% out tok/s vs baseline exp-0001 (random 32/12 x8 c4; n=3
+    vs 3, ...)``), or each workload's verdict where it was compared on several
+    (:func:`~optui.core.journal_experiments.verdict_evidence`)."""
+    d, primary = x.primary_delta, x.primary
+    evidence = markdown_inline(verdict_evidence(x))
+    if len([w for w in x.workloads if w.judgement is not None and w.n_ok]) > 1 or d is None or primary is None:
+        return f"{x.verdict} vs baseline {x.baseline_id}: {evidence}"
+    return f"{_pct(d.rel_pct)} {d.metric.label} vs baseline {x.baseline_id} ({markdown_inline(primary.label)}; {evidence})"
+
+
+def _won_on(x: Experiment):
+    """The workload where ``x`` beat the baseline by the most (judged ``better``), or None."""
+    won = [(j.delta_pct or 0.0, w) for w in x.workloads if (j := w.judgement) is not None and j.verdict == "better"
+           and w.n_ok]
+    return max(won, key=lambda dw: dw[0] * PRIMARY.direction, default=(0.0, None))[1]
+
+
+def _winners_lines(experiments: list[Experiment], server: str) -> list[str]:
+    """``["best at c=1: exp-0001 (the baseline)", "best at c=16: exp-0003 (+250.0 %, vs
+    runner-up exp-0002: better ...)"]`` when the per-workload winners of ``server`` differ
+    (:func:`~optui.core.journal_experiments.best_by_workload`), else ``[]``."""
+    winners = best_by_workload(experiments, server)
+    if len({x.id for x, _ in winners.values()}) < 2:
+        return []
+    lines = []
+    def order(item):  # by concurrency (c=2 before c=16), then label
+        w = item[1][1]
+        r = w.runs[0].result
+        conc = r.max_concurrency if r.max_concurrency is not None else r.workload.max_concurrency
+        return (conc if conc is not None else -1, w.label, item[0])
+
+    for _, (x, w) in sorted(winners.items(), key=order):
+        j = w.judgement
+        what = "the baseline" if x.is_baseline else (f"{_pct(j.delta_pct)} {PRIMARY.label}" if j is not None else "")
+        vs = runner_up(experiments, x, w.key)
+        lines.append(f"best at {markdown_inline(workload_point(w))}: {x.id} ({what}"
+                     + (f"; {markdown_inline(vs.text())}" if vs is not None else "") + ")")
+    return lines
 
 
 def _setup(inp: ReportInput, experiments: list[Experiment], servers: list[str]) -> list[str]:
@@ -487,15 +533,27 @@ def _best(experiments: list[Experiment], servers: list[str], infos: Sequence[Ser
             d, primary = best.primary_delta, best.primary
             assert primary is not None  # best_experiment picks among compared experiments
             if best.is_baseline:
-                gain = "the baseline itself: nothing beat it outside the noise"
+                gain = "the baseline itself: nothing beat it outside the noise at every workload"
             else:
                 assert d is not None
-                gain = f"{_pct(d.rel_pct)} {d.metric.label} vs {best.baseline_id}; {markdown_inline(verdict_evidence(best))}"
+                gain = _gain_text(best)
             other = [f"{m.metric.label} {_pct(m.rel_pct)}" for m in primary.deltas[1:] if m.rel_pct is not None and not best.is_baseline]
             out += [f"**{markdown_inline(server)}: {best.id}** ({gain}" + (f"; {', '.join(other)}" if other else "")
                     + f"; workload {_md_inline(primary.label)}):", ""]
+            won = _won_on(best) or primary  # where it beat the baseline most: there the runner-up matters
+            vs = runner_up(experiments, best, won.key)
+            if vs is not None:
+                out += [f"Tested against the runner-up on {_md_inline(won.label)}: {markdown_inline(vs.text())}.", ""]
         s = info.get(server, ServerInfo(server))
         out += ["```bash", *_block(launch_line(best.argv, s.env)), "```"]
+        winners = best_by_workload(experiments, server)
+        if len({x.id for x, _ in winners.values()}) > 1:  # no configuration wins everywhere: each point's
+            out += ["", "The per-workload winners differ: " + "; ".join(_winners_lines(experiments, server)) + "."]
+            for x in sorted({x.id: x for x, _ in winners.values()}.values(), key=lambda x: x.id):
+                if x.id == best.id:
+                    continue
+                out += ["", f"{x.id} ({_changes(x.diff_vs_baseline) if not x.is_baseline else 'the baseline'}):", "",
+                        "```bash", *_block(launch_line(x.argv, s.env)), "```"]
         if best.unverified:  # its numbers belong to what the server ran, not to this argv
             out.append("**Unverified**: the server did not run these flags as given: "
                        + "; ".join(_md_inline(line) for line in best.unverified) + ".")
