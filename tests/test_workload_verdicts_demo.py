@@ -19,15 +19,15 @@ from tests.test_cli_headless import kill_demo_server, optui
 
 pytestmark = pytest.mark.timeout(300)
 
-#: real time (not the usual 100x): each decode step sleeps 6 ms, long beside the
+#: half real time (not the usual 100x): each decode step sleeps 12 ms, long beside the
 #: shared test machine's scheduling jitter, so that c=1's "same" is the cost model's
-SPEED = 1.0
+SPEED = 0.5
 
 #: two points of one length mix: concurrency 1 and 16
 SWEEP = """
 [benchmarks.pair]
 server = "demo"
-builtin = { concurrency = [1, 16], input_len = 32, output_len = 24, prompts = 16 }
+builtin = { concurrency = [1, 16], input_len = 32, output_len = 16, prompts = 16 }
 """
 
 

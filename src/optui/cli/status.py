@@ -73,6 +73,8 @@ async def _collect(loaded, wait_s: float) -> dict:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     """Hosts/GPUs, servers (state, phase, flags, load), todo, last results, experiments."""
+    from optui.core.journal_experiments import workloads_brief
+
     loaded = load_config_or_exit(ctx)
     path = loaded.journal_path
     if path.is_file() and path.stat().st_size and not read_only_open(ctx, path):  # a journal, not one being made
@@ -116,7 +118,9 @@ def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
         echo_line(f"result {r['id']} {r['bench']} on {r['server']} ({r['experiment'] or '-'}): {r['status']}, "
              f"{_n(r['output_throughput_tok_s'])} out tok/s, TTFT p50 {_n(r['ttft_ms']['median'])} ms")
     for x in data["experiments"]:  # the 10 newest; `optui journal experiments` lists them all with their evidence
-        delta = f" {x['delta_pct']:+.1f}%" if x["delta_pct"] is not None and x["verdict"] != "baseline" else ""
+        per_workload = workloads_brief(x["workloads"])  # several workloads: each one's verdict, not c=1's delta
+        delta = (f" ({per_workload})" if per_workload else
+                 f" {x['delta_pct']:+.1f}%" if x["delta_pct"] is not None and x["verdict"] != "baseline" else "")
         change = "; ".join(x["change_vs_baseline"]) or "-"
         echo_line(f"experiment {x['id']} on {x['server']}: {x['outcome']}, {x['verdict']}{delta}"
                   + (" UNVERIFIED" if x["unverified"] else "") + f"  {change}"

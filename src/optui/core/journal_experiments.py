@@ -52,7 +52,17 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from optui.core import events as ev
-from optui.core.bench.compare import MIXED, UNTESTED_NOISE, Judgement, judge, overall_verdict, sample
+from optui.core.bench.compare import (
+    MIXED,
+    UNTESTED_NOISE,
+    Judgement,
+    Row,
+    compare_values,
+    direction,
+    judge,
+    overall_verdict,
+    sample,
+)
 from optui.core.bench.result import IMPORTED_KEY, BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.effective_config import mismatch_lines
 from optui.core.events import Event
@@ -845,6 +855,47 @@ def restart_spreads(experiments: Iterable[Experiment]) -> dict[str, float]:
     return out
 
 
+def with_verdicts(rows: Sequence[Row], experiments: Iterable[Experiment]) -> tuple[Row, ...]:
+    """``rows`` of a results table (:func:`~optui.core.bench.compare.build_rows`) with each
+    change judged as the experiments' verdicts judge it: for a row measured on experiment
+    ``x`` (``group.experiment``), every metric's :class:`~optui.core.bench.compare.Delta` is
+    ``x``'s configuration's runs of that workload against the baseline experiment's runs of
+    it (:func:`~optui.core.bench.compare.judge`, the restart-to-restart spread on out tok/s),
+    so that its ✓ ✗ ? mark is the workload's verdict (:func:`workload_verdict`: the baseline's
+    flags again are ``inconclusive`` whatever they measured), never a delta against one
+    earlier run; each Delta carries its :class:`Judgement` (n, p, threshold) for the
+    evidence. A row of the baseline's own runs of the workload is a baseline row. Rows of
+    no known experiment (imports) or of a workload nobody else ran stay as they are."""
+    by_id = {x.id: x for x in experiments}
+    out = []
+    for row in rows:
+        x = by_id.get(row.group.experiment or "")
+        w = next((o for o in x.workloads if o.key == row.group.workload_key), None) if x is not None else None
+        if x is None or w is None or w.base_values is None:
+            out.append(row)
+            continue
+        base_x = by_id.get(w.base_experiment or "")
+        base_w = next((o for o in base_x.workloads if o.key == w.key), None) if base_x is not None else None
+        if w.judgement is None:  # the baseline's own runs of this workload
+            out.append(replace(row, is_baseline=True, baseline=None, deltas={}, cache_note=None))
+            continue
+        if base_w is None or not row.deltas:
+            out.append(row)
+            continue
+        same_flags = not x.is_baseline and not x.diff_vs_baseline
+        deltas = {}
+        for metric in row.deltas:
+            mine = [r.result.metric(metric) for r in w.runs if comparable(r.result)]
+            theirs = [r.result.metric(metric) for r in base_w.runs if comparable(r.result)]
+            spread = w.judgement.restart_spread_pct if metric == PRIMARY.key else None
+            d = compare_values(mine, theirs, direction(metric), restart_spread_pct=spread)
+            if same_flags and d.verdict in ("better", "worse"):
+                d = replace(d, verdict="inconclusive")
+            deltas[metric] = d
+        out.append(replace(row, deltas=deltas))
+    return tuple(out)
+
+
 def baseline_flags_again(experiments: Iterable[Experiment]) -> frozenset[str]:
     """The ids of the experiments that ran their server's baseline flags again (not the
     baseline itself): their verdict is ``same`` whatever they measured, a change of theirs
@@ -1191,6 +1242,16 @@ def workload_summaries(x: Experiment) -> list[dict]:
             "evidence_text": workload_evidence(x, w),
         })
     return out
+
+
+def workloads_brief(summaries: Sequence[dict]) -> str:
+    """Each workload's verdict in a few words, from :func:`workload_summaries`:
+    ``"c=1 worse -55.0 %, c=16 better +180.2 %"``; ``""`` for fewer than two workloads
+    (the overall verdict says it all)."""
+    if len(summaries) < 2:
+        return ""
+    return ", ".join(f"{s['point']} {s['verdict']}" + (f" {s['delta_pct']:+.1f} %" if s.get("delta_pct") is not None else "")
+                     for s in summaries)
 
 
 def change_text(x: Experiment) -> str:

@@ -68,7 +68,7 @@ def _experiments_json(experiments) -> list[dict]:
     spelling: :func:`~optui.core.journal_experiments.config_key`) folded into its row
     (:func:`~optui.core.journal_experiments.fold_repeats`), which says how many starts it had
     (``starts``) and which (``folded``)."""
-    from optui.core.journal_experiments import fold_repeats, starts_brief
+    from optui.core.journal_experiments import fold_repeats, starts_brief, workload_summaries
 
     rows, folded = fold_repeats(experiments)
     by_id = {x.id: x for x in experiments}
@@ -77,7 +77,10 @@ def _experiments_json(experiments) -> list[dict]:
              "change_vs_baseline": list(x.diff_vs_baseline),
              "delta_pct": x.primary_delta.rel_pct if x.primary_delta else None,
              "same_config_as": x.same_config_as, "starts": 1 + len(folded.get(x.id, ())),
-             "folded": list(folded.get(x.id, ())), "starts_text": starts_brief(x, [by_id[i] for i in folded.get(x.id, ())])}
+             "folded": list(folded.get(x.id, ())), "starts_text": starts_brief(x, [by_id[i] for i in folded.get(x.id, ())]),
+             # each workload's verdict: the experiment's is the rule over them
+             "workloads": [{k: w[k] for k in ("point", "concurrency", "request_rate", "verdict", "delta_pct")}
+                           for w in workload_summaries(x)]}
             for x in rows[-10:]]
 
 

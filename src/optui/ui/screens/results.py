@@ -29,10 +29,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from optui.core.bench.chart import nice_max
-from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series, with_restart_spreads
+from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
 from optui.core.bench.result import requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import baseline_flags_again, change_text, named_by_row, restart_spreads
+from optui.core.journal_experiments import Experiment, change_text, named_by_row, with_verdicts
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.key_bar import KeyBar
@@ -105,7 +105,8 @@ class ResultsScreen(Screen[None]):
         self._rows: list[Row] | None = None
         self._experiments = experiments
         #: workload key → restart-to-restart spread (%), and the experiments of the baseline's flags again
-        self._spreads: tuple[dict[str, float], frozenset[str]] = ({}, frozenset())
+        #: the experiments each row's change is judged with (its workload's verdict: :func:`with_verdicts`)
+        self._judged_by: list[Experiment] = []
         self._changes: dict[str, str] = {}  # experiment id -> its change vs the baseline
         self._search = search
         self._pareto: Text | None = None  # the Pareto view shown instead of the chart
@@ -161,10 +162,10 @@ class ResultsScreen(Screen[None]):
             cut = [x for x in named if x.changed_flags]
         for x, text in zip(cut, fit_flag_column([x.changed_flags for x in cut], width), strict=True):
             changes[x.id] = text
-        # each change judged as the verdicts judge it (the restart spread; the baseline's flags again: same)
-        spreads = (restart_spreads(update.experiments), baseline_flags_again(update.experiments))
-        if changes != self._changes or spreads != self._spreads:
-            self._changes, self._spreads = changes, spreads
+        # each change judged as the verdicts judge it: the workload's verdict against the baseline's runs
+        judged_by = list(update.experiments)
+        if changes != self._changes or judged_by != self._judged_by:
+            self._changes, self._judged_by = changes, judged_by
             if self._rows is not None:
                 self._fill(self._rows)
 
@@ -173,7 +174,7 @@ class ResultsScreen(Screen[None]):
         keep = table.cursor_row if self._rows else None
         self._rows = rows
         table.clear()
-        for i, row in enumerate(with_restart_spreads(rows, *self._spreads)):
+        for i, row in enumerate(with_verdicts(rows, self._judged_by)):
             cells = dict(zip(_KEYS, self._cells(row), strict=True))
             table.add_row(*(cells[key] for key in self._order), key=str(i))
         if rows:

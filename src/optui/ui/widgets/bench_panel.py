@@ -35,10 +35,10 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
-from optui.core.bench.compare import Delta, Row, Sample, pinned_first, with_restart_spreads
+from optui.core.bench.compare import Delta, Row, Sample, pinned_first
 from optui.core.bench.result import IMPORTED_KEY, requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import baseline_flags_again, change_text, change_text_within, restart_spreads
+from optui.core.journal_experiments import change_text, change_text_within, with_verdicts
 from optui.core.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
 from optui.ui.binding_ids import with_ids
@@ -182,7 +182,9 @@ class BenchPanel(Vertical):
         self.seen_lines = 0
         self._run_id: str | None = None
         self._rows: tuple[Row, ...] = ()
-        self._given: tuple[Row, ...] = ()  # the rows as shown last, before the restart spreads
+        self._given: tuple[Row, ...] = ()  # the rows as shown last, before the verdicts judged them
+        #: (rows given, experiments, those rows judged by the verdicts): reused while neither changes
+        self._judged: tuple[tuple[Row, ...], object, tuple[Row, ...]] | None = None
         self._experiments: Mapping[str, Experiment] | None = None
         self._narrow = False
         self._swept: set[str | None] = set()  # presets shown at several concurrencies (a side pane)
@@ -359,8 +361,13 @@ class BenchPanel(Vertical):
         if rows == self._given and experiments is self._experiments and narrow == self._narrow:
             return
         self._given = rows
-        if experiments:  # each change judged as the verdicts judge it: with the restart-to-restart spread
-            rows = with_restart_spreads(rows, restart_spreads(experiments.values()), baseline_flags_again(experiments.values()))
+        if experiments:  # each mark is its workload's verdict against the baseline's runs, never one run's delta
+            judged = self._judged
+            if judged is not None and judged[0] == rows and judged[1] is experiments:
+                rows = judged[2]  # the same row objects (a resize keeps the selected row)
+            else:
+                given, rows = rows, with_verdicts(rows, experiments.values())
+                self._judged = (given, experiments, rows)
         table = self.query_one(DataTable)
         cursor = table.cursor_row if rows == self._rows else None  # the same rows (a new layout): kept
         self._rows, self._experiments, self._narrow = rows, experiments, narrow
