@@ -168,3 +168,46 @@ def test_report_names_each_workloads_winner_and_the_runner_up(tmp_path):
             in best), best
     assert f"best at c=16: {ids['mixed']} (+250.0% out tok/s; vs runner-up {ids['high']}: better +16.7 %" in best, best
     assert best.count("```bash") == 3 and "--disable-cuda-graph" in best, best
+
+
+def test_one_spread_notation_and_the_threshold_that_decided():
+    """The evidence said ``restarts ±3.1 %`` while the threshold applied was 6.12 % (half the
+    range in the text, the whole in the JSON): every output writes ± half the range and names
+    the threshold."""
+    from optui.core.bench.compare import SPREAD_NOTATION, judge
+
+    j = judge([104.0, 104.5, 105.0], [100.0, 100.5, 99.5], +1, restart_spread_pct=6.12)
+    assert j.verdict == "same" and j.threshold_pct == pytest.approx(6.12)  # +4.0 % inside the restarts' range
+    assert j.evidence().endswith("p=0.10, restarts ±3.1 %, threshold 6.1 %"), j.evidence()
+    data = j.to_json()
+    assert data["restart_spread_pct"] == pytest.approx(3.06) and data["threshold_pct"] == pytest.approx(6.12)
+    assert data["spread"] == SPREAD_NOTATION and data["spread_pct"] == pytest.approx(100 * 0.5 / 104.5)
+
+
+def test_table_marks_are_the_workloads_verdicts(journal):
+    """The bench table and the results view marked each run against the workload's first run
+    (every run of one here: ``?+200.0%``, untested noise, where the experiment was better at
+    c=16): each row's change is now its experiment's verdict on that workload against the
+    baseline's runs, with its evidence (n, p, threshold); the noisy stays inconclusive, the
+    failed is never compared, the baseline's own runs are baseline rows."""
+    from optui.core.bench.compare import THROUGHPUT, Entry, build_rows, group_entries
+    from optui.core.journal_experiments import with_verdicts
+
+    ids = _sweep_campaign(journal)
+    xs = load_experiments(journal)
+    entries = [Entry(r.id, r.result, r.bench, r.baseline, r.experiment) for r in journal.results(limit=None)]
+    rows = with_verdicts(build_rows(group_entries(entries)), xs)
+    marks: dict[tuple[str | None, int | None], set] = {}
+    for row in rows:
+        d = row.deltas.get(THROUGHPUT)
+        verdict = "baseline" if row.is_baseline else (d.verdict if d is not None else None)
+        marks.setdefault((row.group.experiment, row.group.concurrency), set()).add(verdict)
+    assert marks[(ids["base"], 1)] == marks[(ids["base"], 16)] == {"baseline"}
+    assert marks[(ids["high"], 1)] == {"inconclusive"} and marks[(ids["high"], 16)] == {"better"}
+    assert marks[(ids["mixed"], 1)] == {"worse"} and marks[(ids["mixed"], 16)] == {"better"}
+    assert marks[(ids["noisy"], 1)] == marks[(ids["noisy"], 16)] == {"inconclusive"}
+    assert marks[(ids["one"], 16)] == {"untested noise"}
+    assert marks[(ids["failed"], 16)] == {None}  # failed runs: no delta at all
+    high16 = next(r for r in rows if r.group.experiment == ids["high"] and r.group.concurrency == 16)
+    j = high16.deltas[THROUGHPUT].judgement
+    assert (j.n, j.base_n, j.p, j.delta_pct) == (3, 3, pytest.approx(0.1), pytest.approx(200.0))

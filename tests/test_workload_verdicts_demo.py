@@ -72,6 +72,10 @@ def test_per_workload_verdicts_better_and_mixed(demo):
     assert by_c[1]["verdict"] == "same", s  # one request at a time never reaches the cap
     assert s["verdict"] == "better", s
     assert by_c[16]["baseline"] == base["experiment"] and by_c[16]["request_rate"] is None
+    # one delta per run: each run's against the baseline's median, the summary's the median of them
+    deltas = sorted(r["vs_baseline"]["output_throughput_tok_s"]["delta_pct"] for r in more["runs"][0]["results"]
+                    if r["workload"]["max_concurrency"] == 16)
+    assert len(deltas) == 3 and deltas[1] == pytest.approx(by_c[16]["delta_pct"]), (deltas, by_c[16])
 
     restart(demo, "--max-running-requests=16", "--cuda-graph-max-bs=0")  # faster at c=16, slower at c=1
     mixed = bench(demo)

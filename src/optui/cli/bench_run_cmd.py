@@ -17,12 +17,11 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Collection
 
 import click
 
 from optui.cli.common import FiniteFloatRange, actor, echo, echo_json, fail, load_config_or_exit
-from optui.session.cli_mcp_shared import READY, result_json, summary_json, wait_ready
+from optui.session.cli_mcp_shared import READY, against_medians, result_json, summary_json, wait_ready
 
 
 @click.command("run")
@@ -73,6 +72,7 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
             repeats = repeat if repeat is not None else config.repeat_of(preset)
             runs: list[dict] = []
             measured: dict[str | None, set[str]] = {}  # experiment -> the workload keys this command measured on it
+            judged: list[tuple[dict, object]] = []  # (a result as printed, the result)
             for i in range(restarts):
                 if i:  # the same flags again: levels can shift between restarts (vllm#39903)
                     status = await session.restart_server(server, list(rt.status.argv),
@@ -86,14 +86,18 @@ def run(ctx: click.Context, server: str, preset: str, repeat: int | None, restar
                 session.benches.forget_baselines()
                 measured.setdefault(session.current_experiment(server), set()).update(
                     r.workload.key() for r in view.results)
+                shown = [result_json(session, r) for r in view.results]
+                judged.extend(zip(shown, view.results, strict=True))
                 runs.append({"status": view.status, "error": view.error, "repeats": repeats,
                              "experiment": session.current_experiment(server),
                              "duration_s": round((view.finished_at or time.time()) - view.started_at, 3),
-                             "results": [result_json(session, r) for r in view.results]})
+                             "results": shown})
             exp_id = session.current_experiment(server)
             keys = measured.get(exp_id, set())  # this run's workloads (never another preset's)
+            summary = summary_json(session, exp_id, keys)
+            against_medians(judged, summary)
             return {"server": server, "bench": preset, "experiment": exp_id, "runs": runs,
-                    "experiment_summary": summary_json(session, exp_id, keys)}
+                    "experiment_summary": summary}
         finally:
             await session.close()
 

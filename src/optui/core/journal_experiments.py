@@ -62,6 +62,7 @@ from optui.core.bench.compare import (
     judge,
     overall_verdict,
     sample,
+    with_restart_spreads,
 )
 from optui.core.bench.result import IMPORTED_KEY, BenchResult, Workload, cache_share_note, comparable, request_totals
 from optui.core.effective_config import mismatch_lines
@@ -879,10 +880,15 @@ def with_verdicts(rows: Sequence[Row], experiments: Iterable[Experiment]) -> tup
         if w.judgement is None:  # the baseline's own runs of this workload
             out.append(replace(row, is_baseline=True, baseline=None, deltas={}, cache_note=None))
             continue
-        if base_w is None or not row.deltas:
+        same_flags = not x.is_baseline and not x.diff_vs_baseline
+        if not row.deltas:
             out.append(row)
             continue
-        same_flags = not x.is_baseline and not x.diff_vs_baseline
+        if base_w is None or not w.runs:  # the runs are not at hand: the row's own, with the verdict's spread
+            spread = w.judgement.restart_spread_pct
+            out.extend(with_restart_spreads([row], {w.key: spread} if spread is not None else {},
+                                            {x.id} if same_flags else ()))
+            continue
         deltas = {}
         for metric in row.deltas:
             mine = [r.result.metric(metric) for r in w.runs if comparable(r.result)]
@@ -1222,7 +1228,9 @@ def workload_summaries(x: Experiment) -> list[dict]:
     ``request_rate`` (req/s, None: unlimited), ``verdict`` (:func:`workload_verdict`;
     ``baseline`` for the baseline's own runs, ``untested`` when not compared), ``delta_pct``
     (out tok/s median vs the baseline's, %; None: not compared), ``output_throughput_tok_s``
-    (median of the comparable runs), ``baseline`` (the experiment compared with), ``runs``
+    (median of the comparable runs), ``baseline`` (the experiment compared with),
+    ``baseline_values`` (its medians, metric key → ms or tok/s: what each run's delta is
+    against; None for the baseline's own runs or without a baseline), ``runs``
     (:func:`runs_text`), ``evidence`` (:meth:`Judgement.to_json`, None when not compared)
     and ``evidence_text`` (:func:`workload_evidence`). The overall verdict over them is
     ``x.verdict`` (:func:`~optui.core.bench.compare.overall_verdict`)."""
@@ -1238,6 +1246,7 @@ def workload_summaries(x: Experiment) -> list[dict]:
             "concurrency": conc, "request_rate": rate, "verdict": verdict,
             "delta_pct": w.judgement.delta_pct if w.judgement is not None and w.n_ok else None,
             "output_throughput_tok_s": w.primary.value, "baseline": w.base_experiment,
+            "baseline_values": dict(w.base_values) if w.base_values is not None and not own else None,
             "runs": runs_text(w), "evidence": w.judgement.to_json() if w.judgement is not None and w.n_ok else None,
             "evidence_text": workload_evidence(x, w),
         })

@@ -180,7 +180,7 @@ CSV_COLUMNS = (
     "ready_s", "workload", "bench", "runs_ok", *(m.key for m in KEY_METRICS),
     *(f"{m.key}_delta_pct" for m in KEY_METRICS), "verdict", "decision", "baseline", "argv",
     "runs", "requests_ok", "requests_total", "n", "baseline_n", "spread_pct", "baseline_spread_pct", "p",
-    "restart_spread_pct", "evidence", "unverified", "same_config_as",
+    "restart_spread_pct", "threshold_pct", "evidence", "unverified", "same_config_as",
 )
 
 
@@ -210,11 +210,12 @@ def render_csv(inp: ReportInput) -> str:
 
 
 def _evidence_cells(w) -> tuple:
-    """n, baseline n, spreads (%), p, restart spread (%) of a workload's judgement (Nones without)."""
+    """n, baseline n, spreads, p, restart spread, threshold (%) of a workload's judgement (Nones without); spreads
+    ± half the range in % (:data:`~optui.core.bench.compare.SPREAD_NOTATION`), as the text and JSON."""
     j = w.judgement if w is not None else None
     if j is None:
-        return (None,) * 6
-    return (j.n, j.base_n, j.spread_pct, j.base_spread_pct, j.p, j.restart_spread_pct)
+        return (None,) * 7
+    return (j.n, j.base_n, j.spread_pct, j.base_spread_pct, j.p, j.restart_half_pct, j.threshold_pct)
 
 
 def _round(value, digits):

@@ -128,6 +128,8 @@ STATISTIC = ("median of the repeats; exact two-sided Mann-Whitney U test on the 
              f"(p <= {ALPHA:.2f}), and |Δ median| above {NOISE_FLOOR_PCT:g} % or the restart-to-restart spread "
              "where measured; fewer than 2 runs a side (or too few for p to reach "
              f"{ALPHA:.2f}): untested noise")
+#: How every spread is written (text, JSON, CSV): ± half the min-max range, in % of the median.
+SPREAD_NOTATION = "± half the range, % of the median"
 #: The verdicts of :func:`judge`.
 VERDICTS = ("better", "worse", "same", "untested noise")
 UNTESTED_NOISE = "untested noise"
@@ -209,6 +211,13 @@ class Judgement:
     good: bool | None = None
 
     @property
+    def restart_half_pct(self) -> float | None:
+        """The restart-to-restart spread in the notation every output uses, ± half the range
+        (%; the threshold a change must exceed is the whole range, :attr:`threshold_pct`);
+        None: not measured."""
+        return None if self.restart_spread_pct is None else self.restart_spread_pct / 2
+
+    @property
     def decided(self) -> bool:
         """The change is outside the noise ("better" or "worse")."""
         return self.verdict in ("better", "worse")
@@ -223,17 +232,21 @@ class Judgement:
             parts.append(f"{spread(self.spread_pct)} / {spread(self.base_spread_pct)}")
         if self.p is not None:
             parts.append("p<0.001" if self.p < 0.001 else f"p={self.p:.2g}" if self.p < 0.1 else f"p={self.p:.2f}")
-        if self.restart_spread_pct is not None:
-            parts.append(f"restarts ±{self.restart_spread_pct / 2:.1f} %")
+        if self.restart_half_pct is not None:  # ± half its range, as the runs' spreads; the range is the threshold
+            parts.append(f"restarts ±{self.restart_half_pct:.1f} %, threshold {self.threshold_pct:.1f} %")
         return ", ".join(parts)
 
     def to_json(self) -> dict:
         """The evidence as JSON (``verdict``, ``delta_pct``, ``n``, ``base_n``, ``spread_pct``,
-        ``base_spread_pct``, ``p``, ``restart_spread_pct``, ``threshold_pct``, ``statistic``)."""
+        ``base_spread_pct``, ``p``, ``restart_spread_pct``, ``threshold_pct``, ``spread``,
+        ``statistic``). Every spread in the notation of the text, ± half the range in %
+        (``spread``: :data:`SPREAD_NOTATION` says so); ``threshold_pct`` the |Δ| that decided
+        (the floor, or the restart spread's whole range: ``restarts ±3.1 %`` is a 6.1 %
+        threshold)."""
         return {"verdict": self.verdict, "delta_pct": self.delta_pct, "n": self.n, "base_n": self.base_n,
                 "spread_pct": self.spread_pct, "base_spread_pct": self.base_spread_pct, "p": self.p,
-                "restart_spread_pct": self.restart_spread_pct, "threshold_pct": self.threshold_pct,
-                "statistic": STATISTIC}
+                "restart_spread_pct": self.restart_half_pct, "threshold_pct": self.threshold_pct,
+                "spread": SPREAD_NOTATION, "statistic": STATISTIC}
 
 
 def judge(values: Iterable[float | None], base_values: Iterable[float | None], sign: int, *,

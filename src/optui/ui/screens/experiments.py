@@ -85,7 +85,10 @@ _NARROW_FIRST = ("id", "delta", "verdict")
 #: the fewest characters a shortened column keeps: wide, the change gives way first (its flags
 #: abbreviated read as well), then the evidence a verdict rests on
 _MIN_CHANGE_WIDE, _MIN_EVIDENCE, _MIN_CHANGE_NARROW = 20, 24, 12
-_VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "failed": "state-failed", "baseline": "primary"}
+#: ``mixed`` (better at one workload, worse at another) in the warning colour: neither a win nor a loss;
+#: sorted after ``better`` (:func:`~optui.core.journal_experiments.sort_experiments`), its evidence says each workload
+_VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "mixed": "warning", "failed": "state-failed",
+                "baseline": "primary"}
 
 
 class ExperimentsUnderlay(Screen[None]):
