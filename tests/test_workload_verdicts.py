@@ -179,6 +179,7 @@ def test_one_spread_notation_and_the_threshold_that_decided():
     j = judge([104.0, 104.5, 105.0], [100.0, 100.5, 99.5], +1, restart_spread_pct=6.12)
     assert j.verdict == "same" and j.threshold_pct == pytest.approx(6.12)  # +4.0 % inside the restarts' range
     assert j.evidence().endswith("p=0.10, restarts ±3.1 %, threshold 6.1 %"), j.evidence()
+    assert j.evidence(compact=True).endswith("p=0.10, restarts |Δ|>6.1 %")  # a table's cell
     data = j.to_json()
     assert data["restart_spread_pct"] == pytest.approx(3.06) and data["threshold_pct"] == pytest.approx(6.12)
     assert data["spread"] == SPREAD_NOTATION and data["spread_pct"] == pytest.approx(100 * 0.5 / 104.5)

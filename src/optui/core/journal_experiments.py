@@ -1144,7 +1144,7 @@ def workload_baselines(x: Experiment) -> dict[str, tuple[dict | None, bool]]:
     return {w.key: (w.base_values, w.base_values is not None and w.base_experiment in own) for w in x.workloads}
 
 
-def verdict_evidence(x: Experiment, *, name_baseline: bool = True) -> str:
+def verdict_evidence(x: Experiment, *, name_baseline: bool = True, compact: bool = False) -> str:
     """What the verdict rests on, for every place that shows it: ``"n=3 vs 3, ±0.8 % /
     ±1.1 %, p=0.10, vs exp-0001"`` (:meth:`Judgement.evidence` + the baseline), then a
     warning when the prefix cache served the runs and the baseline's differently
@@ -1153,7 +1153,8 @@ def verdict_evidence(x: Experiment, *, name_baseline: bool = True) -> str:
     ``""`` when nothing was compared otherwise (baseline, failed, untested).
     ``name_baseline=False`` leaves out ``", vs exp-0001"`` where the runs were compared with
     the server's baseline experiment (a table that names it once, in its title); a
-    workload measured against another experiment still names it. An experiment compared on
+    workload measured against another experiment still names it. ``compact`` (a table's cell):
+    the restart spread as the threshold it sets (:meth:`Judgement.evidence`). An experiment compared on
     more than one workload (or on another than its primary) says each, with its verdict and
     change: ``"c=1 same -0.3 % (n=3 vs 3, ..., p=0.70); c=16 better +180.2 % (n=3 vs 3, ...,
     p=0.10), vs exp-0001"`` — the evidence of the overall verdict
@@ -1165,14 +1166,14 @@ def verdict_evidence(x: Experiment, *, name_baseline: bool = True) -> str:
         return ""
     compared = [o for o in x.workloads if workload_verdict(x, o) is not None]
     if compared == [w] or not compared:
-        return workload_evidence(x, w, name_baseline=name_baseline)
+        return workload_evidence(x, w, name_baseline=name_baseline, compact=compact)
     bases = {o.base_experiment or x.baseline_id for o in compared}
     one_base = len(bases) == 1
     parts = []
     for o in compared:
         j = o.judgement
         assert j is not None and j.delta_pct is not None  # workload_verdict said it was compared
-        part = f"{workload_point(o)} {workload_verdict(x, o)} {j.delta_pct:+.1f} % ({j.evidence()}"
+        part = f"{workload_point(o)} {workload_verdict(x, o)} {j.delta_pct:+.1f} % ({j.evidence(compact=compact)}"
         if not one_base:
             part += f", vs {o.base_experiment or x.baseline_id or '?'}"
         parts.append(part + (f"; ⚠ {o.cache_note}" if o.cache_note else "") + ")")
@@ -1183,7 +1184,7 @@ def verdict_evidence(x: Experiment, *, name_baseline: bool = True) -> str:
     return text
 
 
-def workload_evidence(x: Experiment, w: WorkloadOutcome, *, name_baseline: bool = True) -> str:
+def workload_evidence(x: Experiment, w: WorkloadOutcome, *, name_baseline: bool = True, compact: bool = False) -> str:
     """:func:`verdict_evidence` of one workload ``w`` of ``x``: ``"n=3 vs 3, ±0.8 % / ±1.1 %,
     p=0.10, threshold 2.0 %, vs exp-0001"`` (+ the prefix-cache warning); :data:`NO_BASELINE`
     when nothing else ran it; ``""`` when it was not compared (its runs are the baseline's,
@@ -1195,7 +1196,7 @@ def workload_evidence(x: Experiment, w: WorkloadOutcome, *, name_baseline: bool 
     if w.judgement is None or not w.n_ok:
         return ""
     base = w.base_experiment or x.baseline_id
-    text = w.judgement.evidence()
+    text = w.judgement.evidence(compact=compact)
     if name_baseline or base != x.baseline_id or base is None:
         text += f", vs {base or '?'}"
     return text + (f"; ⚠ {w.cache_note}" if w.cache_note else "")

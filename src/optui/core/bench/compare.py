@@ -222,9 +222,12 @@ class Judgement:
         """The change is outside the noise ("better" or "worse")."""
         return self.verdict in ("better", "worse")
 
-    def evidence(self) -> str:
-        """``"n=3 vs 3, ±0.8 % / ±1.1 %, p=0.10"`` (+ ``", restarts ±2.0 %"`` when measured); p
-        to 2 significant digits (``p=0.0022``), ``p<0.001`` below (never ``p=0.00``)."""
+    def evidence(self, *, compact: bool = False) -> str:
+        """``"n=3 vs 3, ±0.8 % / ±1.1 %, p=0.10"``, + ``", restarts ±3.1 %, threshold 6.2 %"``
+        when the restart-to-restart spread was measured (± half its range, as the runs'
+        spreads; its whole range the |Δ| a change had to exceed); ``compact`` (a table's
+        cell): ``", restarts |Δ|>6.2 %"``. p to 2 significant digits (``p=0.0022``),
+        ``p<0.001`` below (never ``p=0.00``)."""
         def spread(v: float | None) -> str:
             return "±?" if v is None else f"±{v:.1f} %"
         parts = [f"n={self.n} vs {self.base_n}"]
@@ -232,8 +235,9 @@ class Judgement:
             parts.append(f"{spread(self.spread_pct)} / {spread(self.base_spread_pct)}")
         if self.p is not None:
             parts.append("p<0.001" if self.p < 0.001 else f"p={self.p:.2g}" if self.p < 0.1 else f"p={self.p:.2f}")
-        if self.restart_half_pct is not None:  # ± half its range, as the runs' spreads; the range is the threshold
-            parts.append(f"restarts ±{self.restart_half_pct:.1f} %, threshold {self.threshold_pct:.1f} %")
+        if self.restart_half_pct is not None:
+            parts.append(f"restarts |Δ|>{self.threshold_pct:.1f} %" if compact else
+                         f"restarts ±{self.restart_half_pct:.1f} %, threshold {self.threshold_pct:.1f} %")
         return ", ".join(parts)
 
     def to_json(self) -> dict:

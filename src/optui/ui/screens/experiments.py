@@ -360,7 +360,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
             else:  # 'same flags as exp-0001' in fewer words, before any cut
                 change = change_text_within(x, self._change_w)
         verdict_var = _VERDICT_VAR.get(x.verdict)
-        evidence = verdict_evidence(x, name_baseline=False)  # the title names each server's baseline
+        # the title names each server's baseline; a restart spread as the threshold it sets (details say both)
+        evidence = verdict_evidence(x, name_baseline=False, compact=True)
         cells = {
             "id": x.id, "server": x.server, "change": Text(change, no_wrap=True, overflow="ellipsis"),
             "outcome": self._outcome(outcome, x),
