@@ -212,3 +212,45 @@ def test_table_marks_are_the_workloads_verdicts(journal):
     high16 = next(r for r in rows if r.group.experiment == ids["high"] and r.group.concurrency == 16)
     j = high16.deltas[THROUGHPUT].judgement
     assert (j.n, j.base_n, j.p, j.delta_pct) == (3, 3, pytest.approx(0.1), pytest.approx(200.0))
+
+
+async def test_results_view_shows_the_rows_verdict_and_the_runner_up_on_demand(tmp_path):
+    """The results view's ✓ ✗ ? are the workload's verdicts: the highlighted row says which,
+    with its evidence (n, p, threshold, baseline) and its test against the runner-up, in a 60-column pane too."""
+    from optui.config import load_config
+    from tests.test_journal_view import CONFIG
+
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text(CONFIG)
+    loaded = load_config(cfg)
+    j = Journal(loaded.journal_path)
+    ids = _sweep_campaign(j)
+    j.close()
+    for size in ((200, 50), (60, 40)):
+        await _results_view_verdict(loaded, ids, size)
+
+
+async def _results_view_verdict(loaded, ids: dict[str, str], size: tuple[int, int]) -> None:
+    from optui.session import Session
+    from optui.ui.app import OptuiApp
+    from tests.test_app_flows import wait_for
+
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("v")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ResultsScreen")
+        screen = app.screen
+        table = screen.query_one("#results-table")
+
+        def chart() -> str:
+            return str(screen.query_one("#results-chart").render())
+
+        await wait_for(pilot, lambda: table.row_count > 0 and "verdict c=" in chart(), what=chart)
+        wanted = next(i for i, r in enumerate(screen._rows)
+                      if r.group.experiment == ids["mixed"] and r.group.concurrency == 1)
+        table.move_cursor(row=wanted)
+        await wait_for(pilot, lambda: f"verdict c=1 on {ids['mixed']}: worse -50.0 % out tok/s (n=3 vs 3, " in chart(),
+                       what=chart)
+        text = " ".join(chart().split())
+        assert f"p=0.10, vs {ids['base']}); vs runner-up " in text, text
+        await pilot.press("escape")

@@ -1129,6 +1129,29 @@ def runner_up(experiments: Sequence[Experiment], best: Experiment, key: str | No
                                                   restart_spread_pct=spread))
 
 
+def row_verdict_text(experiments: Sequence[Experiment], exp_id: str | None, key: str) -> str:
+    """The evidence of a results-table row on demand: experiment ``exp_id``'s verdict on
+    workload ``key`` against the baseline and, where another configuration measured it, its
+    test against the runner-up: ``"c=16 on exp-0004: better +200.0 % out tok/s (n=3 vs 3,
+    ±1.7 % / ±1.0 %, p=0.10, vs exp-0001); vs runner-up exp-0003: better +16.7 %, n=3 vs
+    3, ..."``; ``"c=16 on exp-0001: baseline"``; ``""`` for a row of no known experiment."""
+    x = next((e for e in experiments if e.id == exp_id), None)
+    w = next((o for o in x.workloads if o.key == key), None) if x is not None else None
+    if x is None or w is None:
+        return ""
+    verdict = workload_verdict(x, w)
+    head = f"{workload_point(w)} on {x.id}: "
+    if verdict is None:
+        own = x.is_baseline or (w.base_values is not None and w.base_experiment in (x.id, x.same_config_as))
+        text = head + ("baseline" if own else workload_evidence(x, w) or "not compared")
+    else:
+        j = w.judgement
+        delta = f" {j.delta_pct:+.1f} % {PRIMARY.label}" if j is not None and j.delta_pct is not None else ""
+        text = f"{head}{verdict}{delta} ({workload_evidence(x, w)})"
+    vs = runner_up(experiments, x, key)
+    return text + (f"; {vs.text()}" if vs is not None else "")
+
+
 #: what :func:`verdict_evidence` says of results no other experiment's results compare with
 NO_BASELINE = "no baseline for this workload"
 

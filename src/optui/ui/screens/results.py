@@ -32,7 +32,7 @@ from optui.core.bench.chart import nice_max
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
 from optui.core.bench.result import requests_text
 from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import Experiment, change_text, named_by_row, with_verdicts
+from optui.core.journal_experiments import Experiment, change_text, named_by_row, row_verdict_text, with_verdicts
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.key_bar import KeyBar
@@ -233,9 +233,12 @@ class ResultsScreen(Screen[None]):
             return
         experiment = row.group.experiment
         where = f"{workload_text(row)} on {experiment or 'no experiment'}"
+        # the row's mark on demand: its workload's verdict with the evidence, and the runner-up's test
+        verdict = row_verdict_text(self._judged_by, experiment, row.group.workload_key)
+        head = Text(f"verdict {verdict}\n" if verdict else "")
         series = sweep_series(self._rows, family_key(row.group.result.workload), experiment)
         if len(series) < 2:
-            hint = Text(f"{where}: one concurrency measured — run a sweep (s in the bench panel) "
+            hint = head + Text(f"{where}: one concurrency measured — run a sweep (s in the bench panel) "
                         "for the throughput / TTFT chart", style="dim")
             runs = self._runs_plot(row)
             if runs is not None:
@@ -246,7 +249,7 @@ class ResultsScreen(Screen[None]):
         base_exp = row.baseline.experiment if row.baseline is not None else None
         base = sweep_series(self._rows, family_key(row.group.result.workload), base_exp) \
             if base_exp is not None and base_exp != experiment else []
-        text = Text(f"{where} — newest result per concurrency of this configuration"
+        text = head + Text(f"{where} — newest result per concurrency of this configuration"
                     + (f", {BASELINE_MARK} the baseline's ({base_exp})" if base else "") + "\n", style="bold")
         side = self.size.width >= 2 * SWEEP_MIN_WIDTH + 6
         width = (self.size.width - 4) // 2 if side else self.size.width - 2
