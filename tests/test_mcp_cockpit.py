@@ -17,10 +17,10 @@ import pytest
 from optui import __version__
 from optui.adapters.journal import Journal
 from optui.agent.mcp_server import plain_validation_error
-from optui.core.agent_answers import overall_verdict, workload_verdict
 from optui.core.agent_requests import restart_policy
-from optui.core.bench.compare import Judgement
+from optui.core.bench.compare import Judgement, overall_verdict
 from optui.core.flag_catalog import FlagCatalog, FlagSpec
+from optui.core.journal_experiments import shown_workload_verdict
 from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
 from tests.test_mcp import agent, data, error_text
 
@@ -32,26 +32,31 @@ POLICY = '\n[agent]\nallowed_flags = ["--max-running-requests"]\nforbidden_flags
 
 # --- pure parts ------------------------------------------------------------------------------
 
-def test_the_overall_verdict_over_workloads_includes_the_noisy_and_the_failed_case():
+def test_the_agents_answers_use_the_one_rule_of_the_experiments():
+    """The agent's rows and overall verdict come from journal_experiments (one rule, issue 29):
+    agent_answers judges nothing of its own (it had a second overall_verdict)."""
+    import optui.core.agent_answers as answers
+
+    assert not hasattr(answers, "overall_verdict") and not hasattr(answers, "workload_verdict")
     assert overall_verdict(["better", "same"]) == "better"
-    assert overall_verdict(["worse", "same", "same"]) == "worse"
     assert overall_verdict(["better", "worse"]) == "mixed", "helps one point, hurts another"
-    assert overall_verdict(["same", "same"]) == "same"
-    assert overall_verdict(["same", "untested"]) == "untested", "too few runs on some side: no claim"
-    assert overall_verdict(["better", "untested"]) == "better"
-    assert overall_verdict(["baseline", "baseline"]) == "same"
-    assert overall_verdict([]) == "untested", "nothing measured (a failed run): no claim"
+    assert overall_verdict(["same", "untested noise"]) == "untested noise", "too few runs on some side: no claim"
+    assert overall_verdict([None, None]) == "untested", "nothing compared (a failed run): no claim"
 
 
 def test_a_noisy_workload_reads_same_and_a_single_run_untested():
-    class W:  # the fields workload_verdict reads of a WorkloadOutcome
+    class W:  # the fields shown_workload_verdict reads of a WorkloadOutcome
         def __init__(self, judgement, base=("exp-0001", {"x": 1.0})):
             self.judgement, (self.base_experiment, self.base_values) = judgement, base
+            self.n_ok = judgement.n if judgement is not None else 0
 
-    assert workload_verdict(W(Judgement("same", 1.0, 3, 3, p=0.7))) == "same"
-    assert workload_verdict(W(Judgement("untested noise", 40.0, 1, 3))) == "untested"
-    assert workload_verdict(W(Judgement("better", 12.0, 3, 3, p=0.05))) == "better"
-    assert workload_verdict(W(None, (None, None))) == "untested", "no baseline for it"
+    class X:  # the fields it reads of an Experiment: a changed configuration
+        id, same_config_as, is_baseline, diff_vs_baseline = "exp-0002", None, False, ("--x 1",)
+
+    assert shown_workload_verdict(X(), W(Judgement("same", 1.0, 3, 3, p=0.7))) == "same"
+    assert shown_workload_verdict(X(), W(Judgement("untested noise", 40.0, 1, 3))) == "untested noise"
+    assert shown_workload_verdict(X(), W(Judgement("better", 12.0, 3, 3, p=0.05))) == "better"
+    assert shown_workload_verdict(X(), W(None, (None, None))) == "untested", "no baseline for it"
 
 
 def test_the_policy_compares_canonical_flags_an_alias_or_abbreviation_is_the_forbidden_flag():

@@ -6,18 +6,20 @@ pure functions turn an :class:`~optui.core.journal_experiments.Experiment` into 
 a person would read first (``STYLE.md``: "an answer sized for its reader"); the full results
 stay one argument (``detail=true``) or one ``journal_event`` away.
 
-The overall verdict over an experiment's workloads is :func:`overall_verdict`, the rule of
-"Conclusions per workload" (issue 29): ``better`` (some better, none worse), ``worse`` (some
-worse, none better), ``mixed`` (both), ``same`` (all same), ``untested`` (too few runs on
-some side, or nothing compared). It is the one place that rule lives for the agent's
-answers, so the per-workload function of issue 29 replaces it there when it lands.
+The verdicts are the experiments' own: each row's is
+:func:`~optui.core.journal_experiments.shown_workload_verdict`, the overall one the
+experiment's (:func:`~optui.core.journal_experiments.experiment_verdict`, the one rule of
+"Conclusions per workload", :func:`~optui.core.bench.compare.overall_verdict`); nothing here
+judges anything a second time.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from optui.core.journal_experiments import shown_workload_verdict
 
 if TYPE_CHECKING:
     from optui.core.journal_experiments import Experiment, WorkloadOutcome
@@ -34,35 +36,7 @@ def _num(value: float | None, digits: int = 1) -> float | None:
     return round(float(value), digits)
 
 
-def workload_verdict(w: WorkloadOutcome) -> str:
-    """One workload's verdict: ``better``/``worse``/``same`` from its judgement (``noise``
-    is ``same``), ``untested`` when it was not compared (no baseline, too few runs),
-    ``baseline`` when these runs are the baseline itself."""
-    j = w.judgement
-    if j is None:
-        return "baseline" if w.base_experiment is not None and w.base_values is not None else "untested"
-    return {"better": "better", "worse": "worse", "same": "same", "noise": "same"}.get(j.verdict, "untested")
-
-
-def overall_verdict(verdicts: Iterable[str]) -> str:
-    """The overall verdict over per-workload verdicts (see module doc); ``untested`` for
-    none. ``baseline`` rows (the baseline's own runs) count as ``same``."""
-    vs = ["same" if v == "baseline" else v for v in verdicts]
-    if not vs:
-        return "untested"
-    better, worse = "better" in vs, "worse" in vs
-    if better and worse:
-        return "mixed"
-    if "untested" in vs:
-        return "untested" if not (better or worse) else ("better" if better else "worse")
-    if better:
-        return "better"
-    if worse:
-        return "worse"
-    return "same"
-
-
-def workload_row(w: WorkloadOutcome) -> dict[str, Any]:
+def workload_row(x: Experiment, w: WorkloadOutcome) -> dict[str, Any]:
     """One workload in a line: ``{workload, concurrency, request_rate, out_tok_s,
     delta_pct, ttft_p50_delta_pct, ttft_p99_delta_pct, itl_p50_delta_pct, n, base_n, p,
     verdict}`` (tok/s, %; ``request_rate`` req/s); a key whose value is unknown (no
@@ -77,16 +51,15 @@ def workload_row(w: WorkloadOutcome) -> dict[str, Any]:
             "delta_pct": _num(deltas.get("output_throughput_tok_s")),
             **{key: _num(deltas.get(metric)) for metric, key in LATENCY_DELTAS.items()},
             "n": j.n if j is not None else w.n_ok, "base_n": j.base_n if j is not None else None,
-            "p": _num(j.p, 3) if j is not None else None, "verdict": workload_verdict(w)}
+            "p": _num(j.p, 3) if j is not None else None, "verdict": shown_workload_verdict(x, w)}
     return {k: v for k, v in row.items() if v is not None or k in ("n", "verdict")}
 
 
 def experiment_brief(x: Experiment) -> dict[str, Any]:
     """An experiment for an agent: ``{id, server, outcome, change, baseline,
     verdict (overall), workloads: [workload_row...], crash_class, unverified}``."""
-    rows = [workload_row(w) for w in sorted(x.workloads, key=_point)]
-    verdict = x.verdict if x.verdict in ("failed", "baseline", "incomplete") else overall_verdict(
-        r["verdict"] for r in rows)
+    rows = [workload_row(x, w) for w in sorted(x.workloads, key=_point)]
+    verdict = x.verdict  # the one rule (journal_experiments.experiment_verdict), never a second one here
     return {"id": x.id, "server": x.server, "outcome": x.outcome,
             "change": list(x.diff_vs_baseline), "baseline": x.baseline_id, "verdict": verdict,
             "workloads": rows, "crash_class": x.crash_class, "unverified": list(x.unverified)}

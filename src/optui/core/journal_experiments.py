@@ -1244,6 +1244,22 @@ def workload_point(w: WorkloadOutcome) -> str:
     return ", ".join(parts) or w.label
 
 
+def _own_baseline_runs(x: Experiment, w: WorkloadOutcome) -> bool:
+    """``w``'s runs are the baseline's own (the workload's baseline is ``x`` or its configuration)."""
+    return w.base_values is not None and w.base_experiment in (x.id, x.same_config_as) and w.judgement is None
+
+
+def shown_workload_verdict(x: Experiment, w: WorkloadOutcome) -> str:
+    """The word a reader shows for ``x`` on workload ``w``: :func:`workload_verdict` (better |
+    worse | same | untested noise), else ``baseline`` for the baseline's own runs and
+    ``untested`` for a workload not compared. Every per-workload row (``bench run``, status,
+    the MCP answers) takes it from here."""
+    verdict = workload_verdict(x, w)
+    if verdict is not None:
+        return verdict
+    return "baseline" if _own_baseline_runs(x, w) or (x.is_baseline and w.judgement is None and w.n_ok) else "untested"
+
+
 def workload_summaries(x: Experiment) -> list[dict]:
     """One dict per workload ``x`` measured (primary first), the per-workload verdicts every
     reader shows (``bench run --json``'s ``experiment_summary.workloads``, MCP answers):
@@ -1261,10 +1277,8 @@ def workload_summaries(x: Experiment) -> list[dict]:
     out = []
     for w in x.workloads:
         conc, rate = _point(w)
-        verdict = workload_verdict(x, w)
-        own = w.base_values is not None and w.base_experiment in (x.id, x.same_config_as) and w.judgement is None
-        if verdict is None:
-            verdict = "baseline" if own or (x.is_baseline and w.judgement is None and w.n_ok) else "untested"
+        verdict = shown_workload_verdict(x, w)
+        own = _own_baseline_runs(x, w)
         out.append({
             "workload": w.label, "point": workload_point(w), "key": w.key, "bench": w.bench,
             "concurrency": conc, "request_rate": rate, "verdict": verdict,
