@@ -85,11 +85,12 @@ def test_no_result_prints_empty_list_and_exits_1(tmp_path):
     assert plain.exit_code == 1 and plain.stdout == ""
 
 
-def test_malformed_file_exits_2_with_file_and_line(tmp_path):
+def test_malformed_file_exits_4_not_the_usage_code_with_file_and_line(tmp_path):
+    """A parse refusal is not a usage error (2, click's and argparse's code): issue 32."""
     path = tmp_path / "bad.jsonl"
     path.write_text('{"completed": 1, "failed": 0}\n{"completed": ]\n')
     result = run(str(path), "--json")
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     assert result.stderr.startswith(f"optui: error: {path}:2: invalid JSON")
     assert "Traceback" not in result.output
     assert json.loads(result.stdout) == {"error": result.stderr.strip().removeprefix("optui: error: "), "exit_code": 2}
@@ -174,7 +175,7 @@ def test_import_human_output_and_baseline(tmp_path):
 
 
 @pytest.mark.parametrize("content, code, message", [
-    ('{"completed": 3', 2, "bad.json:1: invalid JSON"),
+    ('{"completed": 3', 4, "bad.json:1: invalid JSON"),
     ("just a log line\n", 1, "no benchmark result found; nothing imported"),
 ])
 def test_import_bad_file_stores_nothing(tmp_path, content, code, message):

@@ -67,9 +67,11 @@ def test_default_query_capture_with_and_without_header_and_units():
     assert parse_query_gpu(bare + "\n") == [gpu]  # noheader,nounits with DEFAULT_QUERY_FIELDS
 
 
-def test_default_table_is_not_query_output():
-    with pytest.raises(NvidiaSmiError, match=r"line 1: 1 value without a header and no known --query-gpu layout has 1 field .*'Sun Nov 29.*--fields"):
-        parse_query_gpu(fixture("nvidia-smi.txt"))
+def test_default_table_is_read():
+    """Plain `nvidia-smi` (captured on the H200): its GPU row read, no process (issue 32)."""
+    [gpu] = parse_query_gpu(fixture("nvidia-smi.txt"))
+    assert (gpu.index, gpu.uuid, gpu.name, gpu.mem_used_mib, gpu.mem_total_mib, gpu.util_gpu_pct, gpu.temp_c,
+            gpu.power_w, gpu.power_limit_w, gpu.processes) == (0, None, "NVIDIA H200", 0, 143771, 0, 37, 82, 700, ())
 
 
 def test_compute_apps_captures():

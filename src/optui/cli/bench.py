@@ -2,14 +2,15 @@
 
 ``optui bench parse FILE [--json]`` reads a client log (SGLang ``bench_serving`` / vLLM
 ``bench serve`` stdout) or a saved result file (SGLang JSONL, vLLM JSON, optui JSON) and
-prints the canonical results. Exit status: 0 results found, 1 none found, 2 unreadable or
-malformed file (``optui: error: FILE:LINE: ...`` on stderr), 3 every result found is a failed
-run (printed all the same; stderr says how many requests failed and the run's error).
+prints the canonical results. Exit status: 0 results found, 1 none found, 2 unreadable file
+(bad usage), 3 every result found is a failed run (printed all the same; stderr says how many
+requests failed and the run's error), 4 (:data:`~optui.cli.common.EXIT_UNPARSEABLE`) a
+malformed file (``optui: error: FILE:LINE: ...`` on stderr).
 
 ``optui bench import FILE... [--server S] [--bench NAME] [--baseline] [--json]`` stores the
 results of each file in the campaign journal with the workload they describe (one
 ``bench.imported`` event per file) and prints what it stored. Every file is read and
-parsed first: one bad or empty file stores nothing (exit 2 / 1).
+parsed first: one bad or empty file stores nothing (exit 4 / 1).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import click
 
 from optui.cli.bench_text import format_result, number_text
-from optui.cli.common import echo, echo_json, fail, load_config_or_exit
+from optui.cli.common import EXIT_UNPARSEABLE, echo, echo_json, fail, load_config_or_exit
 from optui.core.bench.parse import BenchParseError, parse_any
 from optui.core.bench.result import BenchResult
 
@@ -29,7 +30,8 @@ def bench() -> None:
 
 def read_results(file: str) -> list[BenchResult]:
     """The results in ``file`` (any format :func:`parse_any` reads); exits 2 with
-    ``FILE: reason`` / ``FILE:LINE: reason`` when it cannot be read or parsed."""
+    ``FILE: reason`` when it cannot be read, :data:`EXIT_UNPARSEABLE` with
+    ``FILE:LINE: reason`` when it does not parse."""
     try:
         with open(file, "rb") as handle:
             text = handle.read().decode("utf-8", errors="replace")
@@ -38,7 +40,7 @@ def read_results(file: str) -> list[BenchResult]:
     try:
         return parse_any(text, file)
     except BenchParseError as exc:
-        fail(str(exc), code=2)
+        fail(str(exc), code=EXIT_UNPARSEABLE)
 
 
 @bench.command()

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 SQLITE_INT_MAX = 2**63 - 1
 #: An event seq or todo id on the command line (``journal show 118``, ``todo set 3``).
 ID = click.IntRange(1, SQLITE_INT_MAX)
+#: Exit status of a command whose input file was read but is not in a format it reads (a
+#: malformed result file): not 2, which is the usage-error status (bad option, bad config).
+EXIT_UNPARSEABLE = 4
 #: A count of rows (``journal tail -n``): as many as SQLite can count.
 COUNT = click.IntRange(0, SQLITE_INT_MAX)
 

@@ -23,7 +23,7 @@ def log() -> None:
 def classify(file: str, kind: str | None, returncode: int | None, as_json: bool) -> None:
     """Classify a saved server log FILE ("-" = stdin).
 
-    final is "ready", "crashed" or "starting"; class is null or one of oom, bad_flag,
+    final is "ready", "crashed", "starting" or "stopped" (by SIGTERM); class is null or one of oom, bad_flag,
     port_in_use, load_failed, nccl, killed, timeout, unknown; t is seconds since the first
     timestamped line (null without timestamps). Exit 0 whatever the outcome; 2 when FILE
     cannot be read."""

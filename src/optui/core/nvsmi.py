@@ -15,6 +15,8 @@ reference ``gpu_monitors.md`` §3):
 - ``-lms N`` streaming repeats one block of rows per tick (the header once, with ``csv``); rows of
   a tick share the ``timestamp`` within a few ms. Several ticks in one text are split into ticks.
 - Driver trouble is printed as plain text lines instead of rows (see :data:`_DRIVER_ERRORS`).
+- Plain ``nvidia-smi``'s default table is read too (:mod:`optui.core.nvsmi_table`); its other
+  tables (``nvidia-smi mig -lgip``...) are refused, saying which table it is.
 
 Units produced (as in :class:`~optui.core.gpu.GpuSample`): memory MiB, utilization %,
 temperature °C, power W, SM clock MHz. ``memory.used`` has NVML v2 semantics (excludes the
@@ -30,6 +32,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from optui.core.gpu import GpuProcess, GpuSample, HostSnapshot, HostStatus
+from optui.core.nvsmi_table import looks_like_table, parse_smi_table, table_kind
 
 #: Fields optui queries when it runs ``nvidia-smi`` itself (``--format=csv,noheader,nounits``),
 #: and the field list assumed for header-less text when the caller gives none. ``timestamp``
@@ -372,6 +375,17 @@ def _ticks(text: str, fields: str | Sequence[str] | None) -> tuple[list[list[Gpu
     current: list[GpuSample] = []
     keys: set[object] = set()
     first_ts: float | None = None
+    if looks_like_table(text):  # plain `nvidia-smi` (or another of its tables), pasted
+        what = table_kind(text)
+        try:
+            table = parse_smi_table(text)
+        except ValueError as exc:
+            return [], [NvidiaSmiError(f"{what}: {exc}")]
+        if table is None:
+            return [], [NvidiaSmiError(
+                f"this is {what}, a table, not --query-gpu CSV: it holds no per-GPU readings; paste plain "
+                f"`nvidia-smi` or `nvidia-smi --query-gpu={','.join(DEFAULT_QUERY_FIELDS)} --format=csv`")]
+        return [table], []
     if fields is None:
         try:
             fields = infer_fields(text)

@@ -38,8 +38,12 @@ _PHASE_PATTERNS: list[tuple[str, re.Pattern[str], frozenset[str] | None]] = [
     ("launching", _P(r"server_args=|non-default args:|args: Namespace\(|vLLM (API )?server version|build: \d+|llama_server: initializing"), None),
     ("init_dist", _P(r"Init torch distributed begin|Init parallel begin|Initializing a V1 LLM engine|Waiting for \d+ local"), None),
     ("loading_weights", _P(r"Load weight begin|Loading safetensors checkpoint shards|Starting to load model|loading model|llama_model_loader"), None),
-    ("compile", _P(r"Dynamo bytecode transform|Compiling a graph|torch\.compile t"), None),
-    ("kv_cache", _P(r"KV Cache is allocated|Memory pool end|Available KV cache memory|GPU KV cache size|# GPU blocks|llama_kv_cache|llama_context: |load_model: initializing, n_slots"), None),
+    # vLLM 0.32 CPU: "Warming up model for the compilation..." (compile warm-up), "saved AOT
+    # compiled function" / "Directly load AOT compiled function" (the compile cache)
+    ("compile", _P(r"Dynamo bytecode transform|Compiling a graph|torch\.compile t|Warming up model for the compilation"
+                   r"|AOT compiled function"), None),
+    # vLLM 0.32 CPU: "CPU KV cache size: 29,120 tokens" (GPU: "GPU KV cache size: ...")
+    ("kv_cache", _P(r"KV Cache is allocated|Memory pool end|Available KV cache memory|[GC]PU KV cache size|# GPU blocks|llama_kv_cache|llama_context: |load_model: initializing, n_slots"), None),
     ("cuda_graph", _P(r"(?i)capture cuda graph begin|Capturing batches|Capturing CUDA graphs|CUDA graph begin"), None),
     ("http_up", _P(r"Uvicorn running on|Started server process|Starting vLLM (API )?server|Available routes are|HTTP server is listening|server is listening on|\"msg\":\s?\"HTTP server listening"), None),
     ("warmup", _P(r"\"(GET /(get_)?model_info|POST /generate) HTTP"), frozenset({"sglang"})),
@@ -64,6 +68,7 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             r"|ignored explicit argument|error: invalid argument|error: unknown argument"
             r"|error: the following arguments are required|invalid value for argument"
             r"|should be provided as the first positional argument|error while handling argument"
+            r"|No common block size for"
         ),
     ),
     (
@@ -77,7 +82,7 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             r"|No available memory for the cache blocks|larger than the available KV cache memory"
             r"|Failed to load model - not enough GPU memory|(Prefill|Decode) out of memory"
             r"|std::bad_alloc|failed to allocate .* buffer|KV cache (is )?too small|cudaMalloc failed: out of memory"
-            r"|Result=oom-kill"
+            r"|Result=oom-kill|less than requested memory for kv"
         ),
     ),
     (
@@ -115,9 +120,23 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             r"EngineCore failed to start|Engine core initialization failed|EngineCore encountered (a fatal error|an issue)"
             r"|WorkerProc failed to start|WorkerProc hit an exception|(Scheduler|TokenizerManager|DetokenizerManager) hit an exception"
             r"|Received sigquit from a child process|Triggering SIGQUIT for cleanup"
+            # multiprocessing's own line before the traceback of a child that raised
+            # (BaseProcess._bootstrap): vLLM's engine core died, whatever it logged before
+            r"|(?:^|\) )Process EngineCore\w*:\s*$"
         ),
     ),
 ]
+# SGLang's parent after a child ended by SIGTERM (a stop, not a crash): "Subprocess
+# scheduler_0 (pid=12) crashed with exit code -15. Triggering SIGQUIT for cleanup..."
+# (sglang srt/utils watchdog); the lines after it are the shutdown's, never a crash's.
+_SIGTERM_STOP = _P(r"crashed with exit code -15\b")
+# A vLLM log record whose message is an exception line: "ERROR 05-20 10:00:00 [core.py:710]
+# RuntimeError: CUDA error: ..." (the last line of a logged traceback, pasted without the rest).
+_VLLM_ERROR_EXCEPTION = _P(r"\bERROR \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \[[\w./-]+:\d+\] "
+                           r"((?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b.*)")
+# Python 3.11+ error-position marker lines under a traceback's code line: "    ^^^^^^^^".
+# Searched, so a log prefix before it ("(EngineCore pid=9) ERROR ... [core.py:1000] ") is allowed.
+_CARET_LINE = _P(r"(?:^|[\])] )[\s^~]*\^[\s^~]*$")
 # SGLang's parent kills its own process tree (SIGKILL: rc -9, a shell prints "Killed") after a
 # child failed (sglang entrypoints/engine.py, utils/watchdog.py): then "killed" is not the cause.
 _SELF_KILL = _P(r"Received sigquit from a child process|Triggering SIGQUIT for cleanup")
@@ -269,6 +288,7 @@ class LogClassifier:
         self._exception_after_ready = False
         self._n = -1
         self._external = False  # a phase was marked from outside the log
+        self.stopped = False  # the log shows a stop by SIGTERM (:data:`_SIGTERM_STOP`): no crash after it
 
     @property
     def phase(self) -> str | None:
@@ -286,8 +306,11 @@ class LogClassifier:
                 if self._first_ts is None:
                     self._first_ts = ts
                 t = ts - self._first_ts
-        self._track_traceback(line)
-        for crash_class, pattern in _CRASH_PATTERNS:
+        if not self.stopped and _SIGTERM_STOP.search(line):
+            self.stopped = True
+        if not self.stopped:
+            self._track_traceback(line)
+        for crash_class, pattern in _CRASH_PATTERNS if not self.stopped else ():
             if pattern.search(line):
                 self.hints.append(CrashHint(crash_class, line.strip(), self._n))
                 if crash_class is CrashClass.UNKNOWN and "SIGQUIT" in line.upper() and _SELF_KILL.search(line):
@@ -306,7 +329,7 @@ class LogClassifier:
                 if any(p.phase == phase for p in self.phases):
                     return None
                 # phases never go backwards (a late tqdm line must not reopen loading) ...
-                if self.phase is not None and PHASES.index(phase) < PHASES.index(self.phase):
+                if self.phase is not None and PHASES.index(phase) < PHASES.index(self.phase) and not self._listens_first(phase):
                     # ... except a log that trails HTTP (llama.cpp logs from a thread): a
                     # phase the log shows after /health said ready is put in its place
                     if self._external and t is not None:
@@ -314,6 +337,12 @@ class LogClassifier:
                     return None
                 return self._mark(phase, t)
         return None
+
+    def _listens_first(self, phase: str) -> bool:
+        """A server whose HTTP listener comes up before its model loads (llama.cpp late 2024:
+        ``main: HTTP server is listening`` then ``main: loading model``): a loading / compile /
+        KV-cache phase right after ``http_up`` opens as usual, after it."""
+        return self.phase == "http_up" and not self._external and PHASES.index(phase) >= PHASES.index("loading_weights")
 
     def mark(self, phase: str, t: float) -> None:
         """Record a phase seen outside the log (the ready gate's 1-token "probe", "ready"
@@ -342,6 +371,14 @@ class LogClassifier:
         return not self.ready and self._tb_end_phases == len(self.phases) and not self._in_traceback
 
     def _track_traceback(self, line: str) -> None:
+        if not self._in_traceback and "ERROR" in line:
+            logged = _VLLM_ERROR_EXCEPTION.search(line)
+            if logged is not None and not _is_wrapper(logged.group(1)):
+                # a logged exception line without its traceback (pasted alone): the cause
+                self.exception = (self._n, logged.group(1).strip())
+                self._exception_after_ready = self.ready
+                self._tb_end_phases = len(self.phases)
+                return
         at = line.find(_TRACEBACK_START)
         if at >= 0:
             self._in_traceback = True
@@ -433,12 +470,14 @@ class LogClassifier:
         """The log lines that explain a failure, in log order: the matching signatures and
         the last traceback's final lines, else the last lines of the log."""
         picked: dict[int, str] = {h.n: h.line for h in self.hints[-limit:]}
-        for n, line in self._traceback[-4:]:
-            if line.strip():
-                picked.setdefault(n, line.strip())
+        shown = [(n, line) for n, line in self._traceback if line.strip() and not _CARET_LINE.search(line)]
+        for n, line in shown[-4:]:
+            picked.setdefault(n, line.strip())
+        if self.exception is not None:
+            picked.setdefault(*self.exception)
         lines = [picked[n] for n in sorted(picked)]
         if not lines:
-            lines = [line.strip() for line in list(self.tail)[-limit:] if line.strip()]
+            lines = [line.strip() for line in list(self.tail)[-limit:] if line.strip() and not _CARET_LINE.search(line)]
         return lines[-limit:]
 
 
@@ -499,7 +538,8 @@ _KIND_SIGNS: list[tuple[str, re.Pattern[str]]] = [
     ("llamacpp", _P(r"(?m)^\d+\.\d{2}\.\d{3}\.\d{3} [IWED] |llama_server: |^error: invalid argument: "
                     r"|^main: (?:HTTP )?server is listening|^main: loading model|^llama_model_loader: "
                     r"|^\{\"tid\":\"\d+\",\"timestamp\":\d+,")),
-    ("vllm", _P(r"(?m)\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorkerProcess) pid=\d+\)|^(?:INFO|WARNING|ERROR|DEBUG) \d{2}-\d{2} |vllm serve: error")),
+    ("vllm", _P(r"(?m)\((?:APIServer|EngineCore\w*|Worker\w*|VllmWorkerProcess) pid=\d+\)|^(?:INFO|WARNING|ERROR|DEBUG) \d{2}-\d{2} "
+                r"|vllm serve: error|Starting vLLM (?:API )?server|vLLM API server version|^Process EngineCore")),
     ("sglang", _P(r"(?m)^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}|launch_server\.py: error|sglang")),
 ]
 
@@ -531,12 +571,13 @@ def phase_durations(phases: Sequence[PhaseMark], end_t: float | None = None) -> 
 
 
 def classify_log(text: str, kind: str | None = None, returncode: int | None = None) -> dict:
-    """Classify a saved server log: ``{"final": "ready"|"crashed"|"starting",
+    """Classify a saved server log: ``{"final": "ready"|"crashed"|"starting"|"stopped",
     "class": None|crash class, "phases": [{"phase", "t"}...], "lines": [...], "kind"}``.
 
     ``kind`` None: detected from the log format. "crashed" when a crash signature was seen
-    (or ``returncode`` is non-zero), "ready" when the readiness line was seen without a
-    later crash, else "starting". ``t`` is in seconds from the first timestamped line, None
+    (or ``returncode`` is non-zero), "stopped" when the log shows a stop by SIGTERM
+    (:data:`_SIGTERM_STOP`; lines after it are the shutdown's), "ready" when the readiness
+    line was seen without a later crash, else "starting". ``t`` is in seconds from the first timestamped line, None
     when the log has no timestamps.
     """
     kind = kind or detect_kind(text)
@@ -552,7 +593,10 @@ def classify_log(text: str, kind: str | None = None, returncode: int | None = No
         or (returncode is not None and returncode != 0)
         or classifier.ended_in_traceback  # a saved log ends where its process died
     )
-    final = "crashed" if crashed else ("ready" if classifier.ready else "starting")
+    if classifier.stopped and returncode in (None, 0, -15, 143):
+        # stopped by SIGTERM: an exit status of the stop, or none, is no crash
+        crashed = bool(classifier.hints) and (not classifier.ready or crash_after_ready)
+    final = "crashed" if crashed else ("stopped" if classifier.stopped else "ready" if classifier.ready else "starting")
     phases = [
         {"phase": p.phase, "t": None if p.t != p.t else round(p.t, 3)}  # NaN → None
         for p in classifier.phases

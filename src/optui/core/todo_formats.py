@@ -291,16 +291,47 @@ def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
     ``status`` (string); ``priority``, ``activeForm`` and ``id`` are optional; other keys
     are ignored. Raises :class:`TodoFormatError` (``FILE:LINE: todos[2].status: ...``),
     also for a file over :data:`MAX_CHARS`, :data:`MAX_ITEMS` or :data:`MAX_DEPTH`.
-    Linear in the size of ``text`` (the C decoder; lines are only looked up for an error)."""
+    Linear in the size of ``text`` (the C decoder; lines are only looked up for an error).
+
+    A TodoWrite call pasted from a conversation export is read as its input
+    (:func:`_tool_call_input`): a ``{"type": "tool_use", "name": "TodoWrite", "input":
+    {"todos": [...]}}`` block, a message's ``content`` array of such blocks, or the message."""
     data = _load_bounded_json(text, source, "a JSON array of todo objects")
+    data, prefix = _tool_call_input(data)
     try:
-        return _items(data, source, lambda obj: None)
+        return _items(data, source, lambda obj: None, prefix)
     except TodoFormatError as exc:
         if exc.line is not None:
             raise
     # the same error again, now with its line (this scan is slower, so only on the error path)
     data, lines = _load_with_lines(text)
-    return _items(data, source, lambda obj: lines.get(id(obj)))
+    data, prefix = _tool_call_input(data)
+    return _items(data, source, lambda obj: lines.get(id(obj)), prefix)
+
+
+_TODO_TOOLS = frozenset({"TodoWrite", "todowrite"})
+
+
+def _is_todo_call(part: object) -> bool:
+    return isinstance(part, dict) and part.get("type") == "tool_use" and part.get("name") in _TODO_TOOLS
+
+
+def _tool_call_input(data: object) -> tuple[object, str]:
+    """``(todo list data, error-path prefix)``: the ``input`` of the last TodoWrite
+    ``tool_use`` block when ``data`` is one (Anthropic Messages API content block, as in
+    Claude Code transcripts and conversation exports), a content array holding one, or a
+    message (``{"role", "content": [...]}``, or a transcript line ``{"message": {...}}``)
+    whose content holds one; else ``(data, "")`` unchanged."""
+    if isinstance(data, dict) and isinstance(data.get("message"), dict):
+        data = data["message"]
+    parts = data.get("content") if isinstance(data, dict) and isinstance(data.get("content"), list) else data
+    if _is_todo_call(parts):
+        return parts.get("input"), "TodoWrite.input"  # type: ignore[union-attr]
+    if isinstance(parts, list):
+        calls = [part for part in parts if _is_todo_call(part)]
+        if calls:
+            return calls[-1].get("input"), "TodoWrite.input"
+    return data, ""
 
 
 def _items(data: object, source: str, line_of, prefix: str = "") -> list[AgentTodo]:

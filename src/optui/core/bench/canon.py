@@ -94,6 +94,9 @@ _LATENCY_METRICS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e_latency":
 _LATENCY_RE = re.compile(r"(mean|median|std|max|min|p\d+(?:_\d+)?)_(.+)_ms")
 _SNAKE_RE = re.compile(r"[^a-z0-9]+")
 _NONE_WORDS = frozenset({"", "not set", "none", "null", "n/a"})
+# A number, then a unit or a note after white space: "15.0 RPS." (vLLM's preamble, some
+# versions), "0   <<<<<<< note" (an annotated paste), "1.23 ms".
+_LEADING_NUMBER_RE = re.compile(r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf)%?\s+\S")
 
 
 def snake(name: str) -> str:
@@ -139,6 +142,16 @@ def parse_value(text: str) -> int | float | str | None:
     return text
 
 
+def leading_number(text: str) -> int | float | None:
+    """The number that starts ``text`` when white space and other text follow it (a unit
+    or a note: ``"15.0 RPS."`` -> 15.0, ``"0   <<<<<<< note"`` -> 0), else None."""
+    m = _LEADING_NUMBER_RE.match(text.strip())
+    if m is None:
+        return None
+    number = parse_value(m.group(1))
+    return number if isinstance(number, (int, float)) else None
+
+
 def as_int(value) -> int | None:
     """``value`` as an int when it is a whole number (498, 498.0, "498"), else None."""
     if type(value) is int:
@@ -179,7 +192,10 @@ def store(result: BenchResult, target: tuple[str, str, str], key: str, value) ->
         return
     number = as_int(value) if kind == "int" else as_float(value)
     if number is None and isinstance(value, str):
-        result.extra[key] = value
+        lead = leading_number(value)  # a unit or a note after the number
+        number = (as_int(lead) if kind == "int" else as_float(lead)) if lead is not None else None
+        if number is None:
+            result.extra[key] = value
     if kind == "latency":
         getattr(result, name)[stat] = number
     else:

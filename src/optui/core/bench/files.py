@@ -7,6 +7,11 @@ Formats (``../shared/reference/servers_and_bench.md`` sections 3.1, 3.2):
   ``request_rate`` inf is written as the bare token ``Infinity``; ``server_info`` may be a
   large dict; there is no ``failed`` nor ``num_prompts`` key, so ``failed`` stays None.
   ``cache_report`` (``--cache-report``) is flattened into ``extra["cache_*"]``.
+- SGLang 2024 ``--output-file`` JSONL (``python/sglang/bench_serving.py`` 0.2-0.3, also what
+  ``--multi`` appends per rate): ``total_input``, ``total_output``,
+  ``total_output_retokenized``, ``mean_e2e_latency``, ``median_e2e_latency``, ``median_ttft``,
+  ``median_itl`` (ms, without a ``_ms`` suffix), ``output_token_throughput``, ``duration`` or
+  ``benchmark_duration``, ``completed`` (:data:`_SGLANG_2024_KEYS`).
 - vLLM ``--save-result`` JSON (``vllm/benchmarks/serve.py`` 0.33): one single-line object,
   several separated by newlines with ``--append-result``; ``request_rate`` may be the
   string ``"inf"``; ``spec_decode_*`` keys (acceptance rate in %, per-position rates as
@@ -29,7 +34,20 @@ from optui.core.bench.result import LATENCY_METRICS, BenchResult
 # Run arguments: they go to the workload (via finish), not to extra.
 _WORKLOAD_KEYS = frozenset({"num_prompts", "dataset_name", "random_input_len", "random_output_len"})
 _VLLM_MARKERS = ("failed", "endpoint_type", "model_id", "burstiness", "request_goodput:")
-_SGLANG_MARKERS = ("mean_e2e_latency_ms", "total_output_tokens_retokenized", "random_range_ratio", "total_throughput")
+_SGLANG_MARKERS = ("mean_e2e_latency_ms", "total_output_tokens_retokenized", "random_range_ratio", "total_throughput",
+                   "total_output_retokenized", "median_e2e_latency", "output_token_throughput")
+# SGLang 2024's JSONL names (see module doc) -> the names of the current files.
+_SGLANG_2024_KEYS = {
+    "total_input": "total_input_tokens",
+    "total_output": "total_output_tokens",
+    "total_output_retokenized": "total_output_tokens_retokenized",
+    "mean_e2e_latency": "mean_e2e_latency_ms",
+    "median_e2e_latency": "median_e2e_latency_ms",
+    "median_ttft": "median_ttft_ms",
+    "median_itl": "median_itl_ms",
+    "output_token_throughput": "output_throughput",
+    "benchmark_duration": "duration",
+}
 _JSON_START_RE = re.compile(r"\s*(?:\{|\[\s*[{\]])")
 _SPACE_RE = re.compile(r"\s*")
 
@@ -103,5 +121,7 @@ def _from_object(obj: dict, name: str, line: int) -> BenchResult:
                 if isinstance(rate, (int, float)):
                     result.extra[f"spec_position_{position}_acceptance_pct"] = 100.0 * rate
         elif not isinstance(value, (dict, list)):  # per-request arrays, server_info
+            if tool == "sglang":
+                key = _SGLANG_2024_KEYS.get(key, key)
             apply_value(result, snake(key), value)
     return finish(result, obj)

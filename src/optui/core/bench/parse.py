@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from optui.core.bench.canon import BenchParseError, classify, finish, parse_value, snake, store
+from optui.core.bench.canon import BenchParseError, classify, finish, leading_number, parse_value, snake, store
 from optui.core.bench.files import looks_like_json, parse_result_file_text
 from optui.core.bench.result import BenchResult
 from optui.core.textstream import strip_ansi
@@ -126,7 +126,11 @@ def _pre_block_args(text: str, start: int, end: int, args: dict) -> dict:
         line_start = text.rfind("\n", 0, pos) + 1
         if pos >= 0 and (pos == line_start or _LOG_PREFIX_RE.fullmatch(text, line_start, pos)):
             value = text[pos + len(label) : _line_end(text, pos)].strip()
-            found[key] = parse_value(value) if value else None
+            parsed = parse_value(value) if value else None
+            if isinstance(parsed, str):  # "15.0 RPS." (a unit), "4  <- note"
+                lead = leading_number(parsed)
+                parsed = parsed if lead is None else lead
+            found[key] = parsed
     return {**args, **found} if found else args
 
 

@@ -1,0 +1,176 @@
+"""Outputs operators paste, one test per defect class of issue 32 (by class, not by case).
+
+Each fixture in ``tests/fixtures/pasted/`` is written from the format's source (named in the
+test) in the shape of a public thread's paste; the asserts name what the old code got wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from optui.cli import cli
+from optui.core.bench.files import parse_result_file_text
+from optui.core.bench.parse import parse_bench_output
+from optui.core.nvsmi import NvidiaSmiError, parse_query_gpu, snapshot_from_nvidia_smi
+from optui.core.server_log import LogClassifier, classify_log, detect_kind
+from optui.core.todo_formats import TodoFormatError, parse_todo_json
+
+PASTED = Path(__file__).parent / "fixtures" / "pasted"
+
+
+def text(name: str) -> str:
+    return (PASTED / name).read_text()
+
+
+# --- server logs ---------------------------------------------------------------------------------
+
+def test_vllm_engine_core_fatal_error_is_a_crash_even_when_other_workers_go_on():
+    """vllm/v1/engine/core.py run_engine_core logs the exception, then multiprocessing prints
+    ``Process EngineCore_0:`` and the traceback; a TP worker's later progress line must not
+    make it read "starting" (a ready-waiter then sits until its timeout)."""
+    result = classify_log(text("vllm_engine_core_fatal.log"))
+    assert result["kind"] == "vllm"
+    assert result["final"] == "crashed"
+    assert any("no kernel image is available" in line for line in result["lines"])
+
+
+@pytest.mark.parametrize("prefix", ["", "(EngineCore_DP0 pid=77) "])
+def test_a_logged_engine_core_exception_alone_is_the_cause(prefix):
+    """The exception line of a logged traceback pasted without the rest, then the process line."""
+    log = (f"{prefix}INFO 01-02 03:04:05 [core.py:90] Starting to load model m...\n"
+           f"{prefix}ERROR 01-02 03:04:09 [core.py:712] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+           f"{prefix}Process EngineCore_DP0:\n"
+           "INFO 01-02 03:04:10 [api_server.py:1900] Starting vLLM API server 0 on http://0.0.0.0:8000\n")
+    result = classify_log(log)
+    assert result["final"] == "crashed"
+    assert any("illegal memory access" in line for line in result["lines"])
+
+
+def test_vllm_route_list_log_is_vllm_and_gives_the_http_phase():
+    result = classify_log(text("vllm_routes_only.log"))
+    assert result["kind"] == "vllm"
+    assert [p["phase"] for p in result["phases"]] == ["http_up"]
+    assert detect_kind("(APIServer pid=9) INFO 01-01 00:00:00 [api_server.py:1] Starting vLLM API server 0 on http://h:1\n") == "vllm"
+
+
+def test_llamacpp_model_load_after_the_early_listener_opens_the_weights_phase():
+    """llama.cpp late 2024 (tools/server/server.cpp): ``main: HTTP server is listening`` comes
+    before ``main: loading model``; loading and the KV cache still open their phases."""
+    phases = [p["phase"] for p in classify_log(text("llamacpp_listen_then_load.log"))["phases"]]
+    assert phases == ["launching", "http_up", "loading_weights", "kv_cache", "ready"]
+
+
+def test_a_late_loading_line_after_a_real_http_phase_still_does_not_reopen_loading():
+    """The exception is only right after http_up: after a KV phase, going back stays refused."""
+    c = LogClassifier("vllm")
+    for line in ("Starting to load model m", "GPU KV cache size: 10 tokens", "Starting vLLM server on http://h:1",
+                 "Capturing CUDA graphs", "Loading safetensors checkpoint shards: 100%"):
+        c.feed(line, 0.0)
+    assert [p.phase for p in c.phases] == ["loading_weights", "kv_cache", "http_up", "cuda_graph"]
+
+
+def test_sglang_child_ended_by_sigterm_is_a_stop_not_a_crash():
+    """sglang's watchdog after ``kill -TERM``: ``Subprocess scheduler_0 (pid=…) crashed with exit
+    code -15. Triggering SIGQUIT for cleanup...`` (observed on the real 0.5.23, see
+    tests/test_sglang_peer.py)."""
+    log = ("[2026-12-05 21:00:00] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)\n"
+           "[2026-12-05 21:00:03] The server is fired up and ready to roll!\n"
+           "[2026-12-05 21:01:00] Subprocess scheduler_0 (pid=4242) crashed with exit code -15. Triggering SIGQUIT for cleanup...\n"
+           "[2026-12-05 21:01:00] Received sigquit from a child process. It usually means the child failed.\n"
+           "Killed\n")
+    assert classify_log(log)["final"] == "stopped"
+    assert classify_log(log, returncode=-15)["final"] == "stopped"
+    assert classify_log(log, returncode=-9)["final"] == "crashed"  # a kill after the stop is not a clean stop
+    crash = log.replace("exit code -15", "exit code -9")
+    assert classify_log(crash)["final"] == "crashed"
+
+
+def test_vllm_cpu_kv_memory_and_block_size_classes_with_caret_lines_dropped():
+    """vllm/v1/worker/cpu_worker.py and v1/worker/utils.py messages (0.32.0, read from the wheel)."""
+    kv = ("(EngineCore pid=9) ERROR 12-05 21:00:00 [core.py:1000] Traceback (most recent call last):\n"
+          "(EngineCore pid=9) ERROR 12-05 21:00:00 [core.py:1000]   File \"/v/vllm/v1/worker/cpu_worker.py\", line 220, in x\n"
+          "(EngineCore pid=9) ERROR 12-05 21:00:00 [core.py:1000]     raise RuntimeError(\n"
+          "(EngineCore pid=9) ERROR 12-05 21:00:00 [core.py:1000]     ^^^^^^^^^^^^^^^^^^^\n"
+          "(EngineCore pid=9) ERROR 12-05 21:00:00 [core.py:1000] RuntimeError: Available memory (3.2 GiB) for KV cache "
+          "allocation is less than requested memory for kv (40.0 GiB).\n")
+    result = classify_log(kv)
+    assert (result["final"], result["class"]) == ("crashed", "oom")
+    assert any("less than requested memory for kv" in line for line in result["lines"])
+    assert not any(set(line.split("]")[-1].strip()) <= set("^~ ") for line in result["lines"])
+    block = "ValueError: No common block size for 16 (supported: [32, 64]).\n"
+    assert classify_log("INFO 12-05 21:00:00 [core.py:1] x\n" + block)["class"] == "bad_flag"
+
+
+# --- benchmark output --------------------------------------------------------------------------------
+
+def test_sglang_2024_jsonl_key_set_is_read():
+    """sglang python/sglang/bench_serving.py (2024) ``--output-file``, one line per ``--multi`` rate."""
+    first, second = parse_result_file_text(text("sglang_2024_multi.jsonl"), "m.jsonl")
+    assert (first.tool, first.request_rate, second.request_rate) == ("sglang", 1.0, 4.0)
+    assert (first.total_input_tokens, first.total_output_tokens, first.completed) == (51200, 6400, 50)
+    assert (first.ttft_ms["median"], first.itl_ms["median"], first.e2e_ms["mean"], first.e2e_ms["median"]) == (
+        38.42, 7.9, 1043.81, 1012.37)
+    assert (first.output_throughput_tok_s, first.duration_s) == (122.58, 52.21)
+    assert first.workload.input_len == 1024
+
+
+def test_values_with_a_unit_or_a_paste_annotation_are_kept():
+    [result] = parse_bench_output(text("vllm_bench_annotated.txt"))
+    assert result.request_rate == 15.0  # "Traffic request rate: 15.0 RPS."
+    assert result.failed == 0  # "0         <<<<<<< no failures this time"
+    assert result.request_throughput == 13.80
+    assert result.ttft_ms["median"] == 88.02  # "88.02     # was 140"
+    assert result.max_concurrency == 64
+    assert not any(isinstance(v, str) and v[:1].isdigit() for v in result.extra.values())
+
+
+def test_a_parse_refusal_exits_4_not_the_usage_code(tmp_path):
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"total_input": 1,\n')
+    result = CliRunner().invoke(cli, ["bench", "parse", str(bad)])
+    assert result.exit_code == 4, result.output
+    assert "broken.jsonl:1" in result.output
+
+
+# --- todo lists ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("wrap", [
+    lambda block: block,
+    lambda block: [{"type": "text", "text": "Updating the plan."}, block],
+    lambda block: {"role": "assistant", "content": [block]},
+    lambda block: {"type": "assistant", "message": {"role": "assistant", "content": [block]}},
+])
+def test_todowrite_tool_use_block_is_read_as_its_list(wrap):
+    block = json.loads(text("todowrite_tool_use.json"))
+    items = parse_todo_json(json.dumps(wrap(block)), "paste.json")
+    assert [(t.content, str(t.status)) for t in items] == [
+        ("Baseline vllm bench serve at c=64", "completed"),
+        ("Try --max-num-batched-tokens 16384", "in_progress"),
+        ("Compare TTFT p99 against baseline", "pending")]
+
+
+def test_a_broken_todowrite_block_names_its_field():
+    block = json.loads(text("todowrite_tool_use.json"))
+    del block["input"]["todos"][1]["content"]
+    with pytest.raises(TodoFormatError, match=r"TodoWrite\.input\.todos\[1\]\.content: missing"):
+        parse_todo_json(json.dumps(block), "paste.json")
+
+
+# --- nvidia-smi ----------------------------------------------------------------------------------
+
+def test_nvidia_smi_default_table_is_read_with_processes():
+    gpus = parse_query_gpu(text("nvidia_smi_table_b200.txt"))
+    assert [(g.index, g.name, g.mem_used_mib, g.mem_total_mib, g.util_gpu_pct, g.temp_c, g.power_w, g.power_limit_w)
+            for g in gpus] == [(0, "NVIDIA B200", 0, 183359, 0, 31, 141, 1000), (1, "NVIDIA B200", 171402, 183359, 97, 38, 612, 1000)]
+    assert gpus[0].processes == () and [(p.pid, p.used_mib) for p in gpus[1].processes or ()] == [(2749113, 171390)]
+    snap = snapshot_from_nvidia_smi("h", text("nvidia_smi_table_b200.txt"))
+    assert str(snap.status) == "live" and len(snap.samples) == 2
+
+
+def test_nvidia_smi_mig_profile_table_is_refused_saying_it_is_a_table():
+    with pytest.raises(NvidiaSmiError, match=r"nvidia-smi mig -lgip.*a table, not --query-gpu CSV"):
+        parse_query_gpu(text("nvidia_smi_mig_lgip.txt"))
