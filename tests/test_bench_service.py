@@ -286,6 +286,12 @@ async def test_every_run_of_an_external_client_gets_fresh_prompts_by_its_seed(tm
     fixed = await run(s, "fixed")
     assert [r.workload.seed for r in fixed.view.results] == [7]
     assert all(line.count("--seed") == 1 for line in fixed.lines if line.startswith("$ "))
+    # the journal keeps the commands as run, --seed included (issue 32: it had the preset's argv only)
+    finished = s.journal.events(types=["bench.finished"])
+    journaled = [" ".join(c) for e in finished for c in e.data["commands"]]
+    assert journaled == [c.removeprefix("$ ") for c in commands] + [" ".join(bench_argv) for bench_argv in fixed.commands]
+    assert all("--seed" in c for c in journaled)
+    await s.close()
 
 
 async def test_a_flood_is_taken_in_per_read_not_per_line(tmp_path):

@@ -174,3 +174,34 @@ def test_nvidia_smi_default_table_is_read_with_processes():
 def test_nvidia_smi_mig_profile_table_is_refused_saying_it_is_a_table():
     with pytest.raises(NvidiaSmiError, match=r"nvidia-smi mig -lgip.*a table, not --query-gpu CSV"):
         parse_query_gpu(text("nvidia_smi_mig_lgip.txt"))
+
+
+# --- vLLM 0.32 CPU `bench serve`, captured from the real peer (tests/test_vllm_peer.py) ---------------
+
+BENCH = Path(__file__).parent / "fixtures" / "bench"
+
+
+def test_vllm_bench_serve_text_and_save_result_agree_and_e2e_comes_from_latencies():
+    """`vllm bench serve ... --save-result` with the default --percentile-metrics (no e2el):
+    the JSON's per-request ``latencies`` give E2E (it was null), the printed block equals the
+    file to its 2 decimals, and the triton/nanobind exit report is no result."""
+    [printed] = parse_bench_output((BENCH / "vllm_0.32_cpu_bench_serve.txt").read_text())
+    [saved] = parse_result_file_text((BENCH / "vllm_0.32_cpu_save_result.json").read_text(), "r.json")
+    latencies = json.loads((BENCH / "vllm_0.32_cpu_save_result.json").read_text())["latencies"]
+    assert saved.e2e_ms["mean"] == pytest.approx(1000 * sum(latencies) / len(latencies))
+    assert saved.e2e_ms["p99"] <= 1000 * max(latencies) and saved.e2e_ms["median"] is not None
+    for field in ("ttft_ms", "tpot_ms", "itl_ms"):
+        for stat in ("mean", "median", "p99"):
+            assert round(getattr(saved, field)[stat], 2) == getattr(printed, field)[stat]
+    assert (printed.completed, saved.completed, printed.failed, saved.failed) == (20, 20, 0, 0)
+
+
+def test_nanobind_exit_report_is_noise_and_the_block_is_not():
+    from optui.core.bench.stream import is_exit_noise
+
+    lines = (BENCH / "vllm_0.32_cpu_bench_serve.txt").read_text().splitlines()
+    noise = [line for line in lines if is_exit_noise(line)]
+    assert noise and noise[0].startswith("nanobind: leaked") and noise[-1].startswith("See https://nanobind")
+    first = lines.index(noise[0])
+    assert lines[first:] == noise  # the whole tail after the result block, nothing before it
+    assert not any(is_exit_noise(line) for line in lines[:first])

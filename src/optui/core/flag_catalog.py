@@ -235,8 +235,16 @@ class FlagCatalog:
             lines.append(f"env: {spec.env}")
         return "\n".join(lines)
 
+    def help_command(self) -> str:
+        """The help command that lists every flag, for messages: ``vllm serve --help=all``
+        (vLLM 0.32 ``--help`` prints only the groups' names), else ``PROGRAM --help``."""
+        if not self.program:
+            return "the server's --help"
+        option = "--help=all" if self.kind == "vllm" and self.program[-1] == "serve" else "--help"
+        return f"{' '.join(self.program)} {option}"
+
     def _source(self) -> str:
-        return f"`{' '.join(self.program)} --help`" if self.program else "the server's --help"
+        return f"`{self.help_command()}`" if self.program else self.help_command()
 
     # ------------------------------------------------------------------ checks
     def check(self, flags: Flags) -> list[Issue]:
@@ -319,6 +327,55 @@ class FlagCatalog:
             except ValueError:
                 return f"invalid {spec.type} value: {value!r}"
         return None
+
+    def check_seen_forms(self, flags: Flags, seen: Iterable[Flags]) -> list[Issue]:
+        """Errors for values of flags whose type the help does not print (vLLM's flags that
+        default to None: ``--max-num-seqs``) that parse as none of the forms the same flag
+        had in ``seen`` (the running, last good and configured argvs) or its printed default.
+
+        A form is "int" (``256``; ``32k`` for vLLM), "number" (``0.9``) or "text"; a flag
+        once seen with text accepts anything. With nothing seen, nothing is refused."""
+        forms: dict[int, set[str]] = {}
+        shown: dict[int, str] = {}
+        for other in seen:
+            for arg in other.args:
+                found = self.lookup(arg.name) if arg.name else None
+                if found is None or found.spec is None or found.negated or found.spec.is_boolean:
+                    continue
+                for value in arg.values:
+                    forms.setdefault(id(found.spec), set()).add(self._form(value))
+                    shown.setdefault(id(found.spec), f"{arg.name} {value}")
+        issues = []
+        for arg in flags.args:
+            found = self.lookup(arg.name) if arg.name else None
+            if found is None or found.spec is None or found.negated:
+                continue
+            spec = found.spec
+            if spec.type is not None or spec.choices or spec.is_boolean:
+                continue  # value_problem checks these
+            seen_forms = set(forms.get(id(spec), ()))
+            if spec.default not in (None, "", "None"):
+                seen_forms.add(self._form(spec.default.strip("'\"")))
+                shown.setdefault(id(spec), f"default {spec.default}")
+            if not seen_forms or "text" in seen_forms:
+                continue
+            for value in arg.values:
+                form = self._form(value)
+                if form == "int" or (form == "number" and "number" in seen_forms):
+                    continue
+                what = "an integer" if seen_forms == {"int"} else "a number"
+                issues.append(Issue("error", arg.name or "", f"{value!r} is not {what} like its other values "
+                                    f"({shown[id(spec)]}); {self.help_command()} prints no type for it"))
+        return issues
+
+    def _form(self, value: str) -> str:
+        if _INT.match(value) or (self.kind == "vllm" and _HUMAN_INT.match(value)):
+            return "int"
+        try:
+            float(value)
+        except ValueError:
+            return "text"
+        return "number"
 
     # ------------------------------------------------------------------ editing
     def toggle(self, flags: Flags, name: str) -> Flags:

@@ -44,6 +44,20 @@ def _type_from_default(default: str | None) -> str | None:
     return None
 
 
+# A type the help text states where argparse prints none (vLLM 0.32 ``--help=all``, flags
+# defaulting to None): "After construction, always int." (``--block-size``), "supports
+# k/m/g/K/M/G in human-readable format" (``--max-model-len``: an int, 32k allowed).
+_STATED_TYPE = re.compile(r"\balways (int|float)\b")
+_HUMAN_READABLE = re.compile(r"supports k/m/g/K/M/G in human-readable format")
+
+
+def _type_from_help(help_text: str) -> str | None:
+    m = _STATED_TYPE.search(help_text)
+    if m:
+        return m.group(1)
+    return "int" if _HUMAN_READABLE.search(help_text) else None
+
+
 def _default_of(help_text: str) -> str | None:
     m = _DEFAULT.search(help_text)
     return m.group(1).strip() if m else None
@@ -127,6 +141,8 @@ def parse_argparse_help(text: str) -> tuple[list[FlagSpec], list[str]]:
             type_ = _type_from_default(default) if nargs != "0" and not choices else None
             if type_ == "int":
                 type_ = "number"  # argparse prints a float option's default 4 as "4": only "numeric" is sure
+            if type_ is None and nargs != "0" and not choices:
+                type_ = _type_from_help(help_text)
             specs.append(FlagSpec(
                 names=tuple(positive), negations=tuple(negative), metavar=metavar, nargs=nargs,
                 choices=choices, type=type_,

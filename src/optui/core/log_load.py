@@ -86,7 +86,8 @@ def parse_batch_line(line: str) -> BatchLine | None:
                 rank=m.groupdict().get("engine") or "",
                 running=_num(f.get("running")),
                 waiting=_num(f.get("waiting", f.get("pending"))),
-                kv_cache_pct=_num(f.get("gpu kv cache usage")),
+                # "GPU KV cache usage", "CPU KV cache usage" (vLLM's CPU build, 0.32), any device
+                kv_cache_pct=_num(next((v for k, v in f.items() if k.endswith("kv cache usage")), None)),
                 gen_tok_s=_num(f.get("avg generation throughput")),
                 prompt_tok_s=_num(f.get("avg prompt throughput")),
                 prefix_hit_pct=_num(f.get("prefix cache hit rate")),

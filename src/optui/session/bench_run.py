@@ -27,7 +27,7 @@ from optui.adapters.shell import LocalShell, Shell
 from optui.config import BenchmarkConfig, BuiltinBench
 from optui.core.bench.cmd import point_argv, with_run_seed
 from optui.core.bench.result import DEFAULT_MAX_FAILED_PCT, BenchResult, apply_failure_threshold
-from optui.core.bench.stream import ProgressTracker, StreamProgress
+from optui.core.bench.stream import ProgressTracker, StreamProgress, is_exit_noise
 from optui.core.bench.sweep import Point, SweepSpec, plan_points
 from optui.core.bench.validity import StateTimeline, invalid_reason, mark_invalid, max_token_gap_ms
 from optui.session.bench_command import CommandPoint
@@ -89,6 +89,8 @@ class BenchRun:
         self.on_change = on_change
         #: ``on_command(argv, returncode, duration_s)`` after each external command (command log)
         self.on_command: Callable[[list[str], int | None, float], None] | None = None
+        #: the argv of each external command as run (with the ``--seed`` optui added), in order
+        self.commands: list[list[str]] = []
         self.server_healthy = server_healthy
         self.api_key = api_key
         self.sweep = sweep
@@ -155,7 +157,9 @@ class BenchRun:
     def _on_output(self, stream: str, lines: list[str]) -> None:
         """A read's output lines (``stream``: "stdout" / "stderr"): kept, and the progress
         they tell (one ``on_change`` for the batch: the UI pulls the lines per frame)."""
-        self.add_lines(lines)
+        kept = [line for line in lines if not is_exit_noise(line)]
+        if kept:
+            self.add_lines(kept)
         if self.tracker.lines(lines, time.monotonic()):
             self._update(progress=self.tracker.state)
 
@@ -235,6 +239,7 @@ class BenchRun:
         from optui.adapters.loadgen import new_seed  # httpx: not at the TUI's first frame
 
         argv, seed = with_run_seed(argv, new_seed())
+        self.commands.append(list(argv))
         self.add_line(("$ " if self.shell.local else f"{self.shell.host}$ ") + " ".join(argv))
         self.tracker = ProgressTracker()
         self._update(progress=self.tracker.state)

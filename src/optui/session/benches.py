@@ -144,6 +144,8 @@ class BenchService:
             "result": view.results[0].to_json() if len(view.results) == 1 else None,
             "results": [r.to_json() for r in view.results] if len(view.results) > 1 else None,
             "server_argv": list(rt.status.argv),
+            # the commands as run: the preset's argv of bench.started plus the --seed optui added
+            "commands": run.commands or None,
         }, experiment=exp)
         w.refresh()
 

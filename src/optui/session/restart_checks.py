@@ -10,7 +10,8 @@ all go through :meth:`optui.session.Session.restart_checked`, which uses this mo
 2. **Changes** (:func:`apply_changes`): preset, unsets, sets, in that order.
 3. **Flag checks before anything stops** (:func:`plan_restart`): the argv is checked against
    the server program's learned flag catalogue (``--help``, cached); an error (a value of
-   the wrong type, a choice not offered, a value for an on/off flag) refuses the restart
+   the wrong type, a choice not offered, a value for an on/off flag, a value unlike the
+   values seen for a flag whose help prints no type) refuses the restart
    with :class:`RestartRefused` while the old server keeps running; warnings (unknown flag,
    abbreviation) are returned to be shown. A door that cannot ask (``optui restart``) also
    refuses an unknown flag (``refuse_unknown``); ``force`` (the operator who knows better)
@@ -155,11 +156,15 @@ async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[
         new = apply_changes(base, sets=sets, unsets=unsets, preset=p, catalog=catalog).to_argv()
     else:
         new = list(argv)
-    issues = tuple(catalog.check(Flags.parse(new, catalog.booleans()))) if catalog is not None else ()
+    issues: tuple[Issue, ...] = ()
+    if catalog is not None:
+        parsed = Flags.parse(new, catalog.booleans())
+        seen = [Flags.parse(list(a), catalog.booleans()) for a in (base, last_good or (), rt.cfg.argv or ())]
+        issues = (*catalog.check(parsed), *catalog.check_seen_forms(parsed, seen))
     refused = tuple(i for i in issues if i.level == "error" or (refuse_unknown and i.code == UNKNOWN_FLAG))
     if refused and not force:
         raise RestartRefused(f"{rt.name}: not restarted, the flags fail the checks of "
-                             f"`{' '.join(catalog.program) or 'the server'} --help`: " + "; ".join(map(str, refused))
+                             f"`{catalog.help_command()}`: " + "; ".join(map(str, refused))
                              + " (the server was not stopped)", refused)
     warnings = issues if force else tuple(i for i in issues if i not in refused)
     return RestartPlan(rt.name, tuple(new), base, base_from, warnings, unchecked)

@@ -19,7 +19,10 @@ Formats (``../shared/reference/servers_and_bench.md`` sections 3.1, 3.2):
   Early-2025 ``benchmarks/benchmark_serving.py`` wrote the key ``"request_goodput:"`` (sic).
 - optui's own :meth:`BenchResult.to_json` output (an object or a list), so results round-trip.
 
-Per-request arrays (``ttfts``, ``itls``, ``latencies``...) are dropped. Malformed input
+Per-request arrays (``ttfts``, ``itls``...) are dropped, except that a vLLM file without
+``*_e2el_ms`` keys (``--percentile-metrics`` left at its default ``ttft,tpot,itl``) gets its E2E
+statistics from ``latencies`` (seconds per request, ``vllm/benchmarks/serve.py``) when every
+request succeeded, computed as vLLM does (``np.mean``/``np.median``/``np.percentile``). Malformed input
 raises :class:`~optui.core.bench.canon.BenchParseError` naming the line.
 """
 
@@ -124,4 +127,28 @@ def _from_object(obj: dict, name: str, line: int) -> BenchResult:
             if tool == "sglang":
                 key = _SGLANG_2024_KEYS.get(key, key)
             apply_value(result, snake(key), value)
+    if tool == "vllm" and result.e2e_ms.get("mean") is None:
+        _e2e_from_latencies(result, obj)
     return finish(result, obj)
+
+
+def _e2e_from_latencies(result: BenchResult, obj: dict) -> None:
+    """Fill ``result.e2e_ms`` (ms) from vLLM's per-request ``latencies`` (s): only when their
+    count is the completed count and nothing failed (failed requests' entries are zeros)."""
+    latencies = obj.get("latencies")
+    completed = obj.get("completed")
+    if not isinstance(latencies, list) or not latencies or len(latencies) != completed or obj.get("failed"):
+        return
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in latencies):
+        return
+    ms = sorted(1000.0 * x for x in latencies)
+    result.e2e_ms.update(mean=sum(ms) / len(ms), median=_percentile(ms, 50), p90=_percentile(ms, 90),
+                         p95=_percentile(ms, 95), p99=_percentile(ms, 99))
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    """numpy's default (linear) percentile ``q`` (0-100) of sorted ``ordered``."""
+    pos = (len(ordered) - 1) * q / 100.0
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)

