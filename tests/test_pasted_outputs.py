@@ -205,3 +205,22 @@ def test_nanobind_exit_report_is_noise_and_the_block_is_not():
     first = lines.index(noise[0])
     assert lines[first:] == noise  # the whole tail after the result block, nothing before it
     assert not any(is_exit_noise(line) for line in lines[:first])
+
+
+def test_real_vllm_032_kv_memory_crash_log_is_oom_with_its_line_and_no_caret_lines():
+    """The log of the real peer started with VLLM_CPU_KVCACHE_SPACE=4000 (tests/test_vllm_peer.py
+    reproduces it): the old code called it unknown."""
+    log = (Path(__file__).parent / "fixtures" / "server_logs" / "vllm_0.32_cpu_kv_memory.log").read_text()
+    result = classify_log(log, "vllm", 1)
+    assert (result["final"], result["class"]) == ("crashed", "oom")
+    assert any("less than requested memory for kv" in line for line in result["lines"])
+    assert not any(set(line.rsplit("] ", 1)[-1].strip()) <= set("^~ ") for line in result["lines"])
+
+
+def test_real_vllm_032_block_size_crash_log_is_bad_flag():
+    """``--block-size 8`` on the real CPU peer: ``No common block size for 8 (CPU_ATTN:
+    [MultipleOf(32)])``; the old code called it unknown."""
+    log = (Path(__file__).parent / "fixtures" / "server_logs" / "vllm_0.32_cpu_block_size.log").read_text()
+    result = classify_log(log, "vllm", 1)
+    assert (result["final"], result["class"]) == ("crashed", "bad_flag")
+    assert any("No common block size" in line for line in result["lines"])

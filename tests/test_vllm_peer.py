@@ -29,7 +29,7 @@ from optui.core.server_state import CrashClass
 from tests.peers.vllm_fixtures import launch_vllm
 from tests.peers.vllm_server import DEFAULT_ARGS, run_env
 
-pytest_plugins = ["tests.peers.vllm_fixtures"]
+pytest_plugins = ["tests.peers.vllm_fixtures", "tests.peers.sglang_fixtures"]
 
 
 def _get(url: str, timeout: float = 10) -> str:
@@ -199,3 +199,45 @@ def test_bench_serve_text_equals_its_save_result_json(vllm_server, vllm_exe, vll
             printed, full = getattr(text, field)[stat], getattr(saved, field)[stat]
             assert printed is not None and full is not None and round(full, 2) == printed, (field, stat)
     assert round(saved.output_throughput_tok_s, 2) == text.output_throughput_tok_s
+
+
+def test_sglang_bench_serving_against_vllm_text_equals_its_jsonl(vllm_server, vllm_model, sglang_python, tmp_path):
+    """SGLang's client (the SGLang peer's venv) with ``--backend vllm`` against the real vLLM."""
+    from tests.peers.sglang_server import run_env as sglang_env
+
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.run(
+        [str(sglang_python), "-m", "sglang.bench_serving", "--backend", "vllm", "--base-url", vllm_server.url,
+         "--model", str(vllm_model), "--served-model-name", "tiny", "--dataset-name", "random-ids",
+         "--random-input-len", "32", "--random-output-len", "16", "--num-prompts", "8", "--max-concurrency", "4",
+         "--output-file", str(out)],
+        capture_output=True, text=True, env=sglang_env(), timeout=500, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    [text] = parse_bench_output(proc.stdout + proc.stderr)
+    [saved] = parse_any(out.read_text(), "r.jsonl")
+    assert (text.tool, saved.tool, text.completed, saved.completed) == ("sglang", "sglang", 8, 8)
+    assert round(saved.output_throughput_tok_s, 2) == text.output_throughput_tok_s
+    for field in ("ttft_ms", "itl_ms", "e2e_ms"):
+        for stat in ("mean", "median"):
+            assert round(getattr(saved, field)[stat], 2) == getattr(text, field)[stat], (field, stat)
+
+
+def test_builtin_generator_token_counts_against_vllm_counters(vllm_server):
+    """optui's built-in generator against vLLM's own counters (issue 32): the output tokens it
+    counts equal vllm:generation_tokens_total's move. Its prompts' length is the other
+    engineer's (i29: counted with /tokenize); here only the server's count of them is read."""
+    import asyncio
+
+    from optui.adapters.loadgen import run_load
+
+    def counter(name: str) -> float:
+        text = _get(f"{vllm_server.url}/metrics")
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+
+    gen0, prompt0 = counter("vllm:generation_tokens_total"), counter("vllm:prompt_tokens_total")
+    result = asyncio.run(run_load(vllm_server.url, model="tiny", input_len=64, output_len=16, num_prompts=8,
+                                  concurrency=4, warmup=0, seed=3))
+    gen1, prompt1 = counter("vllm:generation_tokens_total"), counter("vllm:prompt_tokens_total")
+    assert result.status == "ok" and result.completed == 8, result.error
+    assert result.total_output_tokens == gen1 - gen0 == 8 * 16
+    assert prompt1 - prompt0 > 0  # what vLLM tokenized; compared with input_len by i29's /tokenize counting

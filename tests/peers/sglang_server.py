@@ -110,11 +110,8 @@ sys.meta_path.insert(0, _Hook())
 
 SGL_KERNEL = '''"""optui test peer: placeholder for sgl_kernel (tests/peers/sglang_server.py step 6).
 
-Importable, so plain Llama serving on a CPU without AMX runs; anything called raises."""
-import importlib.abc
-import importlib.machinery
-import sys
-import types
+Importable, so plain Llama serving on a CPU without AMX runs; anything called raises. Its
+submodules (sgl_kernel.scalar_type...) do not exist: sglang's ImportError fallbacks apply."""
 
 __version__ = "0.0.0+optui.placeholder"
 
@@ -130,25 +127,6 @@ def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
     return _placeholder(f"sgl_kernel.{name}")
-
-
-class _Sub(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path=None, target=None):
-        if name.startswith("sgl_kernel."):
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        module = types.ModuleType(spec.name)
-        module.__path__ = []
-        module.__getattr__ = lambda attr: _placeholder(f"{spec.name}.{attr}") if not attr.startswith("__") else (_ for _ in ()).throw(AttributeError(attr))
-        return module
-
-    def exec_module(self, module):
-        pass
-
-
-sys.meta_path.append(_Sub())
 '''
 
 
@@ -180,10 +158,22 @@ def cached_sglang(cache: Path | None = None) -> Path | None:
     try:
         if python.is_file() and json.loads((cache / "install-stamp.json").read_text()) == _stamp() \
                 and (cache / "model" / "config.json").is_file():
+            _write_shims(cache / "venv")
             return python
     except (OSError, ValueError):
         pass
     return None
+
+
+def _write_shims(venv: Path) -> None:
+    """Steps 5 and 6: the torchvision hook and the sgl_kernel placeholder (rewritten when
+    this file's version of them changed; no reinstall)."""
+    site = next((venv / "lib").glob("python3.*/site-packages"))
+    for path, text in ((site / "optui_peer_tv_hook.py", TV_HOOK), (site / "optui_peer_tv_hook.pth", "import optui_peer_tv_hook\n"),
+                       (site / "sgl_kernel" / "__init__.py", SGL_KERNEL)):
+        path.parent.mkdir(exist_ok=True)
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
 
 
 def _install(cache: Path) -> Path:
@@ -204,11 +194,7 @@ def _install(cache: Path) -> Path:
     _run_logged([*pip, "install", *source, f"torch=={TORCH_VERSION}"], log_file)
     _run_logged([*pip, "install", "--no-deps", "torchvision==0.28.0", f"sglang=={SGLANG_VERSION}"], log_file)
     _run_logged([*pip, "install", *source, "-c", str(constraints), *PURE_REQUIREMENTS], log_file)
-    site = next((venv / "lib").glob("python3.*/site-packages"))
-    (site / "optui_peer_tv_hook.py").write_text(TV_HOOK)
-    (site / "optui_peer_tv_hook.pth").write_text("import optui_peer_tv_hook\n")
-    (site / "sgl_kernel").mkdir(exist_ok=True)
-    (site / "sgl_kernel" / "__init__.py").write_text(SGL_KERNEL)
+    _write_shims(venv)
     model = cache / "model"
     if not (model / "config.json").is_file():
         maker = Path(__file__).with_name("make_tiny_hf.py")

@@ -1,0 +1,153 @@
+"""optui against a real SGLang (0.5.23 on CPU, tests/peers/sglang_server.py) on 127.0.0.1.
+
+One shared server (``sglang_server``, session scope) for the tests that only read from it;
+the crash classes and the SIGTERM stop start their own. docs/engines/sglang.md lists what is
+verified here and what only against formats.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from optui.core.bench.parse import parse_any, parse_bench_output
+from optui.core.effective_config import check_config, sglang_config
+from optui.core.help_parse import parse_help
+from optui.core.metrics_map import generated_total, load_view, parse_scrape
+from optui.core.server_log import LogClassifier, classify_log
+from optui.core.server_state import CrashClass
+from tests.peers.sglang_fixtures import launch_sglang
+from tests.peers.sglang_server import DEFAULT_ARGS, run_env
+
+pytest_plugins = ["tests.peers.sglang_fixtures"]
+
+
+def _get(url: str, timeout: float = 10) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.read().decode()
+
+
+def _complete(url: str, max_tokens: int) -> dict:
+    body = json.dumps({"model": "tiny", "prompt": "def main(argv):\n    return", "max_tokens": max_tokens,
+                       "ignore_eos": True, "temperature": 0}).encode()
+    req = urllib.request.Request(f"{url}/v1/completions", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as resp:
+        return json.loads(resp.read())
+
+
+def _wait_ready_line(peer, timeout_s: float = 60) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = peer.log_path.read_text(errors="replace")
+        if "fired up and ready to roll" in text:
+            return text
+        time.sleep(0.5)
+    raise AssertionError(f"no ready line in {peer.log_path}")
+
+
+def test_phases_end_at_fired_up_and_ready_to_roll(sglang_server):
+    text = _wait_ready_line(sglang_server)
+    classifier = LogClassifier("sglang")
+    for line in text.splitlines():
+        classifier.feed(line)
+    phases = [p.phase for p in classifier.phases]
+    assert phases[0] == "launching" and phases[-1] == "ready" and classifier.log_ready, phases
+    assert phases.index("loading_weights") < phases.index("kv_cache") < phases.index("ready")
+    assert (classify_log(text)["kind"], classify_log(text)["final"]) == ("sglang", "ready")
+
+
+def test_metrics_give_the_load_and_the_counters_match_the_tokens_served(sglang_server):
+    before = parse_scrape(_get(f"{sglang_server.url}/metrics"), 0.0)
+    views = []
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(_complete, sglang_server.url, 100) for _ in range(4)]
+        prev, t = before, 0.0
+        while not all(f.done() for f in futures) and t < 300:
+            time.sleep(0.5)
+            t += 0.5
+            cur = parse_scrape(_get(f"{sglang_server.url}/metrics"), t)
+            views.append(load_view(cur, prev))
+            prev = cur
+        usages = [f.result()["usage"] for f in futures]
+    after = parse_scrape(_get(f"{sglang_server.url}/metrics"), t + 1)
+    assert any((v.running or 0) >= 1 for v in views), views
+    assert any((v.gen_tok_s or 0) > 0 for v in views)
+    assert generated_total(after) - generated_total(before) == sum(u["completion_tokens"] for u in usages) == 400
+
+
+def test_server_info_gives_the_config_in_effect(sglang_server):
+    info = json.loads(_get(f"{sglang_server.url}/server_info"))
+    running = sglang_config(info)
+    assert running is not None and running.version
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", str(sglang_server.model), *DEFAULT_ARGS]
+    assert check_config("sglang", argv, running).status == "verified"
+    wrong = check_config("sglang", [*argv, "--mem-fraction-static", "0.5"], running)
+    assert wrong.status != "verified" and wrong.mismatches
+
+
+def test_flag_catalogue_from_help(sglang_python):
+    proc = subprocess.run([str(sglang_python), "-m", "sglang.launch_server", "--help"], capture_output=True, text=True,
+                          env=run_env(), timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    catalog = parse_help(proc.stdout, kind="sglang", program=("python", "-m", "sglang.launch_server"))
+    assert len(catalog.specs) > 150
+    assert catalog.lookup("--max-total-tokens") is not None and catalog.lookup("--enable-metrics").spec.is_boolean
+
+
+def _crash(python, model, tmp_path, args, port=None) -> dict:
+    with launch_sglang(python, model, tmp_path, args, wait=False, port=port) as peer:
+        try:
+            rc = peer.proc.wait(timeout=400)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"sglang {args} still running after 400 s; log {peer.log_path}")
+        return classify_log(peer.log_path.read_text(errors="replace"), "sglang", rc)
+
+
+def test_bad_flag_and_bad_value(sglang_python, sglang_model, tmp_path):
+    flag = _crash(sglang_python, sglang_model, tmp_path, [*DEFAULT_ARGS, "--no-such-flag", "1"])
+    assert (flag["final"], flag["class"]) == ("crashed", CrashClass.BAD_FLAG)
+    value = _crash(sglang_python, sglang_model, tmp_path, [*DEFAULT_ARGS, "--max-running-requests", "abc"])
+    assert (value["final"], value["class"]) == ("crashed", CrashClass.BAD_FLAG)
+
+
+def test_port_in_use(sglang_python, sglang_model, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = _crash(sglang_python, sglang_model, tmp_path, DEFAULT_ARGS, port=taken.getsockname()[1])
+    assert (result["final"], result["class"]) == ("crashed", CrashClass.PORT_IN_USE)
+
+
+def test_a_sigterm_stop_is_never_a_crash(sglang_python, sglang_model, tmp_path):
+    with launch_sglang(sglang_python, sglang_model, tmp_path) as peer:
+        _wait_ready_line(peer)
+        peer.proc.send_signal(signal.SIGTERM)  # its own process only, as an operator's kill does
+        rc = peer.proc.wait(timeout=60)
+        time.sleep(1)
+        text = peer.log_path.read_text(errors="replace")
+    result = classify_log(text, "sglang", rc)
+    assert result["final"] == "stopped" and result["class"] is None, (rc, result)
+
+
+def test_bench_serving_text_and_jsonl_are_parsed_equal(sglang_server, sglang_python, tmp_path):
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.run(
+        [str(sglang_python), "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", sglang_server.url,
+         "--model", str(sglang_server.model), "--dataset-name", "random-ids", "--random-input-len", "32",
+         "--random-output-len", "16", "--num-prompts", "8", "--max-concurrency", "4", "--output-file", str(out)],
+        capture_output=True, text=True, env=run_env(), timeout=500, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    [text] = parse_bench_output(proc.stdout + proc.stderr)
+    [saved] = parse_any(out.read_text(), "r.jsonl")
+    assert (text.tool, saved.tool, text.completed, saved.completed) == ("sglang", "sglang", 8, 8)
+    assert round(saved.output_throughput_tok_s, 2) == text.output_throughput_tok_s
+    for field in ("ttft_ms", "itl_ms", "e2e_ms"):
+        for stat in ("mean", "median"):
+            assert round(getattr(saved, field)[stat], 2) == getattr(text, field)[stat], (field, stat)
