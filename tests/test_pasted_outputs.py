@@ -84,9 +84,15 @@ def test_sglang_child_ended_by_sigterm_is_a_stop_not_a_crash():
            "Killed\n")
     assert classify_log(log)["final"] == "stopped"
     assert classify_log(log, returncode=-15)["final"] == "stopped"
-    assert classify_log(log, returncode=-9)["final"] == "crashed"  # a kill after the stop is not a clean stop
+    # SGLang 0.5.23 ends its own tree with SIGKILL after the SIGTERM (kill_process_tree): still the stop
+    assert classify_log(log, returncode=-9)["final"] == "stopped"
+    assert classify_log(log, returncode=1)["final"] == "crashed"
     crash = log.replace("exit code -15", "exit code -9")
     assert classify_log(crash)["final"] == "crashed"
+    alone = ("[2026-12-05 21:53:20] The server is fired up and ready to roll!\n"
+             "[2026-12-05 21:53:25] SIGTERM received. signum=None frame=None. Draining requests and shutting down...\n"
+             "[2026-12-05 21:53:27] INFO:     Shutting down\n")
+    assert classify_log(alone, returncode=0)["final"] == "stopped"
 
 
 def test_vllm_cpu_kv_memory_and_block_size_classes_with_caret_lines_dropped():
@@ -224,3 +230,13 @@ def test_real_vllm_032_block_size_crash_log_is_bad_flag():
     result = classify_log(log, "vllm", 1)
     assert (result["final"], result["class"]) == ("crashed", "bad_flag")
     assert any("No common block size" in line for line in result["lines"])
+
+
+def test_real_sglang_sigterm_stop_log_is_stopped():
+    """The real 0.5.23 peer's log after SIGTERM to its process group (tests/test_sglang_peer.py;
+    UserWarning, /health and nanobind lines left out): the old code read "crashed"."""
+    log = (Path(__file__).parent / "fixtures" / "server_logs" / "sglang_0.5.23_cpu_sigterm_stop.log").read_text()
+    assert "crashed with exit code -15" in log
+    for rc in (None, -9, -15):
+        result = classify_log(log, "sglang", rc)
+        assert (result["final"], result["class"]) == ("stopped", None), rc

@@ -218,3 +218,24 @@ async def test_np_abc_is_refused_by_the_real_help_before_the_server_stops(tmp_pa
         # a good value goes through the same door
         outcome = await session.restart_checked("llama", sets=["-np=2"], reason="cli")
         assert outcome.ok and outcome.plan.base_from == "running" and rt.status.pid != pid
+
+
+async def test_a_changed_port_that_is_taken_is_refused_before_the_server_stops(tmp_path, llama_server_bin, tiny_gguf):
+    """Issue 32: a restart to a ``--port`` another listener holds was only found after the
+    stop (the new server died with "address already in use"); now it is refused first."""
+    import socket
+
+    from optui.session.restart_checks import RestartRefused
+
+    port = free_port()
+    argv = llama_argv(llama_server_bin, tiny_gguf, port, "-c", "2048", "-np", "2", "-a", "tiny")
+    async with session_for(tmp_path, argv, port) as (session, rt):
+        assert (await session.restart_server("llama", argv)).state.value == "ready"
+        pid = rt.status.pid
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            other = taken.getsockname()[1]
+            with pytest.raises(RestartRefused, match=rf"--port: port {other} is in use on this machine.*not stopped"):
+                await session.restart_checked("llama", sets=[f"--port={other}"], reason="cli")
+        assert rt.status.state.value == "ready" and rt.status.pid == pid

@@ -49,3 +49,14 @@ def test_a_set_replaces_another_spelling_of_its_flag():
         "python", "-m", "sglang.launch_server", "--tensor-parallel-size", "8", "--port", "30000"]
     without = apply_changes(base, sets=["--tensor-parallel-size=8"]).to_argv()  # no catalogue: not known as one
     assert without[3:5] == ["--tp-size", "4"] and without[-2:] == ["--tensor-parallel-size", "8"]
+
+
+def test_changed_port_is_seen_only_when_the_port_moves():
+    from optui.session.restart_checks import changed_port
+
+    base = ["vllm", "serve", "m", "--port", "8000"]
+    assert changed_port(base, [*base[:-1], "8001"]) == ("--port", 8001, "0.0.0.0")
+    assert changed_port(base, [*base, "--host", "127.0.0.1", "--port", "9000"]) == ("--port", 9000, "127.0.0.1")
+    assert changed_port(base, base) is None
+    assert changed_port(base, [*base[:-1], "http"]) is None  # not a number: the catalogue's business
+    assert changed_port(["s"], ["s", "--port", "70000"]) is None

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
+import socket
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -60,6 +62,20 @@ def _json(resp: httpx.Response):
     """The JSON of ``resp`` nested at most :data:`MAX_JSON_DEPTH` levels (never a
     RecursionError); raises ValueError (:class:`~optui.core.bounded_json.JsonBoundError`)."""
     return loads_bounded(resp.content, what=str(resp.request.url), max_bytes=MAX_ANSWER_BYTES, max_depth=MAX_JSON_DEPTH)
+
+
+def port_taken(port: int, host: str = "0.0.0.0") -> bool:
+    """True when a TCP listener on this machine holds ``port`` (a bind of ``host:port`` with
+    SO_REUSEADDR fails with EADDRINUSE: a socket in TIME_WAIT does not count). Other bind
+    errors (a host that is not this machine's, no permission for a low port) give False:
+    only a port known to be taken is reported."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,10 +126,11 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
         ),
     ),
 ]
-# SGLang's parent after a child ended by SIGTERM (a stop, not a crash): "Subprocess
-# scheduler_0 (pid=12) crashed with exit code -15. Triggering SIGQUIT for cleanup..."
-# (sglang srt/utils watchdog); the lines after it are the shutdown's, never a crash's.
-_SIGTERM_STOP = _P(r"crashed with exit code -15\b")
+# A stop by SIGTERM, not a crash (the lines after it are the shutdown's, never a crash's):
+# SGLang 0.5.23's parent when its process group got SIGTERM (optui's stop): "Subprocess
+# scheduler_0 (pid=12) crashed with exit code -15. Triggering SIGQUIT for cleanup..."; its
+# parent alone: "SIGTERM received. signum=None frame=None. Draining requests and shutting down...".
+_SIGTERM_STOP = _P(r"crashed with exit code -15\b|\bSIGTERM received\b")
 # A vLLM log record whose message is an exception line: "ERROR 05-20 10:00:00 [core.py:710]
 # RuntimeError: CUDA error: ..." (the last line of a logged traceback, pasted without the rest).
 _VLLM_ERROR_EXCEPTION = _P(r"\bERROR \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \[[\w./-]+:\d+\] "
@@ -593,8 +594,9 @@ def classify_log(text: str, kind: str | None = None, returncode: int | None = No
         or (returncode is not None and returncode != 0)
         or classifier.ended_in_traceback  # a saved log ends where its process died
     )
-    if classifier.stopped and returncode in (None, 0, -15, 143):
-        # stopped by SIGTERM: an exit status of the stop, or none, is no crash
+    if classifier.stopped and (returncode is None or returncode <= 0 or returncode in (130, 137, 143)):
+        # stopped by SIGTERM: a signal's exit status is the stop's (SGLang 0.5.23 ends its own
+        # tree with SIGKILL after it: rc -9), no status too; an error exit (1) still crashed
         crashed = bool(classifier.hints) and (not classifier.ready or crash_after_ready)
     final = "crashed" if crashed else ("stopped" if classifier.stopped else "ready" if classifier.ready else "starting")
     phases = [

@@ -120,6 +120,33 @@ def rollback_offer(policy: str, plan_argv: Iterable[str], status: ServerStatus) 
     return last_good if last_good != tuple(plan_argv) else None
 
 
+def changed_port(base: Iterable[str], new: Iterable[str]) -> tuple[str, int, str] | None:
+    """``(flag, port, listen host)`` when ``new`` sets a ``--port`` other than ``base``'s
+    (the spelling the argv uses; host from ``--host``, else 0.0.0.0); None otherwise or when
+    the value is not a port number."""
+    old_flags, new_flags = Flags.parse(list(base)), Flags.parse(list(new))
+    old, values = old_flags.get("--port"), new_flags.get("--port")
+    if not values or values == old or not values[-1].isdecimal() or not 0 < int(values[-1]) < 65536:
+        return None
+    host = new_flags.get("--host")
+    return "--port", int(values[-1]), host[-1] if host else "0.0.0.0"
+
+
+def _port_issues(rt, base: Iterable[str], new: Iterable[str]) -> tuple[Issue, ...]:
+    """An error when the restart moves the server to a port that a listener on this machine
+    holds (the new server would die with "address already in use" after the old one stopped).
+    Servers on another host are not checked."""
+    moved = changed_port(base, new)
+    if moved is None or not getattr(rt.shell, "local", False):
+        return ()
+    from optui.adapters.probe import port_taken
+
+    flag, port, host = moved
+    if not port_taken(port, "0.0.0.0" if host in ("", "::", "0.0.0.0") else host):
+        return ()
+    return (Issue("error", flag, f"port {port} is in use on this machine: the server could not listen there"),)
+
+
 async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[str] = (), unsets: Iterable[str] = (),
                        preset: str | None = None, learn: bool = True, refuse_unknown: bool = False,
                        force: bool = False) -> RestartPlan:
@@ -161,6 +188,7 @@ async def plan_restart(rt, *, argv: Iterable[str] | None = None, sets: Iterable[
         parsed = Flags.parse(new, catalog.booleans())
         seen = [Flags.parse(list(a), catalog.booleans()) for a in (base, last_good or (), rt.cfg.argv or ())]
         issues = (*catalog.check(parsed), *catalog.check_seen_forms(parsed, seen))
+    issues = (*issues, *_port_issues(rt, base, new))
     refused = tuple(i for i in issues if i.level == "error" or (refuse_unknown and i.code == UNKNOWN_FLAG))
     if refused and not force:
         raise RestartRefused(f"{rt.name}: not restarted, the flags fail the checks of "
