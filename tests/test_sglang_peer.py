@@ -24,7 +24,6 @@ from optui.core.help_parse import parse_help
 from optui.core.metrics_map import generated_total, load_view, parse_scrape
 from optui.core.server_log import LogClassifier, classify_log
 from optui.core.server_state import CrashClass
-from tests.peers.sglang_fixtures import launch_sglang
 from tests.peers.sglang_server import DEFAULT_ARGS, run_env
 
 pytest_plugins = ["tests.peers.sglang_fixtures"]
@@ -58,6 +57,9 @@ def _wait_ready_line(peer, timeout_s: float = 60) -> str:
 def _crash(python, model, tmp_path, args, port=None) -> dict:
     """Start, and classify the log once the process exits or the log shows a crash (SGLang
     0.5.23 logs "[Errno 98] error while attempting to bind" and then hangs: a crash all the same)."""
+    # imported here, not at the top: pytest_plugins must import the plugin first (assert rewriting)
+    from tests.peers.sglang_fixtures import launch_sglang
+
     with launch_sglang(python, model, tmp_path, args, wait=False, port=port) as peer:
         deadline = time.monotonic() + 400
         while time.monotonic() < deadline:
@@ -88,6 +90,8 @@ def test_port_in_use(sglang_python, sglang_model, tmp_path):
 
 
 def test_a_sigterm_stop_is_never_a_crash(sglang_python, sglang_model, tmp_path):
+    from tests.peers.sglang_fixtures import launch_sglang
+
     with launch_sglang(sglang_python, sglang_model, tmp_path) as peer:
         _wait_ready_line(peer)
         os.killpg(peer.proc.pid, signal.SIGTERM)  # the process group, as optui's stop does

@@ -26,7 +26,6 @@ from optui.core.log_load import parse_batch_line
 from optui.core.metrics_map import generated_total, load_view, parse_scrape
 from optui.core.server_log import LogClassifier, classify_log
 from optui.core.server_state import CrashClass
-from tests.peers.vllm_fixtures import launch_vllm
 from tests.peers.vllm_server import DEFAULT_ARGS, run_env
 
 pytest_plugins = ["tests.peers.vllm_fixtures", "tests.peers.sglang_fixtures"]
@@ -60,6 +59,9 @@ def _wait_for_line(path: Path, needle: str, timeout_s: float = 60) -> str:
 def _crash(vllm_exe, vllm_model, tmp_path, args, env=None, port=None) -> dict:
     """Start, and classify the log once the process exits or the log shows a crash (SGLang
     0.5.23 logs "[Errno 98] error while attempting to bind" and then hangs: a crash all the same)."""
+    # imported here, not at the top: pytest_plugins must import the plugin first (assert rewriting)
+    from tests.peers.vllm_fixtures import launch_vllm
+
     with launch_vllm(vllm_exe, vllm_model, tmp_path, args, wait=False, env=env, port=port) as peer:
         deadline = time.monotonic() + 400
         while time.monotonic() < deadline:
