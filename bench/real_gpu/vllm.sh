@@ -8,7 +8,7 @@
 #   bench/real_gpu/vllm.sh run            # results in $OUT (bench/results/real_gpu_vllm/)
 #
 # What it takes: Linux x86-64, an NVIDIA GPU whose driver supports the CUDA of vllm's torch
-# (vLLM $VLLM_VERSION: CUDA 12.8+ wheels), Python $PY_VERSION, ~10 GB of disk for the wheels and
+# (PyPI's vLLM wheels are CUDA 12 builds: check the driver), Python $PY_VERSION, ~10 GB of disk (guessed) for the wheels and
 # the venv, ~3 min to install offline, ~1-3 min per vllm start (compile + CUDA graphs). The
 # model is generated (tests/peers/make_tiny_hf.py: random weights, no hub); MODEL_SCALE
 # multiplies its hidden size and layers for a GPU that should feel it.
@@ -24,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
 ROOT=$PWD
-VLLM_VERSION=${VLLM_VERSION:-0.11.0}
+VLLM_VERSION=${VLLM_VERSION:-0.33.0}
 PY_VERSION=${PY_VERSION:-3.12}
 WHEELS=${WHEELS:-$ROOT/.device/vllm-whl}
 WORK=${WORK:-/tmp/optui-real-gpu-vllm}
