@@ -10,8 +10,8 @@
 # What it takes: Linux x86-64, an NVIDIA GPU whose driver supports the CUDA of vllm's torch
 # (PyPI's vLLM wheels are CUDA 12 builds: check the driver), Python $PY_VERSION, ~10 GB of disk (guessed) for the wheels and
 # the venv, ~3 min to install offline, ~1-3 min per vllm start (compile + CUDA graphs). The
-# model is generated (tests/peers/make_tiny_hf.py: random weights, no hub); MODEL_SCALE
-# multiplies its hidden size and layers for a GPU that should feel it.
+# model is generated (tests/peers/make_tiny_hf.py: random weights, no hub; 4.5 M parameters, so
+# the GPU figures say that optui reads vLLM right, not how fast a real model runs).
 #
 # Steps (each one `optui ...` in a generated campaign with kind = "vllm", control = "process"):
 # restart (phases and ready time), status --json while the built-in generator runs (load from
@@ -30,7 +30,6 @@ WHEELS=${WHEELS:-$ROOT/.device/vllm-whl}
 WORK=${WORK:-/tmp/optui-real-gpu-vllm}
 OUT=${OUT:-$ROOT/bench/results/real_gpu_vllm}
 PYTHON=${PYTHON:-python$PY_VERSION}
-MODEL_SCALE=${MODEL_SCALE:-4}
 STEP_TIMEOUT_S=${STEP_TIMEOUT_S:-600}
 
 case ${1:-} in
