@@ -93,7 +93,7 @@ def test_malformed_file_exits_4_not_the_usage_code_with_file_and_line(tmp_path):
     assert result.exit_code == 4
     assert result.stderr.startswith(f"optui: error: {path}:2: invalid JSON")
     assert "Traceback" not in result.output
-    assert json.loads(result.stdout) == {"error": result.stderr.strip().removeprefix("optui: error: "), "exit_code": 2}
+    assert json.loads(result.stdout) == {"error": result.stderr.strip().removeprefix("optui: error: "), "exit_code": 4}
 
 
 @pytest.mark.parametrize("make", [lambda p: p / "missing.log", lambda p: p])
