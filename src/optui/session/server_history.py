@@ -194,6 +194,14 @@ class OtherProcesses:
                                      message=f"stopped by {by}" + (f" ({how})" if how else ""))
         return True
 
+    async def show_failure_of_lost_launch(self, started_at: float) -> bool:
+        """The launch another optui process made at Unix time ``started_at`` ended before this
+        session followed it (a failed ``optui restart`` that a window polls only after the CLI
+        exited): the failure that process journaled for it is shown as is, never journaled a
+        second time (see :meth:`show_failure_journaled_elsewhere`). True when shown."""
+        self._launched_elsewhere_at(started_at)
+        return await self.show_failure_journaled_elsewhere()
+
     async def show_failure_journaled_elsewhere(self) -> bool:
         """A launch another optui process made (adopted, or made while this session showed
         DOWN) has ended and that process journaled its failure: show that failure (class,

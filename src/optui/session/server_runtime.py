@@ -281,6 +281,15 @@ class ServerRuntime:
                                                "argv": list(lost.argv), "log": lost.log_path})
         controller.forget_lost()
 
+    async def _maker_watches(self) -> bool:
+        """Another optui process holds the restart lock or made the newest restart and still
+        runs: it watches its launch and journals its end (a failed `optui restart`'s
+        server.failed, written a moment after its process exited), so a lost launch is
+        not this session's to journal yet."""
+        if self._restarting_elsewhere():
+            return True
+        return bool(await self._events.read(lambda: launched_by_another_live_process(self.journal, self.name)))
+
     async def _classify_log_of(self, launch) -> tuple[CrashClass, tuple[str, ...], str | None]:
         """Crash class, explaining lines and cause line of ``launch`` from the end of its log file (for
         a launch that was not this process's child: no exit status, and this session may
@@ -295,11 +304,15 @@ class ServerRuntime:
     async def _poll_once(self) -> None:
         await self.other_processes.follow_launch_made_elsewhere()
         controller = self.controller
-        if isinstance(controller, ProcessController) and controller.lost is not None and controller.lost != self._lost_accounted:
+        if (isinstance(controller, ProcessController) and controller.lost is not None
+                and controller.lost != self._lost_accounted and not await self._maker_watches()):
             # another process's launch that died before this window followed it (`kill -9` a
             # second after `optui restart` exited: issue 30): shown and journaled, once
-            self._lost_accounted = controller.lost
-            await self._account_for_lost_launch(controller, controller.lost)
+            lost = self._lost_accounted = controller.lost
+            await self._account_for_lost_launch(controller, lost)
+            # its end journaled by the process that made it (the CLI's failed restart): that
+            # failure shown here, not journaled again by _on_exit once the pidfile is gone
+            await self.other_processes.show_failure_of_lost_launch(lost.started_at)
         await self.controller.refresh()
         if self.controller.process_state() == "exited" and not self._stopping:
             await self._on_exit()
