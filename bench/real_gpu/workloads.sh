@@ -13,9 +13,10 @@
 #   4. bench/workload_verdicts.py on the journal: headline vs per-workload verdicts.
 #
 # Writes to ${OUT:-bench/results/real_gpu_workloads}: workloads.txt (every step: UTC time, seconds,
-# command, output, rc), summary.json (workloads_summary.py: the figures), findings.md, build.log.
+# command, output, rc), summary.json (workloads_summary.py: the figures), findings.md, events.jsonl
+# (the journal), build.log.
 # Knobs: LLAMA_SERVER=path (skip the build), MODEL_ARGS, SERVER_ARGS (besides -np), CTX,
-# BENCH_IN/OUT/PROMPTS, STOP_S (how long the server stays stopped), BUDGET_S (default 540),
+# BENCH_IN/OUT/PROMPTS, STOP_S (how long the server stays stopped), SEARCH_S (the search's limit, 300), BUDGET_S (540),
 # NO_GPU=1, PYTHON, INSTALL_WHEELS=0 (use PYTHON's own packages), CUDA_ARCH, JOBS, WORK.
 # No `set -e`: a failing step is logged and the next one runs; every step is bounded.
 set -uo pipefail
@@ -164,10 +165,10 @@ step restart-np4 150 optui restart llama --preset np4 --json
 step props-np4 10 "${PROPS[@]}"
 step bench-np4 150 optui bench run llama two --json
 
-# 2. SIGSTOP of the server while requests run: the run must be invalid, with its reason
+# 2. SIGSTOP of the server once 2+ requests run (past the 1-request warmup): the run must be invalid, with its reason
 (sleep 1; exec optui bench run llama stopped --json >"$WORK/stopped.json" 2>&1) &
 BENCH_BG=$!
-step sigstop 60 bash -c 'for i in $(seq 300); do "$0" "$1" metrics "$2" --window 0.1 | grep -q "\"llamacpp:requests_processing\": [1-9]" && break; sleep 0.1; done; sleep 0.5; pid=$("$0" "$1" pid "$3" llama) || exit 1; echo "SIGSTOP $pid at $(date -u +%T.%N)"; kill -STOP "$pid"; sleep "$4"; kill -CONT "$pid"; echo "SIGCONT $pid at $(date -u +%T.%N)"' \
+step sigstop 60 bash -c 'for i in $(seq 300); do "$0" "$1" metrics "$2" --window 0.1 | grep -q "\"llamacpp:requests_processing\": [2-9]" && break; sleep 0.1; done; sleep 0.5; pid=$("$0" "$1" pid "$3" llama) || exit 1; echo "SIGSTOP $pid at $(date -u +%T.%N)"; kill -STOP "$pid"; sleep "$4"; kill -CONT "$pid"; echo "SIGCONT $pid at $(date -u +%T.%N)"' \
     "$PYTHON" "$HERE/probe.py" "$URL" "$CAMP/.optui" "$STOP_S"
 t=$SECONDS
 while kill -0 "$BENCH_BG" 2>/dev/null && ((SECONDS - t < 120)); do sleep 1; done
@@ -179,7 +180,7 @@ cp "$WORK/stopped.json" "$(printf '%s/steps/%02d-bench-stopped.txt' "$WORK" "$N"
 cat "$WORK/stopped.json" >>"$LOG"
 
 # 3. the flag search on c=4's out tok/s; where the server is afterwards
-step search 300 optui search run np
+step search "${SEARCH_S:-300}" optui search run np
 step search-status 30 optui search status np --json
 step status-after-search 30 optui status --json
 step props-after-search 10 "${PROPS[@]}"
@@ -190,6 +191,7 @@ if [[ -f $ROOT/bench/workload_verdicts.py ]]; then
     step headline-vs-workloads 60 "$PYTHON" "$ROOT/bench/workload_verdicts.py" "$CAMP/.optui/optui.db"
 fi
 optui journal export --format md -o "$OUT/findings.md" >/dev/null 2>&1
+optui journal export --format jsonl -o "$OUT/events.jsonl" >/dev/null 2>&1
 cleanup
 "$PYTHON" "$HERE/workloads_summary.py" "$WORK/steps" >"$OUT/summary.json" 2>>"$LOG"
 log "done in $((SECONDS - T0))s"
