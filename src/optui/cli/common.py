@@ -113,7 +113,8 @@ def close_left_open(journal, actor_name: str | None = None) -> None:
     """Journal the runs and restarts an optui process left open when it died (SIGKILL, a
     SIGTERM or SIGHUP it did not survive), as every session start does: any CLI command that
     opens the journal writable does it too, so the next optui process of any kind records
-    them (issue 30: only a TUI did). A journal that cannot be written is left alone."""
+    them (issue 30: only a TUI did); the CLI group runs it before every command that opens
+    the journal (:func:`close_before_command`). A journal that cannot be written is left alone."""
     from optui.adapters.journal import JournalError
     from optui.session.interrupted import close_interrupted
     from optui.session.locks import ServerLock
@@ -126,6 +127,47 @@ def close_left_open(journal, actor_name: str | None = None) -> None:
                           restart_locked=lambda server: ServerLock(state_dir, server).held_by_other())
     except JournalError:
         pass  # locked or full: the next process closes them
+
+
+#: The commands that open the campaign's journal writable: ``NAME`` (each of its subcommands)
+#: or ``NAME SUB``. The group's entry (:func:`close_before_command`) closes what a dead optui left
+#: open before any of them runs; the others (``gpus``, ``log classify``, ``bench parse``) never
+#: open the journal. ``optui`` alone and ``demo`` run a Session, whose start does the same.
+OPENS_JOURNAL = frozenset({"status", "restart", "todo", "journal", "search", "mcp", "bench run", "bench import"})
+
+
+def opens_journal(args: list[str]) -> bool:
+    """Whether the command line ``args`` (the command's name first) runs a command of
+    :data:`OPENS_JOURNAL` (``--help`` runs none)."""
+    words = args[: args.index("--")] if "--" in args else args
+    if not words or "--help" in words or "-h" in words:
+        return False
+    sub = next((word for word in words[1:] if not word.startswith("-")), None)
+    return words[0] in OPENS_JOURNAL or f"{words[0]} {sub}" in OPENS_JOURNAL
+
+
+def close_before_command(ctx: click.Context, args: list[str]) -> None:
+    """The CLI group's one place for issue 30's "every interrupted action is journaled by the
+    next optui process": before a command that opens the campaign's journal writable
+    (:func:`opens_journal`) runs, :func:`close_left_open` on it. A config or journal that
+    cannot be read is left to the command, which says why in its own words; a journal not
+    made yet, ``--read-only`` or a read-only filesystem: nothing."""
+    if not opens_journal(args):
+        return
+    from optui.adapters.journal import Journal
+    from optui.config import load_config
+
+    try:
+        path = load_config((ctx.find_root().obj or {}).get("config_path")).journal_path
+        if not (path.is_file() and path.stat().st_size) or read_only_open(ctx, path):
+            return
+        journal = Journal(path)
+    except Exception:  # noqa: BLE001 - the command itself reports a bad config or journal
+        return
+    try:
+        close_left_open(journal)
+    finally:
+        journal.close()
 
 
 def read_only_open(ctx: click.Context | None, path) -> bool:

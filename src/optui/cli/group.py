@@ -155,6 +155,12 @@ class LazyGroup(click.Group):
         with _quiet_on_closed_stdout(), _visible_usage_errors(), _no_traceback():
             return super().invoke(ctx)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """click's; keeps the command line from the command's name on (``ctx.meta``), for the
+        group's callback to close what a dead optui left open before the command runs."""
+        ctx.meta["optui.command_args"] = list(args)
+        return super().resolve_command(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_COMMANDS)
 
@@ -185,6 +191,8 @@ def cli(ctx: click.Context, config_path: str | None, theme: str | None, read_onl
     Without a subcommand, starts the TUI on the configured campaign."""
     ctx.ensure_object(dict)
     ctx.obj.update(config_path=config_path, theme=theme, read_only=read_only)
+    if ctx.invoked_subcommand is not None:  # issue 30: what a killed optui left open, journaled first
+        common.close_before_command(ctx, ctx.meta.get("optui.command_args", []))
     if ctx.invoked_subcommand is None:
         from optui.cli.tui import run_tui
 

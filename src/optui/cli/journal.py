@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from optui.cli.common import COUNT, ID, actor, close_left_open, echo, echo_json, fail, load_config_or_exit, read_only_open
+from optui.cli.common import COUNT, ID, actor, echo, echo_json, fail, load_config_or_exit, read_only_open
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter, parse_since
 from optui.core.safe_text import safe_json, safe_line
@@ -41,7 +41,6 @@ def _open(ctx: click.Context, *, must_exist: bool = True, reading: bool = True):
         journal = Journal(path, read_only=reading and read_only_open(ctx, path))
     except JournalError as exc:
         fail(str(exc), 2)
-    close_left_open(journal)  # what a killed optui left open, before it is shown
     return loaded, journal
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import click
 
-from optui.cli.common import actor, close_left_open, echo, echo_json, fail, load_config_or_exit
+from optui.cli.common import actor, echo, echo_json, fail, load_config_or_exit
 from optui.config_file import ConfigError
 from optui.session.cli_mcp_shared import SpecNotFound, read_spec
 
@@ -187,7 +187,6 @@ def _journal(ctx: click.Context, *, reading: bool):
         journal = Journal(path, read_only=reading and read_only_open(ctx, path))
     except JournalError as exc:
         fail(str(exc), 2)
-    close_left_open(journal)  # what a killed optui left open
     return journal
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
+import signal
 import sys
 import time
 
@@ -30,7 +31,6 @@ import click
 from optui.cli.common import (
     FiniteFloatRange,
     actor,
-    close_left_open,
     echo,
     echo_json,
     echo_line,
@@ -80,11 +80,7 @@ def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     if path.is_file() and path.stat().st_size and not read_only_open(ctx, path):  # a journal, not one being made
         from optui.adapters.journal import Journal
 
-        journal = Journal(path)  # a JournalError: the CLI's one message (cli/group.py)
-        try:
-            close_left_open(journal)  # an `optui restart` killed mid-way: recorded by the next process of any kind
-        finally:
-            journal.close()
+        Journal(path).close()  # a JournalError: the CLI's one message (cli/group.py)
     data = asyncio.run(_collect(loaded, wait_s))
     if as_json:
         echo_json(data)
@@ -177,10 +173,13 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
     if to_last_good and (sets or unsets or preset):
         fail("--rollback restarts with the last good flags: it takes no --set/--unset/--preset", 2)
 
-    async def go() -> dict:
+    signalled: list[signal.Signals] = []
+
+    async def go() -> dict | None:
+        _cancel_on(asyncio.current_task(), signalled)
         session = Session(loaded, actor=actor(), autostart=False)
-        await session.start()
         try:
+            await session.start()
             rt = session.servers[server]
             if to_last_good:
                 await rt.attached.wait()
@@ -209,6 +208,11 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
             else:
                 outcome = await task
             return restart_json(session, server, plan, outcome)
+        except asyncio.CancelledError:
+            if not signalled:
+                raise
+            _journal_own_interruption(session, server, signalled[0])
+            return None
         finally:
             await session.close()
 
@@ -218,6 +222,12 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
         fail(str(exc) + ("; --force restarts with it anyway" if any(i.code == UNKNOWN_FLAG for i in exc.issues) else ""), 2)
     except (SessionError, FlagError) as exc:
         fail(str(exc), 2)
+    except asyncio.CancelledError:  # a signal while the session closed
+        if not signalled:
+            raise
+    if signalled or result is None:
+        signum = signalled[0] if signalled else signal.SIGTERM
+        fail(f"{server}: restart interrupted by {signum.name}", 128 + signum)
     requested = result["argv"] == result["requested_argv"]
     ok = requested and (result["state"] == "ready" or (not wait and result["state"] in ("starting", "warming", "ready")))
     if as_json:
@@ -236,6 +246,32 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
         if result["rollback_command"]:
             echo(f"  roll back to the last good flags: {result['rollback_command']}")
     sys.exit(0 if ok else 1)
+
+
+def _cancel_on(task: asyncio.Task | None, signalled: list[signal.Signals]) -> None:
+    """SIGTERM and SIGHUP (a closed terminal) end ``optui restart`` as a clean cancel of
+    ``task`` (the restart), the signal kept in ``signalled``, instead of a death that leaves
+    the restart open for the next optui process to close (issue 30)."""
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: signal.Signals) -> None:
+        if not signalled and task is not None:
+            signalled.append(signum)
+            task.cancel()
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, on_signal, signum)
+
+
+def _journal_own_interruption(session, server: str, signum: signal.Signals) -> None:
+    """Journal this process's restart of ``server`` as interrupted by ``signum``, where it
+    asked for one that has not ended; a journal that cannot be written is left to the next
+    optui process (:func:`optui.session.interrupted.close_interrupted`)."""
+    from optui.adapters.journal import JournalError
+    from optui.session.interrupted import close_own_restart
+
+    with contextlib.suppress(JournalError):
+        close_own_restart(session.journal, server, actor=actor(), why=f"was ended by {signum.name}")
 
 
 async def _until_started(rt, task: asyncio.Task, timeout_s: float = 120.0) -> None:

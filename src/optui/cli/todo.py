@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from optui.cli.common import ID, close_left_open, echo, echo_json, fail, load_config_or_exit, read_only_open
+from optui.cli.common import ID, echo, echo_json, fail, load_config_or_exit, read_only_open
 from optui.core.safe_text import safe_line
 from optui.core.todo import Priority, TodoItem, TodoStatus
 
@@ -36,7 +36,6 @@ def _journal(ctx: click.Context, *, reading: bool = False):
         journal = Journal(loaded.journal_path, read_only=reading and read_only_open(ctx, loaded.journal_path))
     except JournalError as exc:
         fail(str(exc))
-    close_left_open(journal)  # what a killed optui left open
     return loaded, journal
 
 

@@ -59,6 +59,21 @@ def close_interrupted(journal: Journal, *, actor: str, restart_locked: Callable[
     return closed
 
 
+def close_own_restart(journal: Journal, server: str, *, actor: str, why: str) -> bool:
+    """Journal the restart of ``server`` this process asked for as interrupted (``why``: ``was
+    ended by SIGTERM``) when it has not ended yet (no ``ready``, ``failed`` or later restart);
+    whether it did. For a process that ends its own restart on a signal (``optui restart``),
+    rather than leaving it to the next process. Raises JournalError."""
+    ends = (ev.SERVER_READY, ev.SERVER_FAILED, ev.RESTART_REQUESTED, ev.RESTART_INTERRUPTED)
+    newest = next(iter(journal.events(types=list(ends), target=server, limit=1, newest_first=True)), None)
+    if newest is None or newest.type != ev.RESTART_REQUESTED or newest.data.get("pid") != os.getpid():
+        return False
+    journal.append(ev.RESTART_INTERRUPTED, server, {
+        "pid": os.getpid(), "restart_seq": newest.seq,
+        "message": f"optui process {os.getpid()} {why} before the ready gate"}, actor=actor, experiment=newest.experiment)
+    return True
+
+
 def bench_running_on(journal: Journal, server: str) -> tuple[str, int] | None:
     """``(bench name, pid)`` of a benchmark another live optui process runs against
     ``server`` now (its ``bench.started`` has no ``bench.finished``), else None. A restart
