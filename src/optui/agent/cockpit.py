@@ -572,17 +572,24 @@ class Cockpit:
             return {"outcome": "ran", "request": decision.to_json(), "state": state}
 
     # ---------------------------------------------------------------- flag searches
-    def search_status(self, name: str | None = None, *, detail: bool = False) -> dict[str, Any]:
+    async def search_status(self, name: str | None = None, *, detail: bool = False) -> dict[str, Any]:
         """``optui search status --json`` of the newest search (of ``name``), from any
         process (this one's, the CLI's, the TUI's): :func:`optui.session.search.search_status`
         (trials with flags, score, status, crash class; best with its evidence ``vs``;
-        ``eta_s``). AgentError when none ran."""
+        ``eta_s``). This process's own search, once it ended: answered when its end is
+        journaled (the request's outcome) and this process's view of its server is settled
+        (``status`` then shows the server on the flags ``running`` names, not the last probe
+        of the final restart). AgentError when none ran."""
         from optui.session.search import search_status
 
         data = search_status(self.session.journal, name)
         if data is None:
             known = ", ".join(self.loaded.config.search) or "none in the config"
             raise AgentError(f"no search{' ' + name if name else ''} has run on this campaign (searches: {known})")
+        own = self._search
+        if own is not None and own.search_id == data["search_id"] and data["status"] != "running":
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(own.task)
         if detail:
             return data
         keep = ("number", "flags", "point", "phase", "status", "score", "crash_class", "violated", "experiment")
@@ -755,8 +762,10 @@ class Cockpit:
 
     async def _search_ended(self, session: Session, decision, actor: str, server: str) -> None:
         """This process's search, in the background: journal its end as the request's
-        ``agent.outcome`` (ran: the server's state, the search's last line), then close
-        its session (nothing of it left running)."""
+        ``agent.outcome`` (ran: the server's state, the search's last line), close its
+        session (nothing of it left running), then settle this process's own view of the
+        server (:meth:`_settled_state`): its monitor last probed it during the search's
+        final restart (down, starting) and would show that until its next poll."""
         with contextlib.suppress(Exception):
             try:
                 with self._journaled_outcome(decision, actor=actor, action="search", server=server) as ended:
@@ -768,6 +777,7 @@ class Cockpit:
                                  verdict=message if done else None, error=None if done else message)
             finally:
                 await session.close()
+            await self._settled_state(server)
 
     async def close_search(self) -> None:
         """The agent's MCP session closed while this process runs a search for it: the search
@@ -779,6 +789,10 @@ class Cockpit:
         stopped search does (the server put on its stated configuration)."""
         own, self._search = self._search, None
         if own is None or own.task.done():
+            return
+        if not own.session.search.running:  # it ended (search.finished journaled): nothing to hand over
+            with contextlib.suppress(asyncio.CancelledError):
+                await own.task
             return
         from optui.session.search import SEARCH_STOP
 

@@ -426,14 +426,14 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
             return await here().stop(server, actor=_client_actor(ctx), why=why, wait_s=wait_s)
 
     @mcp.tool(annotations=READ)
-    def search_status(name: Annotated[str | None, Field(max_length=MAX_NAME, description="a search's name "
-                                                                                         "(default: the newest)")] = None,
-                      detail: Detail = False) -> dict[str, Any]:
+    async def search_status(name: Annotated[str | None, Field(max_length=MAX_NAME, description="a search's name "
+                                                                                               "(default: the newest)")] = None,
+                            detail: Detail = False) -> dict[str, Any]:
         """The newest flag search (of name), whichever process runs it: status (running, done, stopped, failed,
         interrupted), planned trials, eta_s, trials (flags, score, status, crash_class, experiment), best, message;
         detail=true: as `optui search status --json` (the spec, the winner's evidence)."""
         with _as_tool_error():
-            return here().search_status(name, detail=detail)
+            return await here().search_status(name, detail=detail)
 
     @mcp.tool(annotations=ACT)
     async def search_run(spec: Annotated[str, Field(max_length=MAX_NAME, description=(
