@@ -59,6 +59,18 @@ def test_a_noisy_workload_reads_same_and_a_single_run_untested():
     assert shown_workload_verdict(X(), W(None, (None, None))) == "untested", "no baseline for it"
 
 
+def test_a_host_in_a_line_sums_its_gpus_and_names_the_busiest():
+    from optui.core.agent_answers import host_line
+
+    gpus = [{"index": 0, "mem_used_mib": 1000.4, "mem_total_mib": 8000.0, "util_gpu_pct": 10.0},
+            {"index": 1, "mem_used_mib": 500.0, "mem_total_mib": 8000.0, "util_gpu_pct": 90.0},
+            {"index": 2, "mem_used_mib": None, "mem_total_mib": 8000.0, "util_gpu_pct": None}]
+    line = host_line({"host": "h", "status": "live", "error": None, "source": "demo", "gpus": gpus})
+    assert line == {"host": "h", "status": "live", "gpus": 3, "mem_used_mib": 1500, "mem_free_mib": 14500,
+                    "mem_total_mib": 24000, "busiest": {"index": 1, "util_gpu_pct": 90.0, "mem_used_mib": 500.0}}
+    assert host_line({"host": "h", "status": "error", "error": "ssh: timeout", "gpus": []})["busiest"] is None
+
+
 def test_the_policy_compares_canonical_flags_an_alias_or_abbreviation_is_the_forbidden_flag():
     catalog = FlagCatalog((FlagSpec(("--tp-size", "--tensor-parallel-size"), type="int"),
                            FlagSpec(("--max-running-requests",), type="int")))
@@ -305,6 +317,61 @@ async def test_a_tuning_loop_runs_start_to_end_from_the_sdk_client_each_step_jou
                      ("agent.request", "benchmark"), ("agent.outcome", "benchmark"),
                      ("verdict", ""), ("note", ""), ("todo.changed", "status")], kinds
     assert record["experiment"] == exp
+
+
+@pytest.fixture
+def three_experiments(tmp_path):
+    """A demo campaign of its own after 3 experiments with the 4-point loadgen preset (the
+    baseline measured, then two flag changes run as experiments), each point run twice."""
+    cfg = small_demo_config(tmp_path)
+    text = cfg.read_text().replace("input_len = 128, output_len = 64, prompts = 16",
+                                   "input_len = 32, output_len = 16, prompts = 8")
+    cfg.write_text(text + POLICY)
+    try:
+        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
+        assert started.returncode == 0, started.stderr + started.stdout
+        yield cfg
+    finally:
+        kill_demo_server(cfg)
+
+
+async def test_the_compact_status_is_a_summary_under_4_kb_the_detail_has_everything(three_experiments):
+    """Issue 31: ``status`` was 4.3-5 KB on the demo (8 GPUs, every experiment's 4 workload
+    rows); compact, it is one line per host (used/free MiB, the busiest GPU) and each newest
+    experiment's overall verdict with its row count; detail=true is ``optui status --json``."""
+    async with agent(three_experiments, name="claude-code") as client:
+        base = data(await client.call_tool("run_benchmark", {"benchmark": "loadgen", "why": "baseline", "repeat": 2}))
+        assert base["outcome"] == "ran", base
+        for n in ("8", "16"):
+            ran = data(await client.call_tool("run_experiment", {
+                "benchmark": "loadgen", "why": f"{n} in flight", "repeat": 2, "set_flags": {"--max-running-requests": n}}))
+            assert ran["outcome"] == "ran", ran
+            # each row carries ITL p99 Δ too (the loadgen reports ITL p99 on both sides)
+            rows = ran["summary"]["workloads"]
+            assert len(rows) == 4 and all(isinstance(w.get("itl_p99_delta_pct"), float) for w in rows), rows
+        status = data(await client.call_tool("status", {}))
+        full = data(await client.call_tool("status", {"detail": True}))
+    size = len(json.dumps(status))
+    print(f"status: {size} characters compact, {len(json.dumps(full))} with detail=true")
+    assert size < 4000, (size, status)
+    assert [h["host"] for h in status["hosts"]] == ["gpu-node-1", "gpu-node-2"]
+    for host, every in zip(status["hosts"], full["hosts"], strict=True):
+        gpus = every["gpus"]
+        assert host["gpus"] == len(gpus) == 4
+        assert host["mem_total_mib"] == round(sum(g["mem_total_mib"] for g in gpus))
+        assert host["mem_used_mib"] + host["mem_free_mib"] == host["mem_total_mib"]
+        # the readings of two calls a moment apart (the demo's GPUs move)
+        assert host["mem_used_mib"] == pytest.approx(sum(g["mem_used_mib"] for g in gpus), rel=0.2)
+        assert host["busiest"]["index"] in {g["index"] for g in gpus}
+    assert len(status["experiments"]) == 3
+    for brief in status["experiments"]:
+        assert brief["workloads"] == 4, "the row count; the rows are behind detail=true and experiments"
+        assert brief["verdict"] and brief["points"].count("c=") == 4, brief
+    assert [x["id"] for x in status["experiments"]] == [x["id"] for x in full["experiments"][-3:]]
+    assert status["servers"][0]["state"] == "ready" and status["servers"][0]["argv"]
+    assert "detail=true" in status["more"]
+    assert all(len(x["workloads"]) == 4 for x in full["experiments"]), "the rows with detail=true"
+    assert all(g.keys() >= {"uuid", "mem_used_mib"} for h in full["hosts"] for g in h["gpus"])
 
 
 async def wait_for_request(cfg: Path, why: str, timeout_s: float = 30.0) -> dict:

@@ -69,8 +69,8 @@ async def test_the_tuning_loop_through_the_sdk_client_approved_in_the_tui(campai
         old = argv_flag(server["argv"], "--max-running-requests") or "32"  # the demo's default
         new = str(int(old) * 2)
         assert [h["host"] for h in status["hosts"]] == ["gpu-node-1", "gpu-node-2"]
-        assert all({"mem_used_mib", "mem_total_mib", "util_gpu_pct", "power_w"} <= g.keys()
-                   for h in status["hosts"] for g in h["gpus"])
+        assert all(h["gpus"] == 4 and {"mem_used_mib", "mem_free_mib", "busiest"} <= h.keys()
+                   for h in status["hosts"]), "each host in a line (every GPU: detail=true, gpus)"
 
         # 2. todo items, 3. one of them a proposed experiment (flags and a benchmark)
         plain = data(await client.call_tool("todo_add", {"text": "measure the baseline", "priority": "high"}))

@@ -55,6 +55,9 @@ MAX_WHY = 1000
 MAX_NAME = 200
 #: the largest id (SQLite's int64): a todo item, a journal event
 MAX_ID = 2**63 - 1
+#: the newest experiments and the open todo items the compact ``status`` lists
+STATUS_EXPERIMENTS = 3
+STATUS_TODOS = 10
 
 
 #: what a refused request of each action leaves undone (the refusal's first words)
@@ -91,29 +94,41 @@ class Cockpit:
     def status(self, *, detail: bool = False) -> dict[str, Any]:
         """The campaign now. ``detail``: ``optui status --json`` (hosts/GPUs, servers with
         argv and phases, bench, every todo item, the newest results and experiments). By
-        default its compact form: the same keys, GPUs with their readings only (no uuid),
-        servers without phases (their flags in argv), the open todo items in a line each, the
-        results counted, the 3 newest experiments as
-        :func:`~optui.core.agent_answers.experiment_brief` (one row per workload)."""
-        from optui.core.agent_answers import experiment_brief
+        default the summary a person reads first, under 4 KB on the demo (it was 4.3-5.9 KB
+        with 8 GPUs and 3 experiments of 4 workloads): each host in a line
+        (:func:`~optui.core.agent_answers.host_line`: GPUs, used/free MiB, the busiest GPU),
+        servers without phases (their flags in argv), the first :data:`STATUS_TODOS` open todo
+        items in a line each (``todo_open`` counts them all), the results counted, the
+        :data:`STATUS_EXPERIMENTS` newest experiments (configurations, as ``detail`` folds
+        them) with their overall verdict and row count
+        (:func:`~optui.core.agent_answers.experiment_line`), and ``more``: where the rest is."""
+        from optui.core.agent_answers import experiment_line, host_line
+        from optui.core.journal_experiments import fold_repeats
         from optui.session.cli_mcp_shared import status_json
         from optui.session.export import load_experiments
 
         full = status_json(self.loaded, self.session)
         if detail:
             return full
-        drop = ("flags", "last_good_argv", "phases", "crash_lines", "lines")  # argv says the flags
-        gpu_keys = ("index", "name", "mem_used_mib", "mem_total_mib", "util_gpu_pct", "temp_c", "power_w")
-        return {**full,
-                "hosts": [{**h, "gpus": [{k: g.get(k) for k in gpu_keys} for g in h.get("gpus") or ()]}
-                          for h in full["hosts"]],
-                "servers": [{k: v for k, v in srv.items() if k not in drop} for srv in full["servers"]],
-                "todo": [{"id": t["id"], "content": _clip(t["content"]), "status": t["status"],
-                          "priority": t["priority"]} for t in full["todo"]
-                         if t["status"] not in ("completed", "cancelled")],
+        drop = ("flags", "last_good_argv", "phases", "crash_lines", "lines", "url", "pid", "started_at")
+        opened = [t for t in full["todo"] if t["status"] not in ("completed", "cancelled")]
+        rows, _ = fold_repeats(load_experiments(self.session.journal))
+        return {"config": full["config"], "journal_error": full["journal_error"],
+                "hosts": [host_line(h) for h in full["hosts"]],
+                "fleet": full["fleet"],
+                "servers": [{**{k: v for k, v in srv.items() if k not in drop},
+                             "load": {k: round(v, 1) if isinstance(v, float) else v for k, v in srv["load"].items()}}
+                            for srv in full["servers"]],
+                "bench": full["bench"],
+                "todo": [{"id": t["id"], "content": _clip(t["content"], 120), "status": t["status"],
+                          "priority": t["priority"]} for t in opened[:STATUS_TODOS]],
+                "todo_open": len(opened),
                 "results": {"newest": len(full["results"]),
                             "ids": [r.get("id") for r in full["results"] if isinstance(r, dict)]},
-                "experiments": [experiment_brief(x) for x in load_experiments(self.session.journal)[-3:]]}
+                "experiments": [experiment_line(x) for x in rows[-STATUS_EXPERIMENTS:]],
+                "more": "status(detail=true): every GPU's readings, the servers' flags and phases, every todo item, "
+                        "the newest results and 10 experiments; gpus: the GPUs; experiments: each workload's row "
+                        "(out tok/s, Δ %, TTFT/ITL Δ %, n, p, verdict); todo_list: the todo items"}
 
     def gpus(self, host: str | None = None) -> list[dict[str, Any]]:
         """The hosts' GPU readings (``status --json``'s ``hosts``; MiB, %, W, °C), all
@@ -1268,16 +1283,14 @@ def _with_repeats(sweep, repeats: int):
 
 def _brief_text(brief: dict[str, Any] | None) -> str | None:
     """``mixed: c=1 same -1.1%, c=8 better +73.8% (p=0.057)``: the overall verdict with each
-    workload's, for the journal's ``agent.outcome`` line."""
+    workload's (:func:`~optui.core.agent_answers.points_text`), for the journal's
+    ``agent.outcome`` line."""
+    from optui.core.agent_answers import points_text
+
     if not brief:
         return None
-    parts = []
-    for w in brief["workloads"]:
-        point = f"c={w['concurrency']}" if w.get("concurrency") is not None else w["workload"]
-        delta = f" {w['delta_pct']:+.1f}%" if w.get("delta_pct") is not None else ""
-        p = f" (p={w['p']:.2g})" if w.get("p") is not None else ""
-        parts.append(f"{point} {w['verdict']}{delta}{p}")
-    return f"{brief['verdict']}" + (": " + ", ".join(parts) if parts else "")
+    points = points_text(brief["workloads"])
+    return f"{brief['verdict']}" + (": " + points if points else "")
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -247,9 +247,10 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
 
     @mcp.tool(annotations=READ)
     async def status(detail: Detail = False) -> dict[str, Any]:
-        """The campaign now: hosts with GPU readings, servers (state, phase, argv and flags, load: running/waiting
-        requests, KV cache %, gen tok/s; crash class, config_mismatch, current experiment), the running benchmark,
-        open todo items, the newest experiments with one row per workload; detail=true: as `optui status --json`."""
+        """The campaign now, in brief: each host in a line (GPUs, used/free MiB, the busiest GPU), servers (state,
+        phase, argv, load: running/waiting requests, KV cache %, gen tok/s; crash class, config_mismatch, current
+        experiment), the running benchmark, open todo items, the 3 newest experiments with their overall verdict and
+        row count; detail=true: as `optui status --json` (every GPU, every workload row)."""
         await first_look()
         return here().status(detail=detail)
 
@@ -290,7 +291,7 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
                     sort: Annotated[SortKey, Field(description="the order of the rows")] = "id",
                     detail: Detail = False) -> list[dict[str, Any]]:
         """One row per experiment: outcome, change vs baseline, one row per workload (concurrency, out tok/s,
-        delta %, TTFT p50/p99 and ITL p50 delta %, n, p, verdict) and the overall verdict (better, worse, mixed,
+        delta %, TTFT and ITL p50/p99 delta %, n, p, verdict) and the overall verdict (better, worse, mixed,
         same, untested); detail=true: as `optui journal experiments --json` (every metric, the evidence)."""
         with _as_tool_error():
             return here().experiments(server=server, sort=sort, detail=detail)

@@ -246,6 +246,9 @@ KEY_METRICS = (
 )
 PRIMARY = KEY_METRICS[0]
 METRICS_BY_KEY = {m.key: m for m in KEY_METRICS}
+#: medians a workload's ``values``/``base_values`` keep beside :data:`KEY_METRICS`'s, neither
+#: compared nor tabled: the agent's rows (:mod:`optui.core.agent_answers`) show their Δ
+SIDE_METRICS = ("itl_ms.p99",)
 
 
 def delta_pct(value: float | None, base: float | None) -> float | None:
@@ -289,8 +292,10 @@ def result_deltas(result: BenchResult, base: BenchResult | None) -> tuple[Metric
 
 
 def _values(results: Sequence[BenchResult]) -> dict[str, float | None]:
-    """Median of each key metric over ``results`` (None / nan values skipped)."""
-    return {m.key: sample(r.metric(m.key) for r in results).median for m in KEY_METRICS}
+    """Median of each key metric (and :data:`SIDE_METRICS`) over ``results`` (None / nan
+    values skipped)."""
+    keys = (*(m.key for m in KEY_METRICS), *SIDE_METRICS)
+    return {key: sample(r.metric(key) for r in results).median for key in keys}
 
 
 def _cv_pct(results: Sequence[BenchResult], key: str) -> float | None:
