@@ -447,6 +447,55 @@ async def test_the_agents_plan_kept_in_optui_in_the_shape_agents_write(campaign)
            f"blocked by #{first['id']}" in plan, plan
 
 
+async def test_todo_set_takes_active_form_and_dependencies_like_todo_add_journaled(campaign):
+    async with agent(campaign, name="claude-code") as client:
+        a = data(await client.call_tool("todo_add", {"content": "bench c=1"}))
+        b = data(await client.call_tool("todo_add", {"content": "bench c=2"}))
+        c = data(await client.call_tool("todo_add", {"content": "compare"}))
+        first = len(journal_events(campaign, a["id"], b["id"], c["id"]))
+        moved = data(await client.call_tool("todo_set", {"todo_id": c["id"], "status": "in_progress",
+                                                         "activeForm": "Comparing", "blockedBy": [a["id"], b["id"]]}))
+        assert moved["status"] == "in_progress" and moved["activeForm"] == "Comparing"
+        assert moved["blockedBy"] == [a["id"], b["id"]]
+        blocks = data(await client.call_tool("todo_set", {"todo_id": a["id"], "blocks": [b["id"]]}))
+        listed = {t["id"]: t for t in data(await client.call_tool("todo_list", {}))}
+        assert blocks["blocks"] == [b["id"]], "the whole list: c no longer waits for a"
+        assert listed[b["id"]]["blockedBy"] == [a["id"]] and listed[c["id"]]["blockedBy"] == [b["id"]]
+        cleared = data(await client.call_tool("todo_set", {"todo_id": c["id"], "activeForm": "", "blockedBy": []}))
+        assert cleared["activeForm"] is None and cleared["blockedBy"] == []
+        plan = (await client.read_resource("optui://plan")).contents[0].text
+        assert f"#{b['id']} (medium) bench c=2 — blocked by #{a['id']}" in plan, plan
+        # the same checks and bounds as todo_add
+        assert "no todo item #999999" in error_text(await client.call_tool(
+            "todo_set", {"todo_id": a["id"], "blockedBy": [999_999]}))
+        assert "cannot wait for itself" in error_text(await client.call_tool(
+            "todo_set", {"todo_id": a["id"], "blocks": [a["id"]]}))
+        assert "activeForm: String should have at most 200 characters" in error_text(await client.call_tool(
+            "todo_set", {"todo_id": a["id"], "activeForm": "x" * 201}))
+        assert "blockedBy: List should have at most 64 items" in error_text(await client.call_tool(
+            "todo_set", {"todo_id": a["id"], "blockedBy": list(range(1, 66))}))
+        assert "Input should be less than or equal to 9223372036854775807" in error_text(await client.call_tool(
+            "todo_set", {"todo_id": a["id"], "blocks": [2**80]}))
+        operator = json.loads(optui(campaign, "todo", "add", "the operator's plan", "--json").stdout)
+        assert f"todo item #{operator['id']} is cli's" in error_text(await client.call_tool(
+            "todo_set", {"todo_id": operator["id"], "activeForm": "Rewriting"}))
+    changes = journal_events(campaign, a["id"], b["id"], c["id"])[first:]
+    assert [(e.target, e.data["op"], e.actor) for e in changes] == [
+        (f"todo:{c['id']}", "status", "agent:claude-code"),  # status, activeForm and blockedBy in one event
+        (f"todo:{b['id']}", "edit", "agent:claude-code"), (f"todo:{c['id']}", "edit", "agent:claude-code"),
+        (f"todo:{c['id']}", "edit", "agent:claude-code")], changes
+
+
+def journal_events(cfg: Path, *todo_ids: int) -> list:
+    """The ``todo.changed`` events of ``todo_ids``, oldest first."""
+    j = Journal(cfg.parent / ".optui" / "optui.db", read_only=True)
+    try:
+        targets = {f"todo:{i}" for i in todo_ids}
+        return [e for e in j.events(types=["todo.changed"]) if e.target in targets]
+    finally:
+        j.close()
+
+
 def test_a_single_claude_code_task_file_imports(campaign, tmp_path):
     task = tmp_path / "tasks" / "list-1" / "3.json"
     task.parent.mkdir(parents=True)

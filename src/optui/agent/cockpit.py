@@ -320,9 +320,15 @@ class Cockpit:
         return _todo_json(self._write(add), self.session.journal.todos())
 
     def todo_set(self, todo_id: int, *, actor: str, status: str | None = None, priority: str | None = None,
-                 content: str | None = None, note: str | None = None) -> dict[str, Any]:
-        """Change an item's status, priority, text or note (``todo set --json``); an empty
-        ``note`` removes it."""
+                 content: str | None = None, note: str | None = None, active_form: str | None = None,
+                 blocked_by: list[int] | None = None, blocks: list[int] | None = None) -> dict[str, Any]:
+        """Change an item's status, priority, text or note (``todo set --json``), and the
+        fields agents write as :meth:`todo_add` takes them (the same checks and bounds):
+        ``active_form`` (empty removes it), ``blocked_by`` (the ids it waits for, the whole
+        list: ``[]`` clears it) and ``blocks`` (the ids that wait for it, the whole list: an
+        item left out stops waiting for it); an empty ``note`` removes it. One write: every
+        item changed is a ``todo.changed`` event. The operator's items: their status (not
+        to cancelled) and note only. Returns the item as :meth:`todo_list` shows it."""
         _check_id("todo_id", todo_id)
         changes: dict[str, Any] = {}
         if status is not None:
@@ -337,22 +343,53 @@ class Cockpit:
         if note is not None:
             _check_text("note", note, MAX_TEXT, empty=True)
             changes["note"] = note or None
-        if not changes:
-            raise AgentError("nothing to change: give status, priority, content or note")
-        op = "edit" if content is not None else "status" if status else "priority" if priority else "note"
+        if active_form is not None:
+            _check_text("activeForm", active_form, MAX_NAME, empty=True)
+        for tid in [*(blocked_by or ()), *(blocks or ())]:
+            _check_id("blockedBy/blocks id", tid)
+            if tid == todo_id:
+                raise AgentError(f"todo item #{todo_id} cannot wait for itself (blockedBy/blocks)")
+        plan = active_form is not None or blocked_by is not None or blocks is not None
+        if not changes and not plan:
+            raise AgentError("nothing to change: give status, priority, content, note, activeForm, blockedBy or blocks")
+        op = "edit" if content is not None else "status" if status else "priority" if priority else \
+            "edit" if plan else "note"
 
         def update(j: Journal):
             item = j.todo(todo_id)
-            if item is None or todo_id in j.deleted_todo_ids():
+            gone = j.deleted_todo_ids()
+            if item is None or todo_id in gone:
                 raise AgentError(f"no todo item #{todo_id} (todo_list shows the ids)")
             owner = _todo_owner(j, item)
             if not owner.startswith("agent:") and (status == "cancelled" or priority is not None
-                                                   or content is not None):
+                                                   or content is not None or plan):
                 raise AgentError(f"todo item #{todo_id} is {owner}'s: an agent changes only its status (not "
                                  "to cancelled) and its note; ask the operator in a note to cancel or rewrite it")
-            return j.update_todo(todo_id, actor=actor, expected=item, op=op, **changes)
+            known = {t.id: t for t in j.todos() if t.id not in gone}
+            missing = [tid for tid in [*(blocked_by or ()), *(blocks or ())] if tid not in known]
+            if missing:
+                raise AgentError(f"no todo item {', '.join(f'#{m}' for m in missing)} (todo_list shows the ids)")
+            meta = dict(item.meta)
+            if active_form is not None:
+                meta.pop("active_form", None)
+                meta.update({"active_form": active_form} if active_form else {})
+            if blocked_by is not None:
+                meta.pop("blocked_by_ids", None)
+                meta.update({"blocked_by_ids": sorted(set(blocked_by))} if blocked_by else {})
+            with j.transaction():  # the item and the items it blocks (or no longer blocks) in one write
+                if meta != item.meta:
+                    changes["meta"] = meta
+                done = j.update_todo(todo_id, actor=actor, expected=item, op=op, **changes) if changes else item
+                for tid, other in known.items() if blocks is not None else ():
+                    waits = set(other.meta.get("blocked_by_ids", ()))
+                    wanted = waits | {todo_id} if tid in (blocks or ()) else waits - {todo_id}
+                    if wanted != waits and tid != todo_id:
+                        ids = {"blocked_by_ids": sorted(wanted)} if wanted else {}
+                        rest = {k: v for k, v in other.meta.items() if k != "blocked_by_ids"}
+                        j.update_todo(tid, actor=actor, expected=other, op="edit", meta={**rest, **ids})
+            return done
 
-        return self._write(update).to_json()
+        return _todo_json(self._write(update), self.session.journal.todos())
 
     def note(self, text: str, *, actor: str, server: str | None = None) -> dict[str, Any]:
         """A free-text note linked to ``server``'s current experiment (else the newest

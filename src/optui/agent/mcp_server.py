@@ -345,12 +345,23 @@ def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
                  priority: Annotated[Priority | None, Field(description="the new priority")] = None,
                  content: Text | None = None,
                  note: Annotated[str | None, Field(max_length=MAX_TEXT, description="a note (empty removes it)")] = None,
+                 activeForm: Annotated[str | None, Field(  # noqa: N803 (the name agents' own lists use)
+                     max_length=MAX_NAME, description="what is being done, while in progress (empty removes it)")
+                 ] = None,
+                 blockedBy: Annotated[list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None, Field(  # noqa: N803
+                     max_length=64, description="ids of the items this one waits for: the whole list ([] clears "
+                                                "it)")] = None,
+                 blocks: Annotated[list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None, Field(
+                     max_length=64, description="ids of the items that wait for this one: the whole list (an item "
+                                                "left out stops waiting for it)")] = None,
                  ) -> dict[str, Any]:
-        """Change a todo item's status, priority, content or note. The operator's items: only their status (not to
-        cancelled) and note (ask the operator in a note to cancel or rewrite one)."""
+        """Change a todo item's status, priority, content, note, activeForm or blockedBy/blocks (as todo_add takes
+        them). The operator's items: only their status (not to cancelled) and note (ask the operator in a note to
+        cancel or rewrite one)."""
         with _as_tool_error():
             return here().todo_set(todo_id, actor=_client_actor(ctx), status=status, priority=priority,
-                                   content=content, note=note)
+                                   content=content, note=note, active_form=activeForm, blocked_by=blockedBy,
+                                   blocks=blocks)
 
     @mcp.tool(annotations=ADD)
     def note(text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="the note")], ctx: Context,
