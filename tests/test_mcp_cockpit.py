@@ -226,8 +226,10 @@ async def test_an_alias_or_abbreviation_of_a_forbidden_flag_is_refused_at_once_a
     assert short.endswith(": demo: not restarted, --tp is an abbreviation of --tp-size: write --tp-size"), short
     assert alias.endswith("demo: not restarted, [agent] forbidden_flags: --tensor-parallel-size (the same flag as "
                      "--tp-size)"), alias
-    assert lots.split(": ", 1)[1].startswith("demo: not restarted, --max-running-requests: invalid int value: 'lots' (it runs ")
-    assert lots.endswith(" now: a whole number)"), lots
+    # refused before anything is asked by the door every restart goes through (issue 32: a value that
+    # fits none of the flag's seen forms, where the --help prints no type), never a dialog
+    assert lots.split(": ", 1)[1].startswith("demo: not restarted, the flags fail the checks of "), lots
+    assert "--max-running-requests" in lots and "'lots'" in lots and "(the server was not stopped)" in lots, lots
     j = Journal(campaign.parent / ".optui" / "optui.db", read_only=True)
     try:  # every refusal journaled: the request and its refused decision, nothing asked of the operator
         asked = {e.seq: e.data["why"] for e in j.events(types=["agent.request"]) if e.actor == "agent:codex"}
