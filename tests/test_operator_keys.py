@@ -247,7 +247,7 @@ def _bar_items(app) -> list[str]:
 async def _compare_help_palette_and_bar(pilot) -> list:
     """Open the help on the focus of the moment and check that it, the key bar and the
     palette say what the key table says; the table's rows."""
-    from optui.ui.key_table import PALETTE_IDS, key_rows
+    from optui.ui.key_table import GLOBAL, PALETTE_IDS, key_rows
     from optui.ui.widgets.key_help import KeyHelp
 
     app = pilot.app
@@ -264,6 +264,8 @@ async def _compare_help_palette_and_bar(pilot) -> list:
     for r in rows:
         if r.binding_id in PALETTE_IDS:
             assert commands.get(r.label) == f"key {r.keys}", (r, sorted(commands))
+        elif r.where != GLOBAL:  # every key of the focused panel too, by its label, with its key (issue 34)
+            assert commands.get(f"{r.where}: {r.label}") == f"key {r.keys} in {r.where}", (r, sorted(commands))
     await pilot.press("question_mark")
     await wait_for(pilot, lambda: not app.screen.query(KeyHelp))
     return rows
@@ -296,6 +298,17 @@ async def test_help_palette_and_key_bar_read_one_table(tmp_path):
             assert all(h.endswith(f"— {key}") for _, h in found), (prefix, found)
             matched |= {prefix} if found else set()
         assert matched >= {"Show log of ", "Show benchmark results", "Run all pending experiments"}, matched
+        # the focused panel's keys, which only the help listed (issue 34): each by its label and key
+        for panel, expected in (("3", {"Todo: Add": "a", "Todo: Edit": "e ⏎", "Todo: Run experiment": "x",
+                                       "Todo: Run all": "X"}),
+                                ("4", {"Bench: Sweep": "s", "Bench: Repeat": "R", "Bench: Pin baseline": "B"}),
+                                ("5", {"Journal: Type": "t", "Journal: Server": "s", "Journal: Experiment": "e",
+                                       "Journal: Clear": "c"})):
+            await pilot.press(panel)
+            await pilot.pause(0.2)
+            helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
+            where = next(iter(expected)).split(":")[0]
+            assert {t: helps.get(t) for t in expected} == {t: f"key {k} in {where}" for t, k in expected.items()}
         await pilot.press("3")  # the todo list takes E for its own: the palette says how to reach the global one
         await pilot.pause(0.2)
         helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
@@ -423,4 +436,72 @@ async def test_v_opens_the_results_view_from_any_panel(tmp_path):
             await wait_for(pilot, lambda: type(app.screen).__name__ == "ResultsScreen", what=lambda: type(app.screen).__name__)
             await pilot.press("escape")
             await wait_for(pilot, lambda: type(app.screen).__name__ != "ResultsScreen")
+        await pilot.press("q")
+
+
+#: screen module → how the operator opens it on the snapshot campaign (keys, or a push), the
+#: bar's first item (the way to leave it, every key bound to it) and a key of its own it shows
+DIALOG_BARS = {
+    "confirm": ("push_confirm", "esc/n Cancel", "y Confirm"),
+    "choice": ("push_choice", "esc Cancel", None),
+    "text_prompt": (["n"], "esc Cancel", None),
+    "details": (["m"], "esc/q/⏎ Close", None),
+    "event_details": (["5", "enter"], "esc/q/⏎ Close", "j Raw JSON"),
+    "command_log": (["at"], "esc/q/@ Close", None),
+    "server_log": (["2", "l"], "esc/q/⏎ Close", "h Hide/show probe lines"),
+    "flag_editor": ("push_flag_editor", "esc Cancel", "^s Review & restart"),
+    "experiment_editor": (["3", "down", "E"], "esc Cancel", "^s Save"),
+    "results": (["4", "v"], "esc/q Close", "B Pin baseline"),
+    "experiments": (["E"], "esc/q Close", "k Keep"),
+    "agent_requests": ("push_agent_request", "esc Later", "a Approve"),
+}
+
+
+@pytest.mark.parametrize("size", [(200, 50), (60, 40)])
+async def test_a_dialogs_key_bar_shows_its_own_keys_the_way_out_first(tmp_path, size):
+    """Issue 34: with a dialog or a view open, the bottom line showed the dashboard's ``q Quit``
+    and ``r Restart`` (which do not work there); it shows that screen's keys, first how to leave
+    it with every key that does, at 200x50 and in a 60x40 side pane."""
+    import time
+
+    from textual.widgets import Input
+
+    from optui.ui.key_table import LEAVE_IDS, key_rows
+    from optui.ui.widgets.key_bar import KeyBar
+    from tests import test_snapshots_screens as screens
+    from tests.helpers.snapshot_campaign import make_app, settle
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for module, (open_it, leave, own) in DIALOG_BARS.items():
+            screen_class = screens.CASES[module][0]
+            if isinstance(open_it, str):
+                getattr(screens, open_it)(app)
+            else:
+                await pilot.press(*open_it)
+            deadline = time.monotonic() + 10
+            while type(app.screen).__name__ != screen_class and time.monotonic() < deadline:
+                await pilot.pause(0.05)
+            screen = app.screen
+            assert type(screen).__name__ == screen_class, (module, [type(s).__name__ for s in app.screen_stack])
+            await pilot.pause(0.3)
+            bottom = [strip.text for strip in screen._compositor.render_strips()][-1]
+            bar = screen.query_one(KeyBar)
+            assert bar.region.y == size[1] - 1 and bar.region.width == size[0], (module, bar.region)
+            assert bottom.startswith(leave + "  ") or bottom.rstrip() == leave, (module, bottom)
+            quits = module == "agent_requests"  # its own q quits optui (a request may wait while you leave)
+            assert ("q Quit" in bottom) == quits and "Restart" not in bottom, (module, bottom)
+            assert len(bottom.rstrip()) <= size[0]
+            if own and size[0] > 100:
+                assert own in bottom, (module, bottom)
+            leaving = [r for r in key_rows(screen) if r.binding_id in LEAVE_IDS]
+            assert leaving, module  # every screen's way out is one of the ids the bar puts first
+            for field in screen.query(Input):
+                field.cursor_blink = False
+            await pilot.press("escape")
+            deadline = time.monotonic() + 10
+            while app.screen is screen and time.monotonic() < deadline:
+                await pilot.pause(0.05)
+            assert len(app.screen_stack) == 1, (module, [type(s).__name__ for s in app.screen_stack])
         await pilot.press("q")

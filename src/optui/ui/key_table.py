@@ -31,6 +31,13 @@ TEXTUAL_KEY_COMMANDS = frozenset({"Keys", "Maximize", "Minimize", "Quit"})
 #: the zoom key's label while a panel is zoomed (the key bar's "how to leave")
 UNZOOM_LABEL = "Back to all panels"
 
+#: the binding ids that leave a screen or a dialog (the zoom's way back too): the key bar of a
+#: pushed screen shows them first, with every key bound to them, and never leaves them out
+#: (issue 34: a dialog's bar showed the dashboard's ``q Quit``, ``r Restart``)
+LEAVE_IDS = frozenset({"confirm.cancel", "choice.cancel", "prompt.cancel", "details.close", "commands.close",
+                       "experiment.cancel", "experiments.close", "flags.cancel", "results.close",
+                       "agent_request.later"})
+
 #: binding ids of global keys the command palette offers as commands, by the key's own label
 PALETTE_IDS = ("app.help", "app.zoom", "app.command_log", "app.pause", "app.refresh", "journal.note",
                "journal.experiments", "todo.stop_experiments", "bench.abort", "app.quit")
@@ -125,20 +132,35 @@ def palette_key_commands(screen: Screen) -> Iterator[SystemCommand]:
     """The palette's commands for the global keys of :data:`PALETTE_IDS`, titled with the
     key's own label and the key in the help line; one whose key the focused panel takes
     for itself is offered too (the app's binding, without a key to press here); one the
-    policy disables now (nothing to abort, read-only) is not."""
+    policy disables now (nothing to abort, read-only) is not. Then every key of the focused
+    panel (or of the focused widget of a pushed screen) that the help (``?``) lists, titled
+    with its place and label (``Bench: Sweep``), ``key s in Bench`` in the help line (issue
+    34: the todo's a/e/x/X, the bench's s/R/B, the journal's t/s/e/c were only in the help)."""
     from textual.app import SystemCommand
 
     app = screen.app
-    rows = {row.binding_id: row for row in key_rows(screen) if row.where == GLOBAL}
+    table = key_rows(screen)
+    rows = {row.binding_id: row for row in table if row.where == GLOBAL}
     shadowed = {b.id: b for b in type(app).BINDINGS if isinstance(b, Binding) and b.id in PALETTE_IDS}
+    titles: set[str] = set()
     for binding_id in PALETTE_IDS:
         row = rows.get(binding_id)
         if row is not None:
+            titles.add(row.label)
             yield SystemCommand(row.label, f"key {row.keys}", _runner(row.node, row.action))
         elif (binding := shadowed.get(binding_id)) is not None and app.check_action(binding.action, ()) is not False:
             key = app.get_key_display(binding)
+            titles.add(binding.description)
             yield SystemCommand(binding.description, f"key {key} from another panel (the focused one uses {key} "
                                 "for its own)", _runner(app, binding.action))
+    for row in table:
+        if row.where == GLOBAL:
+            continue
+        title = f"{row.where}: {row.label}"
+        if title in titles:
+            continue
+        titles.add(title)
+        yield SystemCommand(title, f"key {row.keys} in {row.where}", _runner(row.node, row.action))
 
 
 def _runner(node: DOMNode, action: str):

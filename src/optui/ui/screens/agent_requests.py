@@ -19,6 +19,7 @@ from textual.widgets import Button, Static
 from optui.core.agent_requests import APPROVED, DENIED, AgentRequest
 from optui.core.safe_text import safe_line
 from optui.ui.colors import focus_now
+from optui.ui.widgets.key_bar import screen_key_bar
 
 
 def request_body(request: AgentRequest, now: float) -> Text:
@@ -68,6 +69,7 @@ class AgentRequestScreen(ModalScreen[str | None]):
                 yield Button("Later (esc)", id="later", variant="default")
                 yield Button("Deny (d)", id="deny", variant="error")
                 yield Button("Approve (a)", id="approve", variant="warning")
+        yield screen_key_bar()
 
     def tick(self, now: float) -> None:
         """Redraw the countdown for ``now`` (Unix s)."""

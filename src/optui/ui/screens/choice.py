@@ -12,6 +12,7 @@ from textual.widgets.option_list import Option
 
 from optui.ui.binding_ids import with_ids
 from optui.ui.colors import focus_now
+from optui.ui.widgets.key_bar import screen_key_bar
 
 
 class ChoiceList(OptionList):
@@ -42,6 +43,7 @@ class ChoiceScreen(ModalScreen[str | None]):
             yield Static(self.title_text, markup=False)
             yield ChoiceList(*(Option(label, id=value) for value, label in self.choices), id="choice-list")
             yield Static("↑/↓ choose, Enter picks, Esc cancels", classes="hint", markup=False)
+        yield screen_key_bar()
 
     def on_mount(self) -> None:
         choices = self.query_one(ChoiceList)

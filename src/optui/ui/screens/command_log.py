@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from optui.ui.colors import focus_now, style
+from optui.ui.widgets.key_bar import screen_key_bar
 
 
 class CommandLogScreen(ModalScreen[None]):
@@ -35,6 +36,7 @@ class CommandLogScreen(ModalScreen[None]):
         with Vertical():
             yield Static(f"Commands optui ran ({len(self.records)}, newest first) — Esc closes", markup=False)
             yield DataTable(id="command-table", cursor_type="row", zebra_stripes=True)
+        yield screen_key_bar()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

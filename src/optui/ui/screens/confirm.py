@@ -14,6 +14,7 @@ from textual.widgets import Button, Static
 from optui.core.safe_text import safe_line, safe_text
 from optui.ui.colors import focus_now
 from optui.ui.safe_screen import visible_text
+from optui.ui.widgets.key_bar import screen_key_bar
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -55,6 +56,7 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal():
                 yield Button("Cancel (n)", id="cancel", variant="default")
                 yield Button(f"{self.confirm_label} (y)", id="confirm", variant="warning")
+        yield screen_key_bar()
 
     def on_mount(self) -> None:
         self._fit_body()

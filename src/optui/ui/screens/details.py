@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from optui.core.safe_text import safe_line, safe_text
 from optui.ui.safe_screen import visible_text
+from optui.ui.widgets.key_bar import screen_key_bar
 
 
 class DetailsScreen(ModalScreen[None]):
@@ -38,6 +39,7 @@ class DetailsScreen(ModalScreen[None]):
             yield Static(self.title_text, id="details-title", markup=False)
             with VerticalScroll():
                 yield Static(self.body, markup=False, id="details-body")
+        yield screen_key_bar(id="details-keys")
 
     def show(self, title: str, body: str | Text) -> None:
         """Show another ``title`` and ``body`` (as the constructor takes them), scrolled to

@@ -25,6 +25,7 @@ from optui.core.flags import FlagError, Flags
 from optui.core.todo import TodoItem
 from optui.core.todo_experiment import ExperimentSpec, benches_for, build_experiment, parse_flag_edits
 from optui.ui.colors import style
+from optui.ui.widgets.key_bar import screen_key_bar
 from optui.ui.widgets.one_line_input import OneLineInput
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ class ExperimentScreen(ModalScreen[dict | None]):
                 yield Button("Cancel", id="cancel")
                 yield Button("Remove (ctrl+d)", id="remove", variant="error")
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
+        yield screen_key_bar()
 
     def on_mount(self) -> None:
         self._preview()

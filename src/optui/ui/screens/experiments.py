@@ -52,6 +52,7 @@ from optui.ui.process_setup import freeze_long_lived_objects
 from optui.ui.screens.details import DetailsScreen
 from optui.ui.screens.text_prompt import TextPrompt
 from optui.ui.widgets.experiment_table import RowCachedTable
+from optui.ui.widgets.key_bar import screen_key_bar
 
 if TYPE_CHECKING:
     from optui.session.state import ExperimentsUpdate
@@ -216,6 +217,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
                 table.add_column(headers[key], key=key, width=self._change_w if key == "change" else None)
             self._change_w = None  # the rows' own width until they are fitted
             yield table
+        yield screen_key_bar()
 
     def on_mount(self) -> None:
         self.action_reload()

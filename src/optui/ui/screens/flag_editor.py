@@ -34,6 +34,7 @@ from optui.core.flags import Arg, FlagError, Flags, canonical_name, is_flag_toke
 from optui.core.safe_text import safe_line
 from optui.ui.colors import focus_now, style
 from optui.ui.widgets.cursor_list import CursorList
+from optui.ui.widgets.key_bar import screen_key_bar
 from optui.ui.widgets.one_line_input import OneLineInput
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
             with Horizontal():
                 yield Button("Cancel", id="cancel")
                 yield Button("Review & restart (ctrl+s)", id="apply", variant="warning")
+        yield screen_key_bar()
 
     def on_mount(self) -> None:
         self._show_catalog()

@@ -35,7 +35,7 @@ from optui.core.flag_abbrev import fit_flag_column
 from optui.core.journal_experiments import Experiment, change_text, named_by_row, row_verdict_text, with_verdicts
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
-from optui.ui.widgets.key_bar import KeyBar
+from optui.ui.widgets.key_bar import KeyBar, screen_key_bar
 from optui.ui.widgets.meters import fmt_value
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ class ResultsScreen(Screen[None]):
                          id="results-title")
             yield DataTable(id="results-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="results-chart")
-        yield KeyBar()  # the main screen's: keys from the one key table, none cut (Textual's Footer
+        yield screen_key_bar()  # the main screen's: keys from the one key table, none cut (Textual's Footer
         # overflowed a 60-column pane: 'z ▏^p palettea')
 
     def on_mount(self) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -27,9 +26,6 @@ class ServerLogScreen(DetailsScreen):
     ``crash`` is the failed start's ``(class, message, relevant lines)`` or None."""
 
     BINDINGS = [Binding("h", "toggle_probes", "Hide/show probe lines", id="server_log.probes")]
-    DEFAULT_CSS = """
-    ServerLogScreen #log-keys { dock: bottom; height: 1; width: 100%; background: $panel; }
-    """
 
     def __init__(self, name: str, where: str, lines: Sequence[str],
                  crash: tuple[str, str, Sequence[str]] | None = None) -> None:
@@ -39,10 +35,6 @@ class ServerLogScreen(DetailsScreen):
         self.probe_count = sum(1 for line in self.lines if is_probe_line(line))
         self._head, self._where = f"{name} log", where
         super().__init__(self._title(), self._body())
-
-    def compose(self) -> ComposeResult:
-        yield from super().compose()
-        yield KeyBar(id="log-keys")
 
     def _title(self) -> str:
         """The title with what ``h`` does now (the body's head line scrolls away), before
@@ -76,7 +68,7 @@ class ServerLogScreen(DetailsScreen):
 
     def on_mount(self) -> None:
         self._to_newest()
-        self.call_after_refresh(self.query_one("#log-keys", KeyBar).update_keys)
+        self.call_after_refresh(self.query_one("#details-keys", KeyBar).update_keys)
 
     def _to_newest(self) -> None:
         scroll = self.query_one(VerticalScroll)

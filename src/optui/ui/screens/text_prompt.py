@@ -9,6 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from optui.ui.colors import focus_now
+from optui.ui.widgets.key_bar import screen_key_bar
 from optui.ui.widgets.one_line_input import OneLineInput
 
 
@@ -32,6 +33,7 @@ class TextPrompt(ModalScreen[str | None]):
         with Vertical():
             yield Static(self.title_text, markup=False)
             yield OneLineInput(value=self.value, placeholder=self.placeholder, id="prompt-input")
+        yield screen_key_bar()
 
     def on_mount(self) -> None:
         focus_now(self.query_one(Input))

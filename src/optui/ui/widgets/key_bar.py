@@ -6,6 +6,11 @@ In a narrow terminal (tmux side pane) only the essential keys are shown; ``?`` l
 all. Keys that do not fit the width are left out whole, from the end of the line (the
 global keys after the panel's), never ``q`` and ``?``: no key is cut in the middle.
 Bindings hidden by the policy (read-only, loading) disappear from the bar.
+
+Every screen pushed over the dashboard (a dialog, a view) has its own bar
+(:func:`screen_key_bar`, docked over the dashboard's): that screen's keys, first the way to
+leave it with every key bound to it (``esc/n Cancel``, :data:`~optui.ui.key_table.LEAVE_IDS`),
+never left out; the dashboard's ``q Quit`` does not work there and is not shown.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from optui.ui.colors import style
-from optui.ui.key_table import key_rows
+from optui.ui.key_table import LEAVE_IDS, key_rows
 
 #: binding ids kept in a narrow terminal
 ESSENTIAL = frozenset({"app.quit", "app.help", "app.zoom", "server.restart", "bench.run", "todo.add",
@@ -47,7 +52,10 @@ def fit_items(items: list[tuple[str, str, str | None]], width: int,
 class KeyBar(Widget):
     """Renders the active bindings; call :meth:`update_keys` when focus or state changes."""
 
-    DEFAULT_CSS = "KeyBar { height: 1; dock: bottom; }"
+    DEFAULT_CSS = """
+    KeyBar { height: 1; dock: bottom; }
+    KeyBar.-screen { width: 100%; background: $panel; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -60,7 +68,8 @@ class KeyBar(Widget):
             rows = key_rows(self.screen)
         except Exception:  # no screen yet
             return
-        narrow = self.screen.has_class("-narrow")
+        pushed = self.has_class("-screen")  # a dialog's or a view's own bar: its few keys, the way out first
+        narrow = self.screen.has_class("-narrow") and not pushed
         items = []
         seen = set()
         for row in rows:
@@ -68,9 +77,16 @@ class KeyBar(Widget):
                 continue
             if narrow and row.binding_id not in ESSENTIAL:
                 continue
+            if pushed and row.node is self.app:  # the dashboard's keys (a full screen such as the results view
+                continue  # reaches them too): the help (?) lists them, the bar this screen's own
             seen.add(row.action)
-            items.append((row.keys.split(" ")[0], row.label, row.binding_id))  # the first key: room is short
+            leave = row.binding_id in LEAVE_IDS
+            # the first key (room is short), but every key that leaves: esc/n, esc/q
+            items.append((row.keys.replace(" ", "/") if leave else row.keys.split(" ")[0], row.label, row.binding_id))
         keep = ALWAYS
+        if pushed:
+            items.sort(key=lambda item: item[2] not in LEAVE_IDS)
+            keep = ALWAYS | LEAVE_IDS
         if self.screen.maximized is not None:  # zoomed: the way back first, never left out
             items.sort(key=lambda item: item[2] != "app.zoom")
             keep = ALWAYS | {"app.zoom"}
@@ -101,3 +117,11 @@ class KeyBar(Widget):
 
     def on_resize(self) -> None:
         self.update_keys()
+
+
+def screen_key_bar(*, id: str | None = None) -> KeyBar:
+    """The key bar of a screen pushed over the dashboard (yield it from its ``compose``): the
+    pushed screen's keys, the way to leave it first (module doc)."""
+    bar = KeyBar(id=id)
+    bar.add_class("-screen")
+    return bar
