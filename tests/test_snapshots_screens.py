@@ -22,7 +22,9 @@ from textual.widgets import Input
 
 from tests.helpers.snapshot_campaign import make_app, settle
 
-pytestmark = pytest.mark.usefixtures("snapshot_clock")
+# serial: a screen drawn while the machine is busy can paint a frame late (agent_requests differed
+# in style only, at load ~10 with the engine peers beside it); the pictures are checked on a quiet machine
+pytestmark = [pytest.mark.usefixtures("snapshot_clock"), pytest.mark.serial]
 
 SCREENS = Path(__file__).resolve().parents[1] / "src" / "optui" / "ui" / "screens"
 
