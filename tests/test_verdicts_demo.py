@@ -15,7 +15,9 @@ from optui.cli.tui import write_demo_config
 from tests.helpers.demo import TEST_SPEED, free_port
 from tests.test_cli_headless import kill_demo_server, optui
 
-pytestmark = pytest.mark.timeout(180)
+# serial: verdicts on the demo's throughput (a restart spread of ±1.8 % read cv 49 % beside the
+# engine peers' tests in a clean-clone run): a busy machine distorts them (issue 30)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.serial]
 
 #: a quick load generator preset: 8 short requests at concurrency 4
 QUICK = """
