@@ -83,9 +83,9 @@ async def test_pause_gives_up_waiting_after_wait_s_and_says_how_many_are_left() 
             in_flight = asyncio.create_task(probe.slots())
             while not seen:
                 await asyncio.sleep(0.01)
-            t0 = time.monotonic()
             async with probe.paused(wait_s=0.3) as still:
-                assert still == 1 and 0.25 < time.monotonic() - t0 < 2.0
+                # gave up waiting: the 3 s request is still in flight, and it says so
+                assert still == 1 and not in_flight.done()
             assert await in_flight == (200, "ok")
         finally:
             await probe.close()

@@ -91,11 +91,9 @@ async def test_run_exact_argv_env_cwd_and_timeout(shell, tmp_path):
     assert not (tmp_path / "pwned").exists()
     with pytest.raises(ShellError, match="not valid"):
         await shell.run(["true"], env={"BAD;NAME": "x"})
-    t0 = time.monotonic()
     marker = f"optui-timeout-{os.getpid()}-{time.monotonic_ns()}"
-    with pytest.raises(ShellError, match="did not finish"):
+    with pytest.raises(ShellError, match="did not finish"):  # the 60 s command was cut by its timeout
         await shell.run([sys.executable, "-c", "import time, sys; time.sleep(60)", marker], timeout_s=1)
-    assert time.monotonic() - t0 < 10
     # the remote command was killed on the host, not just abandoned
     await until(lambda: not _pids_running(marker), timeout=10)
 
@@ -235,10 +233,11 @@ async def test_unreachable_host_fails_fast_for_polls(sshd):
         assert (await shell.run(["echo", "hi"])).stdout == "hi\n"
         sshd.stop()
         await until(lambda: host.is_down(), timeout=15)
-        t0 = time.monotonic()
+        # refused while the host is down, not held until the next reconnect (backoff up to 30 s):
+        # a bound well under the backoff, not a timing
         with pytest.raises(ShellError):
-            await shell.pid_alive(1)
-        assert time.monotonic() - t0 < 1.0
+            async with asyncio.timeout(15):
+                await shell.pid_alive(1)
     finally:
         await host.close()
 
