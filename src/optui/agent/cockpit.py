@@ -909,7 +909,7 @@ class Cockpit:
         nothing is asked, the request and its refusal journaled). The policy compares
         canonical names (:meth:`FlagCatalog.canonical`): an alias or an abbreviation of a
         forbidden flag is that flag."""
-        from optui.core.agent_requests import restart_policy, value_kind_problem
+        from optui.core.agent_requests import restart_policy
         from optui.core.flag_catalog import UNKNOWN_FLAG
         from optui.core.flags import FlagError, Flags
         from optui.core.journal_experiments import config_changes
@@ -954,13 +954,6 @@ class Cockpit:
         launched = list(last[0].data.get("new_argv") or ()) if last else []
         base = Flags.parse(launched if rollback and launched else plan.base)
         new = Flags.parse(plan.argv)
-        # a value the catalogue cannot type (its --help shows no type) is checked against the
-        # value the server runs now: `lots` for a whole number never reaches the operator
-        typed = [problem for name, value in (sets or {}).items() if value is not None
-                 and (problem := value_kind_problem(name, value, _spec_type(catalog, name),
-                                                    _running_values(base, catalog, name)))]
-        if typed:
-            raise refuse("; ".join(typed))
         rules = self.loaded.config.agent
         policy = restart_policy([c.name for c in base.diff(new)], allowed=rules.allowed_flags,
                                 forbidden=rules.forbidden_flags, max_per_hour=rules.max_restarts_per_hour,
@@ -1333,19 +1326,6 @@ def _brief_text(brief: dict[str, Any] | None) -> str | None:
 def _clip(text: str, limit: int = 200) -> str:
     """``text`` cut to ``limit`` characters with ``…`` (a compact answer's line)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _spec_type(catalog, name: str) -> str | None:
-    """The catalogue's type of flag ``name`` (None: unknown, or no catalogue)."""
-    found = catalog.lookup(name) if catalog is not None else None
-    return found.spec.type if found is not None and found.spec is not None else None
-
-
-def _running_values(base, catalog, name: str) -> list[str]:
-    """The values flag ``name`` has in the running flags ``base`` (any of its spellings)."""
-    found = catalog.lookup(name) if catalog is not None else None
-    names = found.spec.names if found is not None and found.spec is not None else (name,)
-    return next((list(values) for n in names if (values := base.get(n))), [])
 
 
 def _blockers(item, every) -> list[int]:

@@ -217,27 +217,3 @@ def restart_policy(changed: Sequence[str], *, allowed: Sequence[str], forbidden:
         return PolicyVerdict("allow", f"[agent] allowed_flags: {', '.join(sorted(set(changed)))}")
     return PolicyVerdict("ask", "the operator decides")
 
-
-def value_kind_problem(name: str, value: str, known_type: str | None, running: Sequence[str]) -> str | None:
-    """Why ``value`` cannot be flag ``name``'s, checked before anything is asked: against the
-    catalogue's ``known_type`` ("int", "float", "number") when its ``--help`` showed one,
-    else against the values the server runs now (``running``: ``4`` makes it a whole
-    number, ``0.85`` a number). None when it fits or nothing says what it must be (a
-    string flag, a flag not set now). The wording is argparse's (``invalid int value``)."""
-    def is_int(text: str) -> bool:
-        return text.strip().lstrip("+-").isdigit()
-
-    def is_number(text: str) -> bool:
-        try:
-            float(text)
-        except ValueError:
-            return False
-        return True
-
-    if known_type is not None:
-        return None  # the catalogue's own check (FlagCatalog.value_problem) decides
-    if running and all(is_int(v) for v in running) and not is_int(value):
-        return f"{name}: invalid int value: {value!r} (it runs {' '.join(running)} now: a whole number)"
-    if running and all(is_number(v) for v in running) and not is_number(value):
-        return f"{name}: invalid float value: {value!r} (it runs {' '.join(running)} now: a number)"
-    return None
