@@ -186,14 +186,21 @@ class FlagCatalog:
             return ()
         return tuple(n for n in found.spec.names if n != name)
 
-    def canonical(self, name: str) -> str:
+    def canonical(self, name: str, *, negation: bool = False) -> str:
         """The one name of ``name``'s option that a policy compares by: its first long
         spelling (:attr:`FlagSpec.primary`), whatever alias, ``--x_y`` spelling, negation or
         abbreviation was typed (``--tp``, ``--tensor-parallel-size`` → ``--tp-size`` when the
         help lists ``--tp-size, --tensor-parallel-size``); :func:`canonical_name` of it when
-        the catalogue does not know it or it is ambiguous."""
+        the catalogue does not know it or it is ambiguous. ``negation``: a negative spelling
+        keeps its sense, named by the option's first negation (``--no-enable-x`` →
+        ``--disable-x`` where the help lists that, else ``--no-`` + the primary name)."""
         found = self.lookup(name)
-        return found.spec.primary if found is not None and found.spec is not None else canonical_name(name)
+        if found is None or found.spec is None:
+            return canonical_name(name)
+        spec = found.spec
+        if negation and found.negated:
+            return next((n for n in spec.negations if n.startswith("--")), None) or "--no-" + spec.primary[2:]
+        return spec.primary
 
     def names(self) -> list[str]:
         """Every spelling, long names first (for completion)."""
@@ -411,9 +418,9 @@ class FlagCatalog:
         """How the flags of ``argvs`` (launch argvs) are named for comparing configurations
         (issue 29: a configuration is its set of flags, whatever the spelling):
         ``{"aliases": {spelling: canonical}, "booleans": [spelling, ...]}``. The canonical
-        name of an option is its :attr:`FlagSpec.primary` (``-tp`` and an argparse
-        abbreviation → ``--tensor-parallel-size``); of a negative spelling its first
-        negation (``--no-enable-x`` → ``--disable-x`` where the help lists that). Only
+        name is :meth:`canonical`'s, a negative spelling's kept negative (``-tp`` and an
+        argparse abbreviation → ``--tensor-parallel-size``; ``--no-enable-x`` →
+        ``--disable-x`` where the help lists that). Only
         spellings that differ from their canonical name (``_`` read as ``-``) are listed;
         ``booleans`` are the value-less flags among them (so a following positional is not
         read as a value). Unknown and ambiguous names are left out."""
@@ -427,12 +434,8 @@ class FlagCatalog:
                 found = self.lookup(arg.name)
                 if found is None or found.spec is None:
                     continue
-                spec = found.spec
-                if found.negated:
-                    canon = next((n for n in spec.negations if n.startswith("--")), None) or "--no-" + spec.primary[2:]
-                else:
-                    canon = spec.primary
-                if spec.is_boolean:
+                canon = self.canonical(arg.name, negation=True)
+                if found.spec.is_boolean:
                     booleans.add(arg.name)
                 if canonical_name(arg.name) != canonical_name(canon):
                     aliases[canonical_name(arg.name)] = canonical_name(canon)
