@@ -12,9 +12,7 @@ Stdlib only, so CI can prebuild before the test extra is installed::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -22,19 +20,21 @@ import os
 import platform
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# peer_cache: a stdlib-only sibling (this runs as a script too); free_port and stop_server are
+# re-exported, the fixtures and bench scripts take them from here
+from tests.peers import peer_cache  # noqa: E402
+from tests.peers.peer_cache import PeerUnavailable, free_port, stop_server  # noqa: E402, F401
 
 log = logging.getLogger("optui.tests.peers")
 
@@ -79,16 +79,9 @@ class LlamaPeer(NamedTuple):
 LaunchPeer = Callable[..., AbstractContextManager[LlamaPeer]]
 
 
-class PeerUnavailable(RuntimeError):
-    """The peer binary cannot be provided on this machine; the message says why and what to do."""
-
-
 def cache_dir() -> Path:
     """Where the built binary lives: ``$OPTUI_PEER_CACHE`` or ``~/.cache/optui-test-peers/llama-server-<ver>/``."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "optui-test-peers" / f"llama-server-{LLAMA_CPP_PYTHON_VERSION}"
+    return peer_cache.cache_dir(CACHE_ENV, f"llama-server-{LLAMA_CPP_PYTHON_VERSION}")
 
 
 def _build_stamp() -> dict[str, str]:
@@ -118,11 +111,8 @@ def cached_llama_server(cache: Path | None = None) -> Path | None:
     stamp = cache / "build-stamp.json"
     if not (binary.is_file() and os.access(binary, os.X_OK) and stamp.is_file()):
         return None
-    try:
-        if json.loads(stamp.read_text()) != _build_stamp():
-            log.info("cached %s was built for another configuration or CPU; rebuilding", binary)
-            return None
-    except (OSError, ValueError):
+    if not peer_cache.stamp_matches(stamp, _build_stamp()):
+        log.info("cached %s was built for another configuration or CPU (or its stamp is unreadable); rebuilding", binary)
         return None
     return binary
 
@@ -148,16 +138,6 @@ def _install_build_tools(missing: list[str]) -> None:
         raise PeerUnavailable(f"build tools still missing after apt-get: {', '.join(still)}; {hint}")
 
 
-def _run_logged(cmd: Sequence[str], log_file: Path, cwd: Path | None = None) -> None:
-    with log_file.open("a") as out:
-        out.write(f"\n$ {' '.join(cmd)}\n")
-        out.flush()
-        proc = subprocess.run(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-15:])
-        raise PeerUnavailable(f"`{' '.join(cmd)}` exited {proc.returncode}; full log {log_file}:\n{tail}")
-
-
 def _sdist(cache: Path, log_file: Path) -> Path:
     """The llama-cpp-python sdist, downloaded once into the cache (76 MB)."""
     sdist_dir = cache / "sdist"
@@ -165,7 +145,7 @@ def _sdist(cache: Path, log_file: Path) -> Path:
     found = sorted(sdist_dir.glob(f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}.tar.gz"))
     if found:
         return found[0]
-    _run_logged(
+    peer_cache.run_logged(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
          f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}", "-d", str(sdist_dir), "--quiet"],
         log_file,
@@ -196,9 +176,9 @@ def _build(cache: Path) -> Path:
         if src is None:
             raise PeerUnavailable(f"{sdist} has no vendor/llama.cpp; is LLAMA_CPP_PYTHON_VERSION right?")
         build = src / "build"
-        _run_logged(["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja", *CMAKE_FLAGS], log_file)
+        peer_cache.run_logged(["cmake", "-S", str(src), "-B", str(build), "-G", "Ninja", *CMAKE_FLAGS], log_file)
         jobs = str(os.cpu_count() or 2)
-        _run_logged(["cmake", "--build", str(build), "--target", BINARY_NAME, "-j", jobs], log_file)
+        peer_cache.run_logged(["cmake", "--build", str(build), "--target", BINARY_NAME, "-j", jobs], log_file)
         built = build / "bin" / BINARY_NAME
         staged = work / BINARY_NAME
         shutil.copy2(built, staged)
@@ -216,23 +196,9 @@ def build_llama_server() -> Path:
     An exclusive flock on ``<cache>/.lock`` serialises concurrent test processes: the second
     waits for the first build and then reuses its binary.
     """
-    cache = cache_dir()
-    if binary := cached_llama_server(cache):
-        return binary
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        lock = (cache / ".lock").open("w")
-    except OSError as exc:
-        raise PeerUnavailable(f"cannot use cache dir {cache}: {exc}; set {CACHE_ENV} to a writable dir") from exc
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if binary := cached_llama_server(cache):  # built by another process while we waited
-            return binary
-        log.info("building %s into %s (takes ~4-7 min on 2 cores)", BINARY_NAME, cache)
-        try:
-            return _build(cache)
-        except OSError as exc:  # disk full, permissions, a tool vanishing mid-build
-            raise PeerUnavailable(f"building {BINARY_NAME} in {cache} failed: {exc}") from exc
+    # _build looked up at call time: tests/test_llama_peer_cache.py swaps it for a fake
+    return peer_cache.locked_build(cache_dir(), CACHE_ENV, cached_llama_server, lambda cache: _build(cache),
+                                   f"building {BINARY_NAME}", "takes ~4-7 min on 2 cores")
 
 
 def ensure_llama_server() -> Path | None:
@@ -242,27 +208,6 @@ def ensure_llama_server() -> Path | None:
     except PeerUnavailable as exc:
         log.warning("llama-server test peer unavailable: %s", exc)
         return None
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def stop_server(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
-    """SIGTERM the server's process group, SIGKILL it after ``grace_s`` seconds, reap."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
-    # Also catches anything the server left behind in its group after it exited.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
 
 @contextlib.contextmanager
@@ -284,17 +229,9 @@ def start_llama_server(
     session so the whole process group is killed on exit, whatever happens in the body.
     Does not wait for readiness: see ``wait_for_health``.
     """
-    if log_path is None:
-        fd, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
-        os.close(fd)
-        log_path = Path(name)
     cmd = [str(binary), "-m", str(model), "--host", host, "--port", str(port), "-t", str(threads), "--no-ui", *extra_args]
-    with open(log_path, "wb") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    with peer_cache.start_server(cmd, log_path, "llama-server-") as proc:
         yield proc
-    finally:
-        stop_server(proc)
 
 
 def wait_for_health(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> float:
@@ -302,19 +239,7 @@ def wait_for_health(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 
 
     Raises PeerUnavailable if the process exits or ``timeout_s`` passes first.
     """
-    started = time.monotonic()
-    while True:
-        if proc.poll() is not None:
-            raise PeerUnavailable(f"llama-server exited with {proc.returncode} before becoming healthy")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return time.monotonic() - started
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass  # not listening yet, or 503 while loading (HTTPError is a URLError)
-        if time.monotonic() - started > timeout_s:
-            raise PeerUnavailable(f"llama-server at {url} not healthy after {timeout_s:.0f} s")
-        time.sleep(0.02)
+    return peer_cache.wait_for_health(url, proc, timeout_s, "llama-server", 0.02)
 
 
 def wait_for_log(log_path: Path, pattern: str, timeout_s: float = 10.0) -> re.Match[str]:
@@ -335,17 +260,9 @@ def wait_for_log(log_path: Path, pattern: str, timeout_s: float = 10.0) -> re.Ma
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--build", action="store_true", help="build (or find) the cached binary and print its path")
-    mode.add_argument("--check", action="store_true", help="print the cached binary's path; exit 1 if a build is needed")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    binary = cached_llama_server() if args.check else ensure_llama_server()
-    if binary is None:
-        return 1
-    print(binary)
-    return 0
+    return peer_cache.main(argv, doc=__doc__, cached=cached_llama_server, ensure=ensure_llama_server,
+                           build_help="build (or find) the cached binary and print its path",
+                           check_help="print the cached binary's path; exit 1 if a build is needed")
 
 
 if __name__ == "__main__":

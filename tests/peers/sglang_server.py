@@ -35,33 +35,19 @@ Stdlib only::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import fcntl
-import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.peers.vllm_server import (  # noqa: E402  (stdlib-only sibling, run as a script too)
-    LOCAL_WHEELS,
-    TORCH_CPU_INDEX,
-    TORCH_VERSION,
-    PeerUnavailable,
-    _python311,
-    _run_logged,
-    stop_server,
-)
+from tests.peers import peer_cache  # noqa: E402  (stdlib-only sibling, run as a script too)
+from tests.peers.peer_cache import TORCH_VERSION, PeerUnavailable  # noqa: E402
 
 log = logging.getLogger("optui.tests.peers.sglang")
 
@@ -84,6 +70,8 @@ RUN_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OF
 DEFAULT_ARGS: tuple[str, ...] = ("--device", "cpu", "--max-total-tokens", "8192", "--enable-metrics",
                                  "--served-model-name", "tiny", "--mem-fraction-static", "0.05")
 READY_TIMEOUT_S = 400.0
+# How long a SIGTERMed server gets to exit before its group is SIGKILLed.
+STOP_GRACE_S = 15.0
 
 TV_HOOK = '''"""optui test peer: define torchvision::nms/qnms before torchvision loads (tests/peers/sglang_server.py step 5)."""
 import importlib.abc
@@ -141,10 +129,7 @@ class SglangPeer(NamedTuple):
 
 def cache_dir() -> Path:
     """``$OPTUI_SGLANG_PEER_CACHE`` or ``~/.cache/optui-test-peers/sglang-<version>/``."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "optui-test-peers" / f"sglang-{SGLANG_VERSION}"
+    return peer_cache.cache_dir(CACHE_ENV, f"sglang-{SGLANG_VERSION}")
 
 
 def _stamp() -> dict[str, str]:
@@ -156,11 +141,11 @@ def cached_sglang(cache: Path | None = None) -> Path | None:
     cache = cache or cache_dir()
     python = cache / "venv" / "bin" / "python"
     try:
-        if python.is_file() and json.loads((cache / "install-stamp.json").read_text()) == _stamp() \
+        if python.is_file() and peer_cache.stamp_matches(cache / "install-stamp.json", _stamp()) \
                 and (cache / "model" / "config.json").is_file():
             _write_shims(cache / "venv")
             return python
-    except (OSError, ValueError):
+    except OSError:
         pass
     return None
 
@@ -178,51 +163,34 @@ def _write_shims(venv: Path) -> None:
 
 def _install(cache: Path) -> Path:
     log_file = cache / "install.log"
-    log_file.write_text("")
-    venv = cache / "venv"
-    if venv.exists():
-        shutil.rmtree(venv)
-    (cache / "install-stamp.json").unlink(missing_ok=True)
     started = time.monotonic()
-    _run_logged([_python311(), "-m", "venv", str(venv)], log_file)
-    python = str(venv / "bin" / "python")
-    pip = [python, "-m", "pip", "--disable-pip-version-check", "-q"]
+    venv, pip, source = peer_cache.torch_venv(cache, log_file, f"sglang {SGLANG_VERSION}")
     constraints = cache / "constraints.txt"
     constraints.write_text("\n".join(CONSTRAINTS) + "\n")
-    source = ["--find-links", str(LOCAL_WHEELS)] if any(LOCAL_WHEELS.glob(f"torch-{TORCH_VERSION}+cpu-*.whl")) \
-        else ["--extra-index-url", TORCH_CPU_INDEX]
-    _run_logged([*pip, "install", *source, f"torch=={TORCH_VERSION}"], log_file)
-    _run_logged([*pip, "install", "--no-deps", "torchvision==0.28.0", f"sglang=={SGLANG_VERSION}"], log_file)
-    _run_logged([*pip, "install", *source, "-c", str(constraints), *PURE_REQUIREMENTS], log_file)
+    peer_cache.run_logged([*pip, "install", "--no-deps", "torchvision==0.28.0", f"sglang=={SGLANG_VERSION}"], log_file)
+    peer_cache.run_logged([*pip, "install", *source, "-c", str(constraints), *PURE_REQUIREMENTS], log_file)
     _write_shims(venv)
     model = cache / "model"
     if not (model / "config.json").is_file():
-        maker = Path(__file__).with_name("make_tiny_hf.py")
-        _run_logged([python, str(maker), str(model)], log_file)
-    (cache / "install-stamp.json").write_text(json.dumps(_stamp()) + "\n")
+        peer_cache.make_tiny_model(venv / "bin" / "python", model, log_file)
+    peer_cache.write_stamp(cache, _stamp())
     log.info("installed sglang %s into %s in %.0f s", SGLANG_VERSION, venv, time.monotonic() - started)
     return venv / "bin" / "python"
 
 
 def build_sglang() -> Path:
     """The cached venv's python, installing it first if needed (flock-serialised). Raises PeerUnavailable."""
-    cache = cache_dir()
-    if python := cached_sglang(cache):
-        return python
+    return peer_cache.locked_build(cache_dir(), CACHE_ENV, cached_sglang, _install,
+                                   f"installing sglang {SGLANG_VERSION}", "2-5 min, ~3.5 GB")
+
+
+def ensure_sglang() -> Path | None:
+    """The cached venv's python, installing it if needed; None (reason logged) if impossible."""
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        lock = (cache / ".lock").open("w")
-    except OSError as exc:
-        raise PeerUnavailable(f"cannot use cache dir {cache}: {exc}; set {CACHE_ENV} to a writable dir") from exc
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if python := cached_sglang(cache):
-            return python
-        log.info("installing sglang %s into %s (2-5 min, ~3.5 GB)", SGLANG_VERSION, cache)
-        try:
-            return _install(cache)
-        except OSError as exc:
-            raise PeerUnavailable(f"installing sglang in {cache} failed: {exc}") from exc
+        return build_sglang()
+    except PeerUnavailable as exc:
+        log.warning("SGLang test peer unavailable: %s", exc)
+        return None
 
 
 def run_env() -> dict[str, str]:
@@ -240,53 +208,20 @@ def serve_command(python: Path, model: Path, port: int, extra_args: Sequence[str
 def start_sglang(python: Path, model: Path, port: int, extra_args: Sequence[str] = DEFAULT_ARGS,
                  log_path: Path | None = None, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
     """Run the server in its own session, stdout+stderr to ``log_path``; kill its group on exit."""
-    if log_path is None:
-        fd, name = tempfile.mkstemp(prefix="sglang-", suffix=".log")
-        os.close(fd)
-        log_path = Path(name)
-    with open(log_path, "wb") as out:
-        proc = subprocess.Popen(serve_command(python, model, port, extra_args), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True, env={**run_env(), **(env or {})})
-    try:
+    with peer_cache.start_server(serve_command(python, model, port, extra_args), log_path, "sglang-",
+                                 {**run_env(), **(env or {})}, STOP_GRACE_S) as proc:
         yield proc
-    finally:
-        stop_server(proc)
 
 
 def wait_for_health(url: str, proc: subprocess.Popen[bytes], timeout_s: float = READY_TIMEOUT_S) -> float:
     """Poll ``url/health`` until 200; seconds waited. PeerUnavailable if the process exits or time runs out."""
-    started = time.monotonic()
-    while True:
-        if proc.poll() is not None:
-            raise PeerUnavailable(f"sglang exited with {proc.returncode} before becoming healthy")
-        with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return time.monotonic() - started
-        if time.monotonic() - started > timeout_s:
-            raise PeerUnavailable(f"sglang at {url} not healthy after {timeout_s:.0f} s")
-        time.sleep(0.2)
+    return peer_cache.wait_for_health(url, proc, timeout_s, "sglang", 0.2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--build", action="store_true", help="install (or find) the cached venv and print its python")
-    mode.add_argument("--check", action="store_true", help="print the cached python; exit 1 if an install is needed")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if args.check:
-        python = cached_sglang()
-    else:
-        try:
-            python = build_sglang()
-        except PeerUnavailable as exc:
-            log.warning("SGLang test peer unavailable: %s", exc)
-            python = None
-    if python is None:
-        return 1
-    print(python)
-    return 0
+    return peer_cache.main(argv, doc=__doc__, cached=cached_sglang, ensure=ensure_sglang,
+                           build_help="install (or find) the cached venv and print its python",
+                           check_help="print the cached python; exit 1 if an install is needed")
 
 
 if __name__ == "__main__":
