@@ -3,13 +3,18 @@
 ``Path.read_text`` reads until EOF: ``replay_file = "/dev/zero"`` took ``optui status`` to
 7.5 GB in 6 s (issue 30). Here a reader takes at most ``max_bytes + 1`` bytes, so a device, a
 FIFO or a huge file costs that much memory and a :class:`InputTooLarge` naming the file and
-the bound.
+the bound. :func:`read_response_bounded` does the same for an HTTP answer streamed by httpx
+(a server's probe answers, Prometheus's query answers).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import httpx
 
 #: A saved ``nvidia-smi --query-gpu`` capture (a few hundred bytes a reading).
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
@@ -53,3 +58,21 @@ def _read(fh: BinaryIO, max_bytes: int, label: str) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     raise InputTooLarge(f"{label}: larger than the limit of {max_bytes:,} bytes (not read further)")
+
+
+async def read_response_bounded(resp: httpx.Response, max_bytes: int, too_large: Callable[[], Exception]) -> bytes:
+    """The body of ``resp`` (a response of ``httpx``'s ``stream()``, not read yet) read in
+    chunks while it holds at most ``max_bytes``; raises ``too_large()`` past the bound, announced
+    by Content-Length (nothing read) or received (the download stops there: an endless or
+    huge answer never sits in memory)."""
+    announced = resp.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > max_bytes:
+        raise too_large()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from optui.adapters.bounded_read import read_response_bounded
 from optui.adapters.tls import client_tls_context
 from optui.core.bounded_json import loads_bounded
 from optui.core.effective_config import RunningConfig, llamacpp_config, sglang_config, vllm_config
@@ -40,22 +41,6 @@ MAX_JSON_DEPTH = 64
 
 class AnswerTooLarge(httpx.HTTPError):
     """A server's answer over :data:`MAX_ANSWER_BYTES` (not read further)."""
-
-
-async def _capped_body(resp: httpx.Response, what: str) -> bytes:
-    """The body of ``resp`` read in chunks up to :data:`MAX_ANSWER_BYTES`; raises
-    :class:`AnswerTooLarge` past it (announced by Content-Length or received)."""
-    announced = resp.headers.get("content-length", "")
-    if announced.isdigit() and int(announced) > MAX_ANSWER_BYTES:
-        raise AnswerTooLarge(f"{what}: answer of {int(announced):,} bytes is over the limit of {MAX_ANSWER_BYTES:,}")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in resp.aiter_bytes():
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            raise AnswerTooLarge(f"{what}: answer over the limit of {MAX_ANSWER_BYTES:,} bytes (not read further)")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _json(resp: httpx.Response):
@@ -140,7 +125,8 @@ class ServerProbe:
         self._idle.clear()
         try:
             async with self._client.stream(method, path, **kwargs) as resp:
-                body = await _capped_body(resp, f"{method} {path}")
+                body = await read_response_bounded(resp, MAX_ANSWER_BYTES, lambda: AnswerTooLarge(
+                    f"{method} {path}: answer over the limit of {MAX_ANSWER_BYTES:,} bytes (not read further)"))
             return httpx.Response(resp.status_code, headers=resp.headers, content=body, request=resp.request)
         finally:
             self._in_flight -= 1

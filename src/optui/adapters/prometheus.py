@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from optui.adapters.bounded_read import read_response_bounded
 from optui.adapters.tls import client_tls_context
 from optui.core.fleet_query import MAX_ANSWER_BYTES, PromAnswerError, PromSample, parse_vector_answer
 
@@ -80,7 +81,7 @@ class PrometheusClient:
         try:
             async with asyncio.timeout(self.timeout_s):
                 async with self._client.stream("POST", url, data=data, headers=self._headers()) as resp:
-                    body = await self._capped_body(resp)
+                    body = await read_response_bounded(resp, self.max_answer_bytes, self._too_large)
         except (TimeoutError, httpx.TimeoutException):
             raise PrometheusError("timeout", f"Prometheus at {self.base_url} did not answer within "
                                              f"{self.timeout_s:g} s") from None
@@ -96,23 +97,9 @@ class PrometheusClient:
         self.last_duration_s = time.monotonic() - started
         return resp.status_code, body
 
-    async def _capped_body(self, resp: httpx.Response) -> bytes:
-        """The body of ``resp`` read in chunks up to :attr:`max_answer_bytes`; raises
-        :class:`PrometheusError` ``answer`` past it (announced or received)."""
-        cap = self.max_answer_bytes
-        too_big = PrometheusError("answer", f"Prometheus at {self.base_url}: the answer is over the limit of "
-                                            f"{cap:,} bytes (not read further)")
-        announced = resp.headers.get("content-length", "")
-        if announced.isdigit() and int(announced) > cap:
-            raise too_big
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in resp.aiter_bytes():
-            size += len(chunk)
-            if size > cap:
-                raise too_big
-            chunks.append(chunk)
-        return b"".join(chunks)
+    def _too_large(self) -> PrometheusError:
+        return PrometheusError("answer", f"Prometheus at {self.base_url}: the answer is over the limit of "
+                                         f"{self.max_answer_bytes:,} bytes (not read further)")
 
     async def aclose(self) -> None:
         """Close the connection pool."""
