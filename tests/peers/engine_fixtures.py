@@ -62,14 +62,7 @@ def engine_fixtures(*, label: str, name: str, exe_name: str, build: Callable[[],
                 item.add_marker(pytest.mark.timeout(limit), append=False)
 
     def exe() -> Path:
-        try:
-            return build()
-        except PeerUnavailable as exc:
-            reason = str(exc)
-        # Outside the except block so the report shows the reason, not a chained traceback.
-        if os.environ.get(ALLOW_SKIP_ENV) == "1":
-            pytest.skip(f"{label} peer unavailable ({ALLOW_SKIP_ENV}=1): {reason}")
-        pytest.fail(f"{label} peer unavailable: {reason}\n(set {ALLOW_SKIP_ENV}=1 to skip instead)", pytrace=False)
+        return built_or_fail(build, label)
 
     def model(exe: Path) -> Path:
         return cache_dir() / "model"
@@ -87,7 +80,7 @@ def engine_fixtures(*, label: str, name: str, exe_name: str, build: Callable[[],
                 try:
                     wait_for_health(running.url, proc)
                 except PeerUnavailable as exc:
-                    pytest.fail(f"{exc}; log {log_path}:\n{_tail(log_path)}", pytrace=False)
+                    pytest.fail(f"{exc}; log {log_path}:\n{tail(log_path)}", pytrace=False)
             yield running
 
     def server(exe: Path, model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
@@ -102,6 +95,19 @@ def engine_fixtures(*, label: str, name: str, exe_name: str, build: Callable[[],
         launch,
         _session_fixture(server, server_name, (exe_name, model_name, "tmp_path_factory"), server_doc),
     )
+
+
+def built_or_fail(build: Callable[[], Path], label: str) -> Path:
+    """``build()``; where it raises PeerUnavailable the test FAILS with the reason (skips with
+    ``OPTUI_ALLOW_PEER_SKIP=1``): llama-server's fixture uses it too."""
+    try:
+        return build()
+    except PeerUnavailable as exc:
+        reason = str(exc)
+    # Outside the except block so the report shows the reason, not a chained traceback.
+    if os.environ.get(ALLOW_SKIP_ENV) == "1":
+        pytest.skip(f"{label} peer unavailable ({ALLOW_SKIP_ENV}=1): {reason}")
+    pytest.fail(f"{label} peer unavailable: {reason}\n(set {ALLOW_SKIP_ENV}=1 to skip instead)", pytrace=False)
 
 
 def _session_fixture(body: Callable[..., Any], name: str, requests: Sequence[str], doc: str) -> Any:
@@ -120,7 +126,8 @@ def _session_fixture(body: Callable[..., Any], name: str, requests: Sequence[str
     return pytest.fixture(scope="session", name=name)(fixture)
 
 
-def _tail(path: Path, lines: int = 25) -> str:
+def tail(path: Path, lines: int = 25) -> str:
+    """The last ``lines`` lines of a server's log ('' if unreadable)."""
     with contextlib.suppress(OSError):
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     return ""

@@ -10,12 +10,12 @@ without a compiler). Prebuild with ``.ci/peers.sh`` or ``python tests/peers/llam
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from tests.peers.engine_fixtures import built_or_fail, tail
 from tests.peers.llama_server import (
     DEFAULT_ARGS,
     LaunchPeer,
@@ -30,7 +30,6 @@ from tests.peers.llama_server import (
 )
 from tests.peers.make_tiny_gguf import SIZES, make_tiny_gguf
 
-ALLOW_SKIP_ENV = "OPTUI_ALLOW_PEER_SKIP"
 # Model sizes for big_gguf: the smallest whose load with --load-mode none keeps /health at
 # 503 for >= 300 ms on the 2-core reference machine (measurements in tests/peers/NOTES.md).
 LOADING_SIZE: dict[str, int] = SIZES["medium"]
@@ -55,14 +54,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def llama_server_bin() -> Path:
     """Path of the cached llama-server binary (built on first use)."""
-    try:
-        return build_llama_server()
-    except PeerUnavailable as exc:
-        reason = str(exc)
-    # Outside the except block so the report shows the reason, not a chained traceback.
-    if os.environ.get(ALLOW_SKIP_ENV) == "1":
-        pytest.skip(f"llama-server peer unavailable ({ALLOW_SKIP_ENV}=1): {reason}")
-    pytest.fail(f"llama-server peer unavailable: {reason}\n(set {ALLOW_SKIP_ENV}=1 to skip instead)", pytrace=False)
+    return built_or_fail(build_llama_server, "llama-server")
 
 
 @pytest.fixture(scope="session")
@@ -116,10 +108,4 @@ def _wait_or_fail(peer: LlamaPeer) -> None:
         return
     except PeerUnavailable as exc:
         reason = str(exc)
-    pytest.fail(f"{reason}; log {peer.log_path}:\n{_tail(peer.log_path)}", pytrace=False)
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    with contextlib.suppress(OSError):
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    return ""
+    pytest.fail(f"{reason}; log {peer.log_path}:\n{tail(peer.log_path, 20)}", pytrace=False)

@@ -203,11 +203,7 @@ def build_llama_server() -> Path:
 
 def ensure_llama_server() -> Path | None:
     """The cached ``llama-server`` path, building it if needed; None (reason logged) if impossible."""
-    try:
-        return build_llama_server()
-    except PeerUnavailable as exc:
-        log.warning("llama-server test peer unavailable: %s", exc)
-        return None
+    return peer_cache.ensure(build_llama_server, "llama-server")
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 log = logging.getLogger("optui.tests.peers.cache")
 
@@ -40,6 +41,16 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 class PeerUnavailable(RuntimeError):
     """A test peer cannot be provided on this machine; the message says why and what to do."""
+
+
+class EnginePeer(NamedTuple):
+    """A running engine server of a venv peer (vLLM, SGLang): base URL (``http://127.0.0.1:PORT``),
+    process, log file, model dir."""
+
+    url: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    model: Path
 
 
 def cache_dir(env_var: str, name: str) -> Path:
@@ -93,6 +104,15 @@ def locked_build(cache: Path, cache_env: str, cached: Callable[[Path], Path | No
             return build(cache)
         except OSError as exc:  # disk full, permissions, a tool vanishing mid-build
             raise PeerUnavailable(f"{what} in {cache} failed: {exc}") from exc
+
+
+def ensure(build: Callable[[], Path], label: str) -> Path | None:
+    """``build()``; None, the reason logged, where it raises PeerUnavailable."""
+    try:
+        return build()
+    except PeerUnavailable as exc:
+        log.warning("%s test peer unavailable: %s", label, exc)
+        return None
 
 
 def python311(needed_by: str) -> str:

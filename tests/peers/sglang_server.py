@@ -43,11 +43,10 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.peers import peer_cache  # noqa: E402  (stdlib-only sibling, run as a script too)
-from tests.peers.peer_cache import TORCH_VERSION, PeerUnavailable  # noqa: E402
+from tests.peers.peer_cache import TORCH_VERSION  # noqa: E402
 
 log = logging.getLogger("optui.tests.peers.sglang")
 
@@ -118,13 +117,8 @@ def __getattr__(name):
 '''
 
 
-class SglangPeer(NamedTuple):
-    """A running SGLang server: base URL, process, log file, model dir."""
-
-    url: str
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    model: Path
+# A running SGLang server: base URL, process, log file, model dir.
+SglangPeer = peer_cache.EnginePeer
 
 
 def cache_dir() -> Path:
@@ -186,11 +180,7 @@ def build_sglang() -> Path:
 
 def ensure_sglang() -> Path | None:
     """The cached venv's python, installing it if needed; None (reason logged) if impossible."""
-    try:
-        return build_sglang()
-    except PeerUnavailable as exc:
-        log.warning("SGLang test peer unavailable: %s", exc)
-        return None
+    return peer_cache.ensure(build_sglang, "SGLang")
 
 
 def run_env() -> dict[str, str]:

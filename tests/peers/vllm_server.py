@@ -38,11 +38,10 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.peers import peer_cache  # noqa: E402  (stdlib-only sibling, run as a script too)
-from tests.peers.peer_cache import TORCH_VERSION, PeerUnavailable  # noqa: E402
+from tests.peers.peer_cache import TORCH_VERSION  # noqa: E402
 
 log = logging.getLogger("optui.tests.peers.vllm")
 
@@ -59,13 +58,8 @@ READY_TIMEOUT_S = 400.0
 STOP_GRACE_S = 15.0
 
 
-class VllmPeer(NamedTuple):
-    """A running ``vllm serve``: base URL (``http://127.0.0.1:PORT``), process, log file, model dir."""
-
-    url: str
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    model: Path
+# A running ``vllm serve``: base URL (``http://127.0.0.1:PORT``), process, log file, model dir.
+VllmPeer = peer_cache.EnginePeer
 
 
 def cache_dir() -> Path:
@@ -118,11 +112,7 @@ def build_vllm() -> Path:
 
 def ensure_vllm() -> Path | None:
     """The cached ``vllm``, installing it if needed; None (reason logged) if impossible."""
-    try:
-        return build_vllm()
-    except PeerUnavailable as exc:
-        log.warning("vLLM test peer unavailable: %s", exc)
-        return None
+    return peer_cache.ensure(build_vllm, "vLLM")
 
 
 def run_env() -> dict[str, str]:
