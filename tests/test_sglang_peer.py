@@ -7,39 +7,21 @@ verified here and what only against formats.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
-import urllib.request
 
-import pytest
-
-from optui.core.bench.parse import parse_any, parse_bench_output
 from optui.core.effective_config import check_config, sglang_config
 from optui.core.help_parse import parse_help
-from optui.core.metrics_map import generated_total, load_view, parse_scrape
+from optui.core.metrics_map import generated_total, load_view
 from optui.core.server_log import LogClassifier, classify_log
 from optui.core.server_state import CrashClass
+from tests.helpers.engine_peer import check_sglang_bench_serving, classify_crash, get, load_during_completions, taken_port
 from tests.peers.sglang_server import DEFAULT_ARGS, run_env
 
 pytest_plugins = ["tests.peers.sglang_fixtures"]
-
-
-def _get(url: str, timeout: float = 10) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        return resp.read().decode()
-
-
-def _complete(url: str, max_tokens: int) -> dict:
-    body = json.dumps({"model": "tiny", "prompt": "def main(argv):\n    return", "max_tokens": max_tokens,
-                       "ignore_eos": True, "temperature": 0}).encode()
-    req = urllib.request.Request(f"{url}/v1/completions", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as resp:
-        return json.loads(resp.read())
 
 
 def _wait_ready_line(peer, timeout_s: float = 60) -> str:
@@ -55,23 +37,12 @@ def _wait_ready_line(peer, timeout_s: float = 60) -> str:
 # --- own short-lived servers first: the shared one, once started, runs to the session's end
 
 def _crash(python, model, tmp_path, args, port=None) -> dict:
-    """Start, and classify the log once the process exits or the log shows a crash (SGLang
-    0.5.23 logs "[Errno 98] error while attempting to bind" and then hangs: a crash all the same)."""
+    """Start, and classify the log once the process exits or the log shows a crash."""
     # imported here, not at the top: pytest_plugins must import the plugin first (assert rewriting)
     from tests.peers.sglang_fixtures import launch_sglang
 
-    with launch_sglang(python, model, tmp_path, args, wait=False, port=port) as peer:
-        deadline = time.monotonic() + 400
-        while time.monotonic() < deadline:
-            rc = peer.proc.poll()
-            result = classify_log(peer.log_path.read_text(errors="replace"), "sglang", rc)
-            if rc is None and result["final"] == "crashed":  # the rest of its traceback is still being written
-                time.sleep(5)
-                return classify_log(peer.log_path.read_text(errors="replace"), "sglang", peer.proc.poll())
-            if rc is not None:
-                return result
-            time.sleep(1)
-        pytest.fail(f"sglang {args} neither exited nor crashed in 400 s; log {peer.log_path}")
+    return classify_crash(launch_sglang(python, model, tmp_path, args, wait=False, port=port), "sglang",
+                          f"sglang {args}")
 
 
 def test_bad_flag_and_bad_value(sglang_python, sglang_model, tmp_path):
@@ -82,10 +53,8 @@ def test_bad_flag_and_bad_value(sglang_python, sglang_model, tmp_path):
 
 
 def test_port_in_use(sglang_python, sglang_model, tmp_path):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        result = _crash(sglang_python, sglang_model, tmp_path, DEFAULT_ARGS, port=taken.getsockname()[1])
+    with taken_port() as port:
+        result = _crash(sglang_python, sglang_model, tmp_path, DEFAULT_ARGS, port=port)
     assert (result["final"], result["class"]) == ("crashed", CrashClass.PORT_IN_USE)
 
 
@@ -117,29 +86,19 @@ def test_phases_end_at_fired_up_and_ready_to_roll(sglang_server):
 
 
 def test_metrics_give_the_load_and_the_counters_match_the_tokens_served(sglang_server):
-    before = parse_scrape(_get(f"{sglang_server.url}/metrics"), 0.0)
-    views = []
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        futures = [pool.submit(_complete, sglang_server.url, 100) for _ in range(4)]
-        prev, t = before, 0.0
-        while not all(f.done() for f in futures) and t < 300:
-            time.sleep(0.5)
-            t += 0.5
-            cur = parse_scrape(_get(f"{sglang_server.url}/metrics"), t)
-            views.append(load_view(cur, prev))
-            prev = cur
-        usages = [f.result()["usage"] for f in futures]
-    after = parse_scrape(_get(f"{sglang_server.url}/metrics"), t + 1)
+    run = load_during_completions(sglang_server.url, 100)
+    views = run.views
     # seen on 0.5.23: while 4 x 100-token requests ran, neither sglang:generation_tokens_total
     # nor sglang:gen_throughput moved in any 0.5 s scrape; the scrape after the run sees the move
-    views.append(load_view(after, prev))
+    views.append(load_view(run.after, run.last))
     assert any((v.running or 0) >= 1 for v in views), views
     assert any((v.gen_tok_s or 0) > 0 for v in views), views
-    assert generated_total(after) - generated_total(before) == sum(u["completion_tokens"] for u in usages) == 400
+    served = sum(u["completion_tokens"] for u in run.usages)
+    assert generated_total(run.after) - generated_total(run.before) == served == 400
 
 
 def test_server_info_gives_the_config_in_effect(sglang_server):
-    info = json.loads(_get(f"{sglang_server.url}/server_info"))
+    info = json.loads(get(f"{sglang_server.url}/server_info"))
     running = sglang_config(info)
     assert running is not None and running.version
     argv = ["python", "-m", "sglang.launch_server", "--model-path", str(sglang_server.model), *DEFAULT_ARGS]
@@ -158,17 +117,5 @@ def test_flag_catalogue_from_help(sglang_python):
 
 
 def test_bench_serving_text_and_jsonl_are_parsed_equal(sglang_server, sglang_python, tmp_path):
-    out = tmp_path / "r.jsonl"
-    proc = subprocess.run(
-        [str(sglang_python), "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", sglang_server.url,
-         "--model", str(sglang_server.model), "--dataset-name", "random-ids", "--random-input-len", "32",
-         "--random-output-len", "16", "--num-prompts", "8", "--max-concurrency", "4", "--output-file", str(out)],
-        capture_output=True, text=True, env=run_env(), timeout=500, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    [text] = parse_bench_output(proc.stdout + proc.stderr)
-    [saved] = parse_any(out.read_text(), "r.jsonl")
-    assert (text.tool, saved.tool, text.completed, saved.completed) == ("sglang", "sglang", 8, 8)
-    assert round(saved.output_throughput_tok_s, 2) == text.output_throughput_tok_s
-    for field in ("ttft_ms", "itl_ms", "e2e_ms"):
-        for stat in ("mean", "median"):
-            assert round(getattr(saved, field)[stat], 2) == getattr(text, field)[stat], (field, stat)
+    check_sglang_bench_serving(sglang_python, "sglang", sglang_server.url, sglang_server.model, tmp_path / "r.jsonl",
+                               run_env())

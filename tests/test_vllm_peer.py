@@ -8,12 +8,9 @@ verified here and what only against formats.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
-import socket
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,25 +20,20 @@ from optui.core.effective_config import check_config, vllm_config
 from optui.core.flags import Flags
 from optui.core.help_parse import parse_help
 from optui.core.log_load import parse_batch_line
-from optui.core.metrics_map import generated_total, load_view, parse_scrape
+from optui.core.metrics_map import generated_total, load_view
 from optui.core.server_log import LogClassifier, classify_log
 from optui.core.server_state import CrashClass
+from tests.helpers.engine_peer import (
+    check_sglang_bench_serving,
+    classify_crash,
+    complete,
+    get,
+    load_during_completions,
+    taken_port,
+)
 from tests.peers.vllm_server import DEFAULT_ARGS, run_env
 
 pytest_plugins = ["tests.peers.vllm_fixtures", "tests.peers.sglang_fixtures"]
-
-
-def _get(url: str, timeout: float = 10) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        return resp.read().decode()
-
-
-def _complete(url: str, max_tokens: int) -> dict:
-    body = json.dumps({"model": "tiny", "prompt": "def main(argv):\n    return", "max_tokens": max_tokens,
-                       "ignore_eos": True, "temperature": 0}).encode()
-    req = urllib.request.Request(f"{url}/v1/completions", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as resp:
-        return json.loads(resp.read())
 
 
 def _wait_for_line(path: Path, needle: str, timeout_s: float = 60) -> str:
@@ -57,23 +49,12 @@ def _wait_for_line(path: Path, needle: str, timeout_s: float = 60) -> str:
 # --- crash classes: each its own short-lived server ----------------------------------------------
 
 def _crash(vllm_exe, vllm_model, tmp_path, args, env=None, port=None) -> dict:
-    """Start, and classify the log once the process exits or the log shows a crash (SGLang
-    0.5.23 logs "[Errno 98] error while attempting to bind" and then hangs: a crash all the same)."""
+    """Start, and classify the log once the process exits or the log shows a crash."""
     # imported here, not at the top: pytest_plugins must import the plugin first (assert rewriting)
     from tests.peers.vllm_fixtures import launch_vllm
 
-    with launch_vllm(vllm_exe, vllm_model, tmp_path, args, wait=False, env=env, port=port) as peer:
-        deadline = time.monotonic() + 400
-        while time.monotonic() < deadline:
-            rc = peer.proc.poll()
-            result = classify_log(peer.log_path.read_text(errors="replace"), "vllm", rc)
-            if rc is None and result["final"] == "crashed":  # the rest of its traceback is still being written
-                time.sleep(5)
-                return classify_log(peer.log_path.read_text(errors="replace"), "vllm", peer.proc.poll())
-            if rc is not None:
-                return result
-            time.sleep(1)
-        pytest.fail(f"vllm serve {args} neither exited nor crashed in 400 s; log {peer.log_path}")
+    return classify_crash(launch_vllm(vllm_exe, vllm_model, tmp_path, args, wait=False, env=env, port=port), "vllm",
+                          f"vllm serve {args}")
 
 
 def test_bad_flag_and_bad_value(vllm_exe, vllm_model, tmp_path):
@@ -84,10 +65,8 @@ def test_bad_flag_and_bad_value(vllm_exe, vllm_model, tmp_path):
 
 
 def test_port_in_use(vllm_exe, vllm_model, tmp_path):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        result = _crash(vllm_exe, vllm_model, tmp_path, DEFAULT_ARGS, port=taken.getsockname()[1])
+    with taken_port() as port:
+        result = _crash(vllm_exe, vllm_model, tmp_path, DEFAULT_ARGS, port=port)
     assert (result["final"], result["class"]) == ("crashed", CrashClass.PORT_IN_USE)
 
 
@@ -120,32 +99,22 @@ def test_startup_phases_name_compile_and_kv_cache(vllm_server):
 
 
 def test_metrics_give_the_load_and_the_counters_match_the_tokens_served(vllm_server):
-    before = parse_scrape(_get(f"{vllm_server.url}/metrics"), 0.0)
-    busy = []
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        futures = [pool.submit(_complete, vllm_server.url, 400) for _ in range(4)]
-        prev, t = before, 0.0
-        while not all(f.done() for f in futures) and t < 300:
-            time.sleep(0.5)
-            t += 0.5
-            cur = parse_scrape(_get(f"{vllm_server.url}/metrics"), t)
-            busy.append(load_view(cur, prev))
-            prev = cur
-        usages = [f.result()["usage"] for f in futures]
-    after = parse_scrape(_get(f"{vllm_server.url}/metrics"), t + 1)
+    run = load_during_completions(vllm_server.url, 400)
+    busy = run.views
     assert any((v.running or 0) >= 1 for v in busy), busy
     assert any((v.kv_cache_pct or 0) > 0 for v in busy)
     assert any((v.gen_tok_s or 0) > 0 for v in busy)
     assert all(v.source == "metrics" for v in busy)
     # vllm:generation_tokens_total counts exactly the completion tokens the responses report
-    assert generated_total(after) - generated_total(before) == sum(u["completion_tokens"] for u in usages) == 1600
-    idle = load_view(after, prev)
+    served = sum(u["completion_tokens"] for u in run.usages)
+    assert generated_total(run.after) - generated_total(run.before) == served == 1600
+    idle = load_view(run.after, run.last)
     assert (idle.running, idle.waiting) == (0, 0)
 
 
 def test_config_in_effect_from_models_and_cache_config_info(vllm_server):
-    models = json.loads(_get(f"{vllm_server.url}/v1/models"))
-    running = vllm_config(models, _get(f"{vllm_server.url}/metrics"))
+    models = json.loads(get(f"{vllm_server.url}/v1/models"))
+    running = vllm_config(models, get(f"{vllm_server.url}/metrics"))
     assert running is not None and running.fields["max_model_len"] == 1024
     argv = ["vllm", "serve", str(vllm_server.model), *DEFAULT_ARGS]
     assert check_config("vllm", argv, running).status == "verified"
@@ -154,7 +123,7 @@ def test_config_in_effect_from_models_and_cache_config_info(vllm_server):
 
 
 def test_log_load_fallback_reads_the_cpu_kv_cache_usage(vllm_server):
-    _complete(vllm_server.url, 50)
+    complete(vllm_server.url, 50)
     line = _wait_for_line(vllm_server.log_path, "Avg prompt throughput", 60)
     assert "CPU KV cache usage" in line
     parsed = parse_batch_line(line)
@@ -215,21 +184,8 @@ def test_sglang_bench_serving_against_vllm_text_equals_its_jsonl(vllm_server, vl
     """SGLang's client (the SGLang peer's venv) with ``--backend vllm`` against the real vLLM."""
     from tests.peers.sglang_server import run_env as sglang_env
 
-    out = tmp_path / "r.jsonl"
-    proc = subprocess.run(
-        [str(sglang_python), "-m", "sglang.bench_serving", "--backend", "vllm", "--base-url", vllm_server.url,
-         "--model", str(vllm_model), "--served-model-name", "tiny", "--dataset-name", "random-ids",
-         "--random-input-len", "32", "--random-output-len", "16", "--num-prompts", "8", "--max-concurrency", "4",
-         "--output-file", str(out)],
-        capture_output=True, text=True, env=sglang_env(), timeout=500, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    [text] = parse_bench_output(proc.stdout + proc.stderr)
-    [saved] = parse_any(out.read_text(), "r.jsonl")
-    assert (text.tool, saved.tool, text.completed, saved.completed) == ("sglang", "sglang", 8, 8)
-    assert round(saved.output_throughput_tok_s, 2) == text.output_throughput_tok_s
-    for field in ("ttft_ms", "itl_ms", "e2e_ms"):
-        for stat in ("mean", "median"):
-            assert round(getattr(saved, field)[stat], 2) == getattr(text, field)[stat], (field, stat)
+    check_sglang_bench_serving(sglang_python, "vllm", vllm_server.url, vllm_model, tmp_path / "r.jsonl", sglang_env(),
+                               "--served-model-name", "tiny")
 
 
 def test_builtin_generator_token_counts_against_vllm_counters(vllm_server):
@@ -241,7 +197,7 @@ def test_builtin_generator_token_counts_against_vllm_counters(vllm_server):
     from optui.adapters.loadgen import run_load
 
     def counter(name: str) -> float:
-        text = _get(f"{vllm_server.url}/metrics")
+        text = get(f"{vllm_server.url}/metrics")
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
 
     gen0, prompt0 = counter("vllm:generation_tokens_total"), counter("vllm:prompt_tokens_total")
