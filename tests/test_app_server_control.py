@@ -335,3 +335,33 @@ async def test_a_rollback_to_the_flags_it_runs_says_it_changes_none(tmp_path):
         body = text_of(app, "#confirm-body")
         assert "back to the last flags that became ready:\n  (none: it runs them now; a plain restart)" in body, body
         await pilot.press("n", "q")
+
+
+async def test_a_failed_restarts_one_line_row_shows_the_flag_it_added_first(tmp_path):
+    """Issue 34's walk: after ``--disable-cuda-graph`` ran fine, a restart adding
+    ``--mem-fraction-static 0.99`` crashed with oom and the row read ``✖ demo CRASHED oom
+    --disable-cuda-graph +1`` at 60 and 50 columns (the ``+1`` is the cause). The row orders
+    the flags as the experiments view does: the change from the flags that ran before first."""
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(60, 40)) as pilot:
+        await ready(pilot, rt)
+        await pilot.press("2", "r")
+        await edit(pilot, app, "--disable-cuda-graph")
+        await pilot.press("ctrl+s", "y")
+        await wait_for(pilot, lambda: "--disable-cuda-graph" in rt.status.argv and rt.status.state.value == "ready"
+                       and rt.status.busy is None and rt.status.last_good_argv == rt.status.argv, timeout=60)
+        await pilot.press("r")
+        await edit(pilot, app, "--mem-fraction-static 0.99")
+        await pilot.press("ctrl+s", "y")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen" and "roll back" in text_of(app, "#confirm-title"),
+                       timeout=60)
+        await pilot.press("n")  # not now: the row says what failed
+        assert str(rt.status.crash_class) == "oom" and "0.99" in rt.status.argv
+        for size in ((60, 40), (50, 30)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.2)
+            row = app.query_one("#servers").render().plain.splitlines()[0]
+            flags = re.search(r"CRASHED oom  (\S+ \S+)", row)
+            assert flags and flags.group(1) in ("--mem-fraction-static 0.99", "--mem-fra-sta 0.99", "--mfs 0.99"), (size, row)
+        await pilot.press("q")

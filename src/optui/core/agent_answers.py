@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from optui.core.journal_experiments import delta_pct, shown_workload_verdict
+from optui.core.journal_experiments import delta_pct, shown_workload_verdict, workload_limits
 
 if TYPE_CHECKING:
     from optui.core.journal_experiments import Experiment, WorkloadOutcome
@@ -43,13 +43,11 @@ def workload_row(x: Experiment, w: WorkloadOutcome) -> dict[str, Any]:
     itl_p99_delta_pct, n, base_n, p, verdict}`` (tok/s, %; ``request_rate`` req/s); a key
     whose value is unknown (no baseline, an unlimited rate, a client that reports no ITL
     p99 on either side) is left out, except ``n`` and ``verdict``."""
-    wl = w.runs[0].result.workload if w.runs else None
-    rate = wl.request_rate if wl is not None else None
+    conc, rate = workload_limits(w)
     base = w.base_values or {}
     deltas = {d.metric.key: d.rel_pct for d in w.deltas}  # the same delta_pct of the medians
     j = w.judgement
-    row = {"workload": w.label, "concurrency": wl.max_concurrency if wl is not None else None,
-            "request_rate": rate if rate is not None and math.isfinite(rate) else None,
+    row = {"workload": w.label, "concurrency": conc, "request_rate": rate,
             "out_tok_s": _num(w.values.get("output_throughput_tok_s")),
             "delta_pct": _num(deltas.get("output_throughput_tok_s")),
             **{key: _num(delta_pct(w.values.get(metric), base.get(metric))) for metric, key in LATENCY_DELTAS.items()},
@@ -118,11 +116,10 @@ def host_line(host: dict[str, Any]) -> dict[str, Any]:
 
 
 def _point(w: WorkloadOutcome) -> tuple:
-    """Rows in the order of their points: concurrency, then request rate, then label."""
-    wl = w.runs[0].result.workload if w.runs else None
-    c = wl.max_concurrency if wl is not None and wl.max_concurrency is not None else math.inf
-    r = wl.request_rate if wl is not None and wl.request_rate is not None else math.inf
-    return (c, r, w.label)
+    """Rows in the order of their points: concurrency, then request rate (unlimited last),
+    then label."""
+    conc, rate = workload_limits(w)
+    return (math.inf if conc is None else conc, math.inf if rate is None else rate, w.label)
 
 
 def compact_results(results: Sequence[dict[str, Any]]) -> dict[str, Any]:

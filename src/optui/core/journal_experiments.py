@@ -109,11 +109,20 @@ def config_changes(old: Flags, new: Flags, *, short: bool = False, first: Flags 
     configuration; the flags that differ from it come first (a cell that folds the others
     into ``+N`` still shows the change just made, e.g. the one that made a start fail);
     ``lead``: a flag name put before all (the one a ``bad_flag`` crash names)."""
+    return [c.short() if short else c.describe() for c in ordered_changes(old, new, first=first, lead=lead)]
+
+
+def ordered_changes(old: Flags, new: Flags, *, first: Flags | None = None, lead: str | None = None) -> list[FlagChange]:
+    """The changes of :func:`config_changes` from ``old`` to ``new`` in the order every view
+    shows them (the experiments' rows, the Servers panel's): ``lead`` (a flag name: the one a
+    ``bad_flag`` crash names) first, then the flags that differ from ``first`` (the previous
+    configuration: the change just made, e.g. the one that made a start fail), then the
+    others; each part in diff order. A cell that folds flags into ``+N`` folds the last ones."""
     changes = _flag_changes(old, new)
     if first is not None or lead:
         just_changed = {c.name for c in _flag_changes(first, new)} if first is not None else set()
         changes.sort(key=lambda c: (c.name != lead, c.name not in just_changed))  # stable: each part in diff order
-    return [c.short() if short else c.describe() for c in changes]
+    return changes
 
 
 def _flag_changes(old: Flags, new: Flags) -> list[FlagChange]:
@@ -130,13 +139,19 @@ def _flag_changes(old: Flags, new: Flags) -> list[FlagChange]:
 
 
 def _refused_flag(draft: dict) -> str | None:
-    """The flag a ``bad_flag`` failure's log names (``unrecognized arguments: --no-such-flag=1``
-    → ``--no-such-flag``), canonical, else None."""
+    """:func:`refused_flag` of an experiment's draft."""
+    return refused_flag(draft.get("crash_class"), (*draft.get("crash_lines", ()), draft.get("crash_message") or ""))
+
+
+def refused_flag(crash_class: object, lines: Sequence[str]) -> str | None:
+    """The flag a ``bad_flag`` failure's log ``lines`` name (``unrecognized arguments:
+    --no-such-flag=1`` → ``--no-such-flag``), canonical (the newest line naming one), else
+    None (another class, or no line names a flag)."""
     from optui.core.server_log import flag_named_in
 
-    if draft.get("crash_class") != "bad_flag":
+    if crash_class is None or str(crash_class) != "bad_flag":
         return None
-    for line in reversed((*draft.get("crash_lines", ()), draft.get("crash_message") or "")):
+    for line in reversed(lines):
         found = flag_named_in(line) if "error" in line.lower() else None
         if found:
             return canonical_name(found.partition("=")[0])
@@ -1230,7 +1245,7 @@ def workload_evidence(x: Experiment, w: WorkloadOutcome, *, name_baseline: bool 
     return text + (f"; ⚠ {w.cache_note}" if w.cache_note else "")
 
 
-def _point(w: WorkloadOutcome) -> tuple[int | None, float | None]:
+def workload_limits(w: WorkloadOutcome) -> tuple[int | None, float | None]:
     """``(concurrency, request rate in req/s)`` of a workload's runs (None: unlimited)."""
     if not w.runs:
         return None, None
@@ -1244,7 +1259,7 @@ def _point(w: WorkloadOutcome) -> tuple[int | None, float | None]:
 def workload_point(w: WorkloadOutcome) -> str:
     """The point of a workload as a short name: ``c=8``, ``4 req/s``, ``c=8, 4 req/s``
     (both limited), else its label (``random 32/12 x8``)."""
-    conc, rate = _point(w)
+    conc, rate = workload_limits(w)
     parts = ([f"c={conc}"] if conc is not None else []) + ([f"{rate:g} req/s"] if rate is not None else [])
     return ", ".join(parts) or w.label
 
@@ -1281,7 +1296,7 @@ def workload_summaries(x: Experiment) -> list[dict]:
     ``x.verdict`` (:func:`~optui.core.bench.compare.overall_verdict`)."""
     out = []
     for w in x.workloads:
-        conc, rate = _point(w)
+        conc, rate = workload_limits(w)
         verdict = shown_workload_verdict(x, w)
         own = _own_baseline_runs(x, w)
         out.append({

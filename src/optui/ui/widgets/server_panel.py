@@ -4,7 +4,9 @@ One row per configured server (three lines wide, one line narrow; zoomed, ``z``,
 field on lines of its own, the full command wrapped: :meth:`ServerPanel.set_zoomed`). The cursor selects the
 server that ``r`` (restart with new flags), ``ctrl+r`` (roll back) and ``b`` act on; ``i``
 shows its full running command. The flags line lists the flags that differ from the
-configured launch first (the tuned flag is never where the row is cut).
+configured launch first, in the experiments view's order (the change from the flags that ran
+before, e.g. the one a failed restart added, before the others: the tuned flag is never where
+the row is cut, nor folded into ``+N``).
 """
 
 from __future__ import annotations
@@ -47,42 +49,66 @@ def flags_text(argv: tuple[str, ...]) -> str:
     return shlex.join(flags.to_argv()[len(flags.program):])
 
 
-def changed_first(argv: tuple[str, ...], reference: tuple[str, ...]) -> tuple[str, str]:
+def changed_first(argv: tuple[str, ...], reference: tuple[str, ...], prev: tuple[str, ...] | None = None,
+                  lead: str | None = None) -> tuple[str, str]:
     """``(changed, rest)``: the flags of ``argv`` that differ from ``reference`` (the
-    configured argv) as they run, flags it dropped as ``-(--name)``, then the other flags,
-    each part shell-quoted for display. Listen-only flags (``--port``...) are never a
-    change. Without a reference, or nothing changed: ``("", flags_text(argv))``."""
-    changed, rest = _split_changed(argv, reference)
+    configured argv) as they run, flags it dropped as ``-(--name)``, in the order of
+    :func:`~optui.core.journal_experiments.ordered_changes` (``lead``, then those that differ
+    from ``prev``, the flags that ran before), then the other flags, each part shell-quoted
+    for display. Listen-only flags (``--port``...) are never a change. Without a reference,
+    or nothing changed: ``("", flags_text(argv))``."""
+    changed, rest = _split_changed(argv, reference, prev, lead)
     if not changed:
         return "", flags_text(argv)
     return " ".join(changed), shlex.join(rest)
 
 
-def changed_flags(argv: tuple[str, ...], reference: tuple[str, ...]) -> list[str]:
+def changed_flags(argv: tuple[str, ...], reference: tuple[str, ...], *, prev: tuple[str, ...] | None = None,
+                  lead: str | None = None) -> list[str]:
     """The changes of :func:`changed_first` one per flag (``"--max-running-requests 3"``,
     ``"-(--name)"``), for :func:`~optui.core.flag_abbrev.fit_flags`; ``[]`` for none."""
-    return _split_changed(argv, reference)[0]
+    return _split_changed(argv, reference, prev, lead)[0]
 
 
-def _split_changed(argv: tuple[str, ...], reference: tuple[str, ...]) -> tuple[list[str], list[str]]:
+def status_changes(s: ServerStatus) -> tuple[tuple[str, ...] | None, str | None]:
+    """``(prev, lead)`` of :func:`changed_first` for server ``s``'s row, the experiments
+    view's rule (:func:`~optui.core.journal_experiments.config_changes`): the flags that ran
+    before it (its last good flags: the change of a failed or starting launch comes first)
+    and the flag a ``bad_flag`` crash was refused for (before all)."""
+    from optui.core.journal_experiments import refused_flag
+
+    prev = s.last_good_argv if s.last_good_argv and tuple(s.last_good_argv) != tuple(s.argv) else None
+    lead = refused_flag(s.crash_class, (*s.crash_lines, s.crash_cause or s.message or "")) \
+        if s.state is not ServerState.READY else None
+    return prev, lead
+
+
+def _canonical(name: str) -> str:
+    from optui.core.flags import canonical_name
+
+    return canonical_name(name)
+
+
+def _shown(change) -> str:
+    """One change as it runs, shell-quoted (``--max-running-requests 3``), ``-(--name)`` dropped."""
+    if change.new is None:
+        return f"-({change.name})"
+    return shlex.join(change.new if change.name.startswith("<") else (change.name, *change.new))
+
+
+def _split_changed(argv: tuple[str, ...], reference: tuple[str, ...], prev: tuple[str, ...] | None,
+                   lead: str | None) -> tuple[list[str], list[str]]:
     from optui.core.flags import Flags, canonical_name
-    from optui.core.journal_experiments import LISTEN_FLAGS
+    from optui.core.journal_experiments import ordered_changes
 
     if not reference:
         return [], []
     flags = Flags.parse(argv)
-    old, new = Flags.parse(reference).as_mapping(), flags.as_mapping()
-    changed: list[str] = []
-    rest: list[str] = []
-    for arg in flags.args:
-        name = canonical_name(arg.name) if arg.name else None
-        if name is not None and name not in LISTEN_FLAGS and old.get(name) != new.get(name):
-            changed.append(shlex.join(arg.to_argv()))
-        else:
-            rest.extend(arg.to_argv())
-    changed += [f"-({name})" for name in old if name.startswith("-") and name not in new and name not in LISTEN_FLAGS]
-    return changed, rest
-
+    changes = ordered_changes(Flags.parse(reference), flags, first=Flags.parse(prev) if prev else None, lead=lead)
+    names = {c.name for c in changes}
+    rest = [token for arg in flags.args if arg.name is None or canonical_name(arg.name) not in names
+            for token in arg.to_argv()]
+    return [_shown(c) for c in changes], rest
 
 
 class ServerPanel(CursorList):
@@ -146,13 +172,18 @@ class ServerPanel(CursorList):
         row = self._head(s)
         if compact:
             failed = self._failed(s)
+            prev, lead = status_changes(s)
+            bad = None
             if failed:  # the class, and a bad_flag's flag, before anything that may be cut
                 crash = str(s.crash_class or "failed")
                 row.append(f" {crash}", style=style(app, "state-failed", bold=True))
                 bad = flag_named_in(self._cause(s)) if crash == "bad_flag" else None
                 if bad:
                     row.append(f" {safe_line(bad)}", style=style(app, "state-failed"))
-            tuned = changed_flags(s.argv, s.configured_argv)
+            # in the experiments view's order: the change from the flags that ran before first
+            tuned = changed_flags(s.argv, s.configured_argv, prev=prev, lead=lead)
+            if bad and lead and _canonical(bad.partition("=")[0]) == lead:
+                tuned = [t for t in tuned if t.split(" ", 1)[0] != lead]  # named after the class already
             if tuned:  # the one line still says which configuration runs: names abbreviated
                 # alike (as the bench panel does), values kept, the flags that do not fit counted
                 room = width - row.cell_len - 4  # less the separator and the line's ellipsis
@@ -168,7 +199,7 @@ class ServerPanel(CursorList):
         row.append("\n  ")
         row.append_text(self._detail(s) or self._idle_hint(s))
         row.append("\n  ")
-        changed, rest = changed_first(s.argv, s.configured_argv)  # the tuned flags are never cut off
+        changed, rest = changed_first(s.argv, s.configured_argv, *status_changes(s))  # the tuned flags are never cut off
         room = max(10, width - 4)
         if changed:
             changed = truncate(changed, room)
@@ -232,7 +263,7 @@ class ServerPanel(CursorList):
         if s.model:
             block("model  ", Text(safe_line(s.model)))
         block("now    ", self._detail(s) or self._idle_hint(s) or Text("-", style="dim"))
-        changed, _ = changed_first(s.argv, s.configured_argv)
+        changed, _ = changed_first(s.argv, s.configured_argv, *status_changes(s))
         block("changed", Text(safe_line(changed), style=style(app, "warning")) if changed
               else Text("none (the configured flags)", style="dim"))
         block("command", Text(safe_line(shlex.join(s.argv))) if s.argv else Text("(no argv)", style="dim"))
