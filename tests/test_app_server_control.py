@@ -365,3 +365,41 @@ async def test_a_failed_restarts_one_line_row_shows_the_flag_it_added_first(tmp_
             flags = re.search(r"CRASHED oom  (\S+ \S+)", row)
             assert flags and flags.group(1) in ("--mem-fraction-static 0.99", "--mem-fra-sta 0.99", "--mfs 0.99"), (size, row)
         await pilot.press("q")
+
+
+async def test_every_rollback_to_rejected_flags_warns_not_only_the_first(tmp_path):
+    """Issue 34's walk: the rollback offer's "⚠ exp-… ran these flags and …" followed one
+    experiment, not the flags: after the first rollback to them (a start that measured
+    nothing), the next crash offered the same flags with no warning. It is the
+    configuration's: any experiment of those flags that was rejected (or measured worse)."""
+    from optui.adapters.journal import Journal
+    from optui.core import events as ev
+
+    app = make_app(tmp_path)
+    session, rt = app.session, app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        argv = list(rt.status.argv)
+        argv[argv.index("--max-running-requests") + 1] = "8"
+        await session.restart_server("demo", argv, reason="test")
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None
+                       and list(rt.status.last_good_argv or ()) == argv)
+        rejected = session.current_experiment("demo")
+        other = Journal(session.journal.path)  # as `optui journal verdict` writes it
+        other.append(ev.VERDICT, "demo", {"decision": "reject", "reason": "p99 too high"}, actor="cli", experiment=rejected)
+        other.close()
+        warning = f"⚠ {rejected} ran these flags and was rejected (p99 too high)"
+        for attempt in range(2):
+            await pilot.press("2", "r")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "FlagEditorScreen")
+            await edit(pilot, app, "--mem-fraction-static 0.99")
+            await pilot.press("ctrl+s", "y")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen"
+                           and "roll back" in text_of(app, "#confirm-title") and bool(app.screen.query("#confirm-body")),
+                           timeout=60)
+            assert warning in text_of(app, "#confirm-body"), (attempt, text_of(app, "#confirm-body"))
+            await pilot.press("y")  # back to the rejected flags: a start of them that measures nothing
+            await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready"
+                           and list(rt.status.argv) == argv, timeout=60)
+            assert session.current_experiment("demo") != rejected
+        await pilot.press("q")

@@ -103,6 +103,24 @@ def test_a_rollback_to_flags_that_measured_worse_or_were_rejected_warns(journal)
     assert rejected == f"{ids['big']} ran these flags and was rejected (p99 too high)"
 
 
+def test_a_rollback_warning_follows_the_flags_not_one_experiment(journal):
+    """Issue 34: rolled back once to flags that measured worse (a start that measured
+    nothing), the next crash's rollback to the same flags said nothing."""
+    ids = standard_campaign(journal)
+    w = CampaignWriter(journal)
+    w.t, w.argv = w.t + 10_000, flags(max_running_requests=64, disable_radix_cache=True)
+    chunk = flags(max_running_requests=64, chunked_prefill_size=512)
+    again = w.restart(chunk, reason="rollback")  # the same flags again, measured nothing
+    w.restart(flags(max_running_requests=64, chunked_prefill_size=512, mem_fraction_static=0.99), crash="oom")
+    xs = load_experiments(journal)
+    assert by_id(xs)[again].verdict != "worse"
+    warning = rollback_warning(xs, "qwen", chunk)
+    assert warning is not None and warning.startswith(f"{ids['chunk']} ran these flags and measured worse"), warning
+    # the same configuration in another order is the same flags
+    reordered = chunk[:3] + ["--chunked-prefill-size", "512"] + [a for a in chunk[3:] if a not in ("--chunked-prefill-size", "512")]
+    assert rollback_warning(xs, "qwen", reordered) == warning
+
+
 def test_noise_threshold_uses_the_runs_spread(journal):
     w = CampaignWriter(journal)
     base = w.restart(flags(), reason="autostart")

@@ -1018,19 +1018,22 @@ def starts_brief(x: Experiment, repeats: Sequence[Experiment] = ()) -> str:
 
 def rollback_warning(experiments: Sequence[Experiment], server: str, argv: Sequence[str]) -> str | None:
     """What a person must know before rolling ``server`` back to ``argv`` (its last good
-    flags: the last that became ready, not the last that measured well): the newest
-    experiment of that configuration was judged ``worse`` or was rejected. ``"exp-0004 ran
-    these flags and measured worse (-50.0 % out tok/s vs exp-0001)"``, else None (never
-    measured, same, better, noisy or failed runs: nothing said)."""
+    flags: the last that became ready, not the last that measured well): an experiment of
+    that configuration (:func:`config_key`: the same flags in any order, and the starts a
+    listing folds into one row, :attr:`Experiment.same_config_as`) was judged ``worse`` or
+    was rejected; the newest such one is named. A later start of those flags that measured
+    nothing (a rollback to them, an autostart) does not clear it. ``"exp-0004 ran these flags
+    and measured worse (-50.0 % out tok/s vs exp-0001)"``, else None (never measured, same,
+    better, noisy or failed runs: nothing said)."""
     key = config_key(argv)
-    same = [x for x in experiments if x.server == server and config_key(x.argv) == key]
-    if not same:
+    mine = [x for x in experiments if x.server == server]
+    configs = {x.same_config_as or x.id for x in mine if config_key(x.argv) == key}
+    same = [x for x in mine if (x.same_config_as or x.id) in configs]
+    x = next((x for x in reversed(same) if x.decision == "reject" or x.verdict == "worse"), None)
+    if x is None:
         return None
-    x = same[-1]
     if x.decision == "reject":
         return f"{x.id} ran these flags and was rejected" + (f" ({x.decision_reason})" if x.decision_reason else "")
-    if x.verdict != "worse":
-        return None
     d = x.primary_delta
     vs = f" ({d.rel_pct:+.1f} % {d.metric.label} vs {x.primary.base_experiment or x.baseline_id or '?'})" \
         if d is not None and d.rel_pct is not None and x.primary is not None else ""
