@@ -229,6 +229,15 @@ def test_status_json_with_replay_file_dev_zero_names_the_bound(tmp_path):
     assert r.returncode == 1 and "larger than the limit of 4,194,304 bytes" in no_traceback(r)
 
 
+@pytest.mark.parametrize("command", [("log", "classify"), ("bench", "parse")], ids=" ".join)
+def test_a_saved_log_or_result_file_that_is_dev_zero_names_the_bound(tmp_path, command):
+    """``optui log classify`` and ``bench parse`` read a saved file whole: no further than
+    256 MiB (bounded_read.MAX_LOG_BYTES), then exit 2 naming the file and the bound."""
+    r = optui(tmp_path, *command, "/dev/zero")
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "/dev/zero: larger than the limit of 268,435,456 bytes (not read further)" in no_traceback(r)
+
+
 CONFIG = '[servers.qwen]\nurl = "http://127.0.0.1:9"\ncontrol = "none"\n'
 
 

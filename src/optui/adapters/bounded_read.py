@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
 #: A saved ``nvidia-smi --query-gpu`` capture (a few hundred bytes a reading).
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
-#: A config or search spec file (TOML, JSON, YAML): a real one is a few KB.
-MAX_SPEC_BYTES = 4 * 1024 * 1024
 #: A saved server log or benchmark output read whole (``optui log classify``, ``bench parse``).
 MAX_LOG_BYTES = 256 * 1024 * 1024
 

@@ -32,9 +32,12 @@ def read_results(file: str) -> list[BenchResult]:
     """The results in ``file`` (any format :func:`parse_any` reads); exits 2 with
     ``FILE: reason`` when it cannot be read, :data:`EXIT_UNPARSEABLE` with
     ``FILE:LINE: reason`` when it does not parse."""
+    from optui.adapters.bounded_read import MAX_LOG_BYTES, InputTooLarge, read_text_bounded
+
     try:
-        with open(file, "rb") as handle:
-            text = handle.read().decode("utf-8", errors="replace")
+        text = read_text_bounded(file, MAX_LOG_BYTES)
+    except InputTooLarge as exc:
+        fail(str(exc), code=2)
     except OSError as exc:
         fail(f"{file}: {exc.strerror or exc}", code=2)
     try:

@@ -3,6 +3,8 @@ the crash class and the startup phases with their times."""
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from optui.cli.common import echo, echo_json, fail
@@ -27,15 +29,15 @@ def classify(file: str, kind: str | None, returncode: int | None, as_json: bool)
     port_in_use, load_failed, nccl, killed, timeout, unknown; t is seconds since the first
     timestamped line (null without timestamps). Exit 0 whatever the outcome; 2 when FILE
     cannot be read."""
+    from optui.adapters.bounded_read import MAX_LOG_BYTES, InputTooLarge, read_text_bounded
     from optui.core.server_log import classify_log, phase_durations
     from optui.core.server_state import PhaseMark
 
-    try:
-        if file == "-":
-            text = click.open_file("-").read()  # stdin (click.get_text_stream is deprecated: gone in Click 9)
-        else:
-            with open(file, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+    try:  # stdin's bytes or the file's, bounded (/dev/zero)
+        text = read_text_bounded(sys.stdin.buffer if file == "-" else file, MAX_LOG_BYTES,
+                                 name="<stdin>" if file == "-" else file)
+    except InputTooLarge as exc:
+        fail(str(exc), 2)
     except OSError as exc:
         fail(f"{file}: cannot read: {exc.strerror or exc}", 2)
     result = classify_log(text, kind, returncode)
