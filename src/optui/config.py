@@ -343,17 +343,14 @@ class AgentConfig(_Model):
 
     @model_validator(mode="after")
     def _no_flag_both_allowed_and_forbidden(self) -> AgentConfig:
-        allowed = {_flag_key(f): f for f in self.allowed_flags}
-        both = [f for f in self.forbidden_flags if _flag_key(f) in allowed]
+        from optui.core.agent_requests import policy_flag  # the names as the policy compares them
+
+        allowed = {policy_flag(f.strip()) for f in self.allowed_flags}
+        both = [f for f in self.forbidden_flags if policy_flag(f.strip()) in allowed]
         if both:
             raise FieldError(("agent", "forbidden_flags"), f"{', '.join(both)} also in allowed_flags: a flag is "
                                                           "either allowed or forbidden to an agent, not both")
         return self
-
-
-def _flag_key(flag: str) -> str:
-    """A flag as the agent policy compares it: ``--tp-size``, ``tp_size`` and ``--tp_size`` alike."""
-    return flag.strip().lstrip("-").replace("_", "-")
 
 
 class FleetConfig(_Model):

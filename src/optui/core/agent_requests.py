@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from optui.core.events import AGENT_DECISION, AGENT_OUTCOME, AGENT_REQUEST
+from optui.core.flags import canonical_name
 
 if TYPE_CHECKING:
     from optui.core.events import Event
@@ -191,6 +192,13 @@ class PolicyVerdict:
     reason: str
 
 
+def policy_flag(name: str) -> str:
+    """A flag name as the ``[agent]`` lists and the policy compare it: a name without dashes
+    is the long flag (``tp-size`` → ``--tp-size``), ``--x_y`` is ``--x-y``
+    (:func:`~optui.core.flags.canonical_name`)."""
+    return canonical_name(name if name.startswith("-") else f"--{name}")
+
+
 def restart_policy(changed: Sequence[str], *, allowed: Sequence[str], forbidden: Sequence[str],
                    max_per_hour: int, restarts_last_hour: int,
                    resolve: Callable[[str], str] | None = None) -> PolicyVerdict:
@@ -199,10 +207,9 @@ def restart_policy(changed: Sequence[str], *, allowed: Sequence[str], forbidden:
     after ``restarts_last_hour`` restarts by agents. ``resolve`` maps a name to its
     canonical one (the flag catalogue's first long spelling: an alias or an abbreviation
     and the name it stands for are one flag), applied to ``changed`` and both lists alike;
-    None compares names as written."""
+    None compares names as :func:`policy_flag` writes them."""
     def canon(name: str) -> str:
-        name = name if name.startswith("-") else f"--{name}"
-        return resolve(name) if resolve is not None else name
+        return resolve(policy_flag(name)) if resolve is not None else policy_flag(name)
 
     given = {canon(c): c for c in changed}
     listed = {canon(f): (f if f.startswith("-") else f"--{f}") for f in forbidden}
