@@ -58,7 +58,6 @@ from optui.config_file import (  # noqa: F401  (re-exported: optui.config is the
     index_toml_lines,
     load_toml,
     read_config_text,
-    toml_syntax_error,
 )
 
 
