@@ -269,7 +269,9 @@ async def stop_group(
     poll_s: float = 0.05,
 ) -> StopOutcome:
     """SIGTERM the group, wait up to ``timeout_s`` for every member to exit, then SIGKILL
-    the group and wait (bounded) again. Reaps ``proc`` when given."""
+    the group and wait (bounded) again. Reaps ``proc`` when given. Whether the group is still
+    alive is asked on a worker thread (:func:`group_alive` scans every process: not on the
+    event loop at each poll)."""
     start = time.monotonic()
     if not signal_group(pgid, signal.SIGTERM):
         rc = await _reap(proc)
@@ -282,13 +284,13 @@ async def stop_group(
                 await within(proc.wait(), poll_s)
         else:
             await asyncio.sleep(poll_s)
-        if not group_alive(pgid):
+        if not await asyncio.to_thread(group_alive, pgid):
             break
     else:
         how = "kill"
         signal_group(pgid, signal.SIGKILL)
         kill_deadline = time.monotonic() + 5.0
-        while group_alive(pgid) and time.monotonic() < kill_deadline:
+        while await asyncio.to_thread(group_alive, pgid) and time.monotonic() < kill_deadline:
             await asyncio.sleep(poll_s)
     rc = await _reap(proc)
     return StopOutcome(how, time.monotonic() - start, rc)

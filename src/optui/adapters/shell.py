@@ -342,7 +342,7 @@ class LocalShell:
         return None if ticks is None else str(ticks)
 
     async def group_pids(self, pgid: int) -> set[int]:
-        return proc.group_pids(pgid)
+        return await asyncio.to_thread(proc.group_pids, pgid)  # a scan of every process: not on the loop
 
     async def group_stopped(self, pgid: int) -> bool:
         return proc.group_stopped(pgid)
