@@ -52,3 +52,16 @@ def test_a_good_user_theme_loads_beside_the_shipped_ones(tmp_path, monkeypatch):
     ok = next(t for t in themes if t.name == "ok")
     assert ok.dark is False and ok.variables == {"gpu-util": "ansi_green"}
     assert len(errors) == 1 and errors[0].startswith(f"{extra / 'bad.toml'}: primary: Input should be a valid string")
+
+
+def test_a_user_theme_file_is_read_as_a_config_is_bounded_with_its_line(tmp_path):
+    """A theme file is read through config_file (read_config_text, load_toml): a symlink to
+    /dev/zero is refused at the bound, never read whole; a syntax error names its line."""
+    endless = tmp_path / "endless.toml"
+    endless.symlink_to("/dev/zero")
+    broken = tmp_path / "broken.toml"
+    broken.write_text('name = "broken"\nprimary = "#336699\n')
+    themes, errors = load_themes([tmp_path])
+    assert not {"endless", "broken"} & {t.name for t in themes}
+    assert any(e.startswith(f"{endless}: cannot read: larger than the limit of") for e in errors), errors
+    assert any(e.startswith(f"{broken}:2: TOML syntax error") for e in errors), errors

@@ -9,11 +9,12 @@ is reported (path + field + reason) and skipped; an unknown theme name falls bac
 
 from __future__ import annotations
 
-import tomllib
 from importlib import resources
 from pathlib import Path
 
 from textual.theme import Theme
+
+from optui.config_file import ConfigError, load_toml, read_config_text
 
 DEFAULT_THEME = "optui-dark"
 
@@ -38,10 +39,10 @@ def load_theme_file(path: Path, *, check: bool = True) -> Theme:
     """Parse one theme file (TOML: Textual ``Theme`` fields, ``[variables]``); ``check``: against
     :class:`~optui.ui.theme_schema.ThemeFile`. Raises ValueError naming the file, the field and
     the problem."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"{path}: {exc}") from exc
+    try:  # as optui.toml is read: bounded (a symlink to /dev/zero), UTF-8 checked, FILE:LINE errors
+        data = load_toml(read_config_text(path), str(path))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
     if check:
         from optui.ui.theme_schema import check_theme
 
