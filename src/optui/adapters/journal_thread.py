@@ -41,14 +41,13 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from optui.adapters.journal import Journal, JournalBusy
 from optui.adapters.worker_thread import SingleThreadExecutor
 from optui.core import events as ev
 from optui.core.events import Event, EventFilter
-from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, Experiment, ExperimentBook
+from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, ExperimentBook, ExperimentsUpdate
 
 T = TypeVar("T")
 
@@ -62,17 +61,6 @@ EDIT_WAIT_S = 10.0
 #: what an experiment's row is built from after its first load (state changes decide
 #: whether an experiment without ready/failed became ready)
 _FEED_TYPES = (*EXPERIMENT_EVENT_TYPES, ev.SERVER_STATE)
-
-
-@dataclass(frozen=True, slots=True)
-class ExperimentsUpdate:
-    """What :meth:`JournalThread.experiments` found: every experiment (oldest first), the
-    ids whose row changed since the feed's previous update (all of them the first time),
-    and the journal seq read up to."""
-
-    experiments: tuple[Experiment, ...]
-    changed: frozenset[str]
-    last_seq: int
 
 
 class ExperimentFeed:

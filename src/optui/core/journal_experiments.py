@@ -604,6 +604,18 @@ class ExperimentBook:
         return row
 
 
+@dataclass(frozen=True, slots=True)
+class ExperimentsUpdate:
+    """What a read of a journal's experiments found (:meth:`JournalThread.experiments
+    <optui.adapters.journal_thread.JournalThread.experiments>`, the UI's views): every
+    experiment (oldest first), the ids whose row changed since the feed's previous update
+    (all of them the first time), and the journal seq read up to."""
+
+    experiments: tuple[Experiment, ...]
+    changed: frozenset[str]
+    last_seq: int
+
+
 def _apply(draft: dict, e: Event) -> None:
     d = e.data
     if e.type == ev.RESTART_REQUESTED:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # values only: this module imports no service
     from optui.adapters.journal import StoredResult
-    from optui.adapters.journal_thread import ExperimentsUpdate  # noqa: F401  (the UI's type of an experiments read)
     from optui.core.bench.compare import Row
     from optui.core.events import Event
     from optui.core.fleet import FleetSnapshot

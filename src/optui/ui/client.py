@@ -29,12 +29,13 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.core.bench.sweep import SweepSpec
     from optui.core.events import Event, EventFilter
     from optui.core.flag_catalog import FlagCatalog
+    from optui.core.journal_experiments import ExperimentsUpdate
     from optui.core.server_state import ServerStatus
     from optui.core.todo import TodoItem
     from optui.session import Session
     from optui.session.search import SearchProgress
     from optui.session.ssh_hosts import SshHost
-    from optui.session.state import ExperimentsUpdate, SessionState
+    from optui.session.state import SessionState
     from optui.session.todo_runs import TodoRunPlan
 
 __all__ = ["SessionClient", "SessionError", "pid_alive"]

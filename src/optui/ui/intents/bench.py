@@ -20,8 +20,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from optui.core.bench.compare import Row
-    from optui.core.journal_experiments import Experiment
-    from optui.session.state import ExperimentsUpdate
+    from optui.core.journal_experiments import Experiment, ExperimentsUpdate
 
 
 class BenchActions(Actions):

@@ -55,7 +55,7 @@ from optui.ui.widgets.experiment_table import RowCachedTable
 from optui.ui.widgets.key_bar import screen_key_bar
 
 if TYPE_CHECKING:
-    from optui.session.state import ExperimentsUpdate
+    from optui.core.journal_experiments import ExperimentsUpdate
 
 #: (column key, header, sort key for :func:`sort_experiments`); a header of two lines is as
 #: wide as its cells (one line: 'TTFT p50 ms' and 'runs, requests' took the room the evidence
@@ -152,7 +152,7 @@ def push_experiments_screen(app: App, screen: ExperimentsScreen, callback: Calla
 class ExperimentsScreen(ModalScreen[str | None]):
     """Returns an experiment id to show in the journal (``f``), else None.
 
-    ``load()`` is awaited for an :class:`~optui.adapters.journal_thread.ExperimentsUpdate`
+    ``load()`` is awaited for an :class:`~optui.core.journal_experiments.ExperimentsUpdate`
     (every experiment, and the ids changed since the previous call: a session's
     ``experiments_reader()``); ``decide(exp_id, decision, reason)`` is awaited to record a verdict
     (raising shows a notification); ``version()`` (cheap, on the event loop) tells whether

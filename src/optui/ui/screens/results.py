@@ -39,7 +39,7 @@ from optui.ui.widgets.key_bar import KeyBar, screen_key_bar
 from optui.ui.widgets.meters import fmt_value
 
 if TYPE_CHECKING:
-    from optui.session.state import ExperimentsUpdate
+    from optui.core.journal_experiments import ExperimentsUpdate
 
 _FIXED = (("id", "#", 5), ("exp", "experiment", 10), ("change", "change vs baseline", 30), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
           ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8),
