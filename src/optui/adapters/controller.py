@@ -9,9 +9,9 @@ server in the config by ``control``).
 - :class:`ScriptController` (``script``): the operator's launch script, run as
   ``SCRIPT FLAGS...`` the same way, stopped through the recorded process group.
 - :class:`~optui.adapters.controller_systemd.SystemdController` (``systemd``).
+- :class:`ObservedController` (``none``): watch only.
 
 :func:`~optui.adapters.controller_factory.build_controller` picks one for a server's config.
-- :class:`ObservedController` (``none``): watch only.
 
 Every command and file access goes through an :class:`~optui.adapters.shell.Shell`.
 """

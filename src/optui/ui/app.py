@@ -567,8 +567,6 @@ class OptuiApp(App):
     def _silent_list_hint(state: SessionState) -> str | None:
         """The todo panel's hint when a followed list went quiet while an agent acts through
         optui mcp (:func:`~optui.core.todo_formats.silent_list_hint`), else None."""
-        import time
-
         from optui.core.todo_formats import silent_list_hint
 
         if not state.follows:
