@@ -349,6 +349,31 @@ def test_after_a_failed_restart_the_next_change_starts_from_the_last_good_flags(
         kill_demo_server(cfg)
 
 
+def test_status_after_another_process_s_failed_restart_says_crashed_with_its_class(tmp_path):
+    """Issue 34's walk: after a window's restart failed with bad_flag (its server process gone),
+    `optui status` printed `server demo: down` and `crash_class: null` while that window showed
+    `CRASHED bad_flag` and the journal had `server.failed … bad_flag`. Nothing runs: status
+    reads how the newest launch ended, and journals nothing."""
+    cfg = small_demo_config(tmp_path)
+    try:
+        assert optui(cfg, "restart", "demo", "--set", "--no-such-flag=1", "--force").returncode == 1  # another process
+        j = journal_of(cfg)
+        before = j.last_seq()
+        res = optui(cfg, "status", "--json", "--wait", "0.5")
+        assert res.returncode == 0, res.stderr
+        server = json.loads(res.stdout)["servers"][0]
+        assert server["state"] == "crashed" and server["crash_class"] == "bad_flag", server
+        assert "unrecognized arguments: --no-such-flag" in (server["crash_cause"] or ""), server
+        assert "--no-such-flag=1" in server["argv"] or "--no-such-flag" in server["argv"], server["argv"]
+        text = optui(cfg, "status", "--wait", "0.5").stdout
+        assert "server demo: crashed" in text and "(bad_flag)" in text, text
+        assert "bad_flag: " in text and "unrecognized arguments" in text, text  # the cause, not only the class
+        assert j.last_seq() == before  # read, not journaled again
+        j.close()
+    finally:
+        kill_demo_server(cfg)
+
+
 def test_auto_rollback_from_the_cli_says_it_failed(tmp_path):
     cfg = small_demo_config(tmp_path)
     cfg.write_text(cfg.read_text().replace("[servers.demo]\n", '[servers.demo]\nrollback = "auto"\n', 1))

@@ -74,6 +74,7 @@ async def _collect(loaded, wait_s: float) -> dict:
 def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     """Hosts/GPUs, servers (state, phase, flags, load), todo, last results, experiments."""
     from optui.core.journal_experiments import workloads_brief
+    from optui.core.safe_text import headline
 
     loaded = load_config_or_exit(ctx)
     path = loaded.journal_path
@@ -100,6 +101,9 @@ def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
         echo_line(f"server {s['name']}: {s['state']}" + (f" [{s['phase']}]" if s["phase"] else "") + f"  {s['url']}"
              + (f"  {s['experiment']}" if s["experiment"] else "") + (f"  ({s['crash_class']})" if s["crash_class"] else ""))
         echo_line(f"  {shlex.join(s['argv'])}")
+        cause = s["crash_cause"] or s["message"]
+        if s["state"] == "crashed" and s["crash_class"] and cause:  # why, not only its class
+            echo_line(f"  {s['crash_class']}: {headline(cause, limit=200)}")
         for line in s["config_mismatch"]:
             echo_line(f"  UNVERIFIED {line}")
         load = s["load"]

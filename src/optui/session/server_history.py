@@ -7,7 +7,9 @@ process reads them here instead of journaling them twice or inventing its own:
 - :func:`last_journaled_state`: the state the journal last recorded (a session's first
   observation is journaled only when it differs, and from that state);
 - :func:`failure_journaled_since`: the failure another process journaled for the launch it
-  made (a TUI following a CLI restart shows that crash class instead of DOWN).
+  made (a TUI following a CLI restart shows that crash class instead of DOWN);
+- :func:`failure_of_last_launch`: how the newest launch ended, when it failed (a session
+  that finds nothing running shows that failure, not DOWN).
 
 Both raise :class:`~optui.adapters.journal.JournalError` when the journal cannot be read.
 :class:`OtherProcesses` is the object of a :class:`~optui.session.server_runtime.ServerRuntime`
@@ -47,6 +49,15 @@ def failure_journaled_since(journal: Journal, server: str, since_ts: float) -> E
     started or become ready since), else None."""
     found = journal.events(target=server, types=[ev.SERVER_STARTING, ev.SERVER_READY, ev.SERVER_FAILED],
                            since_ts=since_ts, limit=1, newest_first=True)
+    return found[0] if found and found[0].type == ev.SERVER_FAILED else None
+
+
+def failure_of_last_launch(journal: Journal, server: str) -> Event | None:
+    """The ``server.failed`` event of ``server``'s newest launch: the newest of its starts,
+    readies, failures and stops when it is a failure (a start that failed, or a launch that
+    crashed later), else None (it became ready or was stopped since, or nothing failed)."""
+    found = journal.events(target=server, types=[ev.SERVER_STARTING, ev.SERVER_READY, ev.SERVER_FAILED, ev.SERVER_STOPPED],
+                           limit=1, newest_first=True)
     return found[0] if found and found[0].type == ev.SERVER_FAILED else None
 
 
@@ -213,7 +224,31 @@ class OtherProcesses:
         if failure is None:
             return False
         self._stop_following()
-        await self._keeper.set_state(ServerState.CRASHED, journal=False, crash_class=crash_class_of(failure.data.get("class")),
-                                     crash_lines=tuple(map(str, failure.data.get("lines") or ())), pid=None,
-                                     message=failure.data.get("message"))
+        await self._show_failure(failure)
         return True
+
+    async def show_failure_of_last_launch(self) -> bool:
+        """Nothing of the server runs as this session begins (``optui status`` after a
+        window's failed restart, a new window after a crash): the failure an optui process
+        journaled for its newest launch, if that is how it ended, shown as is (CRASHED with
+        its class, lines, cause and argv), never journaled again. It read ``down`` with no
+        crash class while the journal said ``server.failed … bad_flag``. True when shown."""
+        if self._keeper.status.state is ServerState.CRASHED:
+            return False
+        journal, server = self._events.journal, self._events.server
+        failure = await self._events.read(lambda: failure_of_last_launch(journal, server))
+        if failure is None:
+            return False
+        await self._show_failure(failure)
+        return True
+
+    async def _show_failure(self, failure: Event) -> None:
+        """Show ``failure`` (a journaled ``server.failed``) as the server's state: CRASHED with
+        its class, log lines, message, cause line and the argv that failed; journal nothing."""
+        d = failure.data
+        argv = d.get("argv")
+        cause = d.get("cause")
+        await self._keeper.set_state(ServerState.CRASHED, journal=False, crash_class=crash_class_of(d.get("class")),
+                                     crash_lines=tuple(map(str, d.get("lines") or ())), pid=None,
+                                     message=d.get("message"), crash_cause=str(cause) if cause else None,
+                                     argv=tuple(map(str, argv)) if isinstance(argv, list) and argv else self._keeper.status.argv)

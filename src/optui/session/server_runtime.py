@@ -221,6 +221,8 @@ class ServerRuntime:
         elif isinstance(self.controller, ProcessController) and self.controller.lost is not None:  # only it has lost
             self._lost_accounted = self.controller.lost
             await self._account_for_lost_launch(self.controller, self.controller.lost)
+        if launch is None:  # nothing runs: its newest launch's journaled failure, not DOWN without a cause
+            await self.other_processes.show_failure_of_last_launch()
         self.attached.set()
         if launch is not None:  # what its ready gate found (issue 16), shown again by a new session
             ready = await self._events.read(lambda: self.journal.events(target=self.name, types=[ev.SERVER_READY], limit=1,

@@ -16,6 +16,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from optui.adapters import journal_thread
@@ -501,7 +502,13 @@ class Session:
     def _check_alerts(self) -> None:
         """Turn new transitions into alerts: journaled (unless their producer already wrote
         an ``alert`` event: hung, stalled bench) and queued for the UI."""
-        for alert in self._alert_watcher.check(self.snapshot()):
+        state = self.snapshot()
+        # a server's first state once its runtime has attached is where its transitions start:
+        # what it found then (a crash the journal holds, a launch that died unwatched) is not news
+        settled = tuple(s for s in state.servers if s.name not in self.servers or self.servers[s.name].attached.is_set())
+        if len(settled) != len(state.servers):
+            state = replace(state, servers=settled)
+        for alert in self._alert_watcher.check(state):
             self.alerts.append(alert)
             self.alert_count += 1
             if alert.kind not in ("hung", "bench_stalled") and not self.observer:
