@@ -33,6 +33,7 @@ from optui.core.todo import Priority, TodoStatus
 
 if TYPE_CHECKING:
     from optui.config import LoadedConfig
+    from optui.core.journal_experiments import Experiment
     from optui.session import Session
 
 #: the most events one ``journal_tail`` returns (an agent's context is not a log file)
@@ -474,11 +475,10 @@ class Cockpit:
         instead of ``experiment_summary``; ``points`` runs a subset of the preset's points;
         ``outcome`` is ``failed`` when the restart or the benchmark failed (``crash_class``,
         ``lines``, ``rollback``)."""
-        from optui.core.agent_answers import compact_results
+        from optui.core.agent_answers import compact_results, experiment_brief
         from optui.core.agent_requests import PolicyVerdict
         from optui.session import SessionError
-        from optui.session.cli_mcp_shared import experiment_json, restart_json, result_json, summary_json
-        from optui.session.export import load_experiments
+        from optui.session.cli_mcp_shared import experiment_summary_json, restart_json, result_json
 
         cfg = self.loaded.config.benchmarks.get(preset)
         if cfg is None:
@@ -517,14 +517,14 @@ class Cockpit:
                     raise AgentError(f"{server}: no experiment run, {exc}") from None
                 run = await session.todo_runs.run_one(item.id, repeats=repeats, sweep=sweep)
                 exp = self._todo_run_experiment(session, item.id)
-                row = next((x for x in load_experiments(session.journal) if x.id == exp), None)
+                row = self._experiment(session, exp)  # one read: the brief, unverified and the summary
                 ids = {r["result_id"] for r in run.results}
                 stored = sorted((r for r in session.journal.results(server=server, limit=None,
                                                                     since_id=min(ids, default=1) - 1)
                                  if r.id in ids), key=lambda r: r.id)
                 restart = _agent_restart(restart_json(session, server, plan, None))
-                brief = self._brief(session, exp)
-                unverified = experiment_json(row)["unverified"] if row is not None else restart["config_mismatch"]
+                brief = experiment_brief(row) if row is not None else None
+                unverified = list(row.unverified) if row is not None else restart["config_mismatch"]
                 failed = run.status != "ok"
                 ended.update(outcome="failed" if failed else "ran", experiment=exp,
                              state=restart["state"], crash_class=run.crash_class, unverified=unverified,
@@ -538,7 +538,7 @@ class Cockpit:
                    "restart": restart, "unverified": unverified, "summary": brief,
                    "results": compact_results(results)}
             if detail:
-                out.update(results=results, experiment_summary=summary_json(session, exp) if exp else None)
+                out.update(results=results, experiment_summary=experiment_summary_json(row) if row is not None else None)
             return out
 
     async def run_benchmark(self, preset: str, *, actor: str, why: str, repeat: int | None = None,
@@ -553,10 +553,10 @@ class Cockpit:
         experiment_brief (one row per workload, the overall verdict), "results": {runs, ok,
         failed, result_ids}}}``; ``detail`` adds every result dict (``vs_baseline``) and the
         ``experiment_summary`` of ``optui bench run --json``."""
-        from optui.core.agent_answers import compact_results
+        from optui.core.agent_answers import compact_results, experiment_brief
         from optui.core.agent_requests import PolicyVerdict
         from optui.session import SessionError
-        from optui.session.cli_mcp_shared import READY, result_json, summary_json, wait_ready
+        from optui.session.cli_mcp_shared import READY, experiment_summary_json, result_json, wait_ready
 
         cfg = self.loaded.config.benchmarks.get(preset)
         if cfg is None:
@@ -590,7 +590,8 @@ class Cockpit:
                 await session.benches.wait()
                 view = bench_run.view
                 exp = session.current_experiment(cfg.server)
-                brief = self._brief(session, exp)
+                row = self._experiment(session, exp)  # one read: the brief and the summary
+                brief = experiment_brief(row) if row is not None else None
                 results = [result_json(session, r) for r in view.results]
                 ended.update(outcome="ran" if view.status == "ok" else "failed", experiment=exp,
                              verdict=_brief_text(brief),
@@ -598,7 +599,7 @@ class Cockpit:
             run: dict[str, Any] = {"status": view.status, "error": view.error, "experiment": exp, "summary": brief,
                                    "results": compact_results(results)}
             if detail:
-                run.update(results=results, experiment_summary=summary_json(session, exp))
+                run.update(results=results, experiment_summary=experiment_summary_json(row) if row is not None else None)
             return {"outcome": "ran" if view.status == "ok" else "failed", **answer, "run": run}
 
     async def stop(self, server: str, *, actor: str, why: str, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
@@ -964,14 +965,11 @@ class Cockpit:
         return plan, config_changes(base, new), policy
 
     @staticmethod
-    def _brief(session: Session, exp: str | None) -> dict[str, Any] | None:
-        """Experiment ``exp`` for an agent (:func:`~optui.core.agent_answers.experiment_brief`),
-        None when there is none."""
-        from optui.core.agent_answers import experiment_brief
+    def _experiment(session: Session, exp: str | None) -> Experiment | None:
+        """Experiment ``exp`` as the journal has it now (one read), None when there is none."""
         from optui.session.export import load_experiments
 
-        x = next((x for x in load_experiments(session.journal) if x.id == exp), None) if exp else None
-        return experiment_brief(x) if x is not None else None
+        return next((x for x in load_experiments(session.journal) if x.id == exp), None) if exp else None
 
     def _repeats(self, preset: str, repeat: int | None) -> int:
         if repeat is not None and not 1 <= repeat <= 50:

@@ -279,8 +279,12 @@ def summary_json(session, exp_id: str | None, keys: Collection[str] | None = Non
     from optui.session.export import load_experiments
 
     x = next((x for x in load_experiments(session.journal) if x.id == exp_id), None)
-    if x is None:
-        return None
+    return None if x is None else experiment_summary_json(x, keys)
+
+
+def experiment_summary_json(x, keys: Collection[str] | None = None) -> dict:
+    """:func:`summary_json` of experiment ``x`` already read (one journal read for a caller
+    that has it)."""
     from optui.core.journal_experiments import experiment_verdict, workload_summaries
 
     keys = set(keys) if keys is not None else None
