@@ -200,17 +200,15 @@ def _plain_errors(result):
     return result if plain == content[0]["text"] else {**result, "content": [{**content[0], "text": plain}, *content[1:]]}
 
 
-#: the tools a ``--read-only`` server lists (the others change the journal or a server)
-READ_TOOLS = ("status", "gpus", "journal_tail", "journal_event", "experiments", "todo_list", "search_status",
-              "benchmarks")
-#: the tools that change the journal or a server (not served by a ``--read-only`` optui mcp)
+#: the tools that change the journal or a server (not served by a ``--read-only`` optui mcp,
+#: which lists only the tools annotated :data:`READ`)
 WRITE_TOOLS = ("todo_add", "todo_set", "note", "verdict", "restart_server", "run_experiment", "run_benchmark",
                "stop_server", "search_run", "search_stop")
 
 
 def build_server(loaded: LoadedConfig, *, read_only: bool = False) -> MCPServer:
     """The MCP server on ``loaded``'s campaign; ``read_only`` (or the config's) lists and
-    runs only the read tools (:data:`READ_TOOLS`). Run it with ``run_stdio_async()``."""
+    runs only the read tools (all but :data:`WRITE_TOOLS`). Run it with ``run_stdio_async()``."""
 
     cockpit: Cockpit | None = None
     started = 0.0
