@@ -10,20 +10,16 @@ import json
 import pytest
 
 from optui.core.bench.compare import sample
-from tests.test_cli_headless import journal_of, kill_demo_server, optui, small_demo_config
+from tests.helpers.demo import started_demo_campaign
+from tests.test_cli_headless import journal_of, optui, small_demo_config
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    cfg = small_demo_config(tmp_path_factory.mktemp("figures-campaign"))
-    started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
-    try:
-        assert started.returncode == 0, started.stderr + started.stdout
+    with started_demo_campaign(small_demo_config(tmp_path_factory.mktemp("figures-campaign"))) as cfg:
         yield cfg
-    finally:
-        kill_demo_server(cfg)
 
 
 def test_status_gives_the_time_the_server_became_ready(campaign):

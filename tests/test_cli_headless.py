@@ -17,7 +17,7 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.cli.tui import write_demo_config
-from tests.helpers.demo import TEST_SPEED, free_port, http_status, subprocess_env
+from tests.helpers.demo import TEST_SPEED, free_port, http_status, started_demo_campaign, subprocess_env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,13 +51,8 @@ def kill_demo_server(cfg: Path) -> None:
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    cfg = small_demo_config(tmp_path_factory.mktemp("cli-campaign"))
-    started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
-    try:
-        assert started.returncode == 0, started.stderr + started.stdout
+    with started_demo_campaign(small_demo_config(tmp_path_factory.mktemp("cli-campaign"))) as cfg:
         yield cfg
-    finally:
-        kill_demo_server(cfg)
 
 
 def journal_of(cfg: Path) -> Journal:

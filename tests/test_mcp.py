@@ -24,7 +24,7 @@ from optui.core.agent_requests import decision_data
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from optui.ui.screens.agent_requests import AgentRequestScreen
-from tests.helpers.demo import subprocess_env
+from tests.helpers.demo import started_demo_campaign, subprocess_env
 from tests.helpers.pilot import wait_for
 from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
 
@@ -34,13 +34,8 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     """A demo campaign whose server was started (and benchmarked once) by the CLI."""
-    cfg = small_demo_config(tmp_path_factory.mktemp("mcp-campaign"))
-    try:
-        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
-        assert started.returncode == 0, started.stderr + started.stdout
+    with started_demo_campaign(small_demo_config(tmp_path_factory.mktemp("mcp-campaign"))) as cfg:
         yield cfg
-    finally:
-        kill_demo_server(cfg)
 
 
 @contextlib.asynccontextmanager

@@ -21,7 +21,8 @@ from optui.core.agent_requests import restart_policy
 from optui.core.bench.compare import Judgement, overall_verdict
 from optui.core.flag_catalog import FlagCatalog, FlagSpec
 from optui.core.journal_experiments import shown_workload_verdict
-from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
+from tests.helpers.demo import started_demo_campaign
+from tests.test_cli_headless import optui, small_demo_config
 from tests.test_mcp import agent, data, error_text
 
 pytestmark = pytest.mark.timeout(180)
@@ -139,12 +140,8 @@ def campaign(tmp_path_factory):
                                    "input_len = 32, output_len = 16, prompts = 8")
     assert "prompts = 8" in text
     cfg.write_text(text + POLICY)
-    try:
-        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
-        assert started.returncode == 0, started.stderr + started.stdout
+    with started_demo_campaign(cfg):
         yield cfg
-    finally:
-        kill_demo_server(cfg)
 
 
 def journal_size(cfg: Path) -> tuple[int, int]:
@@ -329,12 +326,8 @@ def three_experiments(tmp_path):
     text = cfg.read_text().replace("input_len = 128, output_len = 64, prompts = 16",
                                    "input_len = 32, output_len = 16, prompts = 8")
     cfg.write_text(text + POLICY)
-    try:
-        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
-        assert started.returncode == 0, started.stderr + started.stdout
+    with started_demo_campaign(cfg):
         yield cfg
-    finally:
-        kill_demo_server(cfg)
 
 
 async def test_the_compact_status_is_a_summary_under_4_kb_the_detail_has_everything(three_experiments):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.demo import subprocess_env
+from tests.helpers.demo import started_demo_campaign, subprocess_env
 from tests.peers.mcp_inspector import binary, cache_dir
-from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
+from tests.test_cli_headless import small_demo_config
 from tests.test_mcp_cockpit import POLICY
 
 pytestmark = [pytest.mark.timeout(180),
@@ -26,12 +26,8 @@ pytestmark = [pytest.mark.timeout(180),
 def campaign(tmp_path_factory):
     cfg = small_demo_config(tmp_path_factory.mktemp("mcp-inspector"))
     cfg.write_text(cfg.read_text() + POLICY)
-    try:
-        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
-        assert started.returncode == 0, started.stderr + started.stdout
+    with started_demo_campaign(cfg):
         yield cfg
-    finally:
-        kill_demo_server(cfg)
 
 
 def inspect(cfg: Path, *args: str) -> tuple[int, dict]:

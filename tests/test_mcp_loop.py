@@ -18,9 +18,9 @@ from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from optui.ui.screens.agent_requests import AgentRequestScreen
-from tests.helpers.demo import subprocess_env
+from tests.helpers.demo import started_demo_campaign, subprocess_env
 from tests.helpers.pilot import wait_for
-from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
+from tests.test_cli_headless import small_demo_config
 from tests.test_mcp import agent, argv_flag, data, error_text
 
 pytestmark = pytest.mark.timeout(180)
@@ -47,12 +47,8 @@ def campaign(tmp_path_factory):
     cfg.write_text(cfg.read_text().replace('"--num-prompts", "16"', '"--num-prompts", "8"')
                    .replace('"--random-output-len", "96"', '"--random-output-len", "24"'))
     assert '"--num-prompts", "8"' in cfg.read_text() and '"--random-output-len", "24"' in cfg.read_text()
-    try:
-        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
-        assert started.returncode == 0, started.stderr + started.stdout
+    with started_demo_campaign(cfg):
         yield cfg
-    finally:
-        kill_demo_server(cfg)
 
 
 async def test_the_tuning_loop_through_the_sdk_client_approved_in_the_tui(campaign):

@@ -14,7 +14,8 @@ import pytest
 
 from optui.adapters import proc
 from optui.adapters.journal import Journal
-from tests.test_cli_headless import kill_demo_server, optui, small_demo_config
+from tests.helpers.demo import started_demo_campaign
+from tests.test_cli_headless import optui, small_demo_config
 from tests.test_mcp import agent, bench_processes, data, search_config
 
 pytestmark = pytest.mark.timeout(150)
@@ -23,13 +24,8 @@ pytestmark = pytest.mark.timeout(150)
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     """A demo campaign whose server was started by the CLI."""
-    cfg = small_demo_config(tmp_path_factory.mktemp("mcp-search-disconnect"))
-    try:
-        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
-        assert started.returncode == 0, started.stderr + started.stdout
+    with started_demo_campaign(small_demo_config(tmp_path_factory.mktemp("mcp-search-disconnect"))) as cfg:
         yield cfg
-    finally:
-        kill_demo_server(cfg)
 
 
 def finished(db) -> list:

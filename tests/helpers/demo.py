@@ -138,3 +138,22 @@ def start_demo_server(
         yield server
     finally:
         stop_process_group(proc)
+
+
+@contextlib.contextmanager
+def started_demo_campaign(cfg: Path) -> Iterator[Path]:
+    """The demo campaign ``cfg`` with its server started by the CLI (``optui restart demo``, the
+    reason 'first start'), which must succeed; the server (it outlives optui by design) is killed
+    on exit, whatever happened. For a module-scoped ``campaign`` fixture::
+
+        with started_demo_campaign(small_demo_config(tmp_path_factory.mktemp("x"))) as cfg:
+            yield cfg
+    """
+    from tests.test_cli_headless import kill_demo_server, optui  # it imports this module
+
+    try:
+        started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")
+        assert started.returncode == 0, started.stderr + started.stdout
+        yield cfg
+    finally:
+        kill_demo_server(cfg)
