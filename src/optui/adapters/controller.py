@@ -31,8 +31,7 @@ from typing import Protocol
 
 from optui.adapters import proc
 from optui.adapters.aio import within
-from optui.adapters.pidfile import Launch, read_pidfile, write_pidfile
-from optui.adapters.private_files import private_dir, private_file
+from optui.adapters.pidfile import Launch, read_pidfile, write_pidfile, write_state_json
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError, Spawned
 from optui.core.flags import Flags
 
@@ -100,11 +99,8 @@ class Controller(Protocol):
 
 def _write_owner(path: Path, server_pid: int) -> None:
     """Record this optui process (PID and start time) as the launcher of ``server_pid``."""
-    private_dir(path.parent)
-    tmp = private_file(path.with_suffix(".tmp-owner"))
-    tmp.write_text(json.dumps({"pid": os.getpid(), "start": proc.process_start_ticks(os.getpid()) or 0,
-                               "server_pid": server_pid}))
-    os.replace(tmp, path)
+    write_state_json(path, {"pid": os.getpid(), "start": proc.process_start_ticks(os.getpid()) or 0,
+                            "server_pid": server_pid})
 
 
 def _runs_program(pid: int, program: str) -> bool:

@@ -51,7 +51,13 @@ def read_pidfile(path: Path) -> Launch | None:
 
 def write_pidfile(path: Path, launch: Launch) -> None:
     """Record ``launch`` atomically (a small local JSON file in the state dir)."""
+    write_state_json(path, asdict(launch))
+
+
+def write_state_json(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON to ``path`` in the state dir atomically (a private temp file
+    beside it, then a rename): a pidfile, the owner file of a launch."""
     private_dir(path.parent)
     tmp = private_file(path.with_suffix(".tmp"))
-    tmp.write_text(json.dumps(asdict(launch)))
+    tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
