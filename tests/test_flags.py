@@ -79,6 +79,17 @@ def test_diff():
     assert old.diff(old) == []
 
 
+def test_diff_compares_every_occurrence_of_a_repeated_flag():
+    # the last occurrence alike, an earlier one changed: still a change of that flag (the agent
+    # policy's forbidden_flags and every view read the names from this diff)
+    old = Flags.parse(["srv", "--lora", "a", "--lora", "b", "--tp", "2"])
+    new = Flags.parse(["srv", "--lora", "x", "--lora", "b", "--tp", "2"])
+    assert [(c.name, c.describe()) for c in old.diff(new)] == [("--lora", "~ --lora: a b → x b")]
+    dropped = Flags.parse(["srv", "--lora", "b", "--lora", "a"]).diff(Flags.parse(["srv", "--lora", "a"]))
+    assert [(c.name, c.old, c.new) for c in dropped] == [("--lora", ("b", "a"), ("a",))]
+    assert old.diff(Flags.parse(["srv", "--lora", "b", "--lora", "a", "--tp", "2"]))[0].name == "--lora"
+
+
 def test_bad_edits_raise_flag_error():
     with pytest.raises(FlagError):
         Flags.parse(ARGVS[0]).set("tp-size", "1")

@@ -176,6 +176,14 @@ class Flags:
                 out[canonical_name(arg.name)] = arg.values
         return out
 
+    def _occurrences(self) -> dict[str, list[tuple[str, ...]]]:
+        """Flag name (canonical) → the values of each of its occurrences, in order."""
+        out: dict[str, list[tuple[str, ...]]] = {}
+        for arg in self.args:
+            if arg.name is not None:
+                out.setdefault(canonical_name(arg.name), []).append(arg.values)
+        return out
+
     def get(self, name: str) -> tuple[str, ...] | None:
         """Values of the last occurrence of ``name`` (``()`` for a boolean), or None."""
         return self.as_mapping().get(canonical_name(name))
@@ -276,8 +284,12 @@ class Flags:
     # -------------------------------------------------------------------- diff
     def diff(self, new: Flags) -> list[FlagChange]:
         """Changes from ``self`` to ``new`` by flag name (and positionals by position),
-        in the order of first appearance; the program part is compared as ``<program>``."""
+        in the order of first appearance; the program part is compared as ``<program>``.
+        A flag given more than once is compared by all its occurrences in order, not only
+        its last one: ``--lora a --lora b`` → ``--lora x --lora b`` is a change of
+        ``--lora`` with the values of every occurrence (``a b`` → ``x b``)."""
         old_map, new_map = self.as_mapping(), new.as_mapping()
+        old_all, new_all = self._occurrences(), new._occurrences()
         changes: list[FlagChange] = []
         if self.program != new.program:
             changes.append(FlagChange("<program>", self.program, new.program))
@@ -286,6 +298,9 @@ class Flags:
                 changes.append(FlagChange(name, values, None))
             elif new_map[name] != values:
                 changes.append(FlagChange(name, values, new_map[name]))
+            elif old_all.get(name, [values]) != new_all.get(name, [values]):
+                changes.append(FlagChange(name, tuple(v for vs in old_all[name] for v in vs),
+                                          tuple(v for vs in new_all[name] for v in vs)))
         for name, values in new_map.items():
             if name not in old_map:
                 changes.append(FlagChange(name, None, values))

@@ -126,16 +126,9 @@ def ordered_changes(old: Flags, new: Flags, *, first: Flags | None = None, lead:
 
 
 def _flag_changes(old: Flags, new: Flags) -> list[FlagChange]:
-    """:func:`config_changes`' changes from ``old`` to ``new``, in diff order."""
-    changes = [c for c in old.diff(new) if c.name not in LISTEN_FLAGS]
-    named = {c.name for c in changes}
-    before, after = _occurrences(old), _occurrences(new)
-    for name in before.keys() & after.keys():
-        if name not in named and name not in LISTEN_FLAGS and before[name] != after[name]:
-            flat_old = tuple(v for values in before[name] for v in values)
-            flat_new = tuple(v for values in after[name] for v in values)
-            changes.append(FlagChange(name, flat_old, flat_new))
-    return changes
+    """:func:`config_changes`' changes from ``old`` to ``new``, in diff order (a repeated
+    flag compared by all its occurrences: :meth:`Flags.diff <optui.core.flags.Flags.diff>`)."""
+    return [c for c in old.diff(new) if c.name not in LISTEN_FLAGS]
 
 
 def _refused_flag(draft: dict) -> str | None:
@@ -156,15 +149,6 @@ def refused_flag(crash_class: object, lines: Sequence[str]) -> str | None:
         if found:
             return canonical_name(found.partition("=")[0])
     return None
-
-
-def _occurrences(flags: Flags) -> dict[str, list[tuple[str, ...]]]:
-    """Flag name → the values of each of its occurrences, in order."""
-    out: dict[str, list[tuple[str, ...]]] = {}
-    for arg in flags.args:
-        if arg.name is not None:
-            out.setdefault(canonical_name(arg.name), []).append(arg.values)
-    return out
 
 
 def resolved_flags(argv: Sequence[str], names: Mapping | None = None) -> Flags:
