@@ -51,7 +51,7 @@ def _load_spec(loaded, spec: str, server: str | None = None, bench: str | None =
 def _field_place(loaded, spec: str, name: str, field: str) -> str:
     """``"optui.toml:41: search.batch.bench"``: where SPEC's ``field`` is written (a
     [search.NAME] of the config or a TOML spec file); ``""`` for another tool's file."""
-    from optui.config_file import find_line, index_toml_lines
+    from optui.config_file import find_line, index_toml_lines, read_config_text
 
     loc: tuple[str, ...]
     if spec in loaded.config.search:
@@ -62,8 +62,8 @@ def _field_place(loaded, spec: str, name: str, field: str) -> str:
             return ""
         loc = (field,)
     try:
-        index = index_toml_lines(path.read_text(encoding="utf-8"))
-    except OSError:
+        index = index_toml_lines(read_config_text(path))
+    except ConfigError:
         return ""
     if loc not in index and ("search", name, field) in index:  # a spec file holding its one [search.NAME]
         loc = ("search", name, field)

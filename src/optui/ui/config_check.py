@@ -16,7 +16,7 @@ import pkgutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from optui.config_file import ConfigError
+from optui.config_file import ConfigError, read_config_text
 
 #: modules whose classes own optui's bindings (the app, the main screen, every screen and widget)
 _BINDING_MODULES = ("optui.ui.app", "optui.ui.main_screen")
@@ -60,14 +60,20 @@ def check_ui_settings(theme: str | None, keymap: Mapping[str, str], path: Path |
     from optui.config import config_line
 
     problems: list[str] = []
-    text = _read(path)
     where = str(path) if path is not None else "optui.toml"
+    text: list[str] = []  # the config's text, read once when a problem needs its line
+
+    def line(loc: tuple[str, ...]) -> int | str:
+        if not text:
+            text.append(_read(path))
+        return config_line(text[0], loc)
+
     if theme is not None:
         names = known_theme_names()
         if theme not in names:
             known = ", ".join(sorted(names))
             if theme_source == "theme":
-                problems.append(f"{where}:{config_line(text, ('theme',))}: theme: unknown theme {theme!r} (known: {known})")
+                problems.append(f"{where}:{line(('theme',))}: theme: unknown theme {theme!r} (known: {known})")
             else:
                 problems.append(f"{theme_source}: unknown theme {theme!r} (known: {known})")
     if keymap:
@@ -76,15 +82,17 @@ def check_ui_settings(theme: str | None, keymap: Mapping[str, str], path: Path |
             if key not in ids:
                 near = sorted(i for i in ids if i.split(".")[0] == key.split(".")[0])[:8]
                 hint = f" (ids of {key.split('.')[0]!r}: {', '.join(near)})" if near else ""
-                problems.append(f"{where}:{config_line(text, ('keymap', key))}: keymap.{key}: unknown binding id{hint}")
+                problems.append(f"{where}:{line(('keymap', key))}: keymap.{key}: unknown binding id{hint}")
     if problems:
         raise ConfigError("\n".join(problems))
 
 
 def _read(path: Path | None) -> str:
+    """The config's text, to name a problem's line (read only then, as load_config read it:
+    bounded); ``""`` without a file or when it cannot be read any more."""
     if path is None:
         return ""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_config_text(path)
+    except ConfigError:
         return ""
