@@ -132,12 +132,14 @@ def tracked_runs(journal: Journal, loaded: LoadedConfig, *, server: str | None =
     campaign = campaign_name(loaded)
     reports: dict[str, str] = {}
     out = []
+    read: ReportInput | None = None  # one read of the journal for every server's report
     for x in every:
         if x.server not in reports:
-            inp = report_input(journal, loaded, "md", server=x.server)
-            # dated by the journal, not the clock: the same journal exports the same report (not re-sent)
-            inp = dataclasses.replace(inp, generated_ts=max((e.ts for e in inp.events), default=0.0) or 1.0)
-            reports[x.server] = render("md", inp)
+            if read is None:
+                read = report_input(journal, loaded, "md")
+                # dated by the journal, not the clock: the same journal exports the same report (not re-sent)
+                read = dataclasses.replace(read, generated_ts=max((e.ts for e in read.events), default=0.0) or 1.0)
+            reports[x.server] = render("md", dataclasses.replace(read, server=x.server))
         cfg = loaded.config.servers.get(x.server)
         out.append(tracked_run(x, campaign=campaign, engine=cfg.kind if cfg else None, optui_version=__version__,
                                report=reports[x.server]))
