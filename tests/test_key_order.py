@@ -201,3 +201,20 @@ async def test_a_burst_beside_a_cpu_hog_reaches_the_input_whole(tmp_path):
         for hog in hogs:
             hog.kill()
             hog.wait()
+
+
+async def test_a_key_held_when_the_app_closes_is_dropped_not_a_crash(tmp_path):
+    """The re-check timer of a held key can fire while the app shuts down (its screens gone:
+    Textual's ``App.focused`` raises ScreenStackError); the held keys are dropped then (CI
+    saw the crash end a test that had quit with a key still held)."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        sequencer = app._key_order
+        widget = app.screen.focused or app.screen.children[0]
+    assert not app.screen_stack  # closed: what the timer finds at shutdown
+    sequencer.held.append(events.Key("a", "a"))
+    sequencer._waiting = 7  # a barrier still awaited: _busy() would re-send it
+    sequencer._barrier_at = widget  # removed with its screen
+    sequencer._on_timer()
+    assert not sequencer.held

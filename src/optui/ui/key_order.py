@@ -179,6 +179,9 @@ class KeySequencer:
 
     def _on_timer(self) -> None:
         self._timer = None
+        if not self.app.screen_stack:  # the app is closing (its screens gone): nothing to deliver to
+            self.held.clear()
+            return
         self._release()
 
     def _release(self) -> None:
