@@ -19,6 +19,7 @@ from optui.core.todo import TodoItem
 from optui.session.bench_run import BenchView
 from optui.session.state import BenchOutput, GpuHistoryWindow, GpuSeries
 from optui.ui.colors import OPTUI_VARIABLES
+from tests.helpers.pilot import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -152,15 +153,17 @@ async def test_bench_panel_renders_status_rows_and_new_output_lines():
     async with PanelApp(panel).run_test(size=(120, 24)) as pilot:
         panel.show(view, rows, BenchOutput("run-1", 2, ("line 1", "line 2")))
         panel.show(view, rows, BenchOutput("run-1", 3, ("line 1", "line 2", "line 3")))  # only line 3 is new
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: list(panel.query_one("#bench-log").lines) == ["line 1", "line 2", "line 3"],
+                       what=lambda: list(panel.query_one("#bench-log").lines))
         assert "c64 → qwen  RUNNING" in str(panel.query_one("#bench-status").render())
         table = panel.query_one(DataTable)
         assert table.row_count == len(rows) and table.get_row_at(0)[0] == "c64"
         assert list(panel.query_one("#bench-log").lines) == ["line 1", "line 2", "line 3"]
         assert panel.running
         panel.show(BenchView("c64", "qwen", "ok", time.time()), rows, BenchOutput("run-2", 1, ("other run",)))
-        await pilot.pause(0.3)
-        assert list(panel.query_one("#bench-log").lines) == ["other run"]  # a new run clears the log
+        # a new run clears the log
+        await wait_for(pilot, lambda: list(panel.query_one("#bench-log").lines) == ["other run"],
+                       what=lambda: list(panel.query_one("#bench-log").lines))
         assert not panel.running
         # the step of a run: repeats alone say it once (it read "run 1/3 run 1/3"), a sweep's point and its repeat
         from dataclasses import replace
@@ -172,7 +175,8 @@ async def test_bench_panel_renders_status_rows_and_new_output_lines():
                                                  (1, 2, "c=4", "RUNNING  point 2/2  c=4  ")):
             panel.show(replace(running, points_done=points_done, points_total=total, point=label), rows,
                        BenchOutput("run-3", 0, ()))
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda shown=shown: shown in str(panel.query_one("#bench-status").render()),
+                           what=lambda: str(panel.query_one("#bench-status").render()))
             status = str(panel.query_one("#bench-status").render())
             assert shown in status and status.count("run ") == label.count("run ") and status.endswith("   A: abort"), status
 
@@ -196,11 +200,11 @@ async def test_the_bench_panel_judges_a_change_with_the_verdicts_restart_spread(
                                      Experiment("exp-0009", "demo", 1.0, "tui", "", (), (), (), workloads=(outcome,)))}
     panel = BenchPanel(id="bench")
     async with PanelApp(panel).run_test(size=(200, 24)) as pilot:
+        row = lambda: " ".join(map(str, panel.query_one(DataTable).get_row_at(1)))  # noqa: E731
         panel.show(None, rows)
-        await pilot.pause(0.1)
-        assert "-6.4% ✗" in " ".join(map(str, panel.query_one(DataTable).get_row_at(1)))  # the repeats' noise alone
+        await wait_for(pilot, lambda: panel.query_one(DataTable).row_count > 1 and "-6.4% ✗" in row(), what=row)  # the repeats' noise alone
         panel.show(None, rows, experiments=experiments)
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "~-6.4%" in row(), what=row)
         cells = " ".join(map(str, panel.query_one(DataTable).get_row_at(1)))
         assert "~-6.4%" in cells and "✗" not in cells, cells
 
