@@ -108,12 +108,13 @@ class Cockpit:
         from optui.session.cli_mcp_shared import status_json
         from optui.session.export import load_experiments
 
-        full = status_json(self.loaded, self.session)
+        every = load_experiments(self.session.journal)  # one read for both
+        full = status_json(self.loaded, self.session, every)
         if detail:
             return full
         drop = ("flags", "last_good_argv", "phases", "crash_lines", "lines", "url", "pid", "started_at")
         opened = [t for t in full["todo"] if t["status"] not in ("completed", "cancelled")]
-        rows, _ = fold_repeats(load_experiments(self.session.journal))
+        rows, _ = fold_repeats(every)
         return {"config": full["config"], "journal_error": full["journal_error"],
                 "hosts": [host_line(h) for h in full["hosts"]],
                 "fleet": full["fleet"],

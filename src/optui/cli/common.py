@@ -105,8 +105,10 @@ def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
 def echo_line(message: object = "", *, err: bool = False) -> None:
     """Print ``message`` as exactly one line (:func:`~optui.core.safe_text.safe_line`: a
     newline inside it shows as ``⏎``), for a line that carries untrusted text (a todo item, a
-    server's message): an agent's list cannot forge a line such as ``server qwen: ready``."""
-    click.echo(safe_line(str(message)), err=err)
+    server's message): an agent's list cannot forge a line such as ``server qwen: ready``.
+    Printed through :func:`echo` (its ``--json`` bookkeeping; ``safe_text`` leaves a
+    ``safe_line`` as it is)."""
+    echo(safe_line(str(message)), err=err)
 
 
 def close_left_open(journal, actor_name: str | None = None) -> None:

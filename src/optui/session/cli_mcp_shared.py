@@ -36,16 +36,18 @@ def hosts_json(state) -> list[dict]:
              "gpus": [s.to_json(h.host) for s in h.samples]} for h in state.hosts]
 
 
-def status_json(loaded, session) -> dict:
+def status_json(loaded, session, experiments: Sequence | None = None) -> dict:
     """``optui status --json`` of a started ``session`` now (shared with ``optui mcp``'s
     status tool): hosts/GPUs, the fleet (``[fleet]``: every GPU Prometheus knows; null
     without), servers (state, phase, flags, load, current experiment),
-    bench, todo, the 5 newest results, the 10 newest experiments."""
+    bench, todo, the 5 newest results, the 10 newest experiments. ``experiments``: the
+    journal's, when the caller read them already (None: read here)."""
     from optui.session.export import load_experiments
     from optui.session.fleet import fleet_json
 
     state = session.snapshot()
-    experiments = load_experiments(session.journal)
+    if experiments is None:
+        experiments = load_experiments(session.journal)
     return {
         "config": str(loaded.path) if loaded.path else None,
         "journal": state.journal_path,
