@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from optui.adapters.journal import Journal
-from optui.core import events as ev
+from optui.core.journal import events as ev
 from tests.helpers.snapshot_campaign import make_app
 from tests.test_app_flows import wait_for
 

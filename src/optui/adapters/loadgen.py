@@ -52,9 +52,9 @@ import httpx
 from optui.adapters.tls import client_tls_context
 from optui.config import BuiltinBench, DatasetPrompts, SharedPrefix
 from optui.core.bench.result import CACHE_HIT_KEY, BenchResult, Workload
-from optui.core.metrics_map import MetricsParseError, Scrape, load_view, parse_scrape
+from optui.core.server.metrics_map import MetricsParseError, Scrape, load_view, parse_scrape
 from optui.core.stats import summarize
-from optui.core.words import random_words
+from optui.core.text.words import random_words
 
 Endpoint = Literal["completions", "chat", "generate"]
 PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions", "generate": "/generate"}

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from optui.core.words import WORDS, count_tokens
+from optui.core.text.words import WORDS, count_tokens
 from optui.demo import responses
 from optui.demo.prefix_cache import prefix_hashes
 from optui.demo.scheduler import SimRequest
@@ -263,7 +263,7 @@ class Handler(BaseHTTPRequestHandler):
         """SGLang's ``POST /tokenize`` (0.5.x; vLLM's has the same shape): ``{"prompt": str
         | [str], "add_special_tokens": bool}`` → ``{"tokens": [ids], "count": N,
         "max_model_len": context length}`` (a list of prompts: lists and counts per prompt).
-        The demo tokenizer counts words (:func:`~optui.core.words.count_tokens`); the ids are
+        The demo tokenizer counts words (:func:`~optui.core.text.words.count_tokens`); the ids are
         word positions in its vocabulary (an unknown word: 0). ``--skip-tokenizer-init``: 400."""
         rt = self.server.runtime
         try:

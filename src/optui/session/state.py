@@ -13,16 +13,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # values only: this module imports no service
     from optui.adapters.journal import StoredResult
     from optui.core.bench.compare import Row
-    from optui.core.events import Event
-    from optui.core.fleet import FleetSnapshot
-    from optui.core.gpu import HostSnapshot
-    from optui.core.server_state import ServerStatus
-    from optui.core.todo import TodoItem
-    from optui.session.alerts import Alert
-    from optui.session.bench_run import BenchView
-    from optui.session.search import SearchProgress
-    from optui.session.todo_runs import TodoRunOutcome
-    from optui.session.todo_sync import FollowStatus
+    from optui.core.fleet.readings import FleetSnapshot
+    from optui.core.gpu.samples import HostSnapshot
+    from optui.core.journal.events import Event
+    from optui.core.server.state import ServerStatus
+    from optui.core.todo.items import TodoItem
+    from optui.session.snapshot_types import Alert, BenchView, FollowStatus, SearchProgress, TodoRunOutcome
 
 #: results rows the bench panel shows (newest last); the results view shows all
 BENCH_ROWS_SHOWN = 8

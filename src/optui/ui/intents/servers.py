@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from optui.core.safe_text import headline
+from optui.core.text.safe_text import headline
 from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
@@ -24,7 +24,7 @@ def restart_review(client: SessionClient, name: str, argv: list[str] | tuple[str
     (every key that restarts a server shows it): host, controller and url, the flag diff
     from the running flags (``running``: those it will run by then, ``running_from`` saying
     whose, e.g. ``"#3's"``), the flag catalogue's warnings, and exactly what will run."""
-    from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+    from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
 
     cfg, status = client.server_config(name), client.server_status(name)
     diff = Flags.parse(status.argv if running is None else running).diff(Flags.parse(argv))
@@ -90,7 +90,7 @@ class ServerActions(Actions):
         self.unless_refused(name, lambda: self._open_flag_editor(name))
 
     def _open_flag_editor(self, name: str) -> None:
-        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.flag_editor import FlagEditorScreen
 
         cfg, status = self.client.server_config(name), self.client.server_status(name)
@@ -130,7 +130,7 @@ class ServerActions(Actions):
         self.unless_refused(name, lambda: self._restart_with_preset(name, preset))
 
     def _restart_with_preset(self, name: str, preset: str) -> None:
-        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
 
         p = self.client.server_config(name).presets[preset]
         base, _ = self.client.restart_base(name)
@@ -172,7 +172,7 @@ class ServerActions(Actions):
             self.app.set_timer(5.0, lambda: self.host.restarts_reporting.discard(name))
 
     async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
-        from optui.core.flags import FlagError  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags.argv import FlagError  # after the first frame (see OptuiApp.compose)
 
         try:  # the checks every door makes (flag catalogue before anything stops, rollback policy)
             outcome = await self.client.restart_checked(name, list(argv), reason)
@@ -218,7 +218,7 @@ class ServerActions(Actions):
                         exit_on_error=False)
 
     async def _confirm_rollback(self, name: str, after: str | None) -> None:
-        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
         status = self.client.server_status(name)
@@ -281,8 +281,8 @@ class ServerActions(Actions):
     def show_command(self, name: str) -> None:
         """The server's full running command (one pasteable line) and its flags that differ
         from the configured launch: what the panel's row cuts."""
-        from optui.core.flags import Flags
-        from optui.core.journal_experiments import config_changes
+        from optui.core.flags.argv import Flags
+        from optui.core.journal.experiments import config_changes
         from optui.ui.screens.details import DetailsScreen
         from optui.ui.widgets.server_panel import changed_first
 
