@@ -12,15 +12,6 @@ import sys
 from pathlib import Path
 
 from optui.core.text.safe_text import safe_text
-from optui.demo.campaign import (
-    DEMO_TODOS,
-    free_port,
-    previous_demo_port,
-    seed_todo_list,
-    stop_surviving_demo_server,
-    surviving_demo_port,
-    write_demo_config,
-)
 
 
 def run_tui(config_path: str | None, *, theme: str | None = None, read_only: bool = False) -> None:
@@ -65,6 +56,8 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
         session = Session(load(), actor="tui", read_only=read_only or None, stop_servers_on_exit=stop_servers_on_exit)
         built.append(session)
         if seed_todos:
+            from optui.demo.campaign import seed_todo_list
+
             seed_todo_list(session, seed_todos)
         return session
 
@@ -90,6 +83,15 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
     """``optui demo``: write the demo campaign (user state dir unless ``directory``) and run
     the TUI on it; the demo server stops when optui quits."""
     from platformdirs import user_state_dir
+
+    from optui.demo.campaign import (
+        DEMO_TODOS,
+        free_port,
+        previous_demo_port,
+        stop_surviving_demo_server,
+        surviving_demo_port,
+        write_demo_config,
+    )
 
     base = Path(directory) if directory else Path(user_state_dir("optui", appauthor=False)) / "demo"
     config_path = base / "optui.toml"
