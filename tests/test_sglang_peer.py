@@ -15,7 +15,7 @@ import time
 
 from optui.core.flags.help_parse import parse_help
 from optui.core.server.effective_config import check_config, sglang_config
-from optui.core.server.log import LogClassifier, classify_log
+from optui.core.server.log import LogClassifier, classify_log, line_of_class
 from optui.core.server.metrics_map import generated_total, load_view
 from optui.core.server.state import CrashClass
 from tests.helpers.engine_peer import check_sglang_bench_serving, classify_crash, get, load_during_completions, taken_port
@@ -56,6 +56,17 @@ def test_port_in_use(sglang_python, sglang_model, tmp_path):
     with taken_port() as port:
         result = _crash(sglang_python, sglang_model, tmp_path, DEFAULT_ARGS, port=port)
     assert (result["final"], result["class"]) == ("crashed", CrashClass.PORT_IN_USE)
+
+
+def test_kv_cache_memory_is_oom_and_its_cause_is_shown(sglang_python, sglang_model, tmp_path):
+    """0.5.23 on CPU sizes the KV pool from free memory: (free after loading) - (free before) x
+    (1 - --mem-fraction-static). Any fraction below the weights' share fails the same way, but
+    a small positive one (0.0001) only while no other process of this shared machine frees more
+    than the ~50 MB margin meanwhile; a negative one always does. The ValueError read bad_flag."""
+    result = _crash(sglang_python, sglang_model, tmp_path, [*DEFAULT_ARGS, "--mem-fraction-static", "-1"])
+    assert (result["final"], result["class"]) == ("crashed", CrashClass.OOM), result["lines"]
+    cause = line_of_class(result["lines"], CrashClass.OOM)
+    assert "leave no GPU memory for the KV cache" in cause, result["lines"]
 
 
 def test_a_sigterm_stop_is_never_a_crash(sglang_python, sglang_model, tmp_path):

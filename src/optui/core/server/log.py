@@ -83,6 +83,9 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             r"|Failed to load model - not enough GPU memory|(Prefill|Decode) out of memory"
             r"|std::bad_alloc|failed to allocate .* buffer|KV cache (is )?too small|cudaMalloc failed: out of memory"
             r"|Result=oom-kill|less than requested memory for kv"
+            # SGLang 0.5.23 (mem_cache/kv_cache_configurator.py, model_executor/pool_configurator.py):
+            # a ValueError/RuntimeError whose type alone would read bad_flag
+            r"|leave no GPU memory for the KV cache|leaves no room for the full KV pool"
         ),
     ),
     (
