@@ -83,6 +83,98 @@ def test_block_size_no_common_size_is_bad_flag(vllm_exe, vllm_model, tmp_path):
     assert any("No common block size" in line for line in result["lines"])
 
 
+# --- the TUI on a real vLLM: its own start (the phase history needs the log from the launch) -------
+
+def _tui_campaign(directory: Path, vllm_exe: Path, vllm_model: Path) -> Path:
+    """A campaign whose ``vllm`` server optui starts itself (``control = "process"``, autostart),
+    with the peer's argv and environment, and one built-in benchmark."""
+    from tests.peers.peer_cache import free_port
+    from tests.peers.vllm_server import RUN_ENV, serve_command
+
+    port = free_port()
+    env = ", ".join(f"{key} = {json.dumps(value)}" for key, value in RUN_ENV.items())
+    config = directory / "optui.toml"
+    config.write_text(f"""[hosts.local]
+gpu_source = "none"
+
+[servers.vllm]
+kind = "vllm"
+control = "process"
+url = "http://127.0.0.1:{port}"
+argv = {json.dumps(serve_command(vllm_exe, vllm_model, port))}
+env = {{ {env} }}
+autostart = true
+ready_timeout_s = 400
+stop_timeout_s = 30
+poll_interval_s = 0.5
+
+[benchmarks.gen]
+server = "vllm"
+repeat = 1
+builtin = {{ concurrency = [4], input_len = 64, output_len = 48, prompts = 12, warmup = 0, seed = 5 }}
+""")
+    return config
+
+
+async def test_tui_on_a_real_vllm_shows_ready_its_phases_the_load_and_a_benchmark(vllm_exe, vllm_model, tmp_path):
+    """The real app (App.run_test) starts vLLM: READY with its phase history (compile and KV
+    cache named) in the server panel, the load from /metrics there while ``b`` runs the
+    built-in generator, whose result and token-unit length line show in the bench panel.
+    Placed before the shared server's tests: one vLLM at a time on a small machine."""
+    from tests.helpers.faults import app_on, gone, wait_for
+
+    app = app_on(_tui_campaign(tmp_path, vllm_exe, vllm_model))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: app.panels_mounted and "vllm" in app.session.servers, what="session")
+        rt = app.session.servers["vllm"]
+        await wait_for(pilot, lambda: rt.status.state.value in ("ready", "crashed"), timeout=400,
+                       what=lambda: (rt.status.state.value, rt.status.phase))
+        assert rt.status.state.value == "ready", (rt.status.crash_class, rt.status.crash_lines)
+        pid = rt.status.pid
+        phases = [p.phase for p in rt.status.phases]
+        assert phases.index("loading_weights") < phases.index("compile") < phases.index("kv_cache") < phases.index("ready")
+        panel = app.query_one("#servers")
+        await wait_for(pilot, lambda: "start: " in panel.render().plain, what=lambda: panel.render().plain)
+        await pilot.press("2", "z")  # zoomed: the whole phase history (unzoomed, 200 columns cut it after two)
+        await wait_for(pilot, lambda: "compile " in panel.render().plain, what=lambda: panel.render().plain)
+        text = panel.render().plain
+        assert "READY" in text and "load " in text and "compile " in text and "kv " in text, text
+        await pilot.press("z")
+
+        benches = app.session.benches
+        await pilot.press("b")
+        await pilot.pause(0.5)
+        if benches.current is None:  # the preset prompt (its default: the first benchmark)
+            await pilot.press("enter")
+        await wait_for(pilot, lambda: benches.current is not None, timeout=30, what="bench started")
+        run = benches.current
+        seen: list = []  # (the load, the server panel's text) while the run goes
+
+        def busy() -> bool:
+            load = rt.status.load
+            if (load.running or 0) >= 1 and (load.gen_tok_s or 0) > 0:
+                seen.append((load, panel.render().plain))
+            return run.view.status != "running"
+
+        await wait_for(pilot, busy, timeout=300, what=lambda: run.view.status)
+        assert run.view.status == "ok", (run.view.status, run.view.error)
+        assert seen, "no /metrics load seen while the benchmark ran"
+        load, shown = seen[-1]
+        assert load.source == "metrics" and (load.kv_cache_pct or 0) > 0, load
+        assert "run " in shown and " tok/s" in shown, shown
+        results = run.view.results
+        assert results and all(r.completed == 12 and r.total_output_tokens == 12 * 48 for r in results), results
+        assert all(r.workload.length_unit == "tokens" and r.output_throughput_tok_s > 0 for r in results)
+        # the bench panel: its log says the lengths were the server's tokens, its table has the run
+        log = app.query_one("#bench-log")
+        await wait_for(pilot, lambda: any("Input lengths: up to 64 tokens per prompt" in line for line in log.lines),
+                       what=lambda: list(log.lines)[-8:])
+        table = app.query_one("#bench-results")
+        await wait_for(pilot, lambda: table.display and table.row_count >= 1, what=lambda: table.row_count)
+        await pilot.press("q")
+    assert gone(pid)  # the app stopped the server it started (stop_servers_on_exit)
+
+
 # --- the shared server: phases, load, config, flags ------------------------------------------------
 
 def test_startup_phases_name_compile_and_kv_cache(vllm_server):
