@@ -240,3 +240,158 @@ def test_real_sglang_sigterm_stop_log_is_stopped():
     for rc in (None, -9, -15):
         result = classify_log(log, "sglang", rc)
         assert (result["final"], result["class"]) == ("stopped", None), rc
+
+
+# --- issue 32's "Done when": one sample per defect class that the tests above never saw -------------
+# tests/fixtures/pasted/unseen/, each written from the format's source (named) in another shape
+# than the fixture of its class above: another version, prefix, wording or layout.
+
+UNSEEN = PASTED / "unseen"
+
+
+def unseen(name: str) -> str:
+    return (UNSEEN / name).read_text()
+
+
+def test_unseen_engine_core_fatal_error_while_serving_is_a_crash_with_its_cause():
+    """vllm/v1/engine/core.py run_engine_core "EngineCore encountered a fatal error." after
+    "Application startup complete.", then AsyncLLM's EngineDeadError (a wrapper)."""
+    result = classify_log(unseen("vllm_0.11_engine_dead_after_ready.log"))
+    assert (result["kind"], result["final"]) == ("vllm", "crashed")
+    assert any("illegal memory access" in line for line in result["lines"]), result["lines"]
+    assert not any(set(line.rsplit("] ", 1)[-1].strip()) <= set("^~ ") for line in result["lines"])
+
+
+def test_unseen_sglang_2024_jsonl_with_an_infinite_rate_and_a_refusal_code(tmp_path):
+    """python/sglang/bench_serving.py (2024) writes ``request_rate`` with json.dumps: inf is
+    ``Infinity``; a sharegpt run's ``random_*_len`` are not its lengths."""
+    [row] = parse_result_file_text(unseen("sglang_2024_inf_rate.jsonl"), "r.jsonl")
+    assert (row.tool, row.request_rate, row.completed, row.total_output_tokens) == ("sglang", float("inf"), 1000, 198240)
+    assert (row.ttft_ms["median"], row.itl_ms["median"], row.e2e_ms["median"]) == (9120.77, 21.4, 47011.2)
+    assert (row.workload.dataset, row.workload.input_len) == ("sharegpt", None)
+    bad = tmp_path / "odd.jsonl"
+    bad.write_text('{"total_input": 12, "median_ttft": "fast"}\n')
+    result = CliRunner().invoke(cli, ["bench", "parse", str(bad)])
+    assert result.exit_code == 4 and "odd.jsonl:1" in result.output, result.output
+
+
+def test_unseen_units_and_annotations_on_values_are_kept():
+    """vllm/benchmarks/serve.py's block with "Traffic request rate: 4 RPS." and annotations of
+    another kind (←, <--, a parenthesis, !!, //)."""
+    [result] = parse_bench_output(unseen("vllm_bench_rate_units_annotated.txt"))
+    assert (result.completed, result.failed, result.request_rate) == (198, 2, 4.0)
+    assert (result.request_throughput, result.output_throughput_tok_s, result.ttft_ms["median"]) == (3.85, 492.21, 121.55)
+    assert result.max_concurrency is None  # "Maximum request concurrency: None"
+
+
+def test_unseen_llamacpp_json_log_listening_before_the_model_loads():
+    """llama.cpp 2024 JSON-lines server log (examples/server/server.cpp): "HTTP server
+    listening" before the loader's plain lines, "all slots are idle" when ready."""
+    phases = [p["phase"] for p in classify_log(unseen("llamacpp_2024_json_listen_then_load.log"))["phases"]]
+    assert phases == ["http_up", "loading_weights", "kv_cache", "ready"]
+
+
+def test_unseen_claude_transcript_pasted_reads_its_latest_todowrite():
+    """A piece of a Claude Code transcript (one message a line) pasted to ``optui todo import -``:
+    two TodoWrite calls, the later wins (was "invalid JSON: Extra data")."""
+    paste = unseen("claude_transcript_two_todowrites.jsonl")
+    items = parse_todo_json(paste, "<stdin>")
+    assert [(t.content, str(t.status)) for t in items] == [("Baseline at c=8", "completed"),
+                                                           ("Try --max-num-seqs 512", "in_progress")]
+    result = CliRunner().invoke(cli, ["todo", "import", "-", "--dry-run", "--json"], input=paste)
+    assert result.exit_code == 0 and [t["status"] for t in json.loads(result.output)] == ["completed", "in_progress"]
+    with pytest.raises(TodoFormatError, match=r"<stdin>:2: invalid JSON: Extra data"):  # lines, no TodoWrite
+        parse_todo_json('{"type": "user"}\n{"type": "user"}\n', "<stdin>")
+
+
+def test_unseen_nvidia_smi_470_table_and_mig_instance_table():
+    """nvidia-smi 470's narrower table (name cut to "NVIDIA A100-SXM...", "Perf  Pwr" columns)
+    and ``nvidia-smi mig -lgi`` (instances, not readings)."""
+    gpus = parse_query_gpu(unseen("nvidia_smi_470_a100_table.txt"))
+    assert [(g.index, g.mem_used_mib, g.mem_total_mib, g.util_gpu_pct, g.temp_c, g.power_w, g.power_limit_w)
+            for g in gpus] == [(0, 38123, 40536, 97, 30, 62, 400), (1, 3, 40536, 0, 27, 51, 400)]
+    with pytest.raises(NvidiaSmiError, match=r"mig -lgi.*a table, not --query-gpu CSV"):
+        parse_query_gpu(unseen("nvidia_smi_mig_lgi.txt"))
+
+
+def test_unseen_vllm_route_list_from_the_launcher_gives_the_http_phase():
+    """vllm/entrypoints/launcher.py "Available routes are:" without "Starting vLLM API server"."""
+    result = classify_log(unseen("vllm_launcher_routes_only.log"))
+    assert (result["kind"], [p["phase"] for p in result["phases"]]) == ("vllm", ["http_up"])
+
+
+def test_unseen_vllm_gpu_startup_names_compile_kv_cache_and_cuda_graphs():
+    """vLLM 0.10 on a GPU: Dynamo/torch.compile lines, "Available KV cache memory", the CUDA
+    graph capture bar."""
+    phases = [p["phase"] for p in classify_log(unseen("vllm_0.10_gpu_phases.log"))["phases"]]
+    assert phases == ["launching", "init_dist", "loading_weights", "compile", "kv_cache", "cuda_graph", "http_up", "ready"]
+
+
+@pytest.mark.parametrize(("name", "crash_class", "needle"), [
+    ("vllm_0.6_kv_tokens.log", "oom", "maximum number of tokens that can be stored in KV cache"),  # was bad_flag
+    ("vllm_gpu_kv_needed.log", "oom", "larger than the available KV cache memory"),
+    ("vllm_no_cache_blocks.log", "oom", "No available memory for the cache blocks"),
+    ("vllm_block_size_gpu.log", "bad_flag", "No common block size for 48"),
+])
+def test_unseen_kv_memory_and_block_size_classes(name, crash_class, needle):
+    """vllm/v1/core/kv_cache_utils.py, v1/worker/utils.py (0.32) and vllm/worker/worker.py (0.6)."""
+    result = classify_log(unseen(name))
+    assert (result["final"], result["class"]) == ("crashed", crash_class), result["lines"]
+    assert any(needle in line for line in result["lines"])
+    assert not any(set(line.rsplit("] ", 1)[-1].strip()) <= set("^~ ") for line in result["lines"])
+
+
+def test_unseen_vllm_stats_lines_give_the_gpu_kv_cache_not_the_cpu_swap():
+    """vllm/engine/metrics.py (v0: GPU and CPU KV cache, CPU being swap space) and
+    v1/metrics/loggers.py (CPU build: "CPU KV cache usage" is the KV cache)."""
+    from optui.core.log_load import parse_batch_line
+
+    v0, v1 = (parse_batch_line(line) for line in unseen("vllm_stats_lines.txt").splitlines())
+    assert v0 is not None and (v0.running, v0.waiting, v0.kv_cache_pct, v0.gen_tok_s) == (3, 1, 7.9, 52.7)
+    assert v1 is not None and (v1.running, v1.kv_cache_pct, v1.prompt_tok_s) == (4, 1.4, 12.4)
+
+
+def test_unseen_vllm_save_results_e2e_from_its_keys_and_never_from_failed_latencies():
+    """--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 gives *_e2el_ms keys;
+    a file with a failed request has zeros in ``latencies``: no E2E rather than a wrong one."""
+    [keys] = parse_result_file_text(unseen("vllm_save_result_e2el_percentiles.json"), "a.json")
+    assert (keys.e2e_ms["mean"], keys.e2e_ms["median"], keys.e2e_ms["p90"], keys.e2e_ms["p99"]) == (
+        5850.3, 5801.7, 6110.0, 6400.8)
+    [failed] = parse_result_file_text(unseen("vllm_save_result_failed_latencies.json"), "b.json")
+    assert (failed.completed, failed.failed, failed.e2e_ms["mean"]) == (3, 1, None)
+
+
+def test_unseen_nanobind_report_with_keep_alive_records_is_all_noise():
+    """nanobind src/nb_internals.cpp also prints "leaked N keep_alive records!" (kept before)."""
+    from optui.core.bench.stream import is_exit_noise
+
+    lines = unseen("vllm_bench_nanobind_keepalive.txt").splitlines()
+    first = next(n for n, line in enumerate(lines) if line.startswith("nanobind:"))
+    assert [line for line in lines[first:] if not is_exit_noise(line)] == []
+    assert not any(is_exit_noise(line) for line in lines[:first])
+    [result] = parse_bench_output("\n".join(lines))
+    assert (result.completed, result.output_throughput_tok_s) == (32, 170.10)
+
+
+def test_real_vllm_032_help_all_types_and_wording():
+    """The real 0.32 ``vllm serve --help=all`` (tests/fixtures/help/): flags defaulting to None,
+    human-readable ints (``32k``, ``16k``, ``4G``), ``--max-model-len auto`` (was refused:
+    "invalid int value"), and the help command messages cite."""
+    from optui.core.flags import Flags
+    from optui.core.help_parse import parse_help
+
+    help_text = (Path(__file__).parent / "fixtures" / "help" / "vllm_0.32_cpu_help_all.txt").read_text()
+    catalog = parse_help(help_text, kind="vllm", program=("vllm", "serve"))
+
+    def problems(*args: str) -> list[str]:
+        return [i.message for i in catalog.check(Flags.parse(["vllm", "serve", "m", *args], catalog.booleans()))]
+
+    assert problems("--max-model-len", "auto") == problems("--max-model-len", "-1") == []
+    assert problems("--max-model-len", "32k", "--max-num-batched-tokens", "16k", "--kv-cache-memory-bytes", "4G") == []
+    assert problems("--max-model-len", "automatic") == ["invalid int value: 'automatic'"]
+    assert problems("--block-size", "auto") == ["invalid int value: 'auto'"]
+    assert any("vllm serve --help=all" in message for message in problems("--no-such-flag", "1"))
+    # --max-num-seqs prints no type: a word is refused once a number was seen
+    seen = [Flags.parse(["vllm", "serve", "m", "--max-num-seqs", "256"], catalog.booleans())]
+    [refused] = catalog.check_seen_forms(Flags.parse(["vllm", "serve", "m", "--max-num-seqs", "many"]), seen)
+    assert refused.level == "error"

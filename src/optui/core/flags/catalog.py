@@ -19,6 +19,9 @@ from optui.core.flags.argv import Arg, Flags, canonical_name
 
 _INT = re.compile(r"^[-+]?\d+$")
 _HUMAN_INT = re.compile(r"^\d+(\.\d+)?[kKmMgGtT]$")  # vLLM: --max-model-len 32k
+# vLLM's int flags that also take a word (vllm/utils/argparse_utils.py human_readable_int_or_auto,
+# --max-model-len): "Also accepts -1 or 'auto' as a special value"
+_SPECIAL_WORD = re.compile(r"accepts (?:-?\d+ or )?'(\w+)' as a special value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +329,8 @@ class FlagCatalog:
         """Why ``value`` is invalid for ``spec`` (argparse's wording), or None."""
         if spec.choices and value not in spec.choices:
             return f"invalid choice: {value!r} (choose from {', '.join(spec.choices)})"
-        if spec.type == "int" and not (_INT.match(value) or (self.kind == "vllm" and _HUMAN_INT.match(value))):
+        if spec.type == "int" and not (_INT.match(value) or (self.kind == "vllm" and _HUMAN_INT.match(value))
+                                       or value in _SPECIAL_WORD.findall(spec.help)):
             return f"invalid int value: {value!r}"
         if spec.type in ("float", "number"):
             try:

@@ -86,6 +86,9 @@ _CRASH_PATTERNS: list[tuple[CrashClass, re.Pattern[str]]] = [
             # SGLang 0.5.23 (mem_cache/kv_cache_configurator.py, model_executor/pool_configurator.py):
             # a ValueError/RuntimeError whose type alone would read bad_flag
             r"|leave no GPU memory for the KV cache|leaves no room for the full KV pool"
+            # vLLM v0 (0.6, worker.py raise_if_cache_size_invalid): "The model's max seq len (32768)
+            # is larger than the maximum number of tokens that can be stored in KV cache (20000)"
+            r"|maximum number of tokens that can be stored in KV cache"
         ),
     ),
     (

@@ -295,8 +295,18 @@ def parse_todo_json(text: str, source: str = "<todos>") -> list[AgentTodo]:
 
     A TodoWrite call pasted from a conversation export is read as its input
     (:func:`_tool_call_input`): a ``{"type": "tool_use", "name": "TodoWrite", "input":
-    {"todos": [...]}}`` block, a message's ``content`` array of such blocks, or the message."""
-    data = _load_bounded_json(text, source, "a JSON array of todo objects")
+    {"todos": [...]}}`` block, a message's ``content`` array of such blocks, or the message;
+    several JSON lines (a Claude Code transcript, or a piece of one) are read as a transcript:
+    its last TodoWrite call's list (:func:`parse_claude_transcript`)."""
+    try:
+        data = _load_bounded_json(text, source, "a JSON array of todo objects")
+    except TodoFormatError as exc:
+        if "Extra data" not in exc.problem:  # one JSON value, broken: its own error
+            raise
+        transcript = parse_claude_transcript(text, source)
+        if transcript is None:
+            raise
+        return transcript
     data, prefix = _tool_call_input(data)
     try:
         return _items(data, source, lambda obj: None, prefix)
