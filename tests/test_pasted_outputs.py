@@ -395,3 +395,21 @@ def test_real_vllm_032_help_all_types_and_wording():
     seen = [Flags.parse(["vllm", "serve", "m", "--max-num-seqs", "256"], catalog.booleans())]
     [refused] = catalog.check_seen_forms(Flags.parse(["vllm", "serve", "m", "--max-num-seqs", "many"]), seen)
     assert refused.level == "error"
+
+
+def test_unseen_sglang_gpu_start_then_sigterm_is_stopped_with_its_phases():
+    """SGLang 0.4 with TP=2 on GPUs (rank-prefixed lines, CUDA graph capture), ready at "fired
+    up and ready to roll", then the SIGTERM stop that ends a TP child with -15."""
+    result = classify_log(unseen("sglang_0.4_gpu_tp2_start_then_sigterm.log"), returncode=-9)
+    assert (result["final"], result["class"]) == ("stopped", None)
+    assert [p["phase"] for p in result["phases"]] == [
+        "launching", "init_dist", "loading_weights", "kv_cache", "cuda_graph", "http_up", "warmup", "ready"]
+
+
+@pytest.mark.parametrize("returncode", [None, 137])
+def test_unseen_sglang_kv_memory_on_a_tp_rank_is_oom(returncode):
+    """sglang model_runner.py init_memory_pool's RuntimeError on a TP rank, then the parent's
+    self-kill ("Killed", rc 137): oom, not killed."""
+    result = classify_log(unseen("sglang_tp_not_enough_memory.log"), returncode=returncode)
+    assert (result["final"], result["class"]) == ("crashed", "oom")
+    assert any("Not enough memory" in line for line in result["lines"])
