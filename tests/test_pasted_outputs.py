@@ -413,3 +413,13 @@ def test_unseen_sglang_kv_memory_on_a_tp_rank_is_oom(returncode):
     result = classify_log(unseen("sglang_tp_not_enough_memory.log"), returncode=returncode)
     assert (result["final"], result["class"]) == ("crashed", "oom")
     assert any("Not enough memory" in line for line in result["lines"])
+
+
+def test_real_vllm_032_kv_cache_memory_bytes_too_small_is_oom():
+    """The real peer with ``--kv-cache-memory-bytes 1M --max-model-len 2048`` (and no
+    VLLM_CPU_KVCACHE_SPACE, which overrides the flag on CPU): bench/real_gpu/vllm.sh's ``oom``
+    preset, captured by hand (2026-12-06) — "... larger than the available KV cache memory"."""
+    log = (Path(__file__).parent / "fixtures" / "server_logs" / "vllm_0.32_cpu_kv_cache_memory_bytes_1M.log").read_text()
+    result = classify_log(log, "vllm", 1)
+    assert (result["final"], result["class"]) == ("crashed", "oom")
+    assert any("larger than the available KV cache memory" in line for line in result["lines"])

