@@ -344,7 +344,7 @@ def test_unseen_kv_memory_and_block_size_classes(name, crash_class, needle):
 def test_unseen_vllm_stats_lines_give_the_gpu_kv_cache_not_the_cpu_swap():
     """vllm/engine/metrics.py (v0: GPU and CPU KV cache, CPU being swap space) and
     v1/metrics/loggers.py (CPU build: "CPU KV cache usage" is the KV cache)."""
-    from optui.core.log_load import parse_batch_line
+    from optui.core.server.log_load import parse_batch_line
 
     v0, v1 = (parse_batch_line(line) for line in unseen("vllm_stats_lines.txt").splitlines())
     assert v0 is not None and (v0.running, v0.waiting, v0.kv_cache_pct, v0.gen_tok_s) == (3, 1, 7.9, 52.7)
@@ -377,8 +377,8 @@ def test_real_vllm_032_help_all_types_and_wording():
     """The real 0.32 ``vllm serve --help=all`` (tests/fixtures/help/): flags defaulting to None,
     human-readable ints (``32k``, ``16k``, ``4G``), ``--max-model-len auto`` (was refused:
     "invalid int value"), and the help command messages cite."""
-    from optui.core.flags import Flags
-    from optui.core.help_parse import parse_help
+    from optui.core.flags.argv import Flags
+    from optui.core.flags.help_parse import parse_help
 
     help_text = (Path(__file__).parent / "fixtures" / "help" / "vllm_0.32_cpu_help_all.txt").read_text()
     catalog = parse_help(help_text, kind="vllm", program=("vllm", "serve"))
