@@ -10,8 +10,9 @@ out through the session.
 
 Badges before the text: ``⚠`` a concurrent edit was flagged, ``!blocked`` an unknown
 agent status (shown as pending), ``A+``/``A~``/``A-`` the followed agent added / changed /
-dropped the item, ``⚗`` an experiment (``⚗…`` queued or running with its step, ``⚗✓``
-done, ``⚗✗ oom`` failed). After the text, ``blocked by #3`` names the open items a followed
+dropped the item, ``⚗`` an experiment (``⚗…`` queued or running with its step, done with
+its experiment's verdict: ``⚗✓ better``, ``⚗✗ worse``, ``⚗± mixed``, ``⚗~ same``, ``⚗? noise``,
+``⚗ untested``; ``⚗✗ oom`` failed). After the text, ``blocked by #3`` names the open items a followed
 Claude Code task waits for (its ``blockedBy``).
 """
 
@@ -43,6 +44,18 @@ EMPTY_TEXT = "no todo items — press a to add one"
 
 STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
 PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
+#: a finished run's badge by its experiment's verdict (core.journal_experiments.experiment_verdict,
+#: stored on the item's run): ✓ only for better; a run without a stored verdict (older) reads "ran"
+VERDICT_BADGE = {
+    "better": ("⚗✓ better", "delta-good"),
+    "worse": ("⚗✗ worse", "delta-bad"),
+    "mixed": ("⚗± mixed", "warning"),
+    "same": ("⚗~ same", "secondary"),
+    "untested noise": ("⚗? noise", "secondary"),
+    "untested": ("⚗ untested", "secondary"),
+    "baseline": ("⚗ baseline", "accent"),
+    "incomplete": ("⚗ incomplete", "warning"),
+}
 
 
 def _is_done(item: TodoItem) -> bool:
@@ -405,8 +418,8 @@ class TodoPanel(Vertical):
             return (f"⚗…{step}", "state-busy")
         run = item.run or {}
         status = run.get("status")
-        if status == "ok":
-            return ("⚗✓", "state-ready")
+        if status == "ok":  # it ran: its mark is the experiment's verdict, not a ✓ for having run
+            return VERDICT_BADGE.get(str(run.get("verdict")), ("⚗ ran", "accent"))
         if status == "failed":
             return (f"⚗✗ {run.get('crash_class') or run.get('step') or 'failed'}", "state-failed")
         if status == "running":
