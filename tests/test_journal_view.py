@@ -723,3 +723,27 @@ async def test_the_text_filter_matches_across_the_columns_and_its_title_keeps_br
     assert ev.EventFilter(text="qwen [tui] 64 looks").matches(found[0])
     assert not j.events(text="qwen [cli] 64 looks")
     j.close()
+
+
+@pytest.mark.parametrize("size", [(50, 30), (60, 40)])
+async def test_a_side_panes_experiments_view_names_the_cursor_rows_flags_whole(seeded, size):
+    """Issue 34: in a side pane the change column abbreviates the flag names alike
+    (``--mem-fra-sta 0.99 +1``, ``--mrr 64``); the line above the table gives the cursor row's
+    change with every name whole, the flag that changed from the configuration before first."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("E")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        line = app.screen.query_one("#experiments-change")
+        for exp_id in (ids["big"], ids["chunk"]):
+            table.move_cursor(row=table.get_row_index(exp_id))
+            x = next(x for x in app.screen.experiments if x.id == exp_id)
+            expected = f"{exp_id}: {' '.join(x.changed_flags)}"
+            await wait_for(pilot, lambda: str(line.render()) == expected, what=lambda: str(line.render()))  # noqa: B023
+            assert "--max-running-requests 64" in expected
+            assert line.region.height >= 1 and line.region.width > 0  # on screen
+        chunk = next(x for x in app.screen.experiments if x.id == ids["chunk"])
+        assert chunk.changed_flags[0] == "--chunked-prefill-size 512"  # the change from the one before, first
+        await pilot.press("escape")

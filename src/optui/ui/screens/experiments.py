@@ -178,6 +178,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
     ExperimentsScreen > Vertical { width: 98%; height: 90%; border: thick $primary; background: $surface; }
     ExperimentsScreen #experiments-title { text-style: bold; height: 1; }
     ExperimentsScreen #experiments-help { color: $text-muted; height: auto; }
+    ExperimentsScreen #experiments-change { height: auto; max-height: 3; color: $warning; }
     ExperimentsScreen DataTable { height: 1fr; }
     """
 
@@ -210,6 +211,8 @@ class ExperimentsScreen(ModalScreen[str | None]):
             yield Static("Experiments", id="experiments-title", markup=False)
             yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close\n"
                          f"verdicts: {STATISTIC}", id="experiments-help", markup=False)
+            # narrow, the cursor row's change with its flag names whole (the column abbreviates them)
+            yield Static("", id="experiments-change", markup=False).set_styles(f"display: {'block' if narrow else 'none'};")
             table = self._table = RowCachedTable(id="experiments-table", cursor_type="row", zebra_stripes=True,
                                                  header_height=2)
             headers = {key: header for key, header, _ in COLUMNS}
@@ -329,6 +332,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         if title != self._title:
             self._title = title
             self.query_one("#experiments-title", Static).update(title, layout=False)  # one line, always
+        self._show_change()
 
     def _outgrown(self, table: DataTable, updates: dict[str, list]) -> bool:
         """Whether a cell of ``updates`` (row id → its new cells) is wider than its column
@@ -452,6 +456,21 @@ class ExperimentsScreen(ModalScreen[str | None]):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_details()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_change()
+
+    def _show_change(self) -> None:
+        """Narrow, the line above the table: the cursor row's change, every flag name whole
+        (``exp-0003: --max-running-requests 32``; issue 34: the change column read ``--mrr 32``
+        in a 50-column pane), the flag that changed from the previous configuration first."""
+        if not self._narrow:
+            return
+        x = self._current()
+        text = "" if x is None else f"{x.id}: {' '.join(x.changed_flags) or change_text(x)}"
+        line = self.query_one("#experiments-change", Static)
+        if str(line.render()) != text:
+            line.update(text)
 
     def action_details(self) -> None:
         """Show the experiment's details over an underlay of their own, so that the view is
