@@ -747,3 +747,33 @@ async def test_a_side_panes_experiments_view_names_the_cursor_rows_flags_whole(s
         chunk = next(x for x in app.screen.experiments if x.id == ids["chunk"])
         assert chunk.changed_flags[0] == "--chunked-prefill-size 512"  # the change from the one before, first
         await pilot.press("escape")
+
+
+async def test_the_experiments_view_fits_a_resized_pane_again(seeded):
+    """Issue 34: the view laid its columns out once, for the width it opened at: a pane resized
+    from 200 to 50 columns kept the wide order and widths (the change's Δ and verdict scrolled
+    off the edge, the rows cut between columns), and back at 200 the narrow ones. Each resize fits
+    the columns to the new width, the narrow order below 100 columns."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("E")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+
+        def layout():
+            widths = {c.key.value: c.get_render_width(table) for c in table.ordered_columns}
+            return list(widths), widths
+
+        for size, first in (((50, 30), ["id", "change", "delta", "verdict"]), ((200, 50), ["id", "change", "outcome"])):
+            await pilot.resize_terminal(*size)
+            await wait_for(pilot, lambda: layout()[0][: len(first)] == first, what=layout)  # noqa: B023
+            await pilot.pause(0.2)
+            keys, widths = layout()
+            shown = keys[: keys.index("verdict") + 1] if size[0] < 100 else keys
+            assert sum(widths[k] for k in shown) <= table.size.width, (size, widths, table.size)
+            assert table.row_count == 5 and app.screen.current_id() is not None
+            lines = [strip.text for strip in app.screen._compositor.render_strips()]
+            row = next(line for line in lines if ids["big"] in line)
+            assert "+28.9%" in row and "better" in row, (size, row)  # the Δ and verdict on screen
+        await pilot.press("escape")
