@@ -777,3 +777,33 @@ async def test_the_experiments_view_fits_a_resized_pane_again(seeded):
             row = next(line for line in lines if ids["big"] in line)
             assert "+28.9%" in row and "better" in row, (size, row)  # the Δ and verdict on screen
         await pilot.press("escape")
+
+
+async def test_the_results_view_orders_its_columns_for_a_resized_pane(seeded):
+    """Issue 34: opened at 200 columns and resized to 50, the results view kept the wide order
+    (# / experiment / change vs baseline / bench ...): out tok/s and its Δ were off the edge. A
+    resize across 100 columns puts the columns in that width's order; the rows stay."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("4", "v")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ResultsScreen")
+        table = app.screen.query_one("#results-table")
+        await wait_for(pilot, lambda: table.row_count > 0)
+        rows = table.row_count
+
+        def keys():
+            return [c.key.value for c in table.ordered_columns]
+
+        assert keys()[:3] == ["id", "exp", "change"], keys()
+        await pilot.resize_terminal(50, 30)
+        await wait_for(pilot, lambda: keys()[:4] == ["id", "exp", "output_throughput_tok_s", "ttft_ms.median"], what=keys)
+        await wait_for(pilot, lambda: table.row_count == rows)
+        await pilot.pause(0.2)
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        row = next(line for line in lines if ids["big"] in line)
+        assert re.search(rf"{ids['big']} +1,[0-9]{{3}}\.[0-9] ", row), row  # out tok/s on screen
+        await pilot.resize_terminal(200, 50)
+        await wait_for(pilot, lambda: keys()[:3] == ["id", "exp", "change"], what=keys)
+        assert table.row_count == rows
+        await pilot.press("escape")
