@@ -359,7 +359,7 @@ async def test_open_items_first_done_ones_after_in_a_side_pane(tmp_path):
 
 async def test_a_done_items_mark_is_its_experiments_verdict(tmp_path):
     """Issue 34: a done item showed ``⚗✓`` although its experiment measured worse. The mark is
-    the experiment's overall verdict stored on the item's run (core.journal_experiments.
+    the experiment's overall verdict stored on the item's run (core.journal.experiments.
     experiment_verdict): ✓ only for better; worse, mixed, same, noise and untested say so; a
     failed run its crash class; a run stored before verdicts were (none recorded) no ✓ either."""
     cfg = campaign(tmp_path)

@@ -8,7 +8,7 @@ full names, then each word of a name to its first :data:`WORD_CHARS` letters
 (``+1``), and only a value, never a name, is cut (with ``…``) when one flag alone does not fit.
 
 The first flag is the one that changed from the previous configuration (the callers order
-them so: :func:`~optui.core.journal_experiments.ordered_changes`), and it is kept whole: never
+them so: :func:`~optui.core.journal.experiments.ordered_changes`), and it is kept whole: never
 folded, never abbreviated (issue 34: ``--mrr 16`` at 50 columns) wherever the width leaves it
 room; the others give way first. A column keeps its first flags whole only when every row
 can (one rendering per flag down a column); otherwise it falls back to the levels above.

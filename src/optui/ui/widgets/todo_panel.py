@@ -44,7 +44,7 @@ EMPTY_TEXT = "no todo items — press a to add one"
 
 STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
 PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
-#: a finished run's badge by its experiment's verdict (core.journal_experiments.experiment_verdict,
+#: a finished run's badge by its experiment's verdict (core.journal.experiments.experiment_verdict,
 #: stored on the item's run): ✓ only for better; a run without a stored verdict (older) reads "ran"
 VERDICT_BADGE = {
     "better": ("⚗✓ better", "delta-good"),
