@@ -209,3 +209,11 @@ def test_changed_flags_fit_a_cell_with_their_names_whole_or_abbreviated_alike():
     assert fit_flag_column([["--disable-cuda-graph"], ["--mem-fraction-static 0.912345678"]], 14) == [
         "--dcg", "--mfs 0.91234…"]
     assert fit_flags(["--mem-fraction-static 0.912345678"], 12) == "--mfs 0.912…"  # the value cut, not the name
+    # the first flag (the change from the previous configuration) stays whole while there is room
+    # for it (issue 34: --mrr 16 at 50 columns); the others abbreviated, counted, or said to follow
+    two = ["--mem-fraction-static 0.99", "--disable-cuda-graph"]
+    assert fit_flags(two, 29) == "--mem-fraction-static 0.99 +1"
+    assert fit_flags(two, 28) == "--mem-fraction-static 0.99 …"
+    assert fit_flags(two, 20) == "--mfs 0.99 --dcg"  # no room for it whole: abbreviated, as before
+    assert fit_flag_column([two, ["--max-running-requests 64"]], 29) == [
+        "--mem-fraction-static 0.99 +1", "--max-running-requests 64"]

@@ -723,3 +723,87 @@ async def test_the_text_filter_matches_across_the_columns_and_its_title_keeps_br
     assert ev.EventFilter(text="qwen [tui] 64 looks").matches(found[0])
     assert not j.events(text="qwen [cli] 64 looks")
     j.close()
+
+
+@pytest.mark.parametrize("size", [(50, 30), (60, 40)])
+async def test_a_side_panes_experiments_view_names_the_cursor_rows_flags_whole(seeded, size):
+    """Issue 34: in a side pane the change column abbreviates the flag names alike
+    (``--mem-fra-sta 0.99 +1``, ``--mrr 64``); the line above the table gives the cursor row's
+    change with every name whole, the flag that changed from the configuration before first."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("E")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        line = app.screen.query_one("#experiments-change")
+        for exp_id in (ids["big"], ids["chunk"]):
+            table.move_cursor(row=table.get_row_index(exp_id))
+            x = next(x for x in app.screen.experiments if x.id == exp_id)
+            expected = f"{exp_id}: {' '.join(x.changed_flags)}"
+            await wait_for(pilot, lambda: str(line.render()) == expected, what=lambda: str(line.render()))  # noqa: B023
+            assert "--max-running-requests 64" in expected
+            assert line.region.height >= 1 and line.region.width > 0  # on screen
+        chunk = next(x for x in app.screen.experiments if x.id == ids["chunk"])
+        assert chunk.changed_flags[0] == "--chunked-prefill-size 512"  # the change from the one before, first
+        await pilot.press("escape")
+
+
+async def test_the_experiments_view_fits_a_resized_pane_again(seeded):
+    """Issue 34: the view laid its columns out once, for the width it opened at: a pane resized
+    from 200 to 50 columns kept the wide order and widths (the change's Δ and verdict scrolled
+    off the edge, the rows cut between columns), and back at 200 the narrow ones. Each resize fits
+    the columns to the new width, the narrow order below 100 columns."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("E")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+
+        def layout():
+            widths = {c.key.value: c.get_render_width(table) for c in table.ordered_columns}
+            return list(widths), widths
+
+        for size, first in (((50, 30), ["id", "change", "delta", "verdict"]), ((200, 50), ["id", "change", "outcome"])):
+            await pilot.resize_terminal(*size)
+            await wait_for(pilot, lambda: layout()[0][: len(first)] == first, what=layout)  # noqa: B023
+            await pilot.pause(0.2)
+            keys, widths = layout()
+            shown = keys[: keys.index("verdict") + 1] if size[0] < 100 else keys
+            assert sum(widths[k] for k in shown) <= table.size.width, (size, widths, table.size)
+            assert table.row_count == 5 and app.screen.current_id() is not None
+            lines = [strip.text for strip in app.screen._compositor.render_strips()]
+            row = next(line for line in lines if ids["big"] in line)
+            assert "+28.9%" in row and "better" in row, (size, row)  # the Δ and verdict on screen
+        await pilot.press("escape")
+
+
+async def test_the_results_view_orders_its_columns_for_a_resized_pane(seeded):
+    """Issue 34: opened at 200 columns and resized to 50, the results view kept the wide order
+    (# / experiment / change vs baseline / bench ...): out tok/s and its Δ were off the edge. A
+    resize across 100 columns puts the columns in that width's order; the rows stay."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("4", "v")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ResultsScreen")
+        table = app.screen.query_one("#results-table")
+        await wait_for(pilot, lambda: table.row_count > 0)
+        rows = table.row_count
+
+        def keys():
+            return [c.key.value for c in table.ordered_columns]
+
+        assert keys()[:3] == ["id", "exp", "change"], keys()
+        await pilot.resize_terminal(50, 30)
+        await wait_for(pilot, lambda: keys()[:4] == ["id", "exp", "output_throughput_tok_s", "ttft_ms.median"], what=keys)
+        await wait_for(pilot, lambda: table.row_count == rows)
+        await pilot.pause(0.2)
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        row = next(line for line in lines if ids["big"] in line)
+        assert re.search(rf"{ids['big']} +1,[0-9]{{3}}\.[0-9] ", row), row  # out tok/s on screen
+        await pilot.resize_terminal(200, 50)
+        await wait_for(pilot, lambda: keys()[:3] == ["id", "exp", "change"], what=keys)
+        assert table.row_count == rows
+        await pilot.press("escape")

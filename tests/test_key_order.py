@@ -85,9 +85,9 @@ async def test_keys_after_the_enter_that_dismisses_a_prompt(tmp_path):
         await wait_for(pilot, lambda: "T2" in todo_texts(app), timeout=10, what=lambda: (notes()[-3:], todo_texts(app)[-3:]))
         assert notes()[-2:] == ["first", "second"] and todo_texts(app)[-2:] == ["T1", "T2"]
         post_at_once(app, ["n", *"W5", "enter", "ctrl+p"])
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette", timeout=30,
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "PaletteScreen", timeout=30,
                        what=lambda: [type(s).__name__ for s in app.screen_stack])
-        assert notes()[-1] == "W5" and [type(s).__name__ for s in app.screen_stack] == ["MainScreen", "CommandPalette"]
+        assert notes()[-1] == "W5" and [type(s).__name__ for s in app.screen_stack] == ["MainScreen", "PaletteScreen"]
         await pilot.press("escape")
         assert type(app.screen).__name__ == "MainScreen"
         await pilot.press("q")

@@ -505,3 +505,61 @@ async def test_a_dialogs_key_bar_shows_its_own_keys_the_way_out_first(tmp_path, 
                 await pilot.pause(0.05)
             assert len(app.screen_stack) == 1, (module, [type(s).__name__ for s in app.screen_stack])
         await pilot.press("q")
+
+
+@pytest.mark.parametrize("size", [(200, 50), (50, 30)])
+async def test_the_palettes_key_bar_is_its_own(tmp_path, size):
+    """Issue 34: under the command palette the bottom line was the dashboard's (``a Add  space
+    Status  q Quit``), none of which works there; it is the palette's own, the way out first."""
+    from optui.ui.widgets.key_bar import KeyBar
+    from tests.helpers.snapshot_campaign import make_app, settle
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("3", "ctrl+p")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "PaletteScreen", what=lambda: app.screen_stack)
+        screen = app.screen
+        bar = screen.query_one(KeyBar)
+        await wait_for(pilot, lambda: bar.render().plain.strip(), what=lambda: bar.render().plain)
+        bottom = [strip.text for strip in screen._compositor.render_strips()][-1]
+        assert bar.region.y == size[1] - 1 and bar.region.width == size[0], bar.region
+        assert bottom.rstrip() == "esc Close  ↑/↓ Choose  ⏎ Run", bottom
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(app.screen_stack) == 1, what=lambda: app.screen_stack)
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("size", [(200, 50), (50, 30)])
+async def test_the_todo_inputs_key_bar_says_what_enter_and_esc_do(tmp_path, size):
+    """Issue 34: while typing a new todo item (``a``) the key bar showed only ``f1 Help``; it
+    says what Enter and Esc do in each mode of the inline input (add, edit, filter), and they do it."""
+    from optui.ui.widgets.key_bar import KeyBar
+    from tests.helpers.snapshot_campaign import make_app, settle
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        bar = app.screen.query_one(KeyBar)
+        panel = app.query_one("#todo")
+
+        async def bar_for(keys, expected):
+            await pilot.press(*keys)
+            await wait_for(pilot, lambda: bar.render().plain.startswith(expected), what=lambda: bar.render().plain)
+            assert "Quit" not in bar.render().plain  # q types a letter here
+
+        before = len(app.session.todos.items)
+        await bar_for(["3", "a"], "⏎ Add  esc Cancel  ")
+        await pilot.press(*"nothing", "escape")
+        await wait_for(pilot, lambda: not panel.editing)
+        assert len(app.session.todos.items) == before  # Esc cancelled it
+        await bar_for(["a"], "⏎ Add  esc Cancel  ")
+        await pilot.press(*"try mrr 64", "enter")
+        await wait_for(pilot, lambda: any(t.content == "try mrr 64" for t in app.session.todos.items))
+        assert not panel.editing
+        await bar_for(["e"], "⏎ Save  esc Cancel  ")
+        await pilot.press("escape")
+        await bar_for(["slash"], "⏎ Keep filter  esc Clear filter  ")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not panel.editing)
+        await pilot.press("q")

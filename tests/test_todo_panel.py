@@ -355,3 +355,34 @@ async def test_open_items_first_done_ones_after_in_a_side_pane(tmp_path):
         await wait_for(pilot, lambda: shown(app).splitlines()[:2] == ["○ M open first", "○ H open last"], timeout=5,
                        what=lambda: shown(app).splitlines()[:2])
         await pilot.press("q")
+
+
+async def test_a_done_items_mark_is_its_experiments_verdict(tmp_path):
+    """Issue 34: a done item showed ``⚗✓`` although its experiment measured worse. The mark is
+    the experiment's overall verdict stored on the item's run (core.journal.experiments.
+    experiment_verdict): ✓ only for better; worse, mixed, same, noise and untested say so; a
+    failed run its crash class; a run stored before verdicts were (none recorded) no ✓ either."""
+    cfg = campaign(tmp_path)
+    journal = Journal(tmp_path / ".optui" / "optui.db")
+    cases = {"better": "⚗✓ better", "worse": "⚗✗ worse", "mixed": "⚗± mixed", "same": "⚗~ same",
+             "untested noise": "⚗? noise", "untested": "⚗ untested", None: "⚗ ran"}
+    for verdict in cases:
+        item = journal.add_todo(f"try {verdict}", experiment={"server": "demo", "set": {"--x": "1"}})
+        run = {"id": f"todo-{item.id}.1", "status": "ok", "step": "compare", "summary": "s", "experiment": "exp-0002"}
+        if verdict is not None:
+            run["verdict"] = verdict
+        journal.update_todo(item.id, status="completed", meta={"experiment_run": run})
+    failed = journal.add_todo("try oom", experiment={"server": "demo", "set": {"--x": "1"}})
+    journal.update_todo(failed.id, meta={"experiment_run": {"id": "todo-8.1", "status": "failed", "crash_class": "oom"}})
+    journal.close()
+    app = make_app(cfg)
+    async with app.run_test(size=(50, 60)) as pilot:  # a side pane's width, tall enough for every row
+        await wait_for(pilot, lambda: "try oom" in shown(app), timeout=10)
+        lines = shown(app).splitlines()
+        by_item = {line.rsplit("try ", 1)[-1]: line for line in lines if "try " in line}
+        for verdict, mark in cases.items():
+            line = by_item.get(str(verdict), str(lines))
+            assert f" {mark} try {verdict}" in line, (verdict, line)
+            assert ("✓" in line) == (verdict == "better"), line
+        assert "⚗✗ oom try oom" in by_item["oom"], by_item["oom"]
+        await pilot.press("q")

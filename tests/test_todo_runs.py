@@ -16,6 +16,7 @@ from optui.demo.campaign import write_demo_config
 from optui.session import Session
 from optui.session.journal.export import load_experiments
 from optui.ui.app import OptuiApp
+from optui.ui.widgets.todo_panel import VERDICT_BADGE
 from tests.helpers.demo import free_port
 from tests.helpers.pilot import wait_for
 
@@ -101,7 +102,8 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
         await pilot.pause(0.3)
         lines = shown(app)
         assert lines[0].startswith("○ M ⚗✗ oom Find the OOM edge")  # open items first, done ones after
-        base_row = next(i for i, line in enumerate(lines) if line.startswith("✔ H ⚗✓ Baseline"))
+        # a done item's mark is its experiment's verdict (issue 34: ✓ showed for a worse result)
+        base_row = next(i for i, line in enumerate(lines) if line.startswith("✔ H ⚗ baseline Baseline"))
         assert "↳ tiny: " in lines[base_row + 1]
         # every step journaled and linked to the item and the run: the run's restart opened an
         # experiment (exp-NNNN, naming the item), and the run's steps, the server's events and
@@ -130,6 +132,10 @@ async def test_run_success_and_oom_from_the_list(tmp_path):
         d, bv = x.primary_delta, x.primary.base_values
         assert f"({d.rel_pct:+.1f}% vs {bv['output_throughput_tok_s']:.1f})" in more.note, more.note
         assert f"(base {bv['ttft_ms.median']:.1f})" in more.note and f"{exp}: {x.verdict} {d.rel_pct:+.1f}%" in more.note
+        assert more.run["experiment"] == exp and more.run["verdict"] == x.verdict, more.run
+        assert done.run["verdict"] == "baseline", done.run
+        mark = VERDICT_BADGE[x.verdict][0]
+        assert any(line.startswith(f"✔ M {mark} More concurrent") for line in lines), (mark, lines)
         fin = [e for e in s.journal.events(types=["todo.run.finished"]) if e.data["todo_id"] == oom.id][-1]
         assert fin.data["crash_class"] == "oom" and fin.data["lines"]
         await pilot.press("q")

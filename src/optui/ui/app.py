@@ -29,7 +29,7 @@ from textual.widgets import Static
 from optui.core.text.safe_text import headline, safe_line
 from optui.ui.client import SessionClient
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
-from optui.ui.commands import palette_commands
+from optui.ui.commands import PaletteScreen, palette_commands
 from optui.ui.intents import BenchActions, HostActions, JournalActions, ServerActions, TodoActions
 from optui.ui.intents.journal import JournalQueried
 from optui.ui.intents.todo import todo_commands
@@ -595,6 +595,11 @@ class OptuiApp(App):
             self.query_one("#status-line", Static).update(text)
 
     # ---------------------------------------------------------- actions: view
+    def action_command_palette(self) -> None:
+        """Textual's command palette with a key bar of its own (:class:`~optui.ui.commands.PaletteScreen`)."""
+        if self.use_command_palette and not PaletteScreen.is_open(self):
+            self.push_screen(PaletteScreen(id="--command-palette"))
+
     def get_system_commands(self, screen):
         # Textual's Keys, Maximize/Minimize and Quit are the keys' own commands here, by the
         # keys' own labels (ui/key_table.py): the palette and the help cannot disagree

@@ -1,4 +1,5 @@
-"""Command-palette entries (ctrl+p): every action, spelled out per server / preset. The
+"""The command palette (ctrl+p): its screen (:class:`PaletteScreen`, Textual's palette with a
+key bar of its own) and its entries: every action, spelled out per server / preset. The
 global keys' own commands (note, experiments, pause, command log, zoom...) come from the key
 table (:func:`optui.ui.key_table.palette_key_commands`), by the keys' labels."""
 
@@ -8,14 +9,31 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-from textual.app import SystemCommand
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.command import CommandPalette
 
 from optui.ui.intents.bench import bench_palette_commands
 from optui.ui.key_table import hinted
+from optui.ui.widgets.key_bar import screen_key_bar
 
 if TYPE_CHECKING:
     from optui.ui.client import SessionClient
     from optui.ui.intents import BenchActions, HostActions, JournalActions, ServerActions
+
+
+class PaletteScreen(CommandPalette):
+    """Textual's command palette with its own key bar: the way out first (``esc Close``), then
+    how to pick and run an entry (issue 34: the dashboard's ``a Add  space Status  q Quit``
+    showed under it, none of which works there). Its keys are Textual's; Esc has an id and a word."""
+
+    BINDINGS = [Binding("escape", "escape", "Close", id="palette.close")]
+
+    def compose(self) -> ComposeResult:
+        yield from super().compose()
+        # the arrows and Enter reach the palette through its search field (Textual's Input,
+        # whose own bindings of those keys the key table would name): said here in words
+        yield screen_key_bar(also=(("↑/↓", "Choose"), ("⏎", "Run")), palette_hint=False)
 
 
 class PaletteHost(Protocol):

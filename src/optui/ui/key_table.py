@@ -36,7 +36,7 @@ UNZOOM_LABEL = "Back to all panels"
 #: (issue 34: a dialog's bar showed the dashboard's ``q Quit``, ``r Restart``)
 LEAVE_IDS = frozenset({"confirm.cancel", "choice.cancel", "prompt.cancel", "details.close", "commands.close",
                        "experiment.cancel", "experiments.close", "flags.cancel", "results.close",
-                       "agent_request.later"})
+                       "agent_request.later", "palette.close"})
 
 #: binding ids of global keys the command palette offers as commands, by the key's own label
 PALETTE_IDS = ("app.help", "app.zoom", "app.command_log", "app.pause", "app.refresh", "journal.note",

@@ -6,6 +6,12 @@ the cell ended. :func:`fit_flags` shortens by rules applied to every name in the
 full names, then each word of a name to its first :data:`WORD_CHARS` letters
 (``--max-run-req``), then to its initial (``--mrr``); the flags that do not fit are counted
 (``+1``), and only a value, never a name, is cut (with ``…``) when one flag alone does not fit.
+
+The first flag is the one that changed from the previous configuration (the callers order
+them so: :func:`~optui.core.journal.experiments.ordered_changes`), and it is kept whole: never
+folded, never abbreviated (issue 34: ``--mrr 16`` at 50 columns) wherever the width leaves it
+room; the others give way first. A column keeps its first flags whole only when every row
+can (one rendering per flag down a column); otherwise it falls back to the levels above.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from collections.abc import Sequence
 WORD_CHARS = 3
 #: the levels of :func:`abbreviate`, lightest first
 LEVELS = (0, 1, 2)
+#: after a whole first flag with no room for the others' count (:func:`fit_flags`): more follow
+MORE = "…"
 
 
 def abbreviate(name: str, level: int) -> str:
@@ -40,10 +48,10 @@ def _flag(flag: str, level: int) -> str:
     return abbreviate(name, level) + sep + value
 
 
-def _fit_at(flags: Sequence[str], width: int, level: int) -> str | None:
+def _fit_at(flags: Sequence[str], width: int, level: int, *, first_whole: bool = False) -> str | None:
     """All of ``flags`` at ``level`` in ``width``, else as many as fit and ``+N``; None when
-    not even one does."""
-    shown = [_flag(f, level) for f in flags]
+    not even one does. ``first_whole``: the first flag at level 0 (the others at ``level``)."""
+    shown = [_flag(f, 0 if first_whole and n == 0 else level) for n, f in enumerate(flags)]
     for k in range(len(shown), 0, -1):
         text = " ".join(shown[:k]) + (f" +{len(shown) - k}" if k < len(shown) else "")
         if len(text) <= width:
@@ -66,13 +74,18 @@ def _cut_value(flags: Sequence[str], width: int) -> str:
 def fit_flag_column(rows: Sequence[Sequence[str]], width: int | Sequence[int]) -> list[str]:
     """Each row's changed flags (:meth:`~optui.core.flags.argv.FlagChange.short`: ``"--tp-size 8"``,
     ``"-(--name)"``) in at most ``width`` characters, at one level of :func:`abbreviate` for
-    the whole column (the lightest at which every row fits), so that one flag reads the same
-    on every row: a row's flags all, else as many as fit followed by ``+N`` (the others'
+    the whole column (the lightest at which every row fits; each row's first flag whole
+    where every row's can be), so that one flag reads the same on every row: a row's flags all, else as many as fit followed by ``+N`` (the others'
     count). When no level fits every row, every row takes the heaviest level (still one
     name per flag on every row), and a row that does not fit even so has its first value
     cut with ``…``. ``""`` for a row without flags. ``width``: one for every row, or each
     row's own (a row that keeps a tag after its flags has less room)."""
     widths = [width] * len(rows) if isinstance(width, int) else list(width)
+    for level in LEVELS:  # every row's first flag whole, the others abbreviated alike
+        texts = [_fit_at(flags, w, level, first_whole=True) if flags and w > 0 else ""
+                 for flags, w in zip(rows, widths, strict=True)]
+        if all(t is not None for t in texts):
+            return [t or "" for t in texts]
     for level in LEVELS:
         texts = [_fit_at(flags, w, level) if flags and w > 0 else "" for flags, w in zip(rows, widths, strict=True)]
         if all(t is not None for t in texts):
@@ -82,10 +95,19 @@ def fit_flag_column(rows: Sequence[Sequence[str]], width: int | Sequence[int]) -
 
 
 def fit_flags(flags: Sequence[str], width: int) -> str:
-    """One row's changed flags in at most ``width`` characters: its lightest level of
-    :func:`abbreviate` that fits (see :func:`fit_flag_column`), ``""`` for no flags."""
+    """One row's changed flags in at most ``width`` characters: its first flag whole and the
+    others at their lightest level of :func:`abbreviate` that fits (or counted, ``+N``), else
+    the first whole and :data:`MORE` (``--mem-fraction-static 0.99 …``), else every flag at
+    the lightest level that fits (see :func:`fit_flag_column`), ``""`` for no flags."""
     if not flags or width <= 0:
         return ""
+    for level in LEVELS:  # the first flag whole where it fits (module doc)
+        text = _fit_at(flags, width, level, first_whole=True)
+        if text is not None:
+            return text
+    first = _flag(flags[0], 0)
+    if len(flags) > 1 and len(first) + 2 <= width:  # whole, the others only said to follow
+        return first + " " + MORE
     for level in LEVELS:
         text = _fit_at(flags, width, level)
         if text is not None:

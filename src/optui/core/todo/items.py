@@ -149,7 +149,9 @@ class TodoItem:
     @property
     def run(self) -> dict | None:
         """The last experiment run of this item (``meta["experiment_run"]``: id, status
-        running|ok|failed|aborted|interrupted, step, crash_class, summary, ts), or None."""
+        running|ok|failed|aborted|interrupted, step, crash_class, summary, ts; a run that
+        compared also ``experiment`` (its id) and ``verdict``, the experiment's overall one),
+        or None."""
         return self.meta.get("experiment_run")
 
     def with_changes(self, **changes) -> TodoItem:

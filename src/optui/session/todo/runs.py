@@ -397,10 +397,12 @@ class TodoRunQueue:
             self._step(step)
             # the benchmark's results go to the journal thread fire-and-forget, in order:
             # a call behind them returns once they are stored (the compare read none before)
-            summary, results = await w.call(lambda: self._compare(spec.server, res0))
+            summary, results, verdict = await w.call(lambda: self._compare(spec.server, res0))
             self._event(todo_id, run_id, TODO_RUN_STEP, {"step": "compare", "message": summary, "results": results})
             outcome = TodoRunOutcome(todo_id, run_id, "ok", step, summary, results=tuple(results))
             final = {"status": TodoStatus.COMPLETED, "note": summary}
+            # the item's mark follows the experiment's verdict (a worse result is no ✓)
+            run_meta = {**run_meta, "experiment": self._exp, "verdict": verdict}
         except _Stopped:
             outcome = TodoRunOutcome(todo_id, run_id, "aborted", step, f"stopped by the operator during {step}")
             final = {"status": reopen}
@@ -472,10 +474,13 @@ class TodoRunQueue:
         crash = str(status.crash_class) if status.crash_class else None
         return f"{server} ended {status.state.value}", crash, tuple(status.crash_lines)
 
-    def _compare(self, server: str, results_after: int) -> tuple[str, list[dict]]:
+    def _compare(self, server: str, results_after: int) -> tuple[str, list[dict], str | None]:
         """The run's results against their baselines, each line's baseline the one the
         verdict, the tables and the report compare with (:func:`~optui.core.journal.experiments.
-        workload_baselines`: the median of the reference experiment's runs), then the verdict."""
+        workload_baselines`: the median of the reference experiment's runs), then the verdict;
+        ``(summary, results, verdict)``, the verdict the experiment's overall one
+        (:func:`~optui.core.journal.experiments.experiment_verdict`: better | worse | mixed |
+        same | untested noise | untested | baseline...; None when its experiment is not known)."""
         from optui.core.journal.experiments import workload_baselines
         from optui.session.journal.export import load_experiments
 
@@ -505,7 +510,7 @@ class TodoRunQueue:
                         else base_values.get("output_throughput_tok_s"),
                         "ttft_ms_median": r.result.ttft_ms.get("median")})
         verdict = self._verdict_line(server, x)
-        return ("; ".join([*lines, *([verdict] if verdict else [])]) or "no results"), out
+        return ("; ".join([*lines, *([verdict] if verdict else [])]) or "no results"), out, None if x is None else x.verdict
 
     def _base_values(self, key: str, rs: list, bases: dict) -> tuple[dict | None, bool]:
         """``(baseline medians, is the baseline)`` of workload ``key``: the experiment's

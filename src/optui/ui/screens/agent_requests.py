@@ -12,13 +12,14 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from optui.core.agent.requests import APPROVED, DENIED, AgentRequest
 from optui.core.text.safe_text import safe_line
 from optui.ui.colors import focus_now
+from optui.ui.widgets.dialog_fit import ButtonRow, fit_flexible_height
 from optui.ui.widgets.key_bar import screen_key_bar
 
 
@@ -50,8 +51,6 @@ class AgentRequestScreen(ModalScreen[str | None]):
         border: thick $warning; background: $surface; padding: 0 1; }
     AgentRequestScreen #agent-request-title { text-style: bold; color: $warning; }
     AgentRequestScreen VerticalScroll { height: auto; max-height: 30; }
-    AgentRequestScreen Horizontal { height: auto; align-horizontal: right; }
-    AgentRequestScreen Button { margin-left: 2; }
     """
 
     def __init__(self, request: AgentRequest, *, clock: Callable[[], float] = time.time) -> None:
@@ -65,7 +64,7 @@ class AgentRequestScreen(ModalScreen[str | None]):
             yield Static(f"{safe_line(self.request.agent)} asks", id="agent-request-title", markup=False)
             with VerticalScroll():
                 yield Static(request_body(self.request, self._clock()), id="agent-request-body", markup=False)
-            with Horizontal():
+            with ButtonRow():
                 yield Button("Later (esc)", id="later", variant="default")
                 yield Button("Deny (d)", id="deny", variant="error")
                 yield Button("Approve (a)", id="approve", variant="warning")
@@ -77,7 +76,15 @@ class AgentRequestScreen(ModalScreen[str | None]):
             body.update(request_body(self.request, now))
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._fit_body)
         focus_now(self.query_one("#later", Button))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_body)
+
+    def _fit_body(self) -> None:
+        """The body scrolls within what the title and the buttons leave (as the confirm dialog's)."""
+        fit_flexible_height(self.query_one(Vertical), self.query_one(VerticalScroll), 0.9, most=30)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss({"approve": APPROVED, "deny": DENIED}.get(event.button.id or ""))

@@ -25,6 +25,7 @@ from optui.core.flags.argv import FlagError, Flags
 from optui.core.todo.experiment import ExperimentSpec, benches_for, build_experiment, parse_flag_edits
 from optui.core.todo.items import TodoItem
 from optui.ui.colors import style
+from optui.ui.widgets.dialog_fit import ButtonRow, fit_flexible_height
 from optui.ui.widgets.key_bar import screen_key_bar
 from optui.ui.widgets.one_line_input import OneLineInput
 
@@ -51,8 +52,6 @@ class ExperimentScreen(ModalScreen[dict | None]):
     ExperimentScreen Label { width: 12; padding: 1 0 0 0; }
     ExperimentScreen Horizontal.row Input { width: 1fr; }
     ExperimentScreen #exp-preview { height: auto; max-height: 12; border: round $panel; }
-    ExperimentScreen Horizontal.buttons { height: auto; align-horizontal: right; }
-    ExperimentScreen Button { margin-left: 2; }
     """
 
     def __init__(self, item: TodoItem, config: Config, argv_of: dict[str, dict[str, list[str]]],
@@ -103,7 +102,7 @@ class ExperimentScreen(ModalScreen[dict | None]):
                     yield OneLineInput(value=self.initial[name], placeholder=hints[name], id=f"exp-{name}",
                                 suggester=SuggestFromList(suggest[name], case_sensitive=False) if suggest[name] else None)
             yield Static("", id="exp-preview", markup=False)
-            with Horizontal(classes="buttons"):
+            with ButtonRow(classes="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Remove (ctrl+d)", id="remove", variant="error")
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
@@ -112,6 +111,15 @@ class ExperimentScreen(ModalScreen[dict | None]):
     def on_mount(self) -> None:
         self._preview()
         self.query_one("#exp-flags" if self.initial["server"] else "#exp-server", Input).focus()
+        self.call_after_refresh(self._fit_preview)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_preview)
+
+    def _fit_preview(self) -> None:
+        """The preview shrinks to what the title, the fields and the buttons leave within the
+        dialog's 95 % of the height (at 50x30 the buttons were under the dialog's edge)."""
+        fit_flexible_height(self.query_one(Vertical), self.query_one("#exp-preview"), 0.95, most=12)
 
     def values(self) -> dict[str, str]:
         """The fields as typed."""

@@ -178,6 +178,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
     ExperimentsScreen > Vertical { width: 98%; height: 90%; border: thick $primary; background: $surface; }
     ExperimentsScreen #experiments-title { text-style: bold; height: 1; }
     ExperimentsScreen #experiments-help { color: $text-muted; height: auto; }
+    ExperimentsScreen #experiments-change { height: auto; max-height: 3; color: $warning; }
     ExperimentsScreen DataTable { height: 1fr; }
     """
 
@@ -199,6 +200,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self._loading = self._again = False
         self._shown: list[str] = []  # the row keys in the table, top to bottom
         self._title = ""
+        self._fitted_width = 0  # the table's width the columns were fitted to (0: not laid out yet)
 
     def compose(self) -> ComposeResult:
         width = self.app.size.width
@@ -210,6 +212,10 @@ class ExperimentsScreen(ModalScreen[str | None]):
             yield Static("Experiments", id="experiments-title", markup=False)
             yield Static("s/S sort · Enter details · k keep · x reject · i inconclusive · f show in journal · Esc close\n"
                          f"verdicts: {STATISTIC}", id="experiments-help", markup=False)
+            # narrow, the cursor row's change with its flag names whole (the column abbreviates them)
+            change_line = Static("", id="experiments-change", markup=False)
+            change_line.display = narrow
+            yield change_line
             table = self._table = RowCachedTable(id="experiments-table", cursor_type="row", zebra_stripes=True,
                                                  header_height=2)
             headers = {key: header for key, header, _ in COLUMNS}
@@ -223,6 +229,24 @@ class ExperimentsScreen(ModalScreen[str | None]):
         self.action_reload()
         self.query_one(DataTable).focus()
         self.set_interval(1.0, self._reload_if_changed)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        """The layout again for the width the table has now: the narrow order below
+        :data:`NARROW_BELOW` columns, each column's width fitted to it (issue 34: a pane
+        resized from 200 to 50 columns kept the wide order and widths, the change's Δ and
+        verdict scrolled off; a table filled before its first layout kept a guessed width,
+        and its columns moved at the next rebuild)."""
+        narrow = self.app.size.width < NARROW_BELOW
+        width = self._table.size.width
+        if not self.experiments or not width or (narrow == self._narrow and width == self._fitted_width):
+            return
+        self._narrow = narrow
+        self.query_one("#experiments-change", Static).display = narrow
+        self._order = ()  # built again (_fill), in the order and widths of this width
+        self._fill()
 
     def _reload_if_changed(self) -> None:
         if self.version() != self._seen_version and not self._loading:
@@ -329,6 +353,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         if title != self._title:
             self._title = title
             self.query_one("#experiments-title", Static).update(title, layout=False)  # one line, always
+        self._show_change()
 
     def _outgrown(self, table: DataTable, updates: dict[str, list]) -> bool:
         """Whether a cell of ``updates`` (row id → its new cells) is wider than its column
@@ -383,6 +408,9 @@ class ExperimentsScreen(ModalScreen[str | None]):
         evidence are shortened (never below :data:`_MIN_CHANGE_WIDE` / :data:`_MIN_EVIDENCE`; a
         change cut shows its flags: :func:`~optui.core.flags.abbrev.fit_flag_column`)."""
         table = self._table
+        self._fitted_width = table.size.width  # 0: before its first layout (refitted once laid out: _refit)
+        if not table.size.width:
+            self.call_after_refresh(self._refit)
         avail = table.size.width or self.app.size.width - 4
         if len(rows) > table.size.height - 2:
             avail -= table.styles.scrollbar_size_vertical
@@ -452,6 +480,21 @@ class ExperimentsScreen(ModalScreen[str | None]):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_details()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_change()
+
+    def _show_change(self) -> None:
+        """Narrow, the line above the table: the cursor row's change, every flag name whole
+        (``exp-0003: --max-running-requests 32``; issue 34: the change column read ``--mrr 32``
+        in a 50-column pane), the flag that changed from the previous configuration first."""
+        if not self._narrow:
+            return
+        x = self._current()
+        text = "" if x is None else f"{x.id}: {' '.join(x.changed_flags) or change_text(x)}"
+        line = self.query_one("#experiments-change", Static)
+        if str(line.render()) != text:
+            line.update(text)
 
     def action_details(self) -> None:
         """Show the experiment's details over an underlay of their own, so that the view is

@@ -24,7 +24,7 @@ from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static
@@ -34,6 +34,7 @@ from optui.core.flags.catalog import FlagCatalog, Issue
 from optui.core.text.safe_text import safe_line
 from optui.ui.colors import focus_now, style
 from optui.ui.widgets.cursor_list import CursorList
+from optui.ui.widgets.dialog_fit import ButtonRow
 from optui.ui.widgets.key_bar import screen_key_bar
 from optui.ui.widgets.one_line_input import OneLineInput
 
@@ -152,8 +153,6 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
     FlagEditorScreen #flags-diff { height: auto; max-height: 10; }
     FlagEditorScreen #flags-error { height: auto; color: $error; }
     FlagEditorScreen #flags-warnings { height: auto; max-height: 6; color: $warning; }
-    FlagEditorScreen Horizontal { height: auto; align-horizontal: right; }
-    FlagEditorScreen Button { margin-left: 2; }
     """
 
     def __init__(self, server: str, host: str, control: str, argv: list[str], *, presets: dict[str, Preset] | None = None,
@@ -187,7 +186,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
             yield FlagList(empty_text="(no flags)", id="flags-list")
             yield Static("", id="flags-warnings", markup=False)
             yield Static("", id="flags-diff", markup=False)
-            with Horizontal():
+            with ButtonRow():
                 yield Button("Cancel", id="cancel")
                 yield Button("Review & restart (ctrl+s)", id="apply", variant="warning")
         yield screen_key_bar()

@@ -99,7 +99,7 @@ class ResultsScreen(Screen[None]):
         flag diff (a session's ``experiments_reader()``; None: the column says ``?``).
         ``search()``: awaited when ``p`` opens the Pareto view, for the newest flag search
         (``optui.session.search.search_status``'s dict, None: no search)."""
-        self._order: tuple[str, ...] = _KEYS  # the columns' order (a side pane's: on_mount)
+        self._order: tuple[str, ...] = ()  # the columns' order (_set_columns: a side pane's numbers first)
         super().__init__()
         self._rows_now = rows
         self._rows: list[Row] | None = None
@@ -126,16 +126,26 @@ class ResultsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.query_one(KeyBar).update_keys)
-        table = self.query_one(DataTable)
-        columns = {key: (label, width) for key, label, width in _FIXED}
-        columns.update({metric: (METRIC_TITLES[metric], 18) for metric in METRICS}, scale=("scale", 5))
-        narrow = self.app.size.width < NARROW_BELOW
-        self._order = (*_NARROW_FIRST, *(k for k in _KEYS if k not in _NARROW_FIRST)) if narrow else _KEYS
-        for key in self._order:
-            table.add_column(columns[key][0], key=key, width=columns[key][1])
+        self._set_columns()
         self._refresh()
         self.set_interval(0.5, self._refresh)
-        table.focus()
+        self.query_one(DataTable).focus()
+
+    def _set_columns(self) -> bool:
+        """The table's columns in the order of the width now (the numbers first in a side
+        pane: :data:`NARROW_BELOW`); False when they already are."""
+        narrow = self.app.size.width < NARROW_BELOW
+        order = (*_NARROW_FIRST, *(k for k in _KEYS if k not in _NARROW_FIRST)) if narrow else _KEYS
+        if order == self._order:
+            return False
+        self._order = order
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        columns = {key: (label, width) for key, label, width in _FIXED}
+        columns.update({metric: (METRIC_TITLES[metric], 18) for metric in METRICS}, scale=("scale", 5))
+        for key in self._order:
+            table.add_column(columns[key][0], key=key, width=columns[key][1])
+        return True
 
     def _refresh(self) -> None:
         rows = self._rows_now()
@@ -363,6 +373,10 @@ class ResultsScreen(Screen[None]):
                            baseline=point)
 
     def on_resize(self) -> None:
+        # a pane resized across NARROW_BELOW: the columns in that width's order (issue 34: a
+        # pane resized from 200 to 50 columns kept out tok/s and its Δ off the edge)
+        if self._set_columns() and self._rows is not None:
+            self._fill(self._rows)
         if self._pareto is not None:
             self._pareto = self._pareto_plot()
             self._show_chart()

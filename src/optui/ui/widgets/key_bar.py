@@ -25,7 +25,9 @@ from optui.ui.key_table import LEAVE_IDS, key_rows
 ESSENTIAL = frozenset({"app.quit", "app.help", "app.zoom", "server.restart", "bench.run", "todo.add",
                        "todo.cycle", "bench.panel_abort", "journal.open",
                        "fleet.host", "fleet.sort", "fleet.filter", "fleet.idle",
-                       "results.close", "results.pin", "results.pareto"})  # the results screen's own
+                       "results.close", "results.pin", "results.pareto",  # the results screen's own
+                       "todo.input_add", "todo.input_save", "todo.input_keep",  # the todo's inline input
+                       "todo.input_cancel", "todo.input_cancel_edit", "todo.input_clear"})
 #: binding ids never left out for want of width
 ALWAYS = frozenset({"app.quit", "app.help"})
 SEPARATOR = "  "
@@ -57,10 +59,16 @@ class KeyBar(Widget):
     KeyBar.-screen { width: 100%; background: $panel; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, also: tuple[tuple[str, str], ...] = (),
+                 palette_hint: bool = True) -> None:
+        """``also``: (key, description) of keys a focused Textual widget handles without a
+        binding of optui's (an Input's Enter), shown after the way out; ``palette_hint``:
+        ``^p palette`` at the end where room is left (not in the palette itself)."""
         super().__init__(id=id)
         self._text = Text()
         self._key: tuple = ()
+        self._also = also
+        self._palette_hint = palette_hint
 
     def update_keys(self) -> None:
         """Recompute the bar from the screen's active bindings (no-op when unchanged)."""
@@ -87,6 +95,9 @@ class KeyBar(Widget):
         if pushed:
             items.sort(key=lambda item: item[2] not in LEAVE_IDS)
             keep = ALWAYS | LEAVE_IDS
+        if self._also:
+            at = sum(1 for item in items if item[2] in LEAVE_IDS)
+            items[at:at] = [(key, description, None) for key, description in self._also]
         if self.screen.maximized is not None:  # zoomed: the way back first, never left out
             items.sort(key=lambda item: item[2] != "app.zoom")
             keep = ALWAYS | {"app.zoom"}
@@ -107,7 +118,7 @@ class KeyBar(Widget):
             text.append(f" {description}")
         hint = Text("^p palette", style="dim")
         room = self.size.width - len(text.plain) - len(hint.plain) - 2
-        if room > 0:
+        if room > 0 and self._palette_hint:
             text.append(" " * room)
             text.append_text(hint)
         return text
@@ -119,9 +130,11 @@ class KeyBar(Widget):
         self.update_keys()
 
 
-def screen_key_bar(*, id: str | None = None) -> KeyBar:
+def screen_key_bar(*, id: str | None = None, also: tuple[tuple[str, str], ...] = (),
+                   palette_hint: bool = True) -> KeyBar:
     """The key bar of a screen pushed over the dashboard (yield it from its ``compose``): the
-    pushed screen's keys, the way to leave it first (module doc)."""
-    bar = KeyBar(id=id)
+    pushed screen's keys, the way to leave it first (module doc); ``also`` and
+    ``palette_hint``: see :class:`KeyBar`."""
+    bar = KeyBar(id=id, also=also, palette_hint=palette_hint)
     bar.add_class("-screen")
     return bar

@@ -173,6 +173,13 @@ class ServerPanel(CursorList):
         if compact:
             failed = self._failed(s)
             prev, lead = status_changes(s)
+            # the flag that changed from the previous configuration whole (issue 34: --mrr 16 at
+            # 50 columns): the start time and the state's age give it their room first
+            tuned = changed_flags(s.argv, s.configured_argv, prev=prev, lead=lead)
+            if tuned:
+                need = len(tuned[0]) + 2 + (len(str(s.crash_class or "failed")) + 1 if failed else 0)
+                if width - row.cell_len - 2 < need:
+                    row = self._head(s, brief=True)
             bad = None
             if failed:  # the class, and a bad_flag's flag, before anything that may be cut
                 crash = str(s.crash_class or "failed")
@@ -181,12 +188,11 @@ class ServerPanel(CursorList):
                 if bad:
                     row.append(f" {safe_line(bad)}", style=style(app, "state-failed"))
             # in the experiments view's order: the change from the flags that ran before first
-            tuned = changed_flags(s.argv, s.configured_argv, prev=prev, lead=lead)
             if bad and lead and _canonical(bad.partition("=")[0]) == lead:
                 tuned = [t for t in tuned if t.split(" ", 1)[0] != lead]  # named after the class already
-            if tuned:  # the one line still says which configuration runs: names abbreviated
-                # alike (as the bench panel does), values kept, the flags that do not fit counted
-                room = width - row.cell_len - 4  # less the separator and the line's ellipsis
+            if tuned:  # the one line still says which configuration runs: the first flag whole,
+                # the others abbreviated alike (as the bench panel does) or counted (fit_flags)
+                room = width - row.cell_len - 2  # less the separator
                 row.append(f"  {fit_flags(tuned, max(room, 8))}", style=style(app, "warning"))
             detail = Text(safe_line(self._cause(s)[:200])) if failed else self._detail(s)
             if detail and (not tuned or width - row.cell_len >= 10):  # never cut right after a value
@@ -211,9 +217,10 @@ class ServerPanel(CursorList):
             row.append(truncate(rest or "(no argv)", room), style="dim")
         return row
 
-    def _head(self, s: ServerStatus) -> Text:
+    def _head(self, s: ServerStatus, *, brief: bool = False) -> Text:
         """A row's first part: state dot, name, state and for how long, what it is busy with,
-        its host's problem, flags it does not run (one line)."""
+        its host's problem, flags it does not run (one line). ``brief``: without for how long
+        and the start time (a side pane's row makes room for the changed flag)."""
         app = self.app
         state = s.state.value
         st = style(app, STATE_VARIABLE.get(state, "state-down"), bold=True)
@@ -222,7 +229,9 @@ class ServerPanel(CursorList):
         row.append(f"{_DOT.get(state, '?')} ", style=st)
         row.append(truncate(s.name, 14), style="bold")
         row.append(f" {state.upper()}", style=st)
-        if s.state is ServerState.READY and s.ready_at:
+        if brief:
+            pass
+        elif s.state is ServerState.READY and s.ready_at:
             row.append(f" {fmt_duration(now - s.ready_at)}")
             started = startup_seconds(s.phases)
             if started is not None:

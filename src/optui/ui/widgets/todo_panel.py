@@ -10,8 +10,9 @@ out through the session.
 
 Badges before the text: ``⚠`` a concurrent edit was flagged, ``!blocked`` an unknown
 agent status (shown as pending), ``A+``/``A~``/``A-`` the followed agent added / changed /
-dropped the item, ``⚗`` an experiment (``⚗…`` queued or running with its step, ``⚗✓``
-done, ``⚗✗ oom`` failed). After the text, ``blocked by #3`` names the open items a followed
+dropped the item, ``⚗`` an experiment (``⚗…`` queued or running with its step, done with
+its experiment's verdict: ``⚗✓ better``, ``⚗✗ worse``, ``⚗± mixed``, ``⚗~ same``, ``⚗? noise``,
+``⚗ untested``; ``⚗✗ oom`` failed). After the text, ``blocked by #3`` names the open items a followed
 Claude Code task waits for (its ``blockedBy``).
 """
 
@@ -43,6 +44,18 @@ EMPTY_TEXT = "no todo items — press a to add one"
 
 STATUS_ICON = {"pending": "○", "in_progress": "◐", "completed": "✔", "cancelled": "✖"}
 PRIORITY_VAR = {"high": "error", "medium": "warning", "low": "secondary"}
+#: a finished run's badge by its experiment's verdict (core.journal.experiments.experiment_verdict,
+#: stored on the item's run): ✓ only for better; a run without a stored verdict (older) reads "ran"
+VERDICT_BADGE = {
+    "better": ("⚗✓ better", "delta-good"),
+    "worse": ("⚗✗ worse", "delta-bad"),
+    "mixed": ("⚗± mixed", "warning"),
+    "same": ("⚗~ same", "secondary"),
+    "untested noise": ("⚗? noise", "secondary"),
+    "untested": ("⚗ untested", "secondary"),
+    "baseline": ("⚗ baseline", "accent"),
+    "incomplete": ("⚗ incomplete", "warning"),
+}
 
 
 def _is_done(item: TodoItem) -> bool:
@@ -122,6 +135,33 @@ class TodoList(CursorList):
 
     def action_history(self) -> None:
         self.panel.post_for_current(TodoPanel.History)
+
+
+class TodoInput(OneLineInput):
+    """The panel's inline input (add, edit, filter), whose Enter and Esc say what they do in
+    the key bar and the help (``enter Add  esc Cancel``; issue 34: the bar showed only ``f1
+    Help`` while the operator typed). One binding per mode, the panel's mode enabling one."""
+
+    BINDINGS = [
+        Binding("enter", "done('add')", "Add", id="todo.input_add"),
+        Binding("enter", "done('edit')", "Save", id="todo.input_save"),
+        Binding("enter", "done('filter')", "Keep filter", id="todo.input_keep"),
+        Binding("escape", "leave('add')", "Cancel", id="todo.input_cancel"),
+        Binding("escape", "leave('edit')", "Cancel", id="todo.input_cancel_edit"),
+        Binding("escape", "leave('filter')", "Clear filter", id="todo.input_clear"),
+    ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("done", "leave"):
+            panel = self.query_ancestor(TodoPanel)
+            return parameters[0] == panel.mode
+        return super().check_action(action, parameters)
+
+    async def action_done(self, mode: str) -> None:
+        await self.action_submit()  # Input.Submitted: the panel adds, saves or keeps the filter
+
+    def action_leave(self, mode: str) -> None:
+        self.query_ancestor(TodoPanel).leave_input()
 
 
 class TodoPanel(Vertical):
@@ -218,7 +258,7 @@ class TodoPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield TodoList(empty_text=LOADING_TEXT, id="todo-list")  # until the session's first state
-        yield OneLineInput(id="todo-input")
+        yield TodoInput(id="todo-input")
 
     @property
     def list(self) -> TodoList:
@@ -378,8 +418,8 @@ class TodoPanel(Vertical):
             return (f"⚗…{step}", "state-busy")
         run = item.run or {}
         status = run.get("status")
-        if status == "ok":
-            return ("⚗✓", "state-ready")
+        if status == "ok":  # it ran: its mark is the experiment's verdict, not a ✓ for having run
+            return VERDICT_BADGE.get(str(run.get("verdict")), ("⚗ ran", "accent"))
         if status == "failed":
             return (f"⚗✗ {run.get('crash_class') or run.get('step') or 'failed'}", "state-failed")
         if status == "running":
@@ -415,6 +455,7 @@ class TodoPanel(Vertical):
         field.value = value
         self.add_class("-editing")
         focus_now(field)
+        self.app.refresh_bindings()  # the key bar names this mode's Enter and Esc
 
     def _close(self) -> None:
         self._mode = None
@@ -438,12 +479,21 @@ class TodoPanel(Vertical):
             self.filter_text = event.value
             self._render_rows()
 
-    def key_escape(self) -> None:
+    def leave_input(self) -> None:
+        """Esc in the inline input: close it unsaved (a filter is cleared)."""
         if self._mode is not None:
             if self._mode == "filter":
                 self.filter_text = ""
                 self._render_rows()
             self._close()
+
+    def key_escape(self) -> None:
+        self.leave_input()
+
+    @property
+    def mode(self) -> str | None:
+        """What the inline input is open for: add | edit | filter (None: closed)."""
+        return self._mode
 
     @property
     def editing(self) -> bool:
