@@ -87,6 +87,26 @@ async def test_server_panel_renders_statuses():
         assert "qwen CRASHED" in text and "oom: CUDA out of memory" in text and "ctrl+r" in text
 
 
+async def test_a_ready_rows_start_phases_come_longest_first():
+    """A real vLLM's cold start at 120 columns read ``start: launch 25.6s · dist 27.3s …``:
+    the row is cut at the pane's edge and its longest phase, the compile warm-up, was never
+    seen (issue 32). The start's total and its longest phases come first; the order they ran
+    in stays for the zoomed history."""
+    from optui.core.server.state import PhaseMark
+    from optui.ui.widgets.server_panel import ServerPanel, phase_steps
+
+    phases = tuple(PhaseMark(p, t) for p, t in (("launching", 0.0), ("init_dist", 25.6), ("loading_weights", 52.9),
+                                                ("compile", 53.4), ("kv_cache", 79.6), ("http_up", 82.0), ("ready", 86.0)))
+    assert phase_steps(phases)[:2] == ["launch 25.6s", "dist 27.3s"]  # the order they ran in
+    servers = (ServerStatus("vllm", "vllm", "http://127.0.0.1:8000", state=ServerState.READY, phases=phases),)
+    panel = ServerPanel(id="servers")
+    async with PanelApp(panel).run_test(size=(100, 10)) as pilot:
+        panel.show(servers)
+        await wait_for(pilot, lambda: "start" in text_of(panel), what=lambda: text_of(panel))
+        text = text_of(panel)
+        assert "start 86.0s: dist 27.3s · compile 26.2s · launch 25.6s" in text, text
+
+
 async def test_a_crashed_one_line_row_names_its_class_and_the_bad_flag():
     """At 50 columns a bad_flag crash read ``✖ demo CRASHED --chunked-prefill-size 4096``
     (issue 34): the tuned flag, neither the class nor the flag the server refused."""

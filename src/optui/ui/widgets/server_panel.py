@@ -337,9 +337,13 @@ class ServerPanel(CursorList):
         elif load.hint:
             t.append(safe_line(load.hint), style="dim")
         if s.state is ServerState.READY:
-            steps = phase_steps(s.phases)
+            # longest first: a row cut at the pane's edge keeps what the start spent most on
+            # (vLLM's compile warm-up, 26 s of 65, was cut off after 'launch' and 'dist')
+            steps = phase_steps(s.phases, longest_first=True)
             if steps:
-                t.append(("  ·  " if t.plain else "") + "start: " + " · ".join(steps), style="dim")
+                total = startup_seconds(s.phases)
+                head = "start: " if total is None else f"start {total:.1f}s: "
+                t.append(("  ·  " if t.plain else "") + head + " · ".join(steps), style="dim")
         return t
 
 
@@ -353,13 +357,11 @@ _SHORT = {"launching": "launch", "init_dist": "dist", "loading_weights": "load",
           "http_up": "http", "warmup": "warmup", "compile": "compile", "probe": "probe"}
 
 
-def phase_steps(phases) -> list[str]:
-    """``["load 8.0s", "kv 1.2s", ...]``: each finished phase with its duration (the
-    journal's ``server.ready`` phases carry the same numbers)."""
-    out = []
-    for row in phase_durations(phases):
-        if row["phase"] == "ready" or row["dur"] is None:
-            continue
-        if row["dur"] >= 0.05:
-            out.append(f"{_SHORT.get(row['phase'], row['phase'])} {row['dur']:.1f}s")
-    return out
+def phase_steps(phases, *, longest_first: bool = False) -> list[str]:
+    """``["load 8.0s", "kv 1.2s", ...]``: each finished phase with its duration in s (the
+    journal's ``server.ready`` phases carry the same numbers), in the order they ran or,
+    ``longest_first``, the longest first (ties in the order they ran)."""
+    rows = [r for r in phase_durations(phases) if r["phase"] != "ready" and r["dur"] is not None and r["dur"] >= 0.05]
+    if longest_first:
+        rows.sort(key=lambda r: -r["dur"])
+    return [f"{_SHORT.get(r['phase'], r['phase'])} {r['dur']:.1f}s" for r in rows]
