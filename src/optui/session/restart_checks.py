@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from optui.adapters.aio import within
 from optui.core.flag_catalog import UNKNOWN_FLAG, FlagCatalog, Issue
@@ -64,16 +65,63 @@ class RestartPlan:
     unchecked: str | None = None
 
 
+class RestartEnd(StrEnum):
+    """How a restart ended (:class:`RestartResult`)."""
+
+    READY = "ready"  # ready with the flags it was given (running configuration verified or unchecked)
+    UNVERIFIED = "unverified"  # ready, but the server reports a configuration other than those flags
+    FAILED = "failed"  # crashed or never became ready: the failed status says how (crash class, lines)
+    ROLLED_BACK = "rolled_back"  # failed, then rollback = "auto" restarted it with its last good flags
+    SKIPPED = "skipped"  # only_if_down (autostart): a launch was found by then, nothing was started
+
+
+@dataclass(frozen=True, slots=True)
+class RestartResult:
+    """What one restart of ``server`` did, as the restart knows it (no journal read back):
+    ``end``; ``status`` the server's status after it (after the rollback when rolled back);
+    ``failed`` the status the failed start ended in (crash class, log lines), kept through an
+    automatic rollback; ``argv`` the flags it was asked to start with; ``reason`` as journaled."""
+
+    server: str
+    end: RestartEnd
+    status: ServerStatus
+    argv: tuple[str, ...]
+    reason: str = ""
+    failed: ServerStatus | None = None
+
+    @property
+    def crash_class(self) -> str:
+        """The failed start's crash class (``"unknown"`` when it has none; empty when nothing failed)."""
+        if self.failed is None:
+            return ""
+        return str(self.failed.crash_class or "unknown")
+
+
+def restart_end(status: ServerStatus) -> RestartEnd:
+    """The end of a restart that left the server in ``status`` (no rollback involved)."""
+    if status.state is ServerState.READY:
+        return RestartEnd.UNVERIFIED if status.config_mismatch else RestartEnd.READY
+    return RestartEnd.FAILED
+
+
 @dataclass(frozen=True, slots=True)
 class RestartOutcome:
-    """How a checked restart ended: the final ``status``; ``rolled_back`` when ``rollback =
-    "auto"`` restored the last good flags after the new ones failed; ``offer``: the last good
-    argv to offer (``rollback = "offer"``, the new flags failed), else None."""
+    """How a checked restart ended: its ``plan`` and the restart's ``result``; ``offer``: the
+    last good argv to offer (``rollback = "offer"``, the new flags failed), else None."""
 
     plan: RestartPlan
-    status: ServerStatus
-    rolled_back: bool = False
+    result: RestartResult
     offer: tuple[str, ...] | None = None
+
+    @property
+    def status(self) -> ServerStatus:
+        """The server's status after the restart (and its rollback)."""
+        return self.result.status
+
+    @property
+    def rolled_back(self) -> bool:
+        """``rollback = "auto"`` restored the last good flags after the new ones failed."""
+        return self.result.end is RestartEnd.ROLLED_BACK
 
     @property
     def ok(self) -> bool:

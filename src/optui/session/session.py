@@ -37,6 +37,7 @@ from optui.session.benches import BenchService
 from optui.session.command_log import CommandLog
 from optui.session.config_watch import ConfigWatcher
 from optui.session.errors import SessionError
+from optui.session.event_stream import EventStream
 from optui.session.flag_catalogs import CatalogStore
 from optui.session.fleet import FleetPoller, fleet_source, with_fleet_series
 from optui.session.gpu_poller import GpuPoller
@@ -45,10 +46,20 @@ from optui.session.inventory import InventoryRecorder
 from optui.session.journal_health import JournalHealth
 from optui.session.journal_writer import JournalWriter
 from optui.session.locks import ServerLock
+from optui.session.restart_checks import RestartEnd, RestartResult, restart_end
 from optui.session.search import SearchRunner
 from optui.session.server_runtime import RestartError, ServerRuntime
 from optui.session.ssh_hosts import shell_for, with_host_problems
-from optui.session.state import BENCH_ROWS_SHOWN, BenchOutput, SessionState, TodoRunsView
+from optui.session.state import (
+    BENCH_ROWS_SHOWN,
+    AlertRaised,
+    BenchOutput,
+    FollowFailed,
+    RestartFinished,
+    SessionState,
+    TodoRunFinished,
+    TodoRunsView,
+)
 from optui.session.todo_runs import TodoRunQueue
 from optui.session.todo_sync import TodoFollowService
 from optui.session.todos import TodoService
@@ -137,8 +148,11 @@ class Session:
         self._results: tuple[StoredResult, ...] = ()
         self.command_log = CommandLog(on_change=self.touch)
         self._alert_watcher = AlertWatcher(self.config.mem_alert_pct)
-        self.alerts: deque[Alert] = deque(maxlen=100)  # newest last; alert_count numbers them
-        self.alert_count = 0
+        self.alerts: deque[Alert] = deque(maxlen=100)  # newest last
+        #: what happened, said once each, in order (alerts, todo runs, follow errors, restarts):
+        #: the TUI reads it with a cursor (SessionClient.new_events)
+        self.events = EventStream(self.touch)
+        self._restarting: set[str] = set()  # servers this session restarts now (their restart reports their end)
         #: ``[export] mlflow``: experiments sent to a tracking server as they end (None: not configured)
         self.tracking = None
         if self.config.export.mlflow and not observer:
@@ -153,10 +167,12 @@ class Session:
                                     on_command=self._log_command, ensure_experiment=self.ensure_experiment)
         # the list itself (a tuple, swapped whole on the loop): readable from the journal thread
         self.todos = TodoService(writer, self.config.todo, items=lambda: self._todos)
-        self.todo_follow = TodoFollowService(writer, self.config.todo, on_change=self.touch)
+        self.todo_follow = TodoFollowService(writer, self.config.todo, on_change=self.touch,
+                                             on_failed=lambda key, error: self.events.emit(FollowFailed(key, error)))
         self.todo_runs = TodoRunQueue(writer, self.config, server=self.server, todos=self.todos, benches=self.benches,
                                       restart=self.restart_checked, current_experiment=self.current_experiment,
-                                      on_change=self.touch)
+                                      on_change=self.touch,
+                                      on_finished=lambda outcome: self.events.emit(TodoRunFinished(outcome)))
         self.search = SearchRunner(writer, self.config, server=self.server, todos=self.todos, todo_runs=self.todo_runs,
                                    benches=self.benches, restart=self.restart_checked,
                                    gpu_snapshot=lambda host: self.gpus.snapshots.get(host), state_dir=self.state_dir,
@@ -225,7 +241,6 @@ class Session:
                 config_error=self.config_watch.error,
                 gpu_history=self.gpus.history.window(),
                 alerts=tuple(self.alerts),
-                alert_count=self.alert_count,
                 bench_rows=tuple(self.benches.rows(last=BENCH_ROWS_SHOWN)) if self._results else (),
                 bench_output=self._bench_output(),
                 todo_runs=self._todo_runs_view(),
@@ -380,9 +395,7 @@ class Session:
 
     def _tracking_failed(self, message: str) -> None:
         """An ``[export] mlflow`` export failed: an alert (the next ending event tries again)."""
-        self.alerts.append(Alert("export", "mlflow", message, "warning"))
-        self.alert_count += 1
-        self.touch()
+        self._raise_alert(Alert("export", "mlflow", message, "warning"))
 
     def _todos_after(self, journal: Journal, new: list) -> tuple[TodoItem, ...]:
         """The todo list once ``new`` events are in: only the items they name are read again
@@ -447,7 +460,7 @@ class Session:
         as every other start: two windows opened in the same second must not both launch it
         (the loser's process used to stay orphaned on the port)."""
         with contextlib.suppress(RestartError, SessionError):
-            await self.restart_server(rt.name, list(rt.cfg.argv), reason="autostart", only_if_down=True)
+            await self.restart_result(rt.name, list(rt.cfg.argv), reason="autostart", only_if_down=True, awaited=False)
 
     async def _watch_journal(self) -> None:
         for tick in itertools.count(1):
@@ -495,9 +508,12 @@ class Session:
         if change is None or self.observer:
             return
         self.record(ev.CONFIG_CHANGED, None, change.event_data())
-        self.alerts.append(Alert("config", change.path, change.message(), "information" if change.valid else "error"))
-        self.alert_count += 1
-        self.touch()
+        self._raise_alert(Alert("config", change.path, change.message(), "information" if change.valid else "error"))
+
+    def _raise_alert(self, alert: Alert) -> None:
+        """Keep ``alert`` for the snapshot and say it once in the event stream (which wakes the readers)."""
+        self.alerts.append(alert)
+        self.events.emit(AlertRaised(alert))
 
     def _check_alerts(self) -> None:
         """Turn new transitions into alerts: journaled (unless their producer already wrote
@@ -506,14 +522,15 @@ class Session:
         # a server's first state once its runtime has attached is where its transitions start:
         # what it found then (a crash the journal holds, a launch that died unwatched) is not news
         settled = tuple(s for s in state.servers if s.name not in self.servers or self.servers[s.name].attached.is_set())
-        if len(settled) != len(state.servers):
-            state = replace(state, servers=settled)
+        # a server this session restarts: its restart reports how it ended (RestartFinished), its
+        # crash is no second alert; the watcher learns the state the restart left (restart_result)
+        watched = tuple(s for s in settled if s.name not in self._restarting)
+        if len(watched) != len(state.servers):
+            state = replace(state, servers=watched)
         for alert in self._alert_watcher.check(state):
-            self.alerts.append(alert)
-            self.alert_count += 1
             if alert.kind not in ("hung", "bench_stalled") and not self.observer:
                 self.record(ev.ALERT, alert.target, {"kind": alert.kind, "message": alert.message})
-            self.touch()
+            self._raise_alert(alert)
 
     async def close(self) -> None:
         """Stop everything optui started for this session (benchmarks always; servers only
@@ -593,47 +610,78 @@ class Session:
 
     async def restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
                              ready_timeout_s: float | None = None, todo_id: int | None = None, only_if_down: bool = False,
-                             base: Sequence[str] | None = None):
-        """Restart ``name`` with ``argv`` and wait for ready/failure (see
-        :meth:`ServerRuntime.restart`; ``base``: the argv the change applied to, the
-        journaled diff's old side). Raises SessionError when it cannot begin, e.g. another
-        optui process is restarting the same server. ``only_if_down`` (autostart): once the
-        lock is held, do nothing when a launch is recorded by now (another process made it)
-        and return the current status. Returns once the restart's events are in the journal
-        (written on the journal thread, read back into the session's view)."""
-        status, _rolled_back = await self._restart_server(name, argv, reason=reason, actor=actor,
-                                                          ready_timeout_s=ready_timeout_s, todo_id=todo_id,
-                                                          only_if_down=only_if_down, base=base)
-        return status
+                             base: Sequence[str] | None = None) -> ServerStatus:
+        """Restart ``name`` with ``argv`` and wait for ready/failure; the server's status after
+        (:meth:`restart_result` says what the restart did)."""
+        result = await self.restart_result(name, argv, reason=reason, actor=actor, ready_timeout_s=ready_timeout_s,
+                                           todo_id=todo_id, only_if_down=only_if_down, base=base)
+        return result.status
 
-    async def _restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
-                              ready_timeout_s: float | None = None, todo_id: int | None = None, only_if_down: bool = False,
-                              base: Sequence[str] | None = None) -> tuple[ServerStatus, bool]:
-        """:meth:`restart_server` and what it did: ``(status, rolled_back)``, rolled_back True
-        when ``rollback = "auto"`` restored the last good flags after ``argv`` crashed."""
+    async def restart_result(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
+                             ready_timeout_s: float | None = None, todo_id: int | None = None,
+                             only_if_down: bool = False, base: Sequence[str] | None = None,
+                             awaited: bool = True) -> RestartResult:
+        """Restart ``name`` with ``argv`` and wait for ready/failure (see
+        :meth:`ServerRuntime.restart`; ``base``: the argv the change applied to, the journaled
+        diff's old side); ``rollback = "auto"`` restarts a failed start with the last good
+        flags. Returns what it did (:class:`~optui.session.restart_checks.RestartResult`:
+        ready, unverified, failed with its crash class, rolled back, skipped), also said once
+        in the event stream as :class:`~optui.session.state.RestartFinished` (``awaited``: a
+        caller reports it; False: nobody does, the UI says it). Raises SessionError when it
+        cannot begin, e.g. another optui process is restarting the same server (nothing is
+        said in the stream: the caller reports the refusal). ``only_if_down`` (autostart):
+        once the lock is held, do nothing when a launch is recorded by now (another process
+        made it). Returns once the restart's events are in the journal (written on the
+        journal thread, read back into the session's view)."""
+        result = await self._restart(name, argv, reason=reason, actor=actor, ready_timeout_s=ready_timeout_s,
+                                     todo_id=todo_id, only_if_down=only_if_down, base=base)
+        if result.end in (RestartEnd.FAILED, RestartEnd.ROLLED_BACK) and result.failed is not None:
+            self._journal_restart_crash(result.failed)
+        self.events.emit(RestartFinished(result, awaited))
+        return result
+
+    async def _restart(self, name: str, argv: list[str], *, reason: str, actor: str | None,
+                       ready_timeout_s: float | None, todo_id: int | None, only_if_down: bool,
+                       base: Sequence[str] | None) -> RestartResult:
+        """:meth:`restart_result` but the event: the lock, the restart, the automatic rollback."""
         self.check_writable("restarting a server")
         rt = self.server(name)
         lock = ServerLock(self.state_dir, name)
         if not lock.acquire():
             raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); try again when it is done")
+        self._restarting.add(name)
         try:
-            if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
-                return rt.status, False
-            await self._refuse_during_a_benchmark(name)
-            status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s,
-                                      todo_id=todo_id, base=base)
-        except RestartError as exc:
-            raise SessionError(str(exc)) from exc
+            try:
+                if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
+                    return RestartResult(name, RestartEnd.SKIPPED, rt.status, tuple(argv), reason)
+                await self._refuse_during_a_benchmark(name)
+                status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason,
+                                          ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=base)
+            except RestartError as exc:
+                raise SessionError(str(exc)) from exc
+            finally:
+                lock.release()
+                self.sync_journal()
+            # the restart's events are queued on the journal thread: it returns once they are
+            # written and read back (a caller that reads the journal next finds them there)
+            await self._synced_unless_locked()
+            end = restart_end(status)
+            if end is RestartEnd.FAILED and status.state.value == "crashed" and rt.cfg.rollback == "auto" \
+                    and rt.status.last_good_argv and list(rt.status.last_good_argv) != list(argv):
+                back = await self._rollback(name, reason=f"auto after {status.crash_class}", actor=actor)
+                return RestartResult(name, RestartEnd.ROLLED_BACK, back.status, tuple(argv), reason, failed=status)
+            return RestartResult(name, end, status, tuple(argv), reason, failed=None if end is not RestartEnd.FAILED else status)
         finally:
-            lock.release()
-            self.sync_journal()
-        # the restart's events are queued on the journal thread: it returns once they are
-        # written and read back (a caller that reads the journal next finds them there)
-        await self._synced_unless_locked()
-        if status.state.value == "crashed" and rt.cfg.rollback == "auto" and rt.status.last_good_argv \
-                and list(rt.status.last_good_argv) != list(argv):
-            return await self.rollback(name, reason=f"auto after {status.crash_class}"), True
-        return status, False
+            self._restarting.discard(name)
+            self._alert_watcher.seen(rt.status)  # the state the restart left is no transition to alert
+
+    def _journal_restart_crash(self, failed: ServerStatus) -> None:
+        """A restart's crash journaled as the ``alert`` the watcher would have written (a
+        crash of a restart is said by its RestartFinished, not as a second AlertRaised)."""
+        alert = self._alert_watcher.crash_alert(failed)
+        if alert is not None and not self.observer:
+            self.alerts.append(alert)
+            self.record(ev.ALERT, alert.target, {"kind": alert.kind, "message": alert.message})
 
     def restart_base(self, name: str) -> tuple[tuple[str, ...], str]:
         """The argv a change of ``name``'s flags starts from and where it comes from
@@ -672,11 +720,11 @@ class Session:
             raise SessionError(f"{name}: control = 'none' (optui only observes this server)")
         plan = plan or await self.plan_restart(name, argv=argv, sets=sets, unsets=unsets, preset=preset,
                                                refuse_unknown=refuse_unknown, force=force)
-        # the restart says whether it rolled back (no journal read: the rollback is its own)
-        status, rolled_back = await self._restart_server(name, list(plan.argv), reason=reason, actor=actor,
-                                                         ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base)
-        offer = None if rolled_back else rollback_offer(rt.cfg.rollback, plan.argv, status)
-        return RestartOutcome(plan, status, rolled_back, offer)
+        # the restart says what it did (no journal read: the rollback is its own)
+        result = await self.restart_result(name, list(plan.argv), reason=reason, actor=actor,
+                                           ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base)
+        offer = None if result.end is RestartEnd.ROLLED_BACK else rollback_offer(rt.cfg.rollback, plan.argv, result.status)
+        return RestartOutcome(plan, result, offer)
 
     async def plan_restart(self, name: str, *, argv: list[str] | None = None, sets: Iterable[str] = (),
                            unsets: Iterable[str] = (), preset: str | None = None, refuse_unknown: bool = False,
@@ -741,8 +789,17 @@ class Session:
             raise SessionError(f"{name}: benchmark {other[0]} is running against it in optui process {other[1]}; "
                                "wait for it or stop that process first")
 
-    async def rollback(self, name: str, *, reason: str = "operator", actor: str | None = None):
-        """Restart ``name`` with its last good flags (journaled as ``rollback``)."""
+    async def rollback(self, name: str, *, reason: str = "operator", actor: str | None = None) -> ServerStatus:
+        """Restart ``name`` with its last good flags (journaled as ``rollback``); its status after
+        (:meth:`rollback_result` says what the restart did)."""
+        return (await self.rollback_result(name, reason=reason, actor=actor)).status
+
+    async def rollback_result(self, name: str, *, reason: str = "operator", actor: str | None = None) -> RestartResult:
+        """:meth:`rollback`, returning what the restart did (as :meth:`restart_result`, said
+        once in the event stream too). SessionError when there are no last good flags."""
+        return await self._rollback(name, reason=reason, actor=actor, say=True)
+
+    async def _rollback(self, name: str, *, reason: str, actor: str | None, say: bool = False) -> RestartResult:
         self.check_writable("rolling back a server")  # before the rollback event is journaled
         rt = self.server(name)
         last_good = rt.status.last_good_argv
@@ -753,7 +810,11 @@ class Session:
             raise SessionError(f"{name}: no last good flags recorded yet")
         self.record(ev.ROLLBACK, name, {"reason": reason, "from_argv": list(rt.status.argv), "to_argv": list(last_good)},
                     experiment=await self._read(lambda: self.current_experiment(name)))  # closes the failed experiment
-        return await self.restart_server(name, list(last_good), reason=f"rollback: {reason}", actor=actor)
+        if say:
+            return await self.restart_result(name, list(last_good), reason=f"rollback: {reason}", actor=actor)
+        # the automatic rollback inside a restart: that restart's result says it (one event)
+        return await self._restart(name, list(last_good), reason=f"rollback: {reason}", actor=actor,
+                                   ready_timeout_s=None, todo_id=None, only_if_down=False, base=None)
 
     async def stop_server(self, name: str, *, actor: str | None = None) -> None:
         """Stop ``name`` (SIGTERM, wait, SIGKILL the group)."""

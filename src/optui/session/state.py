@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # values only: this module imports no service
     from optui.core.todo import TodoItem
     from optui.session.alerts import Alert
     from optui.session.bench_run import BenchView
+    from optui.session.restart_checks import RestartResult
     from optui.session.search import SearchProgress
     from optui.session.todo_runs import TodoRunOutcome
     from optui.session.todo_sync import FollowStatus
@@ -88,8 +89,8 @@ class SessionState:
     ``events`` are the newest journal events, oldest first; ``results`` the newest stored
     bench results, newest first; ``bench_rows`` the newest :data:`BENCH_ROWS_SHOWN`
     comparison rows (oldest first; empty without results); ``bench_output`` the current
-    run's output; ``alerts`` the newest alerts (oldest first) of ``alert_count`` raised so
-    far; ``journal_error`` is set when the journal cannot be written (disk full: the
+    run's output; ``alerts`` the newest alerts (oldest first; each is said once as an
+    :class:`AlertRaised` in the session's event stream); ``journal_error`` is set when the journal cannot be written (disk full: the
     session turned read-only; locked by another process: events wait) — the session keeps
     running; ``config_error`` when the config file was edited into something that does
     not load (the session keeps the config it started with).
@@ -109,7 +110,6 @@ class SessionState:
     config_error: str | None = None
     gpu_history: GpuHistoryWindow = GpuHistoryWindow()
     alerts: tuple[Alert, ...] = ()
-    alert_count: int = 0
     bench_rows: tuple[Row, ...] = ()
     bench_output: BenchOutput | None = None
     todo_runs: TodoRunsView = TodoRunsView()
@@ -120,3 +120,47 @@ class SessionState:
     def server(self, name: str) -> ServerStatus | None:
         """The status of server ``name`` or None."""
         return next((s for s in self.servers if s.name == name), None)
+
+
+# ------------------------------------------------------------ the session's event stream
+# What happened, said once by its producer (session/event_stream.py), beside the snapshot
+# of what is: the UI turns each into a Textual message (ui/session_messages.py).
+
+
+@dataclass(frozen=True, slots=True)
+class AlertRaised:
+    """An alert the operator must not miss (a crash outside a restart, a hung server, a
+    hot GPU...: :mod:`optui.session.alerts`)."""
+
+    alert: Alert
+
+
+@dataclass(frozen=True, slots=True)
+class TodoRunFinished:
+    """A todo run (an item's experiment) ended: ok, failed, aborted or skipped."""
+
+    outcome: TodoRunOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class FollowFailed:
+    """Reading the followed agent list ``key`` failed with ``error`` (said once per
+    distinct error; again after the list read fine in between)."""
+
+    key: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class RestartFinished:
+    """A restart of this session ended (:class:`~optui.session.restart_checks.RestartResult`:
+    ready, unverified, failed with its crash class, rolled back, skipped). ``awaited``: a
+    caller waits for the result and reports it (the TUI's restart sequence, a todo run, the
+    CLI, an agent); False for the session's own restarts (autostart), which no caller reports."""
+
+    result: RestartResult
+    awaited: bool = True
+
+
+#: one event of the session's stream
+SessionEvent = AlertRaised | TodoRunFinished | FollowFailed | RestartFinished

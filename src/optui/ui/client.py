@@ -33,9 +33,10 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.core.server_state import ServerStatus
     from optui.core.todo import TodoItem
     from optui.session import Session
+    from optui.session.restart_checks import RestartOutcome, RestartResult
     from optui.session.search import SearchProgress
     from optui.session.ssh_hosts import SshHost
-    from optui.session.state import SessionState
+    from optui.session.state import SessionEvent, SessionState
     from optui.session.todo_runs import TodoRunPlan
 
 __all__ = ["SessionClient", "SessionError", "pid_alive"]
@@ -54,6 +55,7 @@ class SessionClient:
 
     def __init__(self, session: Session) -> None:
         self._session = session
+        self._events = session.events.reader()  # this client's cursor on the session's event stream
 
     # ------------------------------------------------------------ state
     @property
@@ -68,6 +70,12 @@ class SessionClient:
     async def wait_changed(self, seen_version: int, timeout: float | None = None) -> int:
         """Wait until the version exceeds ``seen_version`` or ``timeout`` s pass; the version."""
         return await self._session.wait_changed(seen_version, timeout=timeout)
+
+    def new_events(self) -> tuple[SessionEvent, ...]:
+        """What happened since the last call, each event once, oldest first (alerts raised,
+        todo runs finished, followed lists failing, restarts finished: the frozen values of
+        :mod:`optui.session.state`)."""
+        return self._events.take()
 
     @property
     def read_only(self) -> bool:
@@ -172,11 +180,12 @@ class SessionClient:
         when nothing stands in the way."""
         return await self._session.restart_refusal(name)
 
-    async def restart_checked(self, name: str, argv: list[str], reason: str):
+    async def restart_checked(self, name: str, argv: list[str], reason: str) -> RestartOutcome:
         """Restart ``name`` with ``argv`` after every door's checks (flag catalogue before
         anything stops, rollback policy); waits until it is ready or failed. Returns the
-        session's RestartOutcome (``ok``, ``status``, ``rolled_back``, ``offer``); raises
-        SessionError or FlagError when refused."""
+        session's RestartOutcome (``result``: what the restart did, its ``end`` and failed
+        status; ``offer``: the last good flags to offer); raises SessionError or FlagError
+        when refused."""
         return await self._session.restart_checked(name, argv=list(argv), reason=reason)
 
     async def rollback_warning(self, name: str, argv: tuple[str, ...] | list[str]) -> str | None:
@@ -188,10 +197,10 @@ class SessionClient:
         update = await self._session.experiments_reader()()
         return rollback_warning(update.experiments, name, argv)
 
-    async def rollback(self, name: str, *, reason: str = "operator") -> ServerStatus:
-        """Restart ``name`` with its last good flags; waits; its status after. SessionError
-        when refused (no last good flags, read-only, busy)."""
-        return await self._session.rollback(name, reason=reason)
+    async def rollback(self, name: str, *, reason: str = "operator") -> RestartResult:
+        """Restart ``name`` with its last good flags; waits; what the restart did.
+        SessionError when refused (no last good flags, read-only, busy)."""
+        return await self._session.rollback_result(name, reason=reason)
 
     async def stop_server(self, name: str) -> None:
         """Stop ``name`` (SIGTERM its process group, then SIGKILL); waits until it is down."""
@@ -443,12 +452,3 @@ class SessionClient:
         """Record the operator's verdict on ``experiment``, the journal read and write off
         the event loop. Raises SessionError for a bad decision or an unknown experiment."""
         await self._session.set_verdict_async(experiment, decision, reason)
-
-    async def last_failure(self, server: str) -> Event | None:
-        """The newest ``server.failed`` event of ``server`` (None when it never failed); off
-        the event loop."""
-        from optui.core import events as ev
-        from optui.core.events import EventFilter
-
-        failed = await self.query_events(EventFilter(types=frozenset({ev.SERVER_FAILED}), target=server), limit=1)
-        return failed[0] if failed else None
