@@ -560,7 +560,9 @@ class OptuiApp(App):
 
     @on(RestartFinished)
     def _restart_finished(self, msg: RestartFinished) -> None:
-        if not msg.awaited:  # whoever awaits a restart reports it (the restart sequence, a todo run)
+        # whoever awaits a restart reports it (the restart sequence, a todo run); the session's own
+        # (autostart) is told when it did not end ready (a server that came up as configured: no toast)
+        if not msg.awaited and msg.result.end not in ("ready", "skipped"):
             self.server_actions.report_restart(msg.result)
 
     @staticmethod
