@@ -47,7 +47,7 @@ async def test_a_crash_right_after_the_windows_own_restart_is_shown(tmp_path):
                        what="the crash alert of a server this window had just restarted")
         assert len(toasts(app, "crashed") + toasts(app, "oom")) == 1
         restarts = [e for e in session.events.since(0)[0] if type(e).__name__ == "RestartFinished"]
-        assert [(r.result.end.value, r.awaited) for r in restarts][-1] == ("ready", True)
+        assert [(r.result.end.value, r.told_by_caller) for r in restarts][-1] == ("ready", True)
         await pilot.press("q")
 
 

@@ -8,8 +8,9 @@ when it drops 5 points below), ``gpu_error`` (one GPU answers with an error, e.g
 untrusted). Each alert fires once per transition; the
 session journals it as an ``alert`` event and says it once in its event stream
 (``AlertRaised``), which the UI shows as a notification (and rings the terminal bell when
-``bell = true``). A server's transitions while the session restarts it are not alerts: the
-restart's ``RestartFinished`` says how it ended (a crash of it is journaled as its alert).
+``bell = true``). A server's transitions during a restart whose caller tells the operator
+how it ended (the TUI's restart sequence: ``told_by_caller``) are not alerts: that caller
+says it once (the crash is still journaled as its alert).
 """
 
 from __future__ import annotations

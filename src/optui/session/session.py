@@ -152,7 +152,8 @@ class Session:
         #: what happened, said once each, in order (alerts, todo runs, follow errors, restarts):
         #: the TUI reads it with a cursor (SessionClient.new_events)
         self.events = EventStream(self.touch)
-        self._restarting: set[str] = set()  # servers this session restarts now (their restart reports their end)
+        #: servers whose restart in progress is told to an operator by its caller (no alert meanwhile)
+        self._told_by_caller: set[str] = set()
         #: ``[export] mlflow``: experiments sent to a tracking server as they end (None: not configured)
         self.tracking = None
         if self.config.export.mlflow and not observer:
@@ -460,7 +461,7 @@ class Session:
         as every other start: two windows opened in the same second must not both launch it
         (the loser's process used to stay orphaned on the port)."""
         with contextlib.suppress(RestartError, SessionError):
-            await self.restart_result(rt.name, list(rt.cfg.argv), reason="autostart", only_if_down=True, awaited=False)
+            await self.restart_result(rt.name, list(rt.cfg.argv), reason="autostart", only_if_down=True)
 
     async def _watch_journal(self) -> None:
         for tick in itertools.count(1):
@@ -522,9 +523,9 @@ class Session:
         # a server's first state once its runtime has attached is where its transitions start:
         # what it found then (a crash the journal holds, a launch that died unwatched) is not news
         settled = tuple(s for s in state.servers if s.name not in self.servers or self.servers[s.name].attached.is_set())
-        # a server this session restarts: its restart reports how it ended (RestartFinished), its
-        # crash is no second alert; the watcher learns the state the restart left (restart_result)
-        watched = tuple(s for s in settled if s.name not in self._restarting)
+        # a server whose restart's caller tells the operator how it ended (the TUI's restart
+        # sequence): its crash is no second alert; the watcher learns the state it left (restart_result)
+        watched = tuple(s for s in settled if s.name not in self._told_by_caller)
         if len(watched) != len(state.servers):
             state = replace(state, servers=watched)
         for alert in self._alert_watcher.check(state):
@@ -620,24 +621,34 @@ class Session:
     async def restart_result(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
                              ready_timeout_s: float | None = None, todo_id: int | None = None,
                              only_if_down: bool = False, base: Sequence[str] | None = None,
-                             awaited: bool = True) -> RestartResult:
+                             told_by_caller: bool = False) -> RestartResult:
         """Restart ``name`` with ``argv`` and wait for ready/failure (see
         :meth:`ServerRuntime.restart`; ``base``: the argv the change applied to, the journaled
         diff's old side); ``rollback = "auto"`` restarts a failed start with the last good
         flags. Returns what it did (:class:`~optui.session.restart_checks.RestartResult`:
         ready, unverified, failed with its crash class, rolled back, skipped), also said once
-        in the event stream as :class:`~optui.session.state.RestartFinished` (``awaited``: a
-        caller reports it; False: nobody does, the UI says it). Raises SessionError when it
+        in the event stream as :class:`~optui.session.state.RestartFinished`.
+        ``told_by_caller``: the caller tells an operator how it ended (the TUI's restart
+        sequence): the server's transitions meanwhile raise no alert (its crash is journaled as
+        its alert, not said twice); otherwise (autostart, todo runs, the CLI, agents) a crash
+        is an alert as at any other time. Raises SessionError when it
         cannot begin, e.g. another optui process is restarting the same server (nothing is
         said in the stream: the caller reports the refusal). ``only_if_down`` (autostart):
         once the lock is held, do nothing when a launch is recorded by now (another process
         made it). Returns once the restart's events are in the journal (written on the
         journal thread, read back into the session's view)."""
-        result = await self._restart(name, argv, reason=reason, actor=actor, ready_timeout_s=ready_timeout_s,
-                                     todo_id=todo_id, only_if_down=only_if_down, base=base)
-        if result.end in (RestartEnd.FAILED, RestartEnd.ROLLED_BACK) and result.failed is not None:
+        if told_by_caller:
+            self._told_by_caller.add(name)
+        try:
+            result = await self._restart(name, argv, reason=reason, actor=actor, ready_timeout_s=ready_timeout_s,
+                                         todo_id=todo_id, only_if_down=only_if_down, base=base)
+        finally:
+            if told_by_caller:
+                self._told_by_caller.discard(name)
+                self._alert_watcher.seen(self.server(name).status)  # the state it left is no transition to alert
+        if told_by_caller and result.failed is not None:
             self._journal_restart_crash(result.failed)
-        self.events.emit(RestartFinished(result, awaited))
+        self.events.emit(RestartFinished(result, told_by_caller))
         return result
 
     async def _restart(self, name: str, argv: list[str], *, reason: str, actor: str | None,
@@ -649,35 +660,30 @@ class Session:
         lock = ServerLock(self.state_dir, name)
         if not lock.acquire():
             raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); try again when it is done")
-        self._restarting.add(name)
         try:
-            try:
-                if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
-                    return RestartResult(name, RestartEnd.SKIPPED, rt.status, tuple(argv), reason)
-                await self._refuse_during_a_benchmark(name)
-                status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason,
-                                          ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=base)
-            except RestartError as exc:
-                raise SessionError(str(exc)) from exc
-            finally:
-                lock.release()
-                self.sync_journal()
-            # the restart's events are queued on the journal thread: it returns once they are
-            # written and read back (a caller that reads the journal next finds them there)
-            await self._synced_unless_locked()
-            end = restart_end(status)
-            if end is RestartEnd.FAILED and status.state.value == "crashed" and rt.cfg.rollback == "auto" \
-                    and rt.status.last_good_argv and list(rt.status.last_good_argv) != list(argv):
-                back = await self._rollback(name, reason=f"auto after {status.crash_class}", actor=actor)
-                return RestartResult(name, RestartEnd.ROLLED_BACK, back.status, tuple(argv), reason, failed=status)
-            return RestartResult(name, end, status, tuple(argv), reason, failed=None if end is not RestartEnd.FAILED else status)
+            if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
+                return RestartResult(name, RestartEnd.SKIPPED, rt.status, tuple(argv), reason)
+            await self._refuse_during_a_benchmark(name)
+            status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason,
+                                      ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=base)
+        except RestartError as exc:
+            raise SessionError(str(exc)) from exc
         finally:
-            self._restarting.discard(name)
-            self._alert_watcher.seen(rt.status)  # the state the restart left is no transition to alert
+            lock.release()
+            self.sync_journal()
+        # the restart's events are queued on the journal thread: it returns once they are
+        # written and read back (a caller that reads the journal next finds them there)
+        await self._synced_unless_locked()
+        end = restart_end(status)
+        if end is RestartEnd.FAILED and status.state.value == "crashed" and rt.cfg.rollback == "auto" \
+                and rt.status.last_good_argv and list(rt.status.last_good_argv) != list(argv):
+            back = await self._rollback(name, reason=f"auto after {status.crash_class}", actor=actor)
+            return RestartResult(name, RestartEnd.ROLLED_BACK, back.status, tuple(argv), reason, failed=status)
+        return RestartResult(name, end, status, tuple(argv), reason, failed=status if end is RestartEnd.FAILED else None)
 
     def _journal_restart_crash(self, failed: ServerStatus) -> None:
-        """A restart's crash journaled as the ``alert`` the watcher would have written (a
-        crash of a restart is said by its RestartFinished, not as a second AlertRaised)."""
+        """A crash of a restart its caller tells journaled as the ``alert`` the watcher would
+        have written (said to the operator by that caller, not as a second AlertRaised)."""
         alert = self._alert_watcher.crash_alert(failed)
         if alert is not None and not self.observer:
             self.alerts.append(alert)
@@ -704,13 +710,13 @@ class Session:
                               unsets: Iterable[str] = (), preset: str | None = None, reason: str = "",
                               actor: str | None = None, ready_timeout_s: float | None = None,
                               todo_id: int | None = None, plan=None, refuse_unknown: bool = False,
-                              force: bool = False):
+                              force: bool = False, told_by_caller: bool = False):
         """The restart every door uses (TUI flag editor and presets, ``optui restart``, agents):
         base flags, the catalogue's checks before anything stops, the restart and the rollback
         policy (:mod:`optui.session.restart_checks`). ``argv`` (already edited) or the changes
         ``preset`` → ``unsets`` → ``sets`` on the base flags; ``plan``: one made by
-        :meth:`plan_restart` already; ``refuse_unknown``, ``force``: as for :meth:`plan_restart`.
-        Returns a RestartOutcome; raises SessionError (and its RestartRefused) when it cannot
+        :meth:`plan_restart` already; ``refuse_unknown``, ``force``: as for :meth:`plan_restart`;
+        ``told_by_caller``: as for :meth:`restart_result`. Returns a RestartOutcome; raises SessionError (and its RestartRefused) when it cannot
         begin, FlagError for a malformed edit."""
         from optui.session.restart_checks import RestartOutcome, rollback_offer
 
@@ -722,7 +728,8 @@ class Session:
                                                refuse_unknown=refuse_unknown, force=force)
         # the restart says what it did (no journal read: the rollback is its own)
         result = await self.restart_result(name, list(plan.argv), reason=reason, actor=actor,
-                                           ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base)
+                                           ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base,
+                                           told_by_caller=told_by_caller)
         offer = None if result.end is RestartEnd.ROLLED_BACK else rollback_offer(rt.cfg.rollback, plan.argv, result.status)
         return RestartOutcome(plan, result, offer)
 
@@ -794,12 +801,14 @@ class Session:
         (:meth:`rollback_result` says what the restart did)."""
         return (await self.rollback_result(name, reason=reason, actor=actor)).status
 
-    async def rollback_result(self, name: str, *, reason: str = "operator", actor: str | None = None) -> RestartResult:
+    async def rollback_result(self, name: str, *, reason: str = "operator", actor: str | None = None,
+                              told_by_caller: bool = False) -> RestartResult:
         """:meth:`rollback`, returning what the restart did (as :meth:`restart_result`, said
         once in the event stream too). SessionError when there are no last good flags."""
-        return await self._rollback(name, reason=reason, actor=actor, say=True)
+        return await self._rollback(name, reason=reason, actor=actor, say=True, told_by_caller=told_by_caller)
 
-    async def _rollback(self, name: str, *, reason: str, actor: str | None, say: bool = False) -> RestartResult:
+    async def _rollback(self, name: str, *, reason: str, actor: str | None, say: bool = False,
+                        told_by_caller: bool = False) -> RestartResult:
         self.check_writable("rolling back a server")  # before the rollback event is journaled
         rt = self.server(name)
         last_good = rt.status.last_good_argv
@@ -811,7 +820,8 @@ class Session:
         self.record(ev.ROLLBACK, name, {"reason": reason, "from_argv": list(rt.status.argv), "to_argv": list(last_good)},
                     experiment=await self._read(lambda: self.current_experiment(name)))  # closes the failed experiment
         if say:
-            return await self.restart_result(name, list(last_good), reason=f"rollback: {reason}", actor=actor)
+            return await self.restart_result(name, list(last_good), reason=f"rollback: {reason}", actor=actor,
+                                             told_by_caller=told_by_caller)
         # the automatic rollback inside a restart: that restart's result says it (one event)
         return await self._restart(name, list(last_good), reason=f"rollback: {reason}", actor=actor,
                                    ready_timeout_s=None, todo_id=None, only_if_down=False, base=None)

@@ -154,12 +154,12 @@ class FollowFailed:
 @dataclass(frozen=True, slots=True)
 class RestartFinished:
     """A restart of this session ended (:class:`~optui.session.restart_checks.RestartResult`:
-    ready, unverified, failed with its crash class, rolled back, skipped). ``awaited``: a
-    caller waits for the result and reports it (the TUI's restart sequence, a todo run, the
-    CLI, an agent); False for the session's own restarts (autostart), which no caller reports."""
+    ready, unverified, failed with its crash class, rolled back, skipped). ``told_by_caller``:
+    its caller tells an operator how it ended (the TUI's restart sequence; its crash raised no
+    alert); otherwise a crash of it was an alert, as at any other time."""
 
     result: RestartResult
-    awaited: bool = True
+    told_by_caller: bool = False
 
 
 #: one event of the session's stream

@@ -39,7 +39,7 @@ from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
 from optui.ui.safe_screen import UnsafeCharFilter
-from optui.ui.session_messages import AlertRaised, FollowFailed, RestartFinished, TodoRunFinished, message_for
+from optui.ui.session_messages import AlertRaised, FollowFailed, TodoRunFinished, message_for
 from optui.ui.textual_patches import driver_class
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.toast_gate import ShownMessage, ToastGate
@@ -437,7 +437,8 @@ class OptuiApp(App):
             self._seen_version = client.version  # what changed during the pause is painted now
             self.apply_state(client.snapshot())
             for event in client.new_events():  # what happened, each once, in order: typed messages
-                self.post_message(message_for(event))
+                if (message := message_for(event)) is not None:
+                    self.post_message(message)
             self._key_pressed.clear()
             if self._freeze_gc:  # the campaign is on screen: what exists now lives all day
                 self._freeze_gc = False
@@ -557,13 +558,6 @@ class OptuiApp(App):
     @on(FollowFailed)
     def _follow_failed(self, msg: FollowFailed) -> None:
         self.notify(msg.error, title=f"cannot follow {msg.key}", severity="error", timeout=10)
-
-    @on(RestartFinished)
-    def _restart_finished(self, msg: RestartFinished) -> None:
-        # whoever awaits a restart reports it (the restart sequence, a todo run); the session's own
-        # (autostart) is told when it did not end ready (a server that came up as configured: no toast)
-        if not msg.awaited and msg.result.end not in ("ready", "skipped"):
-            self.server_actions.report_restart(msg.result)
 
     @staticmethod
     def _silent_list_hint(state: SessionState) -> str | None:

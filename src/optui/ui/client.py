@@ -186,7 +186,8 @@ class SessionClient:
         session's RestartOutcome (``result``: what the restart did, its ``end`` and failed
         status; ``offer``: the last good flags to offer); raises SessionError or FlagError
         when refused."""
-        return await self._session.restart_checked(name, argv=list(argv), reason=reason)
+        # this window tells the operator how it ended (ServerActions.report_restart): no crash alert too
+        return await self._session.restart_checked(name, argv=list(argv), reason=reason, told_by_caller=True)
 
     async def rollback_warning(self, name: str, argv: tuple[str, ...] | list[str]) -> str | None:
         """What the journal's experiments say against rolling ``name`` back to ``argv``
@@ -200,7 +201,7 @@ class SessionClient:
     async def rollback(self, name: str, *, reason: str = "operator") -> RestartResult:
         """Restart ``name`` with its last good flags; waits; what the restart did.
         SessionError when refused (no last good flags, read-only, busy)."""
-        return await self._session.rollback_result(name, reason=reason)
+        return await self._session.rollback_result(name, reason=reason, told_by_caller=True)
 
     async def stop_server(self, name: str) -> None:
         """Stop ``name`` (SIGTERM its process group, then SIGKILL); waits until it is down."""

@@ -3,9 +3,10 @@
 The render loop (:meth:`optui.ui.app.OptuiApp._render_loop`) takes what happened since its
 last frame (:meth:`optui.ui.client.SessionClient.new_events`: each event once, in order)
 and posts one message per event to the app, whose ``@on`` handlers say it: an alert as a
-toast (and the bell), a finished todo run, a followed list that fails, a restart nobody in
-this window waits for. Light on purpose (Textual's ``Message`` only): the app's handlers are
-typed with these classes from its first frame.
+toast (and the bell), a finished todo run, a followed list that fails. A restart's end
+(``RestartFinished``) has no message: the restart sequence that awaited it reports it
+(:meth:`optui.ui.intents.servers.ServerActions.report_restart`). Light on purpose (Textual's
+``Message`` only): the app's handlers are typed with these classes from its first frame.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from textual.message import Message
 if TYPE_CHECKING:
     from optui.session.state import AlertRaised as AlertValue
     from optui.session.state import FollowFailed as FollowValue
-    from optui.session.state import RestartFinished as RestartValue
     from optui.session.state import SessionEvent
     from optui.session.state import TodoRunFinished as TodoRunValue
 
@@ -47,21 +47,13 @@ class FollowFailed(Message):
         self.error = event.error
 
 
-class RestartFinished(Message):
-    """A restart of the session ended (``result``); ``awaited``: its caller reports it."""
-
-    def __init__(self, event: RestartValue) -> None:
-        super().__init__()
-        self.result = event.result
-        self.awaited = event.awaited
-
-
-def message_for(event: SessionEvent) -> Message:
-    """The Textual message that says ``event`` (one of :mod:`optui.session.state`'s events)."""
+def message_for(event: SessionEvent) -> Message | None:
+    """The Textual message that says ``event`` (one of :mod:`optui.session.state`'s events);
+    None for a ``RestartFinished``: a restart this window asked for is reported by the sequence
+    that awaited it (``ServerActions.report_restart``), any other one's crash was an alert."""
     # the frozen values, loaded with the session (after the first frame)
     from optui.session.state import AlertRaised as Alert
     from optui.session.state import FollowFailed as Follow
-    from optui.session.state import RestartFinished as Restart
     from optui.session.state import TodoRunFinished as TodoRun
 
     match event:
@@ -71,6 +63,4 @@ def message_for(event: SessionEvent) -> Message:
             return TodoRunFinished(event)
         case Follow():
             return FollowFailed(event)
-        case Restart():
-            return RestartFinished(event)
-    raise TypeError(f"not a session event: {event!r}")
+    return None
