@@ -59,7 +59,7 @@ async def test_the_todo_list_is_exported_beside_the_journal_through_the_client(t
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause(0.3)
-        items = app.client.todo_items()
+        items = app.client.snapshot().todos
         assert items
         app.todo_actions.export_todos("markdown")
         app.todo_actions.export_todos("todowrite")

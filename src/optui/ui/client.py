@@ -77,12 +77,6 @@ class SessionClient:
         :mod:`optui.session.state`)."""
         return self._events.take()
 
-    @property
-    def read_only(self) -> bool:
-        """True when changing servers or putting load on them is refused (``--read-only``,
-        or the journal cannot be written)."""
-        return self._session.read_only
-
     def result_rows(self) -> list[Row]:
         """Every stored result group's comparison row (medians, deltas vs baseline, scaling),
         oldest first; the same list object until the results change."""
@@ -254,11 +248,6 @@ class SessionClient:
         return await self._session.on_journal_thread(lambda: self._session.benches.baseline_for(result))
 
     # ------------------------------------------------------------ todo list
-    def todo_items(self) -> tuple[TodoItem, ...]:
-        """The todo list now, in its order."""
-        return self._session.todos.items
-
-    # the edits run on the journal thread (Session.on_journal_thread): awaited, never waited on
     async def add_todo(self, text: str) -> TodoItem:
         """Add an item with ``text``; the new item. SessionError / ValueError when refused."""
         todos = self._session.todos
@@ -331,15 +320,6 @@ class SessionClient:
         (``"#3 oom, #5 bad_flag"``; empty: none)."""
         return self._session.todo_runs.failed_before_text()
 
-    def experiment_running_for(self) -> int | None:
-        """The todo id whose experiment runs now (None: none)."""
-        current = self._session.todo_runs.current
-        return current.todo_id if current is not None else None
-
-    def experiments_waiting(self) -> int:
-        """How many queued experiments wait behind the running one."""
-        return len(self._session.todo_runs.queue)
-
     def stop_experiments(self, elsewhere: SearchProgress | None = None) -> bool:
         """Empty the experiment queue and abort its benchmark, and end a flag search (its
         trials are these experiments), this session's or ``elsewhere``, the
@@ -370,10 +350,6 @@ class SessionClient:
         """Follow an agent's todo list (``claude:FILE``, ``opencode:DB#SESSION``...) for this
         session; SessionError for a bad spec."""
         self._session.todo_follow.follow(spec)
-
-    def followed_todo_lists(self) -> list[str]:
-        """The keys of the lists followed now."""
-        return list(self._session.todo_follow.statuses)
 
     async def unfollow_todo_list(self, key: str) -> None:
         """Stop following ``key`` (its items stay in the list)."""
