@@ -99,3 +99,23 @@ async def test_a_followed_list_failing_again_after_a_good_read_is_told_again(tmp
         told = toasts(app, title)
         assert len(told) == 2 and told[0] == told[1], told
         await pilot.press("q")
+
+
+def test_the_stream_is_bounded_and_a_reader_that_fell_behind_learns_how_many_it_missed():
+    """No process: the stream keeps its newest events; each reader its own cursor."""
+    from optui.session.alerts import Alert
+    from optui.session.event_stream import EventStream
+    from optui.session.state import AlertRaised
+
+    woken: list[int] = []
+    stream = EventStream(lambda: woken.append(1), kept=3)
+    early, late = stream.reader(), stream.reader(from_start=False)
+    events = [AlertRaised(Alert("hung", f"s{i}", f"s{i} is hung")) for i in range(5)]
+    for event in events[:2]:
+        stream.emit(event)
+    assert late.take() == tuple(events[:2]) and late.take() == ()
+    for event in events[2:]:
+        stream.emit(event)
+    assert late.take() == tuple(events[2:]) and late.missed == 0
+    assert early.take() == tuple(events[2:]) and early.missed == 2  # two fell out of the bound
+    assert len(woken) == 5
