@@ -57,7 +57,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def poll(url: str, interval: float, seconds: float) -> dict:
     from optui.config import FleetConfig
-    from optui.session.fleet import FleetPoller, PrometheusFleetSource
+    from optui.session.gpu.fleet import FleetPoller, PrometheusFleetSource
 
     source = PrometheusFleetSource(FleetConfig(prometheus=url, interval_s=interval, timeout_s=5))
     ticks: list[dict] = []

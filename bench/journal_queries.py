@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, not an installed 
 from optui.adapters.journal import Journal  # noqa: E402
 from optui.adapters.journal_thread import TEXT_SCAN_WINDOW, ExperimentFeed  # noqa: E402
 from optui.core.bench.result import BenchResult, Workload  # noqa: E402
-from optui.core.events import EventFilter  # noqa: E402
-from optui.core.journal_experiments import experiment_start  # noqa: E402
-from optui.session.export import load_experiments  # noqa: E402
+from optui.core.journal.events import EventFilter  # noqa: E402
+from optui.core.journal.experiments import experiment_start  # noqa: E402
+from optui.session.journal.export import load_experiments  # noqa: E402
 
 ARGV = ["python", "-m", "sglang.launch_server", "--model-path", "/models/qwen", "--tp-size", "4"]
 WORKLOADS = [Workload("sglang", "random", 256, 96, 64, c, float("inf")) for c in (1, 4, 16, 64)]

@@ -35,7 +35,7 @@ async def _stream(url: str, tokens: int) -> None:
 
 async def _measure(url: str, tokens: list[int], hung_after_s: float) -> None:
     from optui.adapters.probe import ServerProbe
-    from optui.session.server_load import LoadMonitor
+    from optui.session.server.load import LoadMonitor
 
     probe = ServerProbe(url)
     monitor = LoadMonitor("llamacpp", probe, hung_after_s=hung_after_s,

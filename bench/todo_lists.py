@@ -55,10 +55,10 @@ def main() -> None:
     parser.add_argument("--src", default=str(ROOT / "src"), help="the optui source tree to measure")
     opts = parser.parse_args()
     sys.path.insert(0, opts.src)
-    from optui.core import todo_formats
-    from optui.core.todo import Priority, TodoItem, TodoStatus
-    from optui.core.todo_formats import TodoFormatError, parse_todo_json
-    from optui.core.todo_merge import plan_snapshot
+    from optui.core.todo import formats as todo_formats
+    from optui.core.todo.formats import TodoFormatError, parse_todo_json
+    from optui.core.todo.items import Priority, TodoItem, TodoStatus
+    from optui.core.todo.merge import plan_snapshot
 
     print(f"optui from {Path(todo_formats.__file__).parent.parent}; python {sys.version.split()[0]}")
     for mb in (float(s) for s in opts.sizes.split(",")):

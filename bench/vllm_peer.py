@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from optui.core.bench.parse import parse_any, parse_bench_output  # noqa: E402
-from optui.core.log_load import parse_batch_line  # noqa: E402
-from optui.core.metrics_map import load_view, parse_scrape  # noqa: E402
-from optui.core.server_log import LogClassifier, phase_durations  # noqa: E402
+from optui.core.server.log import LogClassifier, phase_durations  # noqa: E402
+from optui.core.server.log_load import parse_batch_line  # noqa: E402
+from optui.core.server.metrics_map import load_view, parse_scrape  # noqa: E402
 from tests.peers.llama_server import free_port  # noqa: E402
 from tests.peers.vllm_server import build_vllm, cache_dir, run_env, start_vllm, wait_for_health  # noqa: E402
 

@@ -6,7 +6,7 @@
 
 For every experiment of the journal that was compared with a baseline on at least one
 workload (a preset at one concurrency or request rate and one length mix), printed: each
-workload's verdict (:func:`optui.core.journal_experiments.workload_verdict`), the headline
+workload's verdict (:func:`optui.core.journal.experiments.workload_verdict`), the headline
 verdict optui shows (``Experiment.verdict``: the one rule
 :func:`optui.core.bench.compare.overall_verdict` over them), and the headline the code before
 issue 29 showed (the primary workload's verdict alone). Then how often each headline
@@ -43,7 +43,7 @@ def record_demo(directory: Path, speed: float) -> Path:
     """Record the campaign of the module doc in ``directory``; returns its journal's path."""
     import socket
 
-    from optui.cli.tui import write_demo_config
+    from optui.demo.campaign import write_demo_config
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -81,8 +81,8 @@ def analyse(journal_path: Path) -> int:
     that disagree with their per-workload verdicts."""
     from optui.adapters.journal import Journal
     from optui.core.bench.compare import overall_verdict
-    from optui.core.journal_experiments import workload_point, workload_verdict
-    from optui.session.export import load_experiments
+    from optui.core.journal.experiments import workload_point, workload_verdict
+    from optui.session.journal.export import load_experiments
 
     if not journal_path.is_file():
         raise SystemExit(f"{journal_path}: no such journal")

@@ -14,7 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from optui.cli.tui import DEMO_TODOS, free_port, seed_todo_list, write_demo_config
+from optui.demo.campaign import DEMO_TODOS, free_port, seed_todo_list, write_demo_config
+
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp

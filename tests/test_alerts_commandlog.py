@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass
 
-from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
-from optui.core.server_state import CrashClass, ServerState, ServerStatus
+from optui.core.gpu.samples import GpuSample, HostSnapshot, HostStatus
+from optui.core.server.state import CrashClass, ServerState, ServerStatus
 from optui.session.alerts import AlertWatcher
 from optui.session.command_log import CommandLog, mask_secrets
 

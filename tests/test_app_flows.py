@@ -8,8 +8,8 @@ import os
 import pytest
 
 from optui.adapters.journal import Journal
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
+from optui.demo.campaign import write_demo_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import TEST_SPEED, free_port
@@ -214,8 +214,8 @@ def test_the_demo_keeps_its_port_from_one_start_to_the_next(tmp_path):
     experiment ("~ --port: 50787 → 38211")."""
     import socket
 
-    from optui.cli.tui import free_port as pick_port
-    from optui.cli.tui import previous_demo_port
+    from optui.demo.campaign import free_port as pick_port
+    from optui.demo.campaign import previous_demo_port
 
     assert previous_demo_port(tmp_path) is None
     (tmp_path / "optui.toml").write_text("not toml [")

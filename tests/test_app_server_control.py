@@ -12,8 +12,8 @@ import shlex
 import httpx
 import pytest
 
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
+from optui.demo.campaign import write_demo_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import free_port
@@ -373,7 +373,7 @@ async def test_every_rollback_to_rejected_flags_warns_not_only_the_first(tmp_pat
     nothing), the next crash offered the same flags with no warning. It is the
     configuration's: any experiment of those flags that was rejected (or measured worse)."""
     from optui.adapters.journal import Journal
-    from optui.core import events as ev
+    from optui.core.journal import events as ev
 
     app = make_app(tmp_path)
     session, rt = app.session, app.session.servers["demo"]

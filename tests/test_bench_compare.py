@@ -106,7 +106,7 @@ def test_a_row_is_judged_with_the_restart_spread_its_experiments_verdict_used():
     in the bench panel and the results view, while its verdict was `same`: restarts ±7.2 %."""
     from optui.core.bench.compare import THROUGHPUT, with_restart_spreads
     from optui.core.bench.compare import judge as judge_runs
-    from optui.core.journal_experiments import Experiment, WorkloadOutcome, restart_spreads
+    from optui.core.journal.experiments import Experiment, WorkloadOutcome, restart_spreads
 
     base = [Entry(i, result(v, run="r1"), "sweep", False, "exp-0002") for i, v in enumerate((100.0, 101.0, 99.5), 1)]
     again = [Entry(i, result(v, run="r2"), "sweep", False, "exp-0009") for i, v in enumerate((93.6, 94.0, 93.2), 4)]
@@ -136,7 +136,7 @@ def test_the_baseline_flags_again_never_read_better_or_worse_in_a_table():
     (2.1 % of the baseline's). Such a row's changes are inconclusive (``~``) whatever the
     spread; another experiment's row keeps its verdict."""
     from optui.core.bench.compare import THROUGHPUT, with_restart_spreads
-    from optui.core.journal_experiments import Experiment, baseline_flags_again
+    from optui.core.journal.experiments import Experiment, baseline_flags_again
 
     base = [Entry(i, result(v, run="r1"), "sweep", False, "exp-0002") for i, v in enumerate((100.0, 100.2, 99.8), 1)]
     again = [Entry(i, result(v, run="r2"), "sweep", False, "exp-0009") for i, v in enumerate((102.1, 102.2, 102.0), 4)]

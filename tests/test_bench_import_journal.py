@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from optui.cli.tui import write_demo_config
+from optui.demo.campaign import write_demo_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 

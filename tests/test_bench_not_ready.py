@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from optui.cli.tui import write_demo_config
+from optui.demo.campaign import write_demo_config
 from optui.ui.screens.choice import ChoiceScreen
 from optui.ui.screens.confirm import ConfirmScreen
 from tests.helpers.demo import free_port, subprocess_env

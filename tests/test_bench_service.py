@@ -1,4 +1,4 @@
-"""Benchmark runs through the session (optui.session.benches / bench_run / bench_command)
+"""Benchmark runs through the session (optui.session.bench.service / bench_run / bench_command)
 with fake SGLang / vLLM clients as real subprocesses, a real SQLite journal, and a server
 that is down (a closed port): result files preferred over stdout, sweeps and repeats, the
 stall watchdog, abort, import."""
@@ -17,7 +17,7 @@ from optui.config import load_config
 from optui.core.bench.parse import parse_any
 from optui.core.bench.sweep import parse_sweep
 from optui.session import Session
-from optui.session.benches import import_results
+from optui.session.bench.service import import_results
 
 pytestmark = pytest.mark.timeout(60)
 TOOLS = Path(__file__).parent / "helpers" / "fake_tools"
@@ -202,7 +202,7 @@ def test_import_results_stores_workloads_and_journals(tmp_path):
 
 async def test_history_is_merged_not_reloaded_and_sees_other_processes(tmp_path):
     from optui.adapters.journal import Journal
-    from optui.session.benches import HISTORY_LIMIT
+    from optui.session.bench.service import HISTORY_LIMIT
 
     s = campaign(tmp_path, {"c": argv(SGLANG, "--num-prompts", "4")})
     await run(s, "c")

@@ -10,7 +10,7 @@ import pytest
 
 from optui.core.bench.parse import parse_bench_output
 from optui.core.bench.stream import ProgressTracker, ResultCapture
-from optui.core.textstream import LineSplitter
+from optui.core.text.textstream import LineSplitter
 from optui.demo.tqdm_text import tqdm_line
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"

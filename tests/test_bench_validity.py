@@ -18,7 +18,7 @@ from optui.adapters.journal import Journal
 from optui.config import load_config
 from optui.core.bench.result import BenchResult, comparable
 from optui.core.bench.validity import StateTimeline, invalid_reason, mark_invalid
-from optui.core.journal_experiments import build_experiments
+from optui.core.journal.experiments import build_experiments
 from optui.session import Session
 from optui.session.errors import SessionError
 from tests.helpers.faults import demo_config, observed_demo

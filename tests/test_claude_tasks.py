@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from optui.adapters.todo_follow import read_snapshot
-from optui.cli.tui import write_demo_config
-from optui.core.todo import TodoStatus
-from optui.core.todo_formats import TodoFormatError, parse_claude_task_files, parse_follow_spec
+from optui.core.todo.formats import TodoFormatError, parse_claude_task_files, parse_follow_spec
+from optui.core.todo.items import TodoStatus
+from optui.demo.campaign import write_demo_config
 from optui.session import Session
 from tests.helpers.waiting import until
 
@@ -111,7 +111,7 @@ step()
 
 async def test_a_task_list_is_followed_live_while_a_real_writer_changes_it(tmp_path):
     from optui.config import load_config
-    from optui.core.todo_formats import dependency_labels
+    from optui.core.todo.formats import dependency_labels
 
     lst = tmp_path / "home" / ".claude" / "tasks" / "list-1"
     cfg = tmp_path / "optui.toml"

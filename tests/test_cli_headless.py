@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from optui.adapters.journal import Journal
-from optui.cli.tui import write_demo_config
+from optui.demo.campaign import write_demo_config
 from tests.helpers.demo import TEST_SPEED, free_port, http_status, started_demo_campaign, subprocess_env
 
 pytestmark = pytest.mark.timeout(120)
@@ -97,7 +97,7 @@ def test_restart_with_a_bad_flag_exits_1_with_the_crash_class(campaign):
 
 def test_restart_refused_while_another_process_restarts(campaign):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from optui.session.locks import ServerLock;"
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from optui.session.server.locks import ServerLock;"
          "lock = ServerLock(Path(sys.argv[1]), 'demo'); assert lock.acquire(); print('held', flush=True); time.sleep(60)",
          str(campaign.parent / ".optui")],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, env=subprocess_env(), start_new_session=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from optui.cli.tui import write_demo_config
+from optui.demo.campaign import write_demo_config
 from tests.helpers.demo import TEST_SPEED, free_port, subprocess_env
 
 pytestmark = pytest.mark.timeout(90)

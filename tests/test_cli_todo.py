@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from optui.adapters.journal import Journal
 from optui.cli import cli
-from optui.cli.tui import write_demo_config
+from optui.demo.campaign import write_demo_config
 
 CLAUDE = [
     {"content": "Run the baseline sweep", "status": "completed", "activeForm": "Running the baseline sweep"},
@@ -154,7 +154,7 @@ def test_import_of_a_600_level_list_is_a_clear_error_without_traceback(campaign,
 
 
 def test_import_from_an_endless_stdin_stops_at_the_size_limit(campaign, monkeypatch):
-    import optui.core.todo_formats as tf
+    import optui.core.todo.formats as tf
 
     monkeypatch.setattr(tf, "MAX_CHARS", 1000)
     r = todo(campaign, "import", "-", input="[" + " " * 5000 + "]")

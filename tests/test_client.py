@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from optui.adapters.journal import Journal
-from optui.core import events as ev
+from optui.core.journal import events as ev
 from tests.helpers.snapshot_campaign import make_app
 from tests.test_app_flows import wait_for
 
@@ -36,7 +36,7 @@ async def test_a_filtered_journal_is_searched_off_the_event_loop(tmp_path, monke
 async def test_each_client_takes_every_session_event_once_in_order(tmp_path):
     """The session's event stream (issue 33): two alerts raised between two reads reach the
     client once each, in order; a second reader has its own cursor."""
-    from optui.session.alerts import Alert
+    from optui.session.snapshot_types import Alert
     from optui.session.state import AlertRaised
     from optui.ui.client import SessionClient
 

@@ -9,16 +9,10 @@ from __future__ import annotations
 import json
 
 from optui.adapters.journal import Journal
-from optui.core.flag_catalog import FlagCatalog, FlagSpec
-from optui.core.flags import Flags
-from optui.core.journal_experiments import (
-    baseline_flags_again,
-    config_changes,
-    config_key,
-    fold_repeats,
-    workload_baselines,
-)
-from optui.session.export import load_experiments
+from optui.core.flags.argv import Flags
+from optui.core.flags.catalog import FlagCatalog, FlagSpec
+from optui.core.journal.experiments import baseline_flags_again, config_changes, config_key, fold_repeats, workload_baselines
+from optui.session.journal.export import load_experiments
 from tests.helpers.campaign import BASE_ARGV, CampaignWriter, result
 from tests.test_cli_headless import optui, small_demo_config
 

@@ -18,8 +18,8 @@ from optui.adapters.controller_systemd import JournalFollower, SystemdController
 from optui.adapters.journal import Journal
 from optui.adapters.shell import LocalShell
 from optui.config import ServerConfig
-from optui.core.systemd_unit import parse_exec_start, render_dropin, render_exec_start
-from optui.session.server_runtime import ServerRuntime
+from optui.core.server.systemd_unit import parse_exec_start, render_dropin, render_exec_start
+from optui.session.server.runtime import ServerRuntime
 from tests.helpers import fake_systemd
 from tests.helpers.demo import SRC, free_port
 

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optui.core.metrics_map import MetricsParseError, load_view, parse_scrape
-from optui.core.server_fsm import HungDetector, Observation, next_state, unhealthy_reason
-from optui.core.server_log import LogClassifier, classify_log
-from optui.core.server_state import CrashClass, ServerState
-from optui.core.textstream import LineSplitter, strip_ansi
+from optui.core.server.fsm import HungDetector, Observation, next_state, unhealthy_reason
+from optui.core.server.log import LogClassifier, classify_log
+from optui.core.server.metrics_map import MetricsParseError, load_view, parse_scrape
+from optui.core.server.state import CrashClass, ServerState
+from optui.core.text.textstream import LineSplitter, strip_ansi
 
 
 def test_splitter_collapses_carriage_returns_and_strips_ansi():
@@ -194,7 +194,7 @@ def test_changed_flags_fit_a_cell_with_their_names_whole_or_abbreviated_alike():
     """Issue 20: a narrow cell cut the flag name the row is read by (``--max-``,
     ``--max-run… 64``). Names stay whole, or every name of the column is abbreviated by the
     same rule; flags that do not fit are counted; only a value is ever cut."""
-    from optui.core.flag_abbrev import abbreviate, fit_flag_column, fit_flags
+    from optui.core.flags.abbrev import abbreviate, fit_flag_column, fit_flags
 
     assert [abbreviate("--max-running-requests", level) for level in (0, 1, 2)] == [
         "--max-running-requests", "--max-run-req", "--mrr"]

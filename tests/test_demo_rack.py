@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from optui.core.gpu import HostStatus
+from optui.core.gpu.samples import HostStatus
 from optui.demo.sim_gpus import DemoGpuSource, gpu_uuid
 
 

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from optui.adapters.journal import Journal
-from optui.core.effective_config import (
+from optui.core.journal.experiments import build_experiments
+from optui.core.server.effective_config import (
     cache_config_labels,
     check_config,
     llamacpp_config,
@@ -18,7 +19,6 @@ from optui.core.effective_config import (
     sglang_config,
     vllm_config,
 )
-from optui.core.journal_experiments import build_experiments
 from tests.helpers.demo import demo_server_cmd, free_port
 from tests.helpers.runtime import runtime
 
@@ -190,8 +190,8 @@ async def test_tui_server_panel_and_experiments_view_say_unverified(tmp_path):
 
 
 def test_the_report_says_when_the_best_configuration_is_unverified(tmp_path):
-    from optui.core import events as ev
-    from optui.core.report import ReportInput, render_markdown
+    from optui.core.journal import events as ev
+    from optui.core.journal.report import ReportInput, render_markdown
     from tests.helpers.campaign import BASE_ARGV, CampaignWriter, flags, result
 
     j = Journal(tmp_path / "j.db")
@@ -210,7 +210,7 @@ def test_the_report_says_when_the_best_configuration_is_unverified(tmp_path):
     import csv
     import io
 
-    from optui.core.report import render_csv
+    from optui.core.journal.report import render_csv
 
     rows = {r["experiment"]: r for r in csv.DictReader(io.StringIO(render_csv(ReportInput(title="t", events=j.events(),
                                                                                           results=j.results(limit=None)))))}

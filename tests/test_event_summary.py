@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from optui.core import events as ev
-from optui.core.events import Event
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event
 
 
 def line(type_: str, data: dict) -> str:
@@ -45,7 +45,7 @@ def test_baseline_pin_and_alerts_read_as_sentences():
 def test_a_benchmark_of_several_runs_has_numbers_in_its_journal_line():
     """The CLI's `bench run` (3 repeats) journaled `bench sweep ok` with no numbers, where a
     single run's line reads `…, 1600.2 out tok/s, TTFT p50 15.2 ms`."""
-    from optui.core.events import Event
+    from optui.core.journal.events import Event
 
     runs = [{"output_throughput_tok_s": v, "ttft_ms": {"median": t}} for v, t in ((1500.0, 16.0), (1650.0, 15.0), (1600.2, 15.2))]
     e = Event(1, 0.0, "bench.finished", "demo", "cli", None, {"bench": "sweep", "status": "ok", "results": runs})
@@ -55,7 +55,7 @@ def test_a_benchmark_of_several_runs_has_numbers_in_its_journal_line():
 def test_a_benchmark_of_several_runs_journals_each_figure_as_the_median_of_its_runs():
     """The journal's line of 3 repeats gave the TTFT p50 of the run of median out tok/s
     (986.6 ms) where the bench table gave the median of the 3 runs' TTFT p50 (862.8 ms)."""
-    from optui.core.events import Event
+    from optui.core.journal.events import Event
 
     runs = [{"output_throughput_tok_s": v, "ttft_ms": {"median": t}} for v, t in ((600.0, 862.8), (620.0, 986.6), (640.0, 700.0))]
     failed = {"output_throughput_tok_s": 10.0, "ttft_ms": {"median": 1.0}, "status": "failed"}

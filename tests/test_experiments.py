@@ -8,11 +8,11 @@ import time
 import pytest
 
 from optui.adapters.journal import Journal
-from optui.core import events as ev
-from optui.core.event_details import event_sections, experiment_sections, render_text
-from optui.core.events import EventFilter, parse_since
-from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import (
+from optui.core.flags.abbrev import fit_flag_column
+from optui.core.journal import events as ev
+from optui.core.journal.event_details import event_sections, experiment_sections, render_text
+from optui.core.journal.events import EventFilter, parse_since
+from optui.core.journal.experiments import (
     best_experiment,
     build_experiments,
     crash_summary,
@@ -21,7 +21,7 @@ from optui.core.journal_experiments import (
     sort_experiments,
     verdict_evidence,
 )
-from optui.session.export import load_experiments
+from optui.session.journal.export import load_experiments
 from tests.helpers.campaign import WL, CampaignWriter, flags, result, standard_campaign
 
 
@@ -341,7 +341,7 @@ def test_a_run_the_prefix_cache_served_otherwise_than_its_baseline_is_flagged_wh
     `journal experiments`, the report all show verdict_evidence), and so does the results
     table's delta cell (Row.cache_note)."""
     from optui.core.bench.compare import Entry, build_rows, group_entries
-    from optui.core.journal_experiments import verdict_evidence
+    from optui.core.journal.experiments import verdict_evidence
 
     w = CampaignWriter(journal)
     base = w.restart(flags(), reason="autostart")

@@ -11,9 +11,9 @@ from optui.adapters import journal_thread
 from optui.adapters.journal import Journal
 from optui.adapters.journal_thread import ExperimentFeed, JournalThread
 from optui.core.bench.result import BenchResult, Workload
-from optui.core.events import EventFilter
-from optui.core.journal_experiments import experiment_start
-from optui.session.export import load_experiments
+from optui.core.journal.events import EventFilter
+from optui.core.journal.experiments import experiment_start
+from optui.session.journal.export import load_experiments
 
 ARGV = ["serve", "--model", "m", "--tp", "1"]
 WORKLOADS = [Workload("sglang", "random", 256, 96, 64, c, float("inf")) for c in (1, 16)]

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from optui.adapters.journal import Journal
-from optui.core import events as ev
+from optui.core.journal import events as ev
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.test_app_flows import wait_for

@@ -26,8 +26,8 @@ from click.testing import CliRunner
 
 from optui.adapters.journal import SCHEMA_VERSION, Journal, JournalError
 from optui.cli import cli
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
+from optui.demo.campaign import write_demo_config
 
 from .helpers.demo import subprocess_env
 
@@ -264,7 +264,7 @@ def test_journal_and_exports_are_private_whatever_the_umask(campaign, tmp_path, 
 
 
 def test_locks_and_server_logs_are_private_whatever_the_umask(tmp_path, umask_022):
-    from optui.session.locks import ServerLock
+    from optui.session.server.locks import ServerLock
 
     state = tmp_path / ".optui"
     lock = ServerLock(state, "demo")

@@ -24,8 +24,8 @@ import click
 import pytest
 
 from optui.config import FleetConfig
-from optui.core.fleet_query import PromAnswerError, parse_vector_answer
-from optui.session.fleet import FleetPoller, PrometheusFleetSource
+from optui.core.fleet.query import PromAnswerError, parse_vector_answer
+from optui.session.gpu.fleet import FleetPoller, PrometheusFleetSource
 from tests.helpers.demo import subprocess_env
 from tests.helpers.waiting import until
 
@@ -421,8 +421,8 @@ async def test_a_gpu_source_that_fails_shows_why_backs_off_and_recovers(tmp_path
     import time
 
     from optui.adapters.gpu_replay import ReplayGpuSource
-    from optui.core.gpu import HostStatus
-    from optui.session.gpu_poller import GpuPoller, backoff_s
+    from optui.core.gpu.samples import HostStatus
+    from optui.session.gpu.poller import GpuPoller, backoff_s
 
     capture = tmp_path / "gpus.csv"
     good = ("index, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%]\n"

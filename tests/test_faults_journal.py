@@ -23,8 +23,8 @@ async def test_journal_locked_by_another_process_loses_nothing_and_never_freezes
     # the lock is held through a whole restart: each of its journal reads (the experiment's
     # id...) waits out the lock for EDIT_WAIT_S, then the restart goes on without it; 2 s
     # instead of the product's 10 s (the same path, ~20 s less of the suite)
-    import optui.session.journal_writer as journal_writer
-    import optui.session.server_transitions as server_transitions
+    import optui.session.journal.writer as journal_writer
+    import optui.session.server.transitions as server_transitions
 
     monkeypatch.setattr(server_transitions, "EDIT_WAIT_S", 2.0)
     monkeypatch.setattr(journal_writer, "EDIT_WAIT_S", 2.0)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from optui.core.flag_catalog import FlagCatalog
-from optui.core.flags import Flags
-from optui.core.help_parse import HelpParseError, parse_help
+from optui.core.flags.argv import Flags
+from optui.core.flags.catalog import FlagCatalog
+from optui.core.flags.help_parse import HelpParseError, parse_help
 from tests.helpers.demo import subprocess_env
 
 HELP = Path(__file__).parent / "fixtures" / "help"
@@ -106,7 +106,7 @@ def test_an_edit_replaces_another_spelling_of_the_same_flag(llama):
     """``--threads 2`` was added beside ``-t 1`` although the catalogue knows they are one
     flag (issue 34); an unknown ``--no-*`` flag typed with a space is refused, not rewritten
     silently to ``--no-such-flag=1``."""
-    from optui.core.flags import FlagError
+    from optui.core.flags.argv import FlagError
     from optui.ui.screens.flag_editor import apply_edit
 
     assert llama.aliases("--threads") == ("-t",) and llama.aliases("-t") == ("--threads",)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.app import App
 
-from optui.core.help_parse import parse_help
+from optui.core.flags.help_parse import parse_help
 from optui.ui.screens.flag_editor import FlagEditorScreen, FlagList
 
 pytestmark = pytest.mark.timeout(60)

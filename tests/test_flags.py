@@ -2,7 +2,7 @@
 
 import pytest
 
-from optui.core.flags import FlagError, Flags, parse_assignment
+from optui.core.flags.argv import FlagError, Flags, parse_assignment
 
 ARGVS = [
     ["python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "4", "--enable-metrics"],

@@ -10,7 +10,9 @@ from dataclasses import replace
 import pytest
 
 from optui.config import Config
-from optui.core.fleet import (
+from optui.core.fleet.filter import FilterError, parse_host_filter
+from optui.core.fleet.query import SAMPLE_TIME_LABEL, PromAnswerError, names_selector, parse_vector_answer, selector_matchers
+from optui.core.fleet.readings import (
     GEN_RATE_LABEL,
     SERVER_TIME_LABEL,
     FleetGpu,
@@ -22,14 +24,6 @@ from optui.core.fleet import (
     host_of,
     records_from_samples,
     servers_from_samples,
-)
-from optui.core.fleet_filter import FilterError, parse_host_filter
-from optui.core.fleet_query import (
-    SAMPLE_TIME_LABEL,
-    PromAnswerError,
-    names_selector,
-    parse_vector_answer,
-    selector_matchers,
 )
 
 DCGM_LABELS = {"gpu": "3", "UUID": "GPU-aaaa", "device": "nvidia3", "modelName": "NVIDIA H200",

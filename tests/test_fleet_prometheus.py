@@ -15,8 +15,8 @@ import time
 import pytest
 
 from optui.adapters.prometheus import PrometheusClient, PrometheusError
-from optui.core.fleet import FLEET_GPU_JSON_KEYS, FleetState, fleet_query
-from optui.core.gpu import GPU_JSON_KEYS
+from optui.core.fleet.readings import FLEET_GPU_JSON_KEYS, FleetState, fleet_query
+from optui.core.gpu.samples import GPU_JSON_KEYS
 from optui.ui.widgets.fleet_grid import server_load
 from tests.helpers.demo import free_port, subprocess_env
 from tests.helpers.prometheus import (

@@ -11,8 +11,8 @@ import fnmatch
 import pytest
 from textual.geometry import Region
 
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
+from optui.demo.campaign import write_demo_config
 from optui.demo.sim_fleet import GPUS_PER_HOST, STOPPING_HOST, STOPS_AFTER_S, SimFleetSource, sim_host_name
 from optui.session import Session
 from optui.ui.app import OptuiApp

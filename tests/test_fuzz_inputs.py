@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optui.config import ConfigError, parse_config_text
-from optui.core.metrics_map import MetricsParseError, load_view, parse_scrape
-from optui.core.server_log import LogClassifier, classify_log
+from optui.core.server.log import LogClassifier, classify_log
+from optui.core.server.metrics_map import MetricsParseError, load_view, parse_scrape
 
 FUZZ = settings(max_examples=10_000 if os.environ.get("OPTUI_SLOW") == "1" else 200, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])

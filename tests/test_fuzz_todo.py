@@ -13,10 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optui.core.flags import FlagError
-from optui.core.todo import Priority, TodoStatus
-from optui.core.todo_experiment import ExperimentSpec, parse_flag_edits
-from optui.core.todo_formats import (
+from optui.core.flags.argv import FlagError
+from optui.core.todo.experiment import ExperimentSpec, parse_flag_edits
+from optui.core.todo.formats import (
     AgentTodo,
     TodoFormatError,
     parse_claude_transcript,
@@ -24,7 +23,8 @@ from optui.core.todo_formats import (
     parse_todo_json,
     todos_from_rows,
 )
-from optui.core.todo_merge import plan_snapshot
+from optui.core.todo.items import Priority, TodoStatus
+from optui.core.todo.merge import plan_snapshot
 
 SLOW = os.environ.get("OPTUI_SLOW") == "1"
 FUZZ = settings(max_examples=10_000 if SLOW else 200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from optui.config import load_config
-from optui.core import nvsmi
-from optui.core.gpu import HostStatus
+from optui.core.gpu import nvsmi
+from optui.core.gpu.samples import HostStatus
 from optui.session import Session
 from tests.helpers.demo import subprocess_env
 

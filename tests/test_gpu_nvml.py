@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from optui.adapters.gpu_nvml import NvmlGpuSource
 from optui.cli import cli
-from optui.core.gpu import GPU_JSON_KEYS, HostStatus
+from optui.core.gpu.samples import GPU_JSON_KEYS, HostStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 2**20

@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from optui.adapters.gpu_nvml import process_ancestors
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
-from optui.core.gpu import GpuProcess, ancestors_of, parse_ps_parents, server_of_process
+from optui.core.gpu.samples import GpuProcess, ancestors_of, parse_ps_parents, server_of_process
+from optui.demo.campaign import write_demo_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import TEST_SPEED, free_port, stop_process_group

@@ -2,7 +2,7 @@
 has no cycle. Every import counts: top level, inside functions (lazy), and under
 ``if TYPE_CHECKING:`` (a cycle there still means two modules that cannot be understood,
 tested or moved one without the other). ``session.py`` wires its services together; a
-service takes the narrow things it needs (``session/journal_writer.py``), never the
+service takes the narrow things it needs (``session/journal/writer.py``), never the
 ``Session``."""
 
 from __future__ import annotations

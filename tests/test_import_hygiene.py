@@ -62,9 +62,9 @@ FORBIDDEN_OPTUI = (
     "optui.adapters.gpu_nvml", "optui.adapters.loadgen", "optui.adapters.bench_runner",
     "optui.session.session", "optui.session.agent_requests",
     # issue 33: the demo's pidfile read brought the controller and its shell, the fleet
-    # intents core.fleet, the agent requests' intent core.agent_requests and core.events
-    "optui.adapters.controller", "optui.adapters.shell", "optui.core.fleet", "optui.core.gpu",
-    "optui.core.agent_requests", "optui.core.events",
+    # intents core.fleet.readings, the agent requests' intent core.agent.requests and core.journal.events
+    "optui.adapters.controller", "optui.adapters.shell", "optui.core.fleet.readings", "optui.core.gpu.samples",
+    "optui.core.agent.requests", "optui.core.journal.events",
     "optui.core.bench",
     "optui.ui.screens",
     "optui.ui.widgets.bench_panel", "optui.ui.widgets.gpu_panel", "optui.ui.widgets.journal_panel",

@@ -4,7 +4,7 @@ import math
 
 from optui.adapters.journal import Journal
 from optui.core.bench.result import BenchResult, Workload
-from optui.core.todo import TodoStatus
+from optui.core.todo.items import TodoStatus
 
 
 def test_events_roundtrip_and_filters(tmp_path):

@@ -121,7 +121,7 @@ async def test_a_benchmark_under_a_locked_journal_keeps_its_result_and_never_wai
     cfg.write_text('[hosts.local]\ngpu_source = "none"\n[servers.s]\nurl = "http://127.0.0.1:1"\ncontrol = "none"\n'
                    f'[benchmarks.c]\nserver = "s"\nargv = {bench_argv}\n')
     session = Session(load_config(cfg), autostart=False)
-    guard = LoopGuard(session.journal._lock, threading.current_thread(), only_from="session/benches.py")
+    guard = LoopGuard(session.journal._lock, threading.current_thread(), only_from="session/bench/service.py")
     session.journal._lock = guard
     await session.start(journal_off_loop=True)
     try:
@@ -164,7 +164,7 @@ async def test_a_baseline_pinned_under_a_locked_journal_waits_on_the_thread_and_
     second = seed.add_result(BenchResult(tool="sglang", output_throughput_tok_s=120.0, workload=wl), server="s", bench="c")
     seed.close()
     session = Session(loaded, autostart=False)
-    guard = LoopGuard(session.journal._lock, threading.current_thread(), only_from="session/benches.py")
+    guard = LoopGuard(session.journal._lock, threading.current_thread(), only_from="session/bench/service.py")
     session.journal._lock = guard
     await session.start(journal_off_loop=True)
     try:
@@ -330,7 +330,7 @@ async def test_the_findings_report_is_read_and_written_on_the_journal_thread(tmp
 
 
 async def test_a_todo_experiment_run_under_a_locked_journal_never_runs_sqlite_on_the_loop(tmp_path):
-    """The experiment runner (session/todo_runs.py): a todo item's run — its todo reads, the
+    """The experiment runner (session/todo/runs.py): a todo item's run — its todo reads, the
     item's status writes, the restart, the benchmark, the compare of its results and the
     verdict — while another process holds the journal's write lock for ~2 s: every journal
     call goes through the journal thread (they ran on the loop and waited 0.5 s each for the

@@ -13,7 +13,7 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.config import load_config
-from optui.core import events as ev
+from optui.core.journal import events as ev
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.campaign import CampaignWriter, flags, result, standard_campaign

@@ -12,7 +12,7 @@ from textual import events
 from textual.keys import _character_to_key
 
 from optui.config import load_config
-from optui.core import events as ev
+from optui.core.journal import events as ev
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.pilot import wait_for

@@ -14,7 +14,7 @@ import json
 import httpx
 
 from optui.adapters.probe import ServerProbe
-from optui.session.server_load import LoadMonitor
+from optui.session.server.load import LoadMonitor
 from tests.peers.llama_server import LaunchPeer
 
 pytest_plugins = ["tests.peers.fixtures"]

@@ -120,9 +120,7 @@ async def test_a_server_killed_mid_run_stops_the_run_as_failed(tmp_path):
             if done == 8:
                 os.killpg(srv.proc.pid, signal.SIGKILL)
 
-        # 500, not 5,000: every prompt is fitted to its token length through the server's /tokenize
-        # before the run (issue 29), ~40 s for 5,000 on this machine; 500 still leave hundreds unsent
-        result = await asyncio.wait_for(run_load(srv.base_url, input_len=IN_LEN, output_len=OUT_LEN, num_prompts=500,
+        result = await asyncio.wait_for(run_load(srv.base_url, input_len=IN_LEN, output_len=OUT_LEN, num_prompts=5000,
                                                  concurrency=4, model=None, on_progress=on_progress, timeout_s=10), 60)
     assert result.status == "failed", (result.status, result.error)
     assert "in a row failed" in result.error and "not sent" in result.error, result.error

@@ -13,8 +13,8 @@ import subprocess
 import sys
 
 from optui.adapters.log_follow import LogFollower
-from optui.core import server_log
-from optui.core.server_log import LogClassifier
+from optui.core.server import log as server_log
+from optui.core.server.log import LogClassifier
 
 FLOOD = (
     "import sys\n"

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from optui.adapters.journal import Journal
 from optui.config import load_config
-from optui.core.agent_requests import decision_data
+from optui.core.agent.requests import decision_data
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from optui.ui.screens.agent_requests import AgentRequestScreen

@@ -17,10 +17,10 @@ import pytest
 from optui import __version__
 from optui.adapters.journal import Journal
 from optui.agent.mcp_server import plain_validation_error
-from optui.core.agent_requests import restart_policy
+from optui.core.agent.requests import restart_policy
 from optui.core.bench.compare import Judgement, overall_verdict
-from optui.core.flag_catalog import FlagCatalog, FlagSpec
-from optui.core.journal_experiments import shown_workload_verdict
+from optui.core.flags.catalog import FlagCatalog, FlagSpec
+from optui.core.journal.experiments import shown_workload_verdict
 from tests.helpers.demo import started_demo_campaign
 from tests.test_cli_headless import optui, small_demo_config
 from tests.test_mcp import agent, data, error_text
@@ -36,7 +36,7 @@ POLICY = '\n[agent]\nallowed_flags = ["--max-running-requests"]\nforbidden_flags
 def test_the_agents_answers_use_the_one_rule_of_the_experiments():
     """The agent's rows and overall verdict come from journal_experiments (one rule, issue 29):
     agent_answers judges nothing of its own (it had a second overall_verdict)."""
-    import optui.core.agent_answers as answers
+    import optui.core.agent.answers as answers
 
     assert not hasattr(answers, "overall_verdict") and not hasattr(answers, "workload_verdict")
     assert overall_verdict(["better", "same"]) == "better"
@@ -61,7 +61,7 @@ def test_a_noisy_workload_reads_same_and_a_single_run_untested():
 
 
 def test_a_host_in_a_line_sums_its_gpus_and_names_the_busiest():
-    from optui.core.agent_answers import host_line
+    from optui.core.agent.answers import host_line
 
     gpus = [{"index": 0, "mem_used_mib": 1000.4, "mem_total_mib": 8000.0, "util_gpu_pct": 10.0},
             {"index": 1, "mem_used_mib": 500.0, "mem_total_mib": 8000.0, "util_gpu_pct": 90.0},
@@ -506,7 +506,7 @@ def test_a_single_claude_code_task_file_imports(campaign, tmp_path):
 
 
 def test_the_silent_list_hint_needs_an_active_agent_and_a_quiet_list():
-    from optui.core.todo_formats import silent_list_hint
+    from optui.core.todo.formats import silent_list_hint
 
     now = 10_000.0
     agent_now = [("agent:claude-code", now - 10)]
@@ -521,7 +521,7 @@ def test_the_silent_list_hint_needs_an_active_agent_and_a_quiet_list():
 
 
 async def test_a_followed_list_that_is_missing_while_its_agent_acts_shows_the_hint(tmp_path):
-    from optui.core.agent_requests import AGENT_REQUEST
+    from optui.core.agent.requests import AGENT_REQUEST
     from tests.helpers.pilot import wait_for
     from tests.test_todo_panel import campaign as todo_campaign
     from tests.test_todo_panel import make_app, shown

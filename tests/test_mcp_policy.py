@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from optui.config import ConfigError, parse_config_text
-from optui.core import events as ev
-from optui.core.agent_requests import (
+from optui.core.agent.requests import (
     AGENT_DECISION,
     AGENT_OUTCOME,
     AGENT_REQUEST,
@@ -16,7 +15,8 @@ from optui.core.agent_requests import (
     pending_requests,
     restart_policy,
 )
-from optui.core.events import Event
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event
 
 
 def policy(changed, *, allowed=(), forbidden=(), max_per_hour=10, done=0):

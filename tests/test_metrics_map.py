@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from optui.core.metrics_map import (
+from optui.core.server.metrics_map import (
     SlotsParseError,
     load_view,
     missing_metrics_hint,

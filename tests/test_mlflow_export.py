@@ -13,8 +13,8 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.config import load_config
-from optui.core.tracking_record import CAMPAIGN_TAG, EXPERIMENT_TAG, flag_params, tracked_run, tracking_key
-from optui.session.export import load_experiments, tracked_runs
+from optui.core.journal.tracking_record import CAMPAIGN_TAG, EXPERIMENT_TAG, flag_params, tracked_run, tracking_key
+from optui.session.journal.export import load_experiments, tracked_runs
 from tests.helpers.campaign import WL, CampaignWriter, flags, result, standard_campaign
 from tests.helpers.demo import free_port, subprocess_env
 from tests.helpers.mlflow_server import mlflow_server
@@ -91,7 +91,7 @@ def test_a_failed_experiment_has_its_crash_and_log_excerpt_and_no_metrics(campai
 
 
 def test_a_never_measured_experiment_is_untested():
-    from optui.core.journal_experiments import Experiment
+    from optui.core.journal.experiments import Experiment
 
     x = Experiment(id="exp-0009", server="s", started_ts=1.0, actor="cli", reason="", argv=("vllm", "serve", "m", "--x"),
                    prev_argv=(), diff_prev=())
@@ -186,7 +186,7 @@ def test_export_to_a_real_tracking_server_is_read_back_and_a_second_export_adds_
 async def test_export_config_logs_each_experiment_of_this_session_as_it_ends(campaign, tmp_path, tracking_uri):
     from mlflow.tracking import MlflowClient
 
-    from optui.session.tracking_export import TrackingExporter
+    from optui.session.journal.tracking_export import TrackingExporter
 
     loaded, j, ids = campaign
     cfg = tmp_path / "live-export" / "optui.toml"  # a campaign of its own name (its own MLflow experiment)

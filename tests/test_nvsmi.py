@@ -9,8 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optui.core.gpu import HostStatus
-from optui.core.nvsmi import (
+from optui.core.gpu.nvsmi import (
     DEFAULT_APPS_FIELDS,
     DEFAULT_QUERY_FIELDS,
     NvidiaSmiError,
@@ -20,7 +19,8 @@ from optui.core.nvsmi import (
     parse_query_gpu,
     snapshot_from_nvidia_smi,
 )
-from optui.core.textstream import LineSplitter
+from optui.core.gpu.samples import HostStatus
+from optui.core.text.textstream import LineSplitter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpu"
 H200_UUID = "GPU-21849d05-67c8-6f6e-b56a-378040a59435"

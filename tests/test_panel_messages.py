@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from textual.app import App
 
-from optui.core.todo import TodoItem
-from optui.session.bench_run import BenchView
+from optui.core.todo.items import TodoItem
+from optui.session.snapshot_types import BenchView
 from optui.ui.colors import OPTUI_VARIABLES
 
 

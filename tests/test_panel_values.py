@@ -9,14 +9,14 @@ from pathlib import Path
 
 from textual.app import App
 
-from optui.core import events as ev
 from optui.core.bench.compare import Entry, build_rows, group_entries
 from optui.core.bench.parse import parse_bench_output
-from optui.core.events import Event
-from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
-from optui.core.server_state import ServerState, ServerStatus
-from optui.core.todo import TodoItem
-from optui.session.bench_run import BenchView
+from optui.core.gpu.samples import GpuSample, HostSnapshot, HostStatus
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event
+from optui.core.server.state import ServerState, ServerStatus
+from optui.core.todo.items import TodoItem
+from optui.session.snapshot_types import BenchView
 from optui.session.state import BenchOutput, GpuHistoryWindow, GpuSeries
 from optui.ui.colors import OPTUI_VARIABLES
 from tests.helpers.pilot import wait_for
@@ -186,7 +186,7 @@ async def test_the_bench_panel_judges_a_change_with_the_verdicts_restart_spread(
     from textual.widgets import DataTable
 
     from optui.core.bench.compare import judge
-    from optui.core.journal_experiments import Experiment, WorkloadOutcome
+    from optui.core.journal.experiments import Experiment, WorkloadOutcome
     from optui.ui.widgets.bench_panel import BenchPanel
     from tests.test_bench_compare import result
 

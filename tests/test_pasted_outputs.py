@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from optui.cli import cli
 from optui.core.bench.files import parse_result_file_text
 from optui.core.bench.parse import parse_bench_output
-from optui.core.nvsmi import NvidiaSmiError, parse_query_gpu, snapshot_from_nvidia_smi
-from optui.core.server_log import LogClassifier, classify_log, detect_kind
-from optui.core.todo_formats import TodoFormatError, parse_todo_json
+from optui.core.gpu.nvsmi import NvidiaSmiError, parse_query_gpu, snapshot_from_nvidia_smi
+from optui.core.server.log import LogClassifier, classify_log, detect_kind
+from optui.core.todo.formats import TodoFormatError, parse_todo_json
 
 PASTED = Path(__file__).parent / "fixtures" / "pasted"
 

@@ -203,7 +203,7 @@ async def test_a_wrapper_that_overrides_np_makes_the_experiment_unverified(tmp_p
 
 
 async def test_np_abc_is_refused_by_the_real_help_before_the_server_stops(tmp_path, llama_server_bin, tiny_gguf):
-    from optui.session.restart_checks import RestartRefused
+    from optui.session.server.restart_checks import RestartRefused
 
     port = free_port()
     argv = llama_argv(llama_server_bin, tiny_gguf, port, "-c", "2048", "-np", "4", "-a", "tiny")
@@ -225,7 +225,7 @@ async def test_a_changed_port_that_is_taken_is_refused_before_the_server_stops(t
     stop (the new server died with "address already in use"); now it is refused first."""
     import socket
 
-    from optui.session.restart_checks import RestartRefused
+    from optui.session.server.restart_checks import RestartRefused
 
     port = free_port()
     argv = llama_argv(llama_server_bin, tiny_gguf, port, "-c", "2048", "-np", "2", "-a", "tiny")

@@ -18,7 +18,7 @@ import pytest
 
 from optui.adapters.controller import ProcessController, ScriptController
 from optui.config import ServerConfig
-from optui.session.server_runtime import health_timeout_s
+from optui.session.server.runtime import health_timeout_s
 from tests.helpers.demo import demo_server_cmd, free_port
 from tests.helpers.runtime import ENV, runtime
 
@@ -177,7 +177,7 @@ class _NoMetricsProbe:
 
 
 async def test_stale_busy_from_the_log_is_confirmed_by_a_generation_before_hung():
-    from optui.session.server_load import LoadMonitor
+    from optui.session.server.load import LoadMonitor
 
     answers = [True, False]
     confirmations = []
@@ -203,9 +203,9 @@ async def test_stale_busy_from_the_log_is_confirmed_by_a_generation_before_hung(
 
 async def test_gpu_holders_reads_a_fresh_reading_of_the_host():
     from optui.adapters.gpu_source import NoGpuSource
-    from optui.core.gpu import GpuProcess, GpuSample, HostSnapshot, HostStatus
-    from optui.session.gpu_poller import GpuPoller
-    from optui.session.gpu_release import gpu_holders
+    from optui.core.gpu.samples import GpuProcess, GpuSample, HostSnapshot, HostStatus
+    from optui.session.gpu.poller import GpuPoller
+    from optui.session.server.gpu_release import gpu_holders
 
     class Source:
         reads = 0

@@ -12,9 +12,9 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.config import load_config
-from optui.core import events as ev
-from optui.core.report import CSV_COLUMNS, ReportInput, render_csv, render_jsonl, render_markdown
-from optui.session.export import default_export_path, export, report_input, write_atomic
+from optui.core.journal import events as ev
+from optui.core.journal.report import CSV_COLUMNS, ReportInput, render_csv, render_jsonl, render_markdown
+from optui.session.journal.export import default_export_path, export, report_input, write_atomic
 from tests.helpers.campaign import T0, CampaignWriter, flags, result, standard_campaign
 
 CONFIG = '''

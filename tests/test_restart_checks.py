@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from optui.core.server_state import ServerState, ServerStatus
-from optui.session.restart_checks import apply_changes, base_argv, rollback_offer
+from optui.core.server.state import ServerState, ServerStatus
+from optui.session.server.restart_checks import apply_changes, base_argv, rollback_offer
 
 RUNNING = ("srv", "--port", "1", "--max-running-requests", "8")
 GOOD = ("srv", "--port", "1", "--max-running-requests", "4")
@@ -40,8 +40,8 @@ def test_a_set_replaces_another_spelling_of_its_flag():
     catalogue knows they are one flag) replaces it rather than adding a second spelling."""
     from pathlib import Path
 
-    from optui.core.help_parse import parse_help
-    from optui.session.restart_checks import apply_changes
+    from optui.core.flags.help_parse import parse_help
+    from optui.session.server.restart_checks import apply_changes
 
     catalog = parse_help((Path(__file__).parent / "fixtures" / "help" / "sglang_0.5.23_help.txt").read_text(), kind="sglang")
     base = ["python", "-m", "sglang.launch_server", "--tp-size", "4", "--port", "30000"]
@@ -52,7 +52,7 @@ def test_a_set_replaces_another_spelling_of_its_flag():
 
 
 def test_changed_port_is_seen_only_when_the_port_moves():
-    from optui.session.restart_checks import changed_port
+    from optui.session.server.restart_checks import changed_port
 
     base = ["vllm", "serve", "m", "--port", "8000"]
     assert changed_port(base, [*base[:-1], "8001"]) == ("--port", 8001, "0.0.0.0")

@@ -19,18 +19,10 @@ from click.testing import CliRunner
 
 from optui.adapters.journal import Journal
 from optui.cli import cli
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
-from optui.core import events as ev
-from optui.core.safe_text import (
-    csv_cell,
-    markdown_code,
-    markdown_inline,
-    safe_json,
-    safe_line,
-    safe_text,
-    strip_unsafe,
-)
+from optui.core.journal import events as ev
+from optui.core.text.safe_text import csv_cell, markdown_code, markdown_inline, safe_json, safe_line, safe_text, strip_unsafe
+from optui.demo.campaign import write_demo_config
 from tests.helpers.campaign import CampaignWriter, result
 from tests.helpers.pilot import wait_for
 
@@ -210,7 +202,7 @@ def test_a_real_terminal_gets_no_escape_sequence(campaign):
 
 # ------------------------------------------------------------------ exports (pure)
 def test_findings_report_and_csv_escape_a_hostile_model_id_and_flag(tmp_path):
-    from optui.core.report import ReportInput, render_csv, render_markdown
+    from optui.core.journal.report import ReportInput, render_csv, render_markdown
 
     j = Journal(tmp_path / "j.db")
     w = CampaignWriter(j)
@@ -405,7 +397,7 @@ def test_cli_rows_stay_one_row_per_item_and_event(campaign):
 
 def test_headline_is_one_bounded_line_that_says_what_happened():
     # issue 20: a traceback's journal row and toast were many lines
-    from optui.core.safe_text import headline
+    from optui.core.text.safe_text import headline
 
     traceback = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\nKeyError: \'a\'\n'
     assert headline(traceback) == "KeyError: 'a' …"

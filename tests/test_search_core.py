@@ -492,7 +492,7 @@ def test_an_infeasible_point_shows_its_measured_value_and_no_winner_says_what_fa
 def test_the_search_line_puts_what_matters_first_and_fits():
     """The TUI's line showed neither the step nor the ETA of another process's search and
     was cut by the panel (`best 1090 (--max-runn…`); now it sheds the least first."""
-    from optui.session.search import SearchProgress
+    from optui.session.snapshot_types import SearchProgress
 
     flags = "--max-running-requests 32 --mem-fraction-static 0.85"
     p = SearchProgress("batch", "batch.1", "grid", "max output_tok_s", 4, 7, "explore", flags, "bench tiny run 2/3",

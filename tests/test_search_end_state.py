@@ -56,7 +56,7 @@ fixed = {{ "--disable-cuda-graph" = true, "--tp-size" = 1 }}
 
 
 def demo_campaign(tmp_path):
-    from optui.cli.tui import write_demo_config
+    from optui.demo.campaign import write_demo_config
     from tests.helpers.demo import TEST_SPEED, free_port
 
     cfg = write_demo_config(tmp_path, port=free_port(), speed=TEST_SPEED)

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
 from optui.core.search.spec import parse_search_text
 from optui.core.search.strategies import Trial
-from optui.core.todo import TodoStatus
+from optui.core.todo.items import TodoStatus
+from optui.demo.campaign import write_demo_config
 from optui.session import Session
 from tests.helpers.demo import TEST_SPEED, free_port
 
@@ -130,7 +130,7 @@ async def test_grid_finds_the_demos_optimum_and_keeps_the_oom_points(tmp_path):
                                              TodoStatus.CANCELLED, TodoStatus.COMPLETED, TodoStatus.COMPLETED]
         assert items[1].run["crash_class"] == "oom"
         # the findings report: the search's table, its infeasible region, the winner's launch command
-        from optui.session.export import render, report_input
+        from optui.session.journal.export import render, report_input
 
         md = render("md", report_input(j, load_config(cfg), "md"))
         section = md[md.index("## Flag search batch.1"):]

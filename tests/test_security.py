@@ -17,7 +17,7 @@ import pytest
 from optui.config import load_config
 from optui.session import Session
 from optui.session.errors import SessionError
-from optui.session.export import export
+from optui.session.journal.export import export
 from tests.helpers.faults import app_on, db_bytes, demo_app, demo_config, ready, small_client, wait_for
 
 pytestmark = pytest.mark.timeout(120)

@@ -25,7 +25,7 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.adapters.proc import pid_alive
-from optui.cli.tui import write_demo_config
+from optui.demo.campaign import write_demo_config
 from tests.helpers.demo import SRC, free_port, http_status, subprocess_env
 
 pytestmark = pytest.mark.timeout(150)

@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from optui.cli import cli
-from optui.core.log_load import LogLoad, parse_batch_line
-from optui.core.server_log import (
+from optui.core.server.log import (
     LogClassifier,
     classify_log,
     detect_kind,
@@ -22,7 +21,8 @@ from optui.core.server_log import (
     line_timestamp,
     phase_durations,
 )
-from optui.core.server_state import CrashClass, PhaseMark
+from optui.core.server.log_load import LogLoad, parse_batch_line
+from optui.core.server.state import CrashClass, PhaseMark
 
 TB = "Traceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py\", line 3012, in run\n    x()\n"
 

@@ -1,5 +1,5 @@
 """A paused server is HUNG, never DOWN, and a frozen one leaves READY within a stated bound
-(issue 29; the bound is in core/server_fsm.py's docstring and docs/faults.md). A SIGSTOPped
+(issue 29; the bound is in core/server/fsm.py's docstring and docs/faults.md). A SIGSTOPped
 demo server read ``down`` in ``optui status`` and stayed READY for 31-35 s in a session
 (its health probe waited out the 25 s timeout, then the load probe its own).
 
@@ -86,8 +86,8 @@ def test_optui_status_reads_a_paused_server_as_hung_never_down(tmp_path):
 
 
 def test_the_state_machine_reads_a_stopped_or_frozen_server_as_hung_never_down():
-    from optui.core.server_fsm import Observation, next_state
-    from optui.core.server_state import ServerState as S
+    from optui.core.server.fsm import Observation, next_state
+    from optui.core.server.state import ServerState as S
 
     paused = Observation("running", None, paused=True)
     for prev in (S.READY, S.DEGRADED, S.DOWN, S.HUNG):

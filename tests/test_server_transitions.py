@@ -1,4 +1,4 @@
-"""A server's status changes through one door (session/server_transitions.py), and the
+"""A server's status changes through one door (session/server/transitions.py), and the
 restart flow is an object that runs on what it is given (issue 17 §4).
 
 Real parts: the toy server and a sleeping Python as real subprocesses, the real SQLite
@@ -22,11 +22,11 @@ from optui.adapters.controller import ProcessController
 from optui.adapters.journal import Journal
 from optui.adapters.shell import LocalShell
 from optui.config import ServerConfig
-from optui.core.server_fsm import after_load_reading
-from optui.core.server_state import CrashClass, ServerState, ServerStatus
-from optui.session.server_restart import RestartFlow
-from optui.session.server_runtime import ServerRuntime
-from optui.session.server_transitions import ServerEvents, StatusKeeper
+from optui.core.server.fsm import after_load_reading
+from optui.core.server.state import CrashClass, ServerState, ServerStatus
+from optui.session.server.restart import RestartFlow
+from optui.session.server.runtime import ServerRuntime
+from optui.session.server.transitions import ServerEvents, StatusKeeper
 from tests.helpers.demo import free_port
 from tests.helpers.runtime import ENV
 
@@ -137,7 +137,7 @@ async def test_a_poll_that_saw_ready_before_a_stop_never_sets_it_after(tmp_path)
     'ready → down'. A poll read the server READY, then awaited its load (/metrics) while the
     stop began, and wrote its stale READY over STOPPING. Here the load read waits until the
     stop has begun: the states go ready → stopping → down, nothing else."""
-    from optui.core.server_state import ServerState as S
+    from optui.core.server.state import ServerState as S
 
     argv = toy(free_port())
     async with watched_runtime(tmp_path, argv) as (rt, statuses):
@@ -193,7 +193,7 @@ async def test_the_phase_always_agrees_with_the_state(tmp_path):
 
 async def test_only_the_process_that_launched_the_server_journals_its_transitions(tmp_path):
     # issue 20: `warming → ready` was journaled by both the CLI and the TUI watching one server
-    from optui.session.server_transitions import launched_by_another_live_process
+    from optui.session.server.transitions import launched_by_another_live_process
 
     journal = Journal(tmp_path / "journal.db")
     launcher = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(60)")

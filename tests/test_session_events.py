@@ -103,9 +103,8 @@ async def test_a_followed_list_failing_again_after_a_good_read_is_told_again(tmp
 
 def test_the_stream_is_bounded_and_a_reader_that_fell_behind_learns_how_many_it_missed():
     """No process: the stream keeps its newest events; each reader its own cursor."""
-    from optui.session.alerts import Alert
-    from optui.session.event_stream import EventStream
-    from optui.session.state import AlertRaised
+    from optui.session.snapshot_types import Alert
+    from optui.session.state import AlertRaised, EventStream
 
     woken: list[int] = []
     stream = EventStream(lambda: woken.append(1), kept=3)

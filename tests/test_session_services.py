@@ -9,13 +9,13 @@ import pytest
 from optui.adapters.journal import Journal, JournalError
 from optui.config import Config, TodoConfig
 from optui.core.bench.result import BenchResult, Workload
-from optui.core.todo import TodoStatus
-from optui.session.benches import BenchService, import_results
+from optui.core.todo.items import TodoStatus
+from optui.session.bench.service import BenchService, import_results
 from optui.session.errors import SessionError
-from optui.session.journal_writer import JournalWriter
-from optui.session.todo_runs import TodoRunQueue
-from optui.session.todo_sync import TodoFollowService
-from optui.session.todos import TodoService
+from optui.session.journal.writer import JournalWriter
+from optui.session.todo.runs import TodoRunQueue
+from optui.session.todo.service import TodoService
+from optui.session.todo.sync import TodoFollowService
 
 
 class Recorder:

@@ -13,11 +13,11 @@ import signal
 import subprocess
 import time
 
-from optui.core.effective_config import check_config, sglang_config
-from optui.core.help_parse import parse_help
-from optui.core.metrics_map import generated_total, load_view
-from optui.core.server_log import LogClassifier, classify_log
-from optui.core.server_state import CrashClass
+from optui.core.flags.help_parse import parse_help
+from optui.core.server.effective_config import check_config, sglang_config
+from optui.core.server.log import LogClassifier, classify_log
+from optui.core.server.metrics_map import generated_total, load_view
+from optui.core.server.state import CrashClass
 from tests.helpers.engine_peer import check_sglang_bench_serving, classify_crash, get, load_during_completions, taken_port
 from tests.peers.sglang_server import DEFAULT_ARGS, run_env
 

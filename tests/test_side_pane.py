@@ -120,8 +120,8 @@ def screen_lines(app) -> list[str]:
 async def test_a_benchmark_shows_its_progress_and_result_in_a_50x30_pane(tmp_path):
     """Issue 20: at 50x30 a benchmark ran with no visible progress. On the real demo: its
     progress line while it runs and its result row after, on screen, without zooming."""
-    from optui.cli.tui import write_demo_config
     from optui.config import load_config
+    from optui.demo.campaign import write_demo_config
     from optui.session import Session
     from optui.ui.app import OptuiApp
     from tests.helpers.demo import free_port
@@ -166,8 +166,8 @@ async def test_bench_keeps_its_room_beside_a_fleet_grid_in_a_side_pane(tmp_path,
     progress: with a fleet (``optui demo --fleet 16``) the GPU panel's grid took the rows and
     Todo's and Bench's least heights did not fit what was left, so Bench was pushed below the
     screen (at 60x40 too). Every panel keeps a line on screen, Bench its status and a row."""
-    from optui.cli.tui import write_demo_config
     from optui.config import load_config
+    from optui.demo.campaign import write_demo_config
     from optui.session import Session
     from optui.ui.app import OptuiApp
     from tests.helpers.demo import free_port

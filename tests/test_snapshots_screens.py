@@ -59,7 +59,7 @@ def push_choice(app) -> None:
 
 
 def push_agent_request(app) -> None:
-    from optui.core.agent_requests import AgentRequest
+    from optui.core.agent.requests import AgentRequest
     from optui.ui.screens.agent_requests import AgentRequestScreen
 
     app.push_screen(AgentRequestScreen(AgentRequest(

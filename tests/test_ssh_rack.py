@@ -10,7 +10,7 @@ import pytest
 
 from optui.adapters.gpu_smi_stream import SshNvidiaSmiSource
 from optui.adapters.ssh import SshError, SshState
-from optui.core.gpu import HostStatus
+from optui.core.gpu.samples import HostStatus
 from tests.helpers.pilot import wait_for
 from tests.helpers.sshd import Sshd, running_sshd, ssh_host
 from tests.helpers.waiting import until

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from optui.config import load_config
-from optui.core.gpu import HostStatus
-from optui.core.textstream import LineSplitter
+from optui.core.gpu.samples import HostStatus
+from optui.core.text.textstream import LineSplitter
 from optui.session import Session
 from optui.session.errors import SessionError
 from tests.helpers.demo import SRC, free_port

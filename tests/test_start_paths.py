@@ -18,8 +18,8 @@ import pytest
 
 from optui.adapters.journal import Journal, JournalError
 from optui.adapters.proc import group_pids, pid_alive
-from optui.cli.tui import surviving_demo_port, write_demo_config
 from optui.config import load_config
+from optui.demo.campaign import surviving_demo_port, write_demo_config
 from optui.session import Session
 from tests.helpers.demo import free_port
 
@@ -129,7 +129,7 @@ async def test_a_read_only_window_quitting_stops_nothing(campaign):
 
 async def test_stop_waits_for_no_one_but_refuses_during_another_restart(campaign):
     from optui.session.errors import SessionError
-    from optui.session.locks import ServerLock
+    from optui.session.server.locks import ServerLock
 
     async with running(campaign, autostart=False) as s:
         other = ServerLock(campaign.parent / ".optui", "demo")
@@ -165,7 +165,7 @@ def _optui_popen(cfg, *args):
 async def test_records_of_an_optui_killed_mid_way_are_closed_by_the_next_process(tmp_path):
     """SIGKILL of `optui restart` during the ready gate and of `optui bench run` mid-run left
     an experiment with no outcome and a bench.started with no bench.finished."""
-    from optui.session.export import load_experiments
+    from optui.session.journal.export import load_experiments
 
     cfg = write_demo_config(tmp_path / "k", port=free_port(), speed=1.0)  # ~6 s of startup phases
     try:
@@ -215,7 +215,7 @@ def test_a_port_in_time_wait_is_still_the_demos_port():
     (and the port change became every later experiment's 'change')."""
     import socket
 
-    from optui.cli.tui import free_port as demo_free_port
+    from optui.demo.campaign import free_port as demo_free_port
 
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -234,7 +234,7 @@ def test_a_port_in_time_wait_is_still_the_demos_port():
 async def test_a_demo_that_stops_its_server_at_quit_leaves_down_as_the_journaled_state(campaign):
     """Each demo start journaled `ready → starting` (the demo had stopped its server at quit
     without saying its state changed)."""
-    from optui.session.server_history import last_journaled_state
+    from optui.session.server.history import last_journaled_state
 
     async with running(campaign, ready=True, stop_servers_on_exit=True):
         pass

@@ -14,8 +14,8 @@ import pytest
 
 from optui.adapters.todo_follow import FollowError, TodoFollower, read_snapshot
 from optui.config import ConfigError, load_config, parse_config_text
-from optui.core.todo import TodoStatus
-from optui.core.todo_formats import parse_follow_spec
+from optui.core.todo.formats import parse_follow_spec
+from optui.core.todo.items import TodoStatus
 from optui.session import Session
 from tests.helpers.waiting import until
 
@@ -201,8 +201,8 @@ def test_claude_transcript_is_followed_when_no_todo_file_is_written(tmp_path):
 SYNCER = """
 import os, sys, time
 from optui.adapters.journal import Journal
-from optui.core.todo_formats import AgentTodo
-from optui.session.todo_sync import apply_snapshot
+from optui.core.todo.formats import AgentTodo
+from optui.session.todo.sync import apply_snapshot
 j = Journal(sys.argv[1])
 open(sys.argv[2] + f".ready-{os.getpid()}", "w").close()
 while not os.path.exists(sys.argv[2]):  # start together

@@ -7,10 +7,9 @@ import json
 import pytest
 
 from optui.core.bench.result import BenchResult
-from optui.core.flags import FlagError
-from optui.core.todo import Priority, TodoItem, TodoStatus, normalize_content, parse_status
-from optui.core.todo_experiment import ExperimentSpec, format_flag_edits, parse_flag_edits, result_line
-from optui.core.todo_formats import (
+from optui.core.flags.argv import FlagError
+from optui.core.todo.experiment import ExperimentSpec, format_flag_edits, parse_flag_edits, result_line
+from optui.core.todo.formats import (
     AgentTodo,
     TodoFormatError,
     parse_claude_transcript,
@@ -20,7 +19,8 @@ from optui.core.todo_formats import (
     to_todowrite,
     todos_from_rows,
 )
-from optui.core.todo_merge import plan_snapshot
+from optui.core.todo.items import Priority, TodoItem, TodoStatus, normalize_content, parse_status
+from optui.core.todo.merge import plan_snapshot
 
 # Claude Code TodoWrite file (~/.claude/todos/<session>-agent-<agent>.json): no priority
 CLAUDE = """[
@@ -236,7 +236,7 @@ def test_claude_transcript_last_todowrite_call():
 
 
 def test_demo_todos_carry_valid_experiments():
-    from optui.cli.tui import DEMO_TODOS
+    from optui.demo.campaign import DEMO_TODOS
 
     specs = [ExperimentSpec.from_dict(e) for _, _, e in DEMO_TODOS if e]
     assert len(specs) == 4 and all(s.server == "demo" and s.bench == ("sweep",) for s in specs)
@@ -280,7 +280,7 @@ def test_parsing_is_linear_and_still_names_the_line(n):
 
 
 def test_line_index_is_a_bisect():
-    from optui.core.todo_formats import LineIndex
+    from optui.core.todo.formats import LineIndex
 
     text = "a\nbb\n\nccc"
     index = LineIndex(text)
@@ -302,7 +302,7 @@ def test_deep_nesting_is_refused_with_line_and_limit(levels):
 
 
 def test_size_and_item_limits(monkeypatch):
-    import optui.core.todo_formats as tf
+    import optui.core.todo.formats as tf
 
     monkeypatch.setattr(tf, "MAX_ITEMS", 10)
     with pytest.raises(TodoFormatError, match=r"^plan.json: todos: 11 items \(limit 10; not a todo list\?\)$"):
@@ -315,7 +315,7 @@ def test_size_and_item_limits(monkeypatch):
 def test_a_rewritten_big_list_costs_bounded_similarity_work(monkeypatch):
     """300 items the agent reworded, none with numbers: comparing every pair was 90,000
     SequenceMatcher ratios; the similarity pass stops at its budget."""
-    import optui.core.todo_merge as tm
+    import optui.core.todo.merge as tm
 
     made = []
 

@@ -14,7 +14,7 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.config import load_config
-from optui.core.todo import TodoStatus
+from optui.core.todo.items import TodoStatus
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import stop_process_group, subprocess_env

@@ -1,4 +1,4 @@
-"""Todo runs (``session.todo_runs``, :mod:`optui.session.todo_runs`) against the real demo
+"""Todo runs (``session.todo_runs``, :mod:`optui.session.todo.runs`) against the real demo
 server (a subprocess on loopback): restart with the item's flags → ready gate → benchmark →
 compare with the baseline, a crashing flag (OOM), the queue and stopping it, and
 ``optui todo run``."""
@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
-from optui.core.todo import TodoStatus
+from optui.core.todo.items import TodoStatus
+from optui.demo.campaign import write_demo_config
 from optui.session import Session
-from optui.session.export import load_experiments
+from optui.session.journal.export import load_experiments
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import free_port
 from tests.helpers.pilot import wait_for

@@ -92,21 +92,21 @@ def test_the_scan_sees_each_kind_of_crossing(tmp_path):
     (tmp_path / "app.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "from optui.session import Session\n"
-        "if TYPE_CHECKING:\n    from optui.session.todos import TodoService\n"
+        "if TYPE_CHECKING:\n    from optui.session.todo.service import TodoService\n"
         "class A:\n"
         "    def __init__(self, session):\n        self.session = session\n"
         "    def action_x(self):\n        return self.session.todos\n")
     (tmp_path / "intents").mkdir()
     (tmp_path / "intents" / "todo.py").write_text(
-        "import optui.session.export\n"
+        "import optui.session.journal.export\n"
         "from optui import session\n"
         "from optui.session.errors import SessionError\n"
         "from optui.session.state import SessionState, BENCH_ROWS_SHOWN\n"
         "def f(app):\n    return app.session.todos\n")
     assert boundary_violations(tmp_path) == [
-        "app.py:4: from optui.session.todos import TodoService",
+        "app.py:4: from optui.session.todo.service import TodoService",
         "app.py:9: self.session",
-        "intents/todo.py:1: import optui.session.export",
+        "intents/todo.py:1: import optui.session.journal.export",
         "intents/todo.py:2: from optui import session",
         "intents/todo.py:3: from optui.session.errors import SessionError",
         "intents/todo.py:6: app.session",

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from optui.core.bench.parse import parse_any, parse_bench_output
-from optui.core.effective_config import check_config, vllm_config
-from optui.core.flags import Flags
-from optui.core.help_parse import parse_help
-from optui.core.log_load import parse_batch_line
-from optui.core.metrics_map import generated_total, load_view
-from optui.core.server_log import LogClassifier, classify_log
-from optui.core.server_state import CrashClass
+from optui.core.flags.argv import Flags
+from optui.core.flags.help_parse import parse_help
+from optui.core.server.effective_config import check_config, vllm_config
+from optui.core.server.log import LogClassifier, classify_log
+from optui.core.server.log_load import parse_batch_line
+from optui.core.server.metrics_map import generated_total, load_view
+from optui.core.server.state import CrashClass
 from tests.helpers.engine_peer import (
     check_sglang_bench_serving,
     classify_crash,

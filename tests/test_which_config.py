@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from optui.adapters.journal import Journal
-from optui.cli.tui import write_demo_config
 from optui.core.bench.result import BenchResult
-from optui.core.journal_experiments import verdict_evidence
-from optui.session.export import load_experiments
+from optui.core.journal.experiments import verdict_evidence
+from optui.demo.campaign import write_demo_config
+from optui.session.journal.export import load_experiments
 from tests.helpers.campaign import WL, CampaignWriter, flags, result
 from tests.helpers.demo import TEST_SPEED, free_port, subprocess_env
 
@@ -128,7 +128,7 @@ def test_the_cli_experiments_table_keeps_its_columns_apart(campaign):
 
 
 def test_the_launch_line_carries_the_environment_that_decides_results():
-    from optui.core.report import decisive_env, launch_line
+    from optui.core.journal.report import decisive_env, launch_line
 
     env = {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_P2P_DISABLE": "1", "VLLM_API_KEY": "s3cret", "HOME": "/root",
            "SGLANG_TOKEN": "x"}
@@ -142,7 +142,7 @@ async def test_the_pinned_baseline_stays_at_the_top_of_the_bench_table():
     from textual.widgets import DataTable
 
     from optui.core.bench.compare import Entry, build_rows, group_entries
-    from optui.session.bench_run import BenchView
+    from optui.session.snapshot_types import BenchView
     from optui.ui.widgets.bench_panel import BenchPanel
     from tests.test_panel_values import PanelApp
 
@@ -225,7 +225,7 @@ def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign
     numbers (issue 20's verifier): every later start of a configuration folds into its row.
     The baseline's flags measured again keep their row: that instance is compared with the
     baseline one by one (``same``, the restart spread's evidence)."""
-    from optui.core.journal_experiments import fold_repeats
+    from optui.core.journal.experiments import fold_repeats
 
     cfg, j = campaign
     w = CampaignWriter(j)
@@ -257,7 +257,7 @@ def test_rollbacks_and_unchanged_restarts_fold_into_their_configuration(campaign
 def test_a_first_start_that_measured_nothing_folds_into_the_start_that_did(campaign):
     """The demo's autostart (exp-0001, no benchmark) was listed `untested  same flags` beside
     `exp-0002 … baseline (same flags as exp-0001)` (a verifier of issue 20)."""
-    from optui.core.journal_experiments import fold_repeats
+    from optui.core.journal.experiments import fold_repeats
 
     cfg, j = campaign
     w = CampaignWriter(j)
@@ -271,7 +271,7 @@ def test_a_first_start_that_measured_nothing_folds_into_the_start_that_did(campa
     assert [x.id for x in rows] == [again, other] and folded == {again: [auto, back]}
     # the row names no configuration of its own (the H200's report read 'baseline (same flags as exp-0002)' on exp-0002)
     assert rows[0].same_config_as is None
-    from optui.core.report import ReportInput, render_markdown
+    from optui.core.journal.report import ReportInput, render_markdown
 
     md = render_markdown(ReportInput("t", j.events(), j.results(limit=None)))
     assert f"same flags as {again}" not in md, md
@@ -284,7 +284,7 @@ def test_same_flags_as_names_the_row_a_listing_shows(campaign):
     exp-0001` for the baseline's flags started again, while the experiments view lists that
     configuration as exp-0002 (exp-0001, the autostart, measured nothing and is folded into
     it). Every `same flags as` names the listed row; the row itself names none."""
-    from optui.core.journal_experiments import change_text, fold_repeats, named_by_row
+    from optui.core.journal.experiments import change_text, fold_repeats, named_by_row
 
     _cfg, j = campaign
     w = CampaignWriter(j)
@@ -309,8 +309,8 @@ def test_a_configuration_measured_again_counts_with_its_first_experiment(campaig
     results are counted with the earlier ones' for the verdict (n adding up), not judged as
     a new change; the restart spread still comes from the two instances' medians. The same
     rows from one build and from a book kept up to date."""
-    from optui.core.journal_experiments import ExperimentBook
-    from optui.session.export import experiment_events
+    from optui.core.journal.experiments import ExperimentBook
+    from optui.session.journal.export import experiment_events
 
     cfg, j = campaign
     w = CampaignWriter(j)
@@ -348,7 +348,7 @@ async def test_the_servers_panel_shows_the_tuned_flag_first_and_i_the_full_comma
     rt = app.session.servers["demo"]
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
-        from optui.core.flags import Flags
+        from optui.core.flags.argv import Flags
 
         argv = Flags.parse(rt.status.argv).set("--max-running-requests", "32").to_argv()
         status = await app.session.restart_server("demo", argv, reason="test")
@@ -373,8 +373,8 @@ async def test_the_servers_panel_shows_the_tuned_flag_first_and_i_the_full_comma
 def test_journal_lines_say_what_a_run_ran_with_its_numbers():
     """``todo.run.started … → no benchmark`` for a run that then ran ``sweep``; a sweep's
     line named one run's figure as if for all its points; the start no plan."""
-    from optui.core import events as ev
-    from optui.core.events import Event
+    from optui.core.journal import events as ev
+    from optui.core.journal.events import Event
 
     started = Event(1, 0.0, ev.BENCH_STARTED, "demo", data={"bench": "loadgen", "plan": "sweep concurrency 1,2,4"})
     assert started.summary() == "bench loadgen started (sweep concurrency 1,2,4)"
@@ -391,7 +391,7 @@ def test_a_todo_run_names_the_benchmark_it_runs_and_its_history_reads(tmp_path):
 
     from optui.cli import cli
     from optui.config import load_config
-    from optui.core.todo_experiment import experiment_text
+    from optui.core.todo.experiment import experiment_text
     from optui.session import Session
     from tests.test_todo_runs import demo_campaign
 
@@ -439,7 +439,7 @@ def test_the_baseline_flags_again_are_compared_with_the_baseline_not_part_of_it(
     autostart) said '679.6 out tok/s (this is the baseline)' while the bench table showed
     that run ~-0.9% against the baseline's 685.6: its todo run's line takes the baseline's
     medians, as its verdict 'same' does."""
-    from optui.core.journal_experiments import workload_baselines
+    from optui.core.journal.experiments import workload_baselines
 
     _cfg, j = campaign
     w = CampaignWriter(j)

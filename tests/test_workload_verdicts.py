@@ -13,7 +13,7 @@ import pytest
 
 from optui.adapters.journal import Journal
 from optui.core.bench.compare import MIXED, UNTESTED_NOISE, overall_verdict
-from optui.core.journal_experiments import (
+from optui.core.journal.experiments import (
     best_by_workload,
     best_experiment,
     experiment_verdict,
@@ -21,7 +21,7 @@ from optui.core.journal_experiments import (
     verdict_evidence,
     workload_summaries,
 )
-from optui.session.export import load_experiments
+from optui.session.journal.export import load_experiments
 from tests.helpers.campaign import WL, CampaignWriter, flags, result
 
 C1 = replace(WL, max_concurrency=1)
@@ -144,8 +144,8 @@ argv = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]
 
 def test_report_names_each_workloads_winner_and_the_runner_up(tmp_path):
     from optui.config import load_config
-    from optui.core.report import render_markdown
-    from optui.session.export import report_input
+    from optui.core.journal.report import render_markdown
+    from optui.session.journal.export import report_input
 
     cfg = tmp_path / "optui.toml"
     cfg.write_text(REPORT_CONFIG)
@@ -192,7 +192,7 @@ def test_table_marks_are_the_workloads_verdicts(journal):
     baseline's runs, with its evidence (n, p, threshold); the noisy stays inconclusive, the
     failed is never compared, the baseline's own runs are baseline rows."""
     from optui.core.bench.compare import THROUGHPUT, Entry, build_rows, group_entries
-    from optui.core.journal_experiments import with_verdicts
+    from optui.core.journal.experiments import with_verdicts
 
     ids = _sweep_campaign(journal)
     xs = load_experiments(journal)

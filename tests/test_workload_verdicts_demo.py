@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from optui.cli.tui import write_demo_config
+from optui.demo.campaign import write_demo_config
 from tests.helpers.demo import free_port
 from tests.test_cli_headless import kill_demo_server, optui
 

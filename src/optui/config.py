@@ -315,7 +315,7 @@ class TodoConfig(_Model):
     @field_validator("follow")
     @classmethod
     def _check_follow(cls, value: list[str]) -> list[str]:
-        from optui.core.todo_formats import parse_follow_spec
+        from optui.core.todo.formats import parse_follow_spec
 
         for i, text in enumerate(value):
             try:
@@ -342,7 +342,7 @@ class AgentConfig(_Model):
 
     @model_validator(mode="after")
     def _no_flag_both_allowed_and_forbidden(self) -> AgentConfig:
-        from optui.core.agent_requests import policy_flag  # the names as the policy compares them
+        from optui.core.agent.requests import policy_flag  # the names as the policy compares them
 
         allowed = {policy_flag(f.strip()) for f in self.allowed_flags}
         both = [f for f in self.forbidden_flags if policy_flag(f.strip()) in allowed]

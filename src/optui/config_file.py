@@ -106,7 +106,7 @@ def load_toml(text: str, filename: str) -> dict:
     """``tomllib.loads(text)`` within :data:`MAX_TOML_BYTES` and :data:`MAX_TOML_DEPTH`;
     raises :class:`ConfigError` ``FILE:LINE: problem`` (a syntax error, the bound hit),
     never ``RecursionError``."""
-    from optui.core.bounded_json import too_deep_at
+    from optui.core.text.bounded_json import too_deep_at
 
     if len(text) > MAX_TOML_BYTES:
         raise ConfigError(f"{filename}: {len(text):,} characters is over the limit of {MAX_TOML_BYTES:,}")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from optui.adapters.journal import Journal
-from optui.core import events as ev
 from optui.core.bench.result import BenchResult, Workload
-from optui.core.journal_experiments import experiment_start
+from optui.core.journal import events as ev
+from optui.core.journal.experiments import experiment_start
 
 BASE_ARGV = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--port", "30000",
              "--tp-size", "2", "--max-running-requests", "16"]
@@ -77,7 +77,7 @@ class CampaignWriter:
 
 def flags(**changes) -> list[str]:
     """BASE_ARGV with ``--name value`` changes (``name_with_underscores`` → dashes; None removes)."""
-    from optui.core.flags import Flags
+    from optui.core.flags.argv import Flags
 
     f = Flags.parse(BASE_ARGV)
     for name, value in changes.items():

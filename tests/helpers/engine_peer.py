@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from optui.core.bench.parse import parse_any, parse_bench_output
-from optui.core.metrics_map import Scrape, load_view, parse_scrape
-from optui.core.server_log import classify_log
-from optui.core.server_state import LoadView
+from optui.core.server.log import classify_log
+from optui.core.server.metrics_map import Scrape, load_view, parse_scrape
+from optui.core.server.state import LoadView
 
 
 def get(url: str, timeout: float = 10) -> str:

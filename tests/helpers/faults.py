@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from optui.adapters import proc
-from optui.cli.tui import write_demo_config
 from optui.config import load_config
+from optui.demo.campaign import write_demo_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
 from tests.helpers.demo import TEST_SPEED, free_port, subprocess_env

@@ -9,7 +9,7 @@ import os
 from optui.adapters.controller import ProcessController
 from optui.adapters.journal import Journal
 from optui.config import ServerConfig
-from optui.session.server_runtime import ServerRuntime
+from optui.session.server.runtime import ServerRuntime
 from tests.helpers.demo import SRC, free_port
 
 #: what a server started by these tests needs to import optui and tests.helpers

@@ -1,7 +1,7 @@
 """Running an external benchmark command and streaming its output.
 
 stdout and stderr are read in 64 KiB chunks (a tool may print a 1 MB line or invalid
-UTF-8) and split by :class:`~optui.core.textstream.LineSplitter`: ``\\r`` progress bars come
+UTF-8) and split by :class:`~optui.core.text.textstream.LineSplitter`: ``\\r`` progress bars come
 out as one updating progress line, ANSI is stripped. The command runs in its own process
 group, so an abort or a stall kills the tool *and* whatever it spawned.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from optui.adapters.aio import within
 from optui.adapters.shell import LocalShell, Shell, ShellError
-from optui.core.textstream import LineSplitter
+from optui.core.text.textstream import LineSplitter
 
 CHUNK = 64 * 1024
 

@@ -33,7 +33,7 @@ from optui.adapters import proc
 from optui.adapters.aio import within
 from optui.adapters.pidfile import Launch, read_pidfile, write_pidfile, write_state_json
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError, Spawned
-from optui.core.flags import Flags
+from optui.core.flags.argv import Flags
 
 #: an experiment id a kept log is named after (part of a file name; the shells prune ``.exp-*``)
 _FILE_SAFE = re.compile(r"exp-[0-9]{1,12}")

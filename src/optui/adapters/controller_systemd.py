@@ -2,7 +2,7 @@
 
 A start writes ``/etc/systemd/system/UNIT.d/optui.conf`` (``~/.config/systemd/user/...``
 for a user unit) with ``ExecStart=`` reset and the new command quoted for systemd
-(:func:`optui.core.systemd_unit.render_dropin`), then runs, in order::
+(:func:`optui.core.server.systemd_unit.render_dropin`), then runs, in order::
 
     systemctl daemon-reload
     systemctl show UNIT -p ActiveState,SubState,Result,NRestarts,InvocationID,ExecMainPID,...
@@ -33,8 +33,15 @@ from optui.adapters import proc
 from optui.adapters.controller import ControllerError
 from optui.adapters.pidfile import Launch, read_pidfile, write_pidfile
 from optui.adapters.shell import LocalShell, LogSource, Shell, ShellError
-from optui.core.systemd_unit import SHOW_PROPERTIES, UnitError, UnitState, dropin_exec_start, parse_journal_line, render_dropin
-from optui.core.textstream import strip_ansi
+from optui.core.server.systemd_unit import (
+    SHOW_PROPERTIES,
+    UnitError,
+    UnitState,
+    dropin_exec_start,
+    parse_journal_line,
+    render_dropin,
+)
+from optui.core.text.textstream import strip_ansi
 
 SYSTEM_UNIT_DIR = "/etc/systemd/system"
 USER_UNIT_DIR = "~/.config/systemd/user"

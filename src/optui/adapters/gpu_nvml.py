@@ -37,7 +37,7 @@ from typing import Any
 
 from optui.adapters.aio import within
 from optui.adapters.worker_thread import SingleThreadExecutor
-from optui.core.gpu import GpuProcess, GpuSample, HostSnapshot, HostStatus, ancestors_of
+from optui.core.gpu.samples import GpuProcess, GpuSample, HostSnapshot, HostStatus, ancestors_of
 
 # NVML return codes (nvml.h); the module's NVML_ERROR_* constants win when present.
 _CODES = {

@@ -1,7 +1,7 @@
 """A GPU source that reads a saved ``nvidia-smi --query-gpu`` capture (re-read each tick).
 
 For demos, tests and post-mortems: point ``gpu_source = "replay"`` + ``replay_file`` at a
-capture (with or without header/units, see :mod:`optui.core.nvsmi`); ``fields`` gives the
+capture (with or without header/units, see :mod:`optui.core.gpu.nvsmi`); ``fields`` gives the
 ``--query-gpu=`` list of a header-less capture (else its header, else a known layout). Editing
 the file changes what the panel shows on the next tick. An unreadable file, or one that does
 not parse, becomes an ERROR snapshot whose message names the file and line; so does one over
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from optui.adapters.bounded_read import MAX_CAPTURE_BYTES, InputTooLarge, read_text_bounded
-from optui.core.gpu import HostSnapshot, HostStatus
-from optui.core.nvsmi import snapshot_from_nvidia_smi
+from optui.core.gpu.nvsmi import snapshot_from_nvidia_smi
+from optui.core.gpu.samples import HostSnapshot, HostStatus
 
 
 class ReplayGpuSource:

@@ -13,7 +13,7 @@ were found``) become the host's error.
 Freshness: ``read()`` reports ``live`` while ticks arrive, ``stale`` (with the age) after 3
 intervals without one, ``lost`` while the SSH connection is being re-established, and
 ``untrusted``/``failed`` connection problems as ``error``. The stream restarts by itself.
-Formats: ``../shared/reference/gpu_monitors.md`` section 3; parser: :mod:`optui.core.nvsmi`.
+Formats: ``../shared/reference/gpu_monitors.md`` section 3; parser: :mod:`optui.core.gpu.nvsmi`.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from dataclasses import replace
 
 from optui.adapters.aio import within
 from optui.adapters.ssh import SshError, SshHost, SshState
-from optui.core.gpu import GpuProcess, HostSnapshot, HostStatus, ancestors_of, parse_ps_parents
-from optui.core.nvsmi import (
+from optui.core.gpu.nvsmi import (
     DEFAULT_APPS_FIELDS,
     DEFAULT_QUERY_FIELDS,
     nvidia_smi_argv,
     parse_compute_apps,
     snapshot_from_nvidia_smi,
 )
-from optui.core.textstream import LineSplitter
+from optui.core.gpu.samples import GpuProcess, HostSnapshot, HostStatus, ancestors_of, parse_ps_parents
+from optui.core.text.textstream import LineSplitter
 
 STALE_AFTER_INTERVALS = 3
 

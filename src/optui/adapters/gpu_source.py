@@ -2,7 +2,7 @@
 
 A source belongs to one host. The session calls :meth:`GpuSource.read` once per refresh
 interval; ``read`` never raises for GPU or driver trouble: it returns a
-:class:`~optui.core.gpu.HostSnapshot` whose ``status``/``error`` (or a sample's ``error``)
+:class:`~optui.core.gpu.samples.HostSnapshot` whose ``status``/``error`` (or a sample's ``error``)
 say what is wrong, so one broken host never stops the others.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from optui.core.gpu import HostSnapshot
+from optui.core.gpu.samples import HostSnapshot
 
 
 class GpuSource(Protocol):
@@ -38,7 +38,7 @@ class NoGpuSource:
     async def read(self) -> HostSnapshot:
         import time
 
-        from optui.core.gpu import HostStatus
+        from optui.core.gpu.samples import HostStatus
 
         return HostSnapshot(self.host, (), time.time(), HostStatus.NO_GPU, self.reason, "none")
 

@@ -22,11 +22,11 @@ from urllib.parse import quote
 
 from optui.adapters.private_files import private_dir, private_file, tighten_file
 from optui.config_file import STATE_DIR_NAME
-from optui.core import events as ev
 from optui.core.bench.result import BenchResult
-from optui.core.events import Event, EventFilter
-from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, StoredResult, experiment_id, unsettled
-from optui.core.todo import Priority, TodoItem, TodoStatus, check_todo_text
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event, EventFilter
+from optui.core.journal.experiments import EXPERIMENT_EVENT_TYPES, StoredResult, experiment_id, unsettled
+from optui.core.todo.items import Priority, TodoItem, TodoStatus, check_todo_text
 
 #: The schema this code reads and writes: ``PRAGMA user_version`` (and ``meta.schema``) of a
 #: journal it has opened for writing; :data:`MIGRATIONS` brings an older file up to it.
@@ -96,7 +96,7 @@ class JournalBusy(JournalError):
 
 
 def _row_text(seq, ts, type_, target, actor, experiment, data) -> str:
-    """SQLite function ``optui_row_text``: :func:`~optui.core.events.row_text` of a stored
+    """SQLite function ``optui_row_text``: :func:`~optui.core.journal.events.row_text` of a stored
     event (the row as the journal view shows it, for a text filter across its columns);
     ``""`` for data that is not JSON (never an error inside a query)."""
     try:
@@ -658,7 +658,7 @@ class Journal:
 
     # --------------------------------------------------------- experiments
     # An experiment groups what happened to one server between two restarts (see
-    # optui.core.journal_experiments). Ids are allocated here, inside the write transaction, so two
+    # optui.core.journal.experiments). Ids are allocated here, inside the write transaction, so two
     # optui processes never hand out the same one.
     def new_experiment(self, server: str, data: dict, *, actor: str = "optui", ts: float | None = None) -> Event:
         """Open the next experiment of ``server``: allocates ``exp-NNNN`` and appends its
@@ -697,7 +697,7 @@ class Journal:
             return [r[0] for r in self._db.execute("SELECT DISTINCT server FROM experiments ORDER BY server").fetchall()]
 
     def experiment_events(self, *, since_seq: int = 0, before_seq: int | None = None) -> list[Event]:
-        """The events :func:`~optui.core.journal_experiments.build_experiments` needs (in
+        """The events :func:`~optui.core.journal.experiments.build_experiments` needs (in
         ``since_seq < seq < before_seq``): its types (through the type index), plus the
         state changes of experiments that never reached ready/failed (through the experiment
         index), oldest first."""

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from optui.adapters.journal import Journal, JournalBusy
-from optui.core.events import Event
+from optui.core.journal.events import Event
 
 #: How long a flush attempt waits for the lock (ms): short, it holds the connection's lock meanwhile.
 FLUSH_BUSY_MS = 50

@@ -15,7 +15,7 @@ reads in ``session.py`` (``Session._read``); the bench rows' history is read her
 when its cache cannot take in new results (``BenchService.wants_history``). Every write made
 here waits for another process's lock outside the connection's lock (``Journal.never_wait_here``),
 so a loop-side read never queues behind it. The experiment runner's reads and writes
-(``session/todo_runs.py``, through ``JournalWriter.call``), an event's baselines
+(``session/todo/runs.py``, through ``JournalWriter.call``), an event's baselines
 (``SessionClient.baseline_for``) and the findings report (``SessionClient.export_report``)
 come here too. Not here: the sync ``Session.set_verdict`` / ``query_events`` /
 ``experiments()`` (the UI uses their async twins; they are for inline callers), the
@@ -29,7 +29,7 @@ it is given on one daemon thread (:class:`~optui.adapters.worker_thread.SingleTh
 in order, one at a time, never blocking interpreter exit) and hands back an awaitable.
 
 Queries a view repeats are incremental: :class:`ExperimentFeed` reads only the events after
-the last one it saw (and new results) into an :class:`~optui.core.journal_experiments.ExperimentBook`,
+the last one it saw (and new results) into an :class:`~optui.core.journal.experiments.ExperimentBook`,
 which rebuilds only the rows they touch; :meth:`JournalThread.query` scans a text filter in
 bounded windows of :data:`TEXT_SCAN_WINDOW` events, each its own call on the thread, so a
 write waits behind at most one window.
@@ -45,9 +45,9 @@ from typing import TypeVar
 
 from optui.adapters.journal import Journal, JournalBusy
 from optui.adapters.worker_thread import SingleThreadExecutor
-from optui.core import events as ev
-from optui.core.events import Event, EventFilter
-from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, ExperimentBook, ExperimentsUpdate
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event, EventFilter
+from optui.core.journal.experiments import EXPERIMENT_EVENT_TYPES, ExperimentBook, ExperimentsUpdate
 
 T = TypeVar("T")
 

@@ -10,7 +10,13 @@ Lengths are the server's tokens (issue 29): where the server has ``/tokenize`` (
 vLLM, llama.cpp, the demo) every synthetic prompt is cut to the most words whose token count,
 as the server counts them (special tokens included, as a completion request adds them), is
 at most ``input_len`` (:func:`fit_to_tokens`); ``extra["input_len_unit"]`` is then
-``"tokens"`` and the workload says so (``Workload.length_unit``). Without ``/tokenize`` the
+``"tokens"`` and the workload says so (``Workload.length_unit``). The run's first prompt
+(which says whether the server can count) and the warm-up ones are fitted before the first
+request; the timed ones on the way, a bounded number ahead of the workers (all of those
+before the clock starts), so a run of 100,000 prompts starts as soon as one of 10 does; the
+search of each starts from the words per token learned so far (mostly 1-2 calls a prompt).
+A prompt whose ``/tokenize`` call fails mid-run is not sent (a failed request: a dead server
+still ends the run after its streak of failures). Without ``/tokenize`` the
 prompt has ``input_len`` words, a stated approximation: ``"words"``, with the server's own
 count beside it (``extra["prompt_tokens_per_request"]``, ``extra["tokens_per_word"]``: 32
 words were ~97 tokens on llama.cpp). ``output_len`` is ``max_tokens`` with ``ignore_eos``:
@@ -46,9 +52,9 @@ import httpx
 from optui.adapters.tls import client_tls_context
 from optui.config import BuiltinBench, DatasetPrompts, SharedPrefix
 from optui.core.bench.result import CACHE_HIT_KEY, BenchResult, Workload
-from optui.core.metrics_map import MetricsParseError, Scrape, load_view, parse_scrape
+from optui.core.server.metrics_map import MetricsParseError, Scrape, load_view, parse_scrape
 from optui.core.stats import summarize
-from optui.core.words import random_words
+from optui.core.text.words import random_words
 
 Endpoint = Literal["completions", "chat", "generate"]
 PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions", "generate": "/generate"}
@@ -185,7 +191,9 @@ def load_dataset(path: str) -> list[str]:
 class Tokenizer:
     """The server's ``/tokenize``, as far as it has one: :meth:`count` gives the number of
     tokens a prompt is to the server (special tokens included: a completion adds them), or
-    None when the server has no such endpoint (or it failed: then never asked again).
+    None when the server has no such endpoint (none of the shapes answered the first
+    question: then never asked again) or this call failed (``error`` says why; once a shape
+    has answered, a failure is this call's only: a later one asks again).
 
     Shapes (the first that answers is kept): SGLang / vLLM ``POST /tokenize {"model",
     "prompt", "add_special_tokens": true}`` → ``{"count": N, "tokens": [...]}``; llama.cpp
@@ -199,6 +207,7 @@ class Tokenizer:
         self._shape: str | None = None
         self._broken = False
         self.calls = 0
+        self.error: str | None = None
 
     def _body(self, shape: str, text: str) -> dict:
         if shape == "content":
@@ -209,7 +218,7 @@ class Tokenizer:
         return body
 
     async def count(self, text: str) -> int | None:
-        """Tokens of ``text`` to the server, or None (no usable ``/tokenize``)."""
+        """Tokens of ``text`` to the server, or None (no usable ``/tokenize``, or this call failed)."""
         if self._broken:
             return None
         for shape in ((self._shape,) if self._shape else self._SHAPES):
@@ -217,13 +226,15 @@ class Tokenizer:
             try:
                 resp = await self._client.post("/tokenize", json=self._body(shape, text), timeout=30)
                 data = resp.json() if resp.status_code == 200 else None
-            except (httpx.HTTPError, ValueError):
-                data = None
+                self.error = None if data is not None else f"HTTP {resp.status_code}"
+            except (httpx.HTTPError, ValueError) as exc:
+                data, self.error = None, f"{type(exc).__name__}: {exc}"
             n = _token_count(data, shape)
             if n is not None and (n > 0 or not text.strip()):  # llama.cpp answers {"prompt"} with no tokens
                 self._shape = shape
                 return n
-        self._broken = True
+            self.error = self.error or "no token count in the answer"
+        self._broken = self._shape is None
         return None
 
 
@@ -239,60 +250,207 @@ def _token_count(data, shape: str) -> int | None:
     return len(tokens) if isinstance(tokens, list) else None
 
 
-async def fit_to_tokens(tokenizer: Tokenizer, req: PlannedRequest, *, keep_words: int = 1) -> PlannedRequest | None:
+#: The most ``/tokenize`` calls of one fit after its first (as many as the proportional search took before).
+FIT_PROBES = 12
+
+
+async def fit_to_tokens(
+    tokenizer: Tokenizer, req: PlannedRequest, *, keep_words: int = 1, words_per_token: float | None = None,
+) -> PlannedRequest | None:
     """``req`` with its prompt cut to the most words (at least ``keep_words``: a shared
     prefix and the request's own first word stay) whose token count is at most
     ``req.input_len``, and ``input_len`` the count of what is sent; None when the server
-    has no ``/tokenize``. A prompt already within its length is kept whole (a tokenizer
-    that makes fewer tokens than words: ``input_len`` says how many); a length shorter than
-    its first ``keep_words`` words is exceeded (``input_len`` then says by how much). A few
-    ``/tokenize`` calls per prompt (a proportional search)."""
+    has no ``/tokenize`` (or a call of this fit failed). A prompt already within its length
+    is kept whole (a tokenizer that makes fewer tokens than words: ``input_len`` says how
+    many); a length shorter than its first ``keep_words`` words is exceeded (``input_len``
+    then says by how much).
+
+    A proportional search over the number of words, every step a ``/tokenize`` call of the
+    prefix; it ends with a prefix that fits next to one word more that does not (or the
+    whole prompt), so the result does not depend on where it started. Without
+    ``words_per_token`` it starts from the whole prompt (a few calls); with the ratio of the
+    prompts fitted before, from ``input_len × words_per_token`` words: usually that prefix
+    and the one a word longer (1-2 calls)."""
     words = req.prompt.split(" ")
-    target = req.input_len
-    whole = await tokenizer.count(req.prompt)
-    if whole is None:
+    size, target = len(words), req.input_len
+    keep = min(max(1, keep_words), size)
+    counts: dict[int, int] = {}  # words -> tokens, as the server counted them
+
+    async def measure(k: int) -> int | None:
+        if k not in counts:
+            n = await tokenizer.count(" ".join(words[:k]))
+            if n is None:
+                return None
+            counts[k] = n
+        return counts[k]
+
+    first = size if words_per_token is None else min(size, max(keep, round(target * words_per_token)))
+    n = await measure(first)
+    if n is None:
         return None
-    if whole <= target:
-        return PlannedRequest(req.prompt, whole, req.output_len)
-    lo, lo_tokens = keep_words, None  # the most words known to fit (lo_tokens None: not measured)
-    hi = len(words)  # known too long
-    hi_tokens = whole
-    for _ in range(12):
+    if first == size and n <= target:
+        return PlannedRequest(req.prompt, n, req.output_len)
+    # lo: the most words known to fit (not measured while it is ``keep``); hi: the fewest known
+    # not to (size + 1: none known yet, every word may fit)
+    lo, hi = (first, size + 1) if n <= target else (keep, first)
+    for _ in range(FIT_PROBES):
         if hi - lo <= 1:
             break
-        guess = lo + max(1, round((hi - lo) * (target - (lo_tokens or 0)) / max(1, hi_tokens - (lo_tokens or 0))))
+        lo_tokens = counts.get(lo, 0)
+        if hi <= size:  # between a fit and a miss: where the line through them reaches the target
+            guess = lo + round((hi - lo) * (target - lo_tokens) / max(1, counts[hi] - lo_tokens))
+        else:  # past a fit: its own words per token (at least one word more)
+            guess = lo + max(1, round((target - lo_tokens) * lo / max(1, lo_tokens)))
         guess = min(hi - 1, max(lo + 1, guess))
-        n = await tokenizer.count(" ".join(words[:guess]))
+        n = await measure(guess)
         if n is None:
             return None
-        if n <= target:
-            lo, lo_tokens = guess, n
-        else:
-            hi, hi_tokens = guess, n
-    if lo_tokens is None:
-        lo_tokens = await tokenizer.count(" ".join(words[:lo]))
-        if lo_tokens is None:
+        lo, hi = (guess, hi) if n <= target else (lo, guess)
+    lo_tokens_measured = await measure(lo)
+    if lo_tokens_measured is None:
+        return None
+    return PlannedRequest(" ".join(words[:lo]), lo_tokens_measured, req.output_len)
+
+
+class _Fitter:
+    """Fits a run's prompts to their token lengths (:func:`fit_to_tokens`) and learns the
+    server's words per token from the prompts it cut, so that each later search starts
+    where the answer usually is."""
+
+    def __init__(self, tokenizer: Tokenizer, keep_words: int) -> None:
+        self.tokenizer = tokenizer
+        self.keep_words = keep_words
+        self._words = 0
+        self._tokens = 0
+
+    async def fit(self, req: PlannedRequest) -> PlannedRequest | None:
+        ratio = self._words / self._tokens if self._tokens else None
+        fitted = await fit_to_tokens(self.tokenizer, req, keep_words=self.keep_words, words_per_token=ratio)
+        if fitted is not None and fitted.prompt != req.prompt:  # a cut prompt: its words per token
+            self._words += fitted.prompt.count(" ") + 1
+            self._tokens += fitted.input_len
+        return fitted
+
+
+#: Timed prompts fitted ahead of the workers: at least ``FIT_AHEAD`` (twice the concurrency up
+#: to ``FIT_AHEAD_MAX``), all fitted before the clock starts, then refilled as requests go out,
+#: by up to ``FIT_TASKS`` tasks. Bounds the ``/tokenize`` calls before a run's first request,
+#: whatever its number of prompts.
+FIT_AHEAD, FIT_AHEAD_MAX, FIT_TASKS = 32, 256, 8
+
+
+class _FittedQueue:
+    """The timed requests of a run, handed out in turns (:meth:`get`), fitted to tokens a
+    bounded number ahead of the workers by a few fitting tasks: fitting never sits between
+    a worker and its next send while the fitters keep up, and nothing is fitted that the
+    run does not reach (``stop()`` true: the fitters end). ``plan[i]`` holds request
+    ``i`` fitted once it is handed out; ``unfitted[i]`` says why it could not be (a
+    ``/tokenize`` call failed: it is not sent). Requests ``0 .. first - 1`` are fitted
+    already; without a fitter every request is handed out as it is."""
+
+    _END = -1
+
+    def __init__(self, plan: list[PlannedRequest], fitter: _Fitter | None, *, first: int, concurrency: int,
+                 stop: Callable[[], bool]) -> None:
+        self.plan = plan
+        self.unfitted: dict[int, str] = {}
+        self._fitter = fitter
+        self._stop = stop
+        self._ready: asyncio.Queue[int] = asyncio.Queue()
+        ahead = min(FIT_AHEAD_MAX, max(FIT_AHEAD, 2 * concurrency))
+        self._prime_at = min(ahead, len(plan))
+        self._room = asyncio.Semaphore(max(0, ahead - first))  # fitted or being fitted, not yet handed out
+        self._next = iter(range(first, len(plan)))
+        self._tasks: list[asyncio.Task] = []
+        self._fitting = 0 if fitter is None else min(FIT_TASKS, max(2, concurrency), len(plan) - first)
+        self.primed = asyncio.Event()  # set once ``ahead`` requests (or all) are ready to go
+        for i in range(first if fitter is not None else len(plan)):
+            self._ready.put_nowait(i)
+        if self._fitting <= 0:
+            self._ready.put_nowait(self._END)
+            self.primed.set()
+
+    def start(self) -> None:
+        """Start fitting (the requests beyond ``first``)."""
+        self._tasks = [asyncio.create_task(self._fit_loop()) for _ in range(max(0, self._fitting))]
+
+    async def _fit_loop(self) -> None:
+        assert self._fitter is not None
+        try:
+            while not self._stop():
+                await self._room.acquire()
+                i = next(self._next, None)
+                if i is None or self._stop():
+                    self._room.release()
+                    break
+                fitted = await self._fitter.fit(self.plan[i])
+                if fitted is None:  # (read before any other call can answer: no await in between)
+                    self.unfitted[i] = self._fitter.tokenizer.error or "no count"
+                else:
+                    self.plan[i] = fitted
+                self._ready.put_nowait(i)
+                if self._ready.qsize() >= self._prime_at:
+                    self.primed.set()
+        finally:
+            self._fitting -= 1
+            if self._fitting == 0:  # the last fitter: nothing more comes
+                self._ready.put_nowait(self._END)
+                self.primed.set()
+
+    async def get(self) -> int | None:
+        """The next request's index, or None when no request is left to hand out."""
+        i = await self._ready.get()
+        if i == self._END:
+            self._ready.put_nowait(i)  # for the next worker
             return None
-    return PlannedRequest(" ".join(words[:lo]), lo_tokens, req.output_len)
+        if self._fitter is not None:
+            self._room.release()
+        return i
+
+    async def close(self) -> None:
+        """Stop fitting; raises what a fitting task raised (a bug, not the server's trouble)."""
+        for task in self._tasks:
+            task.cancel()
+        for result in await asyncio.gather(*self._tasks, return_exceptions=True):
+            if isinstance(result, Exception):
+                raise result
 
 
-async def _fit_plan(tokenizer: Tokenizer, plan: RunPlan, keep_words: int) -> RunPlan | None:
-    """Every request of ``plan`` fitted to its token length (:func:`fit_to_tokens`, 8 at a
-    time); None when the server has no ``/tokenize``."""
-    first = plan.timed[0] if plan.timed else (plan.warmup[0] if plan.warmup else None)
-    if first is None or await tokenizer.count(first.prompt) is None:
-        return None
-    limit = asyncio.Semaphore(8)
+async def _start_fitting(
+    tokenizer: Tokenizer, plan: RunPlan, keep_words: int,
+) -> tuple[_Fitter | None, list[PlannedRequest | str], list[PlannedRequest], int]:
+    """The fitting of a run: (the fitter, or None when the server has no ``/tokenize``; the
+    warm-up requests fitted, or why one could not be (its ``/tokenize`` failed); the timed requests,
+    the first ``n`` of them fitted already; ``n``). Fits the run's first request (which says
+    whether the server can count) and the warm-up ones, never the rest: those are fitted on
+    the way (:class:`_FittedQueue`)."""
+    timed = list(plan.timed)
+    fitter = _Fitter(tokenizer, keep_words)
+    first_of_run = plan.warmup[0] if plan.warmup else timed[0]
+    fitted = await fitter.fit(first_of_run)
+    if fitted is None:
+        return None, list(plan.warmup), timed, 0
+    if not plan.warmup:
+        timed[0] = fitted
+        return fitter, [], timed, 1
+    limit = asyncio.Semaphore(FIT_TASKS)
 
-    async def one(req: PlannedRequest) -> PlannedRequest | None:
+    async def one(req: PlannedRequest) -> PlannedRequest | str:
         async with limit:
-            return await fit_to_tokens(tokenizer, req, keep_words=keep_words)
+            return await fitter.fit(req) or tokenizer.error or "no count"
 
-    timed = await asyncio.gather(*(one(r) for r in plan.timed))
-    warm = await asyncio.gather(*(one(r) for r in plan.warmup))
-    if any(r is None for r in (*timed, *warm)):
-        return None
-    return RunPlan([r for r in timed if r is not None], [r for r in warm if r is not None])
+    rest = await asyncio.gather(*(one(r) for r in plan.warmup[1:]))
+    return fitter, [fitted, *rest], timed, 0
+
+
+def _not_fitted(why: str) -> Outcome:
+    """The outcome of a request whose prompt could not be fitted to tokens: not sent (its
+    length in tokens is unknown; never sent as words in a run whose lengths are tokens)."""
+    return Outcome(error=f"not sent: its prompt could not be fitted to tokens (/tokenize: {why})")
+
+
+async def _not_sent(why: str) -> Outcome:
+    return _not_fitted(why)
 
 
 def build_payload(endpoint: Endpoint, model: str | None, req: PlannedRequest, ignore_eos: bool) -> dict:
@@ -593,72 +751,91 @@ async def run_load(
         if model is None and endpoint != "generate":
             model = await _resolve_model(client)
         unit = "words"
+        fitter: _Fitter | None = None
+        warmup_reqs: list[PlannedRequest | str] = list(run_plan.warmup)
+        fitted_first = 0
         if dataset is None and plan:  # the lengths are the server's tokens where it can count them
-            fitted = await _fit_plan(Tokenizer(client, model), run_plan, keep_words=(shared_tokens + 1) if shared_tokens else 1)
-            if fitted is not None:
-                run_plan, plan, unit = fitted, fitted.timed, "tokens"
+            fitter, warmup_reqs, plan, fitted_first = await _start_fitting(
+                Tokenizer(client, model), run_plan, keep_words=(shared_tokens + 1) if shared_tokens else 1)
+            if fitter is not None:
+                unit = "tokens"
                 workload = replace(workload, length_unit="tokens")
-        if run_plan.warmup and plan:
-            warm = await asyncio.gather(*(send_request(client, endpoint, build_payload(endpoint, model, p, ignore_eos))
-                                          for p in run_plan.warmup))
-            if not any(o.ok for o in warm):
-                result = summarize_run([], [], 0.0, workload, 0)
-                result.error = f"Warmup failed - Please make sure benchmark arguments are correctly specified. Error: {warm[0].error}"
-                result.extra["failed_phase"] = "warmup"
-                return result
-        before = await _scrape(client)
-        outcomes: list[Outcome] = [Outcome() for _ in plan]
-        semaphore = asyncio.Semaphore(limit)
-        arrivals = random.Random(f"arrivals-{seed}")
-        state = {"done": 0, "inflight": 0, "peak": 0, "failed_in_a_row": 0}
-        unreachable_after = max(UNREACHABLE_AFTER, 2 * limit)
         gone: list[str] = []  # why the server is taken for gone: the rest is not sent
+        # the timed prompts are fitted on the way, a bounded number ahead (from now: during the warm-up)
+        feed = _FittedQueue(plan, fitter, first=fitted_first, concurrency=limit, stop=lambda: bool(gone))
+        feed.start()
+        try:
+            if warmup_reqs and plan:
+                warm = await asyncio.gather(*(
+                    send_request(client, endpoint, build_payload(endpoint, model, p, ignore_eos))
+                    if isinstance(p, PlannedRequest) else _not_sent(p) for p in warmup_reqs))
+                if not any(o.ok for o in warm):
+                    result = summarize_run([], [], 0.0, workload, 0)
+                    result.error = f"Warmup failed - Please make sure benchmark arguments are correctly specified. Error: {warm[0].error}"
+                    result.extra["failed_phase"] = "warmup"
+                    return result
+            await feed.primed.wait()
+            before = await _scrape(client)
+            outcomes: list[Outcome | None] = [None] * len(plan)
+            semaphore = asyncio.Semaphore(limit)
+            arrivals = random.Random(f"arrivals-{seed}")
+            state = {"done": 0, "inflight": 0, "peak": 0, "failed_in_a_row": 0}
+            unreachable_after = max(UNREACHABLE_AFTER, 2 * limit)
 
-        async def one(i: int) -> None:
-            async with semaphore:
-                if gone:
-                    outcomes[i] = Outcome(error="not sent: " + gone[0])
-                    return
-                state["inflight"] += 1
-                state["peak"] = max(state["peak"], state["inflight"])
-                try:
-                    outcomes[i] = await send_request(client, endpoint, build_payload(endpoint, model, plan[i], ignore_eos))
-                finally:
-                    state["inflight"] -= 1
-            state["failed_in_a_row"] = 0 if outcomes[i].ok else state["failed_in_a_row"] + 1
-            if state["failed_in_a_row"] >= unreachable_after and not gone:
-                gone.append(f"{state['failed_in_a_row']} requests in a row failed (last: {outcomes[i].error})")
-            state["done"] += 1
+            async def one(i: int) -> None:
+                async with semaphore:
+                    if gone:
+                        outcomes[i] = Outcome(error="not sent: " + gone[0])
+                        return
+                    if i in feed.unfitted:
+                        out = _not_fitted(feed.unfitted[i])
+                    else:
+                        state["inflight"] += 1
+                        state["peak"] = max(state["peak"], state["inflight"])
+                        try:
+                            out = await send_request(client, endpoint, build_payload(endpoint, model, plan[i], ignore_eos))
+                        finally:
+                            state["inflight"] -= 1
+                    outcomes[i] = out
+                state["failed_in_a_row"] = 0 if out.ok else state["failed_in_a_row"] + 1
+                if state["failed_in_a_row"] >= unreachable_after and not gone:
+                    gone.append(f"{state['failed_in_a_row']} requests in a row failed (last: {out.error})")
+                state["done"] += 1
+                if on_progress:
+                    on_progress(state["done"], len(plan))
+
             if on_progress:
-                on_progress(state["done"], len(plan))
+                on_progress(0, len(plan))
 
-        if on_progress:
-            on_progress(0, len(plan))
-        indices = iter(range(len(plan)))  # shared by the workers: each request is taken once, in order
+            async def worker() -> None:  # the workers take the requests in turns, each once
+                while (i := await feed.get()) is not None:
+                    await one(i)
 
-        async def worker() -> None:
-            for i in indices:
-                await one(i)
-
-        started = time.perf_counter()
-        async with asyncio.TaskGroup() as group:
-            if math.isfinite(request_rate) and request_rate > 0:  # Poisson arrivals: a task per request, when it arrives
-                for i in range(len(plan)):
-                    if i:
-                        await asyncio.sleep(arrivals.expovariate(request_rate))
-                    group.create_task(one(i))
-            else:  # as fast as the cap allows: ``limit`` workers, not a task (and a payload) per request up front
-                for _ in range(min(limit, len(plan))):
-                    group.create_task(worker())
-        duration = time.perf_counter() - started
-        after = await _scrape(client) if before is not None else None
-    result = summarize_run(plan, outcomes, duration, workload, state["peak"])
+            started = time.perf_counter()
+            async with asyncio.TaskGroup() as group:
+                if math.isfinite(request_rate) and request_rate > 0:  # Poisson arrivals: a task per request, when it arrives
+                    for k in range(len(plan)):
+                        if k and not gone:
+                            await asyncio.sleep(arrivals.expovariate(request_rate))
+                        if (i := await feed.get()) is None:
+                            break
+                        group.create_task(one(i))
+                else:  # as fast as the cap allows: ``limit`` workers, not a task (and a payload) per request up front
+                    for _ in range(min(limit, len(plan))):
+                        group.create_task(worker())
+            duration = time.perf_counter() - started
+            after = await _scrape(client) if before is not None else None
+        finally:
+            await feed.close()
+    ended = [o if o is not None else Outcome(error="not sent: " + (gone[0] if gone else "the run ended before it"))
+             for o in outcomes]
+    result = summarize_run(plan, ended, duration, workload, state["peak"])
     result.extra["endpoint"] = PATHS[endpoint]
     if dataset is None:
-        result.extra.update(_length_note(plan, outcomes, unit))
+        result.extra.update(_length_note(plan, ended, unit))
     if gone:  # a server killed mid-run: never a run that measured something (99,992 of 100,000 failed: "ok")
         result.status = "failed"
-        result.error = f"run stopped: {gone[0]}; {sum(o.error is not None and o.error.startswith('not sent') for o in outcomes)} requests not sent"
+        result.error = f"run stopped: {gone[0]}; {sum(o.error is not None and o.error.startswith('not sent') for o in ended)} requests not sent"
         result.extra["stopped"] = "server unreachable"
     if result.extra.get(CACHE_HIT_KEY) is None:
         result.extra.pop("prefix_cache_source", None)

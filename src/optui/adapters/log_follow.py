@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from optui.core.textstream import LineSplitter
+from optui.core.text.textstream import LineSplitter
 
 #: Bytes read per poll step: ~850 log lines, ~30 ms of classification, before the loop runs
 #: again (256 KiB blocked the window ~150 ms a step during a 100 MB log flood).

@@ -1,7 +1,7 @@
 """Sending experiments to an MLflow tracking server (``optui journal export --mlflow URI``,
 ``[export] mlflow = URI``): one MLflow run per experiment, found again by its tags
 ``optui.experiment_id`` + ``optui.campaign`` so a second export updates it and never adds a
-run. What each run holds is built by :mod:`optui.core.tracking_record` (pure).
+run. What each run holds is built by :mod:`optui.core.journal.tracking_record` (pure).
 
 MLflow is an optional extra (``pip install 'optui[mlflow]'``, the ``mlflow-skinny`` client):
 it is imported only here, only when an export runs; without it :class:`TrackingError` says
@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from optui.core.tracking_record import ARTIFACTS_TAG, CAMPAIGN_TAG, EXPERIMENT_TAG, TrackedRun, changed_params
+from optui.core.journal.tracking_record import ARTIFACTS_TAG, CAMPAIGN_TAG, EXPERIMENT_TAG, TrackedRun, changed_params
 
 INSTALL_HINT = "the MLflow client is not installed: pip install 'optui[mlflow]' (or mlflow-skinny)"
 #: MLflow's own defaults retry a refused connection for minutes; an export says so in seconds
@@ -68,7 +68,7 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 
 
 def export_runs(uri: str, campaign: str, runs: Sequence[TrackedRun]) -> ExportSummary:
-    """Log ``runs`` (one per experiment, :func:`~optui.core.tracking_record.tracked_run`) to
+    """Log ``runs`` (one per experiment, :func:`~optui.core.journal.tracking_record.tracked_run`) to
     the tracking server at ``uri`` (``http://127.0.0.1:5000``, or any MLflow tracking URI) in
     the experiment :func:`mlflow_experiment_name`. A run already there (same experiment id and
     campaign tags) gets only what it lacks: new params, metrics whose value changed, tags,

@@ -29,8 +29,8 @@ import httpx
 
 from optui.adapters.bounded_read import read_response_bounded
 from optui.adapters.tls import client_tls_context
-from optui.core.bounded_json import loads_bounded
-from optui.core.effective_config import RunningConfig, llamacpp_config, sglang_config, vllm_config
+from optui.core.server.effective_config import RunningConfig, llamacpp_config, sglang_config, vllm_config
+from optui.core.text.bounded_json import loads_bounded
 
 #: The most bytes of one answer a probe reads (vLLM's ``/metrics`` with every histogram is
 #: ~1 MB); past it the answer is refused as :class:`AnswerTooLarge` (issue 30).
@@ -45,7 +45,7 @@ class AnswerTooLarge(httpx.HTTPError):
 
 def _json(resp: httpx.Response):
     """The JSON of ``resp`` nested at most :data:`MAX_JSON_DEPTH` levels (never a
-    RecursionError); raises ValueError (:class:`~optui.core.bounded_json.JsonBoundError`)."""
+    RecursionError); raises ValueError (:class:`~optui.core.text.bounded_json.JsonBoundError`)."""
     return loads_bounded(resp.content, what=str(resp.request.url), max_bytes=MAX_ANSWER_BYTES, max_depth=MAX_JSON_DEPTH)
 
 
@@ -223,7 +223,7 @@ class ServerProbe:
             return resp.status_code, None
 
     async def running_config(self, kind: str) -> RunningConfig | None:
-        """What the server of ``kind`` says it runs (see :mod:`optui.core.effective_config`):
+        """What the server of ``kind`` says it runs (see :mod:`optui.core.server.effective_config`):
         SGLang ``/server_info`` (``/get_server_info`` when that is 404), vLLM ``/v1/models``
         + ``/metrics`` + ``/version``, llama.cpp ``/props`` + ``/v1/models``; None when it
         reports nothing (unreachable, another kind). Never raises."""

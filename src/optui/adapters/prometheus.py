@@ -20,7 +20,7 @@ import httpx
 
 from optui.adapters.bounded_read import read_response_bounded
 from optui.adapters.tls import client_tls_context
-from optui.core.fleet_query import MAX_ANSWER_BYTES, PromAnswerError, PromSample, parse_vector_answer
+from optui.core.fleet.query import MAX_ANSWER_BYTES, PromAnswerError, PromSample, parse_vector_answer
 
 
 class PrometheusError(Exception):

@@ -25,7 +25,7 @@ from typing import Protocol
 from optui.adapters import proc
 from optui.adapters.aio import within
 from optui.adapters.log_follow import LogFollower
-from optui.core.textstream import iter_lines
+from optui.core.text.textstream import iter_lines
 
 #: How many earlier server logs a start keeps beside the current one (``NAME.log.1`` newest)
 #: when it does not know which experiment the current one belongs to.

@@ -55,7 +55,7 @@ from optui.adapters.shell import (
 )
 from optui.adapters.ssh import SshError, SshHost
 from optui.adapters.ssh_procs import CHUNK, RemoteFileFollower, RemotePiped, RemoteSpawned, parse_exit_status, reap
-from optui.core.textstream import iter_lines
+from optui.core.text.textstream import iter_lines
 
 PGID_MARK = b"optui-pgid:"
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -15,7 +15,7 @@ import asyncssh
 
 from optui.adapters.aio import within
 from optui.adapters.shell import CommandResult, ShellError
-from optui.core.textstream import LineSplitter
+from optui.core.text.textstream import LineSplitter
 
 CHUNK = 64 * 1024
 

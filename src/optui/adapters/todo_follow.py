@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from optui.core.todo_formats import (
+from optui.core.todo.formats import (
     AgentTodo,
     FollowSpec,
     TodoFormatError,
@@ -140,7 +140,7 @@ def signature(spec: FollowSpec) -> tuple:
 def read_snapshot(spec: FollowSpec) -> tuple[str, list[AgentTodo]]:
     """Read the agent's whole list now: ``(origin, items)``. Blocking (call it in a
     thread). Raises FollowError or TodoFormatError (file, line, field; also a file over
-    the size, item or depth limits of :mod:`optui.core.todo_formats`)."""
+    the size, item or depth limits of :mod:`optui.core.todo.formats`)."""
     path, raw = read_raw(spec)
     return parse_raw(spec, path, raw)
 

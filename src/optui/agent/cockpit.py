@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optui.adapters.journal import Journal, JournalError
-from optui.core import events as ev
-from optui.core.events import EventFilter, parse_since
-from optui.core.safe_text import safe_line
-from optui.core.todo import Priority, TodoStatus
+from optui.core.journal import events as ev
+from optui.core.journal.events import EventFilter, parse_since
+from optui.core.text.safe_text import safe_line
+from optui.core.todo.items import Priority, TodoStatus
 
 if TYPE_CHECKING:
     from optui.config import LoadedConfig
-    from optui.core.journal_experiments import Experiment
+    from optui.core.journal.experiments import Experiment
     from optui.session import Session
 
 #: the most events one ``journal_tail`` returns (an agent's context is not a log file)
@@ -97,23 +97,24 @@ class Cockpit:
         argv and phases, bench, every todo item, the newest results and experiments). By
         default the summary a person reads first, under 4 KB on the demo (it was 4.3-5.9 KB
         with 8 GPUs and 3 experiments of 4 workloads): each host in a line
-        (:func:`~optui.core.agent_answers.host_line`: GPUs, used/free MiB, the busiest GPU),
+        (:func:`~optui.core.agent.answers.host_line`: GPUs, used/free MiB, the busiest GPU),
         servers without phases (their flags in argv), the first :data:`STATUS_TODOS` open todo
         items in a line each (``todo_open`` counts them all), the results counted, the
         :data:`STATUS_EXPERIMENTS` newest experiments (configurations, as ``detail`` folds
         them) with their overall verdict and row count
-        (:func:`~optui.core.agent_answers.experiment_line`), and ``more``: where the rest is."""
-        from optui.core.agent_answers import experiment_line, host_line
-        from optui.core.journal_experiments import fold_repeats
+        (:func:`~optui.core.agent.answers.experiment_line`), and ``more``: where the rest is."""
+        from optui.core.agent.answers import experiment_line, host_line
+        from optui.core.journal.experiments import fold_repeats
         from optui.session.cli_mcp_shared import status_json
-        from optui.session.export import load_experiments
+        from optui.session.journal.export import load_experiments
 
-        full = status_json(self.loaded, self.session)
+        every = load_experiments(self.session.journal)  # one read for both
+        full = status_json(self.loaded, self.session, every)
         if detail:
             return full
         drop = ("flags", "last_good_argv", "phases", "crash_lines", "lines", "url", "pid", "started_at")
         opened = [t for t in full["todo"] if t["status"] not in ("completed", "cancelled")]
-        rows, _ = fold_repeats(load_experiments(self.session.journal))
+        rows, _ = fold_repeats(every)
         return {"config": full["config"], "journal_error": full["journal_error"],
                 "hosts": [host_line(h) for h in full["hosts"]],
                 "fleet": full["fleet"],
@@ -148,7 +149,7 @@ class Cockpit:
                      experiment: str | None = None, grep: str | None = None, since: str | None = None) -> list[dict]:
         """The newest ``limit`` events matching every filter given, oldest first, as
         ``journal tail --json`` prints them. ``types`` event types or groups
-        (:data:`~optui.core.events.TYPE_GROUPS`), ``since`` ``90m``/``2h``/``1d`` or an ISO time."""
+        (:data:`~optui.core.journal.events.TYPE_GROUPS`), ``since`` ``90m``/``2h``/``1d`` or an ISO time."""
         from optui.session.cli_mcp_shared import event_json, event_types
 
         if not 1 <= limit <= MAX_EVENTS:
@@ -177,9 +178,9 @@ class Cockpit:
         """``journal experiments --json``: one row per experiment (change vs baseline, ready
         time, metrics with deltas, verdict with its evidence, ``unverified`` flags), then
         the imported results no experiment ran."""
-        from optui.core.journal_experiments import SORT_KEYS, sort_experiments
+        from optui.core.journal.experiments import SORT_KEYS, sort_experiments
         from optui.session.cli_mcp_shared import experiment_json, imported_json
-        from optui.session.export import load_experiments, load_imported
+        from optui.session.journal.export import load_experiments, load_imported
 
         if sort not in SORT_KEYS:
             raise AgentError(f"unknown sort {sort!r} (one of: {', '.join(SORT_KEYS)})")
@@ -189,7 +190,7 @@ class Cockpit:
         every = load_experiments(j)
         rows = sort_experiments([x for x in every if server is None or x.server == server], sort)
         if not detail:  # one row per workload each (the imported results: detail=true)
-            from optui.core.agent_answers import experiment_brief
+            from optui.core.agent.answers import experiment_brief
 
             return [experiment_brief(x) for x in rows]
         return [experiment_json(x) for x in rows] + [imported_json(r) for r in load_imported(j, every, server=server)]
@@ -231,7 +232,7 @@ class Cockpit:
     def todo_list(self, *, open_only: bool = False) -> list[dict[str, Any]]:
         """The todo items in display order (``todo list --json``, ``blocked`` when an open
         item blocks it)."""
-        from optui.core.todo_formats import dependency_labels
+        from optui.core.todo.formats import dependency_labels
 
         every = self.session.journal.todos()
         deps = dependency_labels(every)
@@ -249,14 +250,14 @@ class Cockpit:
     # ---------------------------------------------------------------- resources
     def report(self) -> str:
         """The Markdown findings report (``journal export --format md``)."""
-        from optui.session.export import render, report_input
+        from optui.session.journal.export import render, report_input
 
         return render("md", report_input(self.session.journal, self.loaded, "md"))
 
     async def flag_catalog(self, server: str) -> dict[str, Any]:
         """The server's flag catalogue (learned from its ``--help`` once, then cached):
         ``FlagCatalog.to_json()``."""
-        from optui.session.flag_catalogs import CatalogError
+        from optui.session.server.flag_catalogs import CatalogError
 
         rt = self._runtime(server)
         try:
@@ -268,8 +269,8 @@ class Cockpit:
     def log_lines(self, server: str, count: int = 200, *, hide_probes: bool = True) -> list[str]:
         """The server's last ``count`` log lines this process read (made safe to show);
         ``hide_probes`` leaves out the requests of health and metrics monitors
-        (:func:`~optui.core.server_log.is_probe_line`: optui's own polling among them)."""
-        from optui.core.server_log import is_probe_line
+        (:func:`~optui.core.server.log.is_probe_line`: optui's own polling among them)."""
+        from optui.core.server.log import is_probe_line
 
         if not 1 <= count <= MAX_LOG_LINES:
             raise AgentError(f"lines must be between 1 and {MAX_LOG_LINES}, got {count}")
@@ -286,7 +287,7 @@ class Cockpit:
         The shape agents write their own lists in: ``status``, ``active_form`` (the
         in-progress wording, ``meta["active_form"]``), ``blocked_by``/``blocks`` (optui ids
         of open items: ``meta["blocked_by_ids"]`` on the waiting one)."""
-        from optui.core.todo_experiment import build_experiment
+        from optui.core.todo.experiment import build_experiment
 
         _check_text("content", text, MAX_TEXT)
         _check_choice("priority", priority, Priority)
@@ -463,7 +464,7 @@ class Cockpit:
         by the restart door first, as one request the operator approves (or the policy
         allows: flags inside ``allowed_flags`` *and* ``benchmarks_without_approval``); then
         the session's experiment runner (:meth:`TodoRunQueue.run_one
-        <optui.session.todo_runs.TodoRunQueue.run_one>` on a todo item that carries it):
+        <optui.session.todo.runs.TodoRunQueue.run_one>` on a todo item that carries it):
         restart → ready gate → ``preset`` ``repeat`` times → comparison with the baseline.
         Returns ``{"outcome", "request", "diff", "warnings", "todo_id", "experiment",
         "run": {status, step, summary, crash_class, lines}, "restart": <optui restart
@@ -471,12 +472,12 @@ class Cockpit:
         server does not run, "results": [each with vs_baseline], "experiment_summary":
         {verdict, evidence, baseline, runs}}`` (the last five once it ran). By default
         (``detail`` False) ``results`` is their count and ids and ``summary`` one row per
-        workload with the overall verdict (:func:`~optui.core.agent_answers.experiment_brief`)
+        workload with the overall verdict (:func:`~optui.core.agent.answers.experiment_brief`)
         instead of ``experiment_summary``; ``points`` runs a subset of the preset's points;
         ``outcome`` is ``failed`` when the restart or the benchmark failed (``crash_class``,
         ``lines``, ``rollback``)."""
-        from optui.core.agent_answers import compact_results, experiment_brief
-        from optui.core.agent_requests import PolicyVerdict
+        from optui.core.agent.answers import compact_results, experiment_brief
+        from optui.core.agent.requests import PolicyVerdict
         from optui.session import SessionError
         from optui.session.cli_mcp_shared import experiment_summary_json, restart_json, result_json
 
@@ -553,8 +554,8 @@ class Cockpit:
         experiment_brief (one row per workload, the overall verdict), "results": {runs, ok,
         failed, result_ids}}}``; ``detail`` adds every result dict (``vs_baseline``) and the
         ``experiment_summary`` of ``optui bench run --json``."""
-        from optui.core.agent_answers import compact_results, experiment_brief
-        from optui.core.agent_requests import PolicyVerdict
+        from optui.core.agent.answers import compact_results, experiment_brief
+        from optui.core.agent.requests import PolicyVerdict
         from optui.session import SessionError
         from optui.session.cli_mcp_shared import READY, experiment_summary_json, result_json, wait_ready
 
@@ -604,7 +605,7 @@ class Cockpit:
 
     async def stop(self, server: str, *, actor: str, why: str, wait_s: float = DEFAULT_DECISION_WAIT_S) -> dict[str, Any]:
         """Ask the operator to stop ``server``; returns ``{"outcome", "request", "state"}``."""
-        from optui.core.agent_requests import PolicyVerdict
+        from optui.core.agent.requests import PolicyVerdict
         from optui.session import SessionError
 
         self._check_request(server, why, wait_s)
@@ -752,7 +753,7 @@ class Cockpit:
         server ready or crashed, never half started). Returns ``{"outcome": "ran" | "denied"
         | "timeout", "request", "search": <search_status once ended>, "state": the server's
         state}``. AgentError when no search runs."""
-        from optui.core.agent_requests import PolicyVerdict
+        from optui.core.agent.requests import PolicyVerdict
         from optui.session.search import SEARCH_STOP, search_status
 
         self._refuse_read_only()
@@ -888,7 +889,7 @@ class Cockpit:
         through :func:`restart_policy` (forbidden: refused); allowed only when every one is
         in ``allowed_flags``, benchmarks need no approval and its planned restarts stay
         within ``max_restarts_per_hour``; else the operator decides."""
-        from optui.core.agent_requests import PolicyVerdict, restart_policy
+        from optui.core.agent.requests import PolicyVerdict, restart_policy
         from optui.core.search.strategies import planned_trials
 
         rules = self.loaded.config.agent
@@ -910,10 +911,10 @@ class Cockpit:
         nothing is asked, the request and its refusal journaled). The policy compares
         canonical names (:meth:`FlagCatalog.canonical`): an alias or an abbreviation of a
         forbidden flag is that flag."""
-        from optui.core.agent_requests import restart_policy
-        from optui.core.flag_catalog import UNKNOWN_FLAG
-        from optui.core.flags import FlagError, Flags
-        from optui.core.journal_experiments import config_changes
+        from optui.core.agent.requests import restart_policy
+        from optui.core.flags.argv import FlagError, Flags
+        from optui.core.flags.catalog import UNKNOWN_FLAG
+        from optui.core.journal.experiments import config_changes
         from optui.session import SessionError
 
         edits = [name if value is None else f"{name}={value}" for name, value in (sets or {}).items()]
@@ -967,7 +968,7 @@ class Cockpit:
     @staticmethod
     def _experiment(session: Session, exp: str | None) -> Experiment | None:
         """Experiment ``exp`` as the journal has it now (one read), None when there is none."""
-        from optui.session.export import load_experiments
+        from optui.session.journal.export import load_experiments
 
         return next((x for x in load_experiments(session.journal) if x.id == exp), None) if exp else None
 
@@ -979,7 +980,7 @@ class Cockpit:
     @staticmethod
     def _todo_run_experiment(session: Session, todo_id: int) -> str | None:
         """The experiment (exp-NNNN) the todo run of ``todo_id`` opened (its finished event's)."""
-        from optui.core.todo_experiment import TODO_RUN_FINISHED
+        from optui.core.todo.experiment import TODO_RUN_FINISHED
 
         done = session.journal.events(target=f"todo:{todo_id}", types=[TODO_RUN_FINISHED], limit=1, newest_first=True)
         return done[0].experiment if done else None
@@ -989,7 +990,7 @@ class Cockpit:
         """Journal how the approved action ended (``agent.outcome``) when the block leaves:
         the block fills the dict it gets (outcome, experiment, state, crash_class, verdict,
         unverified, error); an exception is journaled as ``failed`` and raised on."""
-        from optui.core.agent_requests import outcome_data
+        from optui.core.agent.requests import outcome_data
         from optui.session.agent_requests import journal_outcome
 
         ended: dict[str, Any] = {"outcome": "failed"}
@@ -1021,7 +1022,7 @@ class Cockpit:
         """AgentError naming who restarts ``server`` now when another optui process holds
         its restart lock (the operator's TUI or CLI, another agent's approved restart):
         nothing is asked, the operator is not shown a request that cannot run."""
-        from optui.session.locks import ServerLock
+        from optui.session.server.locks import ServerLock
 
         lock = ServerLock(self.session.state_dir, server)
         if lock.held_by_other():
@@ -1055,7 +1056,7 @@ class Cockpit:
         """The decision on a request: the operator's (``policy.verdict`` "ask", waiting up to
         ``wait_s`` s) or the policy's, journaled either way; AgentError when refused (by the
         policy, or because another request holds the server: the message names it)."""
-        from optui.core.agent_requests import ALLOWED, REFUSED
+        from optui.core.agent.requests import ALLOWED, REFUSED
         from optui.session.agent_requests import ask_operator, decided_by_policy
 
         request: dict[str, Any] = {"actor": actor, "action": action, "server": server, "diff": list(diff),
@@ -1077,7 +1078,7 @@ class Cockpit:
         ``agent.request`` and an ``agent.decision`` ``refused``, as the policy's refusals);
         the Decision (its ``policy`` names another request holding the server instead, when
         one does). AgentError when it cannot be journaled."""
-        from optui.core.agent_requests import REFUSED
+        from optui.core.agent.requests import REFUSED
         from optui.session.agent_requests import decided_by_policy
 
         try:
@@ -1099,7 +1100,7 @@ class Cockpit:
         from optui.session.cli_mcp_shared import event_json
         _check_text("reason", reason, MAX_WHY, empty=True)
         _check_text("experiment", experiment, MAX_NAME)
-        from optui.session.export import load_experiments
+        from optui.session.journal.export import load_experiments
 
         if decision == "reject" and any(x.id == experiment and x.is_baseline for x in load_experiments(self.session.journal)):
             raise AgentError(f"{experiment} is the baseline: the operator's to reject, not an agent's (say why in a "
@@ -1210,7 +1211,7 @@ def _check_choice(what: str, value: str, enum) -> None:
 
 
 def _event_types() -> frozenset[str]:
-    """Every event type the journal writes (the constants of :mod:`optui.core.events`)."""
+    """Every event type the journal writes (the constants of :mod:`optui.core.journal.events`)."""
     named = (v for k, v in vars(ev).items() if k.isupper() and isinstance(v, str))
     return frozenset(named).union(*ev.TYPE_GROUPS.values())
 
@@ -1311,9 +1312,9 @@ def _with_repeats(sweep, repeats: int):
 
 def _brief_text(brief: dict[str, Any] | None) -> str | None:
     """``mixed: c=1 same -1.1%, c=8 better +73.8% (p=0.057)``: the overall verdict with each
-    workload's (:func:`~optui.core.agent_answers.points_text`), for the journal's
+    workload's (:func:`~optui.core.agent.answers.points_text`), for the journal's
     ``agent.outcome`` line."""
-    from optui.core.agent_answers import points_text
+    from optui.core.agent.answers import points_text
 
     if not brief:
         return None
@@ -1342,7 +1343,7 @@ def _todo_json(item, every) -> dict[str, Any]:
 
 def plan_markdown(items, campaign: str) -> str:
     """The plan as Markdown (see :meth:`Cockpit.plan`); one line an item, made safe."""
-    from optui.core.todo_formats import markdown_inline
+    from optui.core.todo.formats import markdown_inline
 
     every = list(items)
     open_items = [t for t in every if not t.done]

@@ -92,7 +92,7 @@ def import_(ctx: click.Context, files: tuple[str, ...], server: str | None, benc
     from pathlib import Path
 
     from optui.adapters.journal import Journal, JournalError
-    from optui.session.benches import import_results
+    from optui.session.bench.service import import_results
 
     loaded = load_config_or_exit(ctx)
     servers = loaded.config.servers

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from optui.core.safe_text import safe_line, safe_text
+from optui.core.text.safe_text import safe_line, safe_text
 
 if TYPE_CHECKING:
     from optui.config import LoadedConfig
@@ -92,7 +92,7 @@ def load_config_or_exit(ctx: click.Context | None = None) -> LoadedConfig:
 
 def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
     """Print ``message`` (``str()`` of it) to stdout, or stderr with ``err``, through
-    :func:`~optui.core.safe_text.safe_text`: control characters and bidi overrides shown as
+    :func:`~optui.core.text.safe_text.safe_text`: control characters and bidi overrides shown as
     ``\\x1b`` / ``\\u202e``, lines kept."""
     if json_errors is not None:
         if err:
@@ -103,10 +103,12 @@ def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
 
 
 def echo_line(message: object = "", *, err: bool = False) -> None:
-    """Print ``message`` as exactly one line (:func:`~optui.core.safe_text.safe_line`: a
+    """Print ``message`` as exactly one line (:func:`~optui.core.text.safe_text.safe_line`: a
     newline inside it shows as ``⏎``), for a line that carries untrusted text (a todo item, a
-    server's message): an agent's list cannot forge a line such as ``server qwen: ready``."""
-    click.echo(safe_line(str(message)), err=err)
+    server's message): an agent's list cannot forge a line such as ``server qwen: ready``.
+    Printed through :func:`echo` (its ``--json`` bookkeeping; ``safe_text`` leaves a
+    ``safe_line`` as it is)."""
+    echo(safe_line(str(message)), err=err)
 
 
 def close_left_open(journal, actor_name: str | None = None) -> None:
@@ -116,8 +118,8 @@ def close_left_open(journal, actor_name: str | None = None) -> None:
     them (issue 30: only a TUI did); the CLI group runs it before every command that opens
     the journal (:func:`close_before_command`). A journal that cannot be written is left alone."""
     from optui.adapters.journal import JournalError
-    from optui.session.interrupted import close_interrupted
-    from optui.session.locks import ServerLock
+    from optui.session.server.interrupted import close_interrupted
+    from optui.session.server.locks import ServerLock
 
     if journal.read_only:
         return

@@ -5,7 +5,7 @@ Sources: NVML (default; :class:`~optui.adapters.gpu_nvml.NvmlGpuSource`), a one-
 ``nvidia-smi --query-gpu ... --format=csv[,noheader][,nounits]`` file.
 
 ``--json`` prints a list of objects with exactly the keys of
-:data:`~optui.core.gpu.GPU_JSON_KEYS` (MiB, %, °C, W; null where unavailable). When the host
+:data:`~optui.core.gpu.samples.GPU_JSON_KEYS` (MiB, %, °C, W; null where unavailable). When the host
 cannot be read it prints ``{"error": "...", "host": "..."}`` instead; either way the exit code
 is 1 when anything is wrong (a GPU with an error included), else 0.
 
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 import click
 
 from optui.cli.common import echo, echo_json, fail
-from optui.core.gpu import GpuSample, HostSnapshot, HostStatus
+from optui.core.gpu.samples import GpuSample, HostSnapshot, HostStatus
 
 if TYPE_CHECKING:
-    from optui.core.fleet import FleetSnapshot
+    from optui.core.fleet.readings import FleetSnapshot
 
 NVIDIA_SMI_TIMEOUT_S = 10.0
 
@@ -40,7 +40,7 @@ def _failure(host: str, message: str, source: str, status: HostStatus = HostStat
 
 def _read_nvidia_smi(host: str) -> HostSnapshot:
     """Run the local nvidia-smi once with optui's default query."""
-    from optui.core.nvsmi import DEFAULT_QUERY_FIELDS, nvidia_smi_argv, snapshot_from_nvidia_smi
+    from optui.core.gpu.nvsmi import DEFAULT_QUERY_FIELDS, nvidia_smi_argv, snapshot_from_nvidia_smi
 
     try:
         done = subprocess.run(nvidia_smi_argv(), capture_output=True, text=True, errors="replace",
@@ -62,7 +62,7 @@ def _read_nvidia_smi(host: str) -> HostSnapshot:
 def _read_file(host: str, path: str, fields: str | None) -> HostSnapshot:
     """Parse a saved capture; errors name ``path`` (``<stdin>`` for ``-``) and the line."""
     from optui.adapters.bounded_read import MAX_CAPTURE_BYTES, InputTooLarge, read_text_bounded
-    from optui.core.nvsmi import NvidiaSmiError, normalize_fields, snapshot_from_nvidia_smi
+    from optui.core.gpu.nvsmi import NvidiaSmiError, normalize_fields, snapshot_from_nvidia_smi
 
     if fields is not None:
         try:
@@ -154,7 +154,7 @@ async def read_configured(config) -> tuple[list[HostSnapshot], FleetSnapshot | N
     every failure is the host's snapshot's ``error`` (never raised)."""
     import asyncio
 
-    from optui.session.fleet import read_fleet_once
+    from optui.session.gpu.fleet import read_fleet_once
     from optui.session.session import make_gpu_source
     from optui.session.ssh_hosts import make_ssh_hosts
 
@@ -192,8 +192,8 @@ def _host_problem(snapshot: HostSnapshot) -> str | None:
 
 def configured_json(config, hosts: list[HostSnapshot], fleet) -> list[dict]:
     """``optui gpus --json`` with a config: every configured host's GPUs
-    (:data:`~optui.core.gpu.GPU_JSON_KEYS` + ``source``: ``demo``, ``nvml``, ``nvidia-smi``...),
-    then the fleet's (:data:`~optui.core.fleet.FLEET_GPU_JSON_KEYS` + ``source`` ``fleet``); a
+    (:data:`~optui.core.gpu.samples.GPU_JSON_KEYS` + ``source``: ``demo``, ``nvml``, ``nvidia-smi``...),
+    then the fleet's (:data:`~optui.core.fleet.readings.FLEET_GPU_JSON_KEYS` + ``source`` ``fleet``); a
     host that could not be read is one ``{"host", "source", "status", "error"}`` entry, a failed
     fleet query one ``{"host": null, "source": "fleet", "prometheus", "error"}``."""
     out: list[dict] = []

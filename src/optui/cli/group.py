@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import click
 
 from optui.cli import common
-from optui.core.safe_text import safe_text
+from optui.core.text.safe_text import safe_text
 
 # name -> "module:attribute" of a click command or group
 _COMMANDS = {

@@ -22,9 +22,9 @@ from pathlib import Path
 import click
 
 from optui.cli.common import COUNT, ID, actor, echo, echo_json, fail, load_config_or_exit, read_only_open
-from optui.core import events as ev
-from optui.core.events import Event, EventFilter, parse_since
-from optui.core.safe_text import safe_json, safe_line
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event, EventFilter, parse_since
+from optui.core.text.safe_text import safe_json, safe_line
 from optui.session.cli_mcp_shared import event_json, event_types, experiment_json, imported_json
 
 
@@ -112,7 +112,7 @@ def tail(ctx, count, follow, as_json, types, server, experiment, text, since, in
 @click.pass_context
 def show(ctx, seq: int, as_json: bool) -> None:
     """Details of event SEQ: flag diff, phase timings, crash class and log, metrics vs baseline."""
-    from optui.core.event_details import bench_results_of, event_sections, render_text
+    from optui.core.journal.event_details import bench_results_of, event_sections, render_text
 
     _, j = _open(ctx)
     found = j.events(since_seq=seq - 1, limit=1)
@@ -139,8 +139,8 @@ def show(ctx, seq: int, as_json: bool) -> None:
 def experiments(ctx, as_json: bool, server: str | None, sort_key: str) -> None:
     """One row per experiment: change vs baseline, ready time, out tok/s and Δ, verdict."""
     from optui.core.bench.compare import STATISTIC
-    from optui.core.journal_experiments import change_text, fold_repeats, runs_text, sort_experiments, verdict_evidence
-    from optui.session.export import load_experiments, load_imported
+    from optui.core.journal.experiments import change_text, fold_repeats, runs_text, sort_experiments, verdict_evidence
+    from optui.session.journal.export import load_experiments, load_imported
 
     _, j = _open(ctx)
     every = load_experiments(j)
@@ -220,7 +220,7 @@ def _imported_lines(imported) -> None:
 def export(ctx, fmt: str, since: str | None, server: str | None, output: str | None, mlflow_uri: str | None) -> None:
     """Export the journal: a Markdown findings report, JSONL events or CSV experiments; or,
     with --mlflow URI, one MLflow run per experiment (needs pip install 'optui[mlflow]')."""
-    from optui.session.export import render, report_input, write_atomic
+    from optui.session.journal.export import render, report_input, write_atomic
 
     loaded, j = _open(ctx)
     if server is not None and server not in loaded.config.servers and server not in j.experiment_servers():
@@ -244,7 +244,7 @@ def export(ctx, fmt: str, since: str | None, server: str | None, output: str | N
 def _export_mlflow(loaded, j, uri: str, server: str | None) -> None:
     """``journal export --mlflow URI``: one line per experiment sent, then the totals."""
     from optui.adapters.mlflow_export import TrackingError, export_runs, mlflow_experiment_name
-    from optui.session.export import campaign_name, tracked_runs
+    from optui.session.journal.export import campaign_name, tracked_runs
 
     runs = tracked_runs(j, loaded, server=server)
     campaign = campaign_name(loaded)

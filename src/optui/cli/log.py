@@ -30,8 +30,8 @@ def classify(file: str, kind: str | None, returncode: int | None, as_json: bool)
     timestamped line (null without timestamps). Exit 0 whatever the outcome; 2 when FILE
     cannot be read."""
     from optui.adapters.bounded_read import MAX_LOG_BYTES, InputTooLarge, read_text_bounded
-    from optui.core.server_log import classify_log, phase_durations
-    from optui.core.server_state import PhaseMark
+    from optui.core.server.log import classify_log, phase_durations
+    from optui.core.server.state import PhaseMark
 
     try:  # stdin's bytes or the file's, bounded (/dev/zero)
         text = read_text_bounded(sys.stdin.buffer if file == "-" else file, MAX_LOG_BYTES,

@@ -73,8 +73,8 @@ async def _collect(loaded, wait_s: float) -> dict:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool, wait_s: float) -> None:
     """Hosts/GPUs, servers (state, phase, flags, load), todo, last results, experiments."""
-    from optui.core.journal_experiments import workloads_brief
-    from optui.core.safe_text import headline
+    from optui.core.journal.experiments import workloads_brief
+    from optui.core.text.safe_text import headline
 
     loaded = load_config_or_exit(ctx)
     path = loaded.journal_path
@@ -163,10 +163,10 @@ def restart(ctx: click.Context, server: str, sets: tuple[str, ...], unsets: tupl
     does not know or a bad value, unless --force; another optui process is restarting
     SERVER...): nothing was stopped. A server whose --help could not be read is not checked
     (a warning says so)."""
-    from optui.core.flag_catalog import UNKNOWN_FLAG
-    from optui.core.flags import FlagError
+    from optui.core.flags.argv import FlagError
+    from optui.core.flags.catalog import UNKNOWN_FLAG
     from optui.session import Session, SessionError
-    from optui.session.restart_checks import RestartRefused
+    from optui.session.server.restart_checks import RestartRefused
 
     loaded = load_config_or_exit(ctx)
     root = ctx.find_root().obj or {}
@@ -270,9 +270,9 @@ def _cancel_on(task: asyncio.Task | None, signalled: list[signal.Signals]) -> No
 def _journal_own_interruption(session, server: str, signum: signal.Signals) -> None:
     """Journal this process's restart of ``server`` as interrupted by ``signum``, where it
     asked for one that has not ended; a journal that cannot be written is left to the next
-    optui process (:func:`optui.session.interrupted.close_interrupted`)."""
+    optui process (:func:`optui.session.server.interrupted.close_interrupted`)."""
     from optui.adapters.journal import JournalError
-    from optui.session.interrupted import close_own_restart
+    from optui.session.server.interrupted import close_own_restart
 
     with contextlib.suppress(JournalError):
         close_own_restart(session.journal, server, actor=actor(), why=f"was ended by {signum.name}")

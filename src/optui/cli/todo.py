@@ -14,8 +14,8 @@ import sys
 import click
 
 from optui.cli.common import ID, echo, echo_json, fail, load_config_or_exit, read_only_open
-from optui.core.safe_text import safe_line
-from optui.core.todo import Priority, TodoItem, TodoStatus
+from optui.core.text.safe_text import safe_line
+from optui.core.todo.items import Priority, TodoItem, TodoStatus
 
 STATUSES = [s.value for s in TodoStatus]
 PRIORITIES = [p.value for p in Priority]
@@ -85,7 +85,7 @@ def todo() -> None:
 def list_(ctx: click.Context, as_json: bool, open_only: bool) -> None:
     """List the items in display order."""
     _, journal = _journal(ctx, reading=True)
-    from optui.core.todo_formats import dependency_labels
+    from optui.core.todo.formats import dependency_labels
 
     every = journal.todos()
     deps = dependency_labels(every)  # over every item: a hidden open blocker still blocks
@@ -117,8 +117,8 @@ def add(ctx: click.Context, text: str, priority: str, server: str | None, sets: 
     loaded, journal = _journal(ctx)
     experiment = None
     if server or sets or unsets or benches or preset:
-        from optui.core.flags import FlagError, parse_assignment
-        from optui.core.todo_experiment import build_experiment
+        from optui.core.flags.argv import FlagError, parse_assignment
+        from optui.core.todo.experiment import build_experiment
 
         try:
             set_map = dict(parse_assignment(s) for s in sets)
@@ -180,7 +180,7 @@ def import_(ctx: click.Context, source: str, kind: str, dry_run: bool, as_json: 
     opencode DB (PATH.db#SESSION), or - for stdin. Re-importing the same source diffs
     against what is there (items matched by content), it never duplicates."""
     from optui.adapters.todo_follow import FollowError, read_snapshot
-    from optui.core.todo_formats import (
+    from optui.core.todo.formats import (
         MAX_CHARS,
         FollowSpec,
         TodoFormatError,
@@ -208,7 +208,7 @@ def import_(ctx: click.Context, source: str, kind: str, dry_run: bool, as_json: 
         fail(str(exc), 2)
     plan = None
     if not dry_run or not as_json:
-        from optui.session.todo_sync import apply_snapshot
+        from optui.session.todo.sync import apply_snapshot
 
         _, journal = _journal(ctx)
         plan = _write(lambda: apply_snapshot(journal, origin, items, actor=actor, dry_run=dry_run))
@@ -235,8 +235,8 @@ def export(ctx: click.Context, fmt: str, output: str | None, open_only: bool) ->
     """Export the list as todowrite JSON ({"todos": [...]}) or a Markdown checklist."""
     import json
 
-    from optui.core.safe_text import safe_json, safe_text
-    from optui.core.todo_formats import to_markdown, to_todowrite
+    from optui.core.text.safe_text import safe_json, safe_text
+    from optui.core.todo.formats import to_markdown, to_todowrite
 
     loaded, journal = _journal(ctx, reading=True)
     items = [t for t in journal.todos() if not (open_only and t.done)]
@@ -247,7 +247,7 @@ def export(ctx: click.Context, fmt: str, output: str | None, open_only: bool) ->
         # the checklist's items are raw text: escape sequences made visible for the file too
         text = safe_text(to_markdown(items, f"Todo — {name}"))
     if output:
-        from optui.session.export import write_atomic
+        from optui.session.journal.export import write_atomic
 
         try:  # like journal export: a full disk keeps the previous file, a symlink is replaced, not followed
             write_atomic(output, text)

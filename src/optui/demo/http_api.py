@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from optui.core.words import WORDS, count_tokens
+from optui.core.text.words import WORDS, count_tokens
 from optui.demo import responses
 from optui.demo.prefix_cache import prefix_hashes
 from optui.demo.scheduler import SimRequest
@@ -178,6 +178,9 @@ class Handler(BaseHTTPRequestHandler):
     """Routes one request (see module docstring)."""
 
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY, as uvicorn sets it: a keep-alive reply written as headers then body waited
+    # ~40 ms for the client's delayed ACK (Nagle): 21 /tokenize calls a second on one connection
+    disable_nagle_algorithm = True
     server: DemoHTTPServer
 
     # ------------------------------------------------------------ transport
@@ -260,7 +263,7 @@ class Handler(BaseHTTPRequestHandler):
         """SGLang's ``POST /tokenize`` (0.5.x; vLLM's has the same shape): ``{"prompt": str
         | [str], "add_special_tokens": bool}`` → ``{"tokens": [ids], "count": N,
         "max_model_len": context length}`` (a list of prompts: lists and counts per prompt).
-        The demo tokenizer counts words (:func:`~optui.core.words.count_tokens`); the ids are
+        The demo tokenizer counts words (:func:`~optui.core.text.words.count_tokens`); the ids are
         word positions in its vocabulary (an unknown word: 0). ``--skip-tokenizer-init``: 400."""
         rt = self.server.runtime
         try:

@@ -1,8 +1,8 @@
 """A simulated fleet for ``optui demo --fleet N``: N hosts x 8 H200s, nothing installed.
 
-A :class:`~optui.session.fleet.FleetSource` that builds, at each read, the samples a
+A :class:`~optui.session.gpu.fleet.FleetSource` that builds, at each read, the samples a
 Prometheus would answer for dcgm-exporter series, and merges them through the same
-:class:`~optui.core.fleet.FleetState` as the real source (so the demo shows what the real
+:class:`~optui.core.fleet.readings.FleetState` as the real source (so the demo shows what the real
 mapping does). Values are a pure function of ``(host, gpu, time)``: most GPUs serve a slowly
 varying load, every 7th host's GPUs are idle but hold memory (a model loaded, no traffic),
 every 11th host is empty, and host 5's exporter stops after the first minute (its GPUs turn
@@ -18,8 +18,8 @@ import math
 import time
 
 from optui.adapters.worker_thread import SingleThreadExecutor
-from optui.core.fleet import GEN_RATE_LABEL, SERVER_TIME_LABEL, FleetSnapshot, FleetState
-from optui.core.fleet_query import SAMPLE_TIME_LABEL, PromSample
+from optui.core.fleet.query import SAMPLE_TIME_LABEL, PromSample
+from optui.core.fleet.readings import GEN_RATE_LABEL, SERVER_TIME_LABEL, FleetSnapshot, FleetState
 from optui.demo.sim_gpus import _unit as _fresh_unit
 from optui.demo.sim_gpus import gpu_uuid
 from optui.demo.startup import H200_RESERVED_MIB, H200_TOTAL_MIB

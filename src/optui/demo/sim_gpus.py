@@ -15,7 +15,7 @@ import json
 import math
 import time
 
-from optui.core.gpu import GpuProcess, GpuSample, HostSnapshot, HostStatus
+from optui.core.gpu.samples import GpuProcess, GpuSample, HostSnapshot, HostStatus
 from optui.demo.startup import H200_RESERVED_MIB, H200_TOTAL_MIB
 
 GPU_NAME = "NVIDIA H200 (demo)"

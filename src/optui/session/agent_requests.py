@@ -1,5 +1,5 @@
 """Asking the operator: an agent's request journaled, its decision waited for, its outcome
-journaled (the events and their fold: :mod:`optui.core.agent_requests`).
+journaled (the events and their fold: :mod:`optui.core.agent.requests`).
 
 A request on a server that another request still holds (waiting for its decision, or
 approved and still running) is refused in the transaction that journals it, with a reason
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from optui.adapters.proc import pid_alive
-from optui.core.agent_requests import (
+from optui.core.agent.requests import (
     AGENT_DECISION,
     AGENT_OUTCOME,
     AGENT_REQUEST,
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 #: how often the waiting side reads the journal for the decision (s)
 POLL_S = 0.2
-#: :func:`~optui.core.agent_requests.request_closed`'s words for a request whose optui mcp is gone
+#: :func:`~optui.core.agent.requests.request_closed`'s words for a request whose optui mcp is gone
 WITHDRAWN_DEAD = "withdrawn: its optui mcp process ended"
 
 
@@ -172,7 +172,7 @@ def withdraw(journal: Journal, request_seq: int, *, actor: str, reason: str) -> 
 def withdraw_orphans(journal: Journal, *, actor: str, now: float | None = None) -> list[int]:
     """Journal ``withdrawn`` on every waiting request whose ``optui mcp`` process is gone
     (killed: it could not say so itself); the requests' seqs. Run by a starting optui mcp."""
-    from optui.core.agent_requests import pending_requests
+    from optui.core.agent.requests import pending_requests
 
     now = time.time() if now is None else now
     events = journal.events(types=[AGENT_REQUEST, AGENT_DECISION], since_seq=max(0, journal.last_seq() - 5000))
@@ -182,6 +182,6 @@ def withdraw_orphans(journal: Journal, *, actor: str, now: float | None = None) 
 
 def journal_outcome(journal: Journal, *, actor: str, server: str | None, experiment: str | None, data: dict) -> None:
     """Journal how an approved action of ``actor`` (the agent) ended: ``agent.outcome``
-    linked to ``experiment``, ``data`` from :func:`~optui.core.agent_requests.outcome_data`.
+    linked to ``experiment``, ``data`` from :func:`~optui.core.agent.requests.outcome_data`.
     JournalError when it cannot be written."""
     journal.append(AGENT_OUTCOME, server, data, actor=actor, experiment=experiment)

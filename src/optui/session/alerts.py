@@ -15,26 +15,12 @@ says it once (the crash is still journaled as its alert).
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-
-from optui.core.gpu import HostStatus
-from optui.core.server_log import line_of_class
-from optui.core.server_state import CrashClass, ServerState
+from optui.core.gpu.samples import HostStatus
+from optui.core.server.log import line_of_class
+from optui.core.server.state import CrashClass, ServerState
+from optui.session.snapshot_types import Alert
 
 REARM_BELOW_PCT = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class Alert:
-    """One alert: ``kind`` (see module doc), ``target`` (server / host:gpu / bench),
-    ``message`` for the operator, ``severity`` "error" or "warning", Unix ``ts``."""
-
-    kind: str
-    target: str
-    message: str
-    severity: str = "error"
-    ts: float = field(default_factory=time.time)
 
 
 class AlertWatcher:

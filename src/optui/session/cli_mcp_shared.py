@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from optui.adapters.aio import wait_set
 from optui.config_file import ConfigError
-from optui.core import events as ev
-from optui.core.events import Event, iso_time
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event, iso_time
 
 if TYPE_CHECKING:
     from optui.core.search.spec import SearchSpec
@@ -36,16 +36,18 @@ def hosts_json(state) -> list[dict]:
              "gpus": [s.to_json(h.host) for s in h.samples]} for h in state.hosts]
 
 
-def status_json(loaded, session) -> dict:
+def status_json(loaded, session, experiments: Sequence | None = None) -> dict:
     """``optui status --json`` of a started ``session`` now (shared with ``optui mcp``'s
     status tool): hosts/GPUs, the fleet (``[fleet]``: every GPU Prometheus knows; null
     without), servers (state, phase, flags, load, current experiment),
-    bench, todo, the 5 newest results, the 10 newest experiments."""
-    from optui.session.export import load_experiments
-    from optui.session.fleet import fleet_json
+    bench, todo, the 5 newest results, the 10 newest experiments. ``experiments``: the
+    journal's, when the caller read them already (None: read here)."""
+    from optui.session.gpu.fleet import fleet_json
+    from optui.session.journal.export import load_experiments
 
     state = session.snapshot()
-    experiments = load_experiments(session.journal)
+    if experiments is None:
+        experiments = load_experiments(session.journal)
     return {
         "config": str(loaded.path) if loaded.path else None,
         "journal": state.journal_path,
@@ -65,10 +67,10 @@ def status_json(loaded, session) -> dict:
 def _experiments_json(experiments) -> list[dict]:
     """The 10 newest configurations as the ``E`` view and ``journal experiments`` list them
     (issue 29): starts of a configuration already listed (the same flags in any order or
-    spelling: :func:`~optui.core.journal_experiments.config_key`) folded into its row
-    (:func:`~optui.core.journal_experiments.fold_repeats`), which says how many starts it had
+    spelling: :func:`~optui.core.journal.experiments.config_key`) folded into its row
+    (:func:`~optui.core.journal.experiments.fold_repeats`), which says how many starts it had
     (``starts``) and which (``folded``)."""
-    from optui.core.journal_experiments import fold_repeats, starts_brief, workload_summaries
+    from optui.core.journal.experiments import fold_repeats, starts_brief, workload_summaries
 
     rows, folded = fold_repeats(experiments)
     by_id = {x.id: x for x in experiments}
@@ -85,7 +87,7 @@ def _experiments_json(experiments) -> list[dict]:
 
 
 def _server_json(session, s, experiments) -> dict:
-    from optui.core.flags import Flags
+    from optui.core.flags.argv import Flags
 
     current = session.current_experiment(s.name)
     base = next((x for x in experiments if x.server == s.name and x.is_baseline), None)
@@ -176,9 +178,9 @@ def imported_json(run) -> dict:
 def experiment_json(x) -> dict:
     """An experiment as JSON for scripts (``optui journal experiments --json``); each of its
     ``workloads`` with its own verdict (``point``, ``concurrency``, ``request_rate``,
-    ``verdict``, ``delta_pct``, ``evidence_text``: :func:`~optui.core.journal_experiments.workload_summaries`),
+    ``verdict``, ``delta_pct``, ``evidence_text``: :func:`~optui.core.journal.experiments.workload_summaries`),
     ``verdict`` the rule over them."""
-    from optui.core.journal_experiments import workload_summaries
+    from optui.core.journal.experiments import workload_summaries
 
     w = x.primary
     verdicts = {s["key"]: s for s in workload_summaries(x)}
@@ -230,7 +232,7 @@ def result_json(session, result) -> dict:
     """A stored bench result with its deltas vs the baseline (``bench run --json``'s ``results``);
     ``baseline_is_this_run`` True when the result is its workload's baseline (its first run,
     any of that run's repeats)."""
-    from optui.core.journal_experiments import result_deltas
+    from optui.core.journal.experiments import result_deltas
 
     base = session.benches.baseline_for(result)
     return {**result.to_json(),
@@ -250,7 +252,7 @@ def against_medians(judged, summary: dict | None) -> None:
     summary's verdict compares (``summary["workloads"][i]["baseline_values"]``): one delta per
     run (``--repeat 1`` printed +149.2 % against one baseline run and +148.5 % against their
     median for the same run). Results of a workload without baseline medians keep theirs."""
-    from optui.core.journal_experiments import delta_pct
+    from optui.core.journal.experiments import delta_pct
 
     bases = {w["key"]: w["baseline_values"] for w in (summary or {}).get("workloads") or () if w.get("baseline_values")}
     for shown, result in judged:
@@ -265,12 +267,12 @@ def summary_json(session, exp_id: str | None, keys: Collection[str] | None = Non
     """Experiment ``exp_id``'s verdict with its evidence (``bench run --json``'s
     ``experiment_summary``), of the workloads ``keys`` (:meth:`Workload.key`: the run just
     made; None: all the experiment measured): ``verdict`` the one overall rule over them
-    (:func:`~optui.core.journal_experiments.experiment_verdict`: better | worse | mixed |
+    (:func:`~optui.core.journal.experiments.experiment_verdict`: better | worse | mixed |
     same | untested noise | untested | baseline | failed), ``workloads`` one entry per workload
-    (:func:`~optui.core.journal_experiments.workload_summaries`), and the first workload's
+    (:func:`~optui.core.journal.experiments.workload_summaries`), and the first workload's
     figures as before (``workload``, ``output_throughput_tok_s``, ``delta_pct`` %, ``cv_pct``,
     ``runs``, ``evidence_text``, ``evidence``). None when the journal has no such experiment."""
-    from optui.session.export import load_experiments
+    from optui.session.journal.export import load_experiments
 
     x = next((x for x in load_experiments(session.journal) if x.id == exp_id), None)
     return None if x is None else experiment_summary_json(x, keys)
@@ -279,7 +281,7 @@ def summary_json(session, exp_id: str | None, keys: Collection[str] | None = Non
 def experiment_summary_json(x, keys: Collection[str] | None = None) -> dict:
     """:func:`summary_json` of experiment ``x`` already read (one journal read for a caller
     that has it)."""
-    from optui.core.journal_experiments import experiment_verdict, workload_summaries
+    from optui.core.journal.experiments import experiment_verdict, workload_summaries
 
     keys = set(keys) if keys is not None else None
     mine = [w for w in x.workloads if keys is None or w.key in keys]

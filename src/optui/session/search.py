@@ -1,7 +1,7 @@
 """Flag searches (``session.search``, ``optui search run``): a search spec
 (:mod:`optui.core.search.spec`) run trial by trial through optui's own experiment loop.
 
-Every trial is a todo run (:class:`~optui.session.todo_runs.TodoRunQueue`, the same queue
+Every trial is a todo run (:class:`~optui.session.todo.runs.TodoRunQueue`, the same queue
 ``x`` and ``optui todo run`` use): a todo item ``search NAME #N: FLAGS`` carrying the
 trial's experiment (the spec's fixed flags plus the point, on the server's configured
 argv, the spec's benchmark) is queued and run: restart → ready gate → benchmark →
@@ -34,7 +34,7 @@ import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +42,7 @@ from optui.adapters.aio import within
 from optui.config import BenchmarkConfig, Config
 from optui.core.bench.result import comparable
 from optui.core.bench.sweep import SweepSpec
-from optui.core.gpu import HostSnapshot
+from optui.core.gpu.samples import HostSnapshot
 from optui.core.search.spec import Point, SearchSpec, Workload, measurements, point_text, trial_values
 from optui.core.search.strategies import (
     Step,
@@ -64,19 +64,20 @@ from optui.core.search.strategies import (
     winner_text,
     won,
 )
-from optui.core.todo import TodoStatus
-from optui.core.todo_experiment import ExperimentSpec
-from optui.session.benches import BenchService
+from optui.core.todo.experiment import ExperimentSpec
+from optui.core.todo.items import TodoStatus
+from optui.session.bench.service import BenchService
 from optui.session.errors import SessionError
-from optui.session.journal_writer import JournalWriter
-from optui.session.locks import ServerLock
-from optui.session.todo_runs import TodoRunQueue
-from optui.session.todos import TodoService
+from optui.session.journal.writer import JournalWriter
+from optui.session.server.locks import ServerLock
+from optui.session.snapshot_types import SearchProgress
+from optui.session.todo.runs import TodoRunQueue
+from optui.session.todo.service import TodoService
 
 if TYPE_CHECKING:
     from optui.adapters.journal import Journal
-    from optui.session.bench_run import BenchRun
-    from optui.session.server_runtime import ServerRuntime
+    from optui.session.bench.run import BenchRun
+    from optui.session.server.runtime import ServerRuntime
 
 SEARCH_STARTED = "search.started"
 SEARCH_TRIAL = "search.trial"
@@ -165,118 +166,6 @@ def check_workloads(spec: SearchSpec, bench: BenchmarkConfig) -> None:
 class SearchBusy(SessionError):
     """Another search runs on this campaign (in this or another optui process): the message
     names it (id, process, start time)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SearchProgress:
-    """A search as the UI and ``optui search status`` show it: its name and id, ``trial``
-    (1-based: the trial in progress while ``in_trial``, else how many ended) of
-    ``planned`` (:func:`~optui.core.search.strategies.planned_now`: the budget's exploring
-    trials and the re-runs still to come), that trial's phase and flags (``point``), the
-    todo run's step now ("restart", "bench tiny run 2/3" ...), the best feasible score so
-    far, its flags and ``best_n`` (its benchmark runs, else trials), how many trials failed
-    or broke a constraint, ``eta_s`` (s: the trials left times the mean trial of this
-    process so far; None before one ended), ``status`` running | done | stopped | failed,
-    the ``message`` it ended with, ``note`` (what a budget leaves out of the space, "" when
-    nothing) and ``pid`` (the optui process running it when that is another one; else None)."""
-
-    name: str
-    search_id: str
-    strategy: str
-    objective: str
-    trial: int
-    planned: int
-    phase: str
-    point: str
-    step: str
-    best_score: float | None
-    best_point: str | None
-    infeasible: int
-    eta_s: float | None
-    started_at: float
-    status: str = "running"
-    message: str = ""
-    in_trial: bool = False
-    trial_started_at: float | None = None
-    best_n: int = 0
-    note: str = ""
-    pid: int | None = None
-
-    def line(self, width: int | None = None) -> str:
-        """One line for the todo panel, what matters first, in at most ``width`` characters
-        (None: all of it): ``search batch.1 trial 3/6 (bench tiny run 2/3)
-        --max-running-requests 16 · best 812.4 n=3 (--max-running-requests 8) · ETA 40 s ·
-        1 infeasible · S stops``, then the budget's note and, for another process's search,
-        ``in optui process PID``. Too wide, it sheds in a fixed order: the note, the process
-        (to ``pid N``), the flags abbreviated (``--mrr 16``), ``S stops``, ``search``, the
-        flags, the best's n; the trial, its step, the best and the ETA stay longest (60
-        columns: ``batch.1 trial 3/6 (run 2/3) · best 812.4 n=3 · ETA 40 s``)."""
-        from optui.core.flag_abbrev import abbreviate
-
-        def abbr(text: str, level: int) -> str:  # flag names shortened, values kept (``!--x``: off)
-            return " ".join("!" + abbreviate(w[1:], level) if w.startswith("!-") else abbreviate(w, level)
-                            for w in text.split(" "))
-
-        n = f"{self.trial}/{self.planned}"
-        step = self.step
-        short_step = step.split(" ", 2)[-1] if step.startswith("bench ") and " run " in step else step
-        point = self.point + (" (re-run)" if self.phase == "confirm" and self.point else "")
-        # (name, forms: the first is the whole one, None drops it, sep before it)
-        seg: dict[str, list[str | None]] = {
-            "head": [f"search {self.search_id} trial {n}", f"{self.search_id} trial {n}", f"{self.search_id} {n}"]
-            if self.in_trial else [f"search {self.search_id} {n} trials done", f"{self.search_id} {n} done"],
-            "step": [f"({step})", f"({short_step})", None] if self.in_trial and step else [None],
-            "flags": [point, abbr(point, 1), abbr(point, 2), None] if self.in_trial and point else [None],
-            "best": ([f"best {self.best_score:.4g}" + (f" n={self.best_n}" if self.best_n else ""),
-                      f"best {self.best_score:.4g}", None] if self.best_score is not None else ["no best yet", None]),
-            "best_flags": ([f"({self.best_point})", f"({abbr(self.best_point, 1)})", f"({abbr(self.best_point, 2)})", None]
-                           if self.best_score is not None and self.best_point else [None]),
-            "eta": ([f"ETA {_duration(self.eta_s)}", None] if self.eta_s is not None
-                    else ["ETA after a trial", None] if self.status == "running" else [None]),
-            "infeasible": [f"{self.infeasible} infeasible", f"{self.infeasible} inf.", None] if self.infeasible else [None],
-            "note": [self.note, self.note.split(" (")[0], None] if self.note else [None],
-            "stops": ["S stops", None] if self.status == "running" else [None],
-            "pid": [f"in optui process {self.pid}", f"pid {self.pid}", None] if self.pid is not None else [None],
-        }
-        order = ["head", "step", "flags", "best", "best_flags", "eta", "infeasible", "note", "stops", "pid"]
-        joined = {"step", "flags", "best_flags"}  # after the one before with a space, not " · "
-        at = dict.fromkeys(order, 0)
-
-        def text() -> str:
-            out = ""
-            for name in order:
-                form = seg[name][min(at[name], len(seg[name]) - 1)]
-                if form:
-                    out += (" " if name in joined else " · ") + form if out else form
-            return out
-
-        # the shedding order: each entry moves a part to its next form
-        ladder = ["note", "pid", "best_flags", "best_flags", "flags", "pid", "best_flags", "infeasible", "stops", "note",
-                  "flags", "head", "step", "infeasible", "flags", "best", "head", "eta", "best", "step"]
-        line = text()
-        for name in ladder:
-            if width is None or len(line) <= width:
-                break
-            at[name] += 1
-            line = text()
-        if width is not None and len(line) > width:
-            line = line[: max(0, width - 1)] + "…"
-        return line
-
-    def to_json(self) -> dict:
-        """For ``optui search status --json``."""
-        from dataclasses import asdict
-
-        return asdict(self)
-
-
-def _duration(seconds: float) -> str:
-    """``54 s``, ``3 min``, ``1 h 05 min``."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
 class SearchRunner:
@@ -870,7 +759,7 @@ def _step_of(journal: Journal, begun) -> str:
     """The step of the trial ``begun`` (its search.trial.started event) now, from the
     journal: its todo run's newest step ("restart", "ready", "bench tiny run 2/3": the
     results stored since it began, of the preset's repeats), "queued" before any."""
-    from optui.core.todo_experiment import TODO_RUN_STEP
+    from optui.core.todo.experiment import TODO_RUN_STEP
 
     steps = journal.events(since_seq=begun.seq, types=[TODO_RUN_STEP])
     if not steps:

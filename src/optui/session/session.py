@@ -27,42 +27,43 @@ from optui.adapters.journal import Journal, JournalError, on_read_only_fs
 from optui.adapters.journal_defer import DeferringJournal
 from optui.adapters.journal_thread import ExperimentFeed, ExperimentsUpdate, JournalThread
 from optui.config import HostConfig, LoadedConfig
-from optui.core import events as ev
-from optui.core.events import Event
-from optui.core.journal_experiments import StoredResult
-from optui.core.server_state import ServerStatus
-from optui.core.todo import TodoItem
-from optui.session.alerts import Alert, AlertWatcher
-from optui.session.benches import BenchService
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event
+from optui.core.journal.experiments import StoredResult
+from optui.core.server.state import ServerStatus
+from optui.core.todo.items import TodoItem
+from optui.session.alerts import AlertWatcher
+from optui.session.bench.service import BenchService
 from optui.session.command_log import CommandLog
 from optui.session.config_watch import ConfigWatcher
 from optui.session.errors import SessionError
-from optui.session.event_stream import EventStream
-from optui.session.flag_catalogs import CatalogStore
-from optui.session.fleet import FleetPoller, fleet_source, with_fleet_series
-from optui.session.gpu_poller import GpuPoller
-from optui.session.gpu_release import gpu_holders
-from optui.session.inventory import InventoryRecorder
-from optui.session.journal_health import JournalHealth
-from optui.session.journal_writer import JournalWriter
-from optui.session.locks import ServerLock
-from optui.session.restart_checks import RestartEnd, RestartResult, restart_end
+from optui.session.gpu.fleet import FleetPoller, fleet_source, with_fleet_series
+from optui.session.gpu.inventory import InventoryRecorder
+from optui.session.gpu.poller import GpuPoller
+from optui.session.journal.health import JournalHealth
+from optui.session.journal.writer import JournalWriter
 from optui.session.search import SearchRunner
-from optui.session.server_runtime import RestartError, ServerRuntime
+from optui.session.server.flag_catalogs import CatalogStore
+from optui.session.server.gpu_release import gpu_holders
+from optui.session.server.locks import ServerLock
+from optui.session.server.restart_checks import restart_end
+from optui.session.server.runtime import RestartError, ServerRuntime
+from optui.session.snapshot_types import Alert, RestartEnd, RestartResult
 from optui.session.ssh_hosts import shell_for, with_host_problems
 from optui.session.state import (
     BENCH_ROWS_SHOWN,
     AlertRaised,
     BenchOutput,
+    EventStream,
     FollowFailed,
     RestartFinished,
     SessionState,
     TodoRunFinished,
     TodoRunsView,
 )
-from optui.session.todo_runs import TodoRunQueue
-from optui.session.todo_sync import TodoFollowService
-from optui.session.todos import TodoService
+from optui.session.todo.runs import TodoRunQueue
+from optui.session.todo.service import TodoService
+from optui.session.todo.sync import TodoFollowService
 
 EVENTS_KEPT = 300
 T = TypeVar("T")
@@ -157,7 +158,7 @@ class Session:
         #: ``[export] mlflow``: experiments sent to a tracking server as they end (None: not configured)
         self.tracking = None
         if self.config.export.mlflow and not observer:
-            from optui.session.tracking_export import TrackingExporter
+            from optui.session.journal.tracking_export import TrackingExporter
 
             self.tracking = TrackingExporter(self.config.export.mlflow, loaded, self._tracking_failed)
         # the services get what they use of the session, never the session (no import cycle)
@@ -437,7 +438,7 @@ class Session:
             else:
                 self.todo_runs.recover()
             try:
-                from optui.session.interrupted import close_interrupted
+                from optui.session.server.interrupted import close_interrupted
 
                 def close(journal: Journal) -> int:
                     return close_interrupted(journal, actor=self.actor,
@@ -590,7 +591,7 @@ class Session:
         return shell_for(host, self.ssh_hosts.get(host))
 
     def _gpu_holders_on(self, host: str) -> Callable[[float], Awaitable[set[int] | None]]:
-        """A server's ``gpu_holders`` hook: :func:`~optui.session.gpu_release.gpu_holders` of
+        """A server's ``gpu_holders`` hook: :func:`~optui.session.server.gpu_release.gpu_holders` of
         ``host`` through this session's GPU poller (looked up on each call: the servers are
         built before the poller)."""
         return lambda after: gpu_holders(self.gpus, host, after)
@@ -625,7 +626,7 @@ class Session:
         """Restart ``name`` with ``argv`` and wait for ready/failure (see
         :meth:`ServerRuntime.restart`; ``base``: the argv the change applied to, the journaled
         diff's old side); ``rollback = "auto"`` restarts a failed start with the last good
-        flags. Returns what it did (:class:`~optui.session.restart_checks.RestartResult`:
+        flags. Returns what it did (:class:`~optui.session.snapshot_types.RestartResult`:
         ready, unverified, failed with its crash class, rolled back, skipped), also said once
         in the event stream as :class:`~optui.session.state.RestartFinished`.
         ``told_by_caller``: the caller tells an operator how it ended (the TUI's restart
@@ -691,8 +692,8 @@ class Session:
 
     def restart_base(self, name: str) -> tuple[tuple[str, ...], str]:
         """The argv a change of ``name``'s flags starts from and where it comes from
-        ("running", "last good", "config"): :func:`optui.session.restart_checks.base_argv`."""
-        from optui.session.restart_checks import base_argv
+        ("running", "last good", "config"): :func:`optui.session.server.restart_checks.base_argv`."""
+        from optui.session.server.restart_checks import base_argv
 
         rt = self.server(name)
         # off the loop (the TUI) the status holds the last good flags (read when the runtime
@@ -713,12 +714,12 @@ class Session:
                               force: bool = False, told_by_caller: bool = False):
         """The restart every door uses (TUI flag editor and presets, ``optui restart``, agents):
         base flags, the catalogue's checks before anything stops, the restart and the rollback
-        policy (:mod:`optui.session.restart_checks`). ``argv`` (already edited) or the changes
+        policy (:mod:`optui.session.server.restart_checks`). ``argv`` (already edited) or the changes
         ``preset`` → ``unsets`` → ``sets`` on the base flags; ``plan``: one made by
         :meth:`plan_restart` already; ``refuse_unknown``, ``force``: as for :meth:`plan_restart`;
         ``told_by_caller``: as for :meth:`restart_result`. Returns a RestartOutcome; raises SessionError (and its RestartRefused) when it cannot
         begin, FlagError for a malformed edit."""
-        from optui.session.restart_checks import RestartOutcome, rollback_offer
+        from optui.session.server.restart_checks import RestartOutcome, rollback_offer
 
         self.check_writable("restarting a server")
         rt = self.server(name)
@@ -739,7 +740,7 @@ class Session:
         """What :meth:`restart_checked` would run, checked (RestartRefused on a catalogue
         error; also on a flag the catalogue does not know with ``refuse_unknown``; never with
         ``force``), without restarting anything."""
-        from optui.session.restart_checks import plan_restart
+        from optui.session.server.restart_checks import plan_restart
 
         return await plan_restart(self.server(name), argv=argv, sets=sets, unsets=unsets, preset=preset,
                                   refuse_unknown=refuse_unknown, force=force)
@@ -786,7 +787,7 @@ class Session:
         current = self.benches.current
         if self.benches.running and current is not None and current.cfg.server == name:
             raise SessionError(f"{name}: benchmark {current.name} is running against it; abort it (A) or wait for it")
-        from optui.session.interrupted import bench_running_on
+        from optui.session.server.interrupted import bench_running_on
 
         try:
             other = await self._read(lambda: bench_running_on(self.journal, name))
@@ -854,7 +855,7 @@ class Session:
         with now) when it has none, e.g. a server optui found running and benchmarks first."""
         exp = self.current_experiment(server)
         if exp is None and server in self.servers:
-            from optui.core.journal_experiments import experiment_start
+            from optui.core.journal.experiments import experiment_start
 
             argv = list(self.servers[server].status.argv)
             catalog = self.servers[server].cached_catalog()
@@ -881,7 +882,7 @@ class Session:
 
     def set_verdict(self, experiment: str, decision: str, reason: str = "") -> None:
         """Record the operator's decision on ``experiment`` (keep | reject | inconclusive)."""
-        from optui.core.journal_experiments import DECISIONS
+        from optui.core.journal.experiments import DECISIONS
 
         if decision not in DECISIONS:
             raise SessionError(f"verdict must be one of {', '.join(DECISIONS)}, got {decision!r}")
@@ -892,8 +893,8 @@ class Session:
 
     def experiments(self):
         """Every experiment of the campaign with baseline, deltas and verdict (see
-        :mod:`optui.core.journal_experiments`), oldest first."""
-        from optui.session.export import load_experiments
+        :mod:`optui.core.journal.experiments`), oldest first."""
+        from optui.session.journal.export import load_experiments
 
         return load_experiments(self.journal)
 
@@ -918,7 +919,7 @@ class Session:
         """:meth:`set_verdict` with the journal's read and write on the journal thread (a
         lock held by another process is waited for there). Raises SessionError for a bad
         decision or an unknown experiment; a failed write is reported like any journal write."""
-        from optui.core.journal_experiments import DECISIONS
+        from optui.core.journal.experiments import DECISIONS
 
         if decision not in DECISIONS:
             raise SessionError(f"verdict must be one of {', '.join(DECISIONS)}, got {decision!r}")
@@ -964,7 +965,7 @@ class Session:
         return await self.on_journal_thread(lambda: self.current_experiment(server))
 
     def query_events(self, flt, *, since_seq: int = 0, limit: int | None = 500) -> list[Event]:
-        """Events matching ``flt`` (an :class:`~optui.core.events.EventFilter`) newer than
+        """Events matching ``flt`` (an :class:`~optui.core.journal.events.EventFilter`) newer than
         ``since_seq``, newest first — the whole journal, not only the events kept in memory."""
         return self.journal.query(flt, since_seq=since_seq, limit=limit)
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from optui.adapters.shell import LocalShell, Shell
 from optui.config import Config
-from optui.core.server_state import ServerStatus
+from optui.core.server.state import ServerStatus
 from optui.session.errors import SessionError
 
 if TYPE_CHECKING:
     from optui.adapters.ssh import SshHost
-    from optui.session.server_runtime import ServerRuntime
+    from optui.session.server.runtime import ServerRuntime
 
 
 def shell_for(host: str, ssh: SshHost | None = None) -> Shell:

@@ -26,7 +26,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Static
 
-from optui.core.safe_text import headline, safe_line
+from optui.core.text.safe_text import headline, safe_line
 from optui.ui.client import SessionClient
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import palette_commands
@@ -91,7 +91,7 @@ MAX_TOASTS = 5
 
 def toast_text(message: str, width: int, lines: int) -> str:
     """``message`` as a toast of at most ``lines`` lines of ``width`` columns: its headline
-    (:func:`~optui.core.safe_text.headline`: the first line, a traceback's exception line),
+    (:func:`~optui.core.text.safe_text.headline`: the first line, a traceback's exception line),
     cut with :data:`TOAST_MORE` when more follows (room kept for word wrapping)."""
     limit = max(20, lines * width - width // 3 - len(TOAST_MORE))  # a word wrapped loses up to a word a line
     line = headline(message, limit=limit)
@@ -562,8 +562,8 @@ class OptuiApp(App):
     @staticmethod
     def _silent_list_hint(state: SessionState) -> str | None:
         """The todo panel's hint when a followed list went quiet while an agent acts through
-        optui mcp (:func:`~optui.core.todo_formats.silent_list_hint`), else None."""
-        from optui.core.todo_formats import silent_list_hint
+        optui mcp (:func:`~optui.core.todo.formats.silent_list_hint`), else None."""
+        from optui.core.todo.formats import silent_list_hint
 
         if not state.follows:
             return None

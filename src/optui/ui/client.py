@@ -24,27 +24,27 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from collections.abc import Awaitable, Callable, Mapping
 
     from optui.config import Config, ServerConfig
-    from optui.core.agent_requests import AgentRequest
+    from optui.core.agent.requests import AgentRequest
     from optui.core.bench.compare import Row
     from optui.core.bench.sweep import SweepSpec
-    from optui.core.events import Event, EventFilter
-    from optui.core.flag_catalog import FlagCatalog
-    from optui.core.journal_experiments import ExperimentsUpdate
-    from optui.core.server_state import ServerStatus
-    from optui.core.todo import TodoItem
+    from optui.core.flags.catalog import FlagCatalog
+    from optui.core.journal.events import Event, EventFilter
+    from optui.core.journal.experiments import ExperimentsUpdate
+    from optui.core.server.state import ServerStatus
+    from optui.core.todo.items import TodoItem
     from optui.session import Session
-    from optui.session.restart_checks import RestartOutcome, RestartResult
-    from optui.session.search import SearchProgress
+    from optui.session.server.restart_checks import RestartOutcome
+    from optui.session.snapshot_types import RestartResult, SearchProgress
     from optui.session.ssh_hosts import SshHost
     from optui.session.state import SessionEvent, SessionState
-    from optui.session.todo_runs import TodoRunPlan
+    from optui.session.todo.runs import TodoRunPlan
 
 __all__ = ["SessionClient", "SessionError", "pid_alive"]
 
 
 def pid_alive(pid: int) -> bool:
     """True while process ``pid`` runs on this machine (is an agent's ``optui mcp`` still
-    there: :func:`optui.core.agent_requests.request_closed`'s ``alive``)."""
+    there: :func:`optui.core.agent.requests.request_closed`'s ``alive``)."""
     from optui.session.agent_requests import pid_alive as alive  # not before the first frame
 
     return alive(pid)
@@ -147,7 +147,7 @@ class SessionClient:
         """Learn (or, ``refresh``, relearn) the flag catalogue of ``name``'s program from its
         ``--help`` (slow: a subprocess, maybe over SSH). Returns ``(catalog, None)``, or
         ``(None, why)`` when it cannot be learned (the CatalogError's message)."""
-        from optui.session.flag_catalogs import CatalogError
+        from optui.session.server.flag_catalogs import CatalogError
 
         try:
             return await self._session.server(name).learn_catalog(refresh=refresh), None
@@ -185,9 +185,9 @@ class SessionClient:
 
     async def rollback_warning(self, name: str, argv: tuple[str, ...] | list[str]) -> str | None:
         """What the journal's experiments say against rolling ``name`` back to ``argv``
-        (measured worse, rejected: :func:`~optui.core.journal_experiments.rollback_warning`),
+        (measured worse, rejected: :func:`~optui.core.journal.experiments.rollback_warning`),
         read on the journal thread; None when nothing. Raises what the journal raises."""
-        from optui.core.journal_experiments import rollback_warning
+        from optui.core.journal.experiments import rollback_warning
 
         update = await self._session.experiments_reader()()
         return rollback_warning(update.experiments, name, argv)
@@ -339,7 +339,7 @@ class SessionClient:
 
     async def search_elsewhere(self) -> SearchProgress | None:
         """The flag search another optui process runs on this campaign (a
-        :class:`~optui.session.search.SearchProgress`), read on the journal thread; None: none."""
+        :class:`~optui.session.snapshot_types.SearchProgress`), read on the journal thread; None: none."""
         import os
 
         from optui.session.search import running_elsewhere
@@ -358,7 +358,7 @@ class SessionClient:
     def write_beside_journal(self, filename: str, text: str) -> Path:
         """Write ``text`` to ``filename`` in the campaign's state directory (0600, never half
         a file, a symlink at the path replaced, not followed); the path. OSError."""
-        from optui.session.export import write_atomic
+        from optui.session.journal.export import write_atomic
 
         path = Path(self._session.state_dir) / filename
         write_atomic(path, text)
@@ -377,7 +377,7 @@ class SessionClient:
 
     async def decide_agent_request(self, request: AgentRequest, decision: str) -> None:
         """Journal the operator's ``decision`` (approved/denied) on an agent's ``request``
-        (:mod:`optui.core.agent_requests`) as this window's actor, on the journal thread;
+        (:mod:`optui.core.agent.requests`) as this window's actor, on the journal thread;
         SessionError when read-only, RequestClosed when it no longer waits (decided in another
         window, timed out, withdrawn: nothing journaled)."""
         from optui.session.agent_requests import decide_request
@@ -391,7 +391,7 @@ class SessionClient:
         """Write the findings report (every experiment) into the campaign directory; its
         path. Its reads (every experiment of the campaign) and the file's write run on the
         session's journal thread. OSError / ValueError (unknown ``fmt``)."""
-        from optui.session.export import export
+        from optui.session.journal.export import export
 
         session = self._session
         return await session.on_journal_thread(lambda: export(session.journal, session.loaded, fmt))

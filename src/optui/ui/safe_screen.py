@@ -2,11 +2,11 @@
 
 Widgets show untrusted text (todo items, notes, agents' lists, model ids, log lines, flag
 values, file names) escaped visibly where they put it on screen
-(:func:`~optui.core.safe_text.safe_line` in the panels, :meth:`OptuiApp.notify` for
+(:func:`~optui.core.text.safe_text.safe_line` in the panels, :meth:`OptuiApp.notify` for
 toasts). This filter is the guarantee under them, for everything Textual draws (inputs,
 tables, logs, border titles, toasts, any later widget): Textual's public line-filter
 hook (``App.get_line_filters``) passes every rendered line through it, and it removes
-each control / invisible format character (:func:`~optui.core.safe_text.strip_unsafe`).
+each control / invisible format character (:func:`~optui.core.text.safe_text.strip_unsafe`).
 Rich and Textual measure those characters as zero cells wide, so removing them changes
 no layout. Rich itself strips only BEL, BS, VT, FF and CR: an ESC, an 8-bit CSI (0x9b)
 or a bidi override would otherwise be written to the terminal as it is.
@@ -19,7 +19,7 @@ from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
 
-from optui.core.safe_text import STRIP_RE, UNSAFE_RE, safe_text, strip_unsafe
+from optui.core.text.safe_text import STRIP_RE, UNSAFE_RE, safe_text, strip_unsafe
 
 
 class UnsafeCharFilter(LineFilter):
@@ -43,7 +43,7 @@ class UnsafeCharFilter(LineFilter):
 
 def visible_text(text: Text) -> Text:
     """``text`` (Rich) with each control / invisible format character written visibly as
-    :func:`~optui.core.safe_text.safe_text` does (``\\x1b``, ``\\u202e``), its styles
+    :func:`~optui.core.text.safe_text.safe_text` does (``\\x1b``, ``\\u202e``), its styles
     kept; newlines stay (they are the row's own structure). The same object when there is
     nothing to escape (the common case costs one regex search)."""
     plain = text.plain

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from optui.core.safe_text import headline
+from optui.core.text.safe_text import headline
 
 SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
 #: the titles of the gate's own toasts about other toasts (never held, never counted)

@@ -12,7 +12,7 @@ Tools (``servers_and_bench.md`` sections 3.1, 3.2):
   so without it the newest ``*.json`` written during the run is the result).
 - optui's demo client ``python -m optui.demo.bench_client`` prints SGLang's format.
 
-Flags are read with :class:`~optui.core.flags.Flags` (``--x v`` and ``--x=v``; the last
+Flags are read with :class:`~optui.core.flags.argv.Flags` (``--x v`` and ``--x=v``; the last
 occurrence wins like argparse). argparse also accepts unambiguous prefixes
 (``--random-input 1024``), so :func:`workload_args` does too for the names it reads.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from optui.core.bench.canon import as_float, as_int
 from optui.core.bench.result import BenchResult, Workload
-from optui.core.flags import Flags
+from optui.core.flags.argv import Flags
 
 # flag -> key of the parsed Namespace / saved-result objects (what bench.canon.finish reads)
 _WORKLOAD_FLAGS = {

@@ -13,7 +13,7 @@ Definitions:
   group with a comparable result (as ``Journal.baseline_for``).
 - ``delta_pct = 100 * (median - base_median) / base_median``.
 - Verdict (:func:`judge`, the one noise model of optui, also used by
-  :mod:`optui.core.journal_experiments`; :data:`STATISTIC` names it): the *median of the repeats*
+  :mod:`optui.core.journal.experiments`; :data:`STATISTIC` names it): the *median of the repeats*
   of each side, tested with the exact two-sided *Mann-Whitney U* test on the per-run
   values. A change is "better"/"worse" (by the metric's direction,
   :data:`~optui.core.bench.result.DIRECTION`) only when p <= :data:`ALPHA` (0.10) *and*
@@ -494,11 +494,11 @@ def with_restart_spreads(rows: Sequence[Row], spreads: Mapping[str, float],
     """``rows`` with the out tok/s change of each judged against its workload's
     restart-to-restart spread too (``spreads``: workload key → the full range of same-flags
     experiments' medians in %, as the experiments' verdicts use it:
-    :func:`~optui.core.journal_experiments.restart_spreads`). A row judged without it read
+    :func:`~optui.core.journal.experiments.restart_spreads`). A row judged without it read
     ``-6.4% ✗`` (outside the noise) where its experiment's verdict, with restarts ±7.2 %, was
     ``same``. Rows whose workload has no measured spread are returned as they are. The rows
     of experiments in ``same_flags`` (the baseline's flags started again:
-    :func:`~optui.core.journal_experiments.baseline_flags_again`) change nothing but the
+    :func:`~optui.core.journal.experiments.baseline_flags_again`) change nothing but the
     restart: each of their changes is ``inconclusive``, as their verdict is ``same`` (one read
     ``+2.1% ✓`` while the spread it measured was 2.1 %)."""
     out = []

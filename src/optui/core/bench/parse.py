@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from optui.core.bench.canon import BenchParseError, classify, finish, leading_number, parse_value, snake, store
 from optui.core.bench.files import looks_like_json, parse_result_file_text
 from optui.core.bench.result import BenchResult
-from optui.core.textstream import strip_ansi
+from optui.core.text.textstream import strip_ansi
 
 __all__ = [
     "BenchParseError",

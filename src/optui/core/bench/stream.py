@@ -1,7 +1,7 @@
 """Following a benchmark client's output while it runs: what to keep for the parser, and
 where the run is (phase, requests done of total, rate, ETA).
 
-Both take *clean lines* (from :class:`~optui.core.textstream.LineSplitter`: no ANSI, no
+Both take *clean lines* (from :class:`~optui.core.text.textstream.LineSplitter`: no ANSI, no
 ``\\r``). Phase lines are SGLang ``bench_serving`` 0.5.x's and vLLM ``bench serve`` 0.33's
 (``servers_and_bench.md`` sections 3.1 and 3.2, "printed before/while running"); the
 progress bar is tqdm's default format on stderr (:func:`~optui.core.bench.parse.parse_progress`).

@@ -6,7 +6,7 @@ Such a result gets status ``"invalid"`` (:data:`INVALID`) with its reason in ``e
 (``"invalid: server hung 65 s during the run"``) and in ``extra["invalid"]``: it is stored
 and shown, never compared and never a baseline (:func:`~optui.core.bench.result.comparable`
 is False for it). The states are the ones optui's own state machine entered
-(:mod:`optui.core.server_fsm`, journaled as ``server.state``), fed to a
+(:mod:`optui.core.server.fsm`, journaled as ``server.state``), fed to a
 :class:`StateTimeline` as they change. Pure: no I/O, no clock of its own (times are given).
 """
 

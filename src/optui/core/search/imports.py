@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from optui.config_file import ConfigError
-from optui.core.bounded_json import JsonBoundError, loads_bounded
 from optui.core.search.spec import SearchSpec
+from optui.core.text.bounded_json import JsonBoundError, loads_bounded
 
 #: keys of an SGLang autotune config that optui's benchmark preset replaces
 _SGLANG_LOAD_KEYS = ("request_rates", "max_concurrency_list", "num_prompts", "random_input_len", "random_output_len",

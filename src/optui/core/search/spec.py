@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from optui.config_file import ConfigError, format_validation, load_toml
 from optui.core.bench.result import LATENCY_METRICS, BenchResult
-from optui.core.flags import is_flag_token
+from optui.core.flags.argv import is_flag_token
 
 #: One flag's value in a point: the text passed after it, True (a switch passed), False (left out).
 FlagValue = str | bool

@@ -16,7 +16,7 @@ from optui.ui.client import SessionError, pid_alive
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:
-    from optui.core.agent_requests import AgentRequest
+    from optui.core.agent.requests import AgentRequest
     from optui.session.state import SessionState
     from optui.ui.screens.agent_requests import AgentRequestScreen
 
@@ -33,7 +33,7 @@ class AgentRequestActions(Actions):
         """Close the open request's screen once it no longer waits, else redraw its
         countdown; open the oldest request not shown yet (none while one is open, or
         read-only)."""
-        from optui.core.agent_requests import pending_requests, request_closed  # after the first frame
+        from optui.core.agent.requests import pending_requests, request_closed  # after the first frame
 
         now = time.time()
         if self._open is not None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from optui.core.bench.compare import Row
-    from optui.core.journal_experiments import Experiment, ExperimentsUpdate
+    from optui.core.journal.experiments import Experiment, ExperimentsUpdate
 
 
 class BenchActions(Actions):
@@ -50,7 +50,7 @@ class BenchActions(Actions):
         return self._experiments
 
     async def _read_experiments(self) -> None:
-        from optui.core.journal_experiments import named_by_row  # after the first frame (see OptuiApp.compose)
+        from optui.core.journal.experiments import named_by_row  # after the first frame (see OptuiApp.compose)
 
         while True:
             self._again = False
@@ -108,7 +108,7 @@ class BenchActions(Actions):
         (DEGRADED says why). The bench panel gets the focus first (its keys: A / ctrl+c
         abort) and the run starts after that repaint, so the full-screen redraw of a focus
         change never competes with a flood of output."""
-        from optui.core.server_state import ServerState
+        from optui.core.server.state import ServerState
         from optui.ui.screens.confirm import ConfirmScreen
 
         try:

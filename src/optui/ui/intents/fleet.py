@@ -8,8 +8,8 @@ from rich.text import Text
 
 from optui.ui.intents.base import Actions
 
-if TYPE_CHECKING:  # core.fleet (and core.gpu under it) loads with the grid, after the first frame
-    from optui.core.fleet import FleetGpu, FleetServer
+if TYPE_CHECKING:  # core.fleet.readings (and core.gpu.samples under it) loads with the grid, after the first frame
+    from optui.core.fleet.readings import FleetGpu, FleetServer
 
 
 def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServer, ...] = (),
@@ -39,7 +39,7 @@ def host_details(host: str, gpus: tuple[FleetGpu, ...], servers: tuple[FleetServ
             out.append(f"     util {blocks((u for u, _ in points), 60)}\n     mem  {blocks((m for _, m in points), 60)}"
                        f"   (last {len(points)} readings)\n")
     if servers:
-        from optui.core.fleet import configured_server
+        from optui.core.fleet.readings import configured_server
         from optui.ui.widgets.fleet_grid import server_load
 
         out.append("\ninference servers (from Prometheus)\n", style="bold")
@@ -62,9 +62,9 @@ class FleetActions(Actions):
         self.push_screen(DetailsScreen(f"host {host}", host_details(host, gpus, servers, configured, history)))
 
     def ask_filter(self, current: str, apply) -> None:
-        """Ask for a host filter (core/fleet_filter); ``apply(text)`` with the answer (Esc:
+        """Ask for a host filter (core/fleet/filter); ``apply(text)`` with the answer (Esc:
         nothing changes). A bad term is named in an error and the prompt opens again with it."""
-        from optui.core.fleet_filter import FilterError
+        from optui.core.fleet.filter import FilterError
         from optui.ui.screens.text_prompt import TextPrompt
 
         def answered(text: str | None) -> None:

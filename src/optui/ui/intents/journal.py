@@ -12,7 +12,7 @@ from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
-    from optui.core.events import Event, EventFilter
+    from optui.core.journal.events import Event, EventFilter
     from optui.session.state import SessionState
 
 #: how many matching events a filtered journal view loads
@@ -125,7 +125,7 @@ class JournalActions(Actions):
     async def open_event(self, e: Event) -> None:
         """The details of event ``e`` (with the baselines of its results, read on the
         journal thread)."""
-        from optui.core.event_details import bench_results_of, event_sections
+        from optui.core.journal.event_details import bench_results_of, event_sections
         from optui.ui.screens.event_details import EventDetailsScreen
 
         baselines = {}
@@ -173,7 +173,7 @@ class JournalActions(Actions):
     def experiment_details(self, x, repeats=()):
         """The title and body of experiment ``x``'s details (the view shows them), with the
         later starts of its configuration the view folded into its row (``repeats``)."""
-        from optui.core.event_details import experiment_sections
+        from optui.core.journal.event_details import experiment_sections
         from optui.ui.screens.event_details import sections_text
 
         return f"{x.id} on {x.server}", sections_text(self.app, experiment_sections(x, repeats))

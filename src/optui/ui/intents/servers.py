@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from optui.core.safe_text import headline
+from optui.core.text.safe_text import headline
 from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
@@ -26,7 +26,7 @@ def restart_review(client: SessionClient, name: str, argv: list[str] | tuple[str
     (every key that restarts a server shows it): host, controller and url, the flag diff
     from the running flags (``running``: those it will run by then, ``running_from`` saying
     whose, e.g. ``"#3's"``), the flag catalogue's warnings, and exactly what will run."""
-    from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+    from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
 
     cfg, status = client.server_config(name), client.server_status(name)
     diff = Flags.parse(status.argv if running is None else running).diff(Flags.parse(argv))
@@ -119,7 +119,7 @@ class ServerActions(Actions):
                      catalog_from: FlagEditorScreen | None = None) -> tuple[FlagEditorScreen, asyncio.Future]:
         """Show the flag editor of ``name`` on its base flags (``edited``: the edit to start
         from, after a cancelled review); the editor and its dismissal (the new argv or None)."""
-        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.flag_editor import FlagEditorScreen
 
         cfg, status = self.client.server_config(name), self.client.server_status(name)
@@ -155,7 +155,7 @@ class ServerActions(Actions):
     def restart_with_preset(self, name: str, preset: str) -> None:
         """Confirm and restart ``name`` with a configured preset applied (refused before the
         confirm when a restart would be refused now)."""
-        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
 
         if self._refused_now(name):
             return
@@ -174,7 +174,7 @@ class ServerActions(Actions):
     async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
         """Restart ``name`` with ``argv`` through the session's checked restart (every door's
         checks: the flag catalogue before anything stops, the rollback policy) and report it."""
-        from optui.core.flags import FlagError  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags.argv import FlagError  # after the first frame (see OptuiApp.compose)
 
         why = await self.client.restart_refusal(name)  # refused meanwhile: one toast, not "restarting…" then why not
         if why:
@@ -189,8 +189,9 @@ class ServerActions(Actions):
         self.report_restart(outcome.result, offer=outcome.offer)
 
     def report_restart(self, result: RestartResult, *, offer: tuple[str, ...] | None = None) -> None:
-        """Say how a restart ended: THE one place (this window's restarts, rollbacks, and the
-        session's own restarts nobody awaits). A failed restart with a rollback ``offer``
+        """Say how a restart this window asked for ended: THE one place (the flag editor's,
+        a preset's, a rollback's; a crash of it raised no alert: ``told_by_caller``). A failed
+        restart with a rollback ``offer``
         (``rollback = "offer"``) opens the offer (its body says why: no toast over it)."""
         name, status = result.server, result.status
         match result.end:
@@ -225,7 +226,7 @@ class ServerActions(Actions):
                         exit_on_error=False)
 
     async def _rollback_sequence(self, name: str, after: str | None) -> None:
-        from optui.core.flags import Flags  # after the first frame (see OptuiApp.compose)
+        from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
         status = self.client.server_status(name)
@@ -283,8 +284,8 @@ class ServerActions(Actions):
     def show_command(self, name: str) -> None:
         """The server's full running command (one pasteable line) and its flags that differ
         from the configured launch: what the panel's row cuts."""
-        from optui.core.flags import Flags
-        from optui.core.journal_experiments import config_changes
+        from optui.core.flags.argv import Flags
+        from optui.core.journal.experiments import config_changes
         from optui.ui.screens.details import DetailsScreen
         from optui.ui.widgets.server_panel import changed_first
 

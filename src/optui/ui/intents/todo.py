@@ -22,7 +22,7 @@ from optui.ui.intents.base import Actions
 from optui.ui.intents.servers import ServerActions, restart_review
 
 if TYPE_CHECKING:  # the panels load after the first frame (see OptuiApp.compose)
-    from optui.core.todo import TodoItem
+    from optui.core.todo.items import TodoItem
     from optui.session.state import TodoRunOutcome
     from optui.ui.client import SessionClient
 
@@ -150,7 +150,7 @@ class TodoActions(Actions):
         """A todo run ended: its summary as a notification; a failed restart that left its
         server down with ``rollback = "offer"`` offers the rollback instead, as after a
         failed ``r`` (the offer's body says why)."""
-        from optui.core.server_state import ServerState
+        from optui.core.server.state import ServerState
 
         server = outcome.rollback_offer
         if server is not None and not self.client.search_running:  # a search's next trial restarts it anyway
@@ -213,7 +213,7 @@ class TodoActions(Actions):
         body.append(f"#{item.id} {item.content}\n", style="bold")
         body.append(f"origin {item.origin}   status {item.status.value}   priority {item.priority.value}\n")
         if item.experiment:
-            from optui.core.todo_experiment import experiment_text
+            from optui.core.todo.experiment import experiment_text
 
             body.append(f"experiment: {experiment_text(item.experiment)}\n")
         if item.note:
@@ -263,7 +263,7 @@ class TodoActions(Actions):
 
     def export_todos(self, fmt: str) -> None:
         """Write the list beside the journal (``todo.md`` / ``todo.json``)."""
-        from optui.core.todo_formats import to_markdown, to_todowrite
+        from optui.core.todo.formats import to_markdown, to_todowrite
 
         items = self.client.snapshot().todos
         text = to_markdown(items, f"Todo — {self.host.campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)

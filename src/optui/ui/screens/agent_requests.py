@@ -16,8 +16,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from optui.core.agent_requests import APPROVED, DENIED, AgentRequest
-from optui.core.safe_text import safe_line
+from optui.core.agent.requests import APPROVED, DENIED, AgentRequest
+from optui.core.text.safe_text import safe_line
 from optui.ui.colors import focus_now
 from optui.ui.widgets.key_bar import screen_key_bar
 

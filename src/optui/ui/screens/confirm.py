@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from optui.core.safe_text import safe_line, safe_text
+from optui.core.text.safe_text import safe_line, safe_text
 from optui.ui.colors import focus_now
 from optui.ui.safe_screen import visible_text
 from optui.ui.widgets.key_bar import screen_key_bar

@@ -9,7 +9,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from optui.core.safe_text import safe_line, safe_text
+from optui.core.text.safe_text import safe_line, safe_text
 from optui.ui.safe_screen import visible_text
 from optui.ui.widgets.key_bar import screen_key_bar
 

@@ -12,9 +12,9 @@ from textual.app import App
 from textual.binding import Binding
 from textual.widgets import Static
 
-from optui.core.event_details import Section
-from optui.core.events import Event
-from optui.core.safe_text import safe_line
+from optui.core.journal.event_details import Section
+from optui.core.journal.events import Event
+from optui.core.text.safe_text import safe_line
 from optui.ui.colors import style
 from optui.ui.screens.details import DetailsScreen
 

@@ -21,9 +21,9 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
-from optui.core.flags import FlagError, Flags
-from optui.core.todo import TodoItem
-from optui.core.todo_experiment import ExperimentSpec, benches_for, build_experiment, parse_flag_edits
+from optui.core.flags.argv import FlagError, Flags
+from optui.core.todo.experiment import ExperimentSpec, benches_for, build_experiment, parse_flag_edits
+from optui.core.todo.items import TodoItem
 from optui.ui.colors import style
 from optui.ui.widgets.key_bar import screen_key_bar
 from optui.ui.widgets.one_line_input import OneLineInput

@@ -2,7 +2,7 @@
 key metrics and deltas, runs and ok requests, verdict with its evidence, decision), sortable.
 Later starts of a configuration that measured nothing (rollbacks, unchanged restarts, failed
 starts) are folded into its row, as in ``optui journal experiments``
-(:func:`~optui.core.journal_experiments.fold_repeats`); its outcome counts them, ok and
+(:func:`~optui.core.journal.experiments.fold_repeats`); its outcome counts them, ok and
 failed (``ready · 3 starts: 2 ok, 1 failed``).
 
 Keys: ``s`` next sort column, ``S`` reverse (or click a column header), Enter details,
@@ -36,8 +36,8 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import ColumnKey
 
 from optui.core.bench.compare import STATISTIC
-from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import (
+from optui.core.flags.abbrev import fit_flag_column
+from optui.core.journal.experiments import (
     Experiment,
     change_text,
     change_text_within,
@@ -55,7 +55,7 @@ from optui.ui.widgets.experiment_table import RowCachedTable
 from optui.ui.widgets.key_bar import screen_key_bar
 
 if TYPE_CHECKING:
-    from optui.core.journal_experiments import ExperimentsUpdate
+    from optui.core.journal.experiments import ExperimentsUpdate
 
 #: (column key, header, sort key for :func:`sort_experiments`); a header of two lines is as
 #: wide as its cells (one line: 'TTFT p50 ms' and 'runs, requests' took the room the evidence
@@ -87,7 +87,7 @@ _NARROW_FIRST = ("id", "delta", "verdict")
 #: abbreviated read as well), then the evidence a verdict rests on
 _MIN_CHANGE_WIDE, _MIN_EVIDENCE, _MIN_CHANGE_NARROW = 20, 24, 12
 #: ``mixed`` (better at one workload, worse at another) in the warning colour: neither a win nor a loss;
-#: sorted after ``better`` (:func:`~optui.core.journal_experiments.sort_experiments`), its evidence says each workload
+#: sorted after ``better`` (:func:`~optui.core.journal.experiments.sort_experiments`), its evidence says each workload
 _VERDICT_VAR = {"better": "delta-good", "worse": "delta-bad", "mixed": "warning", "failed": "state-failed",
                 "baseline": "primary"}
 
@@ -152,7 +152,7 @@ def push_experiments_screen(app: App, screen: ExperimentsScreen, callback: Calla
 class ExperimentsScreen(ModalScreen[str | None]):
     """Returns an experiment id to show in the journal (``f``), else None.
 
-    ``load()`` is awaited for an :class:`~optui.core.journal_experiments.ExperimentsUpdate`
+    ``load()`` is awaited for an :class:`~optui.core.journal.experiments.ExperimentsUpdate`
     (every experiment, and the ids changed since the previous call: a session's
     ``experiments_reader()``); ``decide(exp_id, decision, reason)`` is awaited to record a verdict
     (raising shows a notification); ``version()`` (cheap, on the event loop) tells whether
@@ -381,7 +381,7 @@ class ExperimentsScreen(ModalScreen[str | None]):
         the table fits its width: narrow, the change takes what the id, Δ and verdict leave;
         wide, every column at its full width where that fits, else the change and then the
         evidence are shortened (never below :data:`_MIN_CHANGE_WIDE` / :data:`_MIN_EVIDENCE`; a
-        change cut shows its flags: :func:`~optui.core.flag_abbrev.fit_flag_column`)."""
+        change cut shows its flags: :func:`~optui.core.flags.abbrev.fit_flag_column`)."""
         table = self._table
         avail = table.size.width or self.app.size.width - 4
         if len(rows) > table.size.height - 2:
@@ -522,7 +522,7 @@ async def _closed():
 
 def _fit_changes(xs: list[Experiment], width: int) -> list[str]:
     """The changes of ``xs`` in ``width`` characters as their flags, abbreviated alike
-    (:func:`~optui.core.flag_abbrev.fit_flag_column`); a repeat of an earlier configuration
+    (:func:`~optui.core.flags.abbrev.fit_flag_column`); a repeat of an earlier configuration
     keeps its name after them (``--max-run-req 64 (as exp-0002)``) where that leaves 8."""
     tags = [f" (as {x.same_config_as})" if x.same_config_as and width - len(f" (as {x.same_config_as})") >= 8 else ""
             for x in xs]  # one level of abbreviation for all of them, tagged or not

@@ -30,9 +30,9 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static
 
-from optui.core.flag_catalog import FlagCatalog, Issue
-from optui.core.flags import Arg, FlagError, Flags, canonical_name, is_flag_token, parse_assignment
-from optui.core.safe_text import safe_line
+from optui.core.flags.argv import Arg, FlagError, Flags, canonical_name, is_flag_token, parse_assignment
+from optui.core.flags.catalog import FlagCatalog, Issue
+from optui.core.text.safe_text import safe_line
 from optui.ui.colors import focus_now, style
 from optui.ui.widgets.cursor_list import CursorList
 from optui.ui.widgets.key_bar import screen_key_bar

@@ -31,15 +31,15 @@ from textual.widgets import DataTable, Static
 from optui.core.bench.chart import nice_max
 from optui.core.bench.compare import METRIC_TITLES, METRICS, STATISTIC, Row, family_key, sweep_series
 from optui.core.bench.result import requests_text
-from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import Experiment, change_text, named_by_row, row_verdict_text, with_verdicts
+from optui.core.flags.abbrev import fit_flag_column
+from optui.core.journal.experiments import Experiment, change_text, named_by_row, row_verdict_text, with_verdicts
 from optui.ui.colors import style
 from optui.ui.widgets.bench_panel import BenchPanel, delta_cell, spread_cell
 from optui.ui.widgets.key_bar import KeyBar, screen_key_bar
 from optui.ui.widgets.meters import fmt_value
 
 if TYPE_CHECKING:
-    from optui.core.journal_experiments import ExperimentsUpdate
+    from optui.core.journal.experiments import ExperimentsUpdate
 
 _FIXED = (("id", "#", 5), ("exp", "experiment", 10), ("change", "change vs baseline", 30), ("bench", "bench", 10), ("tool", "tool", 13), ("workload", "workload", 22),
           ("conc", "conc", 5), ("rate", "rate", 5), ("n", "n ±%", 8), ("status", "status", 8),

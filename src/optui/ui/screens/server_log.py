@@ -1,7 +1,7 @@
 """A server's log (``l``): why it failed (crash class and the lines that say so) above its
 last log lines, opened at the newest line. ``h`` hides the access lines of monitoring
 requests (``GET /health``, ``/metrics``, ``/slots``... of uvicorn and llama-server, see
-:func:`optui.core.server_log.is_probe_line`), which are most of a running server's log;
+:func:`optui.core.server.log.is_probe_line`), which are most of a running server's log;
 ``h`` again shows them. The hint and the count are in the title (the body opens at its
 tail, scrolled away from its head), and the screen's own key bar (over the dashboard's,
 which showed the panel behind's keys) lists its keys."""
@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from optui.core.server_log import is_probe_line
+from optui.core.server.log import is_probe_line
 from optui.ui.safe_screen import visible_text
 from optui.ui.screens.details import DetailsScreen
 from optui.ui.widgets.key_bar import KeyBar

@@ -37,9 +37,9 @@ from textual.widgets import DataTable, Static
 
 from optui.core.bench.compare import Delta, Row, Sample, pinned_first
 from optui.core.bench.result import IMPORTED_KEY, requests_text
-from optui.core.flag_abbrev import fit_flag_column
-from optui.core.journal_experiments import change_text, change_text_within, with_verdicts
-from optui.core.safe_text import safe_line
+from optui.core.flags.abbrev import fit_flag_column
+from optui.core.journal.experiments import change_text, change_text_within, with_verdicts
+from optui.core.text.safe_text import safe_line
 from optui.session.state import BENCH_ROWS_SHOWN
 from optui.ui.binding_ids import with_ids
 from optui.ui.colors import style
@@ -50,7 +50,7 @@ from optui.ui.widgets.stream_log import StreamLog
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from optui.core.journal_experiments import Experiment
+    from optui.core.journal.experiments import Experiment
     from optui.session.state import BenchOutput, BenchView  # the snapshot's value types
 
 #: the log is repainted at most this often (s): a flood scrolls the whole log on every
@@ -84,7 +84,7 @@ NARROW_ORDER = ("bench", "exp", "change", "out", "delta", "ok", "conc", "ttft", 
 NARROW_BENCH_W = 14
 #: the most characters of a row's change (wide, narrow); a side pane's change takes what bench,
 #: out tok/s and Δ out leave it, down to CHANGE_MIN; a longer change is fitted by
-#: :func:`~optui.core.flag_abbrev.fit_flags` (flag names whole or abbreviated, never cut)
+#: :func:`~optui.core.flags.abbrev.fit_flags` (flag names whole or abbreviated, never cut)
 CHANGE_WIDTH = {False: 30, True: 24}
 CHANGE_MIN = 10
 #: the columns that share a side pane's width with the change
@@ -344,7 +344,7 @@ class BenchPanel(Vertical):
         :func:`~optui.core.bench.compare.pinned_first`) and the output lines ``output`` has beyond
         those already shown (a new run clears the log first). ``experiments``: the campaign's
         experiments by id, for each row's change vs the baseline
-        (:func:`~optui.core.journal_experiments.change_text`; None: not read yet, ``…``)."""
+        (:func:`~optui.core.journal.experiments.change_text`; None: not read yet, ``…``)."""
         if output is not None:
             self.new_run(output.run_id)
             lines = output.since(self.seen_lines)
@@ -456,7 +456,7 @@ class BenchPanel(Vertical):
     def _changes(self, width: int) -> list[Text]:
         """Each row's change vs the baseline in at most ``width`` characters: the results
         view's text where it fits outside a side pane, else the changed flags as they run,
-        abbreviated alike on every row (:func:`~optui.core.flag_abbrev.fit_flag_column`: names
+        abbreviated alike on every row (:func:`~optui.core.flags.abbrev.fit_flag_column`: names
         whole or abbreviated, never cut); ``…`` until the experiments are read, ``?`` for one
         they do not have, ``-`` for a result of no experiment."""
         found = self._experiments or {}

@@ -72,7 +72,7 @@ class CursorList(Widget, can_focus=True):
     def set_rows(self, keys: Sequence[Hashable], rows: Sequence[Text]) -> None:
         """Replace the rows; the cursor follows its key when it still exists. Control and
         bidi characters in them are shown escaped (:func:`~optui.ui.safe_screen.visible_text`);
-        a panel puts one-line fields in with :func:`~optui.core.safe_text.safe_line`."""
+        a panel puts one-line fields in with :func:`~optui.core.text.safe_text.safe_line`."""
         rows = [visible_text(r) for r in rows]
         if self._build is None and list(keys) == self._keys and [r.plain for r in rows] == [r.plain for r in self._rows] \
                 and [r.spans for r in rows] == [r.spans for r in self._rows]:

@@ -3,8 +3,8 @@
 A cell is a block whose height is the GPU's utilization (``▁`` to ``█``, ``?`` when its
 series is missing), in the memory colour when the GPU holds memory and the utilization
 colour otherwise; an idle GPU that holds memory (utilization under
-:data:`~optui.core.fleet_filter.IDLE_UTIL_PCT` %, more than
-:data:`~optui.core.fleet_filter.HOLDING_PCT` % of its memory taken) is drawn in the
+:data:`~optui.core.fleet.filter.IDLE_UTIL_PCT` %, more than
+:data:`~optui.core.fleet.filter.HOLDING_PCT` % of its memory taken) is drawn in the
 warning colour, a stale one as a dim ``·``. After the cells: the host's mean utilization, free
 memory, the load of its inference servers (``vllm 12+3 45% 810t/s``: running + waiting
 requests, KV cache, generated tok/s), hottest GPU and power, as the width allows. The first row sums the fleet up and says
@@ -12,7 +12,7 @@ how it is sorted and filtered, and why the last query failed.
 
 ``s`` cycles the sort (host, most free memory, busiest, hottest, most idle-but-holding GPUs),
 ``/`` filters hosts by a glob and GPU thresholds (``gpu-a* free>40G util<10``:
-:mod:`optui.core.fleet_filter`), ``i`` shows only hosts with idle GPUs that hold memory; the cursor is always on a host (the
+:mod:`optui.core.fleet.filter`), ``i`` shows only hosts with idle GPUs that hold memory; the cursor is always on a host (the
 first after a sort or filter: :meth:`FleetGrid.validate_cursor`) and Enter posts :class:`FleetGrid.HostChosen` (the app opens the host's details, with
 each GPU's utilization and memory over the readings the grid showed: :attr:`FleetGrid.history`).
 """
@@ -28,9 +28,9 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.strip import Strip
 
-from optui.core.fleet import FleetGpu, FleetServer, FleetSnapshot
-from optui.core.fleet_filter import HostFilter, idle_holding, parse_host_filter
-from optui.core.safe_text import safe_line
+from optui.core.fleet.filter import HostFilter, idle_holding, parse_host_filter
+from optui.core.fleet.readings import FleetGpu, FleetServer, FleetSnapshot
+from optui.core.text.safe_text import safe_line
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
 from optui.ui.widgets.meters import fmt_mib, truncate
@@ -121,7 +121,7 @@ def plain_segments(line: Text, base: Style) -> list[Segment] | None:
 
 
 class FleetGrid(CursorList):
-    """Renders the :class:`~optui.core.fleet.FleetSnapshot` given by :meth:`show` (no I/O)."""
+    """Renders the :class:`~optui.core.fleet.readings.FleetSnapshot` given by :meth:`show` (no I/O)."""
 
     BINDINGS = [
         Binding("enter", "choose_host", "Host", id="fleet.host"),
@@ -205,8 +205,8 @@ class FleetGrid(CursorList):
 
     def set_filter(self, text: str) -> None:
         """Show only the hosts that filter ``text`` matches (``gpu-a* free>40G``; ``''``: all;
-        :func:`~optui.core.fleet_filter.parse_host_filter`), the cursor on the first. Raises
-        :class:`~optui.core.fleet_filter.FilterError` for a bad term, the filter unchanged."""
+        :func:`~optui.core.fleet.filter.parse_host_filter`), the cursor on the first. Raises
+        :class:`~optui.core.fleet.filter.FilterError` for a bad term, the filter unchanged."""
         self.host_filter = parse_host_filter(text)
         self._render_grid(first_host=True)
 

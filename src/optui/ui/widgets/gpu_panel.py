@@ -17,9 +17,9 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from optui.core.gpu import GpuSample, HostSnapshot, HostStatus, server_of_process
-from optui.core.safe_text import safe_line
-from optui.core.server_state import ServerStatus
+from optui.core.gpu.samples import GpuSample, HostSnapshot, HostStatus, server_of_process
+from optui.core.server.state import ServerStatus
+from optui.core.text.safe_text import safe_line
 from optui.session.state import GpuHistoryWindow, GpuSeries
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList

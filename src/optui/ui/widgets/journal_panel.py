@@ -1,7 +1,7 @@
 """The journal panel: every transition of the session, newest first, with filters.
 
 Keys (when focused): Enter opens the event's details (``JournalPanel.Opened``); ``/`` filters
-by text, ``t`` cycles the type filter (:data:`~optui.core.events.TYPE_GROUPS`), ``s``
+by text, ``t`` cycles the type filter (:data:`~optui.core.journal.events.TYPE_GROUPS`), ``s``
 cycles the server filter, ``e`` shows only the experiment of the selected event (again:
 off), ``c`` clears every filter. A filter change posts ``JournalPanel.FilterChanged``; the
 app then queries the journal (the filter reaches past the events kept in memory) and
@@ -17,9 +17,9 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from optui.core import events as ev
-from optui.core.events import Event, EventFilter
-from optui.core.safe_text import headline, safe_line
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event, EventFilter
+from optui.core.text.safe_text import headline, safe_line
 from optui.ui.colors import style
 from optui.ui.widgets.cursor_list import CursorList
 

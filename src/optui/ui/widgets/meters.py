@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from rich.style import Style
 from rich.text import Text
 
-from optui.core.safe_text import safe_line
+from optui.core.text.safe_text import safe_line
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -115,7 +115,7 @@ def resample(values: Iterable[float | None], width: int, span: int) -> list[floa
 
 
 def truncate(text: str, width: int) -> str:
-    """``text`` on one line (:func:`~optui.core.safe_text.safe_line`: a newline or an
+    """``text`` on one line (:func:`~optui.core.text.safe_text.safe_line`: a newline or an
     escape sequence in a name or a flag value shows as ``⏎`` / ``\\x1b``) cut to
     ``width`` cells with an ellipsis."""
     if width <= 0:

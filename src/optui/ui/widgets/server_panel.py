@@ -18,10 +18,10 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from optui.core.flag_abbrev import fit_flags
-from optui.core.safe_text import safe_line
-from optui.core.server_log import flag_named_in, phase_durations
-from optui.core.server_state import ServerState, ServerStatus
+from optui.core.flags.abbrev import fit_flags
+from optui.core.server.log import flag_named_in, phase_durations
+from optui.core.server.state import ServerState, ServerStatus
+from optui.core.text.safe_text import safe_line
 from optui.ui.colors import STATE_VARIABLE, style
 from optui.ui.widgets.cursor_list import LOADING_TEXT, CursorList
 from optui.ui.widgets.meters import fmt_value, truncate
@@ -43,7 +43,7 @@ def fmt_duration(seconds: float | None) -> str:
 
 def flags_text(argv: tuple[str, ...]) -> str:
     """The argv after the program part, shell-quoted for display only."""
-    from optui.core.flags import Flags
+    from optui.core.flags.argv import Flags
 
     flags = Flags.parse(argv)
     return shlex.join(flags.to_argv()[len(flags.program):])
@@ -53,7 +53,7 @@ def changed_first(argv: tuple[str, ...], reference: tuple[str, ...], prev: tuple
                   lead: str | None = None) -> tuple[str, str]:
     """``(changed, rest)``: the flags of ``argv`` that differ from ``reference`` (the
     configured argv) as they run, flags it dropped as ``-(--name)``, in the order of
-    :func:`~optui.core.journal_experiments.ordered_changes` (``lead``, then those that differ
+    :func:`~optui.core.journal.experiments.ordered_changes` (``lead``, then those that differ
     from ``prev``, the flags that ran before), then the other flags, each part shell-quoted
     for display. Listen-only flags (``--port``...) are never a change. Without a reference,
     or nothing changed: ``("", flags_text(argv))``."""
@@ -66,16 +66,16 @@ def changed_first(argv: tuple[str, ...], reference: tuple[str, ...], prev: tuple
 def changed_flags(argv: tuple[str, ...], reference: tuple[str, ...], *, prev: tuple[str, ...] | None = None,
                   lead: str | None = None) -> list[str]:
     """The changes of :func:`changed_first` one per flag (``"--max-running-requests 3"``,
-    ``"-(--name)"``), for :func:`~optui.core.flag_abbrev.fit_flags`; ``[]`` for none."""
+    ``"-(--name)"``), for :func:`~optui.core.flags.abbrev.fit_flags`; ``[]`` for none."""
     return _split_changed(argv, reference, prev, lead)[0]
 
 
 def status_changes(s: ServerStatus) -> tuple[tuple[str, ...] | None, str | None]:
     """``(prev, lead)`` of :func:`changed_first` for server ``s``'s row, the experiments
-    view's rule (:func:`~optui.core.journal_experiments.config_changes`): the flags that ran
+    view's rule (:func:`~optui.core.journal.experiments.config_changes`): the flags that ran
     before it (its last good flags: the change of a failed or starting launch comes first)
     and the flag a ``bad_flag`` crash was refused for (before all)."""
-    from optui.core.journal_experiments import refused_flag
+    from optui.core.journal.experiments import refused_flag
 
     prev = s.last_good_argv if s.last_good_argv and tuple(s.last_good_argv) != tuple(s.argv) else None
     lead = refused_flag(s.crash_class, (*s.crash_lines, s.crash_cause or s.message or "")) \
@@ -84,7 +84,7 @@ def status_changes(s: ServerStatus) -> tuple[tuple[str, ...] | None, str | None]
 
 
 def _canonical(name: str) -> str:
-    from optui.core.flags import canonical_name
+    from optui.core.flags.argv import canonical_name
 
     return canonical_name(name)
 
@@ -98,8 +98,8 @@ def _shown(change) -> str:
 
 def _split_changed(argv: tuple[str, ...], reference: tuple[str, ...], prev: tuple[str, ...] | None,
                    lead: str | None) -> tuple[list[str], list[str]]:
-    from optui.core.flags import Flags, canonical_name
-    from optui.core.journal_experiments import ordered_changes
+    from optui.core.flags.argv import Flags, canonical_name
+    from optui.core.journal.experiments import ordered_changes
 
     if not reference:
         return [], []

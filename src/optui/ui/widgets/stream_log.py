@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import Log
 
-from optui.core.safe_text import safe_line
+from optui.core.text.safe_text import safe_line
 
 
 class StreamLog(Log):
@@ -41,7 +41,7 @@ class StreamLog(Log):
 
     def append(self, lines: list[str]) -> None:
         """Write ``lines`` (already split; what ANSI stripping left of an escape sequence
-        shown escaped, :func:`~optui.core.safe_text.safe_line`) and keep following if we were."""
+        shown escaped, :func:`~optui.core.text.safe_text.safe_line`) and keep following if we were."""
         lines = [safe_line(line) for line in lines]
         follow = self._following()
         full = self.line_count + len(lines) > (self.max_lines or 0) > 0

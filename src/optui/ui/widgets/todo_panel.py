@@ -30,9 +30,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input
 
-from optui.core.safe_text import safe_line
-from optui.core.todo import TodoItem, TodoStatus
-from optui.core.todo_formats import dependency_labels
+from optui.core.text.safe_text import safe_line
+from optui.core.todo.formats import dependency_labels
+from optui.core.todo.items import TodoItem, TodoStatus
 from optui.ui.colors import focus_now, style
 from optui.ui.policy import allowed
 from optui.ui.widgets.cursor_list import LOADING_TEXT, CursorList
