@@ -77,6 +77,30 @@ async def test_a_failed_restart_is_reported_once_by_its_sequence_not_as_an_alert
         await pilot.press("q")
 
 
+async def test_r_during_a_restart_does_not_cancel_it(tmp_path):
+    """A second ``r`` while the first restart runs opens the editor (or is refused); closing
+    it leaves the first restart to end and be reported (a restart is never half-killed)."""
+    app = app_on(demo_config(tmp_path))
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        await pilot.press("2", "r")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "FlagEditorScreen")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: rt.status.busy == "restarting", what="the restart under way")
+        await pilot.press("r")
+        await pilot.pause(0.3)
+        if type(app.screen).__name__ == "FlagEditorScreen":
+            await pilot.press("escape")
+        texts = lambda: [m.text for m in app.messages]  # noqa: E731
+        await wait_for(pilot, lambda: "demo is ready" in texts()[texts().index("restarting demo…"):], timeout=60,
+                       what="the first restart's report")
+        assert rt.status.state.value == "ready" and rt.status.busy is None
+        await pilot.press("q")
+
+
 async def test_a_followed_list_failing_again_after_a_good_read_is_told_again(tmp_path):
     path = tmp_path / "plan.json"
     good = json.dumps([{"content": "A", "status": "pending", "activeForm": "A…"}])

@@ -14,7 +14,7 @@ import contextlib
 import itertools
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TypeVar
@@ -153,8 +153,9 @@ class Session:
         #: what happened, said once each, in order (alerts, todo runs, follow errors, restarts):
         #: the TUI reads it with a cursor (SessionClient.new_events)
         self.events = EventStream(self.touch)
-        #: servers whose restart in progress is told to an operator by its caller (no alert meanwhile)
-        self._told_by_caller: set[str] = set()
+        #: servers whose restart in progress is told to an operator by its caller (no alert
+        #: meanwhile), counted: a second restart refused by the lock ends before the first
+        self._told_by_caller: Counter[str] = Counter()
         #: ``[export] mlflow``: experiments sent to a tracking server as they end (None: not configured)
         self.tracking = None
         if self.config.export.mlflow and not observer:
@@ -632,20 +633,22 @@ class Session:
         ``told_by_caller``: the caller tells an operator how it ended (the TUI's restart
         sequence): the server's transitions meanwhile raise no alert (its crash is journaled as
         its alert, not said twice); otherwise (autostart, todo runs, the CLI, agents) a crash
-        is an alert as at any other time. Raises SessionError when it
-        cannot begin, e.g. another optui process is restarting the same server (nothing is
-        said in the stream: the caller reports the refusal). ``only_if_down`` (autostart):
-        once the lock is held, do nothing when a launch is recorded by now (another process
-        made it). Returns once the restart's events are in the journal (written on the
-        journal thread, read back into the session's view)."""
+        is an alert as at any other time. Raises SessionError when it cannot begin, e.g.
+        another optui process is restarting the same server (nothing is said in the stream:
+        the caller reports the refusal). ``only_if_down`` (autostart): once the lock is held,
+        do nothing when a launch is recorded by now (another process made it). Returns once the
+        restart's events are in the journal (written on the journal thread, read back into the
+        session's view)."""
         if told_by_caller:
-            self._told_by_caller.add(name)
+            self._told_by_caller[name] += 1
         try:
             result = await self._restart(name, argv, reason=reason, actor=actor, ready_timeout_s=ready_timeout_s,
                                          todo_id=todo_id, only_if_down=only_if_down, base=base)
         finally:
             if told_by_caller:
-                self._told_by_caller.discard(name)
+                self._told_by_caller[name] -= 1
+                if self._told_by_caller[name] <= 0:
+                    del self._told_by_caller[name]
                 self._alert_watcher.seen(self.server(name).status)  # the state it left is no transition to alert
         if told_by_caller and result.failed is not None:
             self._journal_restart_crash(result.failed)
@@ -717,8 +720,8 @@ class Session:
         policy (:mod:`optui.session.server.restart_checks`). ``argv`` (already edited) or the changes
         ``preset`` → ``unsets`` → ``sets`` on the base flags; ``plan``: one made by
         :meth:`plan_restart` already; ``refuse_unknown``, ``force``: as for :meth:`plan_restart`;
-        ``told_by_caller``: as for :meth:`restart_result`. Returns a RestartOutcome; raises SessionError (and its RestartRefused) when it cannot
-        begin, FlagError for a malformed edit."""
+        ``told_by_caller``: as for :meth:`restart_result`. Returns a RestartOutcome; raises
+        SessionError (and its RestartRefused) when it cannot begin, FlagError for a malformed edit."""
         from optui.session.server.restart_checks import RestartOutcome, rollback_offer
 
         self.check_writable("restarting a server")

@@ -100,8 +100,13 @@ class ServerActions(Actions):
             return
         editor, edited = self._open_editor(name, None)
         self._close_if_refused_elsewhere(name)
-        self.run_worker(self._restart_sequence(name, editor, edited), group=f"restart-ask-{name}", exclusive=True,
-                        exit_on_error=False)
+        self._run_sequence(name, self._restart_sequence(name, editor, edited))
+
+    def _run_sequence(self, name: str, sequence) -> None:
+        """Run one restart sequence of ``name`` in its worker. Never exclusive: a second
+        sequence must not cancel one that is restarting the server (a restart is never
+        half-killed; the session refuses a second one while the first runs)."""
+        self.run_worker(sequence, group=f"restart-{name}", exit_on_error=False)
 
     async def _restart_sequence(self, name: str, editor: FlagEditorScreen, edited: asyncio.Future) -> None:
         """The flag editor's restart, top to bottom: the editor's argv → the review (cancelled:
@@ -169,7 +174,7 @@ class ServerActions(Actions):
                 await self._restart_and_report(name, argv, f"preset {preset}")
 
         self._close_if_refused_elsewhere(name)
-        self.run_worker(sequence(), group=f"restart-ask-{name}", exclusive=True, exit_on_error=False)
+        self._run_sequence(name, sequence())
 
     async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
         """Restart ``name`` with ``argv`` through the session's checked restart (every door's
@@ -191,8 +196,8 @@ class ServerActions(Actions):
     def report_restart(self, result: RestartResult, *, offer: tuple[str, ...] | None = None) -> None:
         """Say how a restart this window asked for ended: THE one place (the flag editor's,
         a preset's, a rollback's; a crash of it raised no alert: ``told_by_caller``). A failed
-        restart with a rollback ``offer``
-        (``rollback = "offer"``) opens the offer (its body says why: no toast over it)."""
+        restart with a rollback ``offer`` (``rollback = "offer"``) opens the offer (its body
+        says why: no toast over it)."""
         name, status = result.server, result.status
         match result.end:
             case "ready":
@@ -222,8 +227,7 @@ class ServerActions(Actions):
         """Confirm and restart ``name`` with its last good flags, then report it; ``after`` (a
         crash class) makes it the offer that follows a failed restart. The question warns when
         those flags measured worse or were rejected (the journal read off the loop first)."""
-        self.run_worker(self._rollback_sequence(name, after), group=f"rollback-ask-{name}", exclusive=True,
-                        exit_on_error=False)
+        self._run_sequence(name, self._rollback_sequence(name, after))
 
     async def _rollback_sequence(self, name: str, after: str | None) -> None:
         from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
