@@ -33,16 +33,24 @@ async def test_a_filtered_journal_is_searched_off_the_event_loop(tmp_path, monke
     assert searched_on and threading.main_thread() not in searched_on
 
 
-async def test_last_failure_reads_the_journal_off_the_event_loop(tmp_path):
+async def test_each_client_takes_every_session_event_once_in_order(tmp_path):
+    """The session's event stream (issue 33): two alerts raised between two reads reach the
+    client once each, in order; a second reader has its own cursor."""
+    from optui.session.snapshot_types import Alert
+    from optui.session.state import AlertRaised
     from optui.ui.client import SessionClient
 
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause(0.3)
-        app.session.record(ev.SERVER_FAILED, "qwen", {"class": "oom"})
-        failed = await SessionClient(app.session).last_failure("qwen")
-        assert failed is not None and failed.data["class"] == "oom" and failed.target == "qwen"
-        assert await SessionClient(app.session).last_failure("nobody") is None
+        one, other = SessionClient(app.session), SessionClient(app.session)
+        one.new_events()  # what came before
+        first, second = Alert("hung", "qwen", "qwen is hung"), Alert("gpu_memory", "h:0", "h GPU 0: memory 97% used")
+        app.session._raise_alert(first)
+        app.session._raise_alert(second)
+        assert one.new_events() == (AlertRaised(first), AlertRaised(second))
+        assert one.new_events() == ()
+        assert other.new_events()[-2:] == (AlertRaised(first), AlertRaised(second))
 
 
 async def test_the_todo_list_is_exported_beside_the_journal_through_the_client(tmp_path):
@@ -51,7 +59,7 @@ async def test_the_todo_list_is_exported_beside_the_journal_through_the_client(t
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause(0.3)
-        items = app.client.todo_items()
+        items = app.client.snapshot().todos
         assert items
         app.todo_actions.export_todos("markdown")
         app.todo_actions.export_todos("todowrite")

@@ -91,7 +91,7 @@ async def test_X_shows_each_item_against_the_flags_the_items_before_it_leave(tmp
                                                              "base": "current", "bench": ["tiny"]})
         three = s.todos.add("Find the OOM edge", "medium", {"server": "demo", "set": {"--mem-fraction-static": "0.99"},
                                                            "bench": ["tiny"]})
-        await wait_for(pilot, lambda: len(app.client.todo_items()) == 3)
+        await wait_for(pilot, lambda: len(app.client.snapshot().todos) == 3)
         plans = app.client.plan_experiments(None)
         assert [p.todo_id for p in plans] == [one.id, two.id, three.id]
         assert plans[1].old_argv == plans[0].argv and plans[2].old_argv == plans[1].argv

@@ -43,11 +43,18 @@ async def test_a_checked_restart_knows_its_rollback_without_reading_the_journal(
         if rollback == "auto":
             assert crashed.rolled_back and crashed.offer is None
             assert crashed.status.state.value == "ready" and list(crashed.status.argv) == good
+            # what it did, typed: the failed start's class kept through the rollback
+            assert (crashed.result.end.value, crashed.result.crash_class) == ("rolled_back", "bad_flag")
+            from optui.session.cli_mcp_shared import restart_json
+
+            assert restart_json(session, "demo", crashed.plan, crashed)["failed"] == "bad_flag"
         else:  # the failed case: crashed, not rolled back, the last good flags offered
             assert not crashed.rolled_back and crashed.offer is not None and tuple(crashed.offer) == tuple(good)
             assert crashed.status.state.value == "crashed"
+            assert (crashed.result.end.value, crashed.result.crash_class) == ("failed", "bad_flag")
         fine = await session.restart_checked("demo", argv=good, reason="the good flags again")
         assert not fine.rolled_back and fine.ok
+        assert fine.result.end.value == "ready" and fine.result.failed is None
         looked_back = [k for k in reads if k.get("since_seq") is not None and k.get("target") == "demo"]
         assert not looked_back, f"restart_checked read the journal back to learn what it did: {looked_back}"
         await pilot.press("q")

@@ -6,8 +6,11 @@ when it drops 5 points below), ``gpu_error`` (one GPU answers with an error, e.g
 "GPU is lost", while the others keep reporting; re-armed when it reads again),
 ``bench_stalled`` (the watchdog stopped a benchmark), ``host_lost`` (a rack host lost or
 untrusted). Each alert fires once per transition; the
-session journals it as an ``alert`` event and the UI shows it as a notification (and rings
-the terminal bell when ``bell = true``).
+session journals it as an ``alert`` event and says it once in its event stream
+(``AlertRaised``), which the UI shows as a notification (and rings the terminal bell when
+``bell = true``). A server's transitions during a restart whose caller tells the operator
+how it ended (the TUI's restart sequence: ``told_by_caller``) are not alerts: that caller
+says it once (the crash is still journaled as its alert).
 """
 
 from __future__ import annotations
@@ -39,6 +42,21 @@ class AlertWatcher:
         alerts += self._bench(state.bench)
         return alerts
 
+    def seen(self, status) -> None:
+        """Server ``status`` (a ServerStatus) is known: its state is no transition to alert
+        at the next :meth:`check` (the session's restart reported how it ended)."""
+        self._server_states[status.name] = status.state
+
+    @staticmethod
+    def crash_alert(status) -> Alert | None:
+        """The ``crashed`` / ``oom`` alert of a crashed server ``status`` (None when it did not crash)."""
+        if status.state is not ServerState.CRASHED:
+            return None
+        line = line_of_class(status.crash_lines, status.crash_class) or status.message or ""
+        if status.crash_class is CrashClass.OOM:
+            return Alert("oom", status.name, f"{status.name}: out of memory — {line}")
+        return Alert("crashed", status.name, f"{status.name} crashed ({status.crash_class or 'unknown'}): {line}")
+
     def _servers(self, servers) -> list[Alert]:
         out = []
         for s in servers:
@@ -46,12 +64,9 @@ class AlertWatcher:
             self._server_states[s.name] = s.state
             if prev is None or prev is s.state:
                 continue
-            if s.state is ServerState.CRASHED:
-                line = line_of_class(s.crash_lines, s.crash_class) or s.message or ""
-                if s.crash_class is CrashClass.OOM:
-                    out.append(Alert("oom", s.name, f"{s.name}: out of memory — {line}"))
-                else:
-                    out.append(Alert("crashed", s.name, f"{s.name} crashed ({s.crash_class or 'unknown'}): {line}"))
+            crash = self.crash_alert(s)
+            if crash is not None:
+                out.append(crash)
             elif s.state is ServerState.HUNG:
                 out.append(Alert("hung", s.name, f"{s.name} is hung: requests waiting but no tokens generated"))
         return out

@@ -122,7 +122,7 @@ def restart_json(session, server: str, plan, outcome) -> dict:
             "phases": [{"phase": p.phase, "t": p.t} for p in st.phases],
             "warnings": [str(i) for i in plan.warnings] if plan else [],
             "config_mismatch": list(st.config_mismatch),
-            "rolled_back": rolled_back, "failed": _failed_class(session, server) if rolled_back else None,
+            "rolled_back": rolled_back, "failed": outcome.result.crash_class if rolled_back else None,
             "rollback_command": _rollback_command(session.loaded.path, server) if offer else None}
 
 
@@ -143,12 +143,6 @@ def _ready_s(session, server: str) -> float | None:
     if st.ready_at and st.ready_at >= st.started_at:
         return round(st.ready_at - st.started_at, 3)
     return None
-
-
-def _failed_class(session, server: str) -> str | None:
-    """The crash class of the newest failure of ``server`` (the one a rollback followed)."""
-    failed = session.journal.events(target=server, types=["server.failed"], limit=1, newest_first=True)
-    return failed[0].data.get("class") if failed else None
 
 
 def _rollback_command(config_path, server: str) -> str:

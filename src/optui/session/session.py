@@ -14,7 +14,7 @@ import contextlib
 import itertools
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TypeVar
@@ -46,10 +46,21 @@ from optui.session.search import SearchRunner
 from optui.session.server.flag_catalogs import CatalogStore
 from optui.session.server.gpu_release import gpu_holders
 from optui.session.server.locks import ServerLock
+from optui.session.server.restart_checks import restart_end
 from optui.session.server.runtime import RestartError, ServerRuntime
-from optui.session.snapshot_types import Alert
+from optui.session.snapshot_types import Alert, RestartEnd, RestartResult
 from optui.session.ssh_hosts import shell_for, with_host_problems
-from optui.session.state import BENCH_ROWS_SHOWN, BenchOutput, SessionState, TodoRunsView
+from optui.session.state import (
+    BENCH_ROWS_SHOWN,
+    AlertRaised,
+    BenchOutput,
+    EventStream,
+    FollowFailed,
+    RestartFinished,
+    SessionState,
+    TodoRunFinished,
+    TodoRunsView,
+)
 from optui.session.todo.runs import TodoRunQueue
 from optui.session.todo.service import TodoService
 from optui.session.todo.sync import TodoFollowService
@@ -138,8 +149,13 @@ class Session:
         self._results: tuple[StoredResult, ...] = ()
         self.command_log = CommandLog(on_change=self.touch)
         self._alert_watcher = AlertWatcher(self.config.mem_alert_pct)
-        self.alerts: deque[Alert] = deque(maxlen=100)  # newest last; alert_count numbers them
-        self.alert_count = 0
+        self.alerts: deque[Alert] = deque(maxlen=100)  # newest last
+        #: what happened, said once each, in order (alerts, todo runs, follow errors, restarts):
+        #: the TUI reads it with a cursor (SessionClient.new_events)
+        self.events = EventStream(self.touch)
+        #: servers whose restart in progress is told to an operator by its caller (no alert
+        #: meanwhile), counted: a second restart refused by the lock ends before the first
+        self._told_by_caller: Counter[str] = Counter()
         #: ``[export] mlflow``: experiments sent to a tracking server as they end (None: not configured)
         self.tracking = None
         if self.config.export.mlflow and not observer:
@@ -154,10 +170,12 @@ class Session:
                                     on_command=self._log_command, ensure_experiment=self.ensure_experiment)
         # the list itself (a tuple, swapped whole on the loop): readable from the journal thread
         self.todos = TodoService(writer, self.config.todo, items=lambda: self._todos)
-        self.todo_follow = TodoFollowService(writer, self.config.todo, on_change=self.touch)
+        self.todo_follow = TodoFollowService(writer, self.config.todo, on_change=self.touch,
+                                             on_failed=lambda key, error: self.events.emit(FollowFailed(key, error)))
         self.todo_runs = TodoRunQueue(writer, self.config, server=self.server, todos=self.todos, benches=self.benches,
                                       restart=self.restart_checked, current_experiment=self.current_experiment,
-                                      on_change=self.touch)
+                                      on_change=self.touch,
+                                      on_finished=lambda outcome: self.events.emit(TodoRunFinished(outcome)))
         self.search = SearchRunner(writer, self.config, server=self.server, todos=self.todos, todo_runs=self.todo_runs,
                                    benches=self.benches, restart=self.restart_checked,
                                    gpu_snapshot=lambda host: self.gpus.snapshots.get(host), state_dir=self.state_dir,
@@ -226,7 +244,6 @@ class Session:
                 config_error=self.config_watch.error,
                 gpu_history=self.gpus.history.window(),
                 alerts=tuple(self.alerts),
-                alert_count=self.alert_count,
                 bench_rows=tuple(self.benches.rows(last=BENCH_ROWS_SHOWN)) if self._results else (),
                 bench_output=self._bench_output(),
                 todo_runs=self._todo_runs_view(),
@@ -381,9 +398,7 @@ class Session:
 
     def _tracking_failed(self, message: str) -> None:
         """An ``[export] mlflow`` export failed: an alert (the next ending event tries again)."""
-        self.alerts.append(Alert("export", "mlflow", message, "warning"))
-        self.alert_count += 1
-        self.touch()
+        self._raise_alert(Alert("export", "mlflow", message, "warning"))
 
     def _todos_after(self, journal: Journal, new: list) -> tuple[TodoItem, ...]:
         """The todo list once ``new`` events are in: only the items they name are read again
@@ -448,7 +463,7 @@ class Session:
         as every other start: two windows opened in the same second must not both launch it
         (the loser's process used to stay orphaned on the port)."""
         with contextlib.suppress(RestartError, SessionError):
-            await self.restart_server(rt.name, list(rt.cfg.argv), reason="autostart", only_if_down=True)
+            await self.restart_result(rt.name, list(rt.cfg.argv), reason="autostart", only_if_down=True)
 
     async def _watch_journal(self) -> None:
         for tick in itertools.count(1):
@@ -496,9 +511,12 @@ class Session:
         if change is None or self.observer:
             return
         self.record(ev.CONFIG_CHANGED, None, change.event_data())
-        self.alerts.append(Alert("config", change.path, change.message(), "information" if change.valid else "error"))
-        self.alert_count += 1
-        self.touch()
+        self._raise_alert(Alert("config", change.path, change.message(), "information" if change.valid else "error"))
+
+    def _raise_alert(self, alert: Alert) -> None:
+        """Keep ``alert`` for the snapshot and say it once in the event stream (which wakes the readers)."""
+        self.alerts.append(alert)
+        self.events.emit(AlertRaised(alert))
 
     def _check_alerts(self) -> None:
         """Turn new transitions into alerts: journaled (unless their producer already wrote
@@ -507,14 +525,15 @@ class Session:
         # a server's first state once its runtime has attached is where its transitions start:
         # what it found then (a crash the journal holds, a launch that died unwatched) is not news
         settled = tuple(s for s in state.servers if s.name not in self.servers or self.servers[s.name].attached.is_set())
-        if len(settled) != len(state.servers):
-            state = replace(state, servers=settled)
+        # a server whose restart's caller tells the operator how it ended (the TUI's restart
+        # sequence): its crash is no second alert; the watcher learns the state it left (restart_result)
+        watched = tuple(s for s in settled if s.name not in self._told_by_caller)
+        if len(watched) != len(state.servers):
+            state = replace(state, servers=watched)
         for alert in self._alert_watcher.check(state):
-            self.alerts.append(alert)
-            self.alert_count += 1
             if alert.kind not in ("hung", "bench_stalled") and not self.observer:
                 self.record(ev.ALERT, alert.target, {"kind": alert.kind, "message": alert.message})
-            self.touch()
+            self._raise_alert(alert)
 
     async def close(self) -> None:
         """Stop everything optui started for this session (benchmarks always; servers only
@@ -594,24 +613,52 @@ class Session:
 
     async def restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
                              ready_timeout_s: float | None = None, todo_id: int | None = None, only_if_down: bool = False,
-                             base: Sequence[str] | None = None):
-        """Restart ``name`` with ``argv`` and wait for ready/failure (see
-        :meth:`ServerRuntime.restart`; ``base``: the argv the change applied to, the
-        journaled diff's old side). Raises SessionError when it cannot begin, e.g. another
-        optui process is restarting the same server. ``only_if_down`` (autostart): once the
-        lock is held, do nothing when a launch is recorded by now (another process made it)
-        and return the current status. Returns once the restart's events are in the journal
-        (written on the journal thread, read back into the session's view)."""
-        status, _rolled_back = await self._restart_server(name, argv, reason=reason, actor=actor,
-                                                          ready_timeout_s=ready_timeout_s, todo_id=todo_id,
-                                                          only_if_down=only_if_down, base=base)
-        return status
+                             base: Sequence[str] | None = None) -> ServerStatus:
+        """Restart ``name`` with ``argv`` and wait for ready/failure; the server's status after
+        (:meth:`restart_result` says what the restart did)."""
+        result = await self.restart_result(name, argv, reason=reason, actor=actor, ready_timeout_s=ready_timeout_s,
+                                           todo_id=todo_id, only_if_down=only_if_down, base=base)
+        return result.status
 
-    async def _restart_server(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
-                              ready_timeout_s: float | None = None, todo_id: int | None = None, only_if_down: bool = False,
-                              base: Sequence[str] | None = None) -> tuple[ServerStatus, bool]:
-        """:meth:`restart_server` and what it did: ``(status, rolled_back)``, rolled_back True
-        when ``rollback = "auto"`` restored the last good flags after ``argv`` crashed."""
+    async def restart_result(self, name: str, argv: list[str], *, reason: str = "", actor: str | None = None,
+                             ready_timeout_s: float | None = None, todo_id: int | None = None,
+                             only_if_down: bool = False, base: Sequence[str] | None = None,
+                             told_by_caller: bool = False) -> RestartResult:
+        """Restart ``name`` with ``argv`` and wait for ready/failure (see
+        :meth:`ServerRuntime.restart`; ``base``: the argv the change applied to, the journaled
+        diff's old side); ``rollback = "auto"`` restarts a failed start with the last good
+        flags. Returns what it did (:class:`~optui.session.snapshot_types.RestartResult`:
+        ready, unverified, failed with its crash class, rolled back, skipped), also said once
+        in the event stream as :class:`~optui.session.state.RestartFinished`.
+        ``told_by_caller``: the caller tells an operator how it ended (the TUI's restart
+        sequence): the server's transitions meanwhile raise no alert (its crash is journaled as
+        its alert, not said twice); otherwise (autostart, todo runs, the CLI, agents) a crash
+        is an alert as at any other time. Raises SessionError when it cannot begin, e.g.
+        another optui process is restarting the same server (nothing is said in the stream:
+        the caller reports the refusal). ``only_if_down`` (autostart): once the lock is held,
+        do nothing when a launch is recorded by now (another process made it). Returns once the
+        restart's events are in the journal (written on the journal thread, read back into the
+        session's view)."""
+        if told_by_caller:
+            self._told_by_caller[name] += 1
+        try:
+            result = await self._restart(name, argv, reason=reason, actor=actor, ready_timeout_s=ready_timeout_s,
+                                         todo_id=todo_id, only_if_down=only_if_down, base=base)
+        finally:
+            if told_by_caller:
+                self._told_by_caller[name] -= 1
+                if self._told_by_caller[name] <= 0:
+                    del self._told_by_caller[name]
+                self._alert_watcher.seen(self.server(name).status)  # the state it left is no transition to alert
+        if told_by_caller and result.failed is not None:
+            self._journal_restart_crash(result.failed)
+        self.events.emit(RestartFinished(result, told_by_caller))
+        return result
+
+    async def _restart(self, name: str, argv: list[str], *, reason: str, actor: str | None,
+                       ready_timeout_s: float | None, todo_id: int | None, only_if_down: bool,
+                       base: Sequence[str] | None) -> RestartResult:
+        """:meth:`restart_result` but the event: the lock, the restart, the automatic rollback."""
         self.check_writable("restarting a server")
         rt = self.server(name)
         lock = ServerLock(self.state_dir, name)
@@ -619,10 +666,10 @@ class Session:
             raise SessionError(f"{name} is being restarted by another optui process ({lock.holder()}); try again when it is done")
         try:
             if only_if_down and (rt.controller.launch is not None or await rt.controller.attach() is not None):
-                return rt.status, False
+                return RestartResult(name, RestartEnd.SKIPPED, rt.status, tuple(argv), reason)
             await self._refuse_during_a_benchmark(name)
-            status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason, ready_timeout_s=ready_timeout_s,
-                                      todo_id=todo_id, base=base)
+            status = await rt.restart(list(argv), actor=actor or self.actor, reason=reason,
+                                      ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=base)
         except RestartError as exc:
             raise SessionError(str(exc)) from exc
         finally:
@@ -631,10 +678,20 @@ class Session:
         # the restart's events are queued on the journal thread: it returns once they are
         # written and read back (a caller that reads the journal next finds them there)
         await self._synced_unless_locked()
-        if status.state.value == "crashed" and rt.cfg.rollback == "auto" and rt.status.last_good_argv \
-                and list(rt.status.last_good_argv) != list(argv):
-            return await self.rollback(name, reason=f"auto after {status.crash_class}"), True
-        return status, False
+        end = restart_end(status)
+        if end is RestartEnd.FAILED and status.state.value == "crashed" and rt.cfg.rollback == "auto" \
+                and rt.status.last_good_argv and list(rt.status.last_good_argv) != list(argv):
+            back = await self._rollback(name, reason=f"auto after {status.crash_class}", actor=actor)
+            return RestartResult(name, RestartEnd.ROLLED_BACK, back.status, tuple(argv), reason, failed=status)
+        return RestartResult(name, end, status, tuple(argv), reason, failed=status if end is RestartEnd.FAILED else None)
+
+    def _journal_restart_crash(self, failed: ServerStatus) -> None:
+        """A crash of a restart its caller tells journaled as the ``alert`` the watcher would
+        have written (said to the operator by that caller, not as a second AlertRaised)."""
+        alert = self._alert_watcher.crash_alert(failed)
+        if alert is not None and not self.observer:
+            self.alerts.append(alert)
+            self.record(ev.ALERT, alert.target, {"kind": alert.kind, "message": alert.message})
 
     def restart_base(self, name: str) -> tuple[tuple[str, ...], str]:
         """The argv a change of ``name``'s flags starts from and where it comes from
@@ -657,14 +714,14 @@ class Session:
                               unsets: Iterable[str] = (), preset: str | None = None, reason: str = "",
                               actor: str | None = None, ready_timeout_s: float | None = None,
                               todo_id: int | None = None, plan=None, refuse_unknown: bool = False,
-                              force: bool = False):
+                              force: bool = False, told_by_caller: bool = False):
         """The restart every door uses (TUI flag editor and presets, ``optui restart``, agents):
         base flags, the catalogue's checks before anything stops, the restart and the rollback
         policy (:mod:`optui.session.server.restart_checks`). ``argv`` (already edited) or the changes
         ``preset`` → ``unsets`` → ``sets`` on the base flags; ``plan``: one made by
-        :meth:`plan_restart` already; ``refuse_unknown``, ``force``: as for :meth:`plan_restart`.
-        Returns a RestartOutcome; raises SessionError (and its RestartRefused) when it cannot
-        begin, FlagError for a malformed edit."""
+        :meth:`plan_restart` already; ``refuse_unknown``, ``force``: as for :meth:`plan_restart`;
+        ``told_by_caller``: as for :meth:`restart_result`. Returns a RestartOutcome; raises
+        SessionError (and its RestartRefused) when it cannot begin, FlagError for a malformed edit."""
         from optui.session.server.restart_checks import RestartOutcome, rollback_offer
 
         self.check_writable("restarting a server")
@@ -673,11 +730,12 @@ class Session:
             raise SessionError(f"{name}: control = 'none' (optui only observes this server)")
         plan = plan or await self.plan_restart(name, argv=argv, sets=sets, unsets=unsets, preset=preset,
                                                refuse_unknown=refuse_unknown, force=force)
-        # the restart says whether it rolled back (no journal read: the rollback is its own)
-        status, rolled_back = await self._restart_server(name, list(plan.argv), reason=reason, actor=actor,
-                                                         ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base)
-        offer = None if rolled_back else rollback_offer(rt.cfg.rollback, plan.argv, status)
-        return RestartOutcome(plan, status, rolled_back, offer)
+        # the restart says what it did (no journal read: the rollback is its own)
+        result = await self.restart_result(name, list(plan.argv), reason=reason, actor=actor,
+                                           ready_timeout_s=ready_timeout_s, todo_id=todo_id, base=plan.base,
+                                           told_by_caller=told_by_caller)
+        offer = None if result.end is RestartEnd.ROLLED_BACK else rollback_offer(rt.cfg.rollback, plan.argv, result.status)
+        return RestartOutcome(plan, result, offer)
 
     async def plan_restart(self, name: str, *, argv: list[str] | None = None, sets: Iterable[str] = (),
                            unsets: Iterable[str] = (), preset: str | None = None, refuse_unknown: bool = False,
@@ -742,8 +800,19 @@ class Session:
             raise SessionError(f"{name}: benchmark {other[0]} is running against it in optui process {other[1]}; "
                                "wait for it or stop that process first")
 
-    async def rollback(self, name: str, *, reason: str = "operator", actor: str | None = None):
-        """Restart ``name`` with its last good flags (journaled as ``rollback``)."""
+    async def rollback(self, name: str, *, reason: str = "operator", actor: str | None = None) -> ServerStatus:
+        """Restart ``name`` with its last good flags (journaled as ``rollback``); its status after
+        (:meth:`rollback_result` says what the restart did)."""
+        return (await self.rollback_result(name, reason=reason, actor=actor)).status
+
+    async def rollback_result(self, name: str, *, reason: str = "operator", actor: str | None = None,
+                              told_by_caller: bool = False) -> RestartResult:
+        """:meth:`rollback`, returning what the restart did (as :meth:`restart_result`, said
+        once in the event stream too). SessionError when there are no last good flags."""
+        return await self._rollback(name, reason=reason, actor=actor, say=True, told_by_caller=told_by_caller)
+
+    async def _rollback(self, name: str, *, reason: str, actor: str | None, say: bool = False,
+                        told_by_caller: bool = False) -> RestartResult:
         self.check_writable("rolling back a server")  # before the rollback event is journaled
         rt = self.server(name)
         last_good = rt.status.last_good_argv
@@ -754,7 +823,12 @@ class Session:
             raise SessionError(f"{name}: no last good flags recorded yet")
         self.record(ev.ROLLBACK, name, {"reason": reason, "from_argv": list(rt.status.argv), "to_argv": list(last_good)},
                     experiment=await self._read(lambda: self.current_experiment(name)))  # closes the failed experiment
-        return await self.restart_server(name, list(last_good), reason=f"rollback: {reason}", actor=actor)
+        if say:
+            return await self.restart_result(name, list(last_good), reason=f"rollback: {reason}", actor=actor,
+                                             told_by_caller=told_by_caller)
+        # the automatic rollback inside a restart: that restart's result says it (one event)
+        return await self._restart(name, list(last_good), reason=f"rollback: {reason}", actor=actor,
+                                   ready_timeout_s=None, todo_id=None, only_if_down=False, base=None)
 
     async def stop_server(self, name: str, *, actor: str | None = None) -> None:
         """Stop ``name`` (SIGTERM, wait, SIGKILL the group)."""

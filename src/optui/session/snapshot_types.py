@@ -5,16 +5,22 @@ that summarise its services, frozen, beside ``state.py`` and importing none of t
 - :class:`BenchView`: the current or last benchmark run (:mod:`optui.session.bench.run`);
 - :class:`SearchProgress`: a flag search (:mod:`optui.session.search`);
 - :class:`TodoRunOutcome`: how a todo run ended (:mod:`optui.session.todo.runs`);
-- :class:`FollowStatus`: one followed agent list (:mod:`optui.session.todo.sync`).
+- :class:`FollowStatus`: one followed agent list (:mod:`optui.session.todo.sync`);
+- :class:`RestartResult` (:class:`RestartEnd`): what one restart did (:mod:`optui.session.server.restart_checks`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from optui.core.bench.result import BenchResult
 from optui.core.bench.stream import StreamProgress
+
+if TYPE_CHECKING:
+    from optui.core.server.state import ServerStatus
 
 
 def _duration(seconds: float) -> str:
@@ -200,3 +206,35 @@ class FollowStatus:
     error: str | None = None
     last_sync: float | None = None
     last_summary: str | None = None
+
+
+class RestartEnd(StrEnum):
+    """How a restart ended (:class:`RestartResult`)."""
+
+    READY = "ready"  # ready with the flags it was given (running configuration verified or unchecked)
+    UNVERIFIED = "unverified"  # ready, but the server reports a configuration other than those flags
+    FAILED = "failed"  # crashed or never became ready: the failed status says how (crash class, lines)
+    ROLLED_BACK = "rolled_back"  # failed, then rollback = "auto" restarted it with its last good flags
+    SKIPPED = "skipped"  # only_if_down (autostart): a launch was found by then, nothing was started
+
+
+@dataclass(frozen=True, slots=True)
+class RestartResult:
+    """What one restart of ``server`` did, as the restart knows it (no journal read back):
+    ``end``; ``status`` the server's status after it (after the rollback when rolled back);
+    ``failed`` the status the failed start ended in (crash class, log lines), kept through an
+    automatic rollback; ``argv`` the flags it was asked to start with; ``reason`` as journaled."""
+
+    server: str
+    end: RestartEnd
+    status: ServerStatus
+    argv: tuple[str, ...]
+    reason: str = ""
+    failed: ServerStatus | None = None
+
+    @property
+    def crash_class(self) -> str:
+        """The failed start's crash class (``"unknown"`` when it has none; empty when nothing failed)."""
+        if self.failed is None:
+            return ""
+        return str(self.failed.crash_class or "unknown")

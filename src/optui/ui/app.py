@@ -39,6 +39,7 @@ from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
 from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
 from optui.ui.safe_screen import UnsafeCharFilter
+from optui.ui.session_messages import AlertRaised, FollowFailed, TodoRunFinished, message_for
 from optui.ui.textual_patches import driver_class
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.toast_gate import ShownMessage, ToastGate
@@ -172,14 +173,10 @@ class OptuiApp(App):
         self._seen_version = -1
         self.panels_mounted = False  # True once the panels replaced the first frame's placeholders
         self._key_order = KeySequencer(self, lambda: self.panels_mounted and self.client is not None)
-        self.restarts_reporting: set[str] = set()  # servers whose restart (from this UI) reports its own outcome
         self._key_bar_for: tuple | None = None  # (focus, screen, read-only, bench running) the key bar was drawn for
         self._status_plain = ""
-        self._outcomes_seen = 0  # experiment outcomes notified so far
-        self._follow_errors_seen: dict[str, str | None] = {}  # followed list → its error notified
         self._bell = bool(config.bell) if config else False
         self._session_closed = False
-        self._alerts_seen = 0
         self._dashboard_behind = False  # a frame left the panels under an opaque screen unpainted
         self.campaign = "loading…"  # the campaign directory's name, once loaded
         # what the keys, the panels' messages and the palette ask for: one handler per domain
@@ -227,6 +224,8 @@ class OptuiApp(App):
         it closes, that they came."""
         shown = ShownMessage(time.time(), str(severity), str(title), str(message))
         self.messages.append(shown)
+        if not self.screen_stack:  # the app is closing (a session event's message came after its screens)
+            return
         if timeout is None:
             timeout = self.NOTIFICATION_TIMEOUT
         w = self.size.width
@@ -437,6 +436,9 @@ class OptuiApp(App):
             painted_at = time.monotonic()
             self._seen_version = client.version  # what changed during the pause is painted now
             self.apply_state(client.snapshot())
+            for event in client.new_events():  # what happened, each once, in order: typed messages
+                if (message := message_for(event)) is not None:
+                    self.post_message(message)
             self._key_pressed.clear()
             if self._freeze_gc:  # the campaign is on screen: what exists now lives all day
                 self._freeze_gc = False
@@ -484,7 +486,6 @@ class OptuiApp(App):
                     for grid in self.query("#fleet").results(FleetGrid):
                         grid.show(state.fleet)
                 self.query_one("#servers", ServerPanel).show(state.servers)
-            self._show_alerts(state)
             self._show_todos(state)
             self.agent_request_actions.show(state)
             if shown:
@@ -518,33 +519,14 @@ class OptuiApp(App):
         if self.client is not None and self.panels_mounted:
             self.apply_state(self.client.snapshot())
 
-    def _show_alerts(self, state: SessionState) -> None:
-        """New alerts of the session as notifications (+ the terminal bell with
-        ``bell = true``). A crash during a restart is reported by the restart itself."""
-        new = state.alert_count - self._alerts_seen
-        if new <= 0:
-            return
-        self._alerts_seen = state.alert_count
-        for alert in state.alerts[-new:]:
-            server = state.server(alert.target)
-            if alert.kind in ("crashed", "oom") and server is not None and (server.busy or alert.target in self.restarts_reporting):
-                continue
-            self.notify(alert.message, title=alert.kind.replace("_", " "), severity=alert.severity, timeout=15)
-            if self._bell:
-                self.bell()
-
     def _show_todos(self, state: SessionState) -> None:
-        """The items, the experiment runner's steps and the followed lists into the todo
-        panel; notifications for finished experiments and new follow errors."""
+        """The items, the experiment runner's steps and the followed lists into the todo panel."""
         from optui.ui.widgets.todo_panel import TodoPanel
 
         follows = []
-        for key, st in state.follows:
+        for _key, st in state.follows:
             mark = {"ok": "✓", "waiting": "…", "starting": "…"}.get(st.state, "✗")
             follows.append(f"{Path(st.spec.split(':', 1)[-1]).name or st.spec} {mark}")
-            if st.state == "error" and self._follow_errors_seen.get(key) != st.error:
-                self._follow_errors_seen[key] = st.error
-                self.notify(st.error or "", title=f"cannot follow {key}", severity="error", timeout=10)
         runs = state.todo_runs
         parts = [f"⚗ {len(runs.steps)} (S stops)"] if runs.running else []
         box_width = self.query_one("#todo-box").size.width  # the subtitle's room: less its corners, a space each side
@@ -559,9 +541,23 @@ class OptuiApp(App):
         if follows:
             parts.append("following " + "  ".join(follows) + ("  ⚠ silent" if hint else ""))
         self.query_one("#todo", TodoPanel).show(state.todos, dict(runs.steps), "  ·  ".join(parts), hint=hint)
-        for outcome in runs.outcomes[self._outcomes_seen:]:
-            self.todo_actions.run_finished(outcome)
-        self._outcomes_seen = len(runs.outcomes)
+
+    # ---------------------------------------------------------- the session's events (session_messages.py)
+    @on(AlertRaised)
+    def _alert_raised(self, msg: AlertRaised) -> None:
+        """An alert as a notification (+ the terminal bell with ``bell = true``)."""
+        alert = msg.alert
+        self.notify(alert.message, title=alert.kind.replace("_", " "), severity=alert.severity, timeout=15)
+        if self._bell:
+            self.bell()
+
+    @on(TodoRunFinished)
+    def _todo_run_finished(self, msg: TodoRunFinished) -> None:
+        self.todo_actions.run_finished(msg.outcome)
+
+    @on(FollowFailed)
+    def _follow_failed(self, msg: FollowFailed) -> None:
+        self.notify(msg.error, title=f"cannot follow {msg.key}", severity="error", timeout=10)
 
     @staticmethod
     def _silent_list_hint(state: SessionState) -> str | None:

@@ -33,9 +33,10 @@ if TYPE_CHECKING:  # the session (pydantic, httpx, sqlite...) is imported after 
     from optui.core.server.state import ServerStatus
     from optui.core.todo.items import TodoItem
     from optui.session import Session
-    from optui.session.snapshot_types import SearchProgress
+    from optui.session.server.restart_checks import RestartOutcome
+    from optui.session.snapshot_types import RestartResult, SearchProgress
     from optui.session.ssh_hosts import SshHost
-    from optui.session.state import SessionState
+    from optui.session.state import SessionEvent, SessionState
     from optui.session.todo.runs import TodoRunPlan
 
 __all__ = ["SessionClient", "SessionError", "pid_alive"]
@@ -54,6 +55,7 @@ class SessionClient:
 
     def __init__(self, session: Session) -> None:
         self._session = session
+        self._events = session.events.reader()  # this client's cursor on the session's event stream
 
     # ------------------------------------------------------------ state
     @property
@@ -69,11 +71,11 @@ class SessionClient:
         """Wait until the version exceeds ``seen_version`` or ``timeout`` s pass; the version."""
         return await self._session.wait_changed(seen_version, timeout=timeout)
 
-    @property
-    def read_only(self) -> bool:
-        """True when changing servers or putting load on them is refused (``--read-only``,
-        or the journal cannot be written)."""
-        return self._session.read_only
+    def new_events(self) -> tuple[SessionEvent, ...]:
+        """What happened since the last call, each event once, oldest first (alerts raised,
+        todo runs finished, followed lists failing, restarts finished: the frozen values of
+        :mod:`optui.session.state`)."""
+        return self._events.take()
 
     def result_rows(self) -> list[Row]:
         """Every stored result group's comparison row (medians, deltas vs baseline, scaling),
@@ -172,12 +174,14 @@ class SessionClient:
         when nothing stands in the way."""
         return await self._session.restart_refusal(name)
 
-    async def restart_checked(self, name: str, argv: list[str], reason: str):
+    async def restart_checked(self, name: str, argv: list[str], reason: str) -> RestartOutcome:
         """Restart ``name`` with ``argv`` after every door's checks (flag catalogue before
         anything stops, rollback policy); waits until it is ready or failed. Returns the
-        session's RestartOutcome (``ok``, ``status``, ``rolled_back``, ``offer``); raises
-        SessionError or FlagError when refused."""
-        return await self._session.restart_checked(name, argv=list(argv), reason=reason)
+        session's RestartOutcome (``result``: what the restart did, its ``end`` and failed
+        status; ``offer``: the last good flags to offer); raises SessionError or FlagError
+        when refused."""
+        # this window tells the operator how it ended (ServerActions.report_restart): no crash alert too
+        return await self._session.restart_checked(name, argv=list(argv), reason=reason, told_by_caller=True)
 
     async def rollback_warning(self, name: str, argv: tuple[str, ...] | list[str]) -> str | None:
         """What the journal's experiments say against rolling ``name`` back to ``argv``
@@ -188,10 +192,10 @@ class SessionClient:
         update = await self._session.experiments_reader()()
         return rollback_warning(update.experiments, name, argv)
 
-    async def rollback(self, name: str, *, reason: str = "operator") -> ServerStatus:
-        """Restart ``name`` with its last good flags; waits; its status after. SessionError
-        when refused (no last good flags, read-only, busy)."""
-        return await self._session.rollback(name, reason=reason)
+    async def rollback(self, name: str, *, reason: str = "operator") -> RestartResult:
+        """Restart ``name`` with its last good flags; waits; what the restart did.
+        SessionError when refused (no last good flags, read-only, busy)."""
+        return await self._session.rollback_result(name, reason=reason, told_by_caller=True)
 
     async def stop_server(self, name: str) -> None:
         """Stop ``name`` (SIGTERM its process group, then SIGKILL); waits until it is down."""
@@ -244,11 +248,6 @@ class SessionClient:
         return await self._session.on_journal_thread(lambda: self._session.benches.baseline_for(result))
 
     # ------------------------------------------------------------ todo list
-    def todo_items(self) -> tuple[TodoItem, ...]:
-        """The todo list now, in its order."""
-        return self._session.todos.items
-
-    # the edits run on the journal thread (Session.on_journal_thread): awaited, never waited on
     async def add_todo(self, text: str) -> TodoItem:
         """Add an item with ``text``; the new item. SessionError / ValueError when refused."""
         todos = self._session.todos
@@ -321,15 +320,6 @@ class SessionClient:
         (``"#3 oom, #5 bad_flag"``; empty: none)."""
         return self._session.todo_runs.failed_before_text()
 
-    def experiment_running_for(self) -> int | None:
-        """The todo id whose experiment runs now (None: none)."""
-        current = self._session.todo_runs.current
-        return current.todo_id if current is not None else None
-
-    def experiments_waiting(self) -> int:
-        """How many queued experiments wait behind the running one."""
-        return len(self._session.todo_runs.queue)
-
     def stop_experiments(self, elsewhere: SearchProgress | None = None) -> bool:
         """Empty the experiment queue and abort its benchmark, and end a flag search (its
         trials are these experiments), this session's or ``elsewhere``, the
@@ -360,10 +350,6 @@ class SessionClient:
         """Follow an agent's todo list (``claude:FILE``, ``opencode:DB#SESSION``...) for this
         session; SessionError for a bad spec."""
         self._session.todo_follow.follow(spec)
-
-    def followed_todo_lists(self) -> list[str]:
-        """The keys of the lists followed now."""
-        return list(self._session.todo_follow.statuses)
 
     async def unfollow_todo_list(self, key: str) -> None:
         """Stop following ``key`` (its items stay in the list)."""
@@ -443,12 +429,3 @@ class SessionClient:
         """Record the operator's verdict on ``experiment``, the journal read and write off
         the event loop. Raises SessionError for a bad decision or an unknown experiment."""
         await self._session.set_verdict_async(experiment, decision, reason)
-
-    async def last_failure(self, server: str) -> Event | None:
-        """The newest ``server.failed`` event of ``server`` (None when it never failed); off
-        the event loop."""
-        from optui.core.journal import events as ev
-        from optui.core.journal.events import EventFilter
-
-        failed = await self.query_events(EventFilter(types=frozenset({ev.SERVER_FAILED}), target=server), limit=1)
-        return failed[0] if failed else None

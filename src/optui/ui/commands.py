@@ -64,7 +64,7 @@ def palette_commands(app: PaletteHost, hints: Mapping[str, str] | None = None) -
     if client is None:  # the campaign is still loading
         return
     config = client.config
-    writable = not client.read_only
+    writable = not client.snapshot().read_only
     for name, server in config.servers.items():
         yield SystemCommand(f"Show log of {name}", hinted(f"Last lines of {name}'s log", hints, "server.log"), partial(app.server_actions.show_server_log, name))
         if not writable or server.control == "none":

@@ -27,7 +27,7 @@ def allowed(app, action: str, parameters: tuple[object, ...]) -> bool:
         return action in VIEW_ONLY
     if action == "abort_bench" and not client.bench_running:
         return False  # nothing to abort: not offered (key bar, help, palette)
-    if client.read_only:
+    if client.snapshot().read_only:
         key = (action, parameters[0] if parameters else None)
         if key in MUTATING or (action, None) in MUTATING and not parameters:
             return False

@@ -35,6 +35,7 @@ from optui.core.flags.catalog import UNKNOWN_FLAG, FlagCatalog, Issue
 from optui.core.server.state import ServerState, ServerStatus
 from optui.session.errors import SessionError
 from optui.session.server.flag_catalogs import CatalogError
+from optui.session.snapshot_types import RestartEnd, RestartResult
 
 #: How long a fresh session waits for its monitor to re-attach to a running server before
 #: it decides the base flags (s).
@@ -64,16 +65,31 @@ class RestartPlan:
     unchecked: str | None = None
 
 
+def restart_end(status: ServerStatus) -> RestartEnd:
+    """The end of a restart that left the server in ``status`` (no rollback involved)."""
+    if status.state is ServerState.READY:
+        return RestartEnd.UNVERIFIED if status.config_mismatch else RestartEnd.READY
+    return RestartEnd.FAILED
+
+
 @dataclass(frozen=True, slots=True)
 class RestartOutcome:
-    """How a checked restart ended: the final ``status``; ``rolled_back`` when ``rollback =
-    "auto"`` restored the last good flags after the new ones failed; ``offer``: the last good
-    argv to offer (``rollback = "offer"``, the new flags failed), else None."""
+    """How a checked restart ended: its ``plan`` and the restart's ``result``; ``offer``: the
+    last good argv to offer (``rollback = "offer"``, the new flags failed), else None."""
 
     plan: RestartPlan
-    status: ServerStatus
-    rolled_back: bool = False
+    result: RestartResult
     offer: tuple[str, ...] | None = None
+
+    @property
+    def status(self) -> ServerStatus:
+        """The server's status after the restart (and its rollback)."""
+        return self.result.status
+
+    @property
+    def rolled_back(self) -> bool:
+        """``rollback = "auto"`` restored the last good flags after the new ones failed."""
+        return self.result.end is RestartEnd.ROLLED_BACK
 
     @property
     def ok(self) -> bool:

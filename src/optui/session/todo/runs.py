@@ -108,11 +108,13 @@ class TodoRunQueue:
     and ``benches``: the session's todo list and benchmark runs; ``restart(server, *, argv,
     reason, todo_id)``: the session's checked restart (``Session.restart_checked``), awaited
     for its RestartOutcome; ``current_experiment(server)``: the exp-NNNN a restart opened;
-    ``on_change()``: the queue or a step changed."""
+    ``on_change()``: the queue or a step changed; ``on_finished(outcome)``: a queued run
+    ended (each outcome once, in order)."""
 
     def __init__(self, writer: JournalWriter, config: Config, *, server: Callable[[str], ServerRuntime],
                  todos: TodoService, benches: BenchService, restart: Callable[..., Awaitable],
-                 current_experiment: Callable[[str], str | None], on_change: Callable[[], None]) -> None:
+                 current_experiment: Callable[[str], str | None], on_change: Callable[[], None],
+                 on_finished: Callable[[TodoRunOutcome], None] | None = None) -> None:
         self._writer = writer
         self._config = config
         self._server = server
@@ -121,6 +123,7 @@ class TodoRunQueue:
         self._restart = restart
         self._current_experiment = current_experiment
         self._on_change = on_change
+        self._on_finished = on_finished  # a run ended: said once (the session's event stream)
         self.queue: deque[int] = deque()
         self.current: TodoRunProgress | None = None
         self._exp: str | None = None  # experiment (exp-NNNN) of the run in progress
@@ -263,7 +266,10 @@ class TodoRunQueue:
         try:
             while self.queue and not self._stop.is_set():
                 todo_id = self.queue.popleft()
-                self.outcomes.append(await self.run_one(todo_id))
+                outcome = await self.run_one(todo_id)
+                self.outcomes.append(outcome)
+                if self._on_finished is not None:
+                    self._on_finished(outcome)
         finally:
             self.current = None
             self._on_change()

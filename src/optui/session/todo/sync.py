@@ -66,12 +66,15 @@ class TodoFollowService:
     (they cannot write).
 
     ``writer``: the session's journal; ``cfg``: the ``[todo]`` config (``follow``,
-    ``poll_s``); ``on_change()``: a follow status changed."""
+    ``poll_s``); ``on_change()``: a follow status changed; ``on_failed(key, error)``: a
+    list's reading failed (once per distinct error until it reads fine again)."""
 
-    def __init__(self, writer: JournalWriter, cfg: TodoConfig, *, on_change: Callable[[], None]) -> None:
+    def __init__(self, writer: JournalWriter, cfg: TodoConfig, *, on_change: Callable[[], None],
+                 on_failed: Callable[[str, str], None] | None = None) -> None:
         self._writer = writer
         self._cfg = cfg
         self._on_change = on_change
+        self._on_failed = on_failed
         self._followers: dict[str, tuple[TodoFollower, asyncio.Task]] = {}
         self.statuses: dict[str, FollowStatus] = {}
         self._reported: dict[str, str] = {}
@@ -83,6 +86,7 @@ class TodoFollowService:
                 self.follow(text)
             except SessionError as exc:
                 self.statuses[text] = FollowStatus(text, state="error", error=str(exc))
+                self._failed(text, str(exc))
 
     def follow(self, text: str) -> FollowSpec:
         """Start following ``text`` (``claude:~/.claude/todos/x.json``, ...). Raises
@@ -109,6 +113,7 @@ class TodoFollowService:
         """Stop following ``key`` (its items stay in the list)."""
         entry = self._followers.pop(key, None)
         self.statuses.pop(key, None)
+        self._reported.pop(key, None)
         if entry is not None:
             await cancel(entry[1])
         self._on_change()
@@ -136,6 +141,7 @@ class TodoFollowService:
         except JournalError as exc:
             w.failed(exc)
             self._set(key, state="error", error=str(exc))
+            self._failed(key, str(exc))
             return
         self._reported.pop(key, None)
         self._set(key, origin=origin, state="ok", error=None, last_sync=time.time(),
@@ -149,6 +155,15 @@ class TodoFollowService:
 
     def _error(self, key: str, message: str, missing: bool) -> None:
         self._set(key, state="waiting" if missing else "error", error=message)
-        if not missing and self._reported.get(key) != message:
-            self._reported[key] = message  # journal each distinct error once
+        if not missing and self._failed(key, message):  # journal each distinct error once
             self._writer.record(ev.ALERT, None, {"kind": "todo.follow", "message": message, "source": key})
+
+    def _failed(self, key: str, message: str) -> bool:
+        """Say that ``key`` failed with ``message`` unless it was said already since the list
+        last read fine; True when said now."""
+        if self._reported.get(key) == message:
+            return False
+        self._reported[key] = message
+        if self._on_failed is not None:
+            self._on_failed(key, message)
+        return True

@@ -7,7 +7,8 @@ even for types, would make the two one import cycle (tests/test_import_cycles.py
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, cast
+import asyncio
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -22,9 +23,6 @@ class ActionHost(Protocol):
     client: SessionClient
     #: the campaign directory's name (titles of exports)
     campaign: str
-    #: servers whose restart (from this UI) reports its own outcome (no second crash toast)
-    restarts_reporting: set[str]
-
     def paint_now(self) -> None:
         """Paint the session's current snapshot now."""
 
@@ -48,6 +46,19 @@ class Actions:
 
     def push_screen(self, screen, callback=None) -> None:
         self.app.push_screen(screen, callback)
+
+    def push_screen_now(self, screen) -> asyncio.Future[Any]:
+        """Show ``screen`` now (keys typed right after the one that opened it reach it) and
+        return what it is dismissed with, to await in a worker (as ``push_screen_wait``, which
+        shows it only once the worker runs)."""
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def dismissed(result: Any) -> None:
+            if not done.done():
+                done.set_result(result)
+
+        self.app.push_screen(screen, dismissed)
+        return done
 
     def run_worker(self, work, **options):
         return self.app.run_worker(work, **options)

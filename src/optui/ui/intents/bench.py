@@ -219,7 +219,7 @@ class BenchActions(Actions):
 
     def writable(self) -> bool:
         """False (and the operator told) in read-only mode: no benchmark, no baseline."""
-        if self.client.read_only:
+        if self.client.snapshot().read_only:
             self.notify("read-only mode: benchmarks and baselines are disabled", severity="warning")
             return False
         return True
@@ -250,7 +250,7 @@ def bench_palette_commands(app, hints: Mapping[str, str] | None = None) -> Itera
     hints = dict(hints or {})
     config = app.client.config
     actions = app.bench_actions
-    if not app.client.read_only:
+    if not app.client.snapshot().read_only:
         for name, bench in config.benchmarks.items():
             yield SystemCommand(f"Run benchmark {name}", hinted(bench.description or f"against {bench.server}", hints, "bench.run"),
                                 partial(actions.start_bench, name))

@@ -1,10 +1,11 @@
-"""Server actions: restart with new flags (editor → confirm), roll back (offered after a
-failed restart), stop, show the log; notifications when a server hangs or crashes."""
+"""Server actions: a restart with new flags as one sequence (refusal → editor → review →
+restart → :meth:`ServerActions.report_restart`, the one place that says how a restart ended,
+a crashed one included), roll back (offered after a failed restart), stop, show the log."""
 
 from __future__ import annotations
 
+import asyncio
 import shlex
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -14,6 +15,7 @@ from optui.ui.client import SessionError
 from optui.ui.intents.base import Actions
 
 if TYPE_CHECKING:
+    from optui.session.state import RestartResult
     from optui.ui.client import SessionClient
     from optui.ui.screens.flag_editor import FlagEditorScreen
 
@@ -47,7 +49,13 @@ def restart_review(client: SessionClient, name: str, argv: list[str] | tuple[str
 
 
 class ServerActions(Actions):
-    """Server actions: restart with new flags (editor → confirm), roll back, stop, show the log."""
+    """Server actions: restart with new flags, roll back, stop, show the log.
+
+    A restart reads top to bottom, one sequence in one worker (:meth:`_restart_sequence`):
+    refused now? → flag editor → review (cancelled: back to the editor, the edit kept) →
+    restart → :meth:`report_restart`, the one place that says how a restart ended (ready,
+    unverified, failed with its crash class, rolled back; after a failure under ``rollback =
+    "offer"``, the rollback offer)."""
 
     def restart_selected(self) -> None:
         name = self.selected_server()
@@ -56,22 +64,23 @@ class ServerActions(Actions):
             return
         self.open_flag_editor(name)
 
-    def unless_refused(self, name: str, then: Callable[[], None]) -> None:
-        """Call ``then`` (open an editor or a confirm that restarts ``name``) unless the
-        restart would be refused now: read-only, a benchmark running against it, another
-        process restarting it (:meth:`SessionClient.restart_refusal_now`, no journal read: the
-        editor opens at once, keys typed right after ``r`` reach it); then the refusal is
-        shown instead, before the operator types or confirms anything. A benchmark another
-        optui process runs is looked up in the journal meanwhile: the dialog ``then`` opened
-        is closed with the refusal when it finds one."""
+    def _refused_now(self, name: str) -> bool:
+        """True (and the refusal shown, before the operator types or confirms anything) when a
+        restart of ``name`` would be refused now: read-only, a benchmark running against it,
+        another process restarting it (:meth:`SessionClient.restart_refusal_now`, no journal
+        read: the dialog opens at once, keys typed right after ``r`` reach it)."""
         try:
             why = self.client.restart_refusal_now(name)
         except SessionError as exc:
             why = str(exc)
         if why:
             self.notify(why, severity="warning", timeout=8)
-            return
-        then()
+        return bool(why)
+
+    def _close_if_refused_elsewhere(self, name: str) -> None:
+        """A benchmark another optui process runs against ``name`` is looked up in the journal
+        while the dialog just opened shows: found, that dialog closes with the refusal (its
+        sequence reads the dismissal as a cancel)."""
         opened = self.app.screen
 
         async def elsewhere() -> None:
@@ -84,38 +93,55 @@ class ServerActions(Actions):
         self.run_worker(elsewhere(), group=f"restart-check-{name}", exclusive=True, exit_on_error=False)
 
     def open_flag_editor(self, name: str) -> None:
-        """Open the flag editor for ``name`` (with the flag catalogue, learned from the
-        server's ``--help`` in the background the first time); on apply, confirm, restart.
-        A restart that would be refused now is refused before it opens."""
-        self.unless_refused(name, lambda: self._open_flag_editor(name))
+        """``r`` (and the palette): restart ``name`` with new flags, unless refused now. The
+        editor opens at once (with the flag catalogue, learned from the server's ``--help`` in
+        the background the first time); the rest follows in one worker."""
+        if self._refused_now(name):  # control = 'none' too
+            return
+        editor, edited = self._open_editor(name, None)
+        self._close_if_refused_elsewhere(name)
+        self._run_sequence(name, self._restart_sequence(name, editor, edited))
 
-    def _open_flag_editor(self, name: str) -> None:
+    def _run_sequence(self, name: str, sequence) -> None:
+        """Run one restart sequence of ``name`` in its worker. Never exclusive: a second
+        sequence must not cancel one that is restarting the server (a restart is never
+        half-killed; the session refuses a second one while the first runs)."""
+        self.run_worker(sequence, group=f"restart-{name}", exit_on_error=False)
+
+    async def _restart_sequence(self, name: str, editor: FlagEditorScreen, edited: asyncio.Future) -> None:
+        """The flag editor's restart, top to bottom: the editor's argv → the review (cancelled:
+        the editor again, the edit kept) → restart → report."""
+        while True:
+            argv = await edited
+            if argv is None:  # cancelled (or closed by a refusal found meanwhile)
+                return
+            if await self._review(name, argv):
+                break
+            editor, edited = self._open_editor(name, argv, catalog_from=editor)
+        await self._restart_and_report(name, argv, "flag editor")
+
+    def _open_editor(self, name: str, edited: list[str] | None,
+                     catalog_from: FlagEditorScreen | None = None) -> tuple[FlagEditorScreen, asyncio.Future]:
+        """Show the flag editor of ``name`` on its base flags (``edited``: the edit to start
+        from, after a cancelled review); the editor and its dismissal (the new argv or None)."""
         from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.flag_editor import FlagEditorScreen
 
         cfg, status = self.client.server_config(name), self.client.server_status(name)
-        if cfg.control == "none":
-            self.notify(f"{name}: control = 'none' — optui only observes it", severity="warning")
-            return
-        catalog = self.client.cached_catalog(name)
+        catalog = self.client.cached_catalog(name) or (catalog_from.catalog if catalog_from else None)
         program = " ".join(Flags.parse(status.argv).program)
         note = None if catalog else f"learning the flags from `{program} --help`…"
         base, base_from = self.client.restart_base(name)  # the CLI's base too: last good when it is down
-        if base_from == "last good" and tuple(base) != tuple(status.argv):
+        if edited is None and base_from == "last good" and tuple(base) != tuple(status.argv):
             self.notify(f"{name} is not running: editing its last good flags")
         editor = FlagEditorScreen(name, cfg.host, cfg.control, list(base), presets=cfg.presets,
-                                  catalog=catalog, catalog_note=note,
+                                  catalog=catalog, catalog_note=note, edited=edited,
                                   relearn=lambda: self.run_worker(self._learn_catalog(name, editor, refresh=True),
-                                                                  group=f"catalog-{name}", exit_on_error=False),
-                                  review=lambda argv, answered: self.confirm_restart(name, argv, answered=answered))
-
-        def edited(argv: list[str] | None) -> None:  # the review was confirmed
-            if argv is not None:
-                self.start_restart(name, argv, "flag editor")
-
-        self.push_screen(editor, edited)
+                                                                  group=f"catalog-{name}", exit_on_error=False))
+        done = self.push_screen_now(editor)
         if catalog is None:
             self.run_worker(self._learn_catalog(name, editor), group=f"catalog-{name}", exit_on_error=False)
+        return editor, done
 
     async def _learn_catalog(self, name: str, editor: FlagEditorScreen, refresh: bool = False) -> None:
         catalog, why_not = await self.client.learn_catalog(name, refresh=refresh)
@@ -124,82 +150,68 @@ class ServerActions(Actions):
             return
         editor.set_catalog(catalog)
 
+    def _review(self, name: str, argv: list[str]) -> asyncio.Future:
+        """Show host, controller, diff, the catalogue's warnings and exactly what will run, now;
+        its answer (True: confirmed) to await."""
+        from optui.ui.screens.confirm import ConfirmScreen
+
+        return self.push_screen_now(ConfirmScreen(f"Restart {name}?", restart_review(self.client, name, argv), "Restart"))
+
     def restart_with_preset(self, name: str, preset: str) -> None:
         """Confirm and restart ``name`` with a configured preset applied (refused before the
         confirm when a restart would be refused now)."""
-        self.unless_refused(name, lambda: self._restart_with_preset(name, preset))
-
-    def _restart_with_preset(self, name: str, preset: str) -> None:
         from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
 
+        if self._refused_now(name):
+            return
         p = self.client.server_config(name).presets[preset]
         base, _ = self.client.restart_base(name)
         argv = Flags.parse(base).apply(p.set, p.unset).to_argv()
-        self.confirm_restart(name, argv, reason=f"preset {preset}")
+        review = self._review(name, argv)  # the dialog shows now
 
-    def confirm_restart(self, name: str, argv: list[str], reason: str = "flag editor",
-                        answered: Callable[[bool], None] | None = None) -> None:
-        """Show host, controller, diff, the catalogue's warnings and exactly what will run;
-        restart on confirmation, or tell ``answered`` (True: confirmed) and let it restart."""
-        from optui.ui.screens.confirm import ConfirmScreen
+        async def sequence() -> None:
+            if await review:
+                await self._restart_and_report(name, argv, f"preset {preset}")
 
-        body = restart_review(self.client, name, argv)
+        self._close_if_refused_elsewhere(name)
+        self._run_sequence(name, sequence())
 
-        def confirmed(ok: bool | None) -> None:
-            if answered is not None:
-                answered(bool(ok))
-            elif ok:
-                self.start_restart(name, argv, reason)
+    async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
+        """Restart ``name`` with ``argv`` through the session's checked restart (every door's
+        checks: the flag catalogue before anything stops, the rollback policy) and report it."""
+        from optui.core.flags.argv import FlagError  # after the first frame (see OptuiApp.compose)
 
-        self.push_screen(ConfirmScreen(f"Restart {name}?", body, "Restart"), confirmed)
-
-    def start_restart(self, name: str, argv: list[str], reason: str) -> None:
-        """Restart ``name`` with ``argv`` in a worker (one restart per server at a time)."""
-        self.run_worker(self._restart(name, argv, reason), group=f"restart-{name}", exit_on_error=False)
-
-    async def _restart(self, name: str, argv: list[str], reason: str) -> None:
         why = await self.client.restart_refusal(name)  # refused meanwhile: one toast, not "restarting…" then why not
         if why:
             self.notify(why, severity="warning", timeout=8)
             return
         self.notify(f"restarting {name}…")
-        # this restart reports its own outcome: the session's crash alert for it is not shown
-        # again as a second toast (see OptuiApp._show_alerts)
-        self.host.restarts_reporting.add(name)
         try:
-            await self._restart_and_report(name, argv, reason)
-        finally:
-            self.app.set_timer(5.0, lambda: self.host.restarts_reporting.discard(name))
-
-    async def _restart_and_report(self, name: str, argv: list[str], reason: str) -> None:
-        from optui.core.flags.argv import FlagError  # after the first frame (see OptuiApp.compose)
-
-        try:  # the checks every door makes (flag catalogue before anything stops, rollback policy)
             outcome = await self.client.restart_checked(name, list(argv), reason)
         except (SessionError, FlagError) as exc:
             self.fail(exc)
             return
-        status = outcome.status
-        if outcome.ok and status.config_mismatch:  # ready, but not with the flags it will be credited with
-            self.notify(f"{name} is ready but UNVERIFIED: {status.config_mismatch[0]}", severity="warning", timeout=15)
-            return
-        if outcome.ok:
-            self.notify(f"{name} is ready")
-            return
-        try:  # why it failed, as journaled (off the event loop: the journal may be locked)
-            failed = await self.client.last_failure(name)
-        except Exception:  # noqa: BLE001 - the crash class of the status says it as well
-            failed = None
-        klass = (failed.data.get("class") if failed else None) or status.crash_class
-        if outcome.rolled_back:  # rollback = "auto" already restored the last good flags
-            self.notify(f"{name} failed ({klass}); rolled back to the last good flags: {status.state.value}",
-                        severity="warning", timeout=15)
-            return
-        if outcome.offer is not None:
-            self.confirm_rollback(name, after=str(status.crash_class))  # its body says why: no toast over it
-            return
-        lines = "\n".join(status.crash_lines[-3:])
-        self.notify(f"{name} failed: {status.crash_class}\n{lines}", severity="error", timeout=15)
+        self.report_restart(outcome.result, offer=outcome.offer)
+
+    def report_restart(self, result: RestartResult, *, offer: tuple[str, ...] | None = None) -> None:
+        """Say how a restart this window asked for ended: THE one place (the flag editor's,
+        a preset's, a rollback's; a crash of it raised no alert: ``told_by_caller``). A failed
+        restart with a rollback ``offer`` (``rollback = "offer"``) opens the offer (its body
+        says why: no toast over it)."""
+        name, status = result.server, result.status
+        match result.end:
+            case "ready":
+                self.notify(f"{name} is ready")
+            case "unverified":  # ready, but not with the flags it will be credited with
+                self.notify(f"{name} is ready but UNVERIFIED: {status.config_mismatch[0]}", severity="warning", timeout=15)
+            case "rolled_back":  # rollback = "auto" already restored the last good flags
+                self.notify(f"{name} failed ({result.crash_class}); rolled back to the last good flags: {status.state.value}",
+                            severity="warning", timeout=15)
+            case "failed" if offer is not None:
+                self.confirm_rollback(name, after=result.crash_class)
+            case "failed":
+                lines = "\n".join(status.crash_lines[-3:])
+                self.notify(f"{name} failed: {result.crash_class}\n{lines}", severity="error", timeout=15)
 
     def rollback_selected(self) -> None:
         name = self.selected_server()
@@ -208,16 +220,16 @@ class ServerActions(Actions):
 
     def ask_rollback(self, name: str) -> None:
         """Confirm a roll back of ``name`` (``ctrl+r``, the palette), unless refused now."""
-        self.unless_refused(name, lambda: self.confirm_rollback(name))
+        if not self._refused_now(name):
+            self.confirm_rollback(name)
 
     def confirm_rollback(self, name: str, *, after: str | None = None) -> None:
-        """Confirm and restart ``name`` with its last good flags; ``after`` (a crash class)
-        makes it the offer that follows a failed restart. The question warns when those flags
-        measured worse or were rejected (the journal read off the loop first)."""
-        self.run_worker(self._confirm_rollback(name, after), group=f"rollback-ask-{name}", exclusive=True,
-                        exit_on_error=False)
+        """Confirm and restart ``name`` with its last good flags, then report it; ``after`` (a
+        crash class) makes it the offer that follows a failed restart. The question warns when
+        those flags measured worse or were rejected (the journal read off the loop first)."""
+        self._run_sequence(name, self._rollback_sequence(name, after))
 
-    async def _confirm_rollback(self, name: str, after: str | None) -> None:
+    async def _rollback_sequence(self, name: str, after: str | None) -> None:
         from optui.core.flags.argv import Flags  # after the first frame (see OptuiApp.compose)
         from optui.ui.screens.confirm import ConfirmScreen
 
@@ -248,19 +260,14 @@ class ServerActions(Actions):
                 body.append(f"  {headline(line, limit=160)}\n")
         reason = f"offered after {after}" if after else "operator"
         title = f"{name} failed — roll back to its last good flags?" if after else f"Roll back {name} to its last good flags?"
-
-        def confirmed(ok: bool | None) -> None:
-            if ok:
-                self.run_worker(self._rollback(name, reason), group=f"restart-{name}", exit_on_error=False)
-
-        self.push_screen(ConfirmScreen(title, body, "Roll back"), confirmed)
-
-    async def _rollback(self, name: str, reason: str = "operator") -> None:
+        if not await self.push_screen_now(ConfirmScreen(title, body, "Roll back")):
+            return
         try:
-            status = await self.client.rollback(name, reason=reason)
-            self.notify(f"{name}: {status.state.value}")
+            result = await self.client.rollback(name, reason=reason)
         except SessionError as exc:
             self.fail(exc)
+            return
+        self.report_restart(result)
 
     def confirm_stop(self, name: str) -> None:
         """Confirm and stop ``name``."""

@@ -40,13 +40,13 @@ class TodoActions(Actions):
             yield client
         except (SessionError, ValueError, KeyError) as exc:
             self.fail(exc)
-        self.query_one("#todo").show(client.todo_items())
+        self.query_one("#todo").show(client.snapshot().todos)
 
     async def add(self, text: str) -> None:
         """Add an item with ``text`` and put the cursor on it."""
         async with self._edit() as client:
             added = await client.add_todo(text)
-            self.query_one("#todo").show(client.todo_items())
+            self.query_one("#todo").show(client.snapshot().todos)
             self.query_one("#todo-list").select_key(added.id)
 
     async def save(self, item: TodoItem, text: str) -> None:
@@ -95,7 +95,7 @@ class TodoActions(Actions):
             self.notify(str(exc), severity="warning", timeout=8)
             return
         shown = {p.todo_id for p in plans}  # what runs is what was shown, whatever changes meanwhile
-        chosen = items if items is not None else [t for t in self.client.todo_items() if t.id in shown]
+        chosen = items if items is not None else [t for t in self.client.snapshot().todos if t.id in shown]
         left_out = self.client.experiments_failed_before() if items is None else ""
         skipped = f"left out, their last run failed (x on one runs it again): {left_out}"
         if items is None and not self.client.config.todo.confirm_queue:
@@ -136,11 +136,13 @@ class TodoActions(Actions):
         except SessionError as exc:
             self.fail(exc)
             return
-        running = self.client.experiment_running_for()
+        steps = self.client.snapshot().todo_runs.steps  # the running one first, then the queued ones
+        running = next((i for i, step in steps if step != "queued"), None)
         if not ids:
             self.notify("already queued", severity="warning")
         elif running is not None and running not in ids:
-            self.notify(f"queued {', '.join(f'#{i}' for i in ids)} ({self.client.experiments_waiting()} waiting; S stops)")
+            waiting = sum(step == "queued" for _, step in steps)
+            self.notify(f"queued {', '.join(f'#{i}' for i in ids)} ({waiting} waiting; S stops)")
         else:
             self.notify(f"running the experiment of {', '.join(f'#{i}' for i in ids)} (S stops)")
 
@@ -191,7 +193,7 @@ class TodoActions(Actions):
         async def done(result: dict | None) -> None:
             if result is None:
                 return
-            latest = next((t for t in client.todo_items() if t.id == item.id), item)
+            latest = next((t for t in client.snapshot().todos if t.id == item.id), item)
             try:
                 await client.set_todo_experiment(latest, result["experiment"])
             except (SessionError, ValueError) as exc:
@@ -263,7 +265,7 @@ class TodoActions(Actions):
         """Write the list beside the journal (``todo.md`` / ``todo.json``)."""
         from optui.core.todo.formats import to_markdown, to_todowrite
 
-        items = self.client.todo_items()
+        items = self.client.snapshot().todos
         text = to_markdown(items, f"Todo — {self.host.campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
         try:  # 0600, never half a file, a symlink at the path replaced (not followed)
             path = self.client.write_beside_journal("todo.md" if fmt == "markdown" else "todo.json", text)
@@ -281,9 +283,9 @@ def todo_commands(app, hints: Mapping[str, str] | None = None) -> Iterator[Syste
     hints = dict(hints or {})
     client = app.client
     todo = app.todo_actions
-    if not client.read_only:
+    if not client.snapshot().read_only:
         yield SystemCommand("Follow an agent's todo list", "claude / opencode / todowrite list, live and read-only", todo.follow_prompt)
-        for key in client.followed_todo_lists():
+        for key in (key for key, _ in client.snapshot().follows):
             yield SystemCommand(f"Stop following {key}", "its items stay in the list", partial(todo.unfollow, key))
         yield SystemCommand("Run all pending experiments",
                             hinted("restart → ready → bench → compare, one item after another", hints, "todo.queue_all"),

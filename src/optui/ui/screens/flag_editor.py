@@ -11,7 +11,8 @@ editing, ``t`` toggles it and ``d`` removes it.
 With the server's flag catalogue (learned from its ``--help``): flag names complete as you
 type, the help of the typed or selected flag is shown, a value of the wrong type or not
 among the choices is refused, unknown flags are warned about. ``ctrl+s`` (or the button)
-returns the new argv unless a flag has an error; the app then asks for confirmation.
+returns the new argv unless a flag has an error; the restart sequence then asks for
+confirmation (:meth:`optui.ui.intents.servers.ServerActions.open_flag_editor`).
 """
 
 from __future__ import annotations
@@ -135,9 +136,9 @@ class FlagList(CursorList):
 
 
 class FlagEditorScreen(ModalScreen[list[str] | None]):
-    """Returns the new argv, or None when cancelled. With ``review(argv, answered)``, ctrl+s
-    first shows that review over the editor: confirmed, the editor returns ``argv``;
-    cancelled, the operator is back in the editor with the edit kept."""
+    """Returns the new argv (ctrl+s), or None when cancelled. ``argv``: the flags edited
+    (the diff's old side); ``edited``: the edit to start from (the review of it was
+    cancelled: the operator is back in the editor with the edit kept)."""
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="flags.cancel"),
@@ -158,11 +159,9 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
     def __init__(self, server: str, host: str, control: str, argv: list[str], *, presets: dict[str, Preset] | None = None,
                  known_flags: list[str] | None = None, booleans: list[str] | None = None,
                  catalog: FlagCatalog | None = None, catalog_note: str | None = None,
-                 relearn: Callable[[], None] | None = None,
-                 review: Callable[[list[str], Callable[[bool], None]], None] | None = None) -> None:
+                 relearn: Callable[[], None] | None = None, edited: list[str] | None = None) -> None:
         super().__init__()
         self.relearn = relearn
-        self.review = review
         self.server = server
         self.host = host
         self.control = control
@@ -170,7 +169,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         self.catalog_note = catalog_note
         self._booleans = set(booleans or ()) | set(catalog.booleans() if catalog else ())
         self.original = Flags.parse(argv, self._booleans)
-        self.flags = self.original
+        self.flags = self.original if edited is None else Flags.parse(edited, self._booleans)
         self.presets = presets or {}
         self.known_flags = list(known_flags or [])
 
@@ -342,15 +341,7 @@ class FlagEditorScreen(ModalScreen[list[str] | None]):
         if errors:
             self.query_one("#flags-error", Static).update("fix before restarting: " + "; ".join(map(str, errors)))
             return
-        argv = self.flags.to_argv()
-        if self.review is None:
-            self.dismiss(argv)
-        else:
-            def after_review(confirmed: bool) -> None:
-                if confirmed:
-                    self.dismiss(argv)
-
-            self.review(argv, after_review)
+        self.dismiss(self.flags.to_argv())
 
     def action_cancel(self) -> None:
         self.dismiss(None)
