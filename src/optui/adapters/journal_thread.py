@@ -1,26 +1,15 @@
 """The journal's own thread: calls the event loop awaits instead of running them.
 
-What goes through it: the experiments view's loads, the filtered journal search and the
-operator's verdicts; and, once a session runs for the TUI (``Session.start(journal_off_loop=True)``),
-the session's own traffic: every event it records (fire-and-forget, in order, :meth:`JournalThread.submit`),
-its view's sync (reads here, applied on the loop), the watch's lock checks and deferred-event
-flushes, the interrupted-run closes at start, the UI's todo edits and notes (the whole
-service call runs here, :meth:`JournalThread.call`; a write meeting another process's lock
-waits it out here, :meth:`JournalThread.wait_out_lock`), a benchmark's experiment, events
-and results, baseline pins and followed agent lists (``JournalWriter.call`` / ``submit``); the
-servers' events (fire-and-forget, in order, whether a ``server.state`` is news decided here:
-``ServerEvents.record_with``), their last good flags, and the reads and new experiments their
-restart flow awaits (``ServerEvents.read``, ``ServerRuntime.read_journal``), the restart paths'
-reads in ``session.py`` (``Session._read``); the bench rows' history is read here by the sync
-when its cache cannot take in new results (``BenchService.wants_history``). Every write made
-here waits for another process's lock outside the connection's lock (``Journal.never_wait_here``),
-so a loop-side read never queues behind it. The experiment runner's reads and writes
-(``session/todo/runs.py``, through ``JournalWriter.call``), an event's baselines
-(``SessionClient.baseline_for``) and the findings report (``SessionClient.export_report``)
-come here too. Not here: the sync ``Session.set_verdict`` / ``query_events`` /
-``experiments()`` (the UI uses their async twins; they are for inline callers), the
-``session.ended`` append of ``Session.close`` once the app has stopped drawing, and the CLI
-(its one-shots keep the inline path: ``journal_off_loop=False``).
+What it guarantees: every call given to one :class:`JournalThread` runs on its one thread,
+in the order given, one at a time; :meth:`JournalThread.submit` is fire-and-forget (its
+outcome is reported by the call itself), :meth:`JournalThread.call` hands back an awaitable
+of the result; a write meeting another process's lock waits it out on this thread
+(:meth:`JournalThread.wait_out_lock`, bounded by :data:`WRITE_WAIT_S` / :data:`EDIT_WAIT_S`),
+outside the connection's lock (``Journal.never_wait_here``), so a loop-side read never
+queues behind it. A session started for the TUI (``Session.start(journal_off_loop=True)``)
+sends its journal traffic here; the CLI's one-shots keep the inline path
+(``journal_off_loop=False``). To see who calls it, search for ``JournalThread`` and
+``JournalWriter`` rather than trust a list here.
 
 A query over a long campaign (every experiment: ~0.7 s on 100k events; a text filter: a scan
 of every event) or a write that waits for another process's lock (up to ``busy_timeout_s``)
@@ -29,7 +18,7 @@ it is given on one daemon thread (:class:`~optui.adapters.worker_thread.SingleTh
 in order, one at a time, never blocking interpreter exit) and hands back an awaitable.
 
 Queries a view repeats are incremental: :class:`ExperimentFeed` reads only the events after
-the last one it saw (and new results) into an :class:`~optui.core.journal.experiments.ExperimentBook`,
+the last one it saw (and new results) into an :class:`~optui.core.journal_experiments.ExperimentBook`,
 which rebuilds only the rows they touch; :meth:`JournalThread.query` scans a text filter in
 bounded windows of :data:`TEXT_SCAN_WINDOW` events, each its own call on the thread, so a
 write waits behind at most one window.
@@ -45,9 +34,9 @@ from typing import TypeVar
 
 from optui.adapters.journal import Journal, JournalBusy
 from optui.adapters.worker_thread import SingleThreadExecutor
-from optui.core.journal import events as ev
-from optui.core.journal.events import Event, EventFilter
-from optui.core.journal.experiments import EXPERIMENT_EVENT_TYPES, ExperimentBook, ExperimentsUpdate
+from optui.core import events as ev
+from optui.core.events import Event, EventFilter
+from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, ExperimentBook, ExperimentsUpdate
 
 T = TypeVar("T")
 

@@ -20,14 +20,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from itertools import islice
 
 from optui.adapters.bench_runner import StallWatch
 from optui.adapters.shell import LocalShell, Shell
 from optui.config import BenchmarkConfig, BuiltinBench
 from optui.core.bench.cmd import point_argv, with_run_seed
 from optui.core.bench.result import DEFAULT_MAX_FAILED_PCT, BenchResult, apply_failure_threshold
-from optui.core.bench.stream import ProgressTracker, StreamProgress, is_exit_noise
+from optui.core.bench.stream import ProgressTracker, is_exit_noise
 from optui.core.bench.sweep import Point, SweepSpec, plan_points
 from optui.core.bench.validity import StateTimeline, invalid_reason, mark_invalid, max_token_gap_ms
 from optui.session.bench.command import CommandPoint
@@ -36,9 +35,6 @@ from optui.session.snapshot_types import BenchView
 
 #: Output lines longer than this are cut for display (the log panel never shows more).
 DISPLAY_MAX_CHARS = 2000
-
-# Kept as a name for the UI and older callers: the progress of the running point.
-BenchProgress = StreamProgress
 
 
 class BenchRun:
@@ -94,16 +90,6 @@ class BenchRun:
         """Append an output line (counted, bounded, cut for display; the API key hidden)."""
         self.add_lines([line])
 
-
-    def lines_since(self, seen: int) -> tuple[list[str], int]:
-        """Lines added after the first ``seen`` ones (those still buffered) and the new
-        total. A caller that fell behind the buffer gets the buffered tail."""
-        new = self.total_lines - seen
-        if new <= 0:
-            return [], self.total_lines
-        new = min(new, len(self.lines))
-        return list(islice(self.lines, len(self.lines) - new, None)), self.total_lines
-
     @property
     def pid(self) -> int | None:
         """Process group of the running command (None for the built-in generator)."""
@@ -119,8 +105,9 @@ class BenchRun:
 
     def add_lines(self, lines: list[str]) -> None:
         """Append output lines (counted, bounded, cut for display; the API key hidden),
-        with one ``on_change`` for all of them (cheap: the UI pulls lines per frame via
-        :meth:`lines_since`)."""
+        with one ``on_change`` for all of them. ``total_lines`` counts every line ever added;
+        ``lines`` keeps the last ``max_lines`` of them (the session's snapshot copies them only
+        when ``total_lines`` changed)."""
         key = self.api_key
         for line in lines:
             if key and key in line:
