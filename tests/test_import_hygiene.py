@@ -54,7 +54,12 @@ FORBIDDEN_PACKAGES = (
     "email", "csv",
 )
 #: standard-library modules (and every module under them) the first frame must not import
-FORBIDDEN_STDLIB = ("importlib.metadata",)
+FORBIDDEN_STDLIB = (
+    "importlib.metadata",
+    # issue 33: the shipped themes found through importlib.resources (its readers, zipfile),
+    # the input thread named through ctypes (find_library ran ldconfig as a subprocess)
+    "importlib.resources", "importlib.readers", "ctypes",
+)
 #: optui modules (or packages: every module under them) the first frame must not import
 FORBIDDEN_OPTUI = (
     "optui.config",  # pydantic; optui.config_file is the cheap peek

@@ -9,7 +9,6 @@ is reported (path + field + reason) and skipped; an unknown theme name falls bac
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 from textual.theme import Theme
@@ -21,10 +20,12 @@ DEFAULT_THEME = "optui-dark"
 
 def builtin_theme_dir() -> Path:
     """The shipped themes: ``optui/themes`` in an installed wheel, else the repository's
-    top-level ``themes/`` (editable installs)."""
-    packaged = resources.files("optui").joinpath("themes")
+    top-level ``themes/`` (editable installs). Found from this file's path, not through
+    ``importlib.resources`` (which, with its readers and zipfile, the first frame would
+    import only for this: optui is never run from a zip)."""
+    packaged = Path(__file__).resolve().parents[1] / "themes"
     if packaged.is_dir():
-        return Path(str(packaged))
+        return packaged
     return Path(__file__).resolve().parents[3] / "themes"
 
 
