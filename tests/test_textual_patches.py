@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import textual
 from textual import _time, _xterm_parser
+from textual.app import App
 from textual.dom import DOMNode
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
@@ -116,6 +117,8 @@ FINGERPRINTS = {
     "Screen._update_focus_styles": (Screen._update_focus_styles, "a201e700fa64"),
     "Screen._update_timer": (Screen._update_timer.fget, "ed1ff3583a64"),
     "Widget._check_refresh": (Widget._check_refresh, "13fd74f1d91f"),
+    # theme_select.select_theme_before_mount does what it does, less the CSS refresh
+    "App._watch_theme": (App._watch_theme, "585f469c9ae8"),
     # not private, but the bug StreamLog works around (docs/upstream/log_write_lines_pruning.md):
     # when this changes, see whether Textual fixed it and StreamLog.append can stop refreshing
     "Log.write_lines": (Log.write_lines, "6d19624abd6b"),
@@ -164,6 +167,48 @@ def test_the_private_names_the_focus_screen_relies_on():
     assert "self._has_focus_within: bool = False" in inspect.getsource(DOMNode.__init__)
     assert "node._has_focus_within = " in inspect.getsource(Stylesheet)  # set when a node is styled
     assert params(Widget._check_refresh) == ["self"]
+
+
+def test_the_private_names_the_theme_select_relies_on():
+    assert params(App._refresh_truecolor_filter) == ["self", "theme"]
+    assert params(App._invalidate_css) == ["self"] and params(App._validate_theme) == ["self", "theme_name"]
+    assert "update" in params(DOMNode.update_classes)
+
+
+async def test_the_theme_is_chosen_without_a_css_refresh_before_the_first_frame(tmp_path, monkeypatch):
+    """``App.refresh_css`` (a reparse of every stylesheet) is not called before the first
+    frame, and the app has the chosen theme's classes and colours all the same."""
+    from optui.ui.textual_patches.theme_select import select_theme_before_mount
+    from tests.helpers.snapshot_campaign import make_app
+
+    refreshes: list[str] = []
+    original = App.refresh_css
+
+    def counted(self, *args, **kwargs):
+        refreshes.append("refresh_css")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(App, "refresh_css", counted)
+    app = make_app(tmp_path, theme_name="optui-light")
+    at_ready: list[list[str]] = []
+    original_ready = type(app).on_ready
+
+    async def on_ready(self):
+        at_ready.append(list(refreshes))
+        return await original_ready(self)
+
+    monkeypatch.setattr(type(app), "on_ready", on_ready)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert at_ready == [[]]
+        assert app.theme == "optui-light" and {"-theme-optui-light", "-light-mode"} <= app.classes
+        assert "-dark-mode" not in app.classes
+        assert app.screen.styles.background == app.current_theme.to_color_system().background
+    (tmp_path / "plain").mkdir()
+    plain = make_app(tmp_path / "plain")
+    select_theme_before_mount(plain, "optui-light")
+    with pytest.raises(Exception, match="not been registered"):
+        select_theme_before_mount(plain, "no-such-theme")
 
 
 # ---------------------------------------------------------------- the app, patches on and off

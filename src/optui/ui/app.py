@@ -41,6 +41,7 @@ from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
 from optui.ui.safe_screen import UnsafeCharFilter
 from optui.ui.session_messages import AlertRaised, FollowFailed, TodoRunFinished, message_for
 from optui.ui.textual_patches import driver_class
+from optui.ui.textual_patches.theme_select import select_theme_before_mount
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.toast_gate import ShownMessage, ToastGate
 from optui.ui.widgets.key_bar import KeyBar
@@ -334,7 +335,7 @@ class OptuiApp(App):
         name = self._theme_name if self._theme_name in self.available_themes else DEFAULT_THEME
         if name != self._theme_name:
             errors.append(f"unknown theme {self._theme_name!r}; using {DEFAULT_THEME}")
-        self.theme = name
+        select_theme_before_mount(self, name)  # no CSS refresh queued: nothing is styled yet
         return errors
 
     def on_mount(self) -> None:

@@ -11,10 +11,10 @@ issue and what Textual does without it:
 - :mod:`.frame_timer`: a frame within one period of a repaint, not up to two (key press).
 - :mod:`.focus_screen`: a focus change restyles and repaints only what it changed, in one
   frame (key press).
-
-Dropped, its gain not worth the risk: a copy of the body of ``App._watch_theme`` that chose
-the theme without Textual's CSS refresh (~10 ms before the first frame); on Textual 8.2.3 it
-crashed ``OptuiApp()`` (no ``DOMNode.update_classes`` there). ``OptuiApp`` sets ``theme``.
+- :mod:`.theme_select`: the configured theme chosen without Textual's CSS refresh (a second
+  parse of every stylesheet before the first frame). Once dropped because it crashed
+  ``OptuiApp()`` on Textual 8.2.3 (no ``DOMNode.update_classes``): behind the gate, a Textual
+  other than the pinned one gets ``App.theme`` set the public way.
 
 The gate: the patches are on only when the installed Textual is :data:`PINNED_TEXTUAL`
 (the version ``pyproject.toml`` pins; each private name was read in that version's source)
