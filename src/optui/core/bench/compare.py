@@ -136,8 +136,6 @@ UNTESTED_NOISE = "untested noise"
 #: The overall verdict of an experiment whose workloads disagree: better at one, worse at another
 #: (:func:`overall_verdict`).
 MIXED = "mixed"
-#: The verdicts of :func:`overall_verdict`.
-OVERALL_VERDICTS = ("better", "worse", MIXED, "same", UNTESTED_NOISE, "untested")
 _EXACT_MAX = 2500  # n1 * n2 up to this: exact U distribution; above, the normal approximation
 
 

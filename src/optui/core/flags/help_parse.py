@@ -69,11 +69,6 @@ _ARGPARSE_POSITIONAL = re.compile(r"^  ([^\s-]\S*)(?: {2,}(\S.*))?$")
 _ARGPARSE_HEADER = re.compile(r"^(\S.*):\s*$")
 
 
-def looks_like_argparse(text: str) -> bool:
-    """True for Python argparse help (a ``usage:`` line and an options group)."""
-    return bool(re.search(r"^usage: ", text, re.M)) and bool(re.search(r"^(options|optional arguments):\s*$", text, re.M))
-
-
 def _argparse_nargs(args: str) -> tuple[str, str, tuple[str, ...]]:
     """(nargs, metavar, choices) from the ARGS part of an argparse invocation."""
     args = args.strip()

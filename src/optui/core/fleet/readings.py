@@ -37,10 +37,6 @@ MIB = 1024.0 * 1024.0
 #: the fleet's own.
 FLEET_GPU_JSON_KEYS = (*GPU_JSON_KEYS, "mem_free_mib", "exporter", "age_s", "stale")
 
-#: The value fields of a record, each read from one series.
-VALUE_FIELDS = ("mem_used_mib", "mem_free_mib", "mem_reserved_mib", "util_gpu_pct", "util_mem_pct", "temp_c",
-                "power_w")
-
 
 @dataclass(frozen=True, slots=True)
 class ExporterMapping:

@@ -244,7 +244,6 @@ KEY_METRICS = (
     Metric("e2e_ms.median", "E2E p50", "ms", -1),
 )
 PRIMARY = KEY_METRICS[0]
-METRICS_BY_KEY = {m.key: m for m in KEY_METRICS}
 #: medians a workload's ``values``/``base_values`` keep beside :data:`KEY_METRICS`'s, neither
 #: compared nor tabled: the agent's rows (:mod:`optui.core.agent.answers`) show their Δ
 SIDE_METRICS = ("itl_ms.p99",)
