@@ -1,4 +1,4 @@
-"""A focusable list of pre-rendered rows with a cursor (used by servers, todo, journal).
+"""A focusable list of pre-rendered rows with a cursor (the panels' and dialogs' lists).
 
 Rows are Rich ``Text`` objects (one or more lines each), so untrusted text (log lines,
 flags, todo content) never goes through markup, and its control characters are shown
