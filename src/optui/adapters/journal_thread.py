@@ -18,7 +18,7 @@ it is given on one daemon thread (:class:`~optui.adapters.worker_thread.SingleTh
 in order, one at a time, never blocking interpreter exit) and hands back an awaitable.
 
 Queries a view repeats are incremental: :class:`ExperimentFeed` reads only the events after
-the last one it saw (and new results) into an :class:`~optui.core.journal_experiments.ExperimentBook`,
+the last one it saw (and new results) into an :class:`~optui.core.journal.experiments.ExperimentBook`,
 which rebuilds only the rows they touch; :meth:`JournalThread.query` scans a text filter in
 bounded windows of :data:`TEXT_SCAN_WINDOW` events, each its own call on the thread, so a
 write waits behind at most one window.
@@ -34,9 +34,9 @@ from typing import TypeVar
 
 from optui.adapters.journal import Journal, JournalBusy
 from optui.adapters.worker_thread import SingleThreadExecutor
-from optui.core import events as ev
-from optui.core.events import Event, EventFilter
-from optui.core.journal_experiments import EXPERIMENT_EVENT_TYPES, ExperimentBook, ExperimentsUpdate
+from optui.core.journal import events as ev
+from optui.core.journal.events import Event, EventFilter
+from optui.core.journal.experiments import EXPERIMENT_EVENT_TYPES, ExperimentBook, ExperimentsUpdate
 
 T = TypeVar("T")
 
