@@ -2,7 +2,7 @@
 # Run optui's test suite on a fresh Debian/Ubuntu machine: the README's test command and
 # what .ci/run runs.
 #
-#   ./test.sh [PYTEST ARGS...]        e.g. ./test.sh tests/test_cli_headless.py -x -q
+#   ./test.sh [PYTEST ARGS...]        e.g. ./test.sh tests/process/test_cli_headless.py -x -q
 #   PYTHON=python3.12 ./test.sh       pick the interpreter (default python3)
 #   VENV=.venv-3.12 ./test.sh         pick the virtual environment (default .venv)
 #   CHECKS=0 ./test.sh tests/test_x.py  skip ruff, mypy and lint-imports (CI runs them)

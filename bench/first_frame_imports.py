@@ -4,7 +4,7 @@
 
     python bench/first_frame_imports.py [--runs 5] [--top 25] [--src PATH]
 
-The probe of ``tests/test_import_hygiene.py`` runs ``optui demo`` in a 120x40 pty and ends
+The probe of ``tests/process/test_import_hygiene.py`` runs ``optui demo`` in a 120x40 pty and ends
 the process at the first frame (``events.Ready``), so only the first frame's imports are
 listed. Prints the number of modules, the median over runs of the summed self times of every
 import (ms), and the optui modules with the largest cumulative times. ``--src`` runs another

@@ -149,7 +149,7 @@ def started_demo_campaign(cfg: Path) -> Iterator[Path]:
         with started_demo_campaign(small_demo_config(tmp_path_factory.mktemp("x"))) as cfg:
             yield cfg
     """
-    from tests.test_cli_headless import kill_demo_server, optui  # it imports this module
+    from tests.process.test_cli_headless import kill_demo_server, optui  # it imports this module
 
     try:
         started = optui(cfg, "restart", "demo", "--reason", "first start", "--json")

@@ -1,4 +1,4 @@
-"""What tests/test_vllm_peer.py and tests/test_sglang_peer.py do alike against their real engine:
+"""What tests/process/test_vllm_peer.py and tests/process/test_sglang_peer.py do alike against their real engine:
 HTTP reads, completions, a crash classified from the log, the load sampled from /metrics while
 completions run, and SGLang's ``bench_serving`` client run and its text checked against its JSONL.
 

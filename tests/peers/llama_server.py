@@ -196,7 +196,7 @@ def build_llama_server() -> Path:
     An exclusive flock on ``<cache>/.lock`` serialises concurrent test processes: the second
     waits for the first build and then reuses its binary.
     """
-    # _build looked up at call time: tests/test_llama_peer_cache.py swaps it for a fake
+    # _build looked up at call time: tests/process/test_llama_peer_cache.py swaps it for a fake
     return peer_cache.locked_build(cache_dir(), CACHE_ENV, cached_llama_server, lambda cache: _build(cache),
                                    f"building {BINARY_NAME}", "takes ~4-7 min on 2 cores")
 

@@ -7,7 +7,7 @@ with ``wait_for`` then runs on after ``Task.cancel()``, and whatever awaits that
 ``Session.close()`` at quit — hangs. :func:`wait_set` and :func:`within` use
 ``asyncio.timeout`` itself, which keeps an outside cancellation apart from its own timeout on
 3.11 too; optui's code calls :func:`within` where it would call ``asyncio.wait_for``
-(tests/test_ui_boundary.py checks). Seen: an SSH GPU source's process poll, cancelled as its
+(tests/unit/test_ui_boundary.py checks). Seen: an SSH GPU source's process poll, cancelled as its
 ``ssh.run`` finished, ran on, and its ``close()`` hung (CI, 1 run in 20).
 """
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # psutil is imported by the functions that use it (16-26 ms on a loaded 2-core machine: a
-# restart's and a stop's cost, not the first frame's; tests/test_import_hygiene.py)
+# restart's and a stop's cost, not the first frame's; tests/process/test_import_hygiene.py)
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

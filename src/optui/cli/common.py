@@ -1,7 +1,7 @@
 """Helpers shared by CLI commands: config loading with clean errors, the printers.
 
 Every line a command prints goes through :func:`echo` or :func:`echo_json` (checked by
-``tests/test_safe_output.py``): untrusted text (todo items, notes, server responses, log
+``tests/process/test_safe_output.py``): untrusted text (todo items, notes, server responses, log
 lines) reaches the terminal with its escape sequences written visibly, never raw."""
 
 from __future__ import annotations

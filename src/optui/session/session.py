@@ -470,7 +470,7 @@ class Session:
             await asyncio.sleep(0.5)
             snapshots = list(self.gpus.snapshots.values())
             # one call on the journal thread per tick (an idle TUI's only journal work: each call
-            # wakes that thread, and tests/test_driver.py counts an idle app's wake-ups)
+            # wakes that thread, and tests/process/test_driver.py counts an idle app's wake-ups)
             flushed, changed, seen = await self.journal_thread.run(self._watch_reads, snapshots) if self._off_loop \
                 else self._watch_reads(self.journal, snapshots)
             if isinstance(flushed, JournalError):

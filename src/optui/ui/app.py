@@ -158,7 +158,7 @@ class OptuiApp(App):
         if (session is None) == (loader is None):
             raise ValueError("give a session or a loader")
         # the session is built (by the loader) and handed to the client here, nowhere else: every
-        # other line of the UI goes through self.client (tests/test_ui_boundary.py); this attribute
+        # other line of the UI goes through self.client (tests/unit/test_ui_boundary.py); this attribute
         # stays for the tests, which set up state through it
         self.session: Session | None = session
         self.client: SessionClient | None = SessionClient(session) if session is not None else None

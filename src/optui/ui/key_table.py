@@ -6,7 +6,7 @@ policy (read-only, loading) applied.
 The help (``?``, :mod:`optui.ui.widgets.key_help`), the key bar
 (:mod:`optui.ui.widgets.key_bar`) and the command palette's key commands
 (:func:`palette_key_commands`) all read it, so none of them can name a key another does
-not, or give it another word (tests/test_operator_keys.py compares the three)."""
+not, or give it another word (tests/process/test_operator_keys.py compares the three)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ Its base is :data:`optui.ui.textual_patches.Screen`: with Textual's patches on (
 Textual), a screen whose focus changes restyle and repaint only what they changed, in one
 frame (:mod:`optui.ui.textual_patches.focus_screen`, figures in ``bench/RESULTS.md``);
 with them off, Textual's ``Screen``. Focus-change latency is measured by
-``bench/keypress_latency.py``; ``tests/test_main_screen.py`` counts the frames.
+``bench/keypress_latency.py``; ``tests/process/test_main_screen.py`` counts the frames.
 """
 
 from __future__ import annotations

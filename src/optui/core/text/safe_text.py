@@ -130,7 +130,7 @@ def csv_cell(value: object) -> object:
 
 #: how long a toast's one line may be (characters): room for a whole file path (the findings
 #: report's, ~170 characters in a deep campaign directory, must be shown whole:
-#: tests/test_tmux_smoke.py), folded by the toast; a traceback's other lines never come
+#: tests/process/test_tmux_smoke.py), folded by the toast; a traceback's other lines never come
 HEADLINE_MAX = 320
 
 

@@ -3,7 +3,7 @@ the campaign journal, and nothing more of the :class:`~optui.session.session.Ses
 
 The session builds one :class:`JournalWriter` and hands it to each service (with the
 change callback and the config values that service uses), so no service imports the
-session: the session wires them together (``tests/test_import_cycles.py``).
+session: the session wires them together (``tests/unit/test_import_cycles.py``).
 
 :meth:`JournalWriter.write` is the one door of the services' journal writes, and the one place
 that knows about the journal's thread: a service call the session runs on that thread

@@ -3,7 +3,7 @@ services (notifications, screens, workers), the session client, the selected ser
 
 The handlers know the app as a Textual ``App`` plus :class:`ActionHost` (what OptuiApp adds
 that they use), not ``OptuiApp`` itself: the app imports the handlers, so importing it back,
-even for types, would make the two one import cycle (tests/test_import_cycles.py)."""
+even for types, would make the two one import cycle (tests/unit/test_import_cycles.py)."""
 
 from __future__ import annotations
 

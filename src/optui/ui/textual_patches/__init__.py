@@ -20,7 +20,7 @@ The gate: the patches are on only when the installed Textual is :data:`PINNED_TE
 (the version ``pyproject.toml`` pins; each private name was read in that version's source)
 and the environment does not say ``OPTUI_TEXTUAL_PATCHES=0``. Otherwise optui runs on plain
 Textual: the same app, with Textual's own driver, frame timer and screen. The gate is read
-once, when this package is first imported. ``tests/test_textual_patches.py`` fails the
+once, when this package is first imported. ``tests/process/test_textual_patches.py`` fails the
 moment a private name a patch relies on changes.
 """
 

@@ -7,7 +7,7 @@ was painted in two frames 20-30 ms apart. Focus key → screen with no benchmark
 machine, median / p95: 52.3 / 106 ms before this patch and :mod:`.frame_timer`, 23.2 /
 67.1 ms with both (commit ce1e230); while a benchmark streams 20k lines/s, 47.0 / 89.7 ms
 before, 34.7 / 50.9 ms in the final code (with ``gc.freeze`` too). Three parts, each reading
-or replacing a private name of Textual 8.2.8 (canaries: ``tests/test_textual_patches.py``):
+or replacing a private name of Textual 8.2.8 (canaries: ``tests/process/test_textual_patches.py``):
 
 - ``Screen.focused`` is a reactive that repaints the whole screen (every widget rendered
   again). Nothing needs that: the widgets that lose and gain the focus refresh themselves

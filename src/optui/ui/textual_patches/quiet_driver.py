@@ -10,7 +10,7 @@ deadline, ``ESCDELAY``), and is woken by a pipe when the app stops reading input
 
 Measured reason (``bench/RESULTS.md``, "Idle CPU vs nvitop", issue 8): optui / nvitop on a
 real H200, 0.481 → 0.348 (median of 3 runs) with this driver; with one idle GPU on the VM
-optui went from 0.50% to 0.28% of a core; ``tests/test_driver.py`` counts the input thread's
+optui went from 0.50% to 0.28% of a core; ``tests/process/test_driver.py`` counts the input thread's
 wake-ups (Textual's: ~30 in 3 s); the thread names itself ``optui-input`` for the OS (``top -H``).
 
 Three more differences, each a way Textual's driver could crash or hang (reports with
