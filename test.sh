@@ -5,7 +5,7 @@
 #   ./test.sh [PYTEST ARGS...]        e.g. ./test.sh tests/process/test_cli_headless.py -x -q
 #   PYTHON=python3.12 ./test.sh       pick the interpreter (default python3)
 #   VENV=.venv-3.12 ./test.sh         pick the virtual environment (default .venv)
-#   CHECKS=0 ./test.sh tests/test_x.py  skip ruff, mypy and lint-imports (CI runs them)
+#   CHECKS=0 ./test.sh tests/unit/test_x.py  skip ruff, mypy and lint-imports (CI runs them)
 #   HOG=4 ./test.sh                   run the suite beside 4 busy processes (a loaded machine:
 #                                     issue 30; bench/suite_under_load.sh runs it three times)
 #

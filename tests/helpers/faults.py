@@ -1,4 +1,4 @@
-"""Helpers of the fault-injection suite (tests/test_faults*.py): the real app over the demo
+"""Helpers of the fault-injection suite (tests/process/test_faults*.py): the real app over the demo
 campaign, a UI heartbeat that measures freezes, polling, a process that holds the journal's
 write lock, and reading the journal back from another connection."""
 

@@ -22,7 +22,7 @@ UNKNOWN_S_PER_TEST = 3.0
 
 
 def weights_from_junit(report: Path) -> dict[str, float]:
-    """``{"tests/test_x.py": seconds}`` summed over the report's test cases (call + fixtures)."""
+    """``{"tests/unit/test_x.py": seconds}`` summed over the report's test cases (call + fixtures)."""
     sums: dict[str, float] = collections.Counter()
     for case in ET.parse(report).iter("testcase"):
         module = case.get("classname") or ""
