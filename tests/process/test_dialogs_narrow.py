@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.widgets import Button
 
 from tests.helpers.snapshot_campaign import make_app, settle
-from tests.test_snapshots_screens import push_agent_request, push_flag_editor
+from tests.process.test_snapshots_screens import push_agent_request, push_flag_editor
 
 pytestmark = pytest.mark.usefixtures("snapshot_clock")
 
