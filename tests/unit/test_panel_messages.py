@@ -22,7 +22,8 @@ class Recorder(App):
         self.panel = panel
         self.seen: list = []
         # what ui/policy.py asks of a loaded campaign's client (without one, only view keys work)
-        self.client = SimpleNamespace(read_only=False)
+        snapshot = SimpleNamespace(read_only=False)
+        self.client = SimpleNamespace(bench_running=False, snapshot=lambda: snapshot)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(OPTUI_VARIABLES)
