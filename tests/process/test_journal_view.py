@@ -807,3 +807,23 @@ async def test_the_results_view_orders_its_columns_for_a_resized_pane(seeded):
         await wait_for(pilot, lambda: keys()[:3] == ["id", "exp", "change"], what=keys)
         assert table.row_count == rows
         await pilot.press("escape")
+
+
+@pytest.mark.parametrize("size", [(60, 40), (50, 30)])
+async def test_a_side_panes_experiments_view_names_a_failed_rows_crash_class(seeded, size):
+    """Walk of issue 34 at 60x40 and 50x30: the OOM experiment's row read
+    ``exp-0003  --mfs 0.99 +1  -  failed``; its class (``oom``, in the outcome column at 200)
+    was in a column off the pane's edge. The narrow verdict of a failed row is its class."""
+    loaded, ids = seeded
+    app = OptuiApp(Session(loaded))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("E")
+        table = app.screen.query_one("#experiments-table")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        await pilot.pause(0.2)
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        row = next(line for line in lines if ids["oom"] in line)
+        assert re.search(r"\boom\b", row) and "0.99" in row, row
+        big = next(line for line in lines if ids["big"] in line)
+        assert "better" in big, big  # a measured row keeps its verdict
+        await pilot.press("escape")

@@ -394,12 +394,20 @@ class ExperimentsScreen(ModalScreen[str | None]):
             "outcome": self._outcome(outcome, x),
             "ready": _num(x.ready_s, 1), "tput": _num(tput.value if tput else None, 1),
             "delta": self._delta(tput, x), "ttft": _num(ttft.value if ttft else None, 1), "ttft_delta": self._delta(ttft, x),
-            "verdict": Text(x.verdict, style=style(app, verdict_var) if verdict_var else ""),
+            "verdict": Text(self._verdict_text(x), style=style(app, verdict_var) if verdict_var else ""),
             "runs": runs_text(x.primary, unit=False) if x.primary else "-",
             "evidence": Text(evidence or "-", style="" if evidence else "dim", no_wrap=True, overflow="ellipsis"),
             "decision": x.decision or "",
         }
         return [cells[key] for key in self._order]
+
+    def _verdict_text(self, x: Experiment) -> str:
+        """The verdict cell: narrow, a failed row's crash class (``oom``, ``bad_flag``) instead
+        of ``failed``: its outcome column (``failed: oom``) is off a side pane's edge (the walk
+        of issue 34 read ``exp-0003  --mfs 0.99 +1  -  failed`` at 50 columns)."""
+        if self._narrow and x.verdict == "failed" and x.crash_class:
+            return f"✗ {x.crash_class}"
+        return x.verdict
 
     def _fit_widths(self, rows: list[list]) -> dict[str, int]:
         """Fixed widths (characters, without padding) for the columns that give way, so that
