@@ -408,3 +408,24 @@ async def test_every_rollback_to_rejected_flags_warns_not_only_the_first(tmp_pat
                            and list(rt.status.argv) == argv, timeout=60)
             assert session.current_experiment("demo") != rejected
         await pilot.press("q")
+
+
+async def test_a_ready_rows_first_flag_is_the_one_this_start_changed(tmp_path):
+    """Issue 34's walk at 50x30: ``--chunked-prefill-size 4096`` added on top of a ready
+    ``--max-running-requests 32``, the ready row read ``● demo READY  --max-running-requests 32 +1``:
+    the flag just changed folded (a ready server's last good flags are its own flags)."""
+    app = make_app(tmp_path)
+    rt = app.session.servers["demo"]
+    async with app.run_test(size=(50, 30)) as pilot:
+        await ready(pilot, rt)
+        for added in ("--max-running-requests 32", "--chunked-prefill-size 4096"):
+            await pilot.press("2", "r")
+            await edit(pilot, app, added)
+            await pilot.press("ctrl+s", "y")
+            await wait_for(pilot, lambda a=added: a.split()[0] in rt.status.argv and rt.status.state.value == "ready"
+                           and rt.status.busy is None and rt.status.last_good_argv == rt.status.argv, timeout=60)
+        assert rt.status.prev_argv is not None and "--chunked-prefill-size" not in rt.status.prev_argv
+        await wait_for(pilot, lambda: re.search(r"READY.*  --chunked-prefill-size 4096 \+1",
+                                                app.query_one("#servers").render().plain.splitlines()[0]) is not None,
+                       what=lambda: app.query_one("#servers").render().plain.splitlines()[0])
+        await pilot.press("q")

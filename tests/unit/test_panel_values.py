@@ -128,6 +128,28 @@ async def test_a_crashed_one_line_row_names_its_class_and_the_bad_flag():
         assert qwen.startswith("✖ qwen CRASHED oom"), qwen
 
 
+async def test_a_ready_one_line_row_leads_with_the_flag_this_start_changed():
+    """Walk of issue 34 at 50x30: ``--chunked-prefill-size 4096`` added on top of
+    ``--max-running-requests 32``, the ready row read ``● demo READY  --max-running-requests 32 +1``,
+    the flag just changed folded into ``+1`` (a ready server's last good flags are its own:
+    there was no previous configuration to order by)."""
+    from optui.ui.widgets.server_panel import ServerPanel
+
+    base = ("python", "-m", "sglang.launch_server", "--model-path", "m")
+    before = (*base, "--max-running-requests", "32")
+    argv = (*before, "--chunked-prefill-size", "4096")
+    now = time.time()
+    servers = (ServerStatus("demo", "sglang", "http://127.0.0.1:30000", state=ServerState.READY, argv=argv,
+                            configured_argv=base, last_good_argv=argv, prev_argv=before, ready_at=now, state_since=now),)
+    panel = ServerPanel(id="servers")
+    async with PanelApp(panel).run_test(size=(48, 4)) as pilot:
+        panel.show(servers)
+        await pilot.pause()
+        row = text_of(panel).splitlines()[0]
+        assert "--chunked-prefill-size 4096" in row, row
+        assert row.index("--chunked-prefill-size") < row.index("+1"), row  # the other flag counted
+
+
 async def test_todo_panel_renders_items_steps_and_subtitle():
     from optui.ui.widgets.todo_panel import TodoList, TodoPanel
 

@@ -124,6 +124,9 @@ class ServerStatus:
     version: str | None = None
     managed: bool = False  # optui started this process (vs. observed only)
     last_good_argv: tuple[str, ...] | None = None
+    #: the argv of the launch before the current one (ready or not; None until optui starts one):
+    #: a ready row leads with the flag this start changed (issue 34's walk)
+    prev_argv: tuple[str, ...] | None = None
     host_problem: str | None = None  # the host's connection problem (SSH lost, untrusted...)
     #: why the last start/run failed in one line (the cause line, "killed by SIGKILL (rc=-9)")
     crash_cause: str | None = None

@@ -556,7 +556,8 @@ class ServerRuntime:
         data = {"pid": launch.pid, "argv": argv, "log": launch.log_path or f"journal of {getattr(self.controller, 'unit', '?')}",
                 **(extra or {})}
         self._events.record(ev.SERVER_STARTING, data, actor=actor)
-        await self._keeper.set_state(ServerState.STARTING, actor=actor, argv=tuple(argv), pid=launch.pid,
+        await self._keeper.set_state(ServerState.STARTING, actor=actor, argv=tuple(argv), prev_argv=self.status.argv or None,
+                                     pid=launch.pid,
                                      started_at=launch.started_at, ready_at=None, phase=None, phases=(), crash_class=None,
                                      crash_lines=(), message=None, crash_cause=None, config_mismatch=(), model=None,
                                      load=LoadView())

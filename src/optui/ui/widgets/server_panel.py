@@ -73,11 +73,14 @@ def changed_flags(argv: tuple[str, ...], reference: tuple[str, ...], *, prev: tu
 def status_changes(s: ServerStatus) -> tuple[tuple[str, ...] | None, str | None]:
     """``(prev, lead)`` of :func:`changed_first` for server ``s``'s row, the experiments
     view's rule (:func:`~optui.core.journal.experiments.config_changes`): the flags that ran
-    before it (its last good flags: the change of a failed or starting launch comes first)
-    and the flag a ``bad_flag`` crash was refused for (before all)."""
+    before it (its last good flags: the change of a failed or starting launch comes first;
+    ready, the launch before it: the change of this start comes first) and the flag a
+    ``bad_flag`` crash was refused for (before all)."""
     from optui.core.journal.experiments import refused_flag
 
     prev = s.last_good_argv if s.last_good_argv and tuple(s.last_good_argv) != tuple(s.argv) else None
+    if s.state is ServerState.READY and s.prev_argv and tuple(s.prev_argv) != tuple(s.argv):
+        prev = s.prev_argv  # ready, its last good flags are its own: the launch before it is the reference
     lead = refused_flag(s.crash_class, (*s.crash_lines, s.crash_cause or s.message or "")) \
         if s.state is not ServerState.READY else None
     return prev, lead
