@@ -531,6 +531,27 @@ async def test_the_palettes_key_bar_is_its_own(tmp_path, size):
 
 
 @pytest.mark.parametrize("size", [(200, 50), (50, 30)])
+async def test_the_help_panels_key_bar_says_how_to_close_it_first(tmp_path, size):
+    """Issue 34's walk: with the help (``?``) open the bar read ``q Quit  ? Help`` at 50x30
+    (``esc Close help`` in the middle of its list at 200): the way out comes first, and goes
+    when the help closes."""
+    from optui.ui.widgets.key_bar import KeyBar
+    from tests.helpers.snapshot_campaign import make_app, settle
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        bar = app.screen.query_one(KeyBar)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: app.screen.query("KeyHelp") and bar.render().plain.startswith("esc Close help"),
+                       what=lambda: bar.render().plain)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.screen.query("KeyHelp") and "Close help" not in bar.render().plain,
+                       what=lambda: bar.render().plain)
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("size", [(200, 50), (50, 30)])
 async def test_the_todo_inputs_key_bar_says_what_enter_and_esc_do(tmp_path, size):
     """Issue 34: while typing a new todo item (``a``) the key bar showed only ``f1 Help``; it
     says what Enter and Esc do in each mode of the inline input (add, edit, filter), and they do it."""

@@ -669,9 +669,16 @@ class OptuiApp(App):
 
         if not self.screen.query(KeyHelp):
             self.screen.mount(KeyHelp())
+            self.call_after_refresh(self._bars_again)  # the bar says how to close it
 
     def action_hide_help_panel(self) -> None:
-        self.screen.query("KeyHelp").remove()
+        if self.screen.query("KeyHelp"):
+            self.screen.query("KeyHelp").remove()
+            self.call_after_refresh(self._bars_again)
+
+    def _bars_again(self) -> None:
+        for bar in self.screen.query(KeyBar):
+            bar.update_keys()
 
     def action_messages(self) -> None:
         """The message log: every toast of this window with its whole text, newest first

@@ -101,6 +101,9 @@ class KeyBar(Widget):
         if self.screen.maximized is not None:  # zoomed: the way back first, never left out
             items.sort(key=lambda item: item[2] != "app.zoom")
             keep = ALWAYS | {"app.zoom"}
+        if not pushed and self.screen.query("KeyHelp"):  # the help open: how to close it first, never left out
+            items = [("esc", "Close help", "app.close_help"), *(item for item in items if item[2] != "app.close_help")]
+            keep = keep | {"app.close_help"}
         signature = (narrow, tuple(items), self.size.width)
         if signature == self._key:
             return
