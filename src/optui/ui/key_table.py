@@ -41,6 +41,20 @@ LEAVE_IDS = frozenset({"confirm.cancel", "choice.cancel", "prompt.cancel", "deta
 #: binding ids of global keys the command palette offers as commands, by the key's own label
 PALETTE_IDS = ("app.help", "app.zoom", "app.command_log", "app.pause", "app.refresh", "journal.note",
                "journal.experiments", "todo.stop_experiments", "bench.abort", "app.quit")
+#: what each of :data:`PALETTE_IDS` does, in the palette's help line before its key (a bare
+#: ``key E`` said nothing of what Experiments opens)
+PALETTE_HELP = {
+    "app.help": "every key that works now",
+    "app.zoom": "the focused panel full screen, or back to all panels",
+    "app.command_log": "every command optui ran: argv, exit code, output",
+    "app.pause": "stop or resume redrawing the panels",
+    "app.refresh": "redraw the whole screen",
+    "journal.note": "write a note into the journal",
+    "journal.experiments": "every experiment: its flags, runs and verdict per workload",
+    "todo.stop_experiments": "stop the queued todo experiments",
+    "bench.abort": "stop the running benchmark",
+    "app.quit": "leave optui",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +161,12 @@ def palette_key_commands(screen: Screen) -> Iterator[SystemCommand]:
         row = rows.get(binding_id)
         if row is not None:
             titles.add(row.label)
-            yield SystemCommand(row.label, f"key {row.keys}", _runner(row.node, row.action))
+            yield SystemCommand(row.label, _with_help(binding_id, f"key {row.keys}"), _runner(row.node, row.action))
         elif (binding := shadowed.get(binding_id)) is not None and app.check_action(binding.action, ()) is not False:
             key = app.get_key_display(binding)
             titles.add(binding.description)
-            yield SystemCommand(binding.description, f"key {key} from another panel (the focused one uses {key} "
-                                "for its own)", _runner(app, binding.action))
+            yield SystemCommand(binding.description, _with_help(binding_id, f"key {key} from another panel (the "
+                                f"focused one uses {key} for its own)"), _runner(app, binding.action))
     for row in table:
         if row.where == GLOBAL:
             continue
@@ -161,6 +175,12 @@ def palette_key_commands(screen: Screen) -> Iterator[SystemCommand]:
             continue
         titles.add(title)
         yield SystemCommand(title, f"key {row.keys} in {row.where}", _runner(row.node, row.action))
+
+
+def _with_help(binding_id: str, key_line: str) -> str:
+    """``"what it does — key E"`` (:data:`PALETTE_HELP`), or the key line alone."""
+    what = PALETTE_HELP.get(binding_id)
+    return f"{what} — {key_line}" if what else key_line
 
 
 def _runner(node: DOMNode, action: str):
