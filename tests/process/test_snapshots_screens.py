@@ -101,9 +101,12 @@ def opened(screen_class: str, open_it, keys_after: list[str]):
         for key in keys_after:
             await pilot.press(key)
         await pilot.pause(0.5)  # a screen that loads in a worker (experiments, results) has shown it
-        deadline = time.monotonic() + 5  # the seeded GPU's memory alert (the alert watcher ticks every 0.5 s) ...
+        # the seeded GPU's memory alert (the alert watcher ticks every 0.5 s; 5 s were not enough on a
+        # loaded CI machine: its toast came after the clear, into the picture) ...
+        deadline = time.monotonic() + 40
         while not any(m.title == "gpu memory" for m in app.messages) and time.monotonic() < deadline:
             await pilot.pause(0.05)
+        assert any(m.title == "gpu memory" for m in app.messages), [m.title for m in app.messages]
         app.clear_notifications()  # ... whose toast times out at no fixed frame (one raised after this was in CI's)
         for field in app.screen.query(Input):
             field.cursor_blink = False  # a steady cursor: a blinking one is on or off at no fixed frame
