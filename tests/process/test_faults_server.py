@@ -39,6 +39,9 @@ async def test_server_killed_mid_benchmark(tmp_path):
         os.killpg(server_pid, signal.SIGKILL)
         await wait_for(pilot, lambda: run.view.status != "running", timeout=60, what="bench end")
         await wait_for(pilot, lambda: rt.status.state.value == "crashed", what="crashed")
+        # the state is shown before its events are written (on the journal thread): wait for them
+        await wait_for(pilot, lambda: stored_events(session.journal.path, types=["server.failed"])
+                       and stored_events(session.journal.path, types=["bench.finished"]), what="server.failed, bench.finished")
         failed = stored_events(session.journal.path, types=["server.failed"])[-1]
         assert failed.data["class"] == "killed" and failed.data["returncode"] == -9
         finished = stored_events(session.journal.path, types=["bench.finished"])[-1]
@@ -115,6 +118,8 @@ async def test_log_truncated_deleted_and_rotated_while_followed(tmp_path):
         pid = rt.status.pid
         os.killpg(pid, signal.SIGKILL)
         await wait_for(pilot, lambda: rt.status.state.value == "crashed", what="crashed")
+        # the state is shown before its event is written (on the journal thread): wait for it
+        await wait_for(pilot, lambda: stored_events(session.journal.path, types=["server.failed"]), what="server.failed")
         failed = stored_events(session.journal.path, types=["server.failed"])[-1]
         assert failed.data["class"] == "killed"
         assert gone(pid)
