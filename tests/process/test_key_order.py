@@ -82,7 +82,8 @@ async def test_keys_after_the_enter_that_dismisses_a_prompt(tmp_path):
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         post_at_once(app, ["n", *"first", "enter", "n", *"second", "enter", "3", "a", *"T1", "enter", "a", *"T2", "enter"])
-        await wait_for(pilot, lambda: "T2" in todo_texts(app), timeout=10, what=lambda: (notes()[-3:], todo_texts(app)[-3:]))
+        # 30 s: a bound for a busy machine (each key waits for its barrier), as the palette's below
+        await wait_for(pilot, lambda: "T2" in todo_texts(app), timeout=30, what=lambda: (notes()[-3:], todo_texts(app)[-3:]))
         assert notes()[-2:] == ["first", "second"] and todo_texts(app)[-2:] == ["T1", "T2"]
         post_at_once(app, ["n", *"W5", "enter", "ctrl+p"])
         await wait_for(pilot, lambda: type(app.screen).__name__ == "PaletteScreen", timeout=30,
