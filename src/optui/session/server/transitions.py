@@ -130,7 +130,8 @@ class ServerEvents:
                                experiment=journal.current_experiment(self.server), ts=ts)
 
         deferring = isinstance(journal, DeferringJournal)
-        if not (deferring and journal.deferred):
+        queued = journal.deferred if isinstance(journal, DeferringJournal) else 0
+        if not queued:
             try:
                 with journal.transaction():
                     make_and_append()
