@@ -227,7 +227,7 @@ def test_two_watchers_seeing_one_change_at_once_journal_its_alert_once(tmp_path,
     before either wrote (widened here to 0.5 s): now one write lock holds both steps."""
     import threading
 
-    from optui.session import server_transitions
+    from optui.session.server import transitions as server_transitions
 
     read = server_transitions.newest_transition_alert
 
