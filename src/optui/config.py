@@ -56,6 +56,7 @@ from optui.config_file import (  # noqa: F401  (re-exported: optui.config is the
     find_line,
     format_validation,
     index_toml_lines,
+    journal_path_for,
     load_toml,
     read_config_text,
 )
@@ -475,10 +476,7 @@ def load_config(path: str | os.PathLike | None = None, *, search: bool = True) -
         config = Config()
         return LoadedConfig(config, None, default_state_dir() / "optui.db")
     config = parse_config_text(read_config_text(file), str(file))
-    journal = Path(config.journal) if config.journal else Path(STATE_DIR_NAME) / "optui.db"
-    if not journal.is_absolute():
-        journal = file.resolve().parent / journal
-    return LoadedConfig(config, file, journal)
+    return LoadedConfig(config, file, journal_path_for(file, config.journal))
 
 
 def parse_config_text(text: str, filename: str = CONFIG_FILE_NAME) -> Config:

@@ -155,6 +155,26 @@ def peek_ui_settings(path: Path | None) -> dict:
     return out
 
 
+def journal_path_for(file: Path, journal: str | None) -> Path:
+    """The campaign DB of the config ``file`` whose ``journal`` setting is ``journal``: that
+    path (a relative one from the file's directory), or ``.optui/optui.db`` beside the file."""
+    path = Path(journal) if journal else Path(STATE_DIR_NAME) / "optui.db"
+    return path if path.is_absolute() else file.resolve().parent / path
+
+
+def peek_journal(explicit: str | os.PathLike | None = None) -> tuple[Path, bool] | None:
+    """``(journal path, read_only setting)`` of the config file :func:`find_config` finds, read
+    with ``tomllib`` (unvalidated, no pydantic: for commands that never load the config but
+    close what a dead optui left in its journal); None when no config file is found. Raises
+    ConfigError (a missing explicit file, a TOML syntax error, a bound)."""
+    file = find_config(explicit)
+    if file is None:
+        return None
+    data = load_toml(read_config_text(file), str(file))
+    journal = data.get("journal")
+    return journal_path_for(file, journal if isinstance(journal, str) else None), data.get("read_only") is True
+
+
 class FieldError(ValueError):
     """A validator's error about another field than the one it validates: ``loc`` the
     field's path (e.g. ``("servers", "qwen", "host")``), reported at that field's line by

@@ -44,6 +44,7 @@ async def ready(pilot, rt):
     await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
 
 
+@pytest.mark.serial  # phase durations read by a 0.2 s log poll: beside a CPU hog the polls stretch and merge phases
 async def test_the_journal_ready_row_gives_each_startup_phase_its_time(tmp_path):
     """At demo speed 2 the phases last 0.1-1 s each, longer than the log follower's 0.2 s
     poll even on a loaded CI host (at the suite's speed 100 they last 2-20 ms: every phase is

@@ -39,6 +39,9 @@ async def test_server_killed_mid_benchmark(tmp_path):
         os.killpg(server_pid, signal.SIGKILL)
         await wait_for(pilot, lambda: run.view.status != "running", timeout=60, what="bench end")
         await wait_for(pilot, lambda: rt.status.state.value == "crashed", what="crashed")
+        # the state is shown before its events are written (on the journal thread): wait for them
+        await wait_for(pilot, lambda: stored_events(session.journal.path, types=["server.failed"])
+                       and stored_events(session.journal.path, types=["bench.finished"]), what="server.failed, bench.finished")
         failed = stored_events(session.journal.path, types=["server.failed"])[-1]
         assert failed.data["class"] == "killed" and failed.data["returncode"] == -9
         finished = stored_events(session.journal.path, types=["bench.finished"])[-1]
@@ -115,6 +118,8 @@ async def test_log_truncated_deleted_and_rotated_while_followed(tmp_path):
         pid = rt.status.pid
         os.killpg(pid, signal.SIGKILL)
         await wait_for(pilot, lambda: rt.status.state.value == "crashed", what="crashed")
+        # the state is shown before its event is written (on the journal thread): wait for it
+        await wait_for(pilot, lambda: stored_events(session.journal.path, types=["server.failed"]), what="server.failed")
         failed = stored_events(session.journal.path, types=["server.failed"])[-1]
         assert failed.data["class"] == "killed"
         assert gone(pid)
@@ -221,4 +226,40 @@ async def test_a_hung_server_is_journaled_once_with_two_watchers(tmp_path):
         kinds = [e.data["kind"] for e in stored_events(app.session.journal.path, types=["alert"])
                  if e.data["kind"] in ("hung", "recovered")]
         assert kinds == ["hung"], kinds  # (the demo's hang does not end: recovered is the same rule)
+        await pilot.press("q")
+
+
+async def test_a_paused_server_is_journaled_hung_once_and_recovered_once_with_two_watchers(tmp_path):
+    """Issue 30: with a TUI and a CLI process both watching, the `recovered` alert was
+    journaled twice (like `hung`). The demo's server is stopped (SIGSTOP: HUNG at once in both,
+    the alert from the process check) and continued (SIGCONT: READY again in both at their next
+    200, the `recovered` alert from the health rule): the journal holds one of each, in order."""
+    from optui.config import load_config
+    from optui.session import Session
+
+    app = demo_app(tmp_path)
+    rt = app.session.servers["demo"]
+    pid = None
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(pilot, rt)
+        other = Session(load_config(app.session.loaded.path), actor="cli", autostart=False)
+        await other.start()
+        try:
+            other_rt = other.servers["demo"]
+            await wait_for(pilot, lambda: other_rt.status.state.value == "ready", timeout=40, what="the second watcher")
+            pid = rt.status.pid
+            os.killpg(pid, signal.SIGSTOP)
+            await wait_for(pilot, lambda: rt.status.state.value == "hung" and other_rt.status.state.value == "hung",
+                           timeout=40, what=lambda: (rt.status.state, other_rt.status.state))
+            os.killpg(pid, signal.SIGCONT)
+            await wait_for(pilot, lambda: rt.status.state.value == "ready" and other_rt.status.state.value == "ready",
+                           timeout=40, what=lambda: (rt.status.state, other_rt.status.state))
+            await asyncio.sleep(2.0)  # both have polled again (1 s) and journaled what they would
+        finally:
+            if pid is not None:
+                os.killpg(pid, signal.SIGCONT)  # never leave a stopped process behind
+            await other.close()
+        kinds = [(e.data["kind"], e.actor) for e in stored_events(app.session.journal.path, types=["alert"])
+                 if e.data["kind"] in ("hung", "recovered")]
+        assert [kind for kind, _ in kinds] == ["hung", "recovered"], kinds
         await pilot.press("q")

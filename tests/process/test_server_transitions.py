@@ -220,6 +220,46 @@ async def test_only_the_process_that_launched_the_server_journals_its_transition
         journal.close()
 
 
+def test_two_watchers_seeing_one_change_at_once_journal_its_alert_once(tmp_path, monkeypatch):
+    """Issue 30: alerts once per event whatever the number of watchers. Two processes (two
+    connections to one journal file, each with its ServerEvents) see the same recovery at the
+    same moment; reading "not journaled yet" and appending were two steps, so both could read
+    before either wrote (widened here to 0.5 s): now one write lock holds both steps."""
+    import threading
+
+    from optui.session.server import transitions as server_transitions
+
+    read = server_transitions.newest_transition_alert
+
+    def slow_read(journal, server, kinds):
+        found = read(journal, server, kinds)
+        time.sleep(0.5)  # the other watcher's poll lands here
+        return found
+
+    monkeypatch.setattr(server_transitions, "newest_transition_alert", slow_read)
+    path = tmp_path / "journal.db"
+    Journal(path).append("alert", "s", {"kind": "hung", "message": "stalled"})
+    journals = [Journal(path), Journal(path)]
+    start = threading.Barrier(2, timeout=30)
+
+    def watcher(journal: Journal) -> None:
+        start.wait()
+        ServerEvents(journal, "s").record_transition_alert({"kind": "recovered", "message": "health answers 200 again"})
+
+    threads = [threading.Thread(target=watcher, args=(journal,)) for journal in journals]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert not any(thread.is_alive() for thread in threads)
+        kinds = [e.data["kind"] for e in journals[0].events(types=["alert"])]
+        assert kinds == ["hung", "recovered"], kinds
+    finally:
+        for journal in journals:
+            journal.close()
+
+
 def test_a_load_reading_decides_hung_and_recovered_in_the_state_machine():
     assert after_load_reading(ServerState.READY, "hung", hung=True) is ServerState.HUNG
     assert after_load_reading(ServerState.HUNG, "recovered", hung=False) is ServerState.READY

@@ -260,6 +260,7 @@ argv = {json.dumps([*sglang, "--child", "--silent", "120"])}
         await session.close()
 
 
+@pytest.mark.serial  # asserts a key's round trip < 1.0 s (the UI never blocked): a duration, timed alone
 async def test_lost_host_never_blocks_the_ui_or_the_other_host(tmp_path):
     """Two SSH hosts; one's sshd dies. The other keeps streaming, the dead one's server
     shows the problem, and a key press still round-trips in under a second."""

@@ -324,7 +324,8 @@ async def _restart_killed_while_starting(cfg, signal_name: str = "KILL"):
 
 
 #: every CLI command, after a SIGKILLed `optui restart`, and whether it opens the journal
-#: writable (then it closes the restart before it runs: cli/common.close_before_command)
+#: writable (it closes the restart before it runs: cli/common.close_before_command); those that
+#: never open it close it too, being run on a campaign (cli/common.CLOSES_ON_A_CAMPAIGN)
 AFTER_A_KILLED_RESTART = [
     (["gpus"], False), (["log", "classify", "server.log"], False), (["bench", "parse", "bench.log"], False),
     (["status", "--wait", "0"], True), (["todo", "list"], True), (["journal", "tail"], True),
@@ -333,18 +334,19 @@ AFTER_A_KILLED_RESTART = [
 
 
 @pytest.mark.timeout(600)
-async def test_a_killed_optui_restart_is_closed_by_the_next_command_that_opens_the_journal(tmp_path):
+async def test_a_killed_optui_restart_is_closed_by_the_next_optui_command_of_any_kind(tmp_path):
     """Issue 30: after SIGKILL of `optui restart` the interrupted record was written only by a
-    TUI or by `status`, `todo`, `journal`, `search`; now by every command that opens the journal
-    writable, in one place (the CLI group's entry), once; a command that never opens it
-    (`gpus`, `log classify`, `bench parse`) runs as before. Real processes, the walk's commands
-    one by one after a new killed restart each."""
+    TUI or by `status`, `todo`, `journal`, `search`; then by every command that opens the
+    journal writable; now by every command run on the campaign, in one place (the CLI group's
+    entry), once: `gpus`, `log classify`, `bench parse` (which never open the journal for
+    themselves) too, and they still exit 0. Real processes, the walk's commands one by one
+    after a new killed restart each."""
     import shutil
     import subprocess
     import sys
     from pathlib import Path
 
-    from optui.cli.common import opens_journal
+    from optui.cli.common import closes_on_a_campaign, opens_journal
     from tests.helpers.demo import subprocess_env
 
     cfg = write_demo_config(tmp_path / "k", port=free_port(), speed=1.0)  # ~6 s of startup phases
@@ -353,9 +355,10 @@ async def test_a_killed_optui_restart_is_closed_by_the_next_command_that_opens_t
     try:
         for command, opens in AFTER_A_KILLED_RESTART:
             assert opens_journal(command) is opens, command
+            assert closes_on_a_campaign(command) is not opens, command
             cli = await _restart_killed_while_starting(cfg)
             assert [e for e in journal_events(cfg, ["server.restart.interrupted"]) if e.data["pid"] == cli.pid] == []
-            for _ in range(2 if opens else 1):  # closed once: a second run adds nothing
+            for _ in range(2):  # closed once: a second run adds nothing
                 done = await asyncio.to_thread(
                     subprocess.run, [sys.executable, "-m", "optui", "-c", str(cfg), *command], capture_output=True,
                     text=True, env=subprocess_env(), timeout=180, stdin=subprocess.DEVNULL, cwd=cfg.parent)
@@ -364,7 +367,7 @@ async def test_a_killed_optui_restart_is_closed_by_the_next_command_that_opens_t
                 if not opens:
                     assert done.returncode == 0, (command, done.stderr)
             mine = [e for e in journal_events(cfg, ["server.restart.interrupted"]) if e.data["pid"] == cli.pid]
-            assert len(mine) == (1 if opens else 0), (command, [e.data for e in mine])
+            assert len(mine) == 1, (command, [e.data for e in mine])
     finally:
         pid = pidfile_pid(cfg)
         if pid:
@@ -372,17 +375,98 @@ async def test_a_killed_optui_restart_is_closed_by_the_next_command_that_opens_t
                 os.killpg(pid, signal.SIGKILL)
 
 
-def test_every_cli_command_either_opens_the_journal_or_is_known_not_to():
-    """A command added later is classified: it opens the journal (OPENS_JOURNAL, closed before
-    it runs) or is one of those that never do; the walk above runs each top-level command."""
-    from optui.cli.common import opens_journal
+def test_every_cli_command_either_opens_the_journal_or_closes_on_a_campaign():
+    """A command added later is classified: it opens the journal (OPENS_JOURNAL) or is one of
+    those that never do but close what a dead optui left on a campaign (CLOSES_ON_A_CAMPAIGN);
+    either way it is closed before it runs. The walk above runs each top-level command."""
+    from optui.cli.common import CLOSES_ON_A_CAMPAIGN, closes_on_a_campaign, opens_journal
     from tests.process.test_faults_inputs import _leaf_commands
 
-    never = {"gpus", "log classify", "bench parse", "demo"}  # demo: its session closes them at start
     leaves = _leaf_commands()
-    assert never <= leaves
-    assert [c for c in leaves - never if not opens_journal(c.split())] == []
+    assert CLOSES_ON_A_CAMPAIGN <= leaves
+    assert [c for c in leaves - {"demo"} if opens_journal(c.split()) is closes_on_a_campaign(c.split())] == []
     assert {c.split()[0] for c in leaves} - {"demo"} == {command[0] for command, _ in AFTER_A_KILLED_RESTART}
+
+
+def _dead_restart(journal_path) -> int:
+    """A `server.restart` of server demo by an optui process that is gone (its pid), journaled."""
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          timeout=60, check=True)
+    pid = int(gone.stdout)
+    journal = Journal(journal_path)
+    try:
+        journal.append("server.restart", "demo", {"reason": "cli", "old_argv": [], "new_argv": ["x"], "pid": pid})
+    finally:
+        journal.close()
+    return pid
+
+
+def test_gpus_closes_a_dead_optuis_restart_only_on_a_campaign_and_never_fails_for_the_journal(tmp_path):
+    """Issue 30, the commands that never open the journal (`optui gpus` here, with a saved
+    capture): on a campaign whose journal exists they journal a dead optui's restart as
+    interrupted; without a journal they make none; a corrupt or newer-schema journal is left
+    byte for byte; a journal another process holds locked is left for the next process;
+    `--read-only` writes nothing; none of these changes `gpus`' exit status or output."""
+    import sqlite3
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from optui.adapters.journal import SCHEMA_VERSION
+    from tests.helpers.demo import subprocess_env
+
+    capture = Path(__file__).parents[1] / "fixtures" / "gpu" / "custom-order-header.csv"
+    cfg = tmp_path / "optui.toml"
+    cfg.write_text('[servers.demo]\nkind = "sglang"\nurl = "http://127.0.0.1:9"\n')
+    db = tmp_path / ".optui" / "optui.db"
+
+    def gpus(*options: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "optui", *options, "gpus", "--from-file", str(capture)],
+                              cwd=tmp_path, capture_output=True, text=True, env=subprocess_env(), timeout=120,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0 and "Traceback" not in done.stderr and done.stderr == "", done.stderr
+        return done.stdout
+
+    def interrupted() -> list[int]:
+        con = sqlite3.connect(db)
+        try:
+            return [int(json.loads(d)["pid"]) for (d,) in
+                    con.execute("SELECT data FROM events WHERE type = 'server.restart.interrupted'")]
+        finally:
+            con.close()
+
+    plain = gpus()  # no journal yet: none is made
+    assert "0" in plain and not db.exists() and not db.parent.exists()
+    db.parent.mkdir()
+    db.write_bytes(os.urandom(8192))  # corrupt: left as it is
+    corrupt = db.read_bytes()
+    assert gpus() == plain and db.read_bytes() == corrupt
+    db.unlink()
+    pid = _dead_restart(db)
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA user_version = 99")  # a newer optui's journal: never written
+    con.close()
+    newer = db.read_bytes()
+    assert gpus() == plain and db.read_bytes() == newer
+    con = sqlite3.connect(db)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    con.close()
+    assert gpus("--read-only") == plain and interrupted() == []
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], "
+                               "isolation_level=None); c.execute('BEGIN EXCLUSIVE'); print('held', flush=True); "
+                               "time.sleep(120)", str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert gpus() == plain  # the lock's holder is another process: left for the next one
+    finally:
+        holder.kill()
+        holder.wait(30)
+    assert interrupted() == []
+    assert gpus() == plain and interrupted() == [pid]
+    assert gpus() == plain and interrupted() == [pid]  # once
 
 
 @pytest.mark.parametrize("signal_name", ["TERM", "HUP"])

@@ -113,10 +113,10 @@ def echo_line(message: object = "", *, err: bool = False) -> None:
 
 def close_left_open(journal, actor_name: str | None = None) -> None:
     """Journal the runs and restarts an optui process left open when it died (SIGKILL, a
-    SIGTERM or SIGHUP it did not survive), as every session start does: any CLI command that
-    opens the journal writable does it too, so the next optui process of any kind records
-    them (issue 30: only a TUI did); the CLI group runs it before every command that opens
-    the journal (:func:`close_before_command`). A journal that cannot be written is left alone."""
+    SIGTERM or SIGHUP it did not survive), as every session start does: every CLI command run
+    on the campaign does it too, so the next optui process of any kind records them (issue 30:
+    only a TUI did); the CLI group runs it before the command (:func:`close_before_command`).
+    A journal that cannot be written is left alone."""
     from optui.adapters.journal import JournalError
     from optui.session.server.interrupted import close_interrupted
     from optui.session.server.locks import ServerLock
@@ -133,43 +133,87 @@ def close_left_open(journal, actor_name: str | None = None) -> None:
 
 #: The commands that open the campaign's journal writable: ``NAME`` (each of its subcommands)
 #: or ``NAME SUB``. The group's entry (:func:`close_before_command`) closes what a dead optui left
-#: open before any of them runs; the others (``gpus``, ``log classify``, ``bench parse``) never
-#: open the journal. ``optui`` alone and ``demo`` run a Session, whose start does the same.
+#: open before any of them runs. ``optui`` alone and ``demo`` run a Session, whose start does the same.
 OPENS_JOURNAL = frozenset({"status", "restart", "todo", "journal", "search", "mcp", "bench run", "bench import"})
+#: The commands that never open the journal themselves (they read GPUs, a capture, a saved log
+#: or result file): run on a campaign (a config file found: ``-c``, ``$OPTUI_CONFIG``,
+#: ``./optui.toml``) whose journal exists, they close what a dead optui left open too, as the
+#: next optui process of any kind (issue 30); without a config, or when the journal cannot be
+#: written or read, they run as before and never create one.
+CLOSES_ON_A_CAMPAIGN = frozenset({"gpus", "log classify", "bench parse"})
+#: How long such a command waits for another process's write lock before it leaves the closing
+#: to the next process (s): a look at the GPUs does not wait the journal's 5 s.
+CLOSE_BUSY_S = 0.5
+
+
+def _command_names(args: list[str]) -> tuple[str, str] | None:
+    """``(NAME, "NAME SUB")`` of the command line ``args`` (the command's name first), None
+    for none or ``--help``."""
+    words = args[: args.index("--")] if "--" in args else args
+    if not words or "--help" in words or "-h" in words:
+        return None
+    sub = next((word for word in words[1:] if not word.startswith("-")), None)
+    return words[0], f"{words[0]} {sub}"
 
 
 def opens_journal(args: list[str]) -> bool:
     """Whether the command line ``args`` (the command's name first) runs a command of
     :data:`OPENS_JOURNAL` (``--help`` runs none)."""
-    words = args[: args.index("--")] if "--" in args else args
-    if not words or "--help" in words or "-h" in words:
-        return False
-    sub = next((word for word in words[1:] if not word.startswith("-")), None)
-    return words[0] in OPENS_JOURNAL or f"{words[0]} {sub}" in OPENS_JOURNAL
+    names = _command_names(args)
+    return names is not None and bool(set(names) & OPENS_JOURNAL)
+
+
+def closes_on_a_campaign(args: list[str]) -> bool:
+    """Whether the command line ``args`` runs a command of :data:`CLOSES_ON_A_CAMPAIGN`."""
+    names = _command_names(args)
+    return names is not None and bool(set(names) & CLOSES_ON_A_CAMPAIGN)
 
 
 def close_before_command(ctx: click.Context, args: list[str]) -> None:
     """The CLI group's one place for issue 30's "every interrupted action is journaled by the
-    next optui process": before a command that opens the campaign's journal writable
-    (:func:`opens_journal`) runs, :func:`close_left_open` on it. A config or journal that
-    cannot be read is left to the command, which says why in its own words; a journal not
-    made yet, ``--read-only`` or a read-only filesystem: nothing."""
-    if not opens_journal(args):
-        return
+    next optui process of any kind": before a command that opens the campaign's journal
+    writable (:func:`opens_journal`) runs, :func:`close_left_open` on it. A config or journal
+    that cannot be read is left to the command, which says why in its own words; a journal not
+    made yet, ``--read-only`` or a read-only filesystem: nothing. A command of
+    :data:`CLOSES_ON_A_CAMPAIGN` does the same when a config file is found (read without
+    validation: :func:`~optui.config_file.peek_journal`) and its journal exists and may be
+    written, waiting :data:`CLOSE_BUSY_S` at most for a lock; nothing that goes wrong there
+    changes what the command does or prints."""
     from optui.adapters.journal import Journal
-    from optui.config import load_config
 
-    try:
-        path = load_config((ctx.find_root().obj or {}).get("config_path")).journal_path
-        if not (path.is_file() and path.stat().st_size) or read_only_open(ctx, path):
+    config_path = (ctx.find_root().obj or {}).get("config_path")
+    if opens_journal(args):
+        from optui.config import load_config
+
+        try:
+            path = load_config(config_path).journal_path
+            if not (path.is_file() and path.stat().st_size) or read_only_open(ctx, path):
+                return
+            journal = Journal(path)
+        except Exception:  # noqa: BLE001 - the command itself reports a bad config or journal
             return
-        journal = Journal(path)
-    except Exception:  # noqa: BLE001 - the command itself reports a bad config or journal
-        return
-    try:
-        close_left_open(journal)
-    finally:
-        journal.close()
+        try:
+            close_left_open(journal)
+        finally:
+            journal.close()
+    elif closes_on_a_campaign(args):
+        from optui.config_file import peek_journal
+
+        try:
+            found = peek_journal(config_path)
+            if found is None or found[1] or not (found[0].is_file() and found[0].stat().st_size):
+                return
+            if read_only_open(ctx, found[0]):
+                return
+            journal = Journal(found[0], busy_timeout_s=CLOSE_BUSY_S)
+        except Exception:  # noqa: BLE001 - a command that never needed the journal runs as before
+            return
+        try:
+            close_left_open(journal)
+        except Exception:  # noqa: BLE001 - idem: the next optui process closes them
+            pass
+        finally:
+            journal.close()
 
 
 def read_only_open(ctx: click.Context | None, path) -> bool:

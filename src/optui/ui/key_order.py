@@ -120,6 +120,10 @@ class KeySequencer:
         todo input's Submitted posts the "add" intent); else one more barrier follows that."""
         if barrier.seq != self._waiting:
             return
+        if not self.app.screen_stack:  # the app is closing (its screens gone): nothing to deliver to
+            self._waiting = None
+            self.held.clear()
+            return
         if self._rounds < MAX_ROUNDS and self._chain_busy():
             self._rounds += 1
             self._send_barrier()

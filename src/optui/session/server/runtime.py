@@ -394,7 +394,7 @@ class ServerRuntime:
         pid = self.controller.launch.pid if self.controller.launch is not None else self.status.pid
         reason = f"process stopped (SIGSTOP): pid {pid} answers nothing until continued (SIGCONT)"
         if before is not ServerState.HUNG:
-            self._events.record(ev.ALERT, {"kind": "hung", "source": "process", "message": reason})
+            self._events.record_transition_alert({"kind": "hung", "source": "process", "message": reason})
         self._failures += 1
         if self._unhealthy_since is None:
             self._unhealthy_since = time.monotonic()

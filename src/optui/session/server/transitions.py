@@ -25,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
-from optui.adapters.journal import Journal, JournalError
+from optui.adapters.journal import Journal, JournalBusy, JournalError
+from optui.adapters.journal_defer import DeferringJournal
 from optui.adapters.journal_thread import EDIT_WAIT_S, WRITE_WAIT_S
 from optui.adapters.proc import pid_alive
 from optui.core.journal import events as ev
@@ -100,10 +101,7 @@ class ServerEvents:
         thread, ts = self._thread, time.time()
         if thread is None or not thread.bound:
             try:
-                made = make()
-                if made is not None:
-                    self.journal.append(made[0], self.server, made[1], actor=actor,
-                                        experiment=self.journal.current_experiment(self.server))
+                self._make_and_append(self.journal, make, actor, None)
             except JournalError as exc:
                 self._failed(exc)
             self._written()
@@ -111,15 +109,37 @@ class ServerEvents:
 
         def append(journal: Journal) -> None:
             try:
-                made = make()
-                if made is not None:
-                    journal.append(made[0], self.server, made[1], actor=actor,
-                                   experiment=journal.current_experiment(self.server), ts=ts)
+                self._make_and_append(journal, make, actor, ts)
             except JournalError as exc:
                 thread.to_loop(self._failed, exc)
             thread.to_loop(self._written)
 
         thread.submit(append)
+
+    def _make_and_append(self, journal: Journal, make: Callable[[], tuple[str, dict] | None], actor: str,
+                         ts: float | None) -> None:
+        """``make()`` and the append of what it made under one write lock (``BEGIN IMMEDIATE``):
+        two processes watching the server that see the same change at the same moment cannot
+        both read "not journaled yet" and both write it (issue 30: alerts once per event). A
+        ``DeferringJournal`` with events queued, or meeting another process's lock, reads and
+        appends apart instead, so its event waits in order in memory. Raises JournalError."""
+        def make_and_append() -> None:
+            made = make()
+            if made is not None:
+                journal.append(made[0], self.server, made[1], actor=actor,
+                               experiment=journal.current_experiment(self.server), ts=ts)
+
+        deferring = isinstance(journal, DeferringJournal)
+        queued = journal.deferred if isinstance(journal, DeferringJournal) else 0
+        if not queued:
+            try:
+                with journal.transaction():
+                    make_and_append()
+                return
+            except JournalBusy:
+                if not deferring:
+                    raise
+        make_and_append()
 
     def write(self, fn: Callable[[], object]) -> None:
         """The journal write ``fn`` that is not an event (the last good flags), nobody waiting
