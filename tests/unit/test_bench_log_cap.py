@@ -9,7 +9,7 @@ import re
 from optui.config import load_config
 from optui.session import Session
 from optui.ui.app import OptuiApp
-from optui.ui.widgets.bench_panel import LOG_FRAME_S
+from tests.helpers.pilot import wait_for
 
 
 def bench_app(tmp_path, *, log_max_lines: int | None = None) -> OptuiApp:
@@ -25,16 +25,24 @@ def screen_text(app: OptuiApp) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
 
 
+async def mounted(pilot, app: OptuiApp):
+    """The bench panel and its log, once mounted (the panels mount just after the first frame)."""
+    await wait_for(pilot, lambda: app.query_one("#bench-log"), what="the bench log mounted")
+    return app.query_one("#bench"), app.query_one("#bench-log")
+
+
+async def on_screen(pilot, app: OptuiApp, text: str, what: str) -> None:
+    """Wait until ``text`` is on screen (a repaint due within LOG_FRAME_S comes with a timer)."""
+    await wait_for(pilot, lambda: text in screen_text(app), what=what)
+
+
 async def test_full_log_still_shows_the_newest_lines(tmp_path):
     app = bench_app(tmp_path, log_max_lines=100)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
-        panel = app.query_one("#bench")
+        panel, log = await mounted(pilot, app)
         for batch in range(4):  # 4 frames of 60 lines: full after the second
             panel.append_lines([f"output line {batch * 60 + i:04d}" for i in range(60)])
-            await pilot.pause(LOG_FRAME_S + 0.1)
-            assert f"output line {batch * 60 + 59:04d}" in screen_text(app), f"batch {batch}: newest line not on screen"
-        log = app.query_one("#bench-log")
+            await on_screen(pilot, app, f"output line {batch * 60 + 59:04d}", f"batch {batch}: newest line on screen")
         assert log.line_count == 100
         await pilot.press("q")
 
@@ -44,17 +52,15 @@ async def test_log_repaints_are_spaced_and_nothing_is_left_behind(tmp_path):
     the last batch of a stream appears without any further output."""
     app = bench_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
-        panel = app.query_one("#bench")
-        log = app.query_one("#bench-log")
+        panel, log = await mounted(pilot, app)
         panel.append_lines(["first"])
         assert log.line_count == 1  # the first batch at once
         panel.append_lines(["second"])
         panel.append_lines(["third"])
         assert log.line_count == 1  # held until the next repaint
-        await pilot.pause(LOG_FRAME_S + 0.2)
+        await wait_for(pilot, lambda: log.line_count > 1, what=lambda: list(log.lines))  # the next repaint, by its timer
         assert list(log.lines) == ["first", "second", "third"]
-        assert "third" in screen_text(app)
+        await on_screen(pilot, app, "third", "the last batch on screen")
         await pilot.press("q")
 
 
@@ -64,18 +70,15 @@ async def test_log_follows_the_stream_when_its_view_gets_shorter(tmp_path):
     and stopped following the stream."""
     app = bench_app(tmp_path, log_max_lines=500)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
-        panel = app.query_one("#bench")
-        log = app.query_one("#bench-log")
+        panel, log = await mounted(pilot, app)
         for batch in range(5):
             lines = [f"line {batch * 30 + i:04d}" for i in range(30)]
             lines[5] += " " + "x" * 300  # wider than any panel
             panel.append_lines(lines)
             if batch == 2:  # the results table grows above the log: the log gets shorter
                 log.styles.max_height = 6
-            await pilot.pause(LOG_FRAME_S + 0.1)
             newest = f"line {batch * 30 + 29:04d}"
-            assert newest in screen_text(app), f"batch {batch}: {newest} not on screen (scroll_y {log.scroll_y} of {log.max_scroll_y})"
+            await on_screen(pilot, app, newest, f"batch {batch}: {newest} on screen")
         await pilot.press("q")
 
 
@@ -84,18 +87,16 @@ async def test_log_stays_where_the_operator_scrolled(tmp_path):
     back to the end: it follows again."""
     app = bench_app(tmp_path, log_max_lines=500)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
-        panel = app.query_one("#bench")
-        log = app.query_one("#bench-log")
+        panel, log = await mounted(pilot, app)
         panel.append_lines([f"line {i:04d}" for i in range(100)])
-        await pilot.pause(LOG_FRAME_S + 0.1)
+        await on_screen(pilot, app, "line 0099", "the first 100 lines shown")
         assert log.scroll_y == log.max_scroll_y > 0
         log.scroll_to(y=10, animate=False, immediate=True)
         panel.append_lines([f"more {i:04d}" for i in range(50)])
-        await pilot.pause(LOG_FRAME_S + 0.1)
+        await wait_for(pilot, lambda: log.line_count == 150, what=lambda: log.line_count)  # the next repaint, by its timer
+        await pilot.pause()  # its frame
         assert log.scroll_y == 10 and "more 0049" not in screen_text(app)
         log.scroll_end(animate=False, immediate=True)
         panel.append_lines([f"last {i:04d}" for i in range(50)])
-        await pilot.pause(LOG_FRAME_S + 0.1)
-        assert "last 0049" in screen_text(app)
+        await on_screen(pilot, app, "last 0049", "the view following again")
         await pilot.press("q")
