@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import types
 from collections import Counter
 from pathlib import Path
@@ -366,9 +365,13 @@ async def test_wedged_call_gives_stale_snapshots_without_piling_up(fake_nvml):
     source = NvmlGpuSource(stale_after_s=0.2)
     live = await source.read()
     fake.gpus[0]["block"] = {"nvmlDeviceGetTemperature": release}
-    started = time.monotonic()
+    # the stuck call is released at 2 s: 10x the 0.2 s stale_after_s, below the 3 s default. A
+    # read that waited on the call (no deadline, or the default one) comes back LIVE, not STALE
+    unstick = threading.Timer(2.0, release.set)
+    unstick.start()
     stale = await source.read()
-    assert time.monotonic() - started < 2
+    assert unstick.is_alive() and not release.is_set(), "read() waited for the stuck NVML call"
+    unstick.cancel()
     assert stale.status is HostStatus.STALE and stale.samples == live.samples and stale.taken_at == live.taken_at
     assert "not answered" in stale.error and stale.extra["age_s"] >= 0
     again = await source.read()  # still in flight: no second call queued behind the stuck one
@@ -389,9 +392,14 @@ async def test_close_does_not_shut_nvml_down_under_a_stuck_call(fake_nvml):
     fake = fake_nvml([{"block": {"nvmlDeviceGetTemperature": release}}])
     source = NvmlGpuSource(stale_after_s=0.1, close_timeout_s=0.2)
     assert (await source.read()).status is HostStatus.STALE
-    started = time.monotonic()
+    # the stuck call is released at 1.5 s: 7x the 0.2 s close_timeout_s, below the 2 s default.
+    # A close() that waited for the worker would see it released and shut NVML down
+    unstick = threading.Timer(1.5, release.set)
+    unstick.start()
     await source.close()
-    assert time.monotonic() - started < 2 and fake.calls["nvmlShutdown"] == 0
+    assert unstick.is_alive() and not release.is_set(), "close() waited for the stuck NVML call"
+    unstick.cancel()
+    assert fake.calls["nvmlShutdown"] == 0
     release.set()
     await asyncio.sleep(0.2)
     assert fake.calls["nvmlShutdown"] == 0  # skipped for good, not run late
