@@ -226,8 +226,14 @@ async def test_gpu_holders_reads_a_fresh_reading_of_the_host():
         after = time.time()
         assert await gpu_holders(poller, "node", after) == {4242}
         assert Source.reads >= 2  # it asked for a reading newer than `after` (interval is 60 s)
-        t0 = time.monotonic()
-        assert await gpu_holders(poller, "cpu", after) is None and time.monotonic() - t0 < 0.5
+        # a host without a GPU source answers None at once: it never asks for a fresh reading
+        # (waiting for one would poll refresh_now() every 0.1 s for up to wait_s)
+        refreshes = []
+        asked = poller.refresh_now
+        poller.refresh_now = lambda: (refreshes.append(1), asked())[-1]
+        assert await gpu_holders(poller, "cpu", after) is None
+        assert refreshes == [], "gpu_holders() waited for a reading of a host without a GPU source"
+        poller.refresh_now = asked
         assert await gpu_holders(poller, "elsewhere", after) is None
     finally:
         task.cancel()
