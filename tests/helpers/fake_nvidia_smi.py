@@ -6,7 +6,8 @@ the leading timestamp) from the file named by ``$FAKE_SMI_GPUS`` (default: besid
 script, ``gpus.csv``) on every tick, so a test can change what the "GPUs" show; prints the
 content of ``$FAKE_SMI_ERROR`` (a file) instead when it exists (driver errors). Supports the
 two calls optui makes: ``--query-gpu=... -lms N`` (loop) or once, and
-``--query-compute-apps=...`` (prints ``apps.csv`` beside it, or nothing).
+``--query-compute-apps=...`` (prints ``apps.csv`` beside it, or nothing). Each loop's ``N``
+(ms) is appended to ``loops.log`` beside it.
 """
 
 import os
@@ -37,6 +38,9 @@ def main(argv: list[str]) -> int:
             loop_ms = int(argv[i + 1])
         elif a.startswith("-lms="):
             loop_ms = int(a.split("=", 1)[1])
+    if loop_ms is not None:  # a test checks the cadence optui asked for
+        with open(HERE / "loops.log", "a") as log:
+            log.write(f"{loop_ms}\n")
     while True:
         now = time.time()
         stamp = time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}"
