@@ -86,10 +86,10 @@ def test_lifecycle_log_state_and_sigterm(tmp_path):
         assert 0.8 * 143771 < state["mem_used_mib_per_gpu"] < 143771
         assert {"util_pct", "running", "queued", "ts"} <= set(state)
 
-        started = time.monotonic()
         srv.proc.send_signal(signal.SIGTERM)
+        # "did not hang": SIGTERM ends the server at once (event-driven: ~0.1 s, httpd's poll
+        # interval); 3 s is 30x that: a shutdown that waits on a drain or a timer times out here
         assert srv.proc.wait(timeout=3) == 0
-        assert time.monotonic() - started < 1.0
         assert not srv.state_path.exists()
         assert "Finished server process" in srv.log_text()
 
