@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 
 import pytest
 
@@ -47,10 +46,8 @@ out.write(b"after\n")
 """
     sink = Sink()
     run = CommandRun(python(code), on_line=sink.line, on_progress=sink.redraw)
-    started = time.monotonic()
-    outcome = await run.run()
+    outcome = await run.run()  # its speed: bench/bench_runner_flood.py
     assert outcome.status == "exited" and outcome.returncode == 0
-    assert time.monotonic() - started < 20
     stdout = [t for s, t in sink.lines if s == "stdout"]
     assert stdout[0] == "before" and stdout[-1] == "after"
     big = stdout[1]
