@@ -137,11 +137,10 @@ def test_log_shows_load_then_ready(llama_server: LlamaPeer) -> None:
 
 
 def test_bad_flag_exits_1_at_once_with_one_error_line(launch_llama_server: LaunchPeer) -> None:
-    started = time.monotonic()
     with launch_llama_server(args=["--no-such-flag"], wait=False) as peer:
-        rc = peer.proc.wait(timeout=10)
+        rc = peer.proc.wait(timeout=10)  # "did not hang" only: it exits in ~50 ms
     assert rc == 1
-    assert time.monotonic() - started < 5
+    # at once: the flag is refused before anything starts (a late exit logs the model load)
     assert peer.log_path.read_text() == "error: invalid argument: --no-such-flag\n"
 
 
