@@ -94,12 +94,13 @@ def test_demo_in_tmux_keys_resize_quit(tmux_demo):
     assert any("demo READY" in line for line in lines), screen
     assert "[3] Todo" in screen, screen
     tmux("send-keys", "-t", "t", "q")
-    quit_at = time.monotonic()
+    # "did not hang": the quit wakes the input thread through its pipe (quiet_driver) and ends
+    # in well under 1 s; an input thread left blocked in select() keeps optui up for good
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and "t" in tmux("list-sessions", "-F", "#{session_name}", check=False).split():
         time.sleep(0.2)
-    assert "t" not in tmux("list-sessions", "-F", "#{session_name}", check=False).split(), "optui did not quit on q"
-    assert time.monotonic() - quit_at < 5, "quitting waited on the input thread"
+    assert "t" not in tmux("list-sessions", "-F", "#{session_name}", check=False).split(), \
+        "optui did not quit on q (quitting waited on the input thread?)"
 
 
 def journaled_notes(campaign) -> list[str]:
