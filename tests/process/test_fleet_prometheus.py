@@ -208,6 +208,19 @@ async def test_a_bad_or_missing_token_is_refused_clearly_and_never_shown(fleet):
         proxy.close()
 
 
+async def test_a_fractional_timeout_is_a_duration_prometheus_takes(fleet):
+    """``timeout_s = 2.5`` went to Prometheus as ``timeout=2.5s``, which its duration syntax
+    refuses (HTTP 400, bad_data: invalid parameter "timeout"): every query of such a fleet failed."""
+    _, prom, _ = fleet
+    client = PrometheusClient(prom.url, timeout_s=2.5)
+    try:
+        state = FleetState(interval_s=1.0)
+        snap = await read_fleet(client, state, ALL_GPUS)
+        assert snap.error is None and len(snap.gpus) == ALL_GPUS
+    finally:
+        await client.aclose()
+
+
 async def test_a_slow_prometheus_times_out_and_a_down_one_is_a_clear_error(fleet):
     _, prom, _ = fleet
     proxy = PromProxy(prom.url)

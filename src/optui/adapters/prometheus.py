@@ -76,7 +76,9 @@ class PrometheusClient:
         and ``answer`` for a body over :attr:`max_answer_bytes` (streamed: the download stops
         there, so a 300 MB answer never sits in memory)."""
         url = f"{self.base_url}/api/v1/query"
-        data = {"query": promql, "timeout": f"{self.timeout_s:g}s"}
+        # in whole ms: Prometheus's duration syntax has no fractions ("0.3s" is refused as
+        # bad_data: invalid parameter "timeout"), "300ms" is taken
+        data = {"query": promql, "timeout": f"{max(1, round(self.timeout_s * 1000))}ms"}
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.timeout_s):
