@@ -175,19 +175,32 @@ def stop_server(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
     proc.wait()
 
 
+def _term_with_parent() -> None:
+    """In the child before exec: SIGTERM when the process that started it dies (Linux
+    ``prctl(PR_SET_PDEATHSIG)``), so a test run killed hard (SIGKILL, a crashed xdist worker)
+    leaves no 3 GB engine server behind; the engines stop their own workers on SIGTERM."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+
+
 @contextlib.contextmanager
 def start_server(cmd: Sequence[str], log_path: Path | None, log_prefix: str, env: dict[str, str] | None = None,
                  grace_s: float = 5.0) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``cmd`` in its own session, stdout and stderr to ``log_path`` (a temp file named
     ``<log_prefix>*.log`` if None); its whole process group is killed on exit, whatever happens
-    in the body. Does not wait for readiness: see :func:`wait_for_health`."""
+    in the body, and it is sent SIGTERM if this process dies first (a killed test run). Call it
+    from the thread that lives as long as the server (pytest's main thread): the signal
+    follows the starting thread. Does not wait for readiness: see :func:`wait_for_health`."""
     if log_path is None:
         fd, name = tempfile.mkstemp(prefix=log_prefix, suffix=".log")
         os.close(fd)
         log_path = Path(name)
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, env=env)
+                                start_new_session=True, env=env,
+                                preexec_fn=_term_with_parent if sys.platform == "linux" else None)
     try:
         yield proc
     finally:
