@@ -12,6 +12,7 @@ import re
 import pytest
 
 from optui.ui.widgets.key_bar import KeyBar
+from tests.helpers.pilot import wait_for
 from tests.helpers.snapshot_campaign import make_app, settle
 
 pytestmark = pytest.mark.usefixtures("snapshot_clock")
@@ -205,6 +206,10 @@ async def test_a_toast_is_at_most_three_lines_or_five_for_one_line(tmp_path, siz
         refusal = ("restart of qwen refused: qwen is benchmarked by another optui process (pid 4242, optui bench run "
                    "qwen sweep --repeat 3, started 14:02:11 on gpu-node-1); wait for it to end or abort it there; "
                    "the flags you chose are kept in the flag editor: " + " ".join(f"--flag-{i} {i}" for i in range(40)))
+        # the seeded GPU's memory alert comes first (the alert watcher ticks every 0.5 s): on a
+        # loaded CI machine it came after the clear below and stood beside the refusal's toast
+        await wait_for(pilot, lambda: any(m.title == "gpu memory" for m in app.messages),
+                       what=lambda: [m.title for m in app.messages])
         for batch in ("oom", "todo run"), ("refusal",):  # a side pane shows 3 toasts: two, then "more messages"
             app.clear_notifications()
             if "oom" in batch:
