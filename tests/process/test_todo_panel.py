@@ -57,6 +57,29 @@ def shown(app) -> str:
     return "\n".join(line.rstrip() for line in app.query_one("#todo-list").render().plain.splitlines())
 
 
+async def test_quick_edits_each_count_before_the_journal_is_read_again(tmp_path, monkeypatch):
+    """``K`` then ``J`` ``J``: on CI's loaded machine the second ``J`` moved nothing, because
+    each edit computed its place from the session's list, refreshed only by its next journal
+    read. Held back here (the session reads nothing new, as when its read is late), each
+    move must still move: an edit's item is in the list as soon as it is written."""
+    app = make_app(campaign(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3", "a", *"one", "enter", "a", *"two", "enter", "a", *"three", "enter")
+        await wait_for(pilot, lambda: [r[0] for r in rows(app)] == ["one", "two", "three"], what=lambda: rows(app))
+        session = app.session
+        monkeypatch.setattr(type(session), "_todos_after", lambda self, journal, new: self._todos)  # a late read
+        await pilot.press("K")  # the cursor is on "three"
+        await wait_for(pilot, lambda: [r[0] for r in rows(app)] == ["one", "three", "two"], what=lambda: rows(app))
+        await pilot.press("K")
+        await wait_for(pilot, lambda: [r[0] for r in rows(app)] == ["three", "one", "two"], what=lambda: rows(app))
+        await pilot.press("J", "J")
+        await wait_for(pilot, lambda: [r[0] for r in rows(app)] == ["one", "two", "three"], what=lambda: rows(app))
+        monkeypatch.undo()
+        session.sync_journal()  # and the journal has the same order
+        assert [t.content for t in session.snapshot().todos] == ["one", "two", "three"]
+        await pilot.press("q")
+
+
 async def test_every_key(tmp_path):
     app = make_app(campaign(tmp_path))
     notes = capture_notes(app)

@@ -169,7 +169,7 @@ class Session:
         self.benches = BenchService(writer, self.config, server=self.server, shell=self.shell, on_change=self.touch,
                                     on_command=self._log_command, ensure_experiment=self.ensure_experiment)
         # the list itself (a tuple, swapped whole on the loop): readable from the journal thread
-        self.todos = TodoService(writer, self.config.todo, items=lambda: self._todos)
+        self.todos = TodoService(writer, self.config.todo, items=lambda: self._todos, written=self._todo_written)
         self.todo_follow = TodoFollowService(writer, self.config.todo, on_change=self.touch,
                                              on_failed=lambda key, error: self.events.emit(FollowFailed(key, error)))
         self.todo_runs = TodoRunQueue(writer, self.config, server=self.server, todos=self.todos, benches=self.benches,
@@ -210,6 +210,16 @@ class Session:
         self.sync_journal()
 
     # ---------------------------------------------------------- publishing
+    def _todo_written(self, item: TodoItem) -> None:
+        """An item this session just added or changed, put into its list at once (on the
+        journal's thread: no wake-up here; the edit's caller shows the list, the next journal
+        read confirms it), so the next edit computes from it: two quick ``J`` moved an item
+        once when the second read the list of before the first (a loaded machine)."""
+        items = [t for t in self._todos if t.id != item.id] + [item]
+        items.sort(key=lambda t: (t.order, t.id))  # the journal's ORDER BY ord, id
+        self._todos = tuple(items)
+        self._snapshot = None
+
     def touch(self) -> None:
         """Something changed: bump the version and wake renderers."""
         self.version += 1

@@ -19,10 +19,15 @@ class TodoService:
     ``writer``: the session's journal; ``cfg``: the ``[todo]`` config; ``items()``: the
     session's current list (its snapshot's, display order)."""
 
-    def __init__(self, writer: JournalWriter, cfg: TodoConfig, *, items: Callable[[], tuple[TodoItem, ...]]) -> None:
+    def __init__(self, writer: JournalWriter, cfg: TodoConfig, *, items: Callable[[], tuple[TodoItem, ...]],
+                 written: Callable[[TodoItem], None] | None = None) -> None:
+        """``written(item)``: told of each item an add or an update wrote, so the list the
+        next edit reads has it at once (the session's list is otherwise refreshed by its
+        journal read, a tick later: two quick ``J`` moved an item once on a loaded machine)."""
         self._writer = writer
         self._cfg = cfg
         self._items = items
+        self._written = written
         self._deleted: list[int] = []  # undo stack of deleted ids
 
     @property
@@ -38,7 +43,7 @@ class TodoService:
         w = self._writer
         if experiment is not None:
             experiment = ExperimentSpec.from_dict(experiment).to_dict()
-        return self._write(lambda: w.journal.add_todo(content, priority=priority, experiment=experiment, actor=w.actor))
+        return self._told(self._write(lambda: w.journal.add_todo(content, priority=priority, experiment=experiment, actor=w.actor)))
 
     def set_experiment(self, item: TodoItem, experiment: dict | None) -> TodoItem:
         """Attach (or with None remove) an experiment; ValueError when it is invalid."""
@@ -70,7 +75,12 @@ class TodoService:
         """Change fields of ``item`` as the operator saw it (concurrent edits are flagged
         in the history, last writer wins per field)."""
         w = self._writer
-        return self._write(lambda: w.journal.update_todo(item.id, actor=w.actor, expected=item, op=op, **changes))
+        return self._told(self._write(lambda: w.journal.update_todo(item.id, actor=w.actor, expected=item, op=op, **changes)))
+
+    def _told(self, item):
+        if self._written is not None and isinstance(item, TodoItem):
+            self._written(item)
+        return item
 
     def cycle(self, item: TodoItem) -> tuple[TodoItem, str | None]:
         """pending → in_progress → completed → pending. Returns the item and a warning
