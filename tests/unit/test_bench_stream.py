@@ -115,17 +115,14 @@ def test_set_counts_for_the_builtin_generator():
     "x" * 65_000 + "Error and it/s " + "Traceback",
     'File "' + "a" * 65_000 + "vllm",
 ], ids=["digits", "percent-bars", "brackets", "error-words", "traceback-frame"])
-def test_huge_hostile_lines_are_handled_in_linear_time(line):
-    import time
-
+@pytest.mark.timeout(60)  # a did-not-hang bound, no duration asserted: the backtracking regex took ~30 s per
+def test_huge_hostile_lines_are_handled_in_linear_time(line):  # call, 60 calls here (~30 min); linear: ms
     t, capture = ProgressTracker(), ResultCapture()
-    started = time.perf_counter()
     for _ in range(20):
         t.line(line, 0.0)
         t.progress(line, 0.0)
         capture.add(line)
-    parse_bench_output(capture.text())
-    assert time.perf_counter() - started < 2.0  # milliseconds in practice; the old regex took 30 s per line
+    assert parse_bench_output(capture.text()) == []  # parsed to the end; no result invented from the noise
 
 
 def test_capture_keeps_vllms_rate_and_concurrency_lines_before_the_block():
