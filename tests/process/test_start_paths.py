@@ -280,6 +280,45 @@ async def test_a_window_that_stops_its_server_at_quit_is_no_crash_in_another_win
     assert not [e for e in journal_events(campaign, ["alert"]) if "crash" in str(e.data)]
 
 
+async def test_a_demo_window_quitting_stops_the_server_another_process_relaunched_before_it_looked(campaign):
+    """`optui demo` beside `optui search run` (or `optui restart`) in a shell: the CLI relaunched
+    the server and exited, and the window quit before its next poll saw the new launch. The
+    window stopped only the launch it tracked (gone already) and the new server ran on, owned by
+    no one (a CI run's leak guard found it). The window's poll here is an hour long: it never
+    looks before it quits."""
+    import subprocess
+    import sys
+
+    from tests.helpers.demo import subprocess_env
+
+    campaign.write_text(campaign.read_text().replace("poll_interval_s = 1.0", "poll_interval_s = 3600"))
+    demo = Session(load_config(campaign), stop_servers_on_exit=True)
+    await demo.start()
+    closed = False
+    try:
+        await wait_ready(demo)
+        deadline = time.monotonic() + 30
+        while demo.servers["demo"].status.busy is not None:  # its autostart's ready gate ends
+            assert time.monotonic() < deadline, demo.servers["demo"].status
+            await asyncio.sleep(0.1)
+        first = demo.servers["demo"].status.pid
+        res = subprocess.run([sys.executable, "-m", "optui", "-c", str(campaign), "restart", "demo", "--set",
+                              "--max-running-requests=8"], capture_output=True, text=True, timeout=120,
+                             env=subprocess_env(), stdin=subprocess.DEVNULL)
+        assert res.returncode == 0, res.stdout + res.stderr
+        relaunched = pidfile_pid(campaign)
+        assert relaunched and relaunched != first and pid_alive(relaunched) and not pid_alive(first)
+        assert demo.servers["demo"].status.pid == first  # the window has not looked yet
+        closed = True
+        await demo.close()
+        assert not pid_alive(relaunched), "the relaunched server outlived the window that stops its servers"
+        assert not demo.exit_notes, demo.exit_notes
+        assert pidfile_pid(campaign) is None
+    finally:
+        if not closed:
+            await demo.close()
+
+
 async def test_a_restart_is_refused_while_a_benchmark_runs_against_the_server(campaign):
     """A restart during another process's `bench run` went through: the run went on against
     the new server and its results were credited to the old experiment (break-it trial)."""

@@ -626,6 +626,13 @@ class ServerRuntime:
         told when a server is left running because another window owns it (else None)."""
         note = None
         if stop_server and isinstance(self.controller, ProcessController):
+            recorded, tracked = self.controller.recorded(), self.controller.launch
+            if recorded is not None and (tracked is None or recorded.pid != tracked.pid):
+                # another optui process relaunched it since this window last polled (a CLI search
+                # ending on its winner, then exiting): the server running now is the recorded one,
+                # and stopping only the tracked launch (gone already) left it orphaned
+                with contextlib.suppress(ControllerError, OSError):
+                    await self.controller.attach()
             owner = self.controller.owner_elsewhere()
             if owner is not None and self.controller.launch is not None:
                 stop_server = False
