@@ -77,12 +77,16 @@ def small_client(config: Path, name: str = "client") -> None:
 
 class Heartbeat:
     """A 50 ms Textual timer of the running app; :attr:`max_gap_s` is the longest time
-    between two ticks, i.e. the longest the UI could not react."""
+    between two ticks, i.e. the longest the UI could not react. A duration, so no test
+    asserts it (a busy machine stretches it): :meth:`stop` records it for
+    ``bench/ui_gaps.py``, which runs these tests alone and prints each gap against its
+    ``target_s``."""
 
-    def __init__(self, app, interval_s: float = 0.05) -> None:
+    def __init__(self, app, interval_s: float = 0.05, *, target_s: float = 1.0) -> None:
         self.last = time.monotonic()
         self.max_gap_s = 0.0
         self.ticks = 0
+        self.target_s = target_s
         self._timer = app.set_interval(interval_s, self._tick)
 
     def _tick(self) -> None:
@@ -90,11 +94,23 @@ class Heartbeat:
         self.max_gap_s = max(self.max_gap_s, now - self.last)
         self.last, self.ticks = now, self.ticks + 1
 
-    def stop(self) -> float:
-        """Stop ticking; the max gap (s) (printed: ``pytest -s`` shows the figures)."""
+    def stop(self, what: str = "") -> float:
+        """Stop ticking; the max gap (s), printed (``pytest -s``) and, where
+        ``$OPTUI_UI_GAPS`` names a file, appended to it as a JSON line ``{"test", "what",
+        "gap_s", "ticks", "target_s"}`` (``what``: which part of the test, when it has two)."""
         self._timer.stop()
         print(f"[heartbeat] max UI gap {self.max_gap_s * 1000:.0f} ms over {self.ticks} ticks")
+        out = os.environ.get(GAPS_FILE_ENV)
+        if out:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+            with open(out, "a") as fh:
+                fh.write(json.dumps({"test": test, "what": what, "gap_s": round(self.max_gap_s, 4),
+                                     "ticks": self.ticks, "target_s": self.target_s}) + "\n")
         return self.max_gap_s
+
+
+#: the file :meth:`Heartbeat.stop` appends its figures to (set by bench/ui_gaps.py)
+GAPS_FILE_ENV = "OPTUI_UI_GAPS"
 
 
 async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1, what: str = "condition"):

@@ -260,11 +260,13 @@ argv = {json.dumps([*sglang, "--child", "--silent", "120"])}
         await session.close()
 
 
-@pytest.mark.serial  # asserts a key's round trip < 1.0 s (the UI never blocked): a duration, timed alone
 async def test_lost_host_never_blocks_the_ui_or_the_other_host(tmp_path):
     """Two SSH hosts; one's sshd dies. The other keeps streaming, the dead one's server
-    shows the problem, and a key press still round-trips in under a second."""
+    shows the problem, and keys are still handled: the UI's longest gap meanwhile is a duration,
+    recorded for bench/ui_gaps.py, never asserted (a UI blocked on the dead link would hold the
+    keys until the test's timeout)."""
     from optui.ui.app import OptuiApp
+    from tests.helpers.faults import Heartbeat
 
     with running_sshd(tmp_path / "a") as a, running_sshd(tmp_path / "b") as b:
         config = tmp_path / "optui.toml"
@@ -283,13 +285,13 @@ control = "none"
             await until(lambda: "ssh lost" in app.query_one("#servers").render().plain, timeout=15)
             source = session.gpus.sources["node-a"]
             ticks = source.ticks
+            beat = Heartbeat(app)
             for _ in range(5):
-                loop = asyncio.get_running_loop()
-                t0 = loop.time()
                 await pilot.press("j")
                 await pilot.pause()
-                assert loop.time() - t0 < 1.0
                 await asyncio.sleep(0.3)
+            beat.stop("keys while node-b is lost")
+            assert beat.ticks >= 5  # the app's own timers ran all along
             await until(lambda: source.ticks >= ticks + 3, timeout=10)  # node-a never stopped
             assert session.gpus.snapshots["node-a"].status is HostStatus.LIVE
             await pilot.press("q")
