@@ -35,7 +35,9 @@ objective = "max output_tok_s"
 [benchmarks.one]
 server = "demo"
 repeat = 1
-builtin = {{ concurrency = [8], input_len = 32, output_len = 16, prompts = 16 }}
+# long enough that the first search still runs when the test stops it (16 prompts: on a loaded
+# machine the whole search ended while the second `search run` started, and `search stop` found none)
+builtin = {{ concurrency = [8], input_len = 32, output_len = 16, prompts = 2000 }}
 
 [search.solo]
 server = "demo"
@@ -85,6 +87,7 @@ def test_a_multi_point_preset_without_the_objectives_workload_is_refused_with_ho
                                                     "(its workloads: c=1, c=16)"), r.stderr
 
 
+@pytest.mark.timeout(330)
 async def test_a_search_on_c16_scores_only_c16_and_ends_with_the_server_on_its_winner(tmp_path):
     """``--max-running-requests 2 → 16`` is the same at c=1 and ~7x at c=16: scored at c=16 the
     winner beats the runner-up outside the noise, and the search leaves the server on it (its
@@ -103,7 +106,7 @@ async def test_a_search_on_c16_scores_only_c16_and_ends_with_the_server_on_its_w
             await asyncio.sleep(0.05)
         spec = parse_search_text(cfg.read_text(), str(cfg), "at16")
         await session.search.start(spec, "at16")
-        end = await asyncio.wait_for(session.search.wait(), 110)
+        end = await asyncio.wait_for(session.search.wait(), 280)  # a bound: ~20 s idle, >110 s beside a CPU hog
         assert end.status == "done", end.message
         trials = session.search.trials
         assert [(dict(t.point)["--max-running-requests"], t.phase) for t in trials] == [
@@ -130,9 +133,10 @@ async def test_a_search_on_c16_scores_only_c16_and_ends_with_the_server_on_its_w
 
 
 def test_a_second_search_run_is_refused_naming_the_first_and_the_first_stopped_prints_its_own_summary(tmp_path):
-    """Two ``optui search run`` processes on one campaign: the second started a search whose
-    trials were all infeasible, status/stop saw only it, and the first ended printing the
-    other's summary with exit 1."""
+    """Two ``optui search run`` processes on one campaign: the second is refused naming the
+    first, and the first, stopped, prints its own summary and exits 130 (before: the second
+    started a search whose trials were all infeasible, status/stop saw only it, and the first
+    ended printing the other's summary with exit 1)."""
     import json
     import subprocess
     import time

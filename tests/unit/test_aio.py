@@ -8,7 +8,7 @@ import contextlib
 
 import pytest
 
-from optui.adapters.aio import wait_set, within
+from optui.adapters.aio import task_end, wait_set, within
 
 
 async def _loop(event: asyncio.Event, wait) -> None:
@@ -83,3 +83,53 @@ async def test_the_hazard_on_3_11_wait_for_drops_that_cancel():
             await asyncio.wait_for(e.wait(), 10.0)
 
     assert not await _cancel_with_the_event(with_wait_for)
+
+
+async def _until(event: asyncio.Event) -> int:
+    await event.wait()
+    return 7
+
+
+async def test_a_waiter_that_times_out_is_told_and_leaves_the_task_running():
+    """The services' ``wait()`` (a search, the todo runs, a benchmark) awaited their task
+    inside ``suppress(CancelledError)``: a caller's timeout cancelled the task (a search's todo
+    run mid-benchmark) and was swallowed, so the caller went on as if the task had ended (a
+    loaded CI machine's 'the todo run of #3 ended without an outcome')."""
+    done = asyncio.Event()
+    task = asyncio.create_task(_until(done))
+    with pytest.raises(TimeoutError):
+        await within(task_end(task), 0.05)  # the task waits for `done`: it never ends by itself
+    assert not task.done()
+    done.set()
+    assert await task_end(task) == 7
+
+
+async def test_task_end_gives_none_for_a_cancelled_task_and_raises_a_failed_ones_error():
+    cancelled = asyncio.create_task(_until(asyncio.Event()))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    assert await task_end(cancelled) is None
+
+    async def fails() -> None:
+        raise ValueError("bad value")
+
+    with pytest.raises(ValueError, match="bad value"):
+        await task_end(asyncio.create_task(fails()))
+
+
+@pytest.mark.parametrize("service", ["search", "todo_runs", "benches"])
+async def test_each_services_wait_is_a_task_end(service):
+    """Each service's wait() leaves its task alone when its caller gives up (see above)."""
+    from optui.session.bench.service import BenchService
+    from optui.session.search import SearchRunner
+    from optui.session.todo.runs import TodoRunQueue
+
+    cls = {"search": SearchRunner, "todo_runs": TodoRunQueue, "benches": BenchService}[service]
+    obj = cls.__new__(cls)  # only _task is read by wait()
+    done = asyncio.Event()
+    obj._task = asyncio.create_task(_until(done))
+    with pytest.raises(TimeoutError):
+        await within(obj.wait(), 0.05)
+    assert not obj._task.done()
+    done.set()
+    assert await obj._task == 7

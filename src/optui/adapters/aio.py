@@ -38,3 +38,18 @@ async def within(awaitable: Awaitable[T], timeout_s: float | None) -> T:
     did at that moment."""
     async with asyncio.timeout(timeout_s):
         return await awaitable
+
+
+async def task_end(task: asyncio.Future[T]) -> T | None:
+    """Wait for ``task`` to end without ever cancelling it: its result, None when it was
+    cancelled; its exception is raised. A cancellation of the caller propagates
+    (CancelledError) and leaves ``task`` running. ``await task`` inside
+    ``suppress(CancelledError)``, the way this was written before, forwarded the caller's
+    cancellation into ``task`` and then swallowed it: a search waited on under a timeout
+    (a test's ``wait_for`` on a loaded machine) cancelled its todo run mid-benchmark, returned
+    as if nothing happened, and ended "failed: the todo run of #3 ended without an outcome"
+    with the benchmark still running against the server."""
+    await asyncio.wait({task})
+    if task.cancelled():
+        return None
+    return task.result()

@@ -38,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from optui.adapters.aio import within
+from optui.adapters.aio import task_end, within
 from optui.config import BenchmarkConfig, Config
 from optui.core.bench.result import comparable
 from optui.core.bench.sweep import SweepSpec
@@ -308,8 +308,7 @@ class SearchRunner:
     async def wait(self) -> SearchProgress | None:
         """Wait for the search to end; its last progress."""
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await task_end(self._task)
         return self.progress
 
     async def close(self) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from optui.adapters.aio import within
+from optui.adapters.aio import task_end, within
 from optui.adapters.journal import Journal, JournalError, StoredResult
 from optui.config import Config
 from optui.core.bench.compare import Entry, Row, build_rows, group_entries
@@ -164,8 +164,7 @@ class BenchService:
         still be queued on the journal thread (``session.synced()`` waits for that): under
         another process's lock a result waits there up to a minute, and this must not."""
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await task_end(self._task)
 
     # ------------------------------------------------------------ baselines
     def baseline_for(self, result: BenchResult) -> StoredResult | None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from optui.adapters import proc
-from optui.adapters.aio import within
+from optui.adapters.aio import task_end, within
 from optui.adapters.journal import JournalError
 from optui.config import Config
 from optui.core.bench.sweep import sweep_spec
@@ -247,8 +247,7 @@ class TodoRunQueue:
     async def wait(self) -> None:
         """Wait until the queue is empty (tests, CLI)."""
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await task_end(self._task)
 
     async def close(self) -> None:
         """Session closing: stop, then cancel what is left (a restart in flight)."""
