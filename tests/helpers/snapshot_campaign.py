@@ -97,18 +97,30 @@ def seed_history(session: Session, points: int = 300) -> None:
 
 
 async def settle(pilot) -> None:
+    """Wait until the campaign is on screen as every snapshot shows it: each host's replayed
+    GPUs read, the server DOWN, the seeded history drawn and the seeded GPU's memory alert
+    raised (its toast is in the main screen's pictures). Bounds for a loaded machine, each
+    failing loudly: a settle that went on after a fixed 10 s or 0.5 s took a picture of a
+    half-drawn screen beside a CPU hog (test_theme_snapshot[optui-light])."""
     app = pilot.app
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         state = app.session.snapshot()
         if all(h.samples for h in state.hosts) and state.servers[0].state.value == "down":
             break
         await pilot.pause(0.1)
+    state = app.session.snapshot()
+    assert all(h.samples for h in state.hosts) and state.servers[0].state.value == "down", (
+        [len(h.samples) for h in state.hosts], state.servers[0].state)
     seed_history(app.session)
     # history alone does not trigger a redraw (new readings do; the next is a minute away)
     app.session.touch()
     state = app.session.snapshot()
     app.query_one("#gpus").show(state.hosts, state.gpu_history)
+    deadline = time.monotonic() + 40  # the alert watcher ticks every 0.5 s
+    while not any(m.title == "gpu memory" for m in app.messages) and time.monotonic() < deadline:
+        await pilot.pause(0.05)
+    assert any(m.title == "gpu memory" for m in app.messages), [m.title for m in app.messages]
     await pilot.pause(0.5)
 
 
