@@ -426,13 +426,16 @@ async def test_a_gpu_whose_exporter_stopped_turns_stale_with_its_age(fleet):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.1)  # not a busy loop: Prometheus and the exporters share the CPU
         gone = snap.hosts()[host_name(STOPPED)]
-        assert len(gone) == GPUS_PER_HOST and all(g.age_s > 3 * 0.9 for g in gone)  # 3 x its 1 s scrape gap
+        # stale from its age, never at once: older than 3 x max(the 0.5 s poll, the scrape gap last seen),
+        # which a loaded machine shortens below the configured 1 s (one scrape late, the next on
+        # time: a gap of 0.84 s and a stale server at 2.5 s were seen beside a CPU hog)
+        assert len(gone) == GPUS_PER_HOST and all(g.age_s > 3 * 0.5 for g in gone)
         # still listed with the last values it served
         assert gone[0].mem_used_mib in {gpu_values(STOPPED, 0, g)["DCGM_FI_DEV_FB_USED"] for g in
                                         range(last_served + 1)}
         assert not any(g.stale for h, gpus in snap.hosts().items() if h != host_name(STOPPED) for g in gpus)
         [sglang] = snap.servers_by_host()[host_name(STOPPED)]
-        assert (sglang.kind, sglang.running, sglang.kv_cache_pct) == ("sglang", 7, 20) and sglang.age_s > 3 * 0.9
+        assert (sglang.kind, sglang.running, sglang.kv_cache_pct) == ("sglang", 7, 20) and sglang.age_s > 3 * 0.5
         assert server_load(sglang) == f"sglang stale {sglang.age_s:.0f}s"  # as the grid's row and details say
         assert not snap.servers_by_host()[host_name(0)][0].stale  # the vLLM server still answers
     finally:
