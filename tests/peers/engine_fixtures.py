@@ -3,8 +3,10 @@ by one factory: :func:`engine_fixtures`. ``tests/peers/vllm_fixtures.py`` and
 ``tests/peers/sglang_fixtures.py`` each call it with their peer's functions and names.
 
 Keep every test that needs a peer in one module: ``--dist loadfile`` then gives them one worker,
-and the session-scoped server (a ~30-90 s start) is started once for all the tests that only read
-from it.
+and the module-scoped server (a ~30-90 s start) is started once for all the tests that only read
+from it, and stopped when they are done: session-scoped it idled until the worker's last test,
+SGLang's scheduler polling at ~80 % of a core for the rest of the suite (a CPU hog of its own on
+a 2-core machine).
 
 If the peer cannot be installed the fixtures FAIL (CI must run these tests: ``./test.sh``
 installs it through ``.ci/peers.sh``); ``OPTUI_ALLOW_PEER_SKIP=1`` skips them instead.
@@ -38,7 +40,7 @@ class EngineFixtures(NamedTuple):
     exe: Any  # the session fixture: the cached venv's executable (or python)
     model: Any  # the session fixture: the generated tiny Llama in the peer's cache
     launch: Callable[..., AbstractContextManager[Any]]  # launch(exe, model, log_dir, args, *, wait, port, env)
-    server: Any  # the session fixture: one healthy server on DEFAULT_ARGS
+    server: Any  # the module fixture: one healthy server on DEFAULT_ARGS
 
 
 def engine_fixtures(*, label: str, name: str, exe_name: str, build: Callable[[], Path],
@@ -46,7 +48,7 @@ def engine_fixtures(*, label: str, name: str, exe_name: str, build: Callable[[],
                     start: Callable[..., AbstractContextManager[subprocess.Popen[bytes]]],
                     wait_for_health: Callable[[str, subprocess.Popen[bytes]], float], peer: Callable[..., Any],
                     default_args: Sequence[str], exe_doc: str, server_doc: str) -> EngineFixtures:
-    """The fixtures ``<exe_name>``, ``<name>_model`` and ``<name>_server`` (session scope), the
+    """The fixtures ``<exe_name>``, ``<name>_model`` (session scope) and ``<name>_server`` (module scope), the
     ``launch`` context manager and the collection hook that gives the tests which use the peer
     their longer timeout.
 
@@ -89,11 +91,11 @@ def engine_fixtures(*, label: str, name: str, exe_name: str, build: Callable[[],
 
     return EngineFixtures(
         pytest_collection_modifyitems,
-        _session_fixture(exe, exe_name, (), exe_doc),
-        _session_fixture(model, model_name, (exe_name,),
+        _peer_fixture(exe, exe_name, (), exe_doc),
+        _peer_fixture(model, model_name, (exe_name,),
                          "The generated tiny Llama (``tests/peers/make_tiny_hf.py``) in the peer's cache."),
         launch,
-        _session_fixture(server, server_name, (exe_name, model_name, "tmp_path_factory"), server_doc),
+        _peer_fixture(server, server_name, (exe_name, model_name, "tmp_path_factory"), server_doc, scope="module"),
     )
 
 
@@ -110,9 +112,11 @@ def built_or_fail(build: Callable[[], Path], label: str) -> Path:
     pytest.fail(f"{label} peer unavailable: {reason}\n(set {ALLOW_SKIP_ENV}=1 to skip instead)", pytrace=False)
 
 
-def _session_fixture(body: Callable[..., Any], name: str, requests: Sequence[str], doc: str) -> Any:
-    """A session-scoped fixture ``name`` that requests the fixtures ``requests`` (by those names,
-    so pytest sees them in each test's fixture closure) and passes them to ``body`` in order."""
+def _peer_fixture(body: Callable[..., Any], name: str, requests: Sequence[str], doc: str,
+                     scope: str = "session") -> Any:
+    """A fixture ``name`` of ``scope`` (session by default) that requests the fixtures
+    ``requests`` (by those names, so pytest sees them in each test's fixture closure) and passes
+    them to ``body`` in order."""
     if inspect.isgeneratorfunction(body):
         def fixture(**kwargs: Any) -> Any:
             yield from body(*(kwargs[r] for r in requests))
@@ -123,7 +127,7 @@ def _session_fixture(body: Callable[..., Any], name: str, requests: Sequence[str
     fixture.__doc__ = doc
     fixture.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(r, inspect.Parameter.KEYWORD_ONLY) for r in requests])
-    return pytest.fixture(scope="session", name=name)(fixture)
+    return pytest.fixture(scope=scope, name=name)(fixture)  # type: ignore[call-overload]
 
 
 def tail(path: Path, lines: int = 25) -> str:

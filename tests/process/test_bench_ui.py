@@ -73,6 +73,7 @@ def _grandchild_of(pgid: int) -> int:
     raise AssertionError(f"no child in process group {pgid}")
 
 
+@pytest.mark.timeout(240)  # two benchmark runs (a 3-point sweep, a repeat x3) and 20 keys: > 90 s beside a CPU hog
 async def test_sweep_pin_repeat_and_results_view_via_keys(tmp_path):
     app = make_app(tmp_path)
     session = app.session

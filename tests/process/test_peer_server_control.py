@@ -57,6 +57,8 @@ def events(session: Session, type_: str) -> list[dict]:
     return [e.data for e in session.journal.events(target="llama", types=[type_])]
 
 
+@pytest.mark.serial  # it sees WARMING by polling the model's load window (~1 s): beside 4 workers and a CPU hog the
+# optui process's poll came only after the load had ended (starting → ready), as a monitor that slow would
 async def test_start_shows_loading_503_then_ready_with_phase_times_and_metrics(tmp_path, llama_server_bin, big_gguf):
     port = free_port()
     argv = llama_argv(llama_server_bin, big_gguf, port, "--load-mode", "none", "-c", "2048", "-np", "4", "--metrics", "-a", "tiny")
