@@ -11,8 +11,9 @@ once, one asked for right after a frame waits out the rest of that period.
 Measured reason (``bench/RESULTS.md``, "Key press to screen", issue 8; together with the
 one-frame focus of :mod:`.focus_screen`): focus key press → screen while a benchmark streams
 20k lines/s, 47.0 / 89.7 ms median / p95 before, 38.7 / 93.4 ms with both; todo key
-34.7 / 79.6 → 29.1 / 48.1 ms (H200 machine). ``tests/unit/test_frame_timer.py`` fails on
-Textual's timer (347 ms for a 200 ms period).
+34.7 / 79.6 → 29.1 / 48.1 ms (H200 machine). ``tests/unit/test_frame_timer.py`` runs this
+timer and Textual's on a fake clock: Textual's paints a repaint asked for right after a frame
+more than one period after it.
 
 Private names (Textual 8.2.8): it overrides ``Timer._run`` and uses ``Timer._interval``,
 ``Timer._active``, ``Timer._tick`` and ``textual._time``'s clock and sleep (the ones Textual's
