@@ -4,17 +4,18 @@ import ast
 import re
 from pathlib import Path
 
+from tests.helpers.source_ast import import_statements
+
 SRC = Path(__file__).resolve().parents[2] / "src" / "optui"
 
 
 def imports_of(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
     names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
+    for statement in import_statements(path):
+        if not statement.is_from:
+            names.update(statement.names)
+        elif statement.module:
+            names.add(statement.module)
     return names
 
 

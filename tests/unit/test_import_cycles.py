@@ -7,8 +7,9 @@ service takes the narrow things it needs (``session/journal/writer.py``), never 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.helpers.source_ast import import_statements
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "optui"
 
@@ -35,19 +36,19 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                edges.update(a.name for a in node.names if a.name in paths)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(up + ([node.module] if node.module else []))
-                for alias in node.names:
-                    if f"{base}.{alias.name}" in paths:
-                        edges.add(f"{base}.{alias.name}")
-                    elif base in paths:
-                        edges.add(base)
+        for statement in import_statements(path):
+            if not statement.is_from:
+                edges.update(n for n in statement.names if n in paths)
+                continue
+            base = statement.module or ""
+            if statement.level:
+                up = package.split(".")[: len(package.split(".")) - statement.level + 1]
+                base = ".".join(up + ([statement.module] if statement.module else []))
+            for alias in statement.names:
+                if f"{base}.{alias}" in paths:
+                    edges.add(f"{base}.{alias}")
+                elif base in paths:
+                    edges.add(base)
         edges.discard(name)
         graph[name] = edges
     return graph
