@@ -296,9 +296,12 @@ def test_deep_nesting_is_refused_with_line_and_limit(levels):
     with pytest.raises(TodoFormatError) as err:
         parse_todo_json(text, "plan.json")
     assert str(err.value) == f"plan.json:3: nested deeper than {MAX_DEPTH} levels (column {7 + MAX_DEPTH - 3})"  # the 65th bracket
-    deep_line = json.dumps({"message": {"content": [{"type": "tool_use"}]}, "x": "[" * 10}) + "\n" + "[" * 5000 + "]" * 5000 + "\n"
-    with pytest.raises(TodoFormatError, match=rf"t.jsonl:2: nested deeper than {MAX_DEPTH} levels"):
-        parse_claude_transcript(deep_line, "t.jsonl")
+    # a transcript line past the limit: one the C decoder reads (100 levels), one it may refuse
+    # itself (5,000: a RecursionError on Python 3.11, read whole by 3.12's)
+    for deep in (100, 5000):
+        deep_line = json.dumps({"message": {"content": [{"type": "tool_use"}]}, "x": "[" * 10}) + "\n" + "[" * deep + "]" * deep + "\n"
+        with pytest.raises(TodoFormatError, match=rf"t.jsonl:2: nested deeper than {MAX_DEPTH} levels"):
+            parse_claude_transcript(deep_line, "t.jsonl")
 
 
 def test_size_and_item_limits(monkeypatch):

@@ -386,6 +386,8 @@ def parse_claude_transcript(text: str, source: str = "<transcript>") -> list[Age
             raise TodoFormatError(source, n, None, f"invalid JSON line: {exc.msg} (column {exc.colno})") from None
         except RecursionError:
             raise _depth_error(source, line, n) from None
+        if _too_deep(obj, MAX_DEPTH):  # Python 3.12's C decoder goes deeper than 3.11's before a RecursionError
+            raise _depth_error(source, line, n)
         message = obj.get("message") if isinstance(obj, dict) else None
         parts = message.get("content") if isinstance(message, dict) else None
         for part in parts if isinstance(parts, list) else ():
