@@ -164,8 +164,9 @@ def test_bytes_that_are_not_utf8_do_not_end_the_app(app):
     assert app.wait_exit() == 0
 
 
-def test_the_input_thread_sleeps_while_idle(app):
-    """Textual's input thread woke 10 times a second; this one only on input. Only the input
+def test_the_input_and_journal_threads_sleep_while_idle(app):
+    """Textual's input thread woke 10 times a second; this one only on input; the journal's
+    thread only when there is something to read. Only the input
     thread is counted (it names itself for the OS): the event loop's thread wakes for the
     dashboard's work, 16 times in 3 s on a loaded CI host, which a bound over every thread
     took for the input thread's."""
@@ -191,6 +192,11 @@ def test_the_input_thread_sleeps_while_idle(app):
     input_threads = [n for name, n in woke.items() if name.startswith(INPUT_THREAD_NAME + "/")]
     assert len(input_threads) == 1, woke  # one input thread, named, alive through the window
     assert input_threads[0] <= 15, woke  # Textual's input thread alone: ~30 in 3 s
+    # the journal thread reads the journal only when its files changed (and every 5 s whatever
+    # they say): an idle window woke it 16 times in 3 s (two reads a second), now 0
+    journal_threads = [n for name, n in woke.items() if name.startswith("optui-journal/")]
+    assert len(journal_threads) == 1, woke
+    assert journal_threads[0] <= 4, woke
     app.send(b"q")
     assert app.wait_exit() == 0
 

@@ -305,6 +305,21 @@ class Journal:
         with self._lock:
             return self._db.execute("PRAGMA data_version").fetchone()[0]
 
+    def files_stamp(self) -> tuple[tuple[int, int] | None, ...]:
+        """(mtime in ns, size in bytes) of the journal file and of its ``-wal`` file, None for
+        one that is missing: a commit by any connection changes it (WAL mode writes every
+        commit to ``-wal``; a checkpoint rewrites the file). A ``stat`` each, no SQLite call:
+        what a watcher compares before asking :meth:`changed`."""
+        stamp: list[tuple[int, int] | None] = []
+        for name in (str(self.path), f"{self.path}-wal"):
+            try:
+                st = os.stat(name)
+            except OSError:
+                stamp.append(None)
+            else:
+                stamp.append((st.st_mtime_ns, st.st_size))
+        return tuple(stamp)
+
     def changed(self) -> bool:
         """True when *another* connection committed since the last call (cheap: no I/O
         beyond a header read). Use it to refresh views shared by several optui windows."""

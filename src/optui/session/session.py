@@ -66,6 +66,9 @@ from optui.session.todo.service import TodoService
 from optui.session.todo.sync import TodoFollowService
 
 EVENTS_KEPT = 300
+#: the journal watch reads the journal at least every this many 0.5 s ticks, even when its
+#: files' stamps did not change (a file system with coarse timestamps)
+WATCH_ANYWAY_TICKS = 10
 T = TypeVar("T")
 
 
@@ -476,25 +479,38 @@ class Session:
             await self.restart_result(rt.name, list(rt.cfg.argv), reason="autostart", only_if_down=True)
 
     async def _watch_journal(self) -> None:
+        stamp = None
         for tick in itertools.count(1):
             await asyncio.sleep(0.5)
             snapshots = list(self.gpus.snapshots.values())
-            # one call on the journal thread per tick (an idle TUI's only journal work: each call
-            # wakes that thread, and tests/process/test_driver.py counts an idle app's wake-ups)
-            flushed, changed, seen = await self.journal_thread.run(self._watch_reads, snapshots) if self._off_loop \
-                else self._watch_reads(self.journal, snapshots)
-            if isinstance(flushed, JournalError):
-                self.journal_failed(flushed)
-            elif flushed:  # events that waited for another process's lock
-                self.journal_health.flushed()
-                self.sync_journal()
-            if changed:
-                self.sync_journal()
+            # the journal's SQLite work of a tick (one call on the journal thread: an idle TUI's only
+            # journal work; tests/process/test_driver.py counts an idle app's wake-ups), only when it
+            # can find something: a commit since the last look (the files' stamps: two stats), events
+            # waiting for the lock or an inventory to journal; and every WATCH_ANYWAY_TICKS whatever
+            # the stamps say (an idle window on an H200 spent two thread hops a second on nothing)
+            now = self.journal.files_stamp()
+            if now != stamp or tick % WATCH_ANYWAY_TICKS == 0 or self.journal_health.waiting \
+                    or self._inventory.may_change(snapshots):
+                stamp = now
+                await self._watch_tick(snapshots)
             if tick % 4 == 0:  # every 2 s: a stat of the config file
                 self._check_config()
-            for host, data in seen:  # GPU inventory for reports (hosts.seen)
-                self.record(ev.HOSTS_SEEN, host, data)
             self._check_alerts()
+
+    async def _watch_tick(self, snapshots: list) -> None:
+        """What a watch tick read in the journal, applied: events written that waited for the
+        lock, another process's commits, GPU inventory changes journaled."""
+        flushed, changed, seen = await self.journal_thread.run(self._watch_reads, snapshots) if self._off_loop \
+            else self._watch_reads(self.journal, snapshots)
+        if isinstance(flushed, JournalError):
+            self.journal_failed(flushed)
+        elif flushed:  # events that waited for another process's lock
+            self.journal_health.flushed()
+            self.sync_journal()
+        if changed:
+            self.sync_journal()
+        for host, data in seen:  # GPU inventory for reports (hosts.seen)
+            self.record(ev.HOSTS_SEEN, host, data)
 
     def _watch_reads(self, journal: Journal, snapshots: list) -> tuple[bool | JournalError, bool, list]:
         """The SQLite half of a watch tick (on the journal thread off the loop): whether events

@@ -37,6 +37,15 @@ class InventoryRecorder:
         self.journal = journal
         self._last: dict[str, dict | None] = {}
 
+    def may_change(self, snapshots: Iterable[HostSnapshot]) -> bool:
+        """True when :meth:`changes` could find something in ``snapshots``: a live host not
+        looked up yet, or one whose inventory differs from the last journaled. No journal
+        read (safe on the event loop while :meth:`changes` runs on the journal thread: at
+        worst it says True once too often)."""
+        last = self._last
+        return any((data := inventory(snap)) is not None and (snap.host not in last or last[snap.host] != data)
+                   for snap in snapshots)
+
     def changes(self, snapshots: Iterable[HostSnapshot]) -> list[tuple[str, dict]]:
         """``(host, inventory)`` pairs to journal now (new or different from the last one)."""
         out = []

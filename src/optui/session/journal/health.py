@@ -68,6 +68,11 @@ class JournalHealth:
         waiting = self._waiting()
         return waiting is not None and waiting.flush()
 
+    @property
+    def waiting(self) -> bool:
+        """Events wait for another process's lock (:meth:`flush` has work)."""
+        return self._waiting() is not None
+
     def flushed(self) -> None:
         """The event loop's half of :meth:`tick`: the busy text goes, the session is told."""
         self._busy_until = 0.0
