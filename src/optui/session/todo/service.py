@@ -77,7 +77,9 @@ class TodoService:
         w = self._writer
         return self._told(self._write(lambda: w.journal.update_todo(item.id, actor=w.actor, expected=item, op=op, **changes)))
 
-    def _told(self, item):
+    def _told(self, item: TodoItem) -> TodoItem:
+        """``item`` as written, after telling ``written`` of it (in the writer's thread: the
+        journal's in the TUI, the caller's elsewhere; the session swaps its list's tuple)."""
         if self._written is not None and isinstance(item, TodoItem):
             self._written(item)
         return item
