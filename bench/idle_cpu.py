@@ -5,13 +5,15 @@ was spawned in a real pseudo-terminal (start-up left out).
     python bench/idle_cpu.py [--size 120x40] [--start 5] [--end 65] [--runs 1] -- COMMAND [ARG ...]
     python bench/idle_cpu.py [...] --target optui-nvml            # or optui-demo
     python bench/idle_cpu.py [...] --pair optui-nvml 'nvitop --interval 1'
+    python bench/idle_cpu.py [...] --target optui-nvml --threads   # where optui's idle CPU goes
+    python bench/idle_cpu.py [...] --env NAME=VALUE ...             # set for the program only
 
 The program runs in its own session with a fresh pty of the given size as its controlling
 terminal (``TERM=xterm-256color``); its output is read and thrown away continuously (counted,
 so the bytes/s it draws are printed), so it never blocks on the terminal. CPU = utime +
 stime of the whole process tree (the program and its live descendants, plus the children
 they reaped), from ``/proc``, sampled at ``--start`` and ``--end``; the program's own
-process is reported apart. Then ``q`` is typed, and SIGTERM / SIGKILL follow if needed.
+process is reported apart, and with ``--threads`` each of its threads by name. Then ``q`` is typed, and SIGTERM / SIGKILL follow if needed.
 
 Targets (instead of a command):
 - ``optui-nvml``: ``python -m optui -c optui.toml`` with ``[hosts.local] gpu_source = "nvml"``,
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -40,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ptyrun import PtyProcess, cpu_s, load_average, parse_size, tree_cpu_s  # noqa: E402
+from ptyrun import PtyProcess, cpu_s, load_average, parse_size, thread_cpu_s, tree_cpu_s  # noqa: E402
 
 NVML_CONFIG = 'refresh_s = 1.0\n\n[hosts.local]\ngpu_source = "nvml"\ninterval_s = 1.0\n'
 
@@ -58,24 +61,31 @@ def resolve(spec: str | list[str], tmp: Path) -> tuple[str, list[str]]:
     return " ".join(argv), argv
 
 
-def measure(argvs: list[list[str]], size: tuple[int, int], start: float, end: float) -> list[dict]:
-    """Spawn every argv at once, sample CPU at start and end (s after spawn); one dict each."""
-    procs = [PtyProcess(argv, size) for argv in argvs]
+def measure(argvs: list[list[str]], size: tuple[int, int], start: float, end: float,
+            env: dict[str, str] | None = None) -> list[dict]:
+    """Spawn every argv at once (``env``: added to this process's environment for them),
+    sample CPU at start and end (s after spawn); one dict each."""
+    procs = [PtyProcess(argv, size, env={**os.environ, **(env or {})}) for argv in argvs]
     t0 = min(p.started for p in procs)
     try:
         time.sleep(max(0.0, t0 + start - time.monotonic()))
         first = [(time.monotonic(), tree_cpu_s(p.pid), cpu_s(p.pid, reaped_children=False), p.received) for p in procs]
+        threads_first = [thread_cpu_s(p.pid) for p in procs]
         time.sleep(max(0.0, t0 + end - time.monotonic()))
         last = [(time.monotonic(), tree_cpu_s(p.pid), cpu_s(p.pid, reaped_children=False), p.received) for p in procs]
+        threads_last = [thread_cpu_s(p.pid) for p in procs]
         alive = [p.alive() for p in procs]
     finally:
         for p in procs:
             p.stop()
     out = []
-    for (ta, tree_a, own_a, bytes_a), (tb, tree_b, own_b, bytes_b), ok in zip(first, last, alive):
+    for (ta, tree_a, own_a, bytes_a), (tb, tree_b, own_b, bytes_b), ok, th_a, th_b in zip(
+            first, last, alive, threads_first, threads_last):
         wall = tb - ta
+        threads = {name: 100 * (cpu - th_a.get(name, 0.0)) / wall for name, cpu in th_b.items()}
         out.append({"tree_pct": 100 * (tree_b - tree_a) / wall, "process_pct": 100 * (own_b - own_a) / wall,
-                    "seconds": wall, "terminal_bytes_per_s": (bytes_b - bytes_a) / wall, "alive_at_end": ok})
+                    "seconds": wall, "terminal_bytes_per_s": (bytes_b - bytes_a) / wall, "alive_at_end": ok,
+                    "threads_pct": {k: round(v, 3) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])}})
     return out
 
 
@@ -94,6 +104,10 @@ def main() -> int:
     parser.add_argument("--target", choices=["optui-nvml", "optui-demo"], help="a built-in target instead of a command")
     parser.add_argument("--pair", nargs=2, metavar=("A", "B"), help="two targets/commands at the same time; ratio A/B")
     parser.add_argument("--json", action="store_true", help="one JSON object per run, then the summary")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="set in the measured program's environment (not this script's); repeatable")
+    parser.add_argument("--threads", action="store_true",
+                        help="also each thread's %% of one core, by thread name (the program's own process)")
     args = parser.parse_args(argv)
     specs = args.pair or ([args.target] if args.target else ([command] if command else []))
     if not specs or (args.pair and (command or args.target)) or (args.target and command):
@@ -109,7 +123,8 @@ def main() -> int:
         print(f"# {args.size} pty, CPU counted from {args.start:g} s to {args.end:g} s after spawn; "
               f"load before: {load_average()}", flush=True)
         for n in range(args.runs):
-            results = measure([a for _, a in resolved], size, args.start, args.end)
+            results = measure([a for _, a in resolved], size, args.start, args.end,
+                              env=dict(item.split("=", 1) for item in args.env))
             runs.append(results)
             for label, r in zip(labels, results):
                 if args.json:
@@ -120,6 +135,9 @@ def main() -> int:
                           f"{r['process_pct']:.2f}% (its own process) over {r['seconds']:.1f} s, "
                           f"{r['terminal_bytes_per_s']:.0f} B/s to the terminal"
                           + ("" if r["alive_at_end"] else "  ** EXITED BEFORE THE END **"), flush=True)
+                    if args.threads:
+                        print(f"run {n + 1}: {label}: threads (% of one core, 10 ms ticks): "
+                              + ", ".join(f"{k} {v:.2f}" for k, v in r["threads_pct"].items()), flush=True)
             if len(results) == 2:
                 a, b = results[0]["tree_pct"], results[1]["tree_pct"]
                 print(f"run {n + 1}: ratio {labels[0]} / {labels[1]} = {a / b:.3f}" if b else "ratio: B used no CPU",

@@ -186,6 +186,26 @@ def cpu_s(pid: int, *, reaped_children: bool = True) -> float:
     return ticks / CLK_TCK
 
 
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds (utime + stime) of each live thread of ``pid``, summed by thread name
+    (``/proc/PID/task/TID/comm``: optui names its threads); {} when it is gone. A thread that
+    ended is not counted."""
+    out: dict[str, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            task = Path(f"/proc/{pid}/task/{tid}")
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
+
+
 def tree_cpu_s(root: int) -> float:
     """CPU seconds of ``root``'s whole live tree (each including its reaped children)."""
     return sum(cpu_s(pid) for pid in tree_pids(root))

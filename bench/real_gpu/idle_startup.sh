@@ -20,11 +20,7 @@ IDLE_RUNS=${IDLE_RUNS:-3}
 STARTUP_RUNS=${STARTUP_RUNS:-10}
 export TERM=${TERM:-xterm-256color} PYTHONUNBUFFERED=1
 mkdir -p "$OUT" "$WORK"
-SITE=$WORK/site
-"$PYTHON" -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "$ROOT"/.device/whl/*.whl >"$OUT/install.txt" 2>&1 \
-    || echo "pip install failed: $?" >>"$OUT/install.txt"
-"$PYTHON" -m compileall -q "$SITE" "$ROOT/src" >/dev/null 2>&1
-export PYTHONPATH=$SITE:$ROOT/src${PYTHONPATH:+:$PYTHONPATH}
+. bench/real_gpu/carried_site.sh
 {
     git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "revision unknown"
     "$PYTHON" -VV; nproc; uptime

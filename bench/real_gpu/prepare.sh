@@ -28,12 +28,13 @@ grep -qxF '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >>"$exclude"
 # The requirement list comes from pyproject.toml, so a new dependency is carried without an edit here;
 # less the test extra's parts a GPU run never imports (SKIP, names as pyproject spells them): mlflow
 # alone is ~850 MB installed and its wheels would pass the 64 MiB a device call carries.
-SKIP=${SKIP:-mlflow ruff mypy types-psutil hypothesis}
+SKIP=${SKIP:-mlflow ruff mypy types-psutil}
 mapfile -t reqs < <(SKIP="$SKIP" "$PYTHON" - <<'PY'
 import os, re, tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]
 skip = {s.lower() for s in os.environ["SKIP"].split()}
-for r in p["dependencies"] + p["optional-dependencies"]["test"] + ["gguf"]:
+# gguf: the test model's writer; nvitop and yappi: idle_startup.sh's and idle_profile.sh's
+for r in p["dependencies"] + p["optional-dependencies"]["test"] + ["gguf", "nvitop==1.7.2", "yappi"]:
     if re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() not in skip:
         print(r)
 PY
