@@ -74,6 +74,41 @@ async def test_gpu_panel_renders_hosts_and_history_window():
         assert len(drawn) == 1  # an equal value (another object) is not drawn again
 
 
+async def test_a_gpu_line_is_drawn_again_only_when_what_it_shows_changes():
+    """A GPU source reads every second; an idle GPU's power moves in tenths of a W and its
+    history window slides where its line does not: the line was drawn again each time (an
+    idle H200 window: 55 times in 55 s for 10 changes). The noisy case (power 420.04 ->
+    420.31 W, both printed 420) draws nothing; a warning colour crossing its threshold at the
+    same printed temperature (84.6 -> 85.2 °C, both 85) and a history change draw again."""
+    from optui.ui.widgets.gpu_panel import GpuPanel
+
+    def hosts(**changes):
+        fields = {"mem_used_mib": 40_000, "mem_total_mib": 143_771, "util_gpu_pct": 0.0, "temp_c": 40.0,
+                  "power_w": 420.04, "power_limit_w": 700.0, **changes}
+        return (HostSnapshot("gpu-a", (GpuSample(0, "u0", "NVIDIA H200", **fields),), taken_at=time.time(),
+                             status=HostStatus.LIVE),)
+
+    def history(util):
+        return GpuHistoryWindow(10, (GpuSeries("gpu-a", 0, util, (10.0,) * len(util)),))
+
+    panel = GpuPanel(id="gpus")
+    async with PanelApp(panel).run_test(size=(120, 10)) as pilot:
+        drawn = counting(panel, "_draw_gpu_line")
+        panel.show(hosts(), history((0.0,) * 9))
+        panel.show(hosts(power_w=420.31), history((0.0,) * 9))  # another reading, the same line
+        await pilot.pause()
+        assert len(drawn) == 1, drawn
+        assert "420/700 W" in text_of(panel)
+        panel.show(hosts(temp_c=84.6), history((0.0,) * 9))
+        panel.show(hosts(temp_c=85.2), history((0.0,) * 9))  # 85 °C both, hot only the second
+        assert len(drawn) == 3, drawn
+        panel.show(hosts(temp_c=85.2), history((0.0,) * 8 + (100.0,)))  # the history shows a busy second
+        assert len(drawn) == 4, drawn
+        panel.show(hosts(temp_c=85.2, util_gpu_pct=7.0), history((0.0,) * 8 + (100.0,)))
+        await pilot.pause()
+        assert len(drawn) == 5 and "  7%" in text_of(panel), (drawn, text_of(panel))
+
+
 async def test_server_panel_renders_statuses():
     from optui.ui.widgets.server_panel import ServerPanel
 
