@@ -15,9 +15,6 @@ cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 OUT=${OUT:-$ROOT/bench/results/real_gpu_profile}
 WORK=${WORK:-/tmp/optui-profile}
-PYTHON=${PYTHON:-python3}
-export TERM=${TERM:-xterm-256color} PYTHONUNBUFFERED=1
-mkdir -p "$OUT" "$WORK"
 . bench/real_gpu/carried_site.sh
 { "$PYTHON" -VV; nproc; uptime; nvidia-smi -L 2>&1 | head -2; } >"$OUT/versions.txt" 2>&1
 timeout 200 "$PYTHON" bench/idle_cpu.py --target optui-nvml --threads --runs 1 >"$OUT/threads.txt" 2>&1

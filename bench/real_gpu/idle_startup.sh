@@ -15,11 +15,8 @@ cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 OUT=${OUT:-$ROOT/bench/results/real_gpu_idle}
 WORK=${WORK:-/tmp/optui-idle}
-PYTHON=${PYTHON:-python3}
 IDLE_RUNS=${IDLE_RUNS:-3}
 STARTUP_RUNS=${STARTUP_RUNS:-10}
-export TERM=${TERM:-xterm-256color} PYTHONUNBUFFERED=1
-mkdir -p "$OUT" "$WORK"
 . bench/real_gpu/carried_site.sh
 {
     git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "revision unknown"
