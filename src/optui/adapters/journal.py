@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+from optui.adapters.file_signature import files_signature
 from optui.adapters.private_files import private_dir, private_file, tighten_file
 from optui.config_file import STATE_DIR_NAME
 from optui.core.bench.result import BenchResult
@@ -305,20 +306,11 @@ class Journal:
         with self._lock:
             return self._db.execute("PRAGMA data_version").fetchone()[0]
 
-    def files_stamp(self) -> tuple[tuple[int, int] | None, ...]:
-        """(mtime in ns, size in bytes) of the journal file and of its ``-wal`` file, None for
-        one that is missing: a commit by any connection changes it (WAL mode writes every
-        commit to ``-wal``; a checkpoint rewrites the file). A ``stat`` each, no SQLite call:
-        what a watcher compares before asking :meth:`changed`."""
-        stamp: list[tuple[int, int] | None] = []
-        for name in (str(self.path), f"{self.path}-wal"):
-            try:
-                st = os.stat(name)
-            except OSError:
-                stamp.append(None)
-            else:
-                stamp.append((st.st_mtime_ns, st.st_size))
-        return tuple(stamp)
+    def files_stamp(self) -> tuple:
+        """The :func:`~optui.adapters.file_signature.files_signature` of the journal file and
+        its ``-wal``: a commit by any connection changes it. No SQLite call: what a watcher
+        compares before asking :meth:`changed`."""
+        return files_signature((self.path, f"{self.path}-wal"))
 
     def changed(self) -> bool:
         """True when *another* connection committed since the last call (cheap: no I/O

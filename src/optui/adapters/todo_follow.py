@@ -36,6 +36,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from optui.adapters.file_signature import files_signature
 from optui.core.todo.formats import (
     AgentTodo,
     FollowSpec,
@@ -121,20 +122,13 @@ def signature(spec: FollowSpec) -> tuple:
         path = resolve_path(spec)
     except FollowError as exc:
         return ("missing", str(exc))
-    out: list = [str(path)]
     paths: tuple | list = (path, Path(str(path) + "-wal")) if spec.is_sqlite else (path,)
     if path.is_dir():  # a task list: a file rewritten in place changes no directory mtime
         try:
             paths = [path, *sorted(path.glob("*.json"))]
         except OSError:
             pass
-    for p in paths:
-        try:
-            st = p.stat()
-            out += [st.st_size, st.st_mtime_ns, st.st_ino]
-        except OSError:
-            out += [None, None, None]
-    return tuple(out)
+    return (str(path), *files_signature(paths))
 
 
 def read_snapshot(spec: FollowSpec) -> tuple[str, list[AgentTodo]]:

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from optui.adapters.file_signature import files_signature
 from optui.config_file import ConfigError
 
 
@@ -56,11 +57,7 @@ class ConfigWatcher:
     def _stat(self) -> tuple | None:
         if self.path is None:
             return None
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return ("missing",)
-        return st.st_mtime_ns, st.st_size, st.st_ino
+        return files_signature((self.path,))
 
     def check(self) -> ConfigCheck | None:
         """A :class:`ConfigCheck` when the file changed since the last call, else None
