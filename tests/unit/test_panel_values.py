@@ -94,19 +94,22 @@ async def test_a_gpu_line_is_drawn_again_only_when_what_it_shows_changes():
     panel = GpuPanel(id="gpus")
     async with PanelApp(panel).run_test(size=(120, 10)) as pilot:
         drawn = counting(panel, "_draw_gpu_line")
-        panel.show(hosts(), history((0.0,) * 9))
+        panel.show(hosts(), GpuHistoryWindow())  # no history window yet: no charts on the line
+        panel.show(hosts(), history((0.0,) * 9))  # the window came: the charts appear
+        assert len(drawn) == 2, drawn
+        drawn.clear()
         panel.show(hosts(power_w=420.31), history((0.0,) * 9))  # another reading, the same line
         await pilot.pause()
-        assert len(drawn) == 1, drawn
+        assert len(drawn) == 0, drawn
         assert "420/700 W" in text_of(panel)
         panel.show(hosts(temp_c=84.6), history((0.0,) * 9))
         panel.show(hosts(temp_c=85.2), history((0.0,) * 9))  # 85 °C both, hot only the second
-        assert len(drawn) == 3, drawn
+        assert len(drawn) == 2, drawn
         panel.show(hosts(temp_c=85.2), history((0.0,) * 8 + (100.0,)))  # the history shows a busy second
-        assert len(drawn) == 4, drawn
+        assert len(drawn) == 3, drawn
         panel.show(hosts(temp_c=85.2, util_gpu_pct=7.0), history((0.0,) * 8 + (100.0,)))
         await pilot.pause()
-        assert len(drawn) == 5 and "  7%" in text_of(panel), (drawn, text_of(panel))
+        assert len(drawn) == 4 and "  7%" in text_of(panel), (drawn, text_of(panel))
 
 
 async def test_server_panel_renders_statuses():

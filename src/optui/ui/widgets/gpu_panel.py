@@ -72,8 +72,8 @@ class GpuPanel(CursorList):
         #: each GPU's compute processes under its line (the zoomed panel, :meth:`set_show_processes`)
         self.show_processes = False
         self._server_pids: dict[str, dict[int, str]] = {}  # host → {server PID: server name}
-        #: (host, GPU index) → (shown values, history cells, chart widths, line): see _gpu_line
-        self._lines: dict[tuple[str, int], tuple[tuple, tuple, list[int], Text]] = {}
+        #: (host, GPU index) → (shown values, history charts drawn, line): see _gpu_line
+        self._lines: dict[tuple[str, int], tuple[tuple, tuple, Text]] = {}
         self.cursor_when_blurred = False
 
     def show(self, hosts: tuple[HostSnapshot, ...], history: GpuHistoryWindow | None = None,
@@ -258,36 +258,37 @@ class GpuPanel(CursorList):
         every second, and an idle GPU's readings move (power in tenths of a W, the history
         window) where its line does not (an idle H200 window rebuilt its line 55 times in 55 s
         for 10 changes: 30 % of its event loop's CPU). The key is what the line shows (the
-        numbers as printed, the warning colours, the width, the theme) and the history cells
-        at the widths the last drawing gave them."""
+        numbers as printed, the warning colours, the width, the theme) and the history cells,
+        resampled here at the widths the last drawing gave its charts."""
         shown = self._shown_values(host, s, width)
         kept = self._lines.get((host.host, s.index))
-        if kept is not None and kept[0] == shown and kept[1] == self._history_cells(host, s, kept[2]):
-            return kept[3]
-        cells: list[int] = []
-        line = self._draw_gpu_line(host, s, width, cells)
-        self._lines[(host.host, s.index)] = (shown, self._history_cells(host, s, cells), cells, line)
+        if kept is not None and kept[0] == shown and kept[1] == self._history_cells(host, s, kept[1]):
+            return kept[2]
+        charts: list[tuple[int, tuple]] = []
+        line = self._draw_gpu_line(host, s, width, charts)
+        self._lines[(host.host, s.index)] = (shown, tuple(charts), line)
         return line
 
     def _shown_values(self, host: HostSnapshot, s: GpuSample, width: int) -> tuple:
-        """What GPU ``s``'s line shows but its history (see :meth:`_gpu_line`)."""
+        """What GPU ``s``'s line shows but its history cells (see :meth:`_gpu_line`); the
+        history window's length (``_points``: no charts while it is 0) is in it."""
         mem_pct = s.mem_used_pct
         narrow = width < 90 and self.screen.has_class("-narrow")  # (as _draw_gpu_line asks it)
-        return (self.app.theme, host.status is HostStatus.LIVE, width, narrow, s.index,
+        return (self.app.theme, host.status is HostStatus.LIVE, width, narrow, self._points, s.index,
                 s.name, s.error, s.mem_used_mib, s.mem_reserved_mib, s.mem_total_mib, s.util_gpu_pct, s.util_mem_pct,
                 fmt_value(s.temp_c), fmt_value(s.power_w), fmt_value(s.power_limit_w),
                 mem_pct is not None and mem_pct >= self.mem_alert_pct, s.temp_c is not None and s.temp_c >= HOT_TEMP_C,
                 bool(s.power_w is not None and s.power_limit_w and s.power_w >= 0.98 * s.power_limit_w))
 
-    def _history_cells(self, host: HostSnapshot, s: GpuSample, widths: list[int]) -> tuple:
-        """GPU ``s``'s history charts resampled to ``widths`` cells each (utilization, then
-        memory): what its sparklines show at those widths."""
+    def _history_cells(self, host: HostSnapshot, s: GpuSample, drawn: tuple[tuple[int, tuple], ...]) -> tuple:
+        """GPU ``s``'s history charts now, at the widths of the ``drawn`` ones: ((width,
+        cells), ...) as :meth:`_append_history` records them (utilization, then memory)."""
         series = self._history.get((host.host, s.index))
         values = (series.util, series.mem) if series else ((), ())
-        return (self._points, *(tuple(resample(v, each, self._points)) for v, each in zip(values, widths)))
+        return tuple((each, tuple(resample(v, each, self._points))) for v, (each, _) in zip(values, drawn))
 
-    def _draw_gpu_line(self, host: HostSnapshot, s: GpuSample, width: int, cells: list[int]) -> Text:
-        """GPU ``s``'s line at ``width``; ``cells`` gets each history chart's width."""
+    def _draw_gpu_line(self, host: HostSnapshot, s: GpuSample, width: int, charts: list[tuple[int, tuple]]) -> Text:
+        """GPU ``s``'s line at ``width``; ``charts`` gets each history chart's (width, cells)."""
         app = self.app
         dim = host.status is not HostStatus.LIVE
         line = Text(style="dim" if dim else "")
@@ -313,7 +314,7 @@ class GpuPanel(CursorList):
             line.append("util ")
             line.append_text(pct_bar(bar_w // 2, s.util_gpu_pct, style(app, "gpu-util"), empty))
             line.append(f" {util_txt} ")
-            self._append_history(line, host, s, width - len(line.plain) - 24, cells)
+            self._append_history(line, host, s, width - len(line.plain) - 24, charts)
             line.append(f"bw {s.util_mem_pct:>3.0f}% " if s.util_mem_pct is not None else "bw  n/a ")
         else:
             named = width >= 56
@@ -326,26 +327,28 @@ class GpuPanel(CursorList):
             line.append_text(stacked_bar(bar_w, s.mem_total_mib, [(s.mem_used_mib, used_style), (s.mem_reserved_mib, style(app, "gpu-mem-reserved"))], empty))
             line.append(f" {mem_txt:>11} {util_txt} ")
             if with_history:
-                self._append_history(line, host, s, width - len(line.plain) - 14, cells)
+                self._append_history(line, host, s, width - len(line.plain) - 14, charts)
         line.append(f"{fmt_value(s.temp_c):>3}°C ", style=style(app, "gpu-hot") if temp_hot else "")
         power = f"{fmt_value(s.power_w)}/{fmt_value(s.power_limit_w)} W" if width >= 90 else f"{fmt_value(s.power_w)} W"
         line.append(power, style=style(app, "gpu-hot") if power_hot else "")
         return line
 
-    def _append_history(self, line: Text, host: HostSnapshot, s: GpuSample, room: int, cells: list[int]) -> None:
+    def _append_history(self, line: Text, host: HostSnapshot, s: GpuSample, room: int,
+                        charts: list[tuple[int, tuple]]) -> None:
         """Append the GPU's utilization and memory history (the whole window, fixed 0-100 %
         scale, gaps where readings were missing) in ``room`` cells: both sparklines when
-        they fit at 6+ cells each, else utilization alone, else nothing. ``cells`` gets each
-        chart's width."""
+        they fit at 6+ cells each, else utilization alone, else nothing. ``charts`` gets each
+        chart's (width, cells)."""
         if room < 7 or not self._points:
             return
         series = self._history.get((host.host, s.index))
         span = self._points
-        charts = [(series.util if series else (), "gpu-util")]
+        shown = [(series.util if series else (), "gpu-util")]
         if room >= 14:
-            charts.append((series.mem if series else (), "gpu-mem-used"))
-        each = min(24, room // len(charts) - 1)
-        for values, var in charts:
-            cells.append(each)
-            line.append_text(sparkline(resample(values, each, span), each, style(self.app, var), style(self.app, "meter-empty")))
+            shown.append((series.mem if series else (), "gpu-mem-used"))
+        each = min(24, room // len(shown) - 1)
+        for values, var in shown:
+            cells = resample(values, each, span)
+            charts.append((each, tuple(cells)))
+            line.append_text(sparkline(cells, each, style(self.app, var), style(self.app, "meter-empty")))
             line.append(" ")
