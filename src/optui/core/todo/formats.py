@@ -274,13 +274,22 @@ def _load_bounded_json(text: str, source: str, expected: str):
     if not text.strip():
         raise TodoFormatError(source, None, None, f"empty file (expected {expected})")
     try:
-        data = json.loads(text)
+        return _json_within_depth(text, source)
     except json.JSONDecodeError as exc:
         raise TodoFormatError(source, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def _json_within_depth(text: str, source: str, first_line: int = 1):
+    """``json.loads(text)`` no deeper than :data:`MAX_DEPTH`: a deeper value raises the
+    :class:`TodoFormatError` of :func:`_depth_error`, whether the C decoder stopped at
+    Python's recursion limit (3.11) or read it whole (3.12 reads 5,000 levels); invalid JSON
+    raises ``json.JSONDecodeError`` as ``json.loads`` does."""
+    try:
+        data = json.loads(text)
     except RecursionError:
-        raise _depth_error(source, text) from None
+        raise _depth_error(source, text, first_line) from None
     if _too_deep(data, MAX_DEPTH):
-        raise _depth_error(source, text)
+        raise _depth_error(source, text, first_line)
     return data
 
 
@@ -379,15 +388,11 @@ def parse_claude_transcript(text: str, source: str = "<transcript>") -> list[Age
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _json_within_depth(line, source, n)
         except json.JSONDecodeError as exc:
             if n == len(lines):  # no trailing newline: mid-write
                 break
             raise TodoFormatError(source, n, None, f"invalid JSON line: {exc.msg} (column {exc.colno})") from None
-        except RecursionError:
-            raise _depth_error(source, line, n) from None
-        if _too_deep(obj, MAX_DEPTH):  # Python 3.12's C decoder goes deeper than 3.11's before a RecursionError
-            raise _depth_error(source, line, n)
         message = obj.get("message") if isinstance(obj, dict) else None
         parts = message.get("content") if isinstance(message, dict) else None
         for part in parts if isinstance(parts, list) else ():
