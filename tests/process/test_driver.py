@@ -134,9 +134,18 @@ def palette_opens_and_escape_closes_it(app: PtyApp) -> None:
 
 def test_stop_and_continue_then_keys_and_quit(app):
     os.kill(app.proc.pid, signal.SIGTSTP)  # as ctrl+z from a shell would: the driver stops itself
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and Path(f"/proc/{app.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+
+    def state() -> str:
+        return Path(f"/proc/{app.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+    # a shell's fg continues a job once it has stopped. The test sent SIGCONT after a fixed 5 s
+    # whether or not it had (a loaded CI machine, ci11): Python then ran both pending handlers in
+    # signal-number order, SIGCONT (18) before SIGTSTP (20), so the continue was taken for a stray
+    # one and the stop came after it, for good
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and state() != "T":
         time.sleep(0.05)
+    assert state() == "T", f"optui did not stop itself on SIGTSTP within 30 s (state {state()})"
     os.kill(app.proc.pid, signal.SIGCONT)
     palette_opens_and_escape_closes_it(app)
     app.send(b"q")
