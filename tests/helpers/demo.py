@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.peers.peer_cache import free_port  # noqa: F401  (re-exported: the helpers' one port picker)
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: ``--demo-speed`` of the demo servers tests start: the startup phases (~5 s at speed 1) take
@@ -26,12 +27,6 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 #: waits for still happens, in order, just without the simulated model loading time
 TEST_SPEED = 100.0
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def subprocess_env(extra: dict[str, str] | None = None) -> dict[str, str]:

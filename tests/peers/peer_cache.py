@@ -154,8 +154,56 @@ def write_stamp(cache: Path, stamp: Mapping[str, str]) -> None:
     (cache / "install-stamp.json").write_text(json.dumps(stamp) + "\n")
 
 
+#: where :func:`free_port` picks: from here up to the kernel's ephemeral range, one slice per
+#: xdist worker (``gw0``...; the controller and a serial run take the last slice)
+RESERVED_PORTS_FROM = 20000
+PORT_SLICES = 16
+_next_in_slice: list[int] = []  # this process's cursor in its slice (advances at every pick)
+
+
+def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The kernel's ephemeral port range (``net.ipv4.ip_local_port_range``: two integers),
+    from which ``bind(("127.0.0.1", 0))`` and every outgoing connection take their port;
+    Linux's default ``(32768, 60999)`` where the file cannot be read."""
+    try:
+        low, high = (int(part) for part in path.read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick)."""
+    """A TCP port on 127.0.0.1 that is free now and that nothing else of the suite is handed.
+
+    Below the kernel's ephemeral range (:func:`ephemeral_range`), so no ``bind(0)`` and no
+    outgoing connection of another test takes it before the server binds it (ci: SGLang
+    binds its port after loading the model, 60 s under load; a port ``bind(0)`` had freed was
+    taken by then, its uvicorn failed with ``[Errno 98]`` and the process hung 120 s). Each
+    xdist worker has a slice of its own, and each pick moves on in it, so two picks in a
+    row (a test that starts several servers) differ. A port some process holds is skipped.
+    Falls back to the kernel's pick where the range leaves no room below."""
+    low, _ = ephemeral_range()
+    size = (low - RESERVED_PORTS_FROM) // PORT_SLICES
+    if size < 50:
+        return _kernel_port()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) % (PORT_SLICES - 1) if worker.startswith("gw") and worker[2:].isdigit() else PORT_SLICES - 1
+    start = RESERVED_PORTS_FROM + index * size
+    if not _next_in_slice:
+        _next_in_slice.append(os.getpid() % size)  # not the same ports as this worker's last run
+    for _ in range(size):
+        port = start + _next_in_slice[0] % size
+        _next_in_slice[0] += 1
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return _kernel_port()
+
+
+def _kernel_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
