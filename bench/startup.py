@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -39,6 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ptyrun import PtyProcess, load_average, parse_size  # noqa: E402
 
 PY = sys.executable
+#: the commands' environment: this one, less PYTHONDONTWRITEBYTECODE (set on some machines,
+#: this VM's among them): the warm-up run writes optui's bytecode, as ``pip install`` and a
+#: user's first run do, so no run compiles optui's changed modules from source (6 ms for
+#: ui/app.py alone) while Textual's, installed, have theirs
+RUN_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 #: the bench panel's own text: on screen once the panels replaced the first frame's placeholders
 PANELS = b"no benchmark yet"
 BARE = (
@@ -60,7 +66,7 @@ def time_to_marker(argv: list[str], marker: bytes, size: tuple[int, int], timeou
                    then: tuple[bytes, ...] = ()) -> list[float]:
     """Seconds from spawn until ``marker`` is on the terminal, then until each of ``then``
     is, in order (nan after ``timeout``)."""
-    proc = PtyProcess(argv, size, keep=True)
+    proc = PtyProcess(argv, size, keep=True, env=RUN_ENV)
     times: list[float] = []
     try:
         for m in (marker, *then):

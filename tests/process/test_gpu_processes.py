@@ -9,6 +9,7 @@ loopback, whose simulated GPUs hold processes of its PID).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -76,7 +77,9 @@ async def test_zoomed_gpu_panel_lists_processes_with_their_server(tmp_path):
         panel = app.query_one("#gpus")
         assert str(pid) not in panel.render().plain  # the dashboard keeps one line per GPU
         await pilot.press("1", "z")
-        await wait_for(pilot, lambda: f"{pid} demo" in panel.render().plain, timeout=10,
+        # with its memory: the simulated GPUs follow the server's state file, and their sample
+        # may list the process before its memory is written (ci13: "6873 demo 0M" for a moment)
+        await wait_for(pilot, lambda: re.search(rf"{pid} demo +[0-9.]+G", panel.render().plain), timeout=20,
                        what=lambda: panel.render().plain)
         lines = panel.render().plain.splitlines()
         gpu0 = next(i for i, line in enumerate(lines) if line.lstrip().startswith("0 "))

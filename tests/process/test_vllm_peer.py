@@ -86,6 +86,12 @@ def test_block_size_no_common_size_is_bad_flag(vllm_exe, vllm_model, tmp_path):
 
 # --- the TUI on a real vLLM: its own start (the phase history needs the log from the launch) -------
 
+#: the TUI test's built-in benchmark: long enough for several 0.5 s /metrics polls while it
+#: runs on a loaded machine (ci13: 12 prompts of 48 tokens ended between two polls, no load seen)
+BENCH_PROMPTS = 24
+BENCH_OUTPUT_LEN = 96
+
+
 def _tui_campaign(directory: Path, vllm_exe: Path, vllm_model: Path) -> Path:
     """A campaign whose ``vllm`` server optui starts itself (``control = "process"``, autostart),
     with the peer's argv and environment, and one built-in benchmark."""
@@ -112,7 +118,7 @@ poll_interval_s = 0.5
 [benchmarks.gen]
 server = "vllm"
 repeat = 1
-builtin = {{ concurrency = [4], input_len = 64, output_len = 48, prompts = 12, warmup = 0, seed = 5 }}
+builtin = {{ concurrency = [4], input_len = 64, output_len = {BENCH_OUTPUT_LEN}, prompts = {BENCH_PROMPTS}, warmup = 0, seed = 5 }}
 """)
     return config
 
@@ -170,7 +176,8 @@ async def test_tui_on_a_real_vllm_shows_ready_its_phases_the_load_and_a_benchmar
         assert load.source == "metrics" and (load.kv_cache_pct or 0) > 0, load
         assert "run " in shown and " tok/s" in shown, shown
         results = run.view.results
-        assert results and all(r.completed == 12 and r.total_output_tokens == 12 * 48 for r in results), results
+        assert results and all(r.completed == BENCH_PROMPTS and r.total_output_tokens == BENCH_PROMPTS * BENCH_OUTPUT_LEN
+                                   for r in results), results
         assert all(r.workload.length_unit == "tokens" and r.output_throughput_tok_s > 0 for r in results)
         # the bench panel: its log says the lengths were the server's tokens, its table has the run
         log = app.query_one("#bench-log")

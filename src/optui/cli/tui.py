@@ -7,7 +7,6 @@ comes sooner (``optui --help`` and everything else go through click in :mod:`opt
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -45,8 +44,16 @@ def run_tui(config_path: str | None, *, theme: str | None = None, read_only: boo
 def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = None, stop_servers_on_exit: bool = False,
              title: str | None = None, seed_todos: list[tuple] | None = None) -> None:
     """Run the app; ``load()`` returns the LoadedConfig (called in a worker thread after the
-    first frame, with the session construction)."""
-    from optui.ui.app import OptuiApp
+    first frame, with the session construction). The garbage collector is off from here to
+    the first frame (:func:`~optui.ui.process_setup.pause_collector_until_first_frame`)."""
+    from optui.ui.process_setup import pause_collector_until_first_frame, resume_collector
+
+    pause_collector_until_first_frame()
+    try:
+        from optui.ui.app import OptuiApp
+    except BaseException:
+        resume_collector()
+        raise
 
     built: list = []
 
@@ -65,6 +72,7 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
     try:
         code = app.run()
     finally:
+        resume_collector()  # (the app did at its first frame, unless it never drew one)
         for session in built:
             session.kill_leftovers()
     for session in built:  # a server another window started: left running, and the operator told so
@@ -80,42 +88,27 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
 
 def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float = 1.0, theme: str | None = None,
              read_only: bool = False, fleet: int | None = None) -> None:
-    """``optui demo``: write the demo campaign (user state dir unless ``directory``) and run
-    the TUI on it; the demo server stops when optui quits."""
+    """``optui demo``: run the TUI on the demo campaign (user state dir unless ``directory``),
+    written after the first frame with the session (:func:`~optui.demo.campaign.prepare_campaign`);
+    the demo server stops when optui quits. A ``--dir`` that TOML cannot hold is refused
+    before the screen appears (exit 2)."""
     from platformdirs import user_state_dir
 
-    from optui.demo.campaign import (
-        DEMO_TODOS,
-        free_port,
-        previous_demo_port,
-        stop_surviving_demo_server,
-        surviving_demo_port,
-        write_demo_config,
-    )
-
     base = Path(directory) if directory else Path(user_state_dir("optui", appauthor=False)) / "demo"
-    config_path = base / "optui.toml"
-    if read_only and config_path.exists():
-        pass  # read-only starts, stops and rewrites nothing: the campaign as another window left it
-    else:
-        if fresh and base.exists():
-            stop_surviving_demo_server(base)
-            shutil.rmtree(base)
-        survivor = surviving_demo_port(base)  # another window's server, or one a SIGKILLed demo left running
-        if survivor is not None and survivor == previous_demo_port(base):
-            pass  # join it as it is: rewriting optui.toml made every other window journal config.changed
-        else:
-            try:
-                config_path = write_demo_config(base, port=survivor or free_port(previous_demo_port(base)), speed=speed,
-                                                fleet=fleet)
-            except ValueError as exc:
-                print(safe_text(f"optui: error: --dir {exc}"), file=sys.stderr)
-                sys.exit(2)
+    try:  # what config_file.toml_string refuses, without importing it (and tomllib) before the first frame
+        str(base.absolute()).encode("utf-8")
+    except UnicodeEncodeError:
+        print(safe_text(f"optui: error: --dir {str(base)!r} holds bytes that are not UTF-8 text (TOML cannot store it)"),
+              file=sys.stderr)
+        sys.exit(2)
 
     def load():
         from optui.config import load_config
+        from optui.demo.campaign import prepare_campaign
 
-        return load_config(config_path)
+        return load_config(prepare_campaign(base, fresh=fresh, speed=speed, fleet=fleet, read_only=read_only))
+
+    from optui.demo.campaign import DEMO_TODOS
 
     _run_app(load, theme=theme, read_only=read_only, stop_servers_on_exit=True, title="demo", seed_todos=DEMO_TODOS)
 

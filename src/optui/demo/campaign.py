@@ -89,6 +89,31 @@ def stop_surviving_demo_server(directory: Path) -> None:
         proc.kill_group_now(launch.pid)
 
 
+def prepare_campaign(base: Path, *, fresh: bool = False, speed: float = 1.0, fleet: int | None = None,
+                     read_only: bool = False) -> Path:
+    """Make ``base`` hold the demo campaign ``optui demo`` runs and return its ``optui.toml``:
+    ``fresh`` stops a surviving demo server and removes ``base`` first; a surviving server
+    on the port the config names is joined as it is (the config is not rewritten: every
+    other window would journal ``config.changed``); else the config is written
+    (:func:`write_demo_config`) on that server's port, or the last port while it is free.
+    ``read_only`` with a campaign already there changes nothing. Called after the first
+    frame (in the TUI's loader thread). Raises ValueError for a directory TOML cannot hold,
+    OSError where ``base`` cannot be written."""
+    import shutil
+
+    config_path = base / "optui.toml"
+    if read_only and config_path.exists():
+        return config_path  # read-only starts, stops and rewrites nothing: the campaign as another window left it
+    if fresh and base.exists():
+        stop_surviving_demo_server(base)
+        shutil.rmtree(base)
+    survivor = surviving_demo_port(base)  # another window's server, or one a SIGKILLed demo left running
+    previous = previous_demo_port(base)
+    if survivor is not None and survivor == previous:
+        return config_path
+    return write_demo_config(base, port=survivor or free_port(previous), speed=speed, fleet=fleet)
+
+
 def write_demo_config(directory: Path, *, port: int, speed: float = 1.0, fleet: int | None = None) -> Path:
     """Write the demo campaign's ``optui.toml`` into ``directory``; returns its path.
 

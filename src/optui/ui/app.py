@@ -30,6 +30,7 @@ from optui.core.text.safe_text import headline, safe_line
 from optui.ui.client import SessionClient
 from optui.ui.colors import OPTUI_VARIABLES, focus_now
 from optui.ui.commands import PaletteScreen, palette_commands
+from optui.ui.first_frame import PANEL_TITLES, FirstFrame
 from optui.ui.intents import BenchActions, HostActions, JournalActions, ServerActions, TodoActions
 from optui.ui.intents.journal import JournalQueried
 from optui.ui.intents.todo import todo_commands
@@ -37,7 +38,7 @@ from optui.ui.key_order import KeyBarrier, KeySequencer
 from optui.ui.key_table import TEXTUAL_KEY_COMMANDS, key_hints, palette_key_commands
 from optui.ui.main_screen import MainScreen
 from optui.ui.policy import allowed
-from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects
+from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects, resume_collector
 from optui.ui.safe_screen import UnsafeCharFilter
 from optui.ui.session_messages import AlertRaised, FollowFailed, TodoRunFinished, message_for
 from optui.ui.textual_patches import driver_class
@@ -154,7 +155,9 @@ class OptuiApp(App):
                  theme_name: str | None = None, keymap: dict[str, str] | None = None, title: str | None = None,
                  log_max_lines: int = 10_000, freeze_gc: bool = False) -> None:
         super().__init__()
-        self._freeze_gc = freeze_gc  # see optui.ui.process_setup.freeze_long_lived_objects (the CLI sets it)
+        # the CLI's own process (it sets it): the collector, paused for the start-up, runs again
+        # from the first frame, and what exists once the campaign shows is frozen (process_setup)
+        self._freeze_gc = freeze_gc
         if (session is None) == (loader is None):
             raise ValueError("give a session or a loader")
         # the session is built (by the loader) and handed to the client here, nowhere else: every
@@ -260,28 +263,17 @@ class OptuiApp(App):
         return dict(OPTUI_VARIABLES)
 
     def compose(self) -> ComposeResult:
-        """The first frame: the dashboard's frame (status line, the five panels' borders and
-        titles, the key bar) with a placeholder in each panel. The panels' widgets (and the
-        DataTable, Log and core modules they import) mount right after it, in
-        :meth:`_mount_panels`; the campaign loads after that."""
-        yield Static("", id="status-line", markup=False)
-        with Horizontal(id="top"):
-            yield self._panel_box("gpus", "[1] GPUs")
-            yield self._panel_box("servers", "[2] Servers")
-        with Horizontal(id="middle"):
-            yield self._panel_box("todo", "[3] Todo")
-            yield self._panel_box("bench", "[4] Bench")
-        yield self._panel_box("journal", "[5] Journal")
+        """The first frame: the status line, the panels' outline drawn by one widget
+        (:class:`~optui.ui.first_frame.FirstFrame`) and the key bar. The panels' boxes and
+        the panels (and the DataTable, Log and core modules they import) mount in the
+        outline's place right after it, in :meth:`_mount_panels`; the campaign loads after that."""
+        yield Static("optui  loading campaign…", id="status-line", markup=False)
+        yield FirstFrame()
         yield KeyBar(id="keys")
 
-    @staticmethod
-    def _panel_box(name: str, title: str) -> PanelBox:
-        box = PanelBox(Static("loading…", classes="placeholder", markup=False), id=f"{name}-box", classes="panel")
-        box.border_title = title
-        return box
-
     async def _mount_panels(self) -> None:
-        """Replace the placeholders of the first frame by the panels (see :meth:`compose`)."""
+        """Replace the first frame's outline by the panels' boxes and the panels (see
+        :meth:`compose`), in one frame."""
         from optui.ui.widgets.bench_panel import BenchPanel
         from optui.ui.widgets.gpu_panel import GpuPanel
         from optui.ui.widgets.journal_panel import JournalPanel
@@ -290,11 +282,16 @@ class OptuiApp(App):
 
         panels = {"gpus": GpuPanel(id="gpus"), "servers": ServerPanel(id="servers"), "todo": TodoPanel(id="todo"),
                   "bench": BenchPanel(id="bench", max_lines=self._log_max_lines), "journal": JournalPanel(id="journal")}
+        boxes = {}
+        for name, panel in panels.items():
+            box = boxes[name] = PanelBox(panel, id=f"{name}-box", classes="panel")
+            box.border_title = PANEL_TITLES[name]
+        first_frame = self.query_one(FirstFrame)
         with self.batch_update():
-            for name, panel in panels.items():
-                box = self.query_one(PANELS[name])
-                await box.query(".placeholder").remove()
-                await box.mount(panel)
+            await self.screen.mount(Horizontal(boxes["gpus"], boxes["servers"], id="top"),
+                                    Horizontal(boxes["todo"], boxes["bench"], id="middle"),
+                                    boxes["journal"], before=first_frame)
+            await first_frame.remove()
         self.panels_mounted = True
         self._fit_side_pane()
         self.watch(self.query_one(PANELS["gpus"]).screen, "maximized", self._zoom_changed, init=False)
@@ -345,7 +342,6 @@ class OptuiApp(App):
             self.set_keymap(self._user_keymap)
         exit_on_signals(self.exit)  # tmux pane killed, terminal closed: quit like q
         self.screen_change_signal.subscribe(self, self._screen_changed)
-        self.query_one("#status-line", Static).update("optui  loading campaign…")
 
     def on_descendant_focus(self) -> None:
         self.call_after_refresh(self._update_key_bar)
@@ -358,6 +354,8 @@ class OptuiApp(App):
         """The first frame is on screen: mount the panels, then load the campaign (heavy
         imports, config validation, journal) and start the session in a worker. Keys typed
         meanwhile are held until the campaign is loaded (ui/key_order.py)."""
+        if self._freeze_gc:  # the CLI paused the collector for the start-up (process_setup)
+            resume_collector()
         await self._mount_panels()
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
 

@@ -33,7 +33,9 @@ _CACHE: dict[tuple[int, str, str], str | None] = {}
 
 def color(app: App, name: str) -> str | None:
     """The colour of theme variable ``name`` (e.g. "gpu-util", "primary") as ``#rrggbb``,
-    or None when the theme has no plain colour for it (e.g. "auto 87%")."""
+    or None when the theme has none. A translucent one is blended onto the theme's
+    background, and so is an ``auto N%`` one (``text-muted``): the text colour that contrasts
+    with the background (Textual's ``Color.get_contrast_text``) at N %."""
     variables = getattr(app, "theme_variables", None) or {}
     key = (id(variables), getattr(app, "theme", ""), name)
     if key in _CACHE:
@@ -42,7 +44,12 @@ def color(app: App, name: str) -> str | None:
     result = None
     if value:
         try:
-            parsed = Color.parse(value)
+            auto, _, percent = value.partition(" ")
+            if auto == "auto":
+                alpha = float(percent.rstrip("%")) / 100 if percent else 1.0
+                parsed = Color.parse(variables.get("background", "#000000")).get_contrast_text(alpha)
+            else:
+                parsed = Color.parse(value)
             if parsed.a < 1.0:  # translucent: blend onto the theme background
                 background = Color.parse(variables.get("background", "#000000"))
                 parsed = background.blend(parsed.with_alpha(1.0), parsed.a)

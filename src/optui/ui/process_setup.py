@@ -21,6 +21,24 @@ def exit_on_signals(exit_app: Callable[[], None]) -> None:
             loop.add_signal_handler(sig, exit_app)
 
 
+def pause_collector_until_first_frame() -> None:
+    """Switch the garbage collector off for the start-up (the CLI calls it before importing
+    Textual; :class:`~optui.ui.app.OptuiApp` made with ``freeze_gc=True`` switches it on
+    again at its first frame, :func:`resume_collector`). The imports and the first frame
+    allocate ~100k objects that all live on, and each young collection walked them: ~6 ms of
+    a ~190 ms start on the 2-core VM (``bench/RESULTS.md``, issue 33)."""
+    import gc
+
+    gc.disable()
+
+
+def resume_collector() -> None:
+    """The garbage collector on again (after :func:`pause_collector_until_first_frame`)."""
+    import gc
+
+    gc.enable()
+
+
 #: generation-1 collections between two full ones once the startup objects are frozen (Python: 10)
 FULL_COLLECTION_AFTER = 100
 

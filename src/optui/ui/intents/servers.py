@@ -5,7 +5,6 @@ a crashed one included), roll back (offered after a failed restart), stop, show 
 from __future__ import annotations
 
 import asyncio
-import shlex
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -253,6 +252,8 @@ class ServerActions(Actions):
             body.append(f"  {change.describe()}\n")
         if not changes:
             body.append("  (none: it runs them now; a plain restart)\n", style="dim")
+        import shlex  # (not before the first frame)
+
         body.append("\n" + shlex.join(last_good) + "\n")
         if after and status.crash_lines:  # after what will happen: at 50x30 the log hid the diff
             body.append("\nthe last lines of its log:\n", style="bold")
@@ -278,6 +279,8 @@ class ServerActions(Actions):
                 self.run_worker(self.client.stop_server(name), group=f"restart-{name}", exit_on_error=False)
 
         cfg, status = self.client.server_config(name), self.client.server_status(name)
+        import shlex  # (not before the first frame)
+
         self.push_screen(ConfirmScreen(f"Stop {name}?", f"host: {cfg.host}  control: {cfg.control}\n{shlex.join(status.argv)}", "Stop"), confirmed)
 
     def log_of_selected(self) -> None:
@@ -296,6 +299,8 @@ class ServerActions(Actions):
         st = self.client.server_status(name)
         body = Text()
         body.append("running command (pid " + (str(st.pid) if st.pid else "-") + "):\n", style="bold")
+        import shlex  # (not before the first frame)
+
         body.append(shlex.join(st.argv) + "\n\n" if st.argv else "(no argv)\n\n")
         changes = config_changes(Flags.parse(st.configured_argv), Flags.parse(st.argv)) if st.configured_argv else []
         body.append("changed vs optui.toml's launch:\n", style="bold")

@@ -9,7 +9,6 @@ is the one on screen) while the screen and its timers keep running."""
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
@@ -233,6 +232,8 @@ class TodoActions(Actions):
                 line += f"  [{e.experiment}]"
             body.append(line + "\n", style="bold" if e.data.get("conflict") else "")
             if e.data.get("conflict"):
+                import json  # (not before the first frame)
+
                 body.append(f"      ⚠ conflict {json.dumps(e.data['conflict'])}\n")
         self.push_screen(DetailsScreen(f"Todo #{item.id} history", body))
         if item.conflict:
@@ -266,6 +267,8 @@ class TodoActions(Actions):
         from optui.core.todo.formats import to_markdown, to_todowrite
 
         items = self.client.snapshot().todos
+        import json  # (not before the first frame)
+
         text = to_markdown(items, f"Todo — {self.host.campaign}") if fmt == "markdown" else json.dumps(to_todowrite(items), indent=2)
         try:  # 0600, never half a file, a symlink at the path replaced (not followed)
             path = self.client.write_beside_journal("todo.md" if fmt == "markdown" else "todo.json", text)
