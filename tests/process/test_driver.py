@@ -222,3 +222,34 @@ def test_end_of_input_ends_the_app(app):
     app.hang_up()
     code = app.wait_exit()
     assert code is not None, "optui did not exit at the end of its input"
+
+
+async def test_the_driver_writes_the_first_frame_itself_then_through_the_writer_thread():
+    """Until ``textual_patches.first_frame_shown``, the driver writes and flushes in the calling
+    thread (the event loop's: the frame is on the terminal when Ready comes, whatever the loop
+    does next); after it, through Textual's writer thread, as Textual's driver does."""
+    import io
+
+    from textual.app import App
+
+    from optui.ui import textual_patches
+    from optui.ui.textual_patches.quiet_driver import QuietLinuxDriver
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.written: list[str] = []
+
+        def write(self, text: str) -> None:
+            self.written.append(text)
+
+    app = App()
+    driver = QuietLinuxDriver(app, size=(80, 24))
+    terminal, writer = io.StringIO(), Recorder()
+    driver._file, driver._writer_thread = terminal, writer
+    driver.write("first frame")
+    assert terminal.getvalue() == "first frame" and writer.written == []
+    app._driver = driver  # what App.run sets
+    textual_patches.first_frame_shown(app)
+    driver.write("next frame")
+    assert terminal.getvalue() == "first frame" and writer.written == ["next frame"]
+    textual_patches.first_frame_shown(App())  # no driver (not running, headless): nothing to do

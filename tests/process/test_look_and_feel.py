@@ -56,6 +56,28 @@ async def test_broken_user_theme_warns_and_falls_back(tmp_path, monkeypatch):
         await pilot.press("q")
 
 
+async def test_the_first_frame_reads_one_shipped_theme_and_the_others_come_right_after(tmp_path, monkeypatch):
+    """Before the first frame only the configured theme's shipped file is read (each file
+    read is a TOML parse before it); right after it the other shipped themes are registered
+    for the palette's theme list."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    app = make_app(tmp_path, theme_name="optui-light")
+    shipped = {path.stem for path in builtin_theme_dir().glob("*.toml")}
+    at_ready: list[set[str]] = []
+    original_ready = type(app).on_ready
+
+    async def on_ready(self):
+        at_ready.append(shipped & set(self.available_themes))
+        return await original_ready(self)
+
+    monkeypatch.setattr(type(app), "on_ready", on_ready)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert at_ready == [{"optui-light"}]
+        assert shipped <= set(app.available_themes) and app.theme == "optui-light"
+        await pilot.press("q")
+
+
 def _all_bindings() -> list[tuple[str, Binding]]:
     """Every binding declared by optui's app, screens and widgets (their classes' BINDINGS)."""
     import importlib

@@ -139,8 +139,10 @@ def test_the_private_names_the_driver_relies_on():
     for attribute in ("self._app =", "self._debug =", "self._loop ="):
         assert attribute in driver_init, attribute
     linux_init = inspect.getsource(LinuxDriver.__init__)
-    for attribute in ("self.fileno =", "self.exit_event ="):  # QuietLinuxDriver replaces exit_event
+    # QuietLinuxDriver replaces exit_event, and writes the first frame to _file itself
+    for attribute in ("self.fileno =", "self.exit_event =", "self._file ="):
         assert attribute in linux_init, attribute
+    assert "self._driver" in inspect.getsource(App._process_messages)  # textual_patches.first_frame_shown reads it
     parser = _xterm_parser.XTermParser(False)
     assert hasattr(parser, "_timeout_time") and parser._timeout_time is None  # set while an escape is incomplete
     assert callable(parser.tick) and callable(parser.feed)
@@ -205,8 +207,8 @@ async def test_the_theme_is_chosen_without_a_css_refresh_before_the_first_frame(
         assert "-dark-mode" not in app.classes
         assert app.screen.styles.background == app.current_theme.to_color_system().background
     (tmp_path / "plain").mkdir()
-    plain = make_app(tmp_path / "plain")
-    select_theme_before_mount(plain, "optui-light")
+    plain = make_app(tmp_path / "plain")  # (the shipped themes but its own are registered after the first frame)
+    select_theme_before_mount(plain, "textual-light")
     with pytest.raises(Exception, match="not been registered"):
         select_theme_before_mount(plain, "no-such-theme")
 

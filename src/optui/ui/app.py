@@ -41,7 +41,7 @@ from optui.ui.policy import allowed
 from optui.ui.process_setup import exit_on_signals, freeze_long_lived_objects, resume_collector
 from optui.ui.safe_screen import UnsafeCharFilter
 from optui.ui.session_messages import AlertRaised, FollowFailed, TodoRunFinished, message_for
-from optui.ui.textual_patches import driver_class
+from optui.ui.textual_patches import driver_class, first_frame_shown
 from optui.ui.textual_patches.theme_select import select_theme_before_mount
 from optui.ui.themes import DEFAULT_THEME, load_themes
 from optui.ui.toast_gate import ShownMessage, ToastGate
@@ -120,7 +120,10 @@ class OptuiApp(App):
     with ``startup_error`` set and exit code 2.
     """
 
-    CSS_PATH = "optui.tcss"
+    #: the dashboard's stylesheet, read on Textual's Ready (:meth:`_read_dashboard_css`): the first
+    #: frame (the status line, the panels' outline, the key bar) needs only :attr:`CSS`
+    DASHBOARD_CSS = Path(__file__).with_name("optui.tcss")
+    CSS = "#status-line { height: 1; padding: 0 1; background: $boost; color: $text-muted; }"
     TITLE = "optui"
     #: a zoomed panel (z) keeps the key bar under it: its keys, and how to leave the zoom
     ALLOW_IN_MAXIMIZED_VIEW = "KeyBar"
@@ -271,6 +274,14 @@ class OptuiApp(App):
         yield FirstFrame()
         yield KeyBar(id="keys")
 
+    def _read_dashboard_css(self) -> None:
+        """Add optui.tcss to the stylesheet (after the first frame: ~3 ms less before it on the
+        2-core VM, bench/RESULTS.md) and restyle what is mounted (the first frame's widgets,
+        a toast); the panels mounted next are styled with it."""
+        self.stylesheet.read(self.DASHBOARD_CSS)
+        self.stylesheet.parse()
+        self.stylesheet.update(self)
+
     async def _mount_panels(self) -> None:
         """Replace the first frame's outline by the panels' boxes and the panels (see
         :meth:`compose`), in one frame."""
@@ -325,8 +336,9 @@ class OptuiApp(App):
 
     def _apply_theme(self) -> list[str]:
         """Register the theme files and select the configured theme before the first frame;
-        problems to report."""
-        themes, errors = load_themes()
+        problems to report. Of the shipped files only the configured theme's is read before
+        it; the others are registered after it (:meth:`_register_other_themes`)."""
+        themes, errors = load_themes(wanted=self._theme_name or DEFAULT_THEME)
         for theme in themes:
             self.register_theme(theme)
         name = self._theme_name if self._theme_name in self.available_themes else DEFAULT_THEME
@@ -334,6 +346,14 @@ class OptuiApp(App):
             errors.append(f"unknown theme {self._theme_name!r}; using {DEFAULT_THEME}")
         select_theme_before_mount(self, name)  # no CSS refresh queued: nothing is styled yet
         return errors
+
+    async def _register_other_themes(self) -> None:
+        """The shipped themes the first frame did not need, for the palette's theme list (read
+        off the loop; those registered already are kept: the one on screen among them)."""
+        themes, _errors = await asyncio.to_thread(load_themes)  # the errors were toasted at start
+        for theme in themes:
+            if theme.name not in self.available_themes:
+                self.register_theme(theme)
 
     def on_mount(self) -> None:
         for error in self._theme_errors:  # a toast is one line: one each
@@ -354,8 +374,11 @@ class OptuiApp(App):
         """The first frame is on screen: mount the panels, then load the campaign (heavy
         imports, config validation, journal) and start the session in a worker. Keys typed
         meanwhile are held until the campaign is loaded (ui/key_order.py)."""
+        first_frame_shown(self)  # written (and flushed) by the event loop: its driver's writer thread from now on
         if self._freeze_gc:  # the CLI paused the collector for the start-up (process_setup)
             resume_collector()
+        self._read_dashboard_css()
+        self.run_worker(self._register_other_themes(), group="themes", exit_on_error=False)
         await self._mount_panels()
         self.run_worker(self._start_session(), name="session", group="session", exit_on_error=False)
 

@@ -51,19 +51,28 @@ def load_theme_file(path: Path, *, check: bool = True) -> Theme:
     return Theme(**data)
 
 
-def load_themes(extra_dirs: list[Path] | None = None) -> tuple[list[Theme], list[str]]:
-    """All themes (shipped, then user dirs) and the error messages of broken files."""
+def load_themes(extra_dirs: list[Path] | None = None, *, wanted: str | None = None) -> tuple[list[Theme], list[str]]:
+    """All themes (shipped, then user dirs, a later file replacing an earlier one of its name)
+    and the error messages of broken files. ``wanted`` (a theme's name) reads, of the shipped
+    files, only ``<wanted>.toml`` (the first frame needs that one; the app reads the others
+    after it), every file of the other directories (a theme's name is inside its file) and,
+    where ``wanted`` is in none of them, everything."""
     themes: dict[str, Theme] = {}
     errors: list[str] = []
     shipped = builtin_theme_dir()
     for directory in [shipped, user_theme_dir(), *(extra_dirs or [])]:
         if not directory.is_dir():
             continue
-        for path in sorted(directory.glob("*.toml")):
+        paths = sorted(directory.glob("*.toml"))
+        if wanted is not None and directory == shipped:
+            paths = [path for path in paths if path.stem == wanted]
+        for path in paths:
             try:
                 theme = load_theme_file(path, check=directory != shipped)
             except ValueError as exc:
                 errors.append(str(exc))
                 continue
             themes[theme.name] = theme
+    if wanted is not None and wanted not in themes:
+        return load_themes(extra_dirs)
     return list(themes.values()), errors

@@ -9,7 +9,6 @@ of the first level too deep is found by one linear pass over the text that skips
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
@@ -56,6 +55,8 @@ def loads_bounded(text: bytes | str, *, what: str, max_bytes: int = DEFAULT_MAX_
     ``RecursionError``, caught here); the depth is then checked on the decoded value without
     recursion, and the text is scanned for the offset only when it is too deep: a normal
     answer costs one ``json.loads`` and one walk (the scan first cost 6x the decode)."""
+    import json  # here: too_deep_at (a TOML theme's depth check) comes before the first frame, json not
+
     if len(text) > max_bytes:
         raise JsonBoundError("size", f"{what}: {len(text):,} bytes is over the limit of {max_bytes:,}")
     try:

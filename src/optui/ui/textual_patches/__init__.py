@@ -78,6 +78,16 @@ def driver_class(picked: type) -> type:
     return picked
 
 
+def first_frame_shown(app) -> None:
+    """``app``'s first frame is on the terminal: its driver writes through Textual's writer
+    thread from now on (:meth:`~optui.ui.textual_patches.quiet_driver.QuietLinuxDriver.first_frame_shown`;
+    reads ``App._driver``). Nothing with another driver (Textual's own with the patches off,
+    the headless one of tests)."""
+    shown = getattr(getattr(app, "_driver", None), "first_frame_shown", None)
+    if shown is not None:
+        shown()
+
+
 # The base class of optui's dashboard screen: OneFrameFocusScreen with the patches on,
 # Textual's Screen with them off.
 if ENABLED:
@@ -85,4 +95,4 @@ if ENABLED:
 else:
     from textual.screen import Screen  # type: ignore[assignment]
 
-__all__ = ["ENABLED", "PINNED_TEXTUAL", "SWITCH", "Screen", "driver_class", "wanted"]
+__all__ = ["ENABLED", "PINNED_TEXTUAL", "SWITCH", "Screen", "driver_class", "first_frame_shown", "wanted"]

@@ -25,9 +25,18 @@ reproductions: ``docs/upstream/``):
 - End of input (the terminal is gone but no ``SIGHUP`` came) asks the app to exit instead of
   spinning on ``select`` (Textual PR #6690, open; ``docs/upstream/eof_busy_loop.md``).
 
+One addition: until the app's first frame is on the terminal (``textual_patches.first_frame_shown``),
+the driver writes in the calling thread, the event loop's, and flushes at once. Textual writes
+every frame through a writer thread, and that thread needs the GIL for each of its steps
+(take the frame, write it, flush, write again when the terminal's buffer was full): the
+event loop, busy mounting the dashboard right after the first frame, gave it up only every
+switch interval (5 ms), and the first frame reached the terminal 10-30 ms after Textual had
+drawn it (``bench/RESULTS.md``, issue 33). A bare Textual app's loop is idle then.
+
 Private names (Textual 8.2.8): it replaces ``LinuxDriver.run_input_thread`` and wraps
 ``_sigtstp_application`` / ``_sigcont_application``; it reads ``_debug``, ``_loop``,
-``_app``, the parser's ``_timeout_time`` and imports ``textual._xterm_parser.XTermParser`` and
+``_app``, the parser's ``_timeout_time``, ``LinuxDriver._file`` (the terminal's output),
+``App._driver``, and imports ``textual._xterm_parser.XTermParser`` and
 ``textual._time.get_time``.
 """
 
@@ -47,6 +56,7 @@ from textual.drivers.linux_driver import LinuxDriver
 from optui.adapters.thread_names import set_native_thread_name
 
 INPUT_THREAD_NAME = "optui-input"  # the OS thread name of the input thread (15 bytes at most)
+
 
 
 class _WakingEvent(threading.Event):
@@ -75,6 +85,7 @@ class QuietLinuxDriver(LinuxDriver):
         # open as long as the driver: it is stopped and started again around a suspend
         weakref.finalize(self, _close_fds, self._wake_read, self._wake_write)
         self.exit_event = _WakingEvent(self._wake_write)
+        self._write_through = True  # until the first frame is shown (write)
 
     def _sigtstp_application(self, *args) -> None:
         self._suspended_by_us = True
@@ -84,6 +95,20 @@ class QuietLinuxDriver(LinuxDriver):
         if getattr(self, "_suspended_by_us", False):  # not a stray SIGCONT (hang-up, kill -CONT)
             self._suspended_by_us = False
             super()._sigcont_application(*args)
+
+    def write(self, data: str) -> None:
+        """Write ``data`` to the terminal: here and flushed until :meth:`first_frame_shown`
+        (module doc), then through Textual's writer thread."""
+        out = self._file
+        if self._write_through and out is not None:
+            out.write(data)
+            out.flush()
+        else:
+            super().write(data)
+
+    def first_frame_shown(self) -> None:
+        """The first frame is on the terminal: write through Textual's writer thread from now on."""
+        self._write_through = False
 
     def run_input_thread(self) -> None:
         """Read the terminal and post its events (keys, mouse, resize, paste) to the app."""
