@@ -152,3 +152,32 @@ def started_demo_campaign(cfg: Path) -> Iterator[Path]:
         yield cfg
     finally:
         kill_demo_server(cfg)
+
+
+def run_in_pty_until_exit(argv: list[str], *, cwd: Path, timeout: float = 60) -> tuple[int, str]:
+    """Run ``argv`` (the real TUI) in a pseudo-terminal until it exits on its own; its exit
+    code and everything it wrote (``\r\n`` as ``\n``). Killed, and AssertionError, after
+    ``timeout`` s (a bound for slow machines)."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=follower, stdout=follower, stderr=follower,
+                            env=subprocess_env({"TERM": "xterm-256color"}), start_new_session=True)
+    os.close(follower)
+    out = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.2)[0]:
+                try:
+                    out += os.read(leader, 65536)
+                except OSError:
+                    break
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+    return code, out.decode("utf-8", "replace").replace("\r\n", "\n")

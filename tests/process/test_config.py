@@ -242,33 +242,10 @@ def test_an_unknown_theme_or_keymap_id_is_refused_with_file_and_line(tmp_path):
 
 def test_the_tui_refuses_an_unknown_theme_with_the_line_and_exit_2(tmp_path):
     """The real `optui` in a pseudo-terminal: the message after the screen closes, exit 2."""
-    import os
-    import pty
-    import select
-    import time
-
-    from tests.helpers.demo import subprocess_env
+    from tests.helpers.demo import run_in_pty_until_exit
 
     (tmp_path / "optui.toml").write_text('theme = "nope"\n[hosts.local]\ngpu_source = "none"\n')
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "optui"], cwd=tmp_path, stdin=follower, stdout=follower,
-                            stderr=follower, env=subprocess_env({"TERM": "xterm-256color"}), start_new_session=True)
-    os.close(follower)
-    out = b""
-    deadline = time.monotonic() + 60
-    try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            if select.select([leader], [], [], 0.2)[0]:
-                try:
-                    out += os.read(leader, 65536)
-                except OSError:
-                    break
-        assert proc.wait(timeout=max(1.0, deadline - time.monotonic())) == 2
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(leader)
-    text = out.decode("utf-8", "replace")
-    assert f"{tmp_path / 'optui.toml'}:1: theme: unknown theme 'nope'" in text.replace("\r\n", "\n")
+    code, text = run_in_pty_until_exit([sys.executable, "-m", "optui"], cwd=tmp_path)
+    assert code == 2
+    assert f"{tmp_path / 'optui.toml'}:1: theme: unknown theme 'nope'" in text
     assert "Traceback" not in text

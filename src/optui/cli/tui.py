@@ -91,7 +91,7 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
     """``optui demo``: run the TUI on the demo campaign (user state dir unless ``directory``),
     written after the first frame with the session (:func:`~optui.demo.campaign.prepare_campaign`);
     the demo server stops when optui quits. A ``--dir`` that TOML cannot hold is refused
-    before the screen appears (exit 2)."""
+    before the screen appears, one that cannot be written right after it (exit 2 both)."""
     from platformdirs import user_state_dir
 
     base = Path(directory) if directory else Path(user_state_dir("optui", appauthor=False)) / "demo"
@@ -104,9 +104,14 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
 
     def load():
         from optui.config import load_config
+        from optui.config_file import ConfigError
         from optui.demo.campaign import prepare_campaign
 
-        return load_config(prepare_campaign(base, fresh=fresh, speed=speed, fleet=fleet, read_only=read_only))
+        try:
+            path = prepare_campaign(base, fresh=fresh, speed=speed, fleet=fleet, read_only=read_only)
+        except (OSError, ValueError) as exc:  # the app ends, exit 2, and prints this
+            raise ConfigError(f"optui: error: --dir {base}: cannot write the demo campaign there: {exc}") from None
+        return load_config(path)
 
     from optui.demo.campaign import DEMO_TODOS
 
