@@ -154,16 +154,25 @@ def started_demo_campaign(cfg: Path) -> Iterator[Path]:
         kill_demo_server(cfg)
 
 
-def run_in_pty_until_exit(argv: list[str], *, cwd: Path, timeout: float = 60) -> tuple[int, str]:
-    """Run ``argv`` (the real TUI) in a pseudo-terminal until it exits on its own; its exit
-    code and everything it wrote (``\r\n`` as ``\n``). Killed, and AssertionError, after
-    ``timeout`` s (a bound for slow machines)."""
+def run_in_pty_until_exit(argv: list[str], *, cwd: Path, timeout: float = 60, env: dict[str, str] | None = None,
+                          size: tuple[int, int] | None = None) -> tuple[int, str]:
+    """Run ``argv`` (the real TUI) in a pseudo-terminal of ``size`` (columns, rows; the pty's
+    default if None) until it exits on its own; its exit code and everything it wrote
+    (``\r\n`` as ``\n``). ``env``: the whole environment (default: :func:`subprocess_env`
+    with ``TERM=xterm-256color``). Killed after ``timeout`` s (a bound for slow machines):
+    the code is then the kill's."""
+    import fcntl
     import pty
     import select
+    import struct
+    import termios
 
     leader, follower = pty.openpty()
+    if size is not None:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
     proc = subprocess.Popen(argv, cwd=cwd, stdin=follower, stdout=follower, stderr=follower,
-                            env=subprocess_env({"TERM": "xterm-256color"}), start_new_session=True)
+                            env=env if env is not None else subprocess_env({"TERM": "xterm-256color"}),
+                            start_new_session=True)
     os.close(follower)
     out = b""
     deadline = time.monotonic() + timeout
@@ -172,12 +181,11 @@ def run_in_pty_until_exit(argv: list[str], *, cwd: Path, timeout: float = 60) ->
             if select.select([leader], [], [], 0.2)[0]:
                 try:
                     out += os.read(leader, 65536)
-                except OSError:
+                except OSError:  # the child closed the pty
                     break
-        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+        proc.wait()
         os.close(leader)
-    return code, out.decode("utf-8", "replace").replace("\r\n", "\n")
+    return proc.returncode, out.decode("utf-8", "replace").replace("\r\n", "\n")

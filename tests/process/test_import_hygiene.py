@@ -21,20 +21,16 @@ with the name of the chain's first optui module.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
-import select
-import struct
 import subprocess
 import sys
-import termios
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.demo import run_in_pty_until_exit
 
 #: third-party packages (top-level names) the first frame must not import
 FORBIDDEN_PACKAGES = (
@@ -108,28 +104,10 @@ def first_frame_modules(tmp_path: Path, *args: str, timeout: float = 60.0) -> se
     out = tmp_path / "modules.json"
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
-    master, slave = pty.openpty()
-    os.set_blocking(master, False)
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", OPTUI_PROBE_OUT=str(out), HOME=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, str(probe), *args], stdin=slave, stdout=slave, stderr=slave,
-                            env=env, cwd=tmp_path, start_new_session=True)
-    os.close(slave)
-    screen = b""
-    deadline = time.monotonic() + timeout
-    try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    screen += os.read(master, 65536)
-                except OSError:  # the child closed the pty
-                    break
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        os.close(master)
-    assert out.exists(), f"no first frame within {timeout} s (rc {proc.returncode}): {screen[-2000:]!r}"
+    code, screen = run_in_pty_until_exit([sys.executable, str(probe), *args], cwd=tmp_path, timeout=timeout, env=env,
+                                         size=(120, 40))
+    assert out.exists(), f"no first frame within {timeout} s (rc {code}): {screen[-2000:]!r}"
     return set(json.loads(out.read_text()))
 
 
