@@ -81,16 +81,22 @@ class LoadRun:
     seconds: float
 
 
+#: how often :func:`load_during_completions` reads /metrics (s): ci16's vLLM served its 4 x 400
+#: tokens within the first 0.5 s, and the one read then found it idle
+LOAD_POLL_S = 0.1
+
+
 def load_during_completions(url: str, max_tokens: int) -> LoadRun:
-    """4 completions of ``max_tokens`` at once, /metrics read every 0.5 s while they run (300 s at most)."""
+    """4 completions of ``max_tokens`` at once, /metrics read every :data:`LOAD_POLL_S` while
+    they run (300 s at most)."""
     before = parse_scrape(get(f"{url}/metrics"), 0.0)
     views = []
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(complete, url, max_tokens) for _ in range(4)]
         prev, t = before, 0.0
         while not all(f.done() for f in futures) and t < 300:
-            time.sleep(0.5)
-            t += 0.5
+            time.sleep(LOAD_POLL_S)
+            t += LOAD_POLL_S
             cur = parse_scrape(get(f"{url}/metrics"), t)
             views.append(load_view(cur, prev))
             prev = cur
