@@ -45,7 +45,9 @@ async def test_restart_with_new_flag_via_keys(tmp_path):
     session = app.session
     rt = session.servers["demo"]
     async with app.run_test(size=(160, 45)) as pilot:
-        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None)
+        # and the start's server.ready journaled (ci17: it came after the count, and first in `new`)
+        await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None
+                       and "server.ready" in [e.type for e in session.journal.events(target="demo")])
         before = len(session.journal.events(target="demo"))
         await pilot.press("2", "r")
         await pilot.press(*"--max-running-requests 16", "enter")
