@@ -47,7 +47,7 @@ async def test_restart_with_new_flag_via_keys(tmp_path):
     async with app.run_test(size=(160, 45)) as pilot:
         # and the start's server.ready journaled (ci17: it came after the count, and first in `new`)
         await wait_for(pilot, lambda: rt.status.state.value == "ready" and rt.status.busy is None
-                       and "server.ready" in [e.type for e in session.journal.events(target="demo")])
+                       and "server.ready" in event_types(session))
         before = len(session.journal.events(target="demo"))
         await pilot.press("2", "r")
         await pilot.press(*"--max-running-requests 16", "enter")
@@ -56,8 +56,8 @@ async def test_restart_with_new_flag_via_keys(tmp_path):
         assert app.focused.id == "cancel"  # Cancel is focused: Enter would not restart
         await pilot.press("y")
         await wait_for(pilot, lambda: rt.status.busy is None and rt.status.state.value == "ready"
-                       and "16" in rt.status.argv, timeout=40)
-        new = [e.type for e in session.journal.events(target="demo")][before:]
+                       and "16" in rt.status.argv and "server.ready" in event_types(session)[before:], timeout=40)
+        new = event_types(session)[before:]
         for expected in ("server.restart", "flags.changed", "server.stopped", "server.starting", "server.ready"):
             assert expected in new, (expected, new)
         assert new.index("server.restart") < new.index("server.stopped") < new.index("server.starting") < new.index("server.ready")
