@@ -233,18 +233,24 @@ def test_demo_dir_that_toml_cannot_hold_is_refused_before_anything_is_written(tm
     assert not directory.exists()
 
 
-def test_demo_dir_that_cannot_be_written_ends_the_tui_with_the_reason_and_exit_2(tmp_path):
+@pytest.mark.parametrize("where", ["under a file", "not UTF-8"])
+def test_demo_dir_that_cannot_be_written_ends_the_tui_with_the_reason_and_exit_2(tmp_path, where):
     """The campaign is written after the first frame (in the loader thread): a --dir that
-    cannot be written ends the app with its reason, no traceback."""
+    cannot be written, or that TOML cannot hold, ends the app with its reason, no traceback."""
     from tests.helpers.demo import run_in_pty_until_exit
 
-    blocked = tmp_path / "file"
-    blocked.write_text("not a directory")
-    code, text = run_in_pty_until_exit([sys.executable, "-m", "optui", "demo", "--dir", str(blocked / "demo")],
-                                       cwd=tmp_path)
+    if where == "under a file":
+        blocked = tmp_path / "file"
+        blocked.write_text("not a directory")
+        directory, reason = blocked / "demo", "[Errno 20] Not a directory"
+    else:
+        directory, reason = tmp_path / os.fsdecode(b"bad\xff"), "holds bytes that are not UTF-8 text"
+    code, text = run_in_pty_until_exit([sys.executable, "-m", "optui", "demo", "--dir", str(directory)], cwd=tmp_path)
     assert code == 2, text[-2000:]
-    assert f"optui: error: --dir {blocked / 'demo'}: cannot write the demo campaign there: [Errno 20] Not a directory" in text
-    assert "Traceback" not in text
+    assert "optui: error: --dir " in text and "cannot write the demo campaign there: " in text, text[-2000:]
+    assert reason in text and "Traceback" not in text
+    if where == "not UTF-8":
+        assert not directory.exists()
 
 
 # -------------------------------------------------------------- permissions

@@ -16,15 +16,16 @@ SIZES = [(200, 50), (120, 40), (133, 41), (151, 37), (121, 29), (120, 25), (100,
          (80, 24), (79, 31), (60, 40), (50, 30), (60, 20), (40, 15)]
 
 
-def _gated_app() -> tuple[OptuiApp, threading.Event]:
-    """An app whose campaign never loads until the event is set: the panels mount and stay empty."""
+def _gated_app(**kwargs) -> tuple[OptuiApp, threading.Event]:
+    """An app (``kwargs``: OptuiApp's) whose campaign never loads until the event is set: the
+    panels mount and stay empty."""
     go = threading.Event()
 
     def loader():
         go.wait(30)
         raise RuntimeError("not loaded (the test ended)")
 
-    return OptuiApp(loader=loader, title="test"), go
+    return OptuiApp(loader=loader, title="test", **kwargs), go
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
@@ -83,15 +84,9 @@ async def test_the_collector_paused_for_the_start_up_runs_again_from_the_first_f
 
     from optui.ui.process_setup import pause_collector_until_first_frame
 
-    go = threading.Event()
-
-    def loader():
-        go.wait(30)
-        raise RuntimeError("not loaded (the test ended)")
-
     pause_collector_until_first_frame()
+    app, go = _gated_app(freeze_gc=True)
     try:
-        app = OptuiApp(loader=loader, title="test", freeze_gc=True)
         async with app.run_test(size=(120, 40)) as pilot:
             for _ in range(100):
                 if app.panels_mounted:

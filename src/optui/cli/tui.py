@@ -48,13 +48,6 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
     the first frame (:func:`~optui.ui.process_setup.pause_collector_until_first_frame`)."""
     from optui.ui.process_setup import pause_collector_until_first_frame, resume_collector
 
-    pause_collector_until_first_frame()
-    try:
-        from optui.ui.app import OptuiApp
-    except BaseException:
-        resume_collector()
-        raise
-
     built: list = []
 
     def loader():
@@ -68,8 +61,11 @@ def _run_app(load, *, theme: str | None, read_only: bool, keymap: dict | None = 
             seed_todo_list(session, seed_todos)
         return session
 
-    app = OptuiApp(loader=loader, theme_name=theme, keymap=keymap, title=title, freeze_gc=True)
+    pause_collector_until_first_frame()
     try:
+        from optui.ui.app import OptuiApp
+
+        app = OptuiApp(loader=loader, theme_name=theme, keymap=keymap, title=title, freeze_gc=True)
         code = app.run()
     finally:
         resume_collector()  # (the app did at its first frame, unless it never drew one)
@@ -90,17 +86,11 @@ def run_demo(directory: str | None = None, *, fresh: bool = False, speed: float 
              read_only: bool = False, fleet: int | None = None) -> None:
     """``optui demo``: run the TUI on the demo campaign (user state dir unless ``directory``),
     written after the first frame with the session (:func:`~optui.demo.campaign.prepare_campaign`);
-    the demo server stops when optui quits. A ``--dir`` that TOML cannot hold is refused
-    before the screen appears, one that cannot be written right after it (exit 2 both)."""
+    the demo server stops when optui quits. A ``--dir`` that cannot be written, or that TOML
+    cannot hold, ends the app right after the first frame with the reason (exit 2)."""
     from platformdirs import user_state_dir
 
     base = Path(directory) if directory else Path(user_state_dir("optui", appauthor=False)) / "demo"
-    try:  # what config_file.toml_string refuses, without importing it (and tomllib) before the first frame
-        str(base.absolute()).encode("utf-8")
-    except UnicodeEncodeError:
-        print(safe_text(f"optui: error: --dir {str(base)!r} holds bytes that are not UTF-8 text (TOML cannot store it)"),
-              file=sys.stderr)
-        sys.exit(2)
 
     def load():
         from optui.config import load_config

@@ -43,7 +43,7 @@ from optui.ui.safe_screen import UnsafeCharFilter
 from optui.ui.session_messages import AlertRaised, FollowFailed, TodoRunFinished, message_for
 from optui.ui.textual_patches import driver_class, first_frame_shown
 from optui.ui.textual_patches.theme_select import select_theme_before_mount
-from optui.ui.themes import DEFAULT_THEME, load_themes
+from optui.ui.themes import DEFAULT_THEME, load_themes, shipped_themes
 from optui.ui.toast_gate import ShownMessage, ToastGate
 from optui.ui.widgets.key_bar import KeyBar
 
@@ -349,9 +349,9 @@ class OptuiApp(App):
 
     async def _register_other_themes(self) -> None:
         """The shipped themes the first frame did not need, for the palette's theme list (read
-        off the loop; those registered already are kept: the one on screen among them)."""
-        themes, _errors = await asyncio.to_thread(load_themes)  # the errors were toasted at start
-        for theme in themes:
+        off the loop; those registered already are kept: the one on screen, a user's file of
+        a shipped theme's name)."""
+        for theme in await asyncio.to_thread(shipped_themes):
             if theme.name not in self.available_themes:
                 self.register_theme(theme)
 

@@ -51,6 +51,11 @@ def load_theme_file(path: Path, *, check: bool = True) -> Theme:
     return Theme(**data)
 
 
+def shipped_themes() -> list[Theme]:
+    """Every shipped theme (``tests/unit/test_theme_schema.py`` checks each file)."""
+    return [load_theme_file(path, check=False) for path in sorted(builtin_theme_dir().glob("*.toml"))]
+
+
 def load_themes(extra_dirs: list[Path] | None = None, *, wanted: str | None = None) -> tuple[list[Theme], list[str]]:
     """All themes (shipped, then user dirs, a later file replacing an earlier one of its name)
     and the error messages of broken files. ``wanted`` (a theme's name) reads, of the shipped

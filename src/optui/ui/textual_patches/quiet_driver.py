@@ -58,7 +58,6 @@ from optui.adapters.thread_names import set_native_thread_name
 INPUT_THREAD_NAME = "optui-input"  # the OS thread name of the input thread (15 bytes at most)
 
 
-
 class _WakingEvent(threading.Event):
     """A ``threading.Event`` whose ``set()`` also writes a byte to ``wake_fd`` (so that a
     thread blocked in ``select`` on the other end sees it at once)."""
